@@ -1,0 +1,1 @@
+"""KFP components: thin verb_noun wrappers over the sharebench library (installed as sharebench.components)."""

@@ -1,0 +1,1 @@
+"""KFP pipelines: wiring of components only (installed as sharebench.pipelines)."""

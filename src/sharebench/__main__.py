@@ -1,0 +1,5 @@
+import sys
+
+from sharebench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,127 @@
+"""GPU models and their MIG profiles: the one table every part uses.
+
+SM counts and memory per profile are what ``nvidia-smi mig -lgip`` reports
+(H200 read on the lent machine, 2026-12-02; the others from NVIDIA's MIG user
+guide). Node reconfiguration validates layouts with it, the analysis computes
+ideal partition scaling from it, and the prediction computes the compute share
+a MIG profile loses.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sharebench.errors import UserError
+
+
+@dataclass(frozen=True)
+class MigProfile:
+    name: str          # e.g. "1g.5gb"
+    slices: int        # compute slices (the "Ng")
+    sms: int           # streaming multiprocessors in one instance
+    mem_gb: float      # memory of one instance, as in the profile name
+    max_count: int     # instances of this profile one GPU can hold
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    key: str                    # canonical name used in options: "A100-40GB"
+    sms: int                    # SMs of the whole GPU, MIG disabled
+    mem_gb: float
+    profiles: tuple[MigProfile, ...]
+    products: tuple[str, ...]   # substrings of nvidia.com/gpu.product / NVML names
+
+    def profile(self, name: str) -> MigProfile:
+        for p in self.profiles:
+            if p.name == name:
+                return p
+        allowed = ", ".join(p.name for p in self.profiles)
+        raise UserError(f"MIG profile {name!r} does not exist on {self.key}; allowed: {allowed}")
+
+
+def _profiles(*rows: tuple[str, int, int, float, int]) -> tuple[MigProfile, ...]:
+    return tuple(MigProfile(*r) for r in rows)
+
+
+GPU_MODELS: dict[str, GpuModel] = {
+    m.key: m
+    for m in [
+        GpuModel("A100-40GB", 108, 40, _profiles(
+            ("1g.5gb", 1, 14, 5, 7), ("1g.10gb", 1, 14, 10, 4), ("2g.10gb", 2, 28, 10, 3),
+            ("3g.20gb", 3, 42, 20, 2), ("4g.20gb", 4, 56, 20, 1), ("7g.40gb", 7, 98, 40, 1)),
+            ("A100-SXM4-40GB", "A100-PCIE-40GB", "A100-40GB")),
+        GpuModel("A100-80GB", 108, 80, _profiles(
+            ("1g.10gb", 1, 14, 10, 7), ("1g.20gb", 1, 14, 20, 4), ("2g.20gb", 2, 28, 20, 3),
+            ("3g.40gb", 3, 42, 40, 2), ("4g.40gb", 4, 56, 40, 1), ("7g.80gb", 7, 98, 80, 1)),
+            ("A100-SXM4-80GB", "A100-80GB-PCIe", "A100-80GB")),
+        GpuModel("H100-80GB", 132, 80, _profiles(
+            ("1g.10gb", 1, 16, 10, 7), ("1g.20gb", 1, 26, 20, 4), ("2g.20gb", 2, 32, 20, 3),
+            ("3g.40gb", 3, 60, 40, 2), ("4g.40gb", 4, 64, 40, 1), ("7g.80gb", 7, 132, 80, 1)),
+            ("H100-80GB-HBM3", "H100-SXM5-80GB", "H100-80GB")),
+        GpuModel("H100-NVL", 132, 94, _profiles(
+            ("1g.12gb", 1, 16, 12, 7), ("1g.24gb", 1, 26, 24, 4), ("2g.24gb", 2, 32, 24, 3),
+            ("3g.47gb", 3, 60, 47, 2), ("4g.47gb", 4, 64, 47, 1), ("7g.94gb", 7, 132, 94, 1)),
+            ("H100-NVL", "H100 NVL")),
+        GpuModel("H200", 132, 141, _profiles(
+            ("1g.18gb", 1, 16, 18, 7), ("1g.35gb", 1, 26, 35, 4), ("2g.35gb", 2, 32, 35, 3),
+            ("3g.71gb", 3, 60, 71, 2), ("4g.71gb", 4, 64, 71, 1), ("7g.141gb", 7, 132, 141, 1)),
+            ("H200",)),
+    ]
+}
+
+
+def gpu_model(name: str) -> GpuModel:
+    """A model by its key ("A100-40GB") or by a product string ("NVIDIA-A100-SXM4-40GB",
+    "NVIDIA H200", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb")."""
+    if name in GPU_MODELS:
+        return GPU_MODELS[name]
+    norm = re.sub(r"[\s_]+", "-", name.strip()).upper()
+    norm = re.sub(r"-MIG-.*$", "", norm)
+    for key, model in GPU_MODELS.items():
+        if norm == key.upper():
+            return model
+    # longest product substring wins (so "H100-NVL" is not taken for "H100-80GB")
+    best = None
+    for model in GPU_MODELS.values():
+        for prod in model.products:
+            p = re.sub(r"[\s_]+", "-", prod).upper()
+            if p in norm and (best is None or len(p) > best[0]):
+                best = (len(p), model)
+    if best:
+        return best[1]
+    raise UserError(f"unknown GPU model {name!r}; known: {', '.join(GPU_MODELS)}")
+
+
+def resolve_layout(model: GpuModel | str, layout: str) -> str:
+    """Turn a short layout into the mig-parted config name for this model.
+
+    ``7g`` → ``all-7g.40gb`` on an A100-40GB, ``all-7g.141gb`` on an H200;
+    ``1g`` → the smallest-memory 1g profile (``all-1g.5gb``, ``all-1g.18gb``);
+    ``1g.10gb`` → ``all-1g.10gb``; ``all-…`` is checked and returned;
+    ``disabled``/``all-disabled`` → ``all-disabled``.
+    """
+    m = gpu_model(model) if isinstance(model, str) else model
+    s = layout.strip().lower()
+    if s in ("disabled", "all-disabled"):
+        return "all-disabled"
+    if s.startswith("all-"):
+        s = s[4:]
+    if re.fullmatch(r"\d+g", s):
+        cands = [p for p in m.profiles if p.name.startswith(s + ".")]
+        if not cands:
+            allowed = ", ".join(sorted({p.name.split(".")[0] for p in m.profiles}))
+            raise UserError(f"MIG layout {layout!r} has no profile on {m.key}; allowed sizes: {allowed}")
+        return "all-" + min(cands, key=lambda p: p.mem_gb).name
+    m.profile(s)  # raises with the allowed list
+    return "all-" + s
+
+
+def layout_profiles(model: GpuModel | str, layout: str) -> list[MigProfile]:
+    """The instances one GPU holds under a resolved ``all-<profile>`` layout."""
+    m = gpu_model(model) if isinstance(model, str) else model
+    name = resolve_layout(m, layout)
+    if name == "all-disabled":
+        return []
+    p = m.profile(name[4:])
+    return [p] * p.max_count

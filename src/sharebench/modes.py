@@ -1,0 +1,76 @@
+"""Sharing-mode strings, parsed in one place.
+
+Grammar (lowercase)::
+
+    exclusive             one replica alone on the device (T_1)
+    timeslice:N           N concurrent processes sharing the device
+    mps:N[@PCT]           N MPS clients, optional active-thread percentage each
+    mig:LAYOUT            one replica per MIG instance (LAYOUT: 7g, 1g, 1g.18gb, all-1g.5gb)
+    partition:N           CPU only: N replicas on disjoint core sets
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sharebench.errors import UserError
+
+KINDS = ("exclusive", "timeslice", "mps", "mig", "partition")
+ALLOWED = "exclusive, timeslice:N, mps:N[@PCT], mig:LAYOUT, partition:N"
+
+
+@dataclass(frozen=True)
+class Mode:
+    kind: str                    # one of KINDS
+    replicas: int | None = 1     # None for mig until the layout is resolved
+    layout: str | None = None    # mig only, as written by the user
+    thread_pct: int | None = None  # mps only
+
+    @property
+    def label(self) -> str:
+        if self.kind == "exclusive":
+            return "exclusive"
+        if self.kind == "mig":
+            return f"mig:{self.layout}"
+        if self.kind == "mps" and self.thread_pct is not None:
+            return f"mps:{self.replicas}@{self.thread_pct}"
+        return f"{self.kind}:{self.replicas}"
+
+    def __str__(self) -> str:
+        return self.label
+
+
+def parse_mode(text: str) -> Mode:
+    s = text.strip().lower()
+    if s == "exclusive":
+        return Mode("exclusive", 1)
+    kind, sep, arg = s.partition(":")
+    if kind not in KINDS or not sep or not arg:
+        raise UserError(f"unknown sharing mode {text!r}; allowed: {ALLOWED}")
+    if kind == "mig":
+        if not re.fullmatch(r"(all-)?(\d+g(\.\d+gb)?|disabled)", arg):
+            raise UserError(f"bad MIG layout in {text!r}; allowed: mig:7g, mig:1g, mig:1g.18gb, mig:all-1g.5gb")
+        return Mode("mig", None, layout=arg)
+    pct = None
+    if kind == "mps" and "@" in arg:
+        arg, _, pct_s = arg.partition("@")
+        if not pct_s.isdigit() or not 1 <= int(pct_s) <= 100:
+            raise UserError(f"bad MPS thread percentage in {text!r}; allowed: an integer 1..100")
+        pct = int(pct_s)
+    if not re.fullmatch(r"-?\d+", arg):
+        raise UserError(f"bad replica count in {text!r}; allowed: an integer N >= 1")
+    n = int(arg)
+    if n < 1:
+        raise UserError(f"replica count must be >= 1 in {text!r}")
+    if kind == "exclusive":
+        raise UserError(f"'exclusive' takes no count (got {text!r}); allowed: {ALLOWED}")
+    return Mode(kind, n, thread_pct=pct)
+
+
+def parse_modes(text: str | list[str]) -> list[Mode]:
+    items = text.split(",") if isinstance(text, str) else list(text)
+    modes = [parse_mode(t) for t in items if t.strip()]
+    if not modes:
+        raise UserError("no sharing mode given; allowed: " + ALLOWED)
+    return modes
