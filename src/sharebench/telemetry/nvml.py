@@ -1,0 +1,351 @@
+"""NVIDIA GPU readings through NVML (the ``pynvml`` module of nvidia-ml-py).
+
+What one read gives, per field (a field NVML refuses is dropped once, with the
+reason kept in :attr:`NvmlReader.notes`; nothing is ever made up):
+
+=====================  ==========================================================  =========
+column                 NVML call                                                   scope
+=====================  ==========================================================  =========
+gpu_util_pct           nvmlDeviceGetUtilizationRates(h).gpu                        GPU (not under MIG)
+mem_util_pct           nvmlDeviceGetUtilizationRates(h).memory                     GPU (not under MIG)
+sm_clock_mhz           nvmlDeviceGetClockInfo(h, NVML_CLOCK_SM)                    GPU
+mem_used_bytes         nvmlDeviceGetMemoryInfo(h).used                             GPU
+power_w                nvmlDeviceGetPowerUsage(h) / 1000 (mW)                      GPU
+energy_mj              nvmlDeviceGetTotalEnergyConsumption(h) (mJ since load)      GPU
+sm_active_pct          GPM NVML_GPM_METRIC_SM_UTIL between two reads               GPU (Hopper+)
+sm_occupancy_pct       GPM NVML_GPM_METRIC_SM_OCCUPANCY                            GPU (Hopper+)
+fp64_active_pct        GPM NVML_GPM_METRIC_FP64_UTIL                               GPU (Hopper+)
+dram_bw_util_pct       GPM NVML_GPM_METRIC_DRAM_BW_UTIL                            GPU (Hopper+)
+mig<G>_mem_used_bytes  nvmlDeviceGetMemoryInfo(mig handle).used                    MIG instance G
+mig<G>_sm_active_pct   GPM via nvmlGpmMigSampleGet(parent, G, ...)                 MIG instance G
+=====================  ==========================================================  =========
+
+Under MIG the parent GPU's clock, power and energy are whole-GPU values shared by
+all instances, and NVML reports no utilization (``Not Supported``); per-instance
+memory and (on Hopper and later) per-instance GPM activity are what NVML gives.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Any, Callable
+
+# GPM metric ids (pynvml constants) -> our column suffix; resolved lazily so that
+# an older nvidia-ml-py without GPM simply has none of them.
+_GPM_METRICS = (
+    ("NVML_GPM_METRIC_SM_UTIL", "sm_active_pct"),
+    ("NVML_GPM_METRIC_SM_OCCUPANCY", "sm_occupancy_pct"),
+    ("NVML_GPM_METRIC_FP64_UTIL", "fp64_active_pct"),
+    ("NVML_GPM_METRIC_DRAM_BW_UTIL", "dram_bw_util_pct"),
+)
+GPM_MIN_INTERVAL_S = 0.1  # NVML documents GPM samples at least 100 ms apart
+
+
+class NvmlUnavailable(RuntimeError):
+    """NVML cannot be used here; the message is the stated reason (recorded, not raised to users)."""
+
+
+def _err(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def load() -> Any:
+    """Import pynvml and initialise NVML, or raise NvmlUnavailable with the reason."""
+    try:
+        import pynvml
+    except ImportError as exc:
+        raise NvmlUnavailable(f"NVML unavailable: nvidia-ml-py not installed ({exc})") from exc
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        raise NvmlUnavailable(f"NVML unavailable: {_err(exc)}") from exc
+    return pynvml
+
+
+def status() -> tuple[bool, str]:
+    """(True, driver version) when NVML answers here, else (False, the reason)."""
+    try:
+        nv = load()
+    except NvmlUnavailable as exc:
+        return False, str(exc)
+    try:
+        return True, f"NVML driver {_text(nv.nvmlSystemGetDriverVersion())}"
+    except nv.NVMLError as exc:
+        return True, f"NVML initialised; driver version not reported ({_err(exc)})"
+    finally:
+        _shutdown(nv)
+
+
+def _shutdown(nv: Any) -> None:
+    try:
+        nv.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - shutting down a library that is going away anyway
+        pass
+
+
+def _attr(info: Any, key: str) -> Any:
+    if isinstance(info, dict):
+        return info.get(key)
+    return getattr(info, key, None)
+
+
+def normalise_uuid(uuid: Any) -> str | None:
+    """``GPU-…`` / ``MIG-…`` as NVML spells it; bare hex UUIDs get the ``GPU-`` prefix."""
+    if uuid is None:
+        return None
+    s = _text(uuid).strip()
+    if not s:
+        return None
+    if s.upper().startswith(("GPU-", "MIG-")):
+        return s[:3].upper() + s[3:]
+    hexpart = s.replace("-", "")
+    if re.fullmatch(r"[0-9a-fA-F]{32}", hexpart):
+        h = hexpart.lower()
+        return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return s
+
+
+def find_handle(nv: Any, device_info: Any) -> tuple[Any, list[str]]:
+    """The NVML handle of the device the replicas use (a MIG handle for a MIG UUID).
+
+    By UUID when the kernel recorded one; else a UUID in CUDA_VISIBLE_DEVICES; else the
+    only GPU; else a unique name match; else the CUDA index (with a note that NVML and
+    CUDA may order GPUs differently).
+    """
+    notes: list[str] = []
+    uuid = normalise_uuid(_attr(device_info, "uuid"))
+    if uuid and uuid.startswith(("GPU-", "MIG-")):
+        try:
+            return nv.nvmlDeviceGetHandleByUUID(uuid), notes
+        except nv.NVMLError as exc:
+            notes.append(f"uuid {uuid} not found by NVML ({_err(exc)})")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    if visible.startswith(("GPU-", "MIG-")):
+        try:
+            return nv.nvmlDeviceGetHandleByUUID(visible), notes
+        except nv.NVMLError as exc:
+            notes.append(f"CUDA_VISIBLE_DEVICES={visible} not found by NVML ({_err(exc)})")
+    count = nv.nvmlDeviceGetCount()
+    if count == 0:
+        raise NvmlUnavailable("NVML sees no GPU")
+    if count == 1:
+        return nv.nvmlDeviceGetHandleByIndex(0), notes
+    name = _attr(device_info, "name")
+    if name:
+        matches = [i for i in range(count)
+                   if _text(nv.nvmlDeviceGetName(nv.nvmlDeviceGetHandleByIndex(i))) in str(name)
+                   or str(name) in _text(nv.nvmlDeviceGetName(nv.nvmlDeviceGetHandleByIndex(i)))]
+        if len(matches) == 1:
+            return nv.nvmlDeviceGetHandleByIndex(matches[0]), notes
+    spec = str(_attr(device_info, "spec") or "")
+    m = re.fullmatch(r"cuda:(\d+)", spec)
+    index = int(m.group(1)) if m else 0
+    if index >= count:
+        raise NvmlUnavailable(f"device {spec!r} has no NVML index (NVML sees {count} GPUs)")
+    notes.append(f"GPU chosen by index {index} (no UUID recorded; NVML and CUDA may order GPUs differently)")
+    return nv.nvmlDeviceGetHandleByIndex(index), notes
+
+
+def mig_instances(nv: Any, parent: Any) -> list[dict[str, Any]]:
+    """The MIG devices that exist on ``parent``: handle, uuid, gpu instance id, SMs, memory."""
+    out = []
+    try:
+        current, _pending = nv.nvmlDeviceGetMigMode(parent)
+    except nv.NVMLError:
+        return out
+    if current != nv.NVML_DEVICE_MIG_ENABLE:
+        return out
+    for i in range(nv.nvmlDeviceGetMaxMigDeviceCount(parent)):
+        try:
+            h = nv.nvmlDeviceGetMigDeviceHandleByIndex(parent, i)
+        except nv.NVMLError:  # NotFound for unused slots
+            continue
+        inst: dict[str, Any] = {"handle": h, "index": i}
+        for key, fn in (("uuid", lambda: _text(nv.nvmlDeviceGetUUID(h))),
+                        ("gpu_instance_id", lambda: int(nv.nvmlDeviceGetGpuInstanceId(h))),
+                        ("compute_instance_id", lambda: int(nv.nvmlDeviceGetComputeInstanceId(h))),
+                        ("sms", lambda: int(nv.nvmlDeviceGetAttributes(h).multiprocessorCount)),
+                        ("memory_bytes", lambda: int(nv.nvmlDeviceGetMemoryInfo(h).total))):
+            try:
+                inst[key] = fn()
+            except nv.NVMLError:
+                inst[key] = None
+        out.append(inst)
+    return out
+
+
+class _Gpm:
+    """GPM counters of one scope (the whole GPU, or one MIG GPU instance), read pairwise."""
+
+    def __init__(self, nv: Any, parent: Any, gpu_instance_id: int | None, metrics: list[tuple[int, str]]):
+        self.nv, self.parent, self.gi, self.metrics = nv, parent, gpu_instance_id, metrics
+        self.prev = nv.nvmlGpmSampleAlloc()
+        self.cur = nv.nvmlGpmSampleAlloc()
+        self._take(self.prev)
+        self.prev_t = time.monotonic()
+
+    def _take(self, sample: Any) -> None:
+        if self.gi is None:
+            self.nv.nvmlGpmSampleGet(self.parent, sample)
+        else:
+            self.nv.nvmlGpmMigSampleGet(self.parent, self.gi, sample)
+
+    def read(self) -> dict[str, float | None] | None:
+        """Metric values since the previous read; None while <100 ms have passed."""
+        now = time.monotonic()
+        if now - self.prev_t < GPM_MIN_INTERVAL_S:
+            return None
+        nv = self.nv
+        self._take(self.cur)
+        get = nv.c_nvmlGpmMetricsGet_t()
+        get.version = nv.NVML_GPM_METRICS_GET_VERSION
+        get.numMetrics = len(self.metrics)
+        get.sample1 = self.prev
+        get.sample2 = self.cur
+        for k, (metric_id, _col) in enumerate(self.metrics):
+            get.metrics[k].metricId = metric_id
+        nv.nvmlGpmMetricsGet(get)
+        out: dict[str, float | None] = {}
+        for k, (_mid, col) in enumerate(self.metrics):
+            m = get.metrics[k]
+            out[col] = float(m.value) if m.nvmlReturn == nv.NVML_SUCCESS else None
+        self.prev, self.cur = self.cur, self.prev
+        self.prev_t = now
+        return out
+
+    def close(self) -> None:
+        for s in (self.prev, self.cur):
+            try:
+                self.nv.nvmlGpmSampleFree(s)
+            except Exception:  # noqa: BLE001 - freeing on the way out
+                pass
+
+
+class NvmlReader:
+    """Reads one GPU (or the GPU holding one MIG instance) and all its MIG instances."""
+
+    def __init__(self, device_info: Any):
+        nv = load()
+        self.nv = nv
+        self.notes: list[str] = []
+        try:
+            target, notes = find_handle(nv, device_info)
+        except nv.NVMLError as exc:
+            _shutdown(nv)
+            raise NvmlUnavailable(f"NVML cannot find the device: {_err(exc)}") from exc
+        except NvmlUnavailable:
+            _shutdown(nv)
+            raise
+        self.notes += notes
+        is_mig_handle = False
+        try:
+            is_mig_handle = bool(nv.nvmlDeviceIsMigDeviceHandle(target))
+        except nv.NVMLError:
+            pass
+        self.parent = nv.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(target) if is_mig_handle else target
+        self.name = self._safe(lambda: _text(nv.nvmlDeviceGetName(self.parent)))
+        self.uuid = self._safe(lambda: _text(nv.nvmlDeviceGetUUID(self.parent)))
+        self.target_uuid = self._safe(lambda: _text(nv.nvmlDeviceGetUUID(target)))
+        self.migs = mig_instances(nv, self.parent)
+        self.mig = bool(self.migs)
+        if self.mig:
+            self.notes.append(
+                f"MIG on ({len(self.migs)} instances): NVML reports no utilization under MIG; "
+                "SM clock, power and energy are whole-GPU values; memory and GPM activity per instance")
+        self._fields: list[tuple[str, Callable[[], float]]] = []
+        util_note = "utilization not reported under MIG" if self.mig else "utilization"
+        candidates: list[tuple[str, Callable[[], float]]] = [
+            ("sm_clock_mhz", lambda: float(nv.nvmlDeviceGetClockInfo(self.parent, nv.NVML_CLOCK_SM))),
+            ("mem_used_bytes", lambda: float(nv.nvmlDeviceGetMemoryInfo(self.parent).used)),
+            ("power_w", lambda: nv.nvmlDeviceGetPowerUsage(self.parent) / 1000.0),
+            ("energy_mj", lambda: float(nv.nvmlDeviceGetTotalEnergyConsumption(self.parent))),
+        ]
+        for inst in self.migs:
+            h, gi = inst["handle"], inst.get("gpu_instance_id", inst["index"])
+            candidates.append((f"mig{gi}_mem_used_bytes",
+                               lambda h=h: float(nv.nvmlDeviceGetMemoryInfo(h).used)))
+        # utilization is one call giving two values
+        self._util = self._probe(lambda: nv.nvmlDeviceGetUtilizationRates(self.parent), util_note)
+        for col, fn in candidates:
+            if self._probe(fn, col.replace("_", " ")):
+                self._fields.append((col, fn))
+        self._gpm: list[tuple[str, _Gpm]] = []
+        self._open_gpm()
+        self.columns = (["gpu_util_pct", "mem_util_pct"] if self._util else []) + [c for c, _ in self._fields]
+        for prefix, g in self._gpm:
+            self.columns += [prefix + col for _mid, col in g.metrics]
+
+    def _safe(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except self.nv.NVMLError:
+            return None
+
+    def _probe(self, fn: Callable[[], Any], what: str) -> bool:
+        try:
+            fn()
+            return True
+        except self.nv.NVMLError as exc:
+            self.notes.append(f"{what}: {_err(exc)}")
+            return False
+        except Exception as exc:  # noqa: BLE001 - a binding mismatch must not stop sampling
+            self.notes.append(f"{what}: {type(exc).__name__}: {_err(exc)}")
+            return False
+
+    def _open_gpm(self) -> None:
+        nv = self.nv
+        metrics = [(getattr(nv, const), col) for const, col in _GPM_METRICS if hasattr(nv, const)]
+        if not metrics or not hasattr(nv, "nvmlGpmQueryDeviceSupport"):
+            self.notes.append("GPM: not in this nvidia-ml-py")
+            return
+        try:
+            if not nv.nvmlGpmQueryDeviceSupport(self.parent).isSupportedDevice:
+                self.notes.append("GPM (SM/DRAM activity): not supported on this GPU (Hopper or later)")
+                return
+        except Exception as exc:  # noqa: BLE001
+            self.notes.append(f"GPM: {_err(exc)}")
+            return
+        scopes: list[tuple[str, int | None]] = (
+            [(f"mig{i.get('gpu_instance_id', i['index'])}_", i.get("gpu_instance_id")) for i in self.migs]
+            if self.mig else [("", None)])
+        for prefix, gi in scopes:
+            if self.mig and gi is None:
+                continue
+            try:
+                self._gpm.append((prefix, _Gpm(nv, self.parent, gi, metrics)))
+            except Exception as exc:  # noqa: BLE001
+                self.notes.append(f"GPM {prefix or 'gpu'}: {_err(exc)}")
+
+    def read(self) -> dict[str, float | None]:
+        nv = self.nv
+        row: dict[str, float | None] = {}
+        if self._util:
+            try:
+                u = nv.nvmlDeviceGetUtilizationRates(self.parent)
+                row["gpu_util_pct"], row["mem_util_pct"] = float(u.gpu), float(u.memory)
+            except nv.NVMLError:
+                row["gpu_util_pct"] = row["mem_util_pct"] = None
+        for col, fn in self._fields:
+            try:
+                row[col] = fn()
+            except nv.NVMLError:
+                row[col] = None
+        for prefix, g in self._gpm:
+            try:
+                vals = g.read()
+            except nv.NVMLError:
+                vals = None
+            for _mid, col in g.metrics:
+                row[prefix + col] = vals.get(col) if vals else None
+        return row
+
+    def close(self) -> None:
+        for _p, g in self._gpm:
+            g.close()
+        _shutdown(self.nv)

@@ -1,0 +1,381 @@
+"""The sampler: a separate process that reads NVML / psutil at a fixed interval.
+
+Why a process and not a thread: the sweep's own process runs the start barrier,
+the progress bar and the CSV writer in Python; a sampling thread there would share
+its GIL, so its sampling instants would jitter with the sweep's work and a slow or
+hanging NVML call would stall the sweep. A separate process has its own
+interpreter, runs at a lower priority (``nice`` +10) so that on a CPU run it yields
+to the replicas, and if the driver library misbehaves only the sampler dies (the
+cell's summary then says so). It is started with ``python -m`` (not
+multiprocessing's spawn, which re-imports the caller's ``__main__``); it talks
+through its stdin (a line or EOF = stop, so it also ends when the sweep dies) and
+stdout (one JSON line when ready, one with the summary at the end).
+
+Run by hand: ``python -m sharebench.telemetry.sampler '{"device": {...}, "interval_s": 0.1,
+"out_path": "t.csv"}'`` then press Enter.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+# Flat per-cell summary columns (always all present; None = not measured here).
+SUMMARY_COLUMNS = (
+    "tel_source",              # "nvml" (GPU + host CPU), "psutil" (host CPU only), "none"
+    "tel_note",                # why something is missing or how to read it; "" when nothing to say
+    "tel_interval_s",          # requested sampling interval
+    "tel_samples",             # number of samples taken
+    "tel_duration_s",          # first to last sample
+    "tel_device_name",         # GPU name (NVML) or CPU model
+    "tel_device_uuid",         # physical GPU UUID (NVML)
+    "tel_mig_instances",       # MIG instances on the GPU (0 = MIG off)
+    "tel_gpu_util_pct_mean",   # NVML utilization.gpu, %
+    "tel_gpu_util_pct_max",
+    "tel_mem_util_pct_mean",   # NVML utilization.memory (memory-controller busy), %
+    "tel_sm_clock_mhz_mean",   # NVML SM clock, MHz
+    "tel_sm_clock_mhz_min",
+    "tel_mem_used_bytes_max",  # GPU memory used, bytes (whole GPU)
+    "tel_power_w_mean",        # board power, W
+    "tel_power_w_max",
+    "tel_energy_j",            # energy over the cell, J
+    "tel_energy_source",       # "nvml_counter" (total-energy counter) or "power_integral"
+    "tel_sm_active_pct_mean",  # GPM SM utilization, % (mean over MIG instances under MIG)
+    "tel_sm_occupancy_pct_mean",
+    "tel_fp64_active_pct_mean",
+    "tel_dram_bw_util_pct_mean",
+    "tel_cpu_util_pct_mean",   # host CPU, mean over cores, %
+    "tel_cpu_busy_cores_mean", # host CPU, sum over cores / 100
+    "tel_cpu_freq_mhz_mean",
+    "tel_host_mem_used_bytes_max",
+    "tel_raw_file",            # the raw samples CSV (name relative to the cell folder) or ""
+)
+
+_START_TIMEOUT_S = 30.0
+_STOP_TIMEOUT_S = 15.0
+
+
+def _attr(info: Any, key: str) -> Any:
+    if isinstance(info, dict):
+        return info.get(key)
+    return getattr(info, key, None)
+
+
+def device_spec(device_info: Any) -> dict[str, Any]:
+    """The JSON-able part of a DeviceInfo (object or dict) the sampler needs."""
+    if device_info is None:
+        return {"kind": "cpu", "backend": "cpu", "name": None, "uuid": None, "spec": None}
+    return {k: (None if _attr(device_info, k) is None else str(_attr(device_info, k)))
+            for k in ("kind", "backend", "name", "uuid", "spec")}
+
+
+def empty_summary(source: str, note: str, interval_s: float | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {c: None for c in SUMMARY_COLUMNS}
+    out.update(tel_source=source, tel_note=note, tel_interval_s=interval_s, tel_samples=0, tel_raw_file="")
+    return out
+
+
+def _col(samples: list[dict], key: str) -> list[float]:
+    vals = []
+    for s in samples:
+        v = s.get(key)
+        if v is not None and not (isinstance(v, float) and math.isnan(v)):
+            vals.append(float(v))
+    return vals
+
+
+def _mean(v: list[float]) -> float | None:
+    return sum(v) / len(v) if v else None
+
+
+def summarize(samples: list[dict], meta: dict[str, Any]) -> dict[str, Any]:
+    """Per-cell summary of raw samples (each a dict with ``t_epoch_s`` and reader columns).
+
+    Energy: the difference of NVML's total-energy counter when present (mJ → J), else
+    the trapezoidal integral of power over the sample instants. MIG per-instance GPM
+    columns (``mig<G>_sm_active_pct`` …) are averaged over instances and time.
+    """
+    out = empty_summary(meta.get("source", "none"), meta.get("note", ""), meta.get("interval_s"))
+    out["tel_samples"] = len(samples)
+    out["tel_device_name"] = meta.get("device_name")
+    out["tel_device_uuid"] = meta.get("device_uuid")
+    out["tel_mig_instances"] = meta.get("mig_instances")
+    out["tel_raw_file"] = meta.get("raw_file", "")
+    t = _col(samples, "t_epoch_s")
+    if len(t) >= 2:
+        out["tel_duration_s"] = t[-1] - t[0]
+    elif t:
+        out["tel_duration_s"] = 0.0
+    for col, stats in (("gpu_util_pct", ("mean", "max")), ("mem_util_pct", ("mean",)),
+                       ("sm_clock_mhz", ("mean", "min")), ("mem_used_bytes", ("max",)),
+                       ("power_w", ("mean", "max")), ("cpu_util_pct", ("mean",)),
+                       ("cpu_busy_cores", ("mean",)), ("cpu_freq_mhz", ("mean",)),
+                       ("host_mem_used_bytes", ("max",))):
+        v = _col(samples, col)
+        if not v:
+            continue
+        for stat in stats:
+            out[f"tel_{col}_{stat}"] = {"mean": _mean, "max": max, "min": min}[stat](v)
+    keys = set().union(*samples) if samples else set()
+    for gpm in ("sm_active_pct", "sm_occupancy_pct", "fp64_active_pct", "dram_bw_util_pct"):
+        cols = sorted(k for k in keys if k == gpm or (k.startswith("mig") and k.endswith("_" + gpm)))
+        vals = [x for c in cols for x in _col(samples, c)]
+        if vals:
+            out[f"tel_{gpm}_mean"] = _mean(vals)
+    # energy: the counter's difference, else the integral of power
+    energy = [(s["t_epoch_s"], s["energy_mj"]) for s in samples if s.get("energy_mj") is not None]
+    power = [(s["t_epoch_s"], s["power_w"]) for s in samples if s.get("power_w") is not None]
+    if len(energy) >= 2 and energy[-1][1] >= energy[0][1]:
+        out["tel_energy_j"] = (energy[-1][1] - energy[0][1]) / 1000.0
+        out["tel_energy_source"] = "nvml_counter"
+    elif len(power) >= 2:
+        out["tel_energy_j"] = sum((t1 - t0) * (p0 + p1) / 2.0
+                                  for (t0, p0), (t1, p1) in zip(power, power[1:]))
+        out["tel_energy_source"] = "power_integral"
+    return out
+
+
+# ---------------------------------------------------------------- child process
+
+def _open_readers(dev: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    from sharebench.telemetry.cpu import CpuReader, CpuUnavailable
+    from sharebench.telemetry.nvml import NvmlReader, NvmlUnavailable
+
+    readers: list[Any] = []
+    notes: list[str] = []
+    meta: dict[str, Any] = {"source": "none", "device_name": dev.get("name"), "device_uuid": None,
+                            "mig_instances": None}
+    wants_gpu = dev.get("kind") == "gpu" and (dev.get("backend") in ("cuda", "opencl", None))
+    if wants_gpu:
+        name = (dev.get("name") or "").lower()
+        if dev.get("backend") == "opencl" and name and "nvidia" not in name and not dev.get("uuid"):
+            notes.append(f"GPU telemetry: NVML covers NVIDIA GPUs only (device {dev.get('name')!r})")
+        else:
+            try:
+                r = NvmlReader(dev)
+                readers.append(r)
+                notes += r.notes
+                meta.update(source="nvml", device_name=r.name, device_uuid=r.uuid,
+                            mig_instances=len(r.migs))
+            except NvmlUnavailable as exc:
+                notes.append(f"GPU telemetry not recorded: {exc}")
+    try:
+        c = CpuReader()
+        readers.append(c)
+        if meta["source"] == "none":
+            meta["source"] = "psutil"
+            if dev.get("kind") != "gpu":
+                meta["device_name"] = dev.get("name") or _cpu_model()
+    except CpuUnavailable as exc:
+        notes.append(f"CPU telemetry not recorded: {exc}")
+    meta["note"] = "; ".join(notes)
+    return readers, meta
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _emit(obj: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(obj, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def child_main(config: dict[str, Any]) -> int:
+    """Sample until a line or EOF arrives on stdin; print ready / summary JSON lines."""
+    try:
+        os.nice(10)
+    except OSError:
+        pass
+    interval = float(config.get("interval_s") or 0.1)
+    out_path = config.get("out_path")
+    readers, meta = _open_readers(config.get("device") or {})
+    meta["interval_s"] = interval
+    meta["raw_file"] = Path(out_path).name if out_path else ""
+    columns = ["t_epoch_s"] + [c for r in readers for c in r.columns]
+    fh = writer = None
+    if out_path:
+        Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+        fh = open(out_path, "w", newline="")
+        writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+    samples: list[dict[str, Any]] = []
+
+    def take() -> None:
+        row: dict[str, Any] = {"t_epoch_s": time.time()}
+        for r in readers:
+            try:
+                row.update(r.read())
+            except Exception as exc:  # noqa: BLE001 - one bad read must not end the cell's telemetry
+                meta["note"] = (meta["note"] + "; " if meta["note"] else "") + f"read failed once: {exc}"
+        samples.append(row)
+        if writer:
+            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+            fh.flush()
+
+    take()
+    _emit({"ready": True, "source": meta["source"], "note": meta["note"]})
+    next_t = time.monotonic() + interval
+    stdin = sys.stdin
+    while True:
+        timeout = max(0.0, next_t - time.monotonic())
+        ready, _, _ = select.select([stdin], [], [], timeout)
+        if ready:
+            stdin.readline()  # a line or EOF: stop
+            break
+        take()
+        next_t += interval
+        if next_t < time.monotonic():  # fell behind (niced, busy host): do not burst
+            next_t = time.monotonic() + interval
+    take()  # a last sample at the stop instant closes the window
+    for r in readers:
+        try:
+            r.close()
+        except Exception:  # noqa: BLE001
+            pass
+    if fh:
+        fh.close()
+    _emit({"summary": summarize(samples, meta)})
+    return 0
+
+
+# ---------------------------------------------------------------- parent side
+
+class Sampler:
+    """Start before a cell's replicas pass their barrier, stop after the last one ends.
+
+    ``stop()`` never raises: if the sampler could not run, its summary says why
+    (``tel_source="none"``, ``tel_note``) and the cell's measurements are unaffected.
+    """
+
+    def __init__(self, device_info: Any, interval_s: float = 0.1, out_path: str | Path | None = None):
+        from sharebench.errors import UserError
+
+        if not (isinstance(interval_s, (int, float)) and 0.01 <= float(interval_s) <= 3600):
+            raise UserError(f"telemetry interval {interval_s!r} s out of range; allowed: 0.01 .. 3600 s")
+        self.device = device_spec(device_info)
+        self.interval_s = float(interval_s)
+        self.out_path = Path(out_path) if out_path else None
+        self._proc: subprocess.Popen | None = None
+        self._stderr: Any = None
+        self._summary: dict[str, Any] | None = None
+        self.ready_info: dict[str, Any] = {}
+
+    def start(self) -> "Sampler":
+        """Start the sampling process and wait until it has taken its first sample."""
+        if self._proc is not None:
+            return self
+        cfg = {"device": self.device, "interval_s": self.interval_s,
+               "out_path": str(self.out_path) if self.out_path else None}
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # a file, so a chatty child never blocks
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "sharebench.telemetry.sampler", json.dumps(cfg)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+        except OSError as exc:
+            self._summary = empty_summary("none", f"telemetry sampler did not start: {exc}", self.interval_s)
+            return self
+        line = self._readline(_START_TIMEOUT_S)
+        try:
+            self.ready_info = json.loads(line) if line else {}
+        except json.JSONDecodeError:
+            self.ready_info = {}
+        if not self.ready_info.get("ready"):
+            err = self._finish_error()
+            self._summary = empty_summary("none", f"telemetry sampler did not start: {err}", self.interval_s)
+        return self
+
+    def _readline(self, timeout_s: float) -> str:
+        assert self._proc and self._proc.stdout
+        ready, _, _ = select.select([self._proc.stdout], [], [], timeout_s)
+        return self._proc.stdout.readline() if ready else ""
+
+    def _finish_error(self) -> str:
+        proc = self._proc
+        if proc is None:
+            return "not started"
+        if proc.poll() is None:
+            proc.kill()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self._close_streams()
+        self._stderr.seek(0)
+        err = self._stderr.read()
+        self._stderr.close()
+        lines = [ln for ln in (err or "").strip().splitlines() if ln.strip()]
+        return lines[-1].strip() if lines else f"exit status {proc.returncode}"
+
+    def _close_streams(self) -> None:
+        proc = self._proc
+        for stream in (proc.stdin, proc.stdout) if proc else ():
+            try:
+                if stream and not stream.closed:
+                    stream.close()
+            except OSError:
+                pass
+
+    def stop(self) -> dict[str, Any]:
+        """Stop sampling; the flat ``tel_*`` summary of the window."""
+        if self._summary is not None:
+            return dict(self._summary)
+        proc = self._proc
+        if proc is None:
+            return empty_summary("none", "telemetry sampler was not started", self.interval_s)
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write("stop\n")
+            proc.stdin.flush()
+            proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+        line = self._readline(_STOP_TIMEOUT_S)
+        try:
+            summary = json.loads(line)["summary"] if line else None
+        except (json.JSONDecodeError, KeyError, TypeError):
+            summary = None
+        if summary is None:
+            self._summary = empty_summary("none", f"telemetry sampler failed: {self._finish_error()}",
+                                          self.interval_s)
+        else:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            self._close_streams()
+            self._stderr.close()
+            self._summary = {c: summary.get(c) for c in SUMMARY_COLUMNS}
+        return dict(self._summary)
+
+    def __enter__(self) -> "Sampler":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def make_sampler(device_info: Any, interval_s: float = 0.1, out_path: str | Path | None = None) -> Sampler:
+    """A sampler for the device the replicas use (see :class:`Sampler`)."""
+    return Sampler(device_info, interval_s=interval_s, out_path=out_path)
+
+
+if __name__ == "__main__":
+    sys.exit(child_main(json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}))
