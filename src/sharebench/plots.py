@@ -1,0 +1,185 @@
+"""Figures of a results folder (matplotlib, Agg): PNG and SVG each.
+
+* ``loss_vs_particles``: loss % per sharing mode against the particle count, 95% CIs as bars;
+* ``time_vs_particles``: T_1, T_N, T_mig, T_slice against the particle count, per mode;
+* ``throughput``: aggregate particle-turns/s per physical device, per mode and particle count.
+
+With a comparison folder, its lines are overlaid (dashed) on the first two and
+the throughput bars are drawn side by side, one panel per folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from sharebench.analysis import _mode_sort_key  # noqa: E402
+
+FORMATS = ("png", "svg")
+
+
+def _save(fig, out_dir: Path, name: str) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in FORMATS:
+        p = out_dir / f"{name}.{ext}"
+        fig.savefig(p, dpi=120, bbox_inches="tight")
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def _device_label(tables: dict[str, pd.DataFrame]) -> str:
+    cells = tables.get("cells")
+    if cells is None or cells.empty:
+        return ""
+    parts = sorted({f"{r.engine}/{r.backend} ({r.device_class})" for r in cells.itertuples()})
+    return ", ".join(parts)
+
+
+def _err(lo, hi, mid) -> np.ndarray:
+    lo = np.where(np.isfinite(lo), lo, mid)
+    hi = np.where(np.isfinite(hi), hi, mid)
+    return np.vstack([np.clip(mid - lo, 0, None), np.clip(hi - mid, 0, None)])
+
+
+def _loss_series(tables) -> list[tuple[str, pd.DataFrame, str, str, str]]:
+    out = []
+    for name in ("timeslice", "mps", "mig"):
+        t = tables.get(name)
+        if t is None or t.empty:
+            continue
+        for mode, g in t.groupby("mode", sort=False):
+            out.append((mode, g.sort_values("particles"), "loss_pct", "loss_ci_low", "loss_ci_high"))
+    part = tables.get("partition")
+    if part is not None and not part.empty:
+        for mode, g in part.groupby("mode", sort=False):
+            if not str(mode).startswith("mig:"):
+                out.append((f"{mode} vs ideal", g.sort_values("particles"), "excess_pct", "excess_ci_low",
+                            "excess_ci_high"))
+    out.sort(key=lambda s: _mode_sort_key(s[0]))
+    return out
+
+
+def plot_loss(tables, out_dir: Path, compare=None, labels=("this", "compare")) -> list[Path]:
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    drawn = 0
+    for tabs, style, lab in ((tables, "-", labels[0]), (compare, "--", labels[1])):
+        if tabs is None:
+            continue
+        for i, (mode, g, col, lo, hi) in enumerate(_loss_series(tabs)):
+            x, y = g["particles"].to_numpy(float), g[col].to_numpy(float)
+            ax.errorbar(x, y, yerr=_err(g[lo].to_numpy(float), g[hi].to_numpy(float), y), fmt="o" + style,
+                        capsize=3, color=f"C{i % 10}", label=f"{mode}" + (f" ({lab})" if compare is not None else ""))
+            drawn += 1
+    ax.axhline(0, color="0.5", lw=0.8)
+    ax.set_xlabel("particles per replica")
+    ax.set_ylabel("loss [%]  (0 = no cost of sharing)")
+    ax.set_title("Cost of sharing against exclusive use (median, 95% CI)")
+    if drawn:
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no shared-mode cells measured", transform=ax.transAxes, ha="center")
+    ax.grid(alpha=0.3)
+    _subtitle(fig, tables)
+    return _save(fig, out_dir, "loss_vs_particles")
+
+
+def _time_series(tables) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    out = []
+    for name in ("timeslice", "mps"):
+        t = tables.get(name)
+        if t is None or t.empty:
+            continue
+        for mode, g in t.groupby("mode", sort=False):
+            g = g.sort_values("particles")
+            out.append((f"{mode}: T_N", g.particles.to_numpy(float), g.TN_s.to_numpy(float),
+                        g.TN_ci_low.to_numpy(float), g.TN_ci_high.to_numpy(float)))
+    part = tables.get("partition")
+    if part is not None and not part.empty:
+        for mode, g in part.groupby("mode", sort=False):
+            g = g.sort_values("particles")
+            out.append((f"{mode}: T_slice", g.particles.to_numpy(float), g.slice_s.to_numpy(float),
+                        g.slice_ci_low.to_numpy(float), g.slice_ci_high.to_numpy(float)))
+    # exclusive T_1 per particle count, from the measured cells
+    cells = tables.get("cells")
+    if cells is not None and not cells.empty:
+        ex = cells[(cells["mode_kind"] == "exclusive") & ~cells["warmup"].astype(bool) & ~cells["excluded"].astype(bool)]
+        if not ex.empty:
+            from sharebench.analysis import median_ci
+            rows = [(p, *median_ci(g["mean_track_s"])) for p, g in ex.groupby("particles")]
+            a = np.array(rows, dtype=float)
+            out.append(("exclusive: T_1", a[:, 0], a[:, 1], a[:, 2], a[:, 3]))
+    out.sort(key=lambda s: _mode_sort_key(s[0].rsplit(":", 1)[0]))
+    return out
+
+
+def plot_time(tables, out_dir: Path, compare=None, labels=("this", "compare")) -> list[Path]:
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    drawn = 0
+    for tabs, style, lab in ((tables, "-", labels[0]), (compare, "--", labels[1])):
+        if tabs is None:
+            continue
+        for i, (name, x, y, lo, hi) in enumerate(_time_series(tabs)):
+            ax.errorbar(x, y, yerr=_err(lo, hi, y), fmt="o" + style, capsize=3, color=f"C{i % 10}",
+                        label=name + (f" ({lab})" if compare is not None else ""))
+            drawn += 1
+    ax.set_xlabel("particles per replica")
+    ax.set_ylabel("time [s]")
+    ax.set_title("Tracking time per mode (T_N: span of the N concurrent replicas)")
+    if drawn:
+        ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    _subtitle(fig, tables)
+    return _save(fig, out_dir, "time_vs_particles")
+
+
+def plot_throughput(tables, out_dir: Path, compare=None, labels=("this", "compare")) -> list[Path]:
+    sets = [(tables, labels[0])] + ([(compare, labels[1])] if compare is not None else [])
+    fig, axes = plt.subplots(1, len(sets), figsize=(7.5 * len(sets), 4.8), sharey=True, squeeze=False)
+    for ax, (tabs, lab) in zip(axes[0], sets):
+        t = tabs.get("throughput")
+        if t is None or t.empty:
+            ax.text(0.5, 0.5, "nothing measured", transform=ax.transAxes, ha="center")
+            continue
+        modes = sorted(t["mode"].unique(), key=_mode_sort_key)
+        parts = sorted(t["particles"].unique())
+        width = 0.8 / max(1, len(parts))
+        for j, p in enumerate(parts):
+            g = t[t["particles"] == p].set_index("mode").reindex(modes)
+            y = g["throughput_pt_per_s"].to_numpy(float)
+            ax.bar(np.arange(len(modes)) + (j - (len(parts) - 1) / 2) * width, y, width,
+                   yerr=_err(g["throughput_ci_low"].to_numpy(float), g["throughput_ci_high"].to_numpy(float), y),
+                   capsize=2, label=f"{int(p):,} particles", color=f"C{j % 10}")
+        ax.set_xticks(np.arange(len(modes)), modes, rotation=30, ha="right")
+        ax.set_xlabel("sharing mode")
+        ax.set_title(f"Aggregate throughput per device ({lab})" if compare is not None
+                     else "Aggregate throughput per physical device")
+        ax.legend(fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("particle-turns / s (all replicas)")
+    _subtitle(fig, tables)
+    return _save(fig, out_dir, "throughput")
+
+
+def _subtitle(fig, tables) -> None:
+    label = _device_label(tables)
+    if label:
+        fig.text(0.01, 0.005, label, fontsize=7, color="0.4")
+
+
+def make_plots(tables: dict[str, pd.DataFrame], out_dir: Path | str, compare=None,
+               labels=("this", "compare")) -> list[Path]:
+    """All figures into out_dir; returns the written paths (PNG and SVG)."""
+    out = Path(out_dir)
+    paths = []
+    paths += plot_loss(tables, out, compare, labels)
+    paths += plot_time(tables, out, compare, labels)
+    paths += plot_throughput(tables, out, compare, labels)
+    return paths

@@ -1,0 +1,192 @@
+"""The study's tables against hand-computed values from a crafted results CSV.
+
+The crafted sweep (written with the real ResultsWriter, read back with load_results):
+
+CPU, 1,000 particles x 10 turns
+  exclusive     r0 (warm-up) 50 s; r1..r3 track_s 10, 11, 12          -> T_1 = 11
+  timeslice:2   r1 windows [100,121] [100.1,120.5]  span 21
+                r2 windows [200,224] [200,223]      span 24
+                r3 windows [300,323] [300,322]      span 23
+                r4 windows [400,420] [410,430]      overlap 50%  -> flagged, excluded
+  mps:2         r1 replica 1 crashed -> failed, excluded
+                r2 span 30, r3 span 32 (only 2 measured repeats -> flagged)
+  partition:2   1 core each (exclusive had 2); mean replica track_s 21, 23, 24
+GPU (cuda), 2,000 particles x 10 turns, an H200 (132 SMs)
+  exclusive     5.0, 5.2, 5.4 -> T_full = 5.2
+  mig:3g        2 instances of 3g.71gb (60 SMs); mean track_s 12.1, 12.4, 12.3
+                r4 replicas report different parent GPUs -> excluded
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from sharebench import analysis
+from sharebench.results import ResultsWriter, load_results
+
+BASE = dict(sweep_id="crafted", engine="simpletrack", lattice="generated", turns=10, host="h",
+            status="ok", error="", cell_status="ok", cell_error="")
+CPU = dict(BASE, device_class="cpu", backend="opencl", device_spec="opencl:0.0", particles=1000,
+           device_uuid="cpu-host", parent_uuid="cpu-host")
+GPU = dict(BASE, device_class="gpu", backend="cuda", device_spec="cuda:0", particles=2000)
+
+
+def cell(base, mode, repeat, windows, **extra):
+    kind = mode.split(":")[0]
+    rows = []
+    for i, w in enumerate(windows):
+        start, end = w[:2]
+        row = dict(base, mode=mode, mode_kind=kind, replicas=len(windows), replica=i, repeat=repeat,
+                   warmup=repeat == 0, cell_id=f"{mode}_p{base['particles']}_r{repeat}",
+                   track_start=start, track_end=end, track_s=end - start)
+        row.update(extra)
+        if len(w) > 2:
+            row.update(w[2])
+        rows.append(row)
+    return rows
+
+
+def crafted_rows():
+    rows = []
+    rows += cell(CPU, "exclusive", 0, [(0, 50)], cores=2)
+    for r, t in zip((1, 2, 3), (10, 11, 12)):
+        rows += cell(CPU, "exclusive", r, [(10 * r, 10 * r + t)], cores=2)
+    rows += cell(CPU, "timeslice:2", 1, [(100, 121), (100.1, 120.5)], cores=2)
+    rows += cell(CPU, "timeslice:2", 2, [(200, 224), (200, 223)], cores=2)
+    rows += cell(CPU, "timeslice:2", 3, [(300, 323), (300, 322)], cores=2)
+    rows += cell(CPU, "timeslice:2", 4, [(400, 420), (410, 430)], cores=2)
+    rows += cell(CPU, "mps:2", 1, [(500, 530), (500, 531, dict(status="failed", error="boom", track_s=None))],
+                 cell_status="failed", cell_error="replica 1: boom")
+    rows += cell(CPU, "mps:2", 2, [(600, 630), (600, 629)])
+    rows += cell(CPU, "mps:2", 3, [(700, 732), (700, 731)])
+    for r, (a, b) in zip((1, 2, 3), ((20, 22), (23, 23), (22, 26))):
+        rows += cell(CPU, "partition:2", r, [(800 + 100 * r, 800 + 100 * r + a, dict(cpus="0")),
+                                             (800 + 100 * r, 800 + 100 * r + b, dict(cpus="1"))], cores=1)
+    for r, t in zip((1, 2, 3), (5.0, 5.2, 5.4)):
+        rows += cell(GPU, "exclusive", r, [(2000 + r * 10, 2000 + r * 10 + t)], sms=132,
+                     device_uuid="GPU-a", parent_uuid="GPU-a")
+    mig = dict(sms=60, mig_profile="3g.71gb", parent_uuid="GPU-a")
+    for r, (a, b) in zip((1, 2, 3), ((12.0, 12.2), (12.4, 12.4), (12.2, 12.4))):
+        t0 = 3000 + 100 * r
+        rows += cell(GPU, "mig:3g", r, [(t0, t0 + a, dict(device_uuid="MIG-1")),
+                                        (t0, t0 + b, dict(device_uuid="MIG-2"))], **mig)
+    rows += cell(GPU, "mig:3g", 4, [(4000, 4012, dict(device_uuid="MIG-1")),
+                                    (4000, 4012, dict(device_uuid="MIG-9", parent_uuid="GPU-b"))], **mig)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    d = tmp_path_factory.mktemp("crafted")
+    ResultsWriter(d).append(crafted_rows())
+    return analysis.build_tables(load_results(d))
+
+
+def one(t, **where):
+    for k, v in where.items():
+        t = t[t[k] == v]
+    assert len(t) == 1, f"expected one row for {where}, got {len(t)}"
+    return t.iloc[0]
+
+
+def test_timeslice_table(tables):
+    r = one(tables["timeslice"], mode="timeslice:2")
+    # T_1 = median(10, 11, 12) = 11; warm-up 50 s left out; bootstrap CI of a median of 3 = [min, max]
+    assert_allclose([r.T1_s, r.T1_ci_low, r.T1_ci_high], [11, 10, 12])
+    assert_allclose(r.NT1_s, 22)
+    # T_N = median(21, 24, 23) = 23 (the 50%-overlap cell is excluded)
+    assert_allclose([r.TN_s, r.TN_ci_low, r.TN_ci_high], [23, 21, 24], rtol=1e-12)
+    # loss = (23 - 22) / 22 = 4.5454...%; CI: (21 - 2*12)/(2*12) = -12.5%, (24 - 2*10)/(2*10) = 20%
+    assert_allclose([r.loss_pct, r.loss_ci_low, r.loss_ci_high], [100 / 22, -12.5, 20.0], rtol=1e-12)
+    # CV of T_1: sd(10,11,12) = 1, mean 11 -> 9.0909%; of T_N: sd(21,24,23) = sqrt(7/3), mean 68/3
+    assert_allclose([r.cv_T1_pct, r.cv_TN_pct], [100 / 11, 100 * np.sqrt(7 / 3) / (68 / 3)])
+    # fairness per cell: 21/20.4, 24/23, 23/22 -> median 24/23... sorted: 1.0294, 1.0435, 1.0455
+    assert_allclose(r.fairness, 24 / 23)
+    assert r.repeats == 3 and r.t1_repeats == 3
+    shown = analysis.display_table("timeslice", tables["timeslice"]).iloc[0]
+    assert (shown["loss %"], shown["loss 95% CI"]) == ("4.55", "[-12.50, 20.00]")
+
+
+def test_mps_table_leaves_out_the_failed_cell(tables):
+    r = one(tables["mps"], mode="mps:2")
+    # only r2 (span 30) and r3 (span 32): median 31; loss (31 - 22)/22 = 40.9090...%
+    assert_allclose([r.TN_s, r.loss_pct], [31, 900 / 22])
+    # CI with 2 and 3 samples: (30 - 24)/24 = 25%, (32 - 20)/20 = 60%
+    assert_allclose([r.loss_ci_low, r.loss_ci_high], [25.0, 60.0])
+    assert r.repeats == 2
+
+
+def test_mig_table(tables):
+    r = one(tables["mig"], mode="mig:3g")
+    # T_mig = median of the per-cell mean track_s (12.1, 12.4, 12.3) = 12.3; T_full = 5.2
+    assert_allclose([r.full_s, r.mig_s], [5.2, 12.3])
+    # MIG loss = (12.3 - 5.2) / 5.2 = 136.538...%
+    assert_allclose(r.loss_pct, 100 * 7.1 / 5.2)
+    assert r.mig_profile == "3g.71gb" and r.instances == 2
+    assert analysis.display_table("mig", tables["mig"]).iloc[0]["loss %"] == "136.54"
+
+
+@pytest.mark.parametrize("mode, full, slice_, ideal, measured", [
+    # CPU: 2 cores -> 1 core each: ideal = 11 * 2/1 = 22; measured median(21, 23, 24) = 23
+    ("partition:2", 2, 1, 22.0, 23.0),
+    # GPU: 132 SMs -> 60 SMs: ideal = 5.2 * 132/60 = 11.44; measured 12.3
+    ("mig:3g", 132, 60, 5.2 * 132 / 60, 12.3),
+])
+def test_partition_scaling(tables, mode, full, slice_, ideal, measured):
+    r = one(tables["partition"], mode=mode)
+    assert_allclose([r.full_units, r.slice_units, r.ideal_s, r.slice_s], [full, slice_, ideal, measured])
+    assert_allclose(r.excess_pct, 100 * (measured - ideal) / ideal)
+    assert_allclose(r.efficiency_pct, 100 * ideal / measured)
+
+
+def test_throughput_and_gain(tables):
+    t = tables["throughput"]
+    ex = one(t, mode="exclusive", particles=1000)
+    ts = one(t, mode="timeslice:2", particles=1000)
+    # exclusive: 1000*10 / median(10, 11, 12); timeslice:2: 2*1000*10 / median(21, 24, 23)
+    assert_allclose([ex.throughput_pt_per_s, ts.throughput_pt_per_s], [10000 / 11, 20000 / 23])
+    # gain = (20000/23) / (10000/11) = 22/23
+    assert_allclose([ex.gain, ts.gain], [1.0, 22 / 23])
+
+
+@pytest.mark.parametrize("mode, text, excluded", [
+    ("timeslice:2", "overlap 50.00% < 95%", True),
+    ("mps:2", "failed: replica 1: boom", True),
+    ("mps:2", "only 2 measured repeat(s)", False),
+    ("mig:3g", "replicas on different devices: GPU-a, GPU-b", True),
+])
+def test_flags(tables, mode, text, excluded):
+    f = tables["flags"]
+    hit = f[(f["mode"] == mode) & f["flag"].str.contains(text, regex=False)]
+    assert len(hit) == 1, f["flag"].tolist()
+    assert bool(hit.iloc[0]["excluded"]) is excluded
+
+
+def test_overlap_of_concurrent_but_unequal_windows(tables):
+    """An unfair pair that started together overlaps 100% of the shorter window."""
+    c = tables["cells"]
+    r = one(c, cell_id="timeslice:2_p1000_r1")
+    # windows [100, 121] and [100.1, 120.5]: (120.5 - 100.1) / 20.4 = 100%
+    assert_allclose([r.overlap_pct, r.span_s], [100.0, 21.0])
+    bad = one(c, cell_id="timeslice:2_p1000_r4")
+    # windows [400, 420] and [410, 430]: (420 - 410) / 20 = 50%
+    assert_allclose(bad.overlap_pct, 50.0)
+
+
+def test_no_baseline_is_flagged_not_invented(tmp_path):
+    rows = [r for r in crafted_rows() if not (r["mode"] == "exclusive" and r["device_class"] == "cpu")]
+    ResultsWriter(tmp_path).append(rows)
+    t = analysis.build_tables(load_results(tmp_path))
+    r = one(t["timeslice"], mode="timeslice:2")
+    assert np.isnan(r.loss_pct) and np.isnan(r.T1_s)
+    assert t["flags"]["flag"].str.contains("no exclusive baseline").any()
+
+
+def test_write_tables(tables, tmp_path):
+    d = analysis.write_tables(tables, tmp_path)
+    md = (d / "timeslice.md").read_text()
+    assert "| 1,000 | 2 | 11.000 | [10.000, 12.000] | 22.000 | 23.000 |" in md
+    back = __import__("pandas").read_csv(d / "mig.csv")
+    assert_allclose(back["loss_pct"], [100 * 7.1 / 5.2])
