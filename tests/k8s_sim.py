@@ -1,0 +1,704 @@
+"""A simulated Kubernetes cluster with a simulated NVIDIA gpu-operator, for tests.
+
+A real HTTP server on loopback (threaded ``http.server``) speaks the subset of the
+Kubernetes API that ``sharebench.node`` uses, so the code under test talks to it with
+the official ``kubernetes`` client through a generated kubeconfig:
+
+* nodes, configmaps, pods, daemonsets: GET (object and list, ``labelSelector`` and
+  ``fieldSelector``), PATCH (strategic-merge and JSON-merge as maps, RFC 6902 JSON
+  patch; a ``metadata.resourceVersion`` in a merge patch is a precondition), PUT
+  (409 on a stale ``resourceVersion``), POST, DELETE; node ``status`` is a subresource
+  (PATCH/PUT of the node keep it); resourceVersion increments on every write; errors
+  are ``Status`` objects (401, 403, 404, 409, 400); bearer-token authentication.
+* A simulated gpu-operator thread reacting to node labels like the real one:
+  - ``nvidia.com/device-plugin.config=<entry>``: after a delay the node advertises
+    ``nvidia.com/gpu`` (or ``nvidia.com/gpu.shared`` when renamed) = GPUs × replicas and
+    labels ``nvidia.com/gpu.replicas``. The device-plugin pod reads the ConfigMap when it
+    starts: a changed or new entry is seen only after that pod is deleted and its
+    DaemonSet has started a new one.
+  - ``nvidia.com/mig.config=<layout>``: state ``pending``, then after a delay ``success``
+    and the MIG resources in allocatable (``nvidia.com/mig-<profile>`` with strategy
+    ``mixed``, ``nvidia.com/gpu`` and a ``-MIG-<profile>`` product with ``single``);
+    ``failed`` for a layout absent from the mig-parted ConfigMap (or with no item for
+    the node's PCI id); stuck ``pending`` while a foreign pod uses the node's GPUs.
+* Fault injection: ``deny(verb, resource)`` (RBAC 403), ``fail_next(verb, resource, status)``,
+  ``pause_operator()``.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import itertools
+import json
+import re
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import yaml
+
+from sharebench.gpus import GPU_MODELS, GpuModel
+from sharebench.node import manifests as mf
+
+LABEL_DP = "nvidia.com/device-plugin.config"
+LABEL_MIG = "nvidia.com/mig.config"
+LABEL_MIG_STATE = "nvidia.com/mig.config.state"
+PLUGIN_DS = "nvidia-device-plugin-daemonset"
+SERVICE_ACCOUNT_USER = f"system:serviceaccount:{mf.RUN_NAMESPACE}:{mf.SERVICE_ACCOUNT}"
+
+KINDS = {  # resource -> (kind, namespaced, api group prefix)
+    "nodes": ("Node", False, "/api/v1"),
+    "configmaps": ("ConfigMap", True, "/api/v1"),
+    "pods": ("Pod", True, "/api/v1"),
+    "daemonsets": ("DaemonSet", True, "/apis/apps/v1"),
+}
+PRODUCTS = {"A100-40GB": "NVIDIA-A100-SXM4-40GB", "A100-80GB": "NVIDIA-A100-SXM4-80GB",
+            "H100-80GB": "NVIDIA-H100-80GB-HBM3", "H100-NVL": "NVIDIA-H100-NVL", "H200": "NVIDIA-H200"}
+
+
+class ApiError(Exception):
+    def __init__(self, code: int, reason: str, message: str, name: str = "", kind: str = ""):
+        super().__init__(message)
+        self.code, self.reason, self.message, self.name, self.kind = code, reason, message, name, kind
+
+    def status(self) -> dict:
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": self.message, "reason": self.reason,
+                "details": {"name": self.name, "kind": self.kind}, "code": self.code}
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ---------------------------------------------------------------- selectors
+def _split_terms(s: str) -> list[str]:
+    terms, depth, cur = [], 0, ""
+    for ch in s:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            terms.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        terms.append(cur.strip())
+    return terms
+
+
+def match_labels(selector: str | None, labels: dict) -> bool:
+    if not selector:
+        return True
+    for term in _split_terms(selector):
+        m = re.fullmatch(r"(\S+)\s+(in|notin)\s+\((.*)\)", term)
+        if m:
+            values = {v.strip() for v in m.group(3).split(",")}
+            has = m.group(1) in labels and labels[m.group(1)] in values
+            if has != (m.group(2) == "in"):
+                return False
+            continue
+        m = re.fullmatch(r"([^!=\s]+)\s*(==|=|!=)\s*(\S*)", term)
+        if m:
+            k, op, v = m.groups()
+            if (labels.get(k) == v) != (op != "!="):
+                return False
+            continue
+        if term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+FIELD_PATHS = {"metadata.name", "metadata.namespace", "spec.nodeName", "status.phase"}
+
+
+def match_fields(selector: str | None, obj: dict) -> bool:
+    if not selector:
+        return True
+    for term in _split_terms(selector):
+        m = re.fullmatch(r"([^!=]+?)\s*(==|=|!=)\s*(.*)", term)
+        if not m or m.group(1) not in FIELD_PATHS:
+            raise ApiError(400, "BadRequest", f'field label not supported: {term.split("=")[0].rstrip("!")}')
+        path, op, want = m.groups()
+        cur = obj
+        for part in path.split("."):
+            cur = cur.get(part) if isinstance(cur, dict) else None
+        if ((cur or "") == want) != (op != "!="):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- patches
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch (strategic merge on maps behaves the same)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+def json_patch(doc: dict, ops: list) -> dict:
+    """RFC 6902: add, remove, replace, test."""
+    doc = copy.deepcopy(doc)
+    for op in ops:
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        parent = doc
+        for p in parts[:-1]:
+            parent = parent[int(p)] if isinstance(parent, list) else parent.setdefault(p, {})
+        last = parts[-1]
+        kind = op["op"]
+        if kind == "test":
+            cur = parent[int(last)] if isinstance(parent, list) else parent.get(last)
+            if cur != op.get("value"):
+                raise ApiError(422, "Invalid", f"test failed at {op['path']}")
+        elif kind in ("add", "replace"):
+            if isinstance(parent, list):
+                parent.insert(len(parent) if last == "-" else int(last), op["value"])
+            else:
+                if kind == "replace" and last not in parent:
+                    raise ApiError(422, "Invalid", f"replace of missing path {op['path']}")
+                parent[last] = op["value"]
+        elif kind == "remove":
+            try:
+                del parent[int(last) if isinstance(parent, list) else last]
+            except (KeyError, IndexError):
+                raise ApiError(422, "Invalid", f"remove of missing path {op['path']}") from None
+        else:
+            raise ApiError(400, "BadRequest", f"unsupported JSON patch op {kind!r}")
+    return doc
+
+
+# ---------------------------------------------------------------- simulated GPU nodes
+@dataclass
+class SimGpuNode:
+    name: str
+    model: GpuModel
+    gpus: int
+    product: str
+    pci_id: str
+    mig_capable: bool = True
+    mig_applied: str = "all-disabled"
+    mig_target: str | None = None
+    mig_due: float = 0.0
+    mig_failed_for: str | None = None
+    snapshot: dict = field(default_factory=dict)     # ConfigMap entries the plugin pod read at start
+    plugin_up: bool = False
+    plugin_due: float | None = None                   # DaemonSet recreates the pod then
+    advertised: tuple | None = None
+    pending: tuple | None = None
+    pending_due: float = 0.0
+    plugin_starts: int = 0
+
+
+class SimCluster:
+    """Start with ``with SimCluster(tmp_path) as sim:``; ``sim.kubeconfig`` is the file to use."""
+
+    def __init__(self, workdir: Path, *, delay_s: float = 0.03, mig_strategy: str = "mixed",
+                 operator_namespace: str = mf.OPERATOR_NAMESPACE, token: str = "sim-token",
+                 gpus_models: tuple[str, ...] = ()):
+        self.workdir = Path(workdir)
+        self.delay_s = delay_s
+        self.mig_strategy = mig_strategy
+        self.ns = operator_namespace
+        self.token = token
+        self.default_entry = mf.DEFAULT_ENTRY
+        self.lock = threading.RLock()
+        self.objects: dict[tuple[str, str, str], dict] = {}
+        self._rv = itertools.count(1000)
+        self.gpu_nodes: dict[str, SimGpuNode] = {}
+        self.denied: set[tuple[str, str]] = set()
+        self.failures: list[list] = []          # [verb, resource, status, times]
+        self.requests: list[tuple[str, str, str]] = []
+        self.operator_paused = False
+        self._stop = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self.kubeconfig = self.workdir / "kubeconfig.yaml"
+        # the operator's namespace objects, as applied from manifests/
+        self.put_object(mf.device_plugin_configmap(self.ns))
+        self.put_object(mf.mig_parted_configmap(mf.resolve_models(gpus_models), self.ns))
+        self.put_object({"apiVersion": "apps/v1", "kind": "DaemonSet",
+                         "metadata": {"name": PLUGIN_DS, "namespace": self.ns},
+                         "spec": {"selector": {"matchLabels": {"app": PLUGIN_DS}},
+                                  "template": {"metadata": {"labels": {"app": PLUGIN_DS}},
+                                               "spec": {"containers": [{"name": "nvidia-device-plugin",
+                                                                        "image": "nvcr.io/nvidia/k8s-device-plugin"}]}}},
+                         "status": {"desiredNumberScheduled": 0, "numberReady": 0,
+                                    "currentNumberScheduled": 0, "numberMisscheduled": 0}})
+
+    # ------------------------------------------------------------ lifecycle
+    def __enter__(self) -> "SimCluster":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        sim = self
+
+        class Handler(_Handler):
+            cluster = sim
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, name="k8s-sim-api", daemon=True).start()
+        threading.Thread(target=self._operator_loop, name="k8s-sim-operator", daemon=True).start()
+        host, port = self._server.server_address
+        self.url = f"http://{host}:{port}"
+        self.kubeconfig.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "sim",
+            "clusters": [{"name": "sim", "cluster": {"server": self.url}}],
+            "users": [{"name": "sim", "user": {"token": self.token}}],
+            "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "sim"}}],
+        }))
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def api_client(self):
+        from kubernetes import config
+        return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    # ------------------------------------------------------------ store
+    def _key(self, obj: dict) -> tuple[str, str, str]:
+        kind = obj["kind"]
+        res = {v[0]: k for k, v in KINDS.items()}[kind]
+        return res, obj["metadata"].get("namespace", "") if KINDS[res][1] else "", obj["metadata"]["name"]
+
+    def put_object(self, obj: dict) -> dict:
+        with self.lock:
+            obj = copy.deepcopy(obj)
+            meta = obj.setdefault("metadata", {})
+            key = self._key(obj)
+            old = self.objects.get(key)
+            meta["uid"] = old["metadata"]["uid"] if old else str(uuid.uuid4())
+            meta["creationTimestamp"] = old["metadata"]["creationTimestamp"] if old else _now()
+            meta["resourceVersion"] = str(next(self._rv))
+            self.objects[key] = obj
+            return copy.deepcopy(obj)
+
+    def get(self, resource: str, namespace: str, name: str) -> dict | None:
+        with self.lock:
+            obj = self.objects.get((resource, namespace if KINDS[resource][1] else "", name))
+            return copy.deepcopy(obj) if obj else None
+
+    def node(self, name: str) -> dict:
+        return self.get("nodes", "", name)
+
+    def configmap(self, name: str = mf.DEVICE_PLUGIN_CONFIGMAP, namespace: str | None = None) -> dict:
+        return self.get("configmaps", namespace or self.ns, name)
+
+    def _update(self, resource: str, namespace: str, name: str, fn) -> None:
+        with self.lock:
+            obj = self.get(resource, namespace, name)
+            if obj is not None:
+                fn(obj)
+                self.put_object(obj)
+
+    # ------------------------------------------------------------ set-up helpers
+    def add_gpu_node(self, name: str, model: str = "H200", gpus: int = 2, *, mig_capable: bool = True,
+                     labels: dict | None = None) -> dict:
+        m = GPU_MODELS[model]
+        sn = SimGpuNode(name, m, gpus, PRODUCTS[model], mf.PCI_DEVICE_IDS[model][0], mig_capable)
+        base = {"kubernetes.io/hostname": name, "nvidia.com/gpu.present": "true",
+                "nvidia.com/gpu.product": sn.product, "nvidia.com/gpu.count": str(gpus),
+                "nvidia.com/gpu.replicas": "1", "nvidia.com/gpu.sharing-strategy": "none",
+                "nvidia.com/mig.capable": "true" if mig_capable else "false",
+                "nvidia.com/mig.strategy": self.mig_strategy}
+        if mig_capable:  # the operator labels MIG-capable nodes with migManager.config.default
+            base[LABEL_MIG] = "all-disabled"
+            base[LABEL_MIG_STATE] = "success"
+        base.update(labels or {})
+        node = self.add_node(name, base, {"nvidia.com/gpu": str(gpus)})
+        with self.lock:
+            self.gpu_nodes[name] = sn
+            sn.advertised = None
+            self._start_plugin_pod(sn)
+            sn.advertised = self._desired(sn, self.node(name)["metadata"]["labels"])
+        return node
+
+    def add_node(self, name: str, labels: dict | None = None, extra_resources: dict | None = None) -> dict:
+        res = {"cpu": "64", "memory": "512Gi", "pods": "110", **(extra_resources or {})}
+        return self.put_object({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": dict(labels or {"kubernetes.io/hostname": name}), "annotations": {}},
+            "spec": {},
+            "status": {"capacity": dict(res), "allocatable": dict(res),
+                       "conditions": [{"type": "Ready", "status": "True"}]},
+        })
+
+    def add_pod(self, namespace: str, name: str, node: str, *, gpu: int | None = 1, resource: str = "nvidia.com/gpu",
+                labels: dict | None = None, phase: str = "Running") -> dict:
+        res = {"limits": {resource: str(gpu)}} if gpu else {}
+        return self.put_object({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {})},
+            "spec": {"nodeName": node, "containers": [{"name": "main", "image": "busybox", "resources": res}]},
+            "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True"}]},
+        })
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        with self.lock:
+            obj = self.objects.pop(("pods", namespace, name), None)
+            if obj:
+                self._on_pod_deleted(obj)
+
+    def deny(self, verb: str, resource: str) -> None:
+        self.denied.add((verb, resource))
+
+    def allow(self) -> None:
+        self.denied.clear()
+
+    def fail_next(self, verb: str, resource: str, status: int = 500, times: int = 1) -> None:
+        self.failures.append([verb, resource, status, times])
+
+    def pause_operator(self, paused: bool = True) -> None:
+        self.operator_paused = paused
+
+    def remove_mig_layout(self, layout: str) -> None:
+        """Take a layout out of the mig-parted config (a site whose config lacks it)."""
+        def edit(cm):
+            cfg = yaml.safe_load(cm["data"][mf.MIG_PARTED_KEY])
+            cfg["mig-configs"].pop(layout, None)
+            cm["data"][mf.MIG_PARTED_KEY] = yaml.safe_dump(cfg)
+        self._update("configmaps", self.ns, mf.MIG_PARTED_CONFIGMAP, edit)
+
+    def plugin_pods(self, node: str) -> list[dict]:
+        with self.lock:
+            return [copy.deepcopy(o) for (r, ns, _), o in self.objects.items()
+                    if r == "pods" and ns == self.ns and o["spec"].get("nodeName") == node
+                    and o["metadata"].get("labels", {}).get("app") == PLUGIN_DS]
+
+    def wait_settled(self, node: str, timeout_s: float = 5.0) -> None:
+        """Until the simulated operator has nothing pending for the node."""
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            with self.lock:
+                sn = self.gpu_nodes[node]
+                labels = self.node(node)["metadata"]["labels"]
+                if sn.plugin_up and sn.mig_target is None and sn.advertised == self._desired(sn, labels):
+                    return
+            time.sleep(0.005)
+        raise AssertionError(f"simulated operator did not settle on {node}")
+
+    # ------------------------------------------------------------ simulated DaemonSet and operator
+    def _start_plugin_pod(self, sn: SimGpuNode) -> None:
+        ds = self.get("daemonsets", self.ns, PLUGIN_DS)
+        pod_name = f"{PLUGIN_DS}-{uuid.uuid4().hex[:5]}"
+        self.put_object({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": pod_name, "namespace": self.ns, "labels": {"app": PLUGIN_DS},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": PLUGIN_DS,
+                                              "uid": ds["metadata"]["uid"], "controller": True}]},
+            "spec": {"nodeName": sn.name, "containers": [{"name": "nvidia-device-plugin",
+                                                          "image": "nvcr.io/nvidia/k8s-device-plugin"}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+        })
+        cm = self.configmap()
+        sn.snapshot = dict((cm or {}).get("data") or {})
+        sn.plugin_up = True
+        sn.plugin_due = None
+        sn.plugin_starts += 1
+
+    def _on_pod_deleted(self, pod: dict) -> None:
+        owners = pod["metadata"].get("ownerReferences") or []
+        node = pod["spec"].get("nodeName")
+        if any(o.get("kind") == "DaemonSet" and o.get("name") == PLUGIN_DS for o in owners) and node in self.gpu_nodes:
+            sn = self.gpu_nodes[node]
+            sn.plugin_up = False
+            sn.plugin_due = time.monotonic() + self.delay_s
+
+    def _operator_loop(self) -> None:
+        while not self._stop.is_set():
+            if not self.operator_paused:
+                with self.lock:
+                    for sn in list(self.gpu_nodes.values()):
+                        self._reconcile(sn)
+            time.sleep(0.003)
+
+    def _foreign_gpu_pods(self, node: str) -> list[str]:
+        out = []
+        for (r, ns, name), o in self.objects.items():
+            if r != "pods" or ns == self.ns or o["spec"].get("nodeName") != node:
+                continue
+            if o.get("status", {}).get("phase") not in ("Running", "Pending"):
+                continue
+            for c in o["spec"].get("containers", []):
+                lim = (c.get("resources") or {}).get("limits") or {}
+                if any(k.startswith("nvidia.com/gpu") or k.startswith("nvidia.com/mig-") for k in lim):
+                    out.append(f"{ns}/{name}")
+        return out
+
+    def _mig_item(self, sn: SimGpuNode, layout: str) -> dict | None:
+        cm = self.get("configmaps", self.ns, mf.MIG_PARTED_CONFIGMAP)
+        if not cm:
+            return None
+        cfg = yaml.safe_load(cm["data"][mf.MIG_PARTED_KEY]) or {}
+        for item in (cfg.get("mig-configs") or {}).get(layout) or []:
+            filt = item.get("device-filter")
+            ids = [filt] if isinstance(filt, str) else list(filt or [])
+            if not ids or sn.pci_id.upper() in (i.upper() for i in ids):
+                return item
+        return None
+
+    def _set_node_labels(self, sn: SimGpuNode, labels: dict) -> None:
+        def edit(node):
+            lab = node["metadata"].setdefault("labels", {})
+            for k, v in labels.items():
+                if v is None:
+                    lab.pop(k, None)
+                else:
+                    lab[k] = v
+        self._update("nodes", "", sn.name, edit)
+
+    def _reconcile(self, sn: SimGpuNode) -> None:
+        now = time.monotonic()
+        if not sn.plugin_up and sn.plugin_due is not None and now >= sn.plugin_due:
+            self._start_plugin_pod(sn)
+        node = self.node(sn.name)
+        if node is None:
+            return
+        labels = node["metadata"].get("labels", {})
+        # --- MIG manager
+        want = labels.get(LABEL_MIG)
+        if want != sn.mig_failed_for:
+            sn.mig_failed_for = None
+        if want is not None and want != sn.mig_applied and sn.mig_failed_for is None:
+            if sn.mig_target != want:
+                sn.mig_target, sn.mig_due = want, now + self.delay_s
+                self._set_node_labels(sn, {LABEL_MIG_STATE: "pending"})
+                return
+            if now < sn.mig_due or self._foreign_gpu_pods(sn.name):
+                return  # stuck pending while a GPU pod would not terminate
+            item = self._mig_item(sn, want) if sn.mig_capable else None
+            if item is None:
+                sn.mig_target, sn.mig_failed_for = None, want
+                self._set_node_labels(sn, {LABEL_MIG_STATE: "failed"})
+                return
+            sn.mig_applied, sn.mig_target = want, None
+            self._set_node_labels(sn, {LABEL_MIG_STATE: "success"})
+            return
+        if want is not None and want == sn.mig_applied and sn.mig_target is not None:
+            sn.mig_target = None
+            self._set_node_labels(sn, {LABEL_MIG_STATE: "success"})
+        # --- device plugin
+        if not sn.plugin_up:
+            return
+        desired = self._desired(sn, labels)
+        if desired is None or desired == sn.advertised:
+            sn.pending = None
+            return
+        if sn.pending != desired:
+            sn.pending, sn.pending_due = desired, now + self.delay_s
+            return
+        if now >= sn.pending_due:
+            self._advertise(sn, desired)
+
+    def _desired(self, sn: SimGpuNode, labels: dict) -> tuple | None:
+        """(allocatable GPU resources, GFD labels) the plugin would advertise now; None if it cannot."""
+        entry = labels.get(LABEL_DP) or self.default_entry
+        text = sn.snapshot.get(entry)
+        if text is None:
+            return None  # the plugin pod never read that entry: config-manager fails, nothing changes
+        cfg = yaml.safe_load(text) or {}
+        sharing = cfg.get("sharing") or {}
+        kind, spec = next(iter(sharing.items()), ("none", {}))
+        replicas, rename = 1, bool(spec.get("renameByDefault")) if spec else False
+        for r in (spec or {}).get("resources", []):
+            if r.get("name") == "nvidia.com/gpu":
+                replicas = int(r.get("replicas", 1))
+        g = sn.gpus
+        if sn.mig_applied != "all-disabled":
+            item = self._mig_item(sn, sn.mig_applied) or {}
+            (prof, count), = (item.get("mig-devices") or {"?": 0}).items()
+            if self.mig_strategy == "single":
+                alloc = {"nvidia.com/gpu": g * count}
+                lab = {"nvidia.com/gpu.product": f"{sn.product}-MIG-{prof}", "nvidia.com/gpu.count": str(g * count),
+                       "nvidia.com/gpu.replicas": "1", "nvidia.com/gpu.sharing-strategy": "none"}
+            else:
+                alloc = {"nvidia.com/gpu": 0, f"nvidia.com/mig-{prof}": g * count}
+                lab = {"nvidia.com/gpu.product": sn.product, "nvidia.com/gpu.count": str(g),
+                       f"nvidia.com/mig-{prof}.count": str(g * count), "nvidia.com/gpu.replicas": "1",
+                       "nvidia.com/gpu.sharing-strategy": "none"}
+        else:
+            shared = rename and replicas > 1
+            res = "nvidia.com/gpu.shared" if shared else "nvidia.com/gpu"
+            alloc = {res: g * replicas}
+            strategy = {"timeSlicing": "time-slicing", "mps": "mps"}.get(kind, "none") if replicas > 1 else "none"
+            lab = {"nvidia.com/gpu.product": sn.product + ("-SHARED" if shared else ""),
+                   "nvidia.com/gpu.count": str(g), "nvidia.com/gpu.replicas": str(replicas),
+                   "nvidia.com/gpu.sharing-strategy": strategy}
+        return (tuple(sorted(alloc.items())), tuple(sorted(lab.items())))
+
+    def _advertise(self, sn: SimGpuNode, desired: tuple) -> None:
+        alloc, lab = dict(desired[0]), dict(desired[1])
+
+        def edit(node):
+            st = node.setdefault("status", {})
+            for key in ("capacity", "allocatable"):
+                cur = st.setdefault(key, {})
+                for k in list(cur):
+                    if k.startswith("nvidia.com/"):
+                        cur[k] = "0"          # a resource once advertised stays at 0 (as kubelet does)
+                cur.update({k: str(v) for k, v in alloc.items()})
+            labels = node["metadata"].setdefault("labels", {})
+            for k in [k for k in labels if re.fullmatch(r"nvidia\.com/mig-.*\.count", k)]:
+                del labels[k]
+            labels.update(lab)
+        self._update("nodes", "", sn.name, edit)
+        sn.advertised, sn.pending = desired, None
+
+    # ------------------------------------------------------------ API dispatch
+    def handle(self, method: str, path: str, query: dict, headers, body: bytes) -> tuple[int, dict]:
+        auth = headers.get("Authorization", "")
+        if auth != f"Bearer {self.token}":
+            raise ApiError(401, "Unauthorized", "Unauthorized")
+        if path == "/version":
+            return 200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0-sim"}
+        m = re.fullmatch(r"(/api/v1|/apis/apps/v1)(?:/namespaces/([^/]+))?/([a-z]+)(?:/([^/]+))?", path)
+        if not m or m.group(3) not in KINDS or KINDS[m.group(3)][2] != m.group(1):
+            raise ApiError(404, "NotFound", f"the server could not find the requested resource ({path})")
+        _, namespace, resource, name = m.groups()
+        kind, namespaced, _prefix = KINDS[resource]
+        if namespaced is False and namespace:
+            raise ApiError(404, "NotFound", f"{resource} are not namespaced")
+        verb = {"GET": "get" if name else "list", "PATCH": "patch", "PUT": "update", "POST": "create",
+                "DELETE": "delete"}[method]
+        self._authorize(verb, resource, namespace, name)
+        ns = namespace or ""
+        with self.lock:
+            if method == "GET" and not name:
+                return 200, self._list(resource, kind, namespace, query)
+            if method == "POST":
+                obj = json.loads(body or b"{}")
+                obj.setdefault("metadata", {})
+                if namespaced:
+                    obj["metadata"]["namespace"] = ns
+                obj.setdefault("kind", kind)
+                obj.setdefault("apiVersion", "v1" if m.group(1) == "/api/v1" else "apps/v1")
+                if self.get(resource, ns, obj["metadata"].get("name", "")):
+                    raise ApiError(409, "AlreadyExists", f'{resource} "{obj["metadata"]["name"]}" already exists',
+                                   obj["metadata"]["name"], resource)
+                return 201, self.put_object(obj)
+            cur = self.get(resource, ns, name)
+            if cur is None:
+                raise ApiError(404, "NotFound", f'{resource} "{name}" not found', name, resource)
+            if method == "GET":
+                return 200, cur
+            if method == "DELETE":
+                self.objects.pop((resource, ns if namespaced else "", name), None)
+                if resource == "pods":
+                    self._on_pod_deleted(cur)
+                return 200, cur
+            if method == "PUT":
+                new = json.loads(body or b"{}")
+                rv = (new.get("metadata") or {}).get("resourceVersion")
+                if rv and rv != cur["metadata"]["resourceVersion"]:
+                    raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {resource} "{name}": '
+                                   "the object has been modified; please apply your changes to the latest "
+                                   "version and try again", name, resource)
+            else:  # PATCH
+                ctype = headers.get("Content-Type", "")
+                patch = json.loads(body or b"null")
+                if ctype.startswith("application/json-patch+json"):
+                    new = json_patch(cur, patch)
+                elif ctype.startswith(("application/strategic-merge-patch+json", "application/merge-patch+json")):
+                    rv = ((patch or {}).get("metadata") or {}).get("resourceVersion")
+                    if rv and rv != cur["metadata"]["resourceVersion"]:
+                        raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {resource} "{name}": '
+                                       "the object has been modified", name, resource)
+                    new = merge_patch(cur, patch)
+                else:
+                    raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {ctype}")
+            new.setdefault("metadata", {})["name"] = name
+            if namespaced:
+                new["metadata"]["namespace"] = ns
+            new["kind"], new["apiVersion"] = cur["kind"], cur["apiVersion"]
+            if resource in ("nodes", "pods", "daemonsets"):
+                new["status"] = cur.get("status", {})   # status is a subresource
+            return 200, self.put_object(new)
+
+    def _authorize(self, verb: str, resource: str, namespace: str | None, name: str | None) -> None:
+        for f in self.failures:
+            if f[0] == verb and f[1] == resource and f[3] > 0:
+                f[3] -= 1
+                raise ApiError(f[2], "InternalError", f"injected failure on {verb} {resource}")
+        if (verb, resource) in self.denied:
+            scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+            what = f'{resource} "{name}"' if name else resource
+            raise ApiError(403, "Forbidden", f'{what} is forbidden: User "{SERVICE_ACCOUNT_USER}" cannot {verb} '
+                           f'resource "{resource}" in API group "" {scope}', name or "", resource)
+
+    def _list(self, resource: str, kind: str, namespace: str | None, query: dict) -> dict:
+        lsel = (query.get("labelSelector") or [None])[0]
+        fsel = (query.get("fieldSelector") or [None])[0]
+        items = []
+        for (r, ns, _), o in sorted(self.objects.items()):
+            if r != resource or (namespace and ns != namespace):
+                continue
+            if match_labels(lsel, o["metadata"].get("labels") or {}) and match_fields(fsel, o):
+                items.append(copy.deepcopy(o))
+        rv = str(next(self._rv))
+        return {"kind": f"{kind}List", "apiVersion": items[0]["apiVersion"] if items else "v1",
+                "metadata": {"resourceVersion": rv}, "items": items}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    cluster: SimCluster
+    protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # headers and body go out in two writes: without this, Nagle + delayed ACK add 40 ms a request
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def _serve(self, method: str) -> None:
+        url = urlparse(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        self.cluster.requests.append((method, self.path, self.headers.get("Content-Type", "")))
+        try:
+            code, obj = self.cluster.handle(method, url.path, parse_qs(url.query), self.headers, body)
+        except ApiError as exc:
+            code, obj = exc.code, exc.status()
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_PATCH(self) -> None:
+        self._serve("PATCH")
+
+    def do_PUT(self) -> None:
+        self._serve("PUT")
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    def do_DELETE(self) -> None:
+        self._serve("DELETE")
