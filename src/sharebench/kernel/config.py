@@ -1,0 +1,123 @@
+"""RunConfig (what one replica does) and RunRecord (what it measured)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+
+from sharebench.errors import UserError
+
+RECORD_VERSION = 1
+
+
+@dataclass
+class RunConfig:
+    """One replica run. See docs/architecture.md (Kernel) for the barrier."""
+
+    engine: str = "simpletrack"
+    device: str = "auto"
+    lattice: str | None = None  # None: the generated LHC-like ring
+    particles: int = 10_000
+    turns: int = 10
+    seed: int = 1
+    nemitt_x: float = 2.5e-6  # normalised emittance [m]
+    nemitt_y: float = 2.5e-6
+    sigma_z: float = 0.05  # [m]
+    sigma_delta: float = 1e-4
+    warmup_turns: int = 1
+    start_at: float | None = None  # epoch seconds
+    start_file: str | None = None
+    ready_file: str | None = None
+    mem_limit_bytes: int | None = None
+    cpus: list[int] | None = None
+    replica: int = 0
+    optimize: bool = True  # xtrack engine: line.optimize_for_tracking()
+    block_size: int = 128  # GPU work-group / block size (simpletrack)
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self) -> None:
+        from sharebench.kernel.devices import check_spec
+        from sharebench.kernel.memory import check_engine
+
+        self.engine = check_engine(self.engine)
+        self.device = check_spec(self.device)
+        for name, lo in (("particles", 1), ("turns", 1), ("warmup_turns", 0), ("block_size", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise UserError(f"bad {name} {v!r}: an integer >= {lo} is allowed")
+        for name in ("nemitt_x", "nemitt_y", "sigma_z", "sigma_delta"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or v < 0:
+                raise UserError(f"bad {name} {v!r}: a number >= 0 is allowed")
+        if self.mem_limit_bytes is not None and (not isinstance(self.mem_limit_bytes, int) or self.mem_limit_bytes <= 0):
+            raise UserError(f"bad mem_limit_bytes {self.mem_limit_bytes!r}: a positive integer is allowed")
+        if self.cpus is not None:
+            if not isinstance(self.cpus, (list, tuple)) or not self.cpus or not all(isinstance(c, int) and c >= 0 for c in self.cpus):
+                raise UserError(f"bad cpus {self.cpus!r}: a non-empty list of core numbers is allowed")
+            self.cpus = list(self.cpus)
+        if self.lattice is not None:
+            self.lattice = str(self.lattice)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise UserError(f"unknown run config field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
+        return cls(**d)
+
+    @classmethod
+    def from_json(cls, path) -> "RunConfig":
+        try:
+            with open(path) as fh:
+                d = json.load(fh)
+        except (OSError, json.JSONDecodeError) as exc:
+            raise UserError(f"run config {str(path)!r} unreadable: {exc}") from None
+        if not isinstance(d, dict):
+            raise UserError(f"run config {str(path)!r} is not a JSON object")
+        return cls.from_dict(d)
+
+
+@dataclass
+class RunRecord:
+    """What one replica measured (units in the names; times in seconds)."""
+
+    engine: str
+    context: str  # "cpu", "cuda", "opencl"
+    device: str  # resolved spec, e.g. "cuda:0", "opencl:0.0", "cpu"
+    device_name: str
+    device_uuid: str
+    particles: int
+    turns: int
+    elements: int
+    setup_s: float  # lattice + build + particles + warm-up (before the barrier)
+    transfer_s: float  # host->device upload of the particles + device->host download
+    track_s: float  # the timed window: tracking alone, synchronised
+    track_start: float  # epoch seconds
+    track_end: float
+    particle_turns_per_s: float
+    element_passes_per_s: float
+    survived: int
+    checksum: float  # sum of x, px, y, py, zeta, delta over surviving particles
+    host: str
+    pid: int
+    replica: int
+    compile_s: float = 0.0  # kernel build (part of setup_s); small when the cache is hit
+    record_version: int = RECORD_VERSION
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunRecord":
+        known = {f.name for f in fields(cls)}
+        version = d.get("record_version", RECORD_VERSION)
+        if version > RECORD_VERSION:
+            raise UserError(f"run record version {version} is newer than this sharebench reads ({RECORD_VERSION}); upgrade sharebench")
+        return cls(**{k: v for k, v in d.items() if k in known})

@@ -1,0 +1,103 @@
+"""A seeded particle distribution matched to the ring's linear optics.
+
+The 4D closed orbit and one-turn matrix come from tracking a few particles one
+turn with the numpy tracker (same physics as the kernel), so no xtrack build is
+needed on the machine that runs; results are cached per lattice in memory.
+Transverse: Gaussian in normalised coordinates with the given normalised
+emittances, matched with the uncoupled Twiss (beta, alpha) of each plane, on
+the closed orbit. Longitudinal: Gaussian zeta (sigma_z) and delta (sigma_delta).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import numpy as np
+
+from sharebench.errors import UserError
+from sharebench.kernel.simpletrack import PackedLine, cache_dir, decode, energy_deviations, track_numpy
+
+_OPTICS_CACHE: dict[str, dict] = {}
+
+
+def _one_turn(packed, elements, x4):
+    coords = np.zeros((9, x4.shape[1]))
+    coords[:4] = x4
+    rpp, rvv, pzeta = energy_deviations(coords[5], packed.beta0)
+    coords[6], coords[7], coords[8] = rpp, rvv, pzeta
+    return track_numpy(packed, coords, 1, elements)[:4]
+
+
+def linear_optics(packed: PackedLine) -> dict:
+    """4D closed orbit, one-turn matrix, Twiss beta/alpha and tunes at the start."""
+    key = hashlib.sha1(packed.data.tobytes() + repr((packed.beta0, packed.p0c)).encode()).hexdigest()[:24]
+    if key in _OPTICS_CACHE:
+        return _OPTICS_CACHE[key]
+    disk = cache_dir() / "optics" / f"{key}.json"
+    try:
+        with open(disk) as fh:
+            d = json.load(fh)
+        d["closed_orbit"] = np.array(d["closed_orbit"])
+        d["matrix"] = np.array(d["matrix"])
+        _OPTICS_CACHE[key] = d
+        return d
+    except (OSError, ValueError, KeyError):
+        pass
+    elements = decode(packed)
+    co = np.zeros(4)
+    eps = np.array([1e-9, 1e-10, 1e-9, 1e-10])
+    for _ in range(6):
+        probes = np.repeat(co[:, None], 5, axis=1)
+        for i in range(4):
+            probes[i, i + 1] += eps[i]
+        out = _one_turn(packed, elements, probes)
+        m = (out[:, 1:] - out[:, :1]) / eps[None, :]
+        resid = out[:, 0] - co
+        step = np.linalg.solve(np.eye(4) - m, resid)
+        co = co + step
+        if np.max(np.abs(step)) < 1e-14:
+            break
+    optics = {"closed_orbit": co, "matrix": m}
+    for plane, sl in (("x", slice(0, 2)), ("y", slice(2, 4))):
+        mm = m[sl, sl]
+        cos_mu = 0.5 * np.trace(mm)
+        if not abs(cos_mu) < 1:
+            raise UserError(f"the lattice is linearly unstable in {plane} (|cos mu| = {abs(cos_mu):.3f} >= 1); no matched distribution")
+        sin_mu = np.sign(mm[0, 1]) * np.sqrt(1 - cos_mu**2)
+        optics[f"beta{plane}"] = float(mm[0, 1] / sin_mu)
+        optics[f"alf{plane}"] = float((mm[0, 0] - mm[1, 1]) / (2 * sin_mu))
+        mu = np.arctan2(sin_mu, cos_mu) % (2 * np.pi)
+        optics[f"q{plane}_frac"] = float(mu / (2 * np.pi))
+    _OPTICS_CACHE[key] = optics
+    try:
+        disk.parent.mkdir(parents=True, exist_ok=True)
+        tmp = disk.with_suffix(f".{os.getpid()}.tmp")
+        with open(tmp, "w") as fh:
+            json.dump({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in optics.items()}, fh)
+        os.replace(tmp, disk)
+    except OSError:
+        pass
+    return optics
+
+
+def matched_gaussian(packed: PackedLine, n: int, seed: int = 1, nemitt_x: float = 2.5e-6, nemitt_y: float = 2.5e-6,
+                     sigma_z: float = 0.05, sigma_delta: float = 1e-4) -> np.ndarray:
+    """(6, n) array x, px, y, py, zeta, delta."""
+    optics = linear_optics(packed)
+    gamma0 = packed.gamma0
+    beta0 = packed.beta0
+    rng = np.random.default_rng(seed)
+    out = np.empty((6, n))
+    co = optics["closed_orbit"]
+    for i, (plane, nemitt) in enumerate((("x", nemitt_x), ("y", nemitt_y))):
+        geo = nemitt / (beta0 * gamma0)
+        bet, alf = optics[f"beta{plane}"], optics[f"alf{plane}"]
+        u = rng.standard_normal(n) * np.sqrt(geo)
+        v = rng.standard_normal(n) * np.sqrt(geo)
+        out[2 * i] = np.sqrt(bet) * u + co[2 * i]
+        out[2 * i + 1] = (-alf * u + v) / np.sqrt(bet) + co[2 * i + 1]
+    out[4] = rng.standard_normal(n) * sigma_z
+    out[5] = rng.standard_normal(n) * sigma_delta
+    return out

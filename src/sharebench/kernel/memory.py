@@ -1,0 +1,46 @@
+"""Device memory a run needs, checked before anything is allocated."""
+
+from __future__ import annotations
+
+from sharebench.errors import UserError
+
+ENGINES = ("simpletrack", "xtrack")
+
+# simpletrack: 9 float64 coordinates + 3 int64 counters per particle.
+# xtrack: its Particles object (240 B per particle in xtrack 0.118.4, checked in
+# tests/test_kernel.py against a real Particles buffer) plus the per-particle
+# scratch the tracker keeps; we count 256 B to stay on the safe side.
+_BYTES = {"simpletrack": 96, "xtrack": 256}
+# room for the line, kernel binaries and the runtime: fixed overhead per run
+OVERHEAD_BYTES = 64 * 1024**2
+
+
+def check_engine(engine: str) -> str:
+    e = str(engine).strip().lower()
+    if e not in ENGINES:
+        raise UserError(f"bad engine {engine!r}: allowed are {', '.join(ENGINES)}")
+    return e
+
+
+def bytes_per_particle(engine: str = "simpletrack") -> int:
+    """Device bytes one particle takes with this engine."""
+    return _BYTES[check_engine(engine)]
+
+
+def bytes_needed(particles: int, engine: str = "simpletrack") -> int:
+    return int(particles) * bytes_per_particle(engine) + OVERHEAD_BYTES
+
+
+def check_fits(particles: int, mem_bytes: int | None, engine: str = "simpletrack", what: str = "memory") -> None:
+    """UserError (with the numbers) when particles do not fit in mem_bytes."""
+    if mem_bytes is None:
+        return
+    need = bytes_needed(particles, engine)
+    if need > int(mem_bytes):
+        bpp = bytes_per_particle(engine)
+        most = max(0, (int(mem_bytes) - OVERHEAD_BYTES) // bpp)
+        raise UserError(
+            f"{particles:,} particles need {need:,} bytes with the {engine} engine "
+            f"({bpp} B/particle + {OVERHEAD_BYTES:,} B overhead) but the {what} is {int(mem_bytes):,} bytes; "
+            f"at most {most:,} particles fit"
+        )

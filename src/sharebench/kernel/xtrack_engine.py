@@ -1,0 +1,99 @@
+"""The ``xtrack`` engine: Xsuite's own tracker, as physics reference and a
+second workload profile. Builds on the CPU and on CUDA (CuPy); on OpenCL it
+is refused: it does not build on PoCL (xtrack's kernels need the OpenCL 2.0
+generic address space, which PoCL's CPU device lacks, and PoCL #defines
+``length``), and on NVIDIA's OpenCL its build did not finish in 7 minutes on an
+H200. Set SHAREBENCH_XTRACK_OPENCL=1 to try an OpenCL GPU anyway.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+
+import numpy as np
+
+from sharebench.errors import UserError
+from sharebench.kernel.devices import DeviceInfo
+from sharebench.kernel.simpletrack import COORDS, COUNTERS
+
+
+class XtrackEngine:
+    name = "xtrack"
+
+    def __init__(self, device: DeviceInfo, line, threads: int | None = None, optimize: bool = True):
+        self.device = device
+        self.line = line
+        self.threads = threads
+        self.optimize = optimize
+        self.compile_s = 0.0
+        self.cache_hit = False
+        self._particles = None
+
+    def _context(self):
+        import xobjects as xo
+
+        d = self.device
+        if d.backend == "cpu":
+            n = int(self.threads or len(os.sched_getaffinity(0)))
+            return xo.ContextCpu(omp_num_threads=n if n > 1 else 0)
+        if d.backend == "cuda":
+            return xo.ContextCupy(device=int(d.spec.split(":")[1]))
+        if d.kind == "cpu" or "portable computing language" in d.platform.lower():
+            raise UserError(
+                f"the xtrack engine does not build on {d.spec} ({d.platform}): xtrack needs the OpenCL generic "
+                "address space, which PoCL lacks; use --engine simpletrack or --device cpu"
+            )
+        if os.environ.get("SHAREBENCH_XTRACK_OPENCL") != "1":
+            raise UserError(
+                f"the xtrack engine on OpenCL ({d.spec}, {d.name}) is not supported: its build did not finish in 7 minutes "
+                "on an NVIDIA H200; use --device cuda (or set SHAREBENCH_XTRACK_OPENCL=1 to try)"
+            )
+        return xo.ContextPyopencl(device=d.spec.split(":")[1])
+
+    def build(self) -> float:
+        t0 = time.perf_counter()
+        self._ctx = self._context()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.line.build_tracker(_context=self._ctx)
+            if self.optimize:
+                self.line.optimize_for_tracking()
+        self.compile_s = time.perf_counter() - t0
+        return self.compile_s
+
+    def upload(self, coords: np.ndarray, counters: np.ndarray) -> None:
+        import xtrack as xt
+
+        ref = self.line.particle_ref
+        kw = {k: coords[i] for i, k in enumerate(COORDS[:6])}
+        p = xt.Particles(_context=self._ctx, p0c=float(ref.p0c[0]), mass0=float(ref.mass0), q0=float(ref.q0), **kw)
+        self._particles = p
+        self._ctx.synchronize()
+
+    def track(self, nturns: int) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.line.track(self._particles, num_turns=int(nturns))
+        self._ctx.synchronize()
+
+    def download(self):
+        p = self._particles
+        ctx = self._ctx
+        get = ctx.nparray_from_context_array
+        n = len(get(p.x))
+        # xtrack sorts lost particles to the end on the CPU: restore the order
+        pid = np.asarray(get(p.particle_id))
+        order = np.argsort(pid, kind="stable")
+        coords = np.empty((len(COORDS), n))
+        for i, k in enumerate(COORDS):
+            coords[i] = np.asarray(get(getattr(p, k)))[order]
+        counters = np.empty((len(COUNTERS), n), dtype=np.int64)
+        counters[0] = np.asarray(get(p.state))[order]
+        counters[1] = np.asarray(get(p.at_turn))[order]
+        counters[2] = np.asarray(get(p.at_element))[order]
+        return coords, counters
+
+    def release(self) -> None:
+        self._particles = None
