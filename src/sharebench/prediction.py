@@ -1,0 +1,396 @@
+"""The loss each cell should show with no interference, next to the loss it showed.
+
+Predictions (what a perfect device would give; ``excess = measured − predicted``):
+
+* ``exclusive``: 0.
+* ``timeslice:N`` and ``mps:N``: 0 extra over N·T_1 (N replicas share the device,
+  so the ideal span is N·T_1). ``mps:N@PCT`` with N·PCT < 100 leaves SMs unused:
+  each client gets PCT% of the SMs, so an SM-bound span is T_1·100/PCT, a loss
+  of 100/(N·PCT) − 1.
+* ``mig:LAYOUT``: one replica per instance doing the exclusive replica's work.
+  An SM-bound run slows by full SMs / instance SMs (A100-40GB 7g.40gb: 108/98 − 1
+  = 10.20%; H100/H200 7g: 132/132 − 1 = 0%); a memory-bound run by full memory /
+  instance memory (7g.40gb: 0%). The compute share the layout loses is
+  (full SMs − instances × instance SMs) / full SMs (A100-40GB: 10/108 = 9.26%).
+* ``partition:N`` (and MIG rows of the partition table): the ideal is already the
+  SM (GPU) or core (CPU) fraction, T_full × full/slice, so 0 excess is predicted.
+
+Which bound applies is taken from the telemetry of the exclusive cells (the kernel
+alone), see :func:`classify_bound`; without telemetry, SM-bound is assumed and said.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+from typing import Any
+
+from sharebench.errors import UserError
+from sharebench.gpus import GpuModel, gpu_model, resolve_layout
+from sharebench.modes import Mode, parse_mode
+
+# bound thresholds (percent); a heuristic, stated in the report
+DRAM_BOUND_PCT = 60.0     # DRAM bandwidth used vs peak (GPM / DCGM_FI_PROF_DRAM_ACTIVE)
+SM_BOUND_PCT = 80.0       # SM activity (GPM SM_UTIL / DCGM_FI_PROF_SM_ACTIVE)
+SM_IDLE_PCT = 50.0
+NVML_BUSY_PCT = 90.0      # NVML utilization.gpu: time a kernel was running
+NVML_MEM_BUSY_PCT = 60.0  # NVML utilization.memory: time the memory controller was busy
+CPU_BUSY_FRACTION = 0.9
+
+PLOT_NAME = "prediction_vs_measured"
+
+
+def _num(d: dict[str, Any] | None, key: str) -> float | None:
+    if not d:
+        return None
+    v = d.get(key)
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def classify_bound(tel: dict[str, Any] | None, device_class: str = "gpu",
+                   cores: float | None = None) -> tuple[str, str]:
+    """(bound, evidence) from a cell's telemetry summary (``tel_*`` columns, or ``dcgm_*``
+    means in 0..1 from the Prometheus summary). Bounds: ``memory-bound``, ``SM-bound``,
+    ``latency-bound`` (SMs mostly idle), ``core-bound`` (CPU), ``unknown``."""
+    if device_class == "cpu":
+        busy = _num(tel, "tel_cpu_busy_cores_mean")
+        if busy is None or not cores:
+            return "unknown", "no CPU telemetry"
+        frac = busy / cores
+        if frac >= CPU_BUSY_FRACTION:
+            return "core-bound", f"{busy:.2f} of {cores:g} cores busy"
+        return "unknown", f"only {busy:.2f} of {cores:g} cores busy: not core-saturated"
+    sm = _num(tel, "tel_sm_active_pct_mean")
+    dram = _num(tel, "tel_dram_bw_util_pct_mean")
+    fp64 = _num(tel, "tel_fp64_active_pct_mean")
+    src = "GPM"
+    if sm is None and _num(tel, "dcgm_sm_active_mean") is not None:
+        sm = 100 * _num(tel, "dcgm_sm_active_mean")
+        dram = None if _num(tel, "dcgm_dram_active_mean") is None else 100 * _num(tel, "dcgm_dram_active_mean")
+        fp64 = None if _num(tel, "dcgm_fp64_active_mean") is None else 100 * _num(tel, "dcgm_fp64_active_mean")
+        src = "DCGM"
+    if sm is not None:
+        ev = f"{src}: SM active {sm:.1f}%" + (f", DRAM bandwidth {dram:.1f}%" if dram is not None else "") + (
+            f", FP64 pipe {fp64:.1f}%" if fp64 is not None else "")
+        if dram is not None and dram >= DRAM_BOUND_PCT:
+            return "memory-bound", ev
+        if sm >= SM_BOUND_PCT:
+            return "SM-bound", ev
+        if sm < SM_IDLE_PCT:
+            return "latency-bound", ev
+        return "unknown", ev + " (between thresholds)"
+    gpu = _num(tel, "tel_gpu_util_pct_mean")
+    mem = _num(tel, "tel_mem_util_pct_mean")
+    if gpu is not None:
+        ev = f"NVML: kernel active {gpu:.1f}% of the time" + (
+            f", memory controller busy {mem:.1f}%" if mem is not None else "") + " (no SM-level counters)"
+        if gpu < SM_IDLE_PCT:
+            return "latency-bound", ev
+        if gpu >= NVML_BUSY_PCT and mem is not None and mem >= NVML_MEM_BUSY_PCT:
+            return "memory-bound", ev
+        if gpu >= NVML_BUSY_PCT:
+            return "SM-bound", ev + "; likely, not proven"
+        return "unknown", ev
+    note = (tel or {}).get("tel_note") if tel else None
+    return "unknown", "no GPU telemetry" + (f" ({note})" if note else "")
+
+
+def _model(gpu: GpuModel | str | None) -> GpuModel | None:
+    if gpu is None or isinstance(gpu, GpuModel):
+        return gpu
+    try:
+        return gpu_model(gpu)
+    except UserError:
+        return None
+
+
+def predict_cell(mode: str | Mode, *, gpu: GpuModel | str | None = None, device_class: str = "gpu",
+                 mig_profile: str | None = None, bound: str = "SM-bound") -> dict[str, Any]:
+    """The loss expected with no interference for one cell.
+
+    Returns ``metric`` (what is compared: ``loss vs N·T_1``, ``T_mig vs T_full``,
+    ``T_slice vs ideal``), ``predicted_pct``, ``time_factor`` (predicted time / reference),
+    ``compute_share_lost_pct`` (MIG), ``predicted_sm_bound_pct`` / ``predicted_memory_bound_pct``
+    (MIG) and ``basis`` (the arithmetic, in words). Unknown GPU model for a MIG cell: the
+    prediction is NaN and the basis says why.
+    """
+    m = parse_mode(mode) if isinstance(mode, str) else mode
+    out: dict[str, Any] = {"mode": m.label, "metric": "", "predicted_pct": 0.0, "time_factor": 1.0,
+                           "compute_share_lost_pct": 0.0, "predicted_sm_bound_pct": math.nan,
+                           "predicted_memory_bound_pct": math.nan, "basis": ""}
+    if m.kind == "exclusive":
+        out.update(metric="T_1", basis="the reference itself")
+    elif m.kind == "timeslice":
+        out.update(metric="loss vs N·T_1",
+                   basis=f"{m.replicas} replicas share one device: ideal span = {m.replicas}·T_1, 0% extra")
+    elif m.kind == "mps":
+        n, pct = m.replicas or 1, m.thread_pct
+        if pct is not None and n * pct < 100:
+            loss = 100.0 * (100.0 / (n * pct) - 1.0)
+            out.update(metric="loss vs N·T_1", predicted_pct=loss, time_factor=100.0 / (n * pct),
+                       basis=f"{n} clients × {pct}% active threads use {n * pct}% of the SMs: "
+                             f"SM-bound span = T_1·100/{pct} = {100 / pct / n:.2f}·N·T_1")
+        else:
+            out.update(metric="loss vs N·T_1",
+                       basis=f"{n} MPS clients share one device: ideal span = {n}·T_1, 0% extra")
+    elif m.kind == "mig":
+        out["metric"] = "T_mig vs T_full"
+        model = _model(gpu)
+        if model is None:
+            out.update(predicted_pct=math.nan, time_factor=math.nan, compute_share_lost_pct=math.nan,
+                       basis=f"GPU model {gpu!r} unknown: no SM counts to predict from")
+            return out
+        name = mig_profile if mig_profile and mig_profile != "?" else resolve_layout(model, m.layout or "")[4:]
+        if name == "disabled":
+            out.update(basis="MIG disabled: the full GPU")
+            return out
+        p = model.profile(name)
+        sm_factor = model.sms / p.sms
+        mem_factor = model.mem_gb / p.mem_gb
+        lost = 100.0 * (model.sms - p.max_count * p.sms) / model.sms
+        sm_pct, mem_pct = 100.0 * (sm_factor - 1.0), 100.0 * max(mem_factor - 1.0, 0.0)
+        use_mem = bound == "memory-bound"
+        out.update(predicted_pct=mem_pct if use_mem else sm_pct,
+                   time_factor=max(mem_factor, 1.0) if use_mem else sm_factor,
+                   compute_share_lost_pct=lost, predicted_sm_bound_pct=sm_pct, predicted_memory_bound_pct=mem_pct,
+                   basis=(f"{model.key} {p.name}: {p.sms} of {model.sms} SMs "
+                          f"({p.max_count}× → {model.sms - p.max_count * p.sms} SMs unused, {lost:.2f}% compute "
+                          f"share lost); " + (f"memory-bound: {model.mem_gb:g}/{p.mem_gb:g} GB − 1 = {mem_pct:.2f}%"
+                                              if use_mem else
+                                              f"SM-bound: {model.sms}/{p.sms} − 1 = {sm_pct:.2f}%")))
+    elif m.kind == "partition":
+        unit = "SMs" if device_class == "gpu" else "cores"
+        out.update(metric="T_slice vs ideal",
+                   basis=f"ideal = T_full × full {unit} / slice {unit} ({m.replicas} slices): 0% excess")
+    return out
+
+
+def _f(v: Any) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return f
+
+
+def _bound_for(bounds: dict[tuple, tuple[str, str]] | None, row: dict[str, Any]) -> tuple[str, str]:
+    if not bounds:
+        return "unknown", "no telemetry"
+    key = (str(row.get("device_class", "")), _f(row.get("particles")))
+    if key in bounds:
+        return bounds[key]
+    same_class = [v for k, v in bounds.items() if k[0] == key[0] and v[0] != "unknown"]
+    return same_class[0] if same_class else next(iter(bounds.values()))
+
+
+def predicted_vs_measured(tables: dict[str, Any], gpu: GpuModel | str | None = None,
+                          bounds: dict[tuple, tuple[str, str]] | None = None):
+    """Predicted vs measured loss and the excess (measured − predicted), one row per table row.
+
+    ``tables``: sharebench.analysis tables (``timeslice``, ``mps``: ``loss_pct``; ``mig``:
+    ``loss_pct``; ``partition``: ``excess_pct``, each with ``*_ci_low/high``). ``bounds``:
+    (device_class, particles) → (bound, evidence), from :func:`bounds_from_telemetry`.
+    """
+    import pandas as pd
+
+    specs = [("timeslice", "loss"), ("mps", "loss"), ("mig", "loss"), ("partition", "excess")]
+    rows = []
+    for name, prefix in specs:
+        t = tables.get(name)
+        if t is None or len(t) == 0:
+            continue
+        for r in t.to_dict("records"):
+            bound, evidence = _bound_for(bounds, r)
+            pred = predict_cell(str(r["mode"]), gpu=gpu, device_class=str(r.get("device_class") or "gpu"),
+                                mig_profile=r.get("mig_profile") if name == "mig" else None,
+                                bound=bound)
+            if name == "partition":  # the ideal already holds the SM/core fraction: 0 excess predicted
+                pred = predict_cell("partition:1", device_class=str(r.get("device_class") or "gpu"))
+            measured = _f(r.get(f"{prefix}_pct"))
+            lo, hi = _f(r.get(f"{prefix}_ci_low")), _f(r.get(f"{prefix}_ci_high"))
+            predicted = _f(pred["predicted_pct"])
+            rows.append({
+                "table": name, "mode": r["mode"], "device_class": r.get("device_class"),
+                "particles": r.get("particles"), "metric": pred["metric"] if name != "partition"
+                else "T_slice vs ideal",
+                "measured_pct": measured, "measured_ci_low": lo, "measured_ci_high": hi,
+                "predicted_pct": predicted, "excess_pct": measured - predicted,
+                "predicted_in_ci": bool(lo <= predicted <= hi) if math.isfinite(lo) and math.isfinite(hi)
+                and math.isfinite(predicted) else None,
+                "compute_share_lost_pct": pred["compute_share_lost_pct"],
+                "bound": bound, "bound_evidence": evidence, "basis": pred["basis"],
+            })
+    cols = ["table", "mode", "device_class", "particles", "metric", "measured_pct", "measured_ci_low",
+            "measured_ci_high", "predicted_pct", "excess_pct", "predicted_in_ci", "compute_share_lost_pct",
+            "bound", "bound_evidence", "basis"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def bounds_from_telemetry(cell_tel) -> dict[tuple, tuple[str, str]]:
+    """(device_class, particles) → (bound, evidence) from the exclusive cells' telemetry
+    (``cell_tel``: one row per cell with ``mode``, ``device_class``, ``particles``, ``cores``,
+    ``warmup`` and ``tel_*`` columns, e.g. sharebench.telemetry.report.cell_telemetry)."""
+    out: dict[tuple, tuple[str, str]] = {}
+    if cell_tel is None or len(cell_tel) == 0 or "mode" not in cell_tel:
+        return out
+    ex = cell_tel[(cell_tel["mode"] == "exclusive")]
+    if "warmup" in ex:
+        ex = ex[~ex["warmup"].astype(bool)]
+    for (dc, particles), g in ex.groupby(["device_class", "particles"], dropna=False):
+        num = g.select_dtypes("number").median(numeric_only=True).to_dict()
+        num["tel_note"] = next((n for n in g.get("tel_note", []) if isinstance(n, str) and n), "")
+        cores = _f(num.get("cores"))
+        out[(str(dc), _f(particles))] = classify_bound(num, str(dc), cores if math.isfinite(cores) else None)
+    return out
+
+
+def plot_predicted_vs_measured(df, out_dir: Path | str, title: str = "") -> list[Path]:
+    """Measured (with 95% CI) and predicted loss per cell, and the excess: PNG + SVG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    d = df[np.isfinite(df["measured_pct"].astype(float))].reset_index(drop=True)
+    if d.empty:
+        return []
+    labels = [f"{r.table}: {r.mode} @ {_fmt_particles(r.particles)}" for r in d.itertuples()]
+    y = np.arange(len(d))
+    h = max(2.5, 0.42 * len(d) + 1.2)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, h), sharey=True,
+                                   gridspec_kw={"width_ratios": [3, 2]})
+    meas = d["measured_pct"].astype(float).to_numpy()
+    lo = d["measured_ci_low"].astype(float).to_numpy()
+    hi = d["measured_ci_high"].astype(float).to_numpy()
+    err = np.vstack([np.where(np.isfinite(lo), meas - lo, 0), np.where(np.isfinite(hi), hi - meas, 0)])
+    ax1.barh(y + 0.2, meas, height=0.4, xerr=np.clip(err, 0, None), capsize=3, color="#4477aa",
+             label="measured (95% CI)")
+    ax1.barh(y - 0.2, d["predicted_pct"].astype(float), height=0.4, color="#bbbbbb", label="predicted (no interference)")
+    ax1.axvline(0, color="black", lw=0.8)
+    ax1.set_yticks(y, labels)
+    ax1.invert_yaxis()
+    ax1.set_xlabel("loss / excess over the ideal (%)")
+    ax1.legend(loc="best", fontsize=8)
+    ax1.set_title("predicted vs measured")
+    exc = d["excess_pct"].astype(float).to_numpy()
+    ax2.barh(y, exc, height=0.5, color=np.where(exc > 0, "#cc6677", "#117733"))
+    ax2.axvline(0, color="black", lw=0.8)
+    ax2.set_xlabel("excess = measured − predicted (percentage points)")
+    ax2.set_title("excess loss")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    paths = []
+    for ext in ("png", "svg"):
+        p = out_dir / f"{PLOT_NAME}.{ext}"
+        fig.savefig(p, dpi=120, bbox_inches="tight")
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def _fmt_particles(p: Any) -> str:
+    v = _f(p)
+    if not math.isfinite(v):
+        return "?"
+    for div, suf in ((1e6, "M"), (1e3, "k")):
+        if v >= div:
+            return f"{v / div:g}{suf}"
+    return f"{v:g}"
+
+
+def _pct(v: Any) -> str:
+    f = _f(v)
+    return "—" if not math.isfinite(f) else f"{f:.2f}"
+
+
+def gpu_of(results_dir: Path, tables: dict[str, Any]) -> str | None:
+    """The GPU model of a results folder: provenance.json, else the replicas' device names."""
+    try:
+        from sharebench import provenance
+
+        prov = provenance.load(results_dir)
+    except UserError:
+        prov = None
+    gpu = (prov or {}).get("gpu") or {}
+    if gpu.get("model_key"):
+        return gpu["model_key"]
+    if gpu.get("name"):
+        return gpu["name"]
+    dev = ((prov or {}).get("device") or {}).get("name")
+    if dev and _model(dev):
+        return _model(dev).key
+    names: list[str] = []
+    try:
+        from sharebench.results import load_results
+
+        names = [n for n in load_results(results_dir)["device_name"].unique() if isinstance(n, str) and n]
+    except (UserError, KeyError):
+        pass
+    for name in names:
+        if _model(name):
+            return _model(name).key
+    # a MIG profile name that exists on one model only (1g.18gb: H200)
+    from sharebench.gpus import GPU_MODELS
+
+    mig = tables.get("mig")
+    for prof in (mig["mig_profile"] if mig is not None and len(mig) else []):
+        models = [m for m in GPU_MODELS.values() if any(p.name == prof for p in m.profiles)]
+        if len(models) == 1:
+            return models[0].key
+    return None
+
+
+def report_section(results_dir: Path, tables: dict[str, Any]) -> dict[str, Any]:
+    """Report section: predicted vs measured loss per cell, the excess, and its plot."""
+    from sharebench.telemetry.report import cell_telemetry
+
+    results_dir = Path(results_dir)
+    gpu = gpu_of(results_dir, tables)
+    try:
+        tel = cell_telemetry(results_dir)
+    except UserError:
+        tel = None
+    bounds = bounds_from_telemetry(tel)
+    df = predicted_vs_measured(tables, gpu=gpu, bounds=bounds)
+    title = "Predicted vs measured loss"
+    if df.empty:
+        note = "No loss table to compare with a prediction (no shared-mode cells with an exclusive baseline)."
+        return {"title": title, "markdown": note + "\n", "html": f"<p>{html.escape(note)}</p>", "images": []}
+    images = plot_predicted_vs_measured(df, results_dir / "plots",
+                                        title=f"{gpu or 'device'}: loss against a no-interference prediction")
+    intro = ("Prediction = the loss with no interference between replicas: 0% for time-slicing and MPS "
+             "(the ideal span is N·T_1), the SM (or memory) share of the instance for MIG, 0% excess over "
+             "the SM/core-fraction ideal for partitions. Excess = measured − predicted, in percentage points. "
+             f"Bound from the exclusive cells' telemetry (thresholds: DRAM ≥ {DRAM_BOUND_PCT:.0f}% → memory-bound, "
+             f"SM active ≥ {SM_BOUND_PCT:.0f}% → SM-bound, < {SM_IDLE_PCT:.0f}% → latency-bound).")
+    show = [("table", "table"), ("mode", "mode"), ("particles", "particles"), ("metric", "compares"),
+            ("measured_pct", "measured %"), ("ci", "95% CI"), ("predicted_pct", "predicted %"),
+            ("excess_pct", "excess (pp)"), ("bound", "bound"), ("basis", "basis")]
+    recs = []
+    for r in df.to_dict("records"):
+        ci = (f"[{_pct(r['measured_ci_low'])}, {_pct(r['measured_ci_high'])}]"
+              if math.isfinite(_f(r["measured_ci_low"])) else "—")
+        recs.append({"table": r["table"], "mode": r["mode"], "particles": _fmt_particles(r["particles"]),
+                     "metric": r["metric"], "measured_pct": _pct(r["measured_pct"]), "ci": ci,
+                     "predicted_pct": _pct(r["predicted_pct"]), "excess_pct": _pct(r["excess_pct"]),
+                     "bound": r["bound"], "basis": r["basis"]})
+    md = [intro, "", "| " + " | ".join(h for _k, h in show) + " |", "|" + "---|" * len(show)]
+    md += ["| " + " | ".join(str(rec[k]).replace("|", "/") for k, _h in show) + " |" for rec in recs]
+    evid = sorted({f"{r['bound']}: {r['bound_evidence']}" for r in df.to_dict("records")})
+    md += ["", "Telemetry behind the bound: " + "; ".join(evid) + "."]
+    hrows = "".join("<tr>" + "".join(f"<td>{html.escape(str(rec[k]))}</td>" for k, _h in show) + "</tr>"
+                    for rec in recs)
+    h = (f"<p>{html.escape(intro)}</p><table><thead><tr>"
+         + "".join(f"<th>{html.escape(hd)}</th>" for _k, hd in show) + f"</tr></thead><tbody>{hrows}</tbody></table>"
+         + f"<p>Telemetry behind the bound: {html.escape('; '.join(evid))}.</p>")
+    df.to_csv(results_dir / "prediction.csv", index=False)
+    return {"title": title, "markdown": "\n".join(md) + "\n", "html": h, "images": images}

@@ -1,0 +1,262 @@
+"""Telemetry in the report: per-cell summaries, energy per work, throughput, cost.
+
+* energy per million particle-turns (J/Mpt) = cell energy / (Σ particles × turns / 1e6).
+  The energy is taken over the cell's tracking window (first track_start to last
+  track_end) from the raw samples when they are found (NVML energy counter
+  interpolated at the window edges, else power integrated over it); otherwise the
+  whole sampled window (which also holds the replicas' set-up) and the table says so.
+* throughput per GPU (particle-turns/s per physical device) and sharing gain come
+  from the analysis' ``throughput`` table.
+* cost per 10⁹ particle-turns = price per GPU-hour / 3600 / throughput × 10⁹, when a
+  price is given: the sweep config key ``price_per_gpu_hour`` (in provenance.json) or
+  the environment variable ``SHAREBENCH_PRICE_PER_GPU_HOUR`` (the config wins). On a
+  CPU run the price is per device-hour of the CPU.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sharebench.errors import UserError
+
+PRICE_ENV = "SHAREBENCH_PRICE_PER_GPU_HOUR"
+PLOT_NAME = "energy_per_mpt"
+COST_UNIT_PT = 1e9  # cost is quoted per 10^9 particle-turns
+
+
+def _f(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def find_raw(results_dir: Path, raw: Any, cell_id: str | None = None) -> Path | None:
+    """The raw samples CSV of a cell: the recorded path, or the same name under the results folder."""
+    if not isinstance(raw, str) or not raw:
+        return None
+    p = Path(raw)
+    for cand in (p, results_dir / p):
+        if cand.is_file():
+            return cand
+    hits = sorted(results_dir.rglob(p.name))
+    if cell_id:
+        named = [h for h in hits if cell_id in str(h.relative_to(results_dir))]
+        if named:
+            return named[0]
+    return hits[0] if len(hits) == 1 else None
+
+
+def window_energy_j(samples: pd.DataFrame, t0: float, t1: float) -> tuple[float, str]:
+    """Energy (J) over [t0, t1] from raw samples: the NVML counter interpolated at the edges,
+    else the integral of linearly interpolated power. NaN if the samples do not cover it."""
+    if samples is None or samples.empty or not (t1 > t0):
+        return math.nan, ""
+    t = samples["t_epoch_s"].astype(float).to_numpy()
+    if t.size < 2 or t[0] > t0 + 1e-3 or t[-1] < t1 - 1e-3:
+        return math.nan, ""
+    if "energy_mj" in samples and samples["energy_mj"].notna().sum() >= 2:
+        ok = samples["energy_mj"].notna().to_numpy()
+        e = np.interp([t0, t1], t[ok], samples["energy_mj"].astype(float).to_numpy()[ok])
+        return float(e[1] - e[0]) / 1000.0, "nvml_counter"
+    if "power_w" in samples and samples["power_w"].notna().sum() >= 2:
+        ok = samples["power_w"].notna().to_numpy()
+        tt, pp = t[ok], samples["power_w"].astype(float).to_numpy()[ok]
+        inner = (tt > t0) & (tt < t1)
+        grid = np.concatenate([[t0], tt[inner], [t1]])
+        pw = np.interp(grid, tt, pp)
+        return float(np.sum((grid[1:] - grid[:-1]) * (pw[1:] + pw[:-1]) / 2.0)), "power_integral"
+    return math.nan, ""
+
+
+def cell_telemetry(results_dir: Path | str) -> pd.DataFrame:
+    """One row per cell: mode, work, tracking window and its ``tel_*`` summary, plus
+    ``track_energy_j`` (energy over the tracking window, see :func:`window_energy_j`)."""
+    from sharebench.results import load_results
+
+    results_dir = Path(results_dir)
+    df = load_results(results_dir)
+    tel_cols = [c for c in df.columns if c.startswith("tel_")]
+    rows = []
+    for (sweep_id, cell_id), g in df.groupby(["sweep_id", "cell_id"], sort=False, dropna=False):
+        first = g.iloc[0]
+        ok = not ((g["status"] == "failed").any() or (g["cell_status"] == "failed").any())
+        starts, ends = g["track_start"].astype(float), g["track_end"].astype(float)
+        t0, t1 = float(starts.min()), float(ends.max())
+        row = {"sweep_id": sweep_id, "cell_id": cell_id, "mode": first["mode"], "mode_kind": first["mode_kind"],
+               "device_class": first["device_class"], "particles": _f(first["particles"]),
+               "turns": _f(first["turns"]), "replicas": len(g), "warmup": bool(first["warmup"]), "ok": ok,
+               "cores": _f(g["cores"].astype(float).median()), "sms": _f(g["sms"].astype(float).median()),
+               "work_particle_turns": float((g["particles"].astype(float) * g["turns"].astype(float)).sum()),
+               "track_window_s": t1 - t0 if math.isfinite(t0) and math.isfinite(t1) else math.nan}
+        for c in tel_cols:
+            row[c] = first[c]
+        energy, src = math.nan, ""
+        raw = find_raw(results_dir, first.get("tel_raw_file"), str(cell_id))
+        if raw is not None and math.isfinite(row["track_window_s"]):
+            try:
+                energy, src = window_energy_j(pd.read_csv(raw), t0, t1)
+            except (OSError, ValueError, KeyError, pd.errors.EmptyDataError):
+                energy, src = math.nan, ""
+        if not math.isfinite(energy) and math.isfinite(_f(row.get("tel_energy_j"))):
+            energy, src = _f(row["tel_energy_j"]), "sampled window (includes set-up)"
+        row["track_energy_j"], row["track_energy_source"] = energy, src
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    if not out.empty:
+        out["energy_j_per_mpt"] = out["track_energy_j"] / (out["work_particle_turns"] / 1e6)
+    return out
+
+
+def price_per_hour(results_dir: Path) -> tuple[float | None, str]:
+    """(price per GPU-hour, where it came from): sweep config key, else the environment."""
+    try:
+        from sharebench import provenance
+
+        prov = provenance.load(results_dir) or {}
+    except UserError:
+        prov = {}
+    cfg = prov.get("config") or {}
+    v = cfg.get("price_per_gpu_hour") if isinstance(cfg, dict) else None
+    if v is not None and math.isfinite(_f(v)) and _f(v) > 0:
+        return _f(v), "sweep config price_per_gpu_hour"
+    env = os.environ.get(PRICE_ENV)
+    if env:
+        if not (math.isfinite(_f(env)) and _f(env) > 0):
+            raise UserError(f"{PRICE_ENV}={env!r} is not a price; allowed: a positive number (per GPU-hour)")
+        return _f(env), f"environment {PRICE_ENV}"
+    return None, ""
+
+
+def energy_table(cells: pd.DataFrame, throughput: pd.DataFrame | None,
+                 price: float | None = None) -> pd.DataFrame:
+    """Per mode × particle count: telemetry medians over measured cells, J/Mpt, throughput, gain, cost."""
+    cols = ["mode", "device_class", "particles", "cells", "tel_source", "gpu_util_pct", "sm_clock_mhz",
+            "sm_active_pct", "dram_bw_util_pct", "power_w", "mem_used_bytes_max", "cpu_busy_cores",
+            "track_energy_j", "energy_j_per_mpt", "energy_source", "throughput_pt_per_s", "gain",
+            "cost_per_1e9_pt"]
+    if cells is None or cells.empty:
+        return pd.DataFrame(columns=cols)
+    good = cells[(~cells["warmup"].astype(bool)) & cells["ok"].astype(bool)]
+    rows = []
+    for (mode, dc, particles), g in good.groupby(["mode", "device_class", "particles"], sort=False, dropna=False):
+        def med(c: str) -> float:
+            return float(pd.to_numeric(g[c], errors="coerce").median()) if c in g else math.nan
+        src = sorted({str(s) for s in g.get("tel_source", []) if isinstance(s, str) and s})
+        esrc = sorted({str(s) for s in g["track_energy_source"] if isinstance(s, str) and s})
+        thr = gain = math.nan
+        if throughput is not None and len(throughput):
+            t = throughput[(throughput["mode"] == mode) & (throughput["particles"].astype(float) == float(particles))]
+            if "device_class" in t:
+                t = t[t["device_class"] == dc]
+            if len(t):
+                thr, gain = _f(t["throughput_pt_per_s"].iloc[0]), _f(t["gain"].iloc[0])
+        cost = (price / 3600.0 / thr * COST_UNIT_PT) if price and math.isfinite(thr) and thr > 0 else math.nan
+        rows.append({"mode": mode, "device_class": dc, "particles": particles, "cells": len(g),
+                     "tel_source": ", ".join(src) or "none",
+                     "gpu_util_pct": med("tel_gpu_util_pct_mean"), "sm_clock_mhz": med("tel_sm_clock_mhz_mean"),
+                     "sm_active_pct": med("tel_sm_active_pct_mean"),
+                     "dram_bw_util_pct": med("tel_dram_bw_util_pct_mean"), "power_w": med("tel_power_w_mean"),
+                     "mem_used_bytes_max": med("tel_mem_used_bytes_max"),
+                     "cpu_busy_cores": med("tel_cpu_busy_cores_mean"),
+                     "track_energy_j": med("track_energy_j"), "energy_j_per_mpt": med("energy_j_per_mpt"),
+                     "energy_source": ", ".join(esrc), "throughput_pt_per_s": thr, "gain": gain,
+                     "cost_per_1e9_pt": cost})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _fmt(v: Any, spec: str) -> str:
+    f = _f(v)
+    return "—" if not math.isfinite(f) else format(f, spec)
+
+
+def _plot(table: pd.DataFrame, out_dir: Path) -> list[Path]:
+    d = table[np.isfinite(table["energy_j_per_mpt"].astype(float))]
+    if d.empty:
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    modes = list(dict.fromkeys(d["mode"]))
+    sizes = sorted(d["particles"].astype(float).unique())
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(modes) + 2), 3.8))
+    width = 0.8 / max(1, len(sizes))
+    for k, p in enumerate(sizes):
+        s = d[d["particles"].astype(float) == p].set_index("mode")
+        vals = [float(s["energy_j_per_mpt"].get(m, math.nan)) for m in modes]
+        ax.bar(np.arange(len(modes)) + (k - (len(sizes) - 1) / 2) * width, vals, width,
+               label=f"{p:,.0f} particles")
+    ax.set_xticks(np.arange(len(modes)), modes, rotation=20)
+    ax.set_ylabel("energy per 10⁶ particle-turns (J)")
+    ax.set_title("Energy per unit of work, per sharing mode")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in ("png", "svg"):
+        p = out_dir / f"{PLOT_NAME}.{ext}"
+        fig.savefig(p, dpi=120, bbox_inches="tight")
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def report_section(results_dir: Path, tables: dict[str, Any]) -> dict[str, Any]:
+    results_dir = Path(results_dir)
+    title = "Telemetry, energy and cost"
+    cells = cell_telemetry(results_dir)
+    if cells.empty or not any(c.startswith("tel_") for c in cells.columns):
+        note = "No telemetry in this results folder (the sweep ran without sharebench.telemetry)."
+        return {"title": title, "markdown": note + "\n", "html": f"<p>{html.escape(note)}</p>", "images": []}
+    price, price_src = price_per_hour(results_dir)
+    table = energy_table(cells, tables.get("throughput"), price)
+    table.to_csv(results_dir / "telemetry_summary.csv", index=False)
+    show = [("mode", "mode", None), ("particles", "particles", ",.0f"), ("tel_source", "source", None),
+            ("gpu_util_pct", "GPU util %", ".1f"), ("sm_clock_mhz", "SM clock MHz", ".0f"),
+            ("sm_active_pct", "SM active %", ".1f"), ("dram_bw_util_pct", "DRAM BW %", ".1f"),
+            ("power_w", "power W", ".1f"), ("mem_used_bytes_max", "GPU mem max GiB", None),
+            ("cpu_busy_cores", "busy cores", ".2f"), ("energy_j_per_mpt", "J / 10⁶ pt", ".3g"),
+            ("throughput_pt_per_s", "throughput pt/s per device", ".4g"), ("gain", "sharing gain", ".2f")]
+    if price:
+        show.append(("cost_per_1e9_pt", "cost / 10⁹ pt", ".4g"))
+    recs = []
+    for r in table.to_dict("records"):
+        rec = {}
+        for k, _h, spec in show:
+            if k == "mem_used_bytes_max":
+                rec[k] = _fmt(_f(r[k]) / 2**30, ".2f")
+            else:
+                rec[k] = str(r[k]) if spec is None else _fmt(r[k], spec)
+        recs.append(rec)
+    notes = sorted({str(n) for n in cells.get("tel_note", []) if isinstance(n, str) and n})
+    esrc = sorted({str(s) for s in table["energy_source"] if s})
+    lines = ["Medians over the measured cells of each mode and size. Telemetry is per cell and per whole "
+             "device: under time-slicing and MPS, NVML's values are the GPU's, shared by all replicas "
+             "(not per replica). Energy is over the tracking window; source: "
+             + (", ".join(esrc) if esrc else "none recorded") + "."]
+    if price:
+        lines.append(f"Price: {price:g} per GPU-hour ({price_src}); cost per 10⁹ particle-turns = "
+                     "price / 3600 / throughput × 10⁹.")
+    else:
+        lines.append(f"No price given (sweep config `price_per_gpu_hour` or `{PRICE_ENV}`): no cost column.")
+    md = lines[:] + ["", "| " + " | ".join(h for _k, h, _s in show) + " |", "|" + "---|" * len(show)]
+    md += ["| " + " | ".join(rec[k] for k, _h, _s in show) + " |" for rec in recs]
+    if notes:
+        md += ["", "Telemetry notes:"] + [f"- {n}" for n in notes]
+    images = _plot(table, results_dir / "plots")
+    h = "".join(f"<p>{html.escape(x)}</p>" for x in lines)
+    h += ("<table><thead><tr>" + "".join(f"<th>{html.escape(hd)}</th>" for _k, hd, _s in show) + "</tr></thead><tbody>"
+          + "".join("<tr>" + "".join(f"<td>{html.escape(rec[k])}</td>" for k, _h, _s in show) + "</tr>" for rec in recs)
+          + "</tbody></table>")
+    if notes:
+        h += "<p>Telemetry notes:</p><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
+    return {"title": title, "markdown": "\n".join(md) + "\n", "html": h, "images": images}
