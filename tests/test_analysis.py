@@ -187,6 +187,6 @@ def test_no_baseline_is_flagged_not_invented(tmp_path):
 def test_write_tables(tables, tmp_path):
     d = analysis.write_tables(tables, tmp_path)
     md = (d / "timeslice.md").read_text()
-    assert "| 1,000 | 2 | 11.000 | [10.000, 12.000] | 22.000 | 23.000 |" in md
+    assert "| 1,000 | timeslice:2 | 2 | 11.000 | [10.000, 12.000] | 22.000 | 23.000 |" in md
     back = __import__("pandas").read_csv(d / "mig.csv")
     assert_allclose(back["loss_pct"], [100 * 7.1 / 5.2])

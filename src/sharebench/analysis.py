@@ -389,12 +389,12 @@ def display_table(name: str, t: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, r in t.iterrows():
         if name in ("timeslice", "mps"):
-            rows.append({"particles": _int(r.particles), "N": _int(r.N), "T_1 [s]": _sec(r.T1_s),
+            rows.append({"particles": _int(r.particles), "mode": r["mode"], "N": _int(r.N), "T_1 [s]": _sec(r.T1_s),
                          "T_1 95% CI": _ci(r.T1_ci_low, r.T1_ci_high, _sec), "N·T_1 [s]": _sec(r.NT1_s),
                          "T_N [s]": _sec(r.TN_s), "T_N 95% CI": _ci(r.TN_ci_low, r.TN_ci_high, _sec),
                          "loss %": _pct(r.loss_pct), "loss 95% CI": _ci(r.loss_ci_low, r.loss_ci_high, _pct),
                          "CV T_N %": _pct(r.cv_TN_pct), "fairness": _num(r.fairness),
-                         "repeats": _int(r.repeats), "mode": r["mode"]})
+                         "repeats": _int(r.repeats)})
         elif name == "mig":
             rows.append({"particles": _int(r.particles), "full GPU [s]": _sec(r.full_s),
                          "full 95% CI": _ci(r.full_ci_low, r.full_ci_high, _sec),

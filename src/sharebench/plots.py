@@ -67,16 +67,31 @@ def _loss_series(tables) -> list[tuple[str, pd.DataFrame, str, str, str]]:
     return out
 
 
+class _Colors:
+    """One colour per series name, the same in both folders of a comparison."""
+
+    def __init__(self):
+        self.names: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        return self.names.setdefault(name, f"C{len(self.names) % 10}")
+
+
+STYLES = (("o", "-", "full"), ("s", "--", "none"))  # marker, line, fill: this folder, comparison
+
+
 def plot_loss(tables, out_dir: Path, compare=None, labels=("this", "compare")) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     drawn = 0
-    for tabs, style, lab in ((tables, "-", labels[0]), (compare, "--", labels[1])):
+    color = _Colors()
+    for tabs, (marker, line, fill), lab in ((tables, STYLES[0], labels[0]), (compare, STYLES[1], labels[1])):
         if tabs is None:
             continue
-        for i, (mode, g, col, lo, hi) in enumerate(_loss_series(tabs)):
+        for mode, g, col, lo, hi in _loss_series(tabs):
             x, y = g["particles"].to_numpy(float), g[col].to_numpy(float)
-            ax.errorbar(x, y, yerr=_err(g[lo].to_numpy(float), g[hi].to_numpy(float), y), fmt="o" + style,
-                        capsize=3, color=f"C{i % 10}", label=f"{mode}" + (f" ({lab})" if compare is not None else ""))
+            ax.errorbar(x, y, yerr=_err(g[lo].to_numpy(float), g[hi].to_numpy(float), y), marker=marker,
+                        linestyle=line, fillstyle=fill, capsize=3, color=color(mode),
+                        label=f"{mode}" + (f" ({lab})" if compare is not None else ""))
             drawn += 1
     ax.axhline(0, color="0.5", lw=0.8)
     ax.set_xlabel("particles per replica")
@@ -123,12 +138,13 @@ def _time_series(tables) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, 
 def plot_time(tables, out_dir: Path, compare=None, labels=("this", "compare")) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     drawn = 0
-    for tabs, style, lab in ((tables, "-", labels[0]), (compare, "--", labels[1])):
+    color = _Colors()
+    for tabs, (marker, line, fill), lab in ((tables, STYLES[0], labels[0]), (compare, STYLES[1], labels[1])):
         if tabs is None:
             continue
-        for i, (name, x, y, lo, hi) in enumerate(_time_series(tabs)):
-            ax.errorbar(x, y, yerr=_err(lo, hi, y), fmt="o" + style, capsize=3, color=f"C{i % 10}",
-                        label=name + (f" ({lab})" if compare is not None else ""))
+        for name, x, y, lo, hi in _time_series(tabs):
+            ax.errorbar(x, y, yerr=_err(lo, hi, y), marker=marker, linestyle=line, fillstyle=fill, capsize=3,
+                        color=color(name), label=name + (f" ({lab})" if compare is not None else ""))
             drawn += 1
     ax.set_xlabel("particles per replica")
     ax.set_ylabel("time [s]")

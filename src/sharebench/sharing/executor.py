@@ -1,0 +1,331 @@
+"""Run one cell: N replica processes sharing one device, started together.
+
+Each replica is ``python -m sharebench.kernel.replica --config CFG.json --out REC.json``.
+The start barrier: every replica builds, makes its particles and warms up,
+then touches its ready file and waits for the start file. The parent waits for
+all ready files (failing fast when a replica dies first, with a timeout), then
+writes the start file atomically, holding an epoch instant slightly in the
+future, so all N begin tracking at the same moment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sharebench import gpus
+from sharebench.errors import UserError
+from sharebench.modes import Mode, parse_mode
+from sharebench.results import format_cpus
+from sharebench.sharing.cpus import partition_cpus, usable_cpus
+from sharebench.sharing.mig import MigInstance, find_mig_instances, select_instances
+from sharebench.sharing.mps import MpsDaemon, check_mps_available
+
+REPLICA_MODULE = "sharebench.kernel.replica"
+
+
+@dataclass
+class ReplicaPlan:
+    replica: int
+    device: str                         # device spec the replica opens
+    env: dict[str, str] = field(default_factory=dict)  # extra environment
+    cpus: list[int] | None = None
+    mig_uuid: str = ""
+    parent_uuid: str = ""
+    mig_profile: str = ""
+    sms: int | None = None
+    cores: int | None = None
+    memory_bytes: int | None = None     # memory this replica may use (MIG instance), else None
+
+
+@dataclass
+class CellPlan:
+    mode: Mode
+    device: dict[str, Any]
+    replicas: list[ReplicaPlan]
+    mps: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.replicas)
+
+
+def device_dict(device: Any) -> dict[str, Any]:
+    if device is None:
+        return {}
+    if isinstance(device, dict):
+        return dict(device)
+    if dataclasses.is_dataclass(device):
+        return dataclasses.asdict(device)
+    return {k: getattr(device, k) for k in ("spec", "kind", "backend", "name", "uuid", "memory_bytes", "platform")
+            if hasattr(device, k)}
+
+
+def _gpu_sms(name: str) -> int | None:
+    try:
+        return gpus.gpu_model(name).sms
+    except UserError:
+        return None
+
+
+def plan_cell(mode: Mode | str, device: Any, *, mig_instances: list[MigInstance] | None = None,
+              cpus: list[int] | None = None) -> CellPlan:
+    """Decide the replicas of one cell, or a one-line UserError if the mode cannot run on this device."""
+    m = parse_mode(mode) if isinstance(mode, str) else mode
+    dev = device_dict(device)
+    kind, backend, spec = dev.get("kind", ""), dev.get("backend", ""), dev.get("spec", "")
+    is_gpu = kind == "gpu"
+    sms = _gpu_sms(dev.get("name", "")) if is_gpu else None
+    all_cpus = sorted(cpus if cpus is not None else usable_cpus())
+    cores = None if is_gpu else len(all_cpus)
+    uuid = dev.get("uuid", "")
+
+    def same(n: int, env: dict[str, str] | None = None) -> list[ReplicaPlan]:
+        return [ReplicaPlan(i, spec, dict(env or {}), None, parent_uuid=uuid, sms=sms, cores=cores)
+                for i in range(n)]
+
+    if m.kind == "exclusive":
+        return CellPlan(m, dev, same(1))
+    if m.kind == "timeslice":
+        return CellPlan(m, dev, same(int(m.replicas)))
+    if m.kind == "mps":
+        check_mps_available(dev, m.label)
+        return CellPlan(m, dev, same(int(m.replicas)), mps=True)
+    if m.kind == "partition":
+        if is_gpu:
+            raise UserError(f"{m.label} is for the CPU (disjoint core sets); the device {spec} is a GPU: "
+                            "use mig:LAYOUT to partition a GPU")
+        sets = partition_cpus(int(m.replicas), all_cpus)
+        return CellPlan(m, dev, [ReplicaPlan(i, spec, {}, s, parent_uuid=uuid, cores=len(s))
+                                 for i, s in enumerate(sets)])
+    if m.kind == "mig":
+        if backend != "cuda":
+            raise UserError(f"{m.label} needs an NVIDIA GPU through CUDA (--device cuda); the device is "
+                            f"{spec or backend} ({dev.get('name', '')})")
+        how = ""
+        if mig_instances is None:
+            mig_instances, how = find_mig_instances()
+        gpu_index = None
+        if spec.startswith("cuda:") and not os.environ.get("CUDA_VISIBLE_DEVICES"):
+            gpu_index = int(spec.split(":")[1])
+        chosen = select_instances(m.layout or "", mig_instances, gpu_index, how)
+        reps = [ReplicaPlan(i, "cuda:0", {"CUDA_VISIBLE_DEVICES": inst.uuid}, None, mig_uuid=inst.uuid,
+                            parent_uuid=inst.parent_uuid, mig_profile=inst.profile, sms=inst.sms,
+                            memory_bytes=inst.memory_bytes)
+                for i, inst in enumerate(chosen)]
+        return CellPlan(Mode("mig", len(reps), layout=m.layout), dev, reps)
+    raise UserError(f"unknown sharing mode {m.label!r}")  # pragma: no cover - parse_mode rejects first
+
+
+# ----------------------------------------------------------------------- processes
+
+
+def _config_dict(cfg: Any) -> dict[str, Any]:
+    if isinstance(cfg, dict):
+        return dict(cfg)
+    if hasattr(cfg, "to_dict"):
+        return dict(cfg.to_dict())
+    if dataclasses.is_dataclass(cfg):
+        return dataclasses.asdict(cfg)
+    raise TypeError(f"run config must be a RunConfig or a dict, not {type(cfg).__name__}")
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Linux: the replica gets SIGTERM if sharebench dies, so none waits at the barrier forever."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def _log_tail(path: Path, lines: int = 5) -> str:
+    try:
+        tail = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()][-lines:]
+    except OSError:
+        return ""
+    return " | ".join(tail)
+
+
+def _stop(procs: list[subprocess.Popen], grace_s: float = 5.0) -> None:
+    for p in procs:
+        if p.poll() is None:
+            try:
+                p.terminate()
+            except OSError:
+                pass
+    deadline = time.monotonic() + grace_s
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.05, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def run_cell(mode: Mode | str, cfg: Any, workdir: Path | str, *, device: Any = None, plan: CellPlan | None = None,
+             ready_timeout_s: float = 900.0, run_timeout_s: float | None = None, start_delay_s: float = 0.5,
+             python: str = sys.executable, poll_s: float = 0.02) -> list[dict[str, Any]]:
+    """Run the N replicas of one cell; return one dict per replica (record or error).
+
+    Every dict carries ``replica``, ``status`` ("ok"/"failed"), ``error``,
+    ``cell_status``/``cell_error`` and the placement columns (``device_spec``,
+    ``cpus``, ``cores``, ``sms``, ``mig_profile``, ``parent_uuid``,
+    ``thread_pct``); ok ones carry the RunRecord fields. A crashed replica does
+    not lose the others' records: the cell is marked failed with its error.
+    KeyboardInterrupt (Ctrl-C, SIGTERM under MPS) stops every replica and the
+    MPS daemon, then propagates.
+    """
+    if plan is None:
+        if device is None:
+            raise TypeError("run_cell needs device= or plan=")
+        plan = plan_cell(mode, device)
+    base = _config_dict(cfg)
+    wd = Path(workdir)
+    wd.mkdir(parents=True, exist_ok=True)
+    if plan.mps:
+        with MpsDaemon(plan.device, keep_logs_in=wd, mode_label=plan.mode.label) as mps:
+            env = mps.client_env(plan.mode.thread_pct)
+            return _run(plan, base, wd, env, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s)
+    return _run(plan, base, wd, {}, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s)
+
+
+def _run(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str], ready_timeout_s: float,
+         run_timeout_s: float | None, start_delay_s: float, python: str, poll_s: float) -> list[dict[str, Any]]:
+    start_file = wd / "start"
+    for stale in [start_file, *wd.glob("ready.*"), *wd.glob("record.*.json")]:
+        stale.unlink(missing_ok=True)
+    procs: list[subprocess.Popen] = []
+    logs, outs, readies = [], [], []
+    errors: dict[int, str] = {}
+    try:
+        for rp in plan.replicas:
+            cfg = dict(base, replica=rp.replica, device=rp.device, ready_file=str(wd / f"ready.{rp.replica}"),
+                       start_file=str(start_file), start_at=None, cpus=rp.cpus)
+            if rp.memory_bytes and not cfg.get("mem_limit_bytes"):
+                cfg["mem_limit_bytes"] = rp.memory_bytes
+            cfg_path, out_path, log_path = (wd / f"config.{rp.replica}.json", wd / f"record.{rp.replica}.json",
+                                            wd / f"replica.{rp.replica}.log")
+            cfg_path.write_text(json.dumps(cfg, indent=2))
+            env = dict(os.environ, **extra_env, **rp.env, PYTHONUNBUFFERED="1")
+            with log_path.open("w") as log:
+                procs.append(subprocess.Popen(
+                    [python, "-m", REPLICA_MODULE, "--config", str(cfg_path), "--out", str(out_path)],
+                    env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    start_new_session=True, preexec_fn=_die_with_parent if sys.platform == "linux" else None))
+            logs.append(log_path)
+            outs.append(out_path)
+            readies.append(Path(cfg["ready_file"]))
+
+        # barrier: all ready, or fail fast
+        deadline = time.monotonic() + ready_timeout_s
+        while not all(r.exists() for r in readies):
+            dead = [i for i, p in enumerate(procs) if p.poll() is not None and not readies[i].exists()]
+            if dead:
+                for i in dead:
+                    errors[i] = _replica_error(outs[i], logs[i], procs[i].returncode, "before the start barrier")
+                _stop(procs)
+                break
+            if time.monotonic() > deadline:
+                for i, r in enumerate(readies):
+                    if not r.exists():
+                        errors[i] = f"not ready after {ready_timeout_s:.0f} s (setup too slow or hung)"
+                _stop(procs)
+                break
+            time.sleep(poll_s)
+        else:
+            _write_atomic(start_file, repr(time.time() + start_delay_s))
+            run_deadline = None if run_timeout_s is None else time.monotonic() + start_delay_s + run_timeout_s
+            while any(p.poll() is None for p in procs):
+                if run_deadline is not None and time.monotonic() > run_deadline:
+                    for i, p in enumerate(procs):
+                        if p.poll() is None:
+                            errors[i] = f"still running {run_timeout_s:.0f} s after the start; stopped"
+                    _stop(procs)
+                    break
+                time.sleep(poll_s)
+    except BaseException:
+        _stop(procs)
+        raise
+    return _collect(plan, outs, logs, procs, errors)
+
+
+def _replica_error(out: Path, log: Path, rc: int | None, when: str = "") -> str:
+    try:
+        data = json.loads(out.read_text())
+        if isinstance(data, dict) and data.get("error"):
+            return _one_line(data["error"])
+    except (OSError, json.JSONDecodeError):
+        pass
+    tail = _log_tail(log)
+    what = f"exited with status {rc}" + (f" {when}" if when else "")
+    return _one_line(f"{what}: {tail}" if tail else what)
+
+
+def _collect(plan: CellPlan, outs, logs, procs, errors: dict[int, str]) -> list[dict[str, Any]]:
+    rows = []
+    for rp, out, log, p in zip(plan.replicas, outs, logs, procs):
+        row: dict[str, Any] = {}
+        err = errors.get(rp.replica)
+        if err is None:
+            try:
+                data = json.loads(out.read_text())
+            except (OSError, json.JSONDecodeError):
+                data = None
+            if isinstance(data, dict) and not data.get("error") and p.returncode == 0:
+                row.update(data)
+            elif errors and p.returncode is not None and p.returncode < 0:
+                err = "stopped: another replica of the cell failed first"
+            else:
+                err = _replica_error(out, log, p.returncode)
+        row.update(replica=rp.replica, device_spec=plan.device.get("spec") or rp.device,
+                   cpus=format_cpus(rp.cpus) if rp.cpus else "", cores=rp.cores, sms=rp.sms,
+                   mig_profile=rp.mig_profile, parent_uuid=rp.parent_uuid or row.get("device_uuid", ""),
+                   thread_pct=plan.mode.thread_pct if plan.mps else None,
+                   status="failed" if err else "ok", error=err or "")
+        rows.append(row)
+    cell_error = "; ".join(f"replica {r['replica']}: {r['error']}" for r in rows if r["status"] == "failed")
+    if not cell_error:
+        cell_error = _device_check(plan, rows)
+    for r in rows:
+        r["cell_status"] = "failed" if cell_error else "ok"
+        r["cell_error"] = cell_error
+    return rows
+
+
+def _device_check(plan: CellPlan, rows: list[dict[str, Any]]) -> str:
+    """'' if all replicas ran on the same physical device (MIG: the assigned instances of one GPU)."""
+    seen = [str(r.get("device_uuid") or "") for r in rows]
+    if plan.mode.kind == "mig":
+        wrong = [f"replica {rp.replica} on {u or '?'} instead of {rp.mig_uuid}"
+                 for rp, u in zip(plan.replicas, seen) if u and u != rp.mig_uuid]
+        parents = {rp.parent_uuid for rp in plan.replicas}
+        if wrong:
+            return "replicas not on their MIG instances: " + ", ".join(wrong)
+        if len(parents) > 1:
+            return "MIG instances on different GPUs: " + ", ".join(sorted(parents))
+        return ""
+    distinct = sorted(set(seen))
+    if len(distinct) > 1:
+        return "replicas ran on different devices: " + ", ".join(d or "?" for d in distinct)
+    return ""

@@ -1,0 +1,242 @@
+"""A private CUDA MPS control daemon for one cell.
+
+NVIDIA MPS: a control daemon (``nvidia-cuda-mps-control -d``) listens in
+``CUDA_MPS_PIPE_DIRECTORY`` and logs to ``CUDA_MPS_LOG_DIRECTORY``; a CUDA
+process whose environment names the same pipe folder becomes a client of the
+MPS server the daemon starts on first use. ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``
+in a client's environment caps the SMs that client may use (Volta and newer).
+The daemon is stopped with ``echo quit | nvidia-cuda-mps-control`` (same
+environment), always: on success, on error, on Ctrl-C and on SIGTERM/SIGHUP
+(turned into KeyboardInterrupt while the daemon runs), and at interpreter exit
+as a last resort.
+
+sharebench never touches a system-wide MPS daemon: its pipe and log folders are
+fresh temporary folders, so it neither uses nor stops anyone else's.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from sharebench.errors import UserError
+
+CONTROL = "nvidia-cuda-mps-control"
+_SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s)
+
+
+def _field(device: Any, key: str, default: Any = "") -> Any:
+    if device is None:
+        return default
+    if isinstance(device, dict):
+        return device.get(key, default)
+    return getattr(device, key, default)
+
+
+def check_mps_available(device: Any, mode_label: str = "mps", control: str = CONTROL) -> str:
+    """The control program's path, or a one-line UserError saying why MPS cannot run here."""
+    backend, spec, name = _field(device, "backend"), _field(device, "spec"), _field(device, "name")
+    if backend != "cuda":
+        raise UserError(f"{mode_label} needs an NVIDIA GPU through CUDA (--device cuda); the device is "
+                        f"{spec or backend} ({name}): MPS exists only for CUDA on NVIDIA GPUs")
+    path = shutil.which(control)
+    if not path:
+        raise UserError(f"{mode_label} needs {control} (NVIDIA driver utilities) on the PATH; it was not found")
+    return path
+
+
+class MpsDaemon:
+    """Context manager: a private MPS control daemon, always stopped on the way out.
+
+    >>> with MpsDaemon(device) as mps:                         # doctest: +SKIP
+    ...     env = mps.client_env(thread_pct=50)                # give to each replica process
+    """
+
+    def __init__(self, device: Any = None, *, control: str = CONTROL, keep_logs_in: Path | None = None,
+                 start_timeout_s: float = 20.0, stop_timeout_s: float = 60.0, mode_label: str = "mps"):
+        self.device = device
+        self.control = control
+        self.mode_label = mode_label
+        self.keep_logs_in = Path(keep_logs_in) if keep_logs_in else None
+        self.start_timeout_s = start_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+        self.root: Path | None = None
+        self.pipe_dir: Path | None = None
+        self.log_dir: Path | None = None
+        self.daemon_pids: list[int] = []
+        self.running = False
+        self._keep_dirs = False
+        self._old_handlers: dict[int, Any] = {}
+        self._lock = threading.Lock()
+
+    # -- environment ---------------------------------------------------------------
+
+    def daemon_env(self) -> dict[str, str]:
+        if self.pipe_dir is None or self.log_dir is None:
+            raise RuntimeError("MPS daemon folders not created yet")
+        env = dict(os.environ)
+        env["CUDA_MPS_PIPE_DIRECTORY"] = str(self.pipe_dir)
+        env["CUDA_MPS_LOG_DIRECTORY"] = str(self.log_dir)
+        return env
+
+    def client_env(self, thread_pct: int | None = None) -> dict[str, str]:
+        """Variables a replica needs to be a client of this daemon's server."""
+        if self.pipe_dir is None or self.log_dir is None:
+            raise RuntimeError("MPS daemon folders not created yet")
+        env = {"CUDA_MPS_PIPE_DIRECTORY": str(self.pipe_dir), "CUDA_MPS_LOG_DIRECTORY": str(self.log_dir)}
+        if thread_pct is not None:
+            if not 1 <= int(thread_pct) <= 100:
+                raise UserError(f"MPS active-thread percentage {thread_pct!r} is out of range; allowed: 1..100")
+            env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(int(thread_pct))
+        return env
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def make_dirs(self) -> None:
+        # short paths: the pipe folder holds UNIX sockets (path length limit ~108 bytes)
+        self.root = Path(tempfile.mkdtemp(prefix="sbmps-"))
+        self.pipe_dir = self.root / "pipe"
+        self.log_dir = self.root / "log"
+        self.pipe_dir.mkdir()
+        self.log_dir.mkdir()
+
+    def start(self) -> "MpsDaemon":
+        path = check_mps_available(self.device, self.mode_label, self.control)
+        self.make_dirs()
+        try:
+            self._install_signal_handlers()
+            atexit.register(self.stop)
+            out = subprocess.run([path, "-d"], env=self.daemon_env(), capture_output=True, text=True,
+                                 timeout=self.start_timeout_s)
+            if out.returncode != 0:
+                raise UserError(f"{self.control} -d failed (exit {out.returncode}): "
+                                f"{(out.stderr or out.stdout).strip() or 'no message'}; see {self.log_dir}")
+            self.running = True
+            self._wait_ready(path)
+            self.daemon_pids = self._find_daemon_pids()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _query(self, path: str, command: str, timeout_s: float = 10.0) -> subprocess.CompletedProcess:
+        return subprocess.run([path], input=command + "\n", env=self.daemon_env(), capture_output=True,
+                              text=True, timeout=timeout_s)
+
+    def _wait_ready(self, path: str) -> None:
+        deadline = time.monotonic() + self.start_timeout_s
+        last = ""
+        while time.monotonic() < deadline:
+            try:
+                q = self._query(path, "get_server_list", timeout_s=5)
+                if q.returncode == 0:
+                    return
+                last = (q.stderr or q.stdout).strip()
+            except subprocess.TimeoutExpired:
+                last = "no answer"
+            time.sleep(0.2)
+        raise UserError(f"MPS control daemon did not answer within {self.start_timeout_s:.0f} s ({last}); "
+                        f"see {self.log_dir}/control.log")
+
+    def _find_daemon_pids(self) -> list[int]:
+        """Our daemon's process: the control program whose environment names our pipe folder."""
+        import psutil
+
+        pids = []
+        for p in psutil.process_iter(["name"]):
+            try:
+                if p.info["name"] and p.info["name"].startswith("nvidia-cuda-mps"):
+                    if p.environ().get("CUDA_MPS_PIPE_DIRECTORY") == str(self.pipe_dir):
+                        pids.append(p.pid)
+            except (psutil.Error, OSError):
+                continue
+        return pids
+
+    def stop(self) -> None:
+        """``echo quit | nvidia-cuda-mps-control``; idempotent; waits for the daemon to exit."""
+        with self._lock:
+            try:
+                if self.running:
+                    self.running = False
+                    path = shutil.which(self.control) or self.control
+                    try:
+                        self._query(path, "quit", timeout_s=self.stop_timeout_s)
+                    except (OSError, subprocess.SubprocessError) as exc:
+                        self._keep_dirs = True  # the daemon may live on: keep its pipe folder reachable
+                        print(f"sharebench: warning: could not stop the MPS daemon ({exc}); stop it with "
+                              f"CUDA_MPS_PIPE_DIRECTORY={self.pipe_dir} {self.control} <<< quit", file=sys.stderr)
+                    self._wait_gone()
+            finally:
+                self._restore_signal_handlers()
+                try:
+                    atexit.unregister(self.stop)
+                except Exception:  # pragma: no cover - interpreter shutting down
+                    pass
+                self._cleanup_dirs()
+
+    def _wait_gone(self) -> None:
+        if not self.daemon_pids:
+            return
+        import psutil
+
+        alive = [p for p in self.daemon_pids if psutil.pid_exists(p)]
+        _gone, alive_procs = psutil.wait_procs([psutil.Process(p) for p in alive if psutil.pid_exists(p)],
+                                               timeout=self.stop_timeout_s)
+        if alive_procs:
+            print(f"sharebench: warning: MPS control daemon pid {[p.pid for p in alive_procs]} still running "
+                  f"{self.stop_timeout_s:.0f} s after quit", file=sys.stderr)
+
+    def _cleanup_dirs(self) -> None:
+        if self.root is None:
+            return
+        if self.keep_logs_in is not None and self.log_dir is not None and self.log_dir.exists():
+            try:
+                self.keep_logs_in.mkdir(parents=True, exist_ok=True)
+                for f in self.log_dir.iterdir():
+                    if f.is_file():
+                        shutil.copy2(f, self.keep_logs_in / f"mps-{f.name}")
+            except OSError:
+                pass
+        if not self._keep_dirs:
+            shutil.rmtree(self.root, ignore_errors=True)
+            self.root = None
+
+    # -- signals -------------------------------------------------------------------
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def handler(signum, _frame):
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        for sig in _SIGNALS:
+            try:
+                self._old_handlers[sig] = signal.signal(sig, handler)
+            except (ValueError, OSError):  # pragma: no cover
+                pass
+
+    def _restore_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig, old in self._old_handlers.items():
+            try:
+                signal.signal(sig, old)
+            except (ValueError, OSError, TypeError):  # pragma: no cover
+                pass
+        self._old_handlers.clear()
+
+    def __enter__(self) -> "MpsDaemon":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

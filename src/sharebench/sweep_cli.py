@@ -1,0 +1,98 @@
+"""`sharebench run` (a local sweep) and `sharebench report` (rebuild a report)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from sharebench.errors import UserError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    run = sub.add_parser(
+        "run", help="measure every sharing mode on this machine (a local sweep) and write tables, plots, report",
+        description="Run a sweep of sharing modes x particle counts x repeats on this machine, write results.csv "
+                    "as it goes, then the tables, plots and report.md/report.html. With no options: the best device "
+                    "found (auto), exclusive, timeslice:2, timeslice:4 and mps:2 where available (partition:2 on "
+                    "the CPU), at sizes that finish in a few minutes.")
+    run.add_argument("--device", default="auto", help="auto, cpu, cuda[:N], opencl[:P.D] (default: auto)")
+    run.add_argument("--engine", default="simpletrack", help="simpletrack (default) or xtrack")
+    run.add_argument("--modes", default=None,
+                     help="comma-separated: exclusive, timeslice:N, mps:N[@PCT], mig:LAYOUT, partition:N "
+                          "(default: exclusive,timeslice:2,timeslice:4 + mps:2 on CUDA / partition:2 on the CPU)")
+    run.add_argument("--particles", default=None,
+                     help="comma-separated particle counts per replica, e.g. 5e6,1e7,1.5e7 "
+                          "(default: 500,1000 on the CPU; 1e6,2e6,4e6 on a GPU)")
+    run.add_argument("--turns", default=None,
+                     help="turns per run (default: 10 on the CPU, 20 on a GPU)")
+    run.add_argument("--repeats", default="3", help="measured repeats (default 3)")
+    run.add_argument("--warmup-repeats", default="1",
+                     help="discarded warm-up repeats before them (default 1)")
+    run.add_argument("--lattice", default=None, help="Xsuite line JSON/JSON.gz (default: the generated LHC-like ring)")
+    run.add_argument("--out", default=None,
+                     help="results folder (default: sharebench-results/<UTC time>); must not hold results "
+                          "unless --resume")
+    run.add_argument("--resume", action="store_true",
+                     help="continue an existing results folder: cells already measured are kept and skipped")
+    run.add_argument("--ready-timeout", type=float, default=900.0, metavar="S",
+                     help="longest a replica may take to build and warm up before the start barrier (s)")
+    run.add_argument("--no-telemetry", action="store_true", help="do not sample GPU/CPU telemetry")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.set_defaults(func=cmd_run)
+
+    rep = sub.add_parser("report", help="rebuild tables, plots and report.md/report.html of a results folder",
+                         description="Rebuild tables/, plots/, report.md and report.html from DIR/results.csv; "
+                                     "with --compare, put a second results folder beside it.")
+    rep.add_argument("dir", metavar="DIR", help="results folder (holds results.csv)")
+    rep.add_argument("--compare", metavar="DIR2", default=None,
+                     help="a second results folder (another GPU, or figures typed in from a publication in the "
+                          "same CSV schema) shown beside the first")
+    rep.set_defaults(func=cmd_report)
+
+
+def _whole(name: str, text: str | None, lo: int) -> int | None:
+    """A whole-number option, or a one-line UserError naming it (argparse would print usage too)."""
+    if text is None:
+        return None
+    try:
+        v = int(str(text).strip())
+    except ValueError:
+        v = None
+    if v is None or v < lo:
+        raise UserError(f"bad {name} {text!r}; allowed: a whole number >= {lo}")
+    return v
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from sharebench.sweep import SweepConfig, run_sweep
+
+    out = Path(args.out) if args.out else Path("sharebench-results") / datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
+    turns, repeats = _whole("--turns", args.turns, 1), _whole("--repeats", args.repeats, 1)
+    warmup = _whole("--warmup-repeats", args.warmup_repeats, 0)
+    if args.ready_timeout <= 0:
+        raise UserError(f"bad --ready-timeout {args.ready_timeout!r}; allowed: seconds > 0")
+    cfg = SweepConfig(
+        modes=args.modes.split(",") if args.modes is not None else None,
+        particles=args.particles, turns=turns, repeats=repeats, warmup_repeats=warmup,
+        device=args.device, engine=args.engine, lattice=args.lattice, resume=args.resume,
+        ready_timeout_s=args.ready_timeout, telemetry_interval_s=None if args.no_telemetry else 0.1,
+        progress=not args.no_progress, command=list(sys.argv),
+    )
+    try:
+        run_sweep(cfg, out)
+    except KeyboardInterrupt:
+        print(f"sharebench: interrupted; the cells finished so far are in {out}/results.csv "
+              f"(continue with --resume --out {out}, or `sharebench report {out}`)", file=sys.stderr)
+        return 130
+    print(f"results: {out}/results.csv\nreport:  {out}/report.html  ({out}/report.md)")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from sharebench.report import build_report
+
+    paths = build_report(Path(args.dir), compare=Path(args.compare) if args.compare else None)
+    print(f"report: {paths['html']}  ({paths['markdown']})")
+    return 0
