@@ -1,1 +1,17 @@
-"""KFP components: thin verb_noun wrappers over the sharebench library (installed as sharebench.components)."""
+"""KFP components: thin verb_noun wrappers over the sharebench library (installed as sharebench.components).
+
+Each component body imports :mod:`sharebench.components.steps` and calls one function;
+``steps`` calls the library and knows nothing of KFP. Importing this package does not
+import kfp; import the component modules (``sharebench.components.run_simpletrack``)
+or :func:`load` for the components themselves.
+"""
+
+COMPONENTS = ("plan_sweep", "reconfigure_node", "schedule_start", "run_simpletrack", "merge_records",
+              "collect_results", "plot_loss", "compare_nodes", "restore_node")
+
+
+def load() -> dict:
+    """name -> component, for every component (imports kfp)."""
+    import importlib
+
+    return {name: getattr(importlib.import_module(f"sharebench.components.{name}"), name) for name in COMPONENTS}

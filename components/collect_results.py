@@ -1,0 +1,37 @@
+"""collect_results: the results table, loss tables and KFP metrics of one node's sweep."""
+
+# no `from __future__ import annotations`: KFP reads the annotations as types
+from typing import List
+
+from kfp import dsl
+from kfp.dsl import Dataset, Input, Markdown, Metrics, Output
+
+from sharebench.components._image import IMAGE
+
+
+@dsl.component(base_image=IMAGE, install_kfp_package=False)
+def collect_results(
+    records: Input[List[Dataset]],
+    results: Output[Dataset],
+    tables: Output[Markdown],
+    metrics: Output[Metrics],
+    node_name: str = "",
+    gpu_model: str = "",
+):
+    """Writes the sweep's results folder and its loss tables; logs loss per mode and size.
+
+    Args:
+        records: Results rows of each mode (JSON lists), in sweep order.
+        results: Output: a results folder (results.csv in the versioned schema, machine.json,
+            tables/*.csv) that `sharebench report` reads.
+        tables: Output: the loss tables (time-slicing, MPS, MIG, partition) as Markdown.
+        metrics: Output: loss % per mode and particle count (e.g. loss_pct/timeslice:2/p10000).
+        node_name: Node the sweep ran on (recorded; empty without a cluster).
+        gpu_model: GPU model of the node (recorded).
+    """
+    from sharebench.components import steps
+
+    out = steps.collect_results([r.path for r in records], results.path, tables.path,
+                                node_name=node_name, gpu_model=gpu_model)
+    for name, value in out["metrics"].items():
+        metrics.log_metric(name, value)

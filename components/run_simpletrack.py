@@ -1,0 +1,56 @@
+"""run_simpletrack: one replica of the Simpletrack workload (or N replica processes in one pod)."""
+
+# no `from __future__ import annotations`: KFP reads the annotations as types
+from kfp import dsl
+from kfp.dsl import Dataset, Output
+
+from sharebench.components._image import IMAGE
+
+
+@dsl.component(base_image=IMAGE, install_kfp_package=False)
+def run_simpletrack(
+    mode: str,
+    particles: int,
+    turns: int,
+    repeat: int,
+    replica: int,
+    processes: int,
+    start_at: float,
+    records: Output[Dataset],
+    device: str = "auto",
+    engine: str = "simpletrack",
+    lattice: str = "",
+    seed: int = 1,
+    resource: str = "",
+    resource_count: int = 0,
+    node_name: str = "",
+):
+    """Tracks particles through the LHC lattice and records the timed window.
+
+    With processes == 1 this pod is one replica of the cell (placement 'pods'): it builds,
+    warms up, sleeps until start_at and tracks. With processes == N it runs the whole cell
+    as N replica processes sharing this pod's device (placement 'processes'), through the
+    local sharing executor of the mode.
+
+    Args:
+        mode: Sharing mode of the cell (exclusive, timeslice:N, mps:N, mig:LAYOUT, partition:N).
+        particles: Particles per replica.
+        turns: Turns to track.
+        repeat: Repeat index of the cell (0: warm-up).
+        replica: Index of this pod's replica in the cell (placement 'pods').
+        processes: Replica processes to run in this pod (1: this pod is one replica).
+        start_at: Instant the replicas start tracking together, Unix epoch seconds.
+        records: Output: the cell's results rows from this pod (JSON list, results CSV schema).
+        device: Device spec: auto, cpu, cuda[:N], opencl[:P.D].
+        engine: Workload engine (simpletrack or xtrack).
+        lattice: Path of an Xsuite line JSON in the image; empty uses the generated LHC-like ring.
+        seed: Random seed of the particle distribution.
+        resource: Extended resource the pod requested (recorded).
+        resource_count: How many of it the pod requested (recorded).
+        node_name: Node the pod was pinned to (recorded; empty without a cluster).
+    """
+    from sharebench.components import steps
+
+    steps.run_simpletrack(mode=mode, particles=particles, turns=turns, repeat=repeat, replica=replica,
+                          processes=processes, start_at=start_at, device=device, engine=engine,
+                          lattice=lattice, seed=seed, out_path=records.path)

@@ -1,0 +1,280 @@
+"""``sharebench compile``, ``sharebench submit``, ``sharebench runs``: the pipelines on a Kubeflow cluster.
+
+The CLI parses and validates; kfp.Client does the talking. Auth is what kfp.Client
+offers: a bearer token (``--token``, e.g. a service-account token or an IAP/OIDC
+token), a session cookie (``--cookies "authservice_session=…"`` from a browser logged
+into the Kubeflow dashboard), or, with no ``--host``, the in-cluster defaults (a
+notebook or pod inside the cluster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sharebench.errors import UserError
+
+HERE = Path(__file__).resolve().parent
+PIPELINE_FILES = {"sweep": "sharebench_sweep.yaml", "multi-node": "sharebench_multi_node.yaml"}
+
+# KFP's recurring runs use robfig/cron with a seconds field first.
+_CRON_FIELDS = (
+    ("second", 0, 59, None),
+    ("minute", 0, 59, None),
+    ("hour", 0, 23, None),
+    ("day of month", 1, 31, None),
+    ("month", 1, 12, ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")),
+    ("day of week", 0, 6, ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")),
+)
+
+
+# ------------------------------------------------------------------ validation
+def validate_cron(expr: str) -> str:
+    """A KFP cron expression (6 fields, seconds first), checked field by field; returns it normalised.
+
+    A 5-field (crontab) expression is refused with its 6-field equivalent in the message.
+    """
+    fields = expr.split()
+    if len(fields) == 5:
+        raise UserError(f"cron {expr!r} has 5 fields; KFP cron has 6, seconds first: "
+                        f"use '0 {' '.join(fields)}' (second minute hour day-of-month month day-of-week)")
+    if len(fields) != 6:
+        raise UserError(f"cron {expr!r} has {len(fields)} fields; KFP cron has 6, seconds first, "
+                        "e.g. '0 0 3 * * *' (daily at 03:00)")
+    for text, (name, lo, hi, names) in zip(fields, _CRON_FIELDS):
+        _check_cron_field(expr, text, name, lo, hi, names)
+    return " ".join(fields)
+
+
+def _check_cron_field(expr: str, text: str, name: str, lo: int, hi: int, names: tuple[str, ...] | None) -> None:
+    def value(v: str) -> int:
+        if names and v.upper() in names:
+            return names.index(v.upper()) + lo
+        if not v.isdigit() or not lo <= int(v) <= hi:
+            allowed = f"{lo}-{hi}" + (f" or {names[0]}-{names[-1]}" if names else "")
+            raise UserError(f"cron {expr!r}: {name} field {text!r} is out of range; allowed: {allowed}, *, ranges a-b, "
+                            "lists a,b, steps */n")
+        return int(v)
+
+    if text == "?" and name in ("day of month", "day of week"):
+        return
+    for part in text.split(","):
+        base, _, step = part.partition("/")
+        if step and (not step.isdigit() or int(step) < 1):
+            raise UserError(f"cron {expr!r}: {name} field {text!r} has a bad step {step!r}; allowed: a positive integer")
+        if base == "*":
+            continue
+        a, dash, b = base.partition("-")
+        if dash:
+            if value(a) > value(b):
+                raise UserError(f"cron {expr!r}: {name} range {base!r} runs backwards")
+        else:
+            value(a)
+
+
+def pipeline_parameters(package: Path) -> dict[str, dict[str, Any]]:
+    """name -> {parameterType, defaultValue} of a compiled pipeline's inputs."""
+    spec = yaml.safe_load(package.read_text())
+    return dict(spec.get("root", {}).get("inputDefinitions", {}).get("parameters", {}))
+
+
+def parse_params(items: list[str], params: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``k=v`` strings → typed pipeline arguments, checked against the pipeline's parameters.
+
+    Lists take JSON (``["exclusive","mps:2"]``) or commas (``exclusive,mps:2``); numbers
+    take ``1e6``; booleans true/false.
+    """
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UserError(f"--param {item!r}: write NAME=VALUE, e.g. --param node_name=gpu-node-1")
+        if key not in params:
+            raise UserError(f"--param {key!r} is not a parameter of this pipeline; allowed: {', '.join(sorted(params))}")
+        out[key] = _typed(key, raw.strip(), params[key].get("parameterType", "STRING"))
+    return out
+
+
+def _typed(key: str, raw: str, ptype: str) -> Any:
+    try:
+        if ptype == "LIST":
+            if raw.startswith("["):
+                value = json.loads(raw)
+                if not isinstance(value, list):
+                    raise ValueError
+                return value
+            items = [v.strip() for v in raw.split(",") if v.strip()]
+            return [_number_or_str(v) for v in items]
+        if ptype == "NUMBER_INTEGER":
+            f = float(raw)
+            if f != int(f):
+                raise ValueError
+            return int(f)
+        if ptype == "NUMBER_DOUBLE":
+            return float(raw)
+        if ptype == "BOOLEAN":
+            if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError
+            return raw.lower() in ("true", "1", "yes")
+        if ptype == "STRUCT":
+            value = json.loads(raw)
+            if not isinstance(value, dict):
+                raise ValueError
+            return value
+    except ValueError:
+        kinds = {"LIST": "a JSON list or comma-separated values", "NUMBER_INTEGER": "an integer (1e6 is fine)",
+                 "NUMBER_DOUBLE": "a number", "BOOLEAN": "true or false", "STRUCT": "a JSON object"}
+        raise UserError(f"--param {key}={raw!r}: expected {kinds[ptype]}") from None
+    return raw
+
+
+def _number_or_str(v: str) -> Any:
+    if re.fullmatch(r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?", v):
+        f = float(v)
+        return int(f) if f == int(f) else f
+    return v
+
+
+# ------------------------------------------------------------------ client
+def make_client(args: argparse.Namespace):
+    """kfp.Client from the auth options users already have."""
+    import kfp
+
+    kwargs: dict[str, Any] = {}
+    if args.host:
+        if not re.match(r"^https?://", args.host):
+            raise UserError(f"--host {args.host!r}: give the KFP API URL with its scheme, e.g. http://localhost:8080")
+        kwargs["host"] = args.host
+    if args.token:
+        kwargs["existing_token"] = args.token
+    if args.cookies:
+        kwargs["cookies"] = args.cookies
+    if args.namespace:
+        kwargs["namespace"] = args.namespace
+    return kfp.Client(**kwargs)
+
+
+def _package(args: argparse.Namespace) -> Path:
+    path = Path(args.package) if args.package else HERE / PIPELINE_FILES[args.pipeline]
+    if not path.is_file():
+        raise UserError(f"pipeline package {str(path)!r} does not exist; run `sharebench compile` or pass --package")
+    return path
+
+
+def submit(args: argparse.Namespace) -> dict[str, Any]:
+    """Create a run (or a recurring run with ``--schedule``) of a compiled pipeline."""
+    package = _package(args)
+    params = parse_params(args.param, pipeline_parameters(package))
+    cron = validate_cron(args.schedule) if args.schedule else None
+    client = make_client(args)
+    namespace = args.namespace or None
+    if cron:
+        experiment = client.create_experiment(args.experiment, namespace=namespace)
+        rr = client.create_recurring_run(
+            experiment_id=experiment.experiment_id, job_name=args.run_name or f"{package.stem} ({cron})",
+            cron_expression=cron, params=params, pipeline_package_path=str(package), max_concurrency=1,
+            no_catchup=True, enabled=True, enable_caching=False, service_account=args.service_account)
+        return {"recurring_run_id": rr.recurring_run_id, "experiment_id": experiment.experiment_id,
+                "cron": cron, "params": params}
+    result = client.create_run_from_pipeline_package(
+        str(package), arguments=params, run_name=args.run_name, experiment_name=args.experiment,
+        namespace=namespace, enable_caching=False, service_account=args.service_account)
+    if args.wait:
+        run = client.wait_for_run_completion(result.run_id, timeout=args.wait)
+        return {"run_id": result.run_id, "state": str(run.state), "params": params}
+    return {"run_id": result.run_id, "params": params}
+
+
+def list_runs(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
+    """Runs and recurring runs of the experiment (or of the namespace), newest first."""
+    client = make_client(args)
+    kw: dict[str, Any] = {"page_size": args.limit, "sort_by": "created_at desc"}
+    if args.experiment:
+        exp = client.get_experiment(experiment_name=args.experiment, namespace=args.namespace or None)
+        kw["experiment_id"] = exp.experiment_id
+    elif args.namespace:
+        kw["namespace"] = args.namespace
+    runs = client.list_runs(**kw).runs or []
+    recurring = client.list_recurring_runs(**kw).recurring_runs or []
+    return {
+        "runs": [{"run_id": r.run_id, "name": r.display_name, "state": r.state,
+                  "created_at": str(r.created_at)} for r in runs],
+        "recurring_runs": [{"recurring_run_id": r.recurring_run_id, "name": r.display_name,
+                            "cron": (r.trigger.cron_schedule.cron if r.trigger and r.trigger.cron_schedule else None),
+                            "status": r.status} for r in recurring],
+    }
+
+
+# ------------------------------------------------------------------ commands
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from sharebench.pipelines.compile import compile_all
+
+    for path in compile_all(args.out):
+        print(path)
+    return 0
+
+
+def _cmd_submit(args: argparse.Namespace) -> int:
+    out = submit(args)
+    if "recurring_run_id" in out:
+        print(f"recurring run {out['recurring_run_id']} (cron {out['cron']}) in experiment {out['experiment_id']}")
+    else:
+        print(f"run {out['run_id']}" + (f" finished: {out['state']}" if "state" in out else ""))
+    return 0
+
+
+def _cmd_runs(args: argparse.Namespace) -> int:
+    out = list_runs(args)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{'run id':38} {'state':10} {'created':26} name")
+    for r in out["runs"]:
+        print(f"{r['run_id']:38} {str(r['state']):10} {r['created_at']:26} {r['name']}")
+    if out["recurring_runs"]:
+        print(f"\n{'recurring run id':38} {'status':10} {'cron':26} name")
+        for r in out["recurring_runs"]:
+            print(f"{r['recurring_run_id']:38} {str(r['status']):10} {str(r['cron']):26} {r['name']}")
+    return 0
+
+
+def _auth_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", help="KFP API URL, e.g. http://localhost:8080 (port-forward of ml-pipeline-ui) or "
+                                  "https://kubeflow.example.org/pipeline; omitted: kfp.Client's in-cluster default")
+    p.add_argument("--token", help="bearer token (kfp.Client existing_token)")
+    p.add_argument("--cookies", help="session cookie(s), e.g. 'authservice_session=…' (kfp.Client cookies)")
+    p.add_argument("--namespace", help="Kubeflow profile namespace (multi-user deployments)")
+    p.add_argument("--experiment", default="sharebench", help="experiment name (default: sharebench)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compile", help="compile the pipelines to YAML (committed under pipelines/)")
+    p.add_argument("--out", default=str(HERE), help=f"output folder (default: {HERE})")
+    p.set_defaults(func=_cmd_compile)
+
+    p = sub.add_parser("submit", help="run a pipeline on a Kubeflow cluster, once or on a schedule")
+    _auth_options(p)
+    p.add_argument("--pipeline", choices=sorted(PIPELINE_FILES), default="sweep",
+                   help="which compiled pipeline (default: sweep)")
+    p.add_argument("--package", help="a compiled pipeline YAML instead of the packaged one")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="pipeline argument, repeatable: --param node_name=gpu-1 --param modes=exclusive,mps:2")
+    p.add_argument("--schedule", metavar="CRON",
+                   help="make a recurring run; KFP cron has 6 fields, seconds first: '0 0 3 * * *' = daily 03:00")
+    p.add_argument("--run-name", help="display name of the run or recurring run")
+    p.add_argument("--service-account", help="Kubernetes service account of the run's pods (RBAC for the node steps)")
+    p.add_argument("--wait", type=float, metavar="SECONDS", help="wait up to SECONDS for the run to finish")
+    p.set_defaults(func=_cmd_submit)
+
+    p = sub.add_parser("runs", help="list runs and recurring runs on a Kubeflow cluster")
+    _auth_options(p)
+    p.set_defaults(experiment=None)
+    p.add_argument("--limit", type=int, default=20, help="at most this many of each (default: 20)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_runs)

@@ -1,0 +1,251 @@
+"""The sweep pipelines: every sharing mode on a node, and several nodes side by side.
+
+Shape of ``sharebench-sweep`` (one node)::
+
+    exit handler: restore_node  (runs whatever fails)
+      sweep_node
+        plan_sweep                      validate, resolve MIG layouts, cell indices
+        sweep_modes   ParallelFor(modes, parallelism=1)       one mode at a time on the node
+          reconfigure_node                                    -> resource, count, pods, processes
+          run_cells   ParallelFor(cells, parallelism=1)       one cell at a time
+            schedule_start                                    -> particles, repeat, start_at
+            run_cell  ParallelFor(pods)                       the cell's replicas, concurrently
+              run_simpletrack   (N pods, or N processes in one pod)
+            merge_records (pods -> cell)
+          merge_records (cells -> mode)
+        collect_results (modes -> results folder, loss tables, Metrics)
+        plot_loss       (HTML + Markdown report, plots)
+
+``sharebench-multi-node`` runs ``sweep_node`` for each node in a ParallelFor (side by side)
+and ``compare_nodes`` puts them in one report.
+
+Why this shape (what KFP 2.17 really compiles and runs, on a cluster and in kfp.local):
+
+* Dynamic N per mode: ``reconfigure_node`` emits the list of pods of a cell (``pods``) for
+  the mode and placement; the innermost ParallelFor iterates it.
+* Modes and cells strictly one after the other: ``ParallelFor(..., parallelism=1)``.
+* Every loop sits at the top of its own sub-pipeline and only reads that sub-pipeline's
+  inputs: kfp.local replaces a loop body's task-output inputs by the loop item, and
+  sub-variables of loop items are not resolved there; a sub-pipeline boundary avoids both.
+* Fan-in one ParallelFor level at a time (``dsl.Collected`` of artifacts, then
+  ``merge_records``): nested artifact lists do not run in kfp.local.
+* The accelerator type/limit and the node selector come from ``reconfigure_node`` at run
+  time. The compiler only carries such a value into a nested loop when a task also takes
+  it as an input, so ``run_simpletrack`` takes ``resource``/``resource_count`` (it records
+  them) and the node selector goes in through ``add_node_selector_json``.
+"""
+
+# no `from __future__ import annotations`: KFP reads the annotations as types
+
+from typing import List
+
+from kfp import dsl, kubernetes
+from kfp.dsl import Dataset
+
+from sharebench.components import steps
+from sharebench.components._image import IMAGE
+from sharebench.components.collect_results import collect_results
+from sharebench.components.compare_nodes import compare_nodes
+from sharebench.components.merge_records import merge_records
+from sharebench.components.plan_sweep import plan_sweep
+from sharebench.components.plot_loss import plot_loss
+from sharebench.components.reconfigure_node import reconfigure_node
+from sharebench.components.restore_node import restore_node
+from sharebench.components.run_simpletrack import run_simpletrack
+from sharebench.components.schedule_start import schedule_start
+
+SWEEP_NAME = "sharebench-sweep"
+MULTI_NODE_NAME = "sharebench-multi-node"
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def in_image(task: dsl.PipelineTask, image) -> dsl.PipelineTask:
+    """Every task: the run's image, the label the node step spares, never cached
+    (a cached measurement or start instant would be a wrong one)."""
+    task.set_container_image(image)
+    task.set_caching_options(False)
+    kubernetes.add_pod_label(task, *steps.PART_OF_LABEL)
+    return task
+
+
+def request_gpu(task: dsl.PipelineTask, resource, count, node_selector) -> dsl.PipelineTask:
+    """A replica pod: the mode's extended resource, pinned to the node, tolerating the GPU taint."""
+    task.set_accelerator_type(resource).set_accelerator_limit(count)
+    kubernetes.add_node_selector_json(task, node_selector)
+    kubernetes.add_toleration(task, **GPU_TOLERATION)
+    return task
+
+
+@dsl.pipeline(name="sharebench-cell", description="The replicas of one cell, started together.")
+def run_cell(image: str, mode: str, particles: int, turns: int, repeat: int, start_at: float,
+             pods: List[int], processes: int, resource: str, resource_count: int, node_selector: dict,
+             node_name: str, device: str, engine: str, lattice: str, seed: int) -> Dataset:
+    with dsl.ParallelFor(pods) as replica:
+        run = run_simpletrack(mode=mode, particles=particles, turns=turns, repeat=repeat, replica=replica,
+                              processes=processes, start_at=start_at, device=device, engine=engine,
+                              lattice=lattice, seed=seed, resource=resource, resource_count=resource_count,
+                              node_name=node_name)
+        request_gpu(in_image(run, image), resource, resource_count, node_selector)
+    merged = in_image(merge_records(records=dsl.Collected(run.outputs["records"])), image)
+    return merged.outputs["merged"]
+
+
+@dsl.pipeline(name="sharebench-cells", description="The cells of one mode, one after the other.")
+def run_cells(image: str, mode: str, cells: List[int], particle_counts: List[int], repeats: int, turns: int,
+              start_delay_s: float, pods: List[int], processes: int, resource: str, resource_count: int,
+              node_selector: dict, node_name: str, device: str, engine: str, lattice: str, seed: int) -> Dataset:
+    with dsl.ParallelFor(cells, parallelism=1) as cell:
+        start = in_image(schedule_start(mode=mode, cell=cell, particle_counts=particle_counts, repeats=repeats,
+                                        start_delay_s=start_delay_s), image)
+        one = run_cell(image=image, mode=mode, particles=start.outputs["particles"], turns=turns,
+                       repeat=start.outputs["repeat"], start_at=start.outputs["start_at"], pods=pods,
+                       processes=processes, resource=resource, resource_count=resource_count,
+                       node_selector=node_selector, node_name=node_name, device=device, engine=engine,
+                       lattice=lattice, seed=seed)
+    merged = in_image(merge_records(records=dsl.Collected(one.output)), image)
+    return merged.outputs["merged"]
+
+
+@dsl.pipeline(name="sharebench-modes", description="Each mode in order: reconfigure the node, run its cells.")
+def sweep_modes(image: str, node_name: str, gpu_model: str, modes: List[str], cells: List[int],
+                particle_counts: List[int], repeats: int, turns: int, placement: str, start_delay_s: float,
+                device: str, engine: str, lattice: str, seed: int, operator_namespace: str,
+                reconfigure_timeout_s: float, force: bool) -> List[Dataset]:
+    with dsl.ParallelFor(modes, parallelism=1) as mode:
+        node = in_image(reconfigure_node(node_name=node_name, mode=mode, gpu_model=gpu_model, placement=placement,
+                                         namespace=operator_namespace, timeout_s=reconfigure_timeout_s,
+                                         force=force), image)
+        cells_of_mode = run_cells(image=image, mode=mode, cells=cells, particle_counts=particle_counts,
+                                  repeats=repeats, turns=turns, start_delay_s=start_delay_s,
+                                  pods=node.outputs["pods"], processes=node.outputs["processes"],
+                                  resource=node.outputs["resource"], resource_count=node.outputs["count"],
+                                  node_selector=node.outputs["node_selector"], node_name=node_name,
+                                  device=device, engine=engine, lattice=lattice, seed=seed)
+    return dsl.Collected(cells_of_mode.output)
+
+
+@dsl.pipeline(name="sharebench-node", description="The whole sweep of one node, and its report.")
+def sweep_node(image: str, node_name: str, gpu_model: str, modes: List[str], particle_counts: List[int],
+               repeats: int, turns: int, placement: str, start_delay_s: float, device: str, engine: str,
+               lattice: str, seed: int, operator_namespace: str, reconfigure_timeout_s: float,
+               force: bool) -> Dataset:
+    plan = in_image(plan_sweep(modes=modes, gpu_model=gpu_model, particle_counts=particle_counts, repeats=repeats,
+                               turns=turns, placement=placement, node_name=node_name), image)
+    swept = sweep_modes(image=image, node_name=plan.outputs["node_name"], gpu_model=plan.outputs["gpu_model"],
+                        modes=plan.outputs["modes"], cells=plan.outputs["cells"], particle_counts=particle_counts,
+                        repeats=repeats, turns=turns, placement=placement, start_delay_s=start_delay_s,
+                        device=device, engine=engine, lattice=lattice, seed=seed,
+                        operator_namespace=operator_namespace, reconfigure_timeout_s=reconfigure_timeout_s,
+                        force=force)
+    collected = in_image(collect_results(records=swept.output, node_name=plan.outputs["node_name"],
+                                         gpu_model=plan.outputs["gpu_model"]), image)
+    in_image(plot_loss(results=collected.outputs["results"]), image)
+    return collected.outputs["results"]
+
+
+@dsl.pipeline(
+    name=SWEEP_NAME,
+    description="What GPU sharing (time-slicing, MPS, MIG) costs the Simpletrack LHC tracking workload on one node.",
+)
+def sweep_pipeline(
+    node_name: str = "",
+    gpu_model: str = "H200",
+    modes: List[str] = steps.DEFAULT_MODES,
+    particle_counts: List[int] = steps.DEFAULT_PARTICLE_COUNTS,
+    repeats: int = 3,
+    turns: int = 10,
+    placement: str = "pods",
+    image: str = IMAGE,
+    lattice: str = "",
+    device: str = "auto",
+    engine: str = "simpletrack",
+    seed: int = 1,
+    start_delay_s: float = 60.0,
+    operator_namespace: str = "gpu-operator",
+    reconfigure_timeout_s: float = 900.0,
+    force: bool = False,
+):
+    """Sweep every sharing mode on one node; the node is restored whatever fails.
+
+    Args:
+        node_name: Kubernetes node to sweep ('' runs on this machine through kfp.local).
+        gpu_model: GPU model of the node (H200, A100-40GB, H100-80GB, ...): resolves mig:7g/mig:1g.
+        modes: Sharing modes in the order they run.
+        particle_counts: Particles per replica, one cell per count and repeat.
+        repeats: Measured repeats per particle count (plus a discarded warm-up).
+        turns: Turns tracked per replica.
+        placement: 'pods' (each replica a pod) or 'processes' (N processes in one pod).
+        image: Container image of every task.
+        lattice: Xsuite line JSON inside the image; '' uses the generated LHC-like ring.
+        device: Device spec inside a replica: auto, cuda[:N], opencl[:P.D], cpu.
+        engine: Workload engine: simpletrack or xtrack.
+        seed: Random seed of the particle distribution.
+        start_delay_s: Seconds between a cell's start instant being set and the replicas tracking.
+        operator_namespace: Namespace of the NVIDIA gpu-operator.
+        reconfigure_timeout_s: Longest wait for the node to advertise a mode.
+        force: Reconfigure even when pods outside sharebench use the node's GPUs.
+    """
+    restore = in_image(restore_node(node_names=[node_name]), image)
+    with dsl.ExitHandler(restore, name="sweep"):
+        sweep_node(image=image, node_name=node_name, gpu_model=gpu_model, modes=modes,
+                   particle_counts=particle_counts, repeats=repeats, turns=turns, placement=placement,
+                   start_delay_s=start_delay_s, device=device, engine=engine, lattice=lattice, seed=seed,
+                   operator_namespace=operator_namespace, reconfigure_timeout_s=reconfigure_timeout_s,
+                   force=force)
+
+
+@dsl.pipeline(
+    name=MULTI_NODE_NAME,
+    description="The sharebench sweep on several GPU nodes side by side, compared in one report.",
+)
+def multi_node_pipeline(
+    nodes: List[str] = ["gpu-node-a=A100-40GB", "gpu-node-b=H100-80GB"],
+    modes: List[str] = steps.DEFAULT_MODES,
+    particle_counts: List[int] = steps.DEFAULT_PARTICLE_COUNTS,
+    repeats: int = 3,
+    turns: int = 10,
+    placement: str = "pods",
+    image: str = IMAGE,
+    lattice: str = "",
+    device: str = "auto",
+    engine: str = "simpletrack",
+    seed: int = 1,
+    start_delay_s: float = 60.0,
+    operator_namespace: str = "gpu-operator",
+    reconfigure_timeout_s: float = 900.0,
+    force: bool = False,
+):
+    """Sweep several nodes at once (each one mode at a time) and compare them in one report.
+
+    Args:
+        nodes: Nodes as NAME=GPU_MODEL (e.g. gpu-node-a=A100-40GB); the first is the reference.
+        modes: Sharing modes in the order they run on every node.
+        particle_counts: Particles per replica, one cell per count and repeat.
+        repeats: Measured repeats per particle count (plus a discarded warm-up).
+        turns: Turns tracked per replica.
+        placement: 'pods' (each replica a pod) or 'processes' (N processes in one pod).
+        image: Container image of every task.
+        lattice: Xsuite line JSON inside the image; '' uses the generated LHC-like ring.
+        device: Device spec inside a replica: auto, cuda[:N], opencl[:P.D], cpu.
+        engine: Workload engine: simpletrack or xtrack.
+        seed: Random seed of the particle distribution.
+        start_delay_s: Seconds between a cell's start instant being set and the replicas tracking.
+        operator_namespace: Namespace of the NVIDIA gpu-operator.
+        reconfigure_timeout_s: Longest wait for a node to advertise a mode.
+        force: Reconfigure even when pods outside sharebench use a node's GPUs.
+    """
+    restore = in_image(restore_node(node_names=nodes), image)
+    with dsl.ExitHandler(restore, name="sweeps"):
+        with dsl.ParallelFor(nodes) as node:
+            swept = sweep_node(image=image, node_name=node, gpu_model="", modes=modes,
+                               particle_counts=particle_counts, repeats=repeats, turns=turns, placement=placement,
+                               start_delay_s=start_delay_s, device=device, engine=engine, lattice=lattice,
+                               seed=seed, operator_namespace=operator_namespace,
+                               reconfigure_timeout_s=reconfigure_timeout_s, force=force)
+        in_image(compare_nodes(results=dsl.Collected(swept.output)), image)
+
+
+PIPELINES = {
+    "sharebench_sweep.yaml": sweep_pipeline,
+    "sharebench_multi_node.yaml": multi_node_pipeline,
+}
