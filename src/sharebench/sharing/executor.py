@@ -30,6 +30,7 @@ from sharebench.sharing.mig import MigInstance, find_mig_instances, select_insta
 from sharebench.sharing.mps import MpsDaemon, check_mps_available
 
 REPLICA_MODULE = "sharebench.kernel.replica"
+_STOPPED = "stopped: another replica of the cell failed first"
 
 
 @dataclass
@@ -295,7 +296,7 @@ def _collect(plan: CellPlan, outs, logs, procs, errors: dict[int, str]) -> list[
             if isinstance(data, dict) and not data.get("error") and p.returncode == 0:
                 row.update(data)
             elif errors and p.returncode is not None and p.returncode < 0:
-                err = "stopped: another replica of the cell failed first"
+                err = _STOPPED
             else:
                 err = _replica_error(out, log, p.returncode)
         row.update(replica=rp.replica, device_spec=plan.device.get("spec") or rp.device,
@@ -304,7 +305,9 @@ def _collect(plan: CellPlan, outs, logs, procs, errors: dict[int, str]) -> list[
                    thread_pct=plan.mode.thread_pct if plan.mps else None,
                    status="failed" if err else "ok", error=err or "")
         rows.append(row)
-    cell_error = "; ".join(f"replica {r['replica']}: {r['error']}" for r in rows if r["status"] == "failed")
+    failed = [r for r in rows if r["status"] == "failed"]
+    causes = [r for r in failed if r["error"] != _STOPPED] or failed  # the root cause, not its victims
+    cell_error = "; ".join(f"replica {r['replica']}: {r['error']}" for r in causes)
     if not cell_error:
         cell_error = _device_check(plan, rows)
     for r in rows:
