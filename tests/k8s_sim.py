@@ -192,9 +192,9 @@ class SimGpuNode:
     pci_id: str
     mig_capable: bool = True
     mig_applied: str = "all-disabled"
+    mig_seen: str | None = None                       # last value of nvidia.com/mig.config acted on
     mig_target: str | None = None
     mig_due: float = 0.0
-    mig_failed_for: str | None = None
     snapshot: dict = field(default_factory=dict)     # ConfigMap entries the plugin pod read at start
     plugin_up: bool = False
     plugin_due: float | None = None                   # DaemonSet recreates the pod then
@@ -255,7 +255,8 @@ class SimCluster:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, name="k8s-sim-api", daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                         name="k8s-sim-api", daemon=True).start()
         threading.Thread(target=self._operator_loop, name="k8s-sim-operator", daemon=True).start()
         host, port = self._server.server_address
         self.url = f"http://{host}:{port}"
@@ -331,6 +332,7 @@ class SimCluster:
             self.gpu_nodes[name] = sn
             sn.advertised = None
             self._start_plugin_pod(sn)
+            sn.mig_seen = base.get(LABEL_MIG)
             sn.advertised = self._desired(sn, self.node(name)["metadata"]["labels"])
         return node
 
@@ -476,28 +478,26 @@ class SimCluster:
         if node is None:
             return
         labels = node["metadata"].get("labels", {})
-        # --- MIG manager
+        # --- MIG manager: every new value of the label is applied (pending, then success/failed)
         want = labels.get(LABEL_MIG)
-        if want != sn.mig_failed_for:
-            sn.mig_failed_for = None
-        if want is not None and want != sn.mig_applied and sn.mig_failed_for is None:
-            if sn.mig_target != want:
+        if want != sn.mig_seen:
+            sn.mig_seen = want
+            if want is not None:
                 sn.mig_target, sn.mig_due = want, now + self.delay_s
                 self._set_node_labels(sn, {LABEL_MIG_STATE: "pending"})
                 return
+            sn.mig_target = None
+        if sn.mig_target is not None:
             if now < sn.mig_due or self._foreign_gpu_pods(sn.name):
                 return  # stuck pending while a GPU pod would not terminate
-            item = self._mig_item(sn, want) if sn.mig_capable else None
+            item = self._mig_item(sn, sn.mig_target) if sn.mig_capable else None
             if item is None:
-                sn.mig_target, sn.mig_failed_for = None, want
+                sn.mig_target = None
                 self._set_node_labels(sn, {LABEL_MIG_STATE: "failed"})
                 return
-            sn.mig_applied, sn.mig_target = want, None
+            sn.mig_applied, sn.mig_target = sn.mig_target, None
             self._set_node_labels(sn, {LABEL_MIG_STATE: "success"})
             return
-        if want is not None and want == sn.mig_applied and sn.mig_target is not None:
-            sn.mig_target = None
-            self._set_node_labels(sn, {LABEL_MIG_STATE: "success"})
         # --- device plugin
         if not sn.plugin_up:
             return

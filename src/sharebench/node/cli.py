@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--force", action="store_true", help="proceed although pods outside sharebench use the node's GPUs")
     ap.add_argument("--cordon", action="store_true", help="cordon the node (restore uncordons it)")
     ap.add_argument("--timeout", type=float, default=600, metavar="S", help="seconds to wait for the operator (default 600)")
+    ap.add_argument("--poll", type=float, default=2.0, metavar="S", help="seconds between checks (default 2)")
     ap.add_argument("--namespace", default=mf.OPERATOR_NAMESPACE, help="gpu-operator namespace (default gpu-operator)")
     ap.add_argument("--configmap", default=mf.DEVICE_PLUGIN_CONFIGMAP,
                     help=f"device-plugin config ConfigMap (default {mf.DEVICE_PLUGIN_CONFIGMAP})")
@@ -37,6 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rp = nsub.add_parser("restore", help="put NODE back as before sharebench's first change (idempotent)")
     common(rp)
     rp.add_argument("--timeout", type=float, default=600, metavar="S", help="seconds to wait for the operator (default 600)")
+    rp.add_argument("--poll", type=float, default=2.0, metavar="S", help="seconds between checks (default 2)")
     rp.set_defaults(func=_restore)
 
     sp = nsub.add_parser("status", help="what NODE advertises, its GPU pods and any recorded prior state")
@@ -71,7 +73,7 @@ def _progress(line: str) -> None:
 
 
 def _client(args):
-    from sharebench.node.reconfigure import make_api_client
+    from sharebench.node.reconfiguration import make_api_client
     return make_api_client(args.kubeconfig, args.context)
 
 
@@ -93,24 +95,34 @@ def _print(result: dict, as_json: bool) -> None:
         print(f"prior state (recorded {prior.get('recorded_at')}): {labels}")
 
 
+def _check_times(args) -> None:
+    from sharebench.errors import UserError
+    if not args.timeout > 0:
+        raise UserError(f"--timeout must be > 0 seconds (got {args.timeout:g})")
+    if not args.poll > 0:
+        raise UserError(f"--poll must be > 0 seconds (got {args.poll:g})")
+
+
 def _apply(args) -> int:
-    from sharebench.node.reconfigure import reconfigure
+    from sharebench.node.reconfiguration import reconfigure
+    _check_times(args)
     res = reconfigure(args.node, args.mode, gpu_model=args.gpu_model, namespace=args.namespace,
                       timeout_s=args.timeout, force=args.force, cordon=args.cordon, api_client=_client(args),
-                      progress=_progress, configmap=args.configmap, rename_shared=args.rename_shared)
+                      progress=_progress, configmap=args.configmap, rename_shared=args.rename_shared, poll_s=args.poll)
     _print(res, args.json)
     return 0
 
 
 def _restore(args) -> int:
-    from sharebench.node.reconfigure import restore
-    res = restore(args.node, api_client=_client(args), timeout_s=args.timeout, progress=_progress)
+    from sharebench.node.reconfiguration import restore
+    _check_times(args)
+    res = restore(args.node, api_client=_client(args), timeout_s=args.timeout, progress=_progress, poll_s=args.poll)
     _print(res, args.json)
     return 0
 
 
 def _status(args) -> int:
-    from sharebench.node.reconfigure import status
+    from sharebench.node.reconfiguration import status
     _print(status(args.node, api_client=_client(args), namespace=args.namespace), args.json)
     return 0
 

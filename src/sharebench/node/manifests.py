@@ -2,7 +2,7 @@
 
 Everything under ``manifests/`` (except ``manifests/monitoring/``) is rendered
 from here by ``sharebench manifests render``; a test fails when the committed
-files differ from the render. The node reconfiguration (``reconfigure.py``)
+files differ from the render. The node reconfiguration (``reconfiguration.py``)
 builds its device-plugin config entries with the same functions, so a
 ConfigMap applied from ``manifests/`` and one edited by ``sharebench node
 apply`` hold identical entries.

@@ -119,7 +119,7 @@ class _Session:
         self.t0 = time.monotonic()
         self.timeout_s = float(timeout_s)
         self.deadline = self.t0 + self.timeout_s
-        self.poll_s = poll_s
+        self.poll_s = POLL_S if poll_s is None else float(poll_s)
 
     # -- messages
     def say(self, msg: str) -> None:
@@ -378,6 +378,14 @@ def _wait_mig_state(sess: _Session, layout: str, operator_ns: str) -> None:
     _wait(sess, f"{LABEL_MIG_STATE}=success", check, stuck)
 
 
+def _with_state_reset(labels: dict) -> dict:
+    """A label patch; where it changes nvidia.com/mig.config it also drops the MIG manager's
+    state label, so the ``success`` of the previous layout is not taken for the new one."""
+    if LABEL_MIG in labels:
+        return {**labels, LABEL_MIG_STATE: None}
+    return labels
+
+
 # ---------------------------------------------------------------- targets
 @dataclass(frozen=True)
 class _Target:
@@ -531,7 +539,7 @@ def _set_entry(sess: _Session, namespace: str, name: str, entry: str, text: str 
 def reconfigure(node: str, mode: str, *, gpu_model: str | None = None, namespace: str = mf.OPERATOR_NAMESPACE,
                 timeout_s: float = 600, force: bool = False, cordon: bool = False, api_client=None,
                 progress: Progress | None = None, configmap: str = mf.DEVICE_PLUGIN_CONFIGMAP,
-                rename_shared: bool = False, poll_s: float = POLL_S) -> dict:
+                rename_shared: bool = False, poll_s: float | None = None) -> dict:
     """Put ``node`` in sharing ``mode`` and wait until it advertises it.
 
     ``mode``: ``exclusive``, ``timeslice:N``, ``mps:N``, ``mig:LAYOUT`` (see sharebench.modes).
@@ -595,7 +603,7 @@ def reconfigure(node: str, mode: str, *, gpu_model: str | None = None, namespace
     mig_changed = LABEL_MIG in patch or (
         t.mig_layout is not None and current.get(LABEL_MIG_STATE) not in ("success", None))
     if patch:
-        sess.patch_node({"metadata": {"labels": patch}})
+        sess.patch_node({"metadata": {"labels": _with_state_reset(patch)}})
         sess.say(f"labelled {_fmt(patch)}")
 
     if mig_changed and t.mig_layout is not None:
@@ -625,7 +633,7 @@ def reconfigure(node: str, mode: str, *, gpu_model: str | None = None, namespace
 
 
 def restore(node: str, *, api_client=None, timeout_s: float = 600, progress: Progress | None = None,
-            poll_s: float = POLL_S) -> dict:
+            poll_s: float | None = None) -> dict:
     """Put the node back as it was before sharebench's first change; idempotent.
 
     Reads the prior state from the node's annotation (so it works from another process
@@ -661,11 +669,11 @@ def restore(node: str, *, api_client=None, timeout_s: float = 600, progress: Pro
     mig_now = current.get(LABEL_MIG)
     if mig_prev is None and mig_now not in (None, "all-disabled"):
         # removing the label would leave MIG as it is: disable MIG first, then drop the label
-        sess.patch_node({"metadata": {"labels": {LABEL_MIG: "all-disabled"}}})
+        sess.patch_node({"metadata": {"labels": _with_state_reset({LABEL_MIG: "all-disabled"})}})
         sess.say(f"labelled {LABEL_MIG}=all-disabled before removing the label")
         _wait_mig_state(sess, "all-disabled", ns)
     patch = {k: v for k, v in want.items() if current.get(k) != v}
-    body: dict = {"metadata": {"labels": patch}} if patch else {}
+    body: dict = {"metadata": {"labels": _with_state_reset(patch)}} if patch else {}
     node_now = sess.read_node()
     if bool(node_now.spec and node_now.spec.unschedulable) != bool(prior.get("unschedulable")):
         body["spec"] = {"unschedulable": bool(prior.get("unschedulable")) or None}
