@@ -134,6 +134,9 @@ def build_report(results_dir: Path | str, compare: Path | str | None = None) -> 
     plots = make_plots(tables, rdir / "plots", ctables, (label, clabel))
     pngs = [p for p in plots if p.suffix == ".png"]
     sections, notes = _sections(rdir, tables)
+    notes_file = rdir / "notes.txt"
+    if notes_file.exists():  # what the sweep noted (added modes, resumed cells, absent telemetry ...)
+        notes = [ln for ln in notes_file.read_text().splitlines() if ln.strip()] + notes
     md = _markdown(rdir, tables, machine, label, ctables, cmachine, clabel, pngs, sections, notes)
     (rdir / "report.md").write_text(md)
     page = _html(tables, machine, label, ctables, cmachine, clabel, pngs, sections, notes)

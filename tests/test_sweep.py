@@ -1,0 +1,163 @@
+"""The sweep: validation before anything runs, real tiny sweeps on PoCL and the CPU context, resume, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from test_sharing import tiny_lattice
+
+from sharebench.errors import UserError
+from sharebench.results import load_results
+from sharebench.sweep import SweepConfig, parse_particles, run_sweep, validate
+
+
+@pytest.fixture(scope="module")
+def lattice(tmp_path_factory):
+    return str(tiny_lattice(tmp_path_factory.mktemp("lat") / "fodo.json"))
+
+
+def cfg(lattice_path, **kw):
+    base = dict(device="cpu", modes=["exclusive"], particles=[2000], turns=20, repeats=1, warmup_repeats=0,
+                lattice=lattice_path, progress=False, report=False, telemetry_interval_s=None, command=["test"])
+    base.update(kw)
+    return SweepConfig(**base)
+
+
+@pytest.mark.parametrize("text, values", [("5e6,1e7,1.5e7", [5_000_000, 10_000_000, 15_000_000]),
+                                          ("1000, 2_000,1000", [1000, 2000])])
+def test_parse_particles(text, values):
+    assert parse_particles(text) == values
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(modes=["bogus"]), "unknown sharing mode 'bogus'; allowed: exclusive, timeslice:N, mps:N[@PCT], "
+                            "mig:LAYOUT, partition:N"),
+    (dict(modes=["timeslice:0"]), "replica count must be >= 1 in 'timeslice:0'"),
+    (dict(particles="0"), "bad particle count '0'; allowed: whole numbers > 0 such as 10000 or 5e6"),
+    (dict(particles="-5"), "bad particle count '-5'; allowed: whole numbers > 0 such as 10000 or 5e6"),
+    (dict(particles="1.5"), "bad particle count '1.5'; allowed: whole numbers > 0 such as 10000 or 5e6"),
+    (dict(repeats=0), "bad repeats 0; allowed: an integer >= 1"),
+    (dict(turns=0), "bad turns 0; allowed: an integer >= 1"),
+    (dict(modes=["mps:2"]), "mps:2 needs an NVIDIA GPU through CUDA (--device cuda); the device is cpu"),
+    (dict(modes=["partition:64"]), "partition:64 needs at least 64 cores; this process may use"),
+    (dict(modes=["mig:1g"]), "mig:1g needs an NVIDIA GPU through CUDA (--device cuda); the device is cpu"),
+    (dict(lattice="/nonexistent/line.json"), "lattice file '/nonexistent/line.json' not found"),
+    (dict(engine="sixtrack"), "bad engine 'sixtrack': allowed are simpletrack, xtrack"),
+    (dict(device="tpu"), "bad device 'tpu': allowed are auto, cpu, cuda[:N], opencl[:P.D]"),
+])
+def test_bad_input_is_refused_before_anything_runs(lattice, tmp_path, change, message):
+    with pytest.raises(UserError) as e:
+        run_sweep(cfg(lattice, **change), tmp_path / "out")
+    assert str(e.value).startswith(message)
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_too_many_particles_for_the_memory(lattice):
+    from sharebench.kernel import resolve_device
+
+    mem = resolve_device("cpu").memory_bytes
+    # 96 B per particle with simpletrack (+ a fixed overhead): fits alone, not in half the memory
+    n = int(mem // 2 // 96)
+    with pytest.raises(UserError) as e:
+        validate(cfg(lattice, modes=["exclusive", "timeslice:2"], particles=[n]))
+    msg = str(e.value)
+    assert msg.startswith(f"timeslice:2 at {n:,} particles: {n:,} particles need ")
+    assert f"but the 1/2 share of the device memory ({mem:,} bytes) is {mem // 2:,} bytes" in msg
+
+
+def test_defaults_for_this_machine(lattice):
+    plan = validate(SweepConfig(device="cpu"))
+    assert [m.label for m in plan.modes] == ["exclusive", "timeslice:2", "timeslice:4", "partition:2"]
+    assert plan.particles == [500, 1000] and plan.turns == 10 and plan.config.repeats == 3
+    # a shared mode alone gets its baseline
+    plan = validate(cfg(lattice, modes=["timeslice:2"]))
+    assert [m.label for m in plan.modes] == ["exclusive", "timeslice:2"]
+
+
+def _check_consistent(out, modes, particles, repeats, warmups):
+    df = load_results(out)
+    n_rep = {"exclusive": 1, "timeslice:2": 2, "partition:2": 2}
+    assert len(df) == sum(n_rep[m] for m in modes) * len(particles) * (repeats + warmups)
+    assert set(df["status"]) == {"ok"} and set(df["cell_status"]) == {"ok"}, df["error"].tolist()
+    assert df["warmup"].sum() == sum(n_rep[m] for m in modes) * len(particles) * warmups
+    meas = df[~df["warmup"]]
+    tables = {n: __import__("pandas").read_csv(out / "tables" / f"{n}.csv") for n in ("timeslice", "partition",
+                                                                                         "throughput")}
+    for p in particles:
+        ex = meas[(meas["mode"] == "exclusive") & (meas["particles"] == p)]
+        t1 = float(np.median(ex["track_s"]))
+        ts = meas[(meas["mode"] == "timeslice:2") & (meas["particles"] == p)]
+        spans = ts.groupby("cell_id").apply(lambda g: g["track_end"].max() - g["track_start"].min(),
+                                            include_groups=False)
+        row = tables["timeslice"][tables["timeslice"]["particles"] == p].iloc[0]
+        assert_allclose([row["T1_s"], row["TN_s"]], [t1, float(np.median(spans))], rtol=1e-9)
+        assert_allclose(row["loss_pct"], 100 * (np.median(spans) - 2 * t1) / (2 * t1), rtol=1e-9)
+        part = tables["partition"][tables["partition"]["particles"] == p].iloc[0]
+        pt = meas[(meas["mode"] == "partition:2") & (meas["particles"] == p)]
+        slice_s = float(np.median(pt.groupby("cell_id")["track_s"].mean()))
+        cores = len(os.sched_getaffinity(0))
+        assert_allclose([part["full_units"], part["slice_units"], part["slice_s"], part["ideal_s"]],
+                        [cores, cores // 2, slice_s, t1 * cores / (cores // 2)], rtol=1e-9)
+    for name in ("loss_vs_particles", "time_vs_particles", "throughput"):
+        for ext in ("png", "svg"):
+            assert (out / "plots" / f"{name}.{ext}").stat().st_size > 1000
+    md = (out / "report.md").read_text()
+    assert "## Time-slicing: N replicas on one device at once" in md and "## Partition scaling" in md
+    assert "timeslice:2" in (out / "report.html").read_text()
+    m = json.loads((out / "machine.json").read_text())
+    assert m["command"] == ["test"]
+    return df
+
+
+@pytest.mark.parametrize("device", ["opencl:0.0", "cpu"])
+def test_tiny_sweep_end_to_end(lattice, tmp_path, device):
+    """CI's sweep: exclusive, timeslice:2, partition:2 on PoCL and on the CPU context, tables consistent."""
+    from sharebench.kernel import resolve_device
+
+    try:
+        resolve_device(device)
+    except UserError as exc:
+        pytest.skip(str(exc))
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("partition:2 needs 2 cores")
+    modes = ["exclusive", "timeslice:2", "partition:2"]
+    # PoCL: one warm-up + one measured repeat; CPU context: two measured repeats (CI budget)
+    repeats, warmups = (1, 1) if device.startswith("opencl") else (2, 0)
+    out = run_sweep(cfg(lattice, device=device, modes=modes, particles=[3000], repeats=repeats,
+                        warmup_repeats=warmups, report=True, telemetry_interval_s=0.1), tmp_path / "r")
+    df = _check_consistent(out, modes, [3000], repeats, warmups)
+    assert set(df["device_class"]) == {"cpu"} and set(df["backend"]) == {device.split(":")[0]}
+    if any(c.startswith("tel_") for c in df.columns):  # telemetry hook present: its summary is on every row
+        assert (df["tel_source"] != "").all()
+
+
+def test_resume_runs_only_what_is_missing_and_refuses_to_overwrite(lattice, tmp_path):
+    out = tmp_path / "r"
+    run_sweep(cfg(lattice), out)
+    first = load_results(out)
+    assert first["cell_id"].tolist() == ["exclusive_p2000_r1"]
+    with pytest.raises(UserError, match="already holds results.csv; use --resume to continue it, or another --out"):
+        run_sweep(cfg(lattice), out)
+    run_sweep(cfg(lattice, repeats=2, resume=True), out)
+    after = load_results(out)
+    assert after["cell_id"].tolist() == ["exclusive_p2000_r1", "exclusive_p2000_r2"]
+    assert_allclose(after["track_s"].iloc[0], first["track_s"].iloc[0])
+    assert "resumed: 1 cell(s) already on disk" in (out / "notes.txt").read_text()
+    assert len(json.loads((out / "sweep.json").read_text())["sweeps"]) == 2
+
+
+def test_interrupt_keeps_what_is_on_disk(lattice, tmp_path):
+    out = tmp_path / "r"
+
+    def stop_after_first(rows):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(cfg(lattice, repeats=3), out, on_cell=stop_after_first)
+    df = load_results(out)
+    assert df["cell_id"].tolist() == ["exclusive_p2000_r1"] and df["status"].tolist() == ["ok"]
