@@ -17,6 +17,7 @@ def collect_results(
     metrics: Output[Metrics],
     node_name: str = "",
     gpu_model: str = "",
+    sweep_id: str = "",
 ):
     """Writes the sweep's results folder and its loss tables; logs loss per mode and size.
 
@@ -28,10 +29,11 @@ def collect_results(
         metrics: Output: loss % per mode and particle count (e.g. loss_pct/timeslice:2/p10000).
         node_name: Node the sweep ran on (recorded; empty without a cluster).
         gpu_model: GPU model of the node (recorded).
+        sweep_id: Identifier written into every row (the KFP run id); empty: the UTC time.
     """
     from sharebench.components import steps
 
     out = steps.collect_results([r.path for r in records], results.path, tables.path,
-                                node_name=node_name, gpu_model=gpu_model)
+                                node_name=node_name, gpu_model=gpu_model, sweep_id=sweep_id or None)
     for name, value in out["metrics"].items():
         metrics.log_metric(name, value)

@@ -17,7 +17,7 @@ def reconfigure_node(
     namespace: str = "gpu-operator",
     timeout_s: float = 600.0,
     force: bool = False,
-) -> NamedTuple("NodeMode", resource=str, count=int, pods=List[int], processes=int,
+) -> NamedTuple("NodeMode", resource=str, count=int, pods=List[int], processes=int, replicas=int,
                 node_selector=dict, advertised=dict):
     """Puts a node in a sharing mode through the NVIDIA gpu-operator and waits until it advertises it.
 
@@ -37,6 +37,7 @@ def reconfigure_node(
         count: How many of that resource one pod requests.
         pods: Replica index of each pod of a cell.
         processes: Replica processes inside each pod.
+        replicas: N, the replicas of a cell (pods x processes).
         node_selector: Node selector pinning the pods to the node ({} without a node).
         advertised: What the node advertises after the change, and its previous state.
     """
@@ -46,5 +47,7 @@ def reconfigure_node(
 
     r = steps.reconfigure(node_name=node_name, mode=mode, gpu_model=gpu_model, placement=placement,
                           namespace=namespace, timeout_s=timeout_s, force=force)
-    return namedtuple("NodeMode", ["resource", "count", "pods", "processes", "node_selector", "advertised"])(
-        r["resource"], r["count"], r["pods"], r["processes"], r["node_selector"], r["advertised"])
+    return namedtuple("NodeMode", ["resource", "count", "pods", "processes", "replicas", "node_selector",
+                                  "advertised"])(
+        r["resource"], r["count"], r["pods"], r["processes"], len(r["pods"]) * r["processes"], r["node_selector"],
+        r["advertised"])

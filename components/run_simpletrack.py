@@ -14,6 +14,7 @@ def run_simpletrack(
     turns: int,
     repeat: int,
     replica: int,
+    replicas: int,
     processes: int,
     start_at: float,
     records: Output[Dataset],
@@ -38,6 +39,7 @@ def run_simpletrack(
         turns: Turns to track.
         repeat: Repeat index of the cell (0: warm-up).
         replica: Index of this pod's replica in the cell (placement 'pods').
+        replicas: N, the replicas of the cell (all pods' processes together).
         processes: Replica processes to run in this pod (1: this pod is one replica).
         start_at: Instant the replicas start tracking together, Unix epoch seconds.
         records: Output: the cell's results rows from this pod (JSON list, results CSV schema).
@@ -52,5 +54,5 @@ def run_simpletrack(
     from sharebench.components import steps
 
     steps.run_simpletrack(mode=mode, particles=particles, turns=turns, repeat=repeat, replica=replica,
-                          processes=processes, start_at=start_at, device=device, engine=engine,
+                          replicas=replicas, processes=processes, start_at=start_at, device=device, engine=engine,
                           lattice=lattice, seed=seed, out_path=records.path)

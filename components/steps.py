@@ -189,19 +189,169 @@ def schedule_start(*, mode: str, cell: int, particle_counts: list, repeats: int,
             "cell_id": cell_id(mode, particles, repeat)}
 
 
-def run_simpletrack(*, mode: str, particles: int, turns: int, repeat: int, replica: int, processes: int,
-                    start_at: float, device: str, engine: str, lattice: str, seed: int,
-                    out_path: str) -> list[dict[str, Any]]:
-    """Run one replica (processes == 1) or the whole cell as N processes; write its rows."""
-    raise NotImplementedError("wired to the kernel and sharing library once they land")
+def run_simpletrack(*, mode: str, particles: int, turns: int, repeat: int, replica: int, replicas: int,
+                    processes: int, start_at: float, device: str, engine: str, lattice: str, seed: int,
+                    out_path: str, workdir: str | None = None) -> list[dict[str, Any]]:
+    """Run this pod's part of a cell; write its results rows (JSON list) to ``out_path``.
+
+    ``processes`` > 1 or an unshared mode: the whole cell runs here, as the local sweep runs
+    it (the mode's sharing executor, N processes behind one start barrier). Otherwise this
+    pod is replica ``replica`` of ``replicas`` pods sharing the node's device: one process
+    that sleeps until ``start_at`` and tracks; its row is labelled with the cell's mode.
+    """
+    import tempfile
+
+    from sharebench import sweep
+
+    m = parse_mode(mode)
+    particles, turns, repeat = int(float(particles)), int(float(turns)), int(float(repeat))
+    replica, replicas, processes = int(float(replica)), int(float(replicas)), int(float(processes))
+    one_of_pods = processes == 1 and replicas > 1
+    here = parse_mode("exclusive") if one_of_pods else m
+    config = sweep.SweepConfig(
+        modes=[here.label], particles=[particles], turns=turns, repeats=1, warmup_repeats=0, device=device,
+        engine=engine, lattice=lattice or None, seed=int(float(seed)), progress=False, report=False,
+        run_options={"start_at": float(start_at)} if one_of_pods else {})
+    plan = sweep.validate(config)
+    cid = cell_id(m.label, particles, repeat)
+    wd = Path(workdir or tempfile.mkdtemp(prefix="sharebench-cell-"))
+    notes: list[str] = []
+    make_sampler = sweep._hook("sharebench.telemetry", "make_sampler")
+    rows = sweep._run_one(plan, config, wd, "", cid, here, particles, repeat, make_sampler, notes)
+    if one_of_pods:
+        for row in rows:
+            row.update(mode=m.label, mode_kind=m.kind, replicas=replicas, replica=replica)
+    for note in notes:
+        say(note)
+    for row in rows:
+        say(f"{cid} replica {row.get('replica')}: {row.get('status')} track_s={row.get('track_s')} "
+            f"{row.get('error') or ''}".rstrip())
+    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(out_path).write_text(json.dumps(rows, default=str))
+    return rows
 
 
-def merge_records(paths: list[str], out_path: str) -> int:
-    """Concatenate the JSON row lists at ``paths`` into one JSON list at ``out_path``."""
+def check_cell(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mark a cell made of several pods failed when a pod's replica failed or, under
+    time-slicing/MPS, the pods ran on different devices (the node's device plugin may hand
+    a multi-GPU node's replicas out on several GPUs). A cell already failed stays failed."""
+    if not rows:
+        return rows
+    errors = [f"replica {r.get('replica')}: {r.get('error')}" for r in rows if r.get("status") != "ok"]
+    kind = parse_mode(str(rows[0].get("mode", "exclusive"))).kind
+    devices = sorted({str(r.get("device_uuid") or "?") for r in rows})
+    if not errors and kind in ("timeslice", "mps") and len(devices) > 1:
+        errors.append("replicas ran on different devices: " + ", ".join(devices))
+    failed = [r.get("cell_error") for r in rows if r.get("cell_status") == "failed" and r.get("cell_error")]
+    cell_error = "; ".join(dict.fromkeys(failed + errors))
+    for r in rows:
+        r["cell_status"] = "failed" if cell_error or r.get("cell_status") == "failed" else "ok"
+        r["cell_error"] = cell_error
+    return rows
+
+
+def merge_records(paths: list[str], out_path: str, *, cell: bool = False) -> int:
+    """Concatenate the JSON row lists at ``paths`` into one JSON list at ``out_path``;
+    ``cell``: the lists are the pods of one cell, checked together (:func:`check_cell`)."""
     rows: list[dict[str, Any]] = []
     for p in paths:
         rows.extend(json.loads(Path(p).read_text()))
+    if cell:
+        rows = check_cell(rows)
     Path(out_path).parent.mkdir(parents=True, exist_ok=True)
     Path(out_path).write_text(json.dumps(rows))
     say(f"merged {len(rows)} row(s) from {len(paths)} task(s)")
     return len(rows)
+
+
+# ------------------------------------------------------------------ results and report
+def collect_results(paths: list[str], results_dir: str, tables_md_path: str, *, node_name: str = "",
+                    gpu_model: str = "", sweep_id: str | None = None) -> dict[str, Any]:
+    """Write a results folder (results.csv, machine.json, tables/) from the modes' rows; return
+    the loss metrics (``loss_pct/<mode>/p<particles>``) and the tables as Markdown."""
+    from datetime import datetime, timezone
+
+    from sharebench import analysis
+    from sharebench.results import ResultsWriter, write_machine
+
+    rows: list[dict[str, Any]] = []
+    for p in paths:
+        rows.extend(json.loads(Path(p).read_text()))
+    if not rows:
+        raise UserError("no results rows reached collect_results: every cell was empty")
+    sid = sweep_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    for r in rows:
+        r["sweep_id"] = sid
+    out = Path(results_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    ResultsWriter(out).append(rows)
+    first = rows[0]
+    device = {"name": first.get("device_name"), "kind": first.get("device_class"), "backend": first.get("backend"),
+              "spec": first.get("device_spec"), "uuid": first.get("parent_uuid") or first.get("device_uuid"),
+              "node": node_name or None, "gpu_model": gpu_model or None}
+    write_machine(out, {k: v for k, v in device.items() if v}, ["kfp", "sharebench-sweep", f"node={node_name}"])
+    tables = analysis.analyse(out)
+    analysis.write_tables(tables, out)
+    md = [f"# sharebench results{f' on {node_name}' if node_name else ''}"
+          f"{f' ({gpu_model})' if gpu_model else ''}\n"]
+    for name, title in analysis.TABLE_TITLES.items():
+        t = tables.get(name)
+        if t is not None and not t.empty:
+            md.append(f"## {title}\n\n{analysis.to_markdown(analysis.display_table(name, t))}\n")
+    Path(tables_md_path).write_text("\n".join(md))
+    metrics: dict[str, float] = {}
+    for name in ("timeslice", "mps", "mig", "partition"):
+        t = tables.get(name)
+        if t is None or t.empty or "loss_pct" not in t.columns:
+            continue
+        for _, r in t.iterrows():
+            v = float(r["loss_pct"])
+            if v == v:  # NaN: not computed (flagged in the report)
+                metrics[f"loss_pct/{r['mode']}/p{int(r['particles'])}"] = round(v, 2)
+    say(f"results: {len(rows)} row(s) in {out}; {len(metrics)} loss metric(s)")
+    return {"metrics": metrics, "rows": len(rows), "results_dir": str(out)}
+
+
+def plot_loss(results_dirs: list[str], html_path: str, md_path: str, plots_dir: str) -> dict[str, str]:
+    """Report (HTML + Markdown) and plots of the first results folder; a second one is put
+    beside it for comparison; further ones each get a comparison with the first, appended."""
+    import shutil
+    import tempfile
+
+    from sharebench.report import build_report
+
+    if not results_dirs:
+        raise UserError("no results folder to report on")
+    work = Path(tempfile.mkdtemp(prefix="sharebench-report-"))
+    copies = []
+    for i, d in enumerate(results_dirs):
+        dst = work / f"node{i}"
+        shutil.copytree(d, dst)
+        copies.append(dst)
+    others = copies[1:] or [None]
+    html_parts, md_parts = [], []
+    for j, other in enumerate(others):
+        target = copies[0] if j == 0 else work / f"node0-vs-{j + 1}"
+        if j > 0:
+            shutil.copytree(copies[0], target)
+        paths = build_report(target, compare=other)
+        html_parts.append(Path(paths["html"]).read_text())
+        md_parts.append(Path(paths["markdown"]).read_text())
+        if j == 0:
+            shutil.copytree(target / "plots", plots_dir, dirs_exist_ok=True)
+    html = html_parts[0] if len(html_parts) == 1 else _join_html(html_parts)
+    Path(html_path).write_text(html)
+    Path(md_path).write_text("\n\n---\n\n".join(md_parts))
+    say(f"report: {html_path} ({len(results_dirs)} results folder(s))")
+    return {"html": html_path, "md": md_path, "plots": plots_dir}
+
+
+def _join_html(docs: list[str]) -> str:
+    """Several self-contained HTML reports in one page (their bodies, one after the other)."""
+    import re
+
+    head = re.search(r"(?is)^(.*?<body[^>]*>)", docs[0])
+    bodies = [re.search(r"(?is)<body[^>]*>(.*)</body>", d) for d in docs]
+    if not head or not all(bodies):
+        return "\n<hr>\n".join(docs)
+    return head.group(1) + "\n<hr>\n".join(b.group(1) for b in bodies) + "\n</body></html>\n"

@@ -78,28 +78,28 @@ def request_gpu(task: dsl.PipelineTask, resource, count, node_selector) -> dsl.P
 
 @dsl.pipeline(name="sharebench-cell", description="The replicas of one cell, started together.")
 def run_cell(image: str, mode: str, particles: int, turns: int, repeat: int, start_at: float,
-             pods: List[int], processes: int, resource: str, resource_count: int, node_selector: dict,
-             node_name: str, device: str, engine: str, lattice: str, seed: int) -> Dataset:
+             pods: List[int], processes: int, replicas: int, resource: str, resource_count: int,
+             node_selector: dict, node_name: str, device: str, engine: str, lattice: str, seed: int) -> Dataset:
     with dsl.ParallelFor(pods) as replica:
         run = run_simpletrack(mode=mode, particles=particles, turns=turns, repeat=repeat, replica=replica,
-                              processes=processes, start_at=start_at, device=device, engine=engine,
+                              replicas=replicas, processes=processes, start_at=start_at, device=device, engine=engine,
                               lattice=lattice, seed=seed, resource=resource, resource_count=resource_count,
                               node_name=node_name)
         request_gpu(in_image(run, image), resource, resource_count, node_selector)
-    merged = in_image(merge_records(records=dsl.Collected(run.outputs["records"])), image)
+    merged = in_image(merge_records(records=dsl.Collected(run.outputs["records"]), cell=True), image)
     return merged.outputs["merged"]
 
 
 @dsl.pipeline(name="sharebench-cells", description="The cells of one mode, one after the other.")
 def run_cells(image: str, mode: str, cells: List[int], particle_counts: List[int], repeats: int, turns: int,
-              start_delay_s: float, pods: List[int], processes: int, resource: str, resource_count: int,
+              start_delay_s: float, pods: List[int], processes: int, replicas: int, resource: str, resource_count: int,
               node_selector: dict, node_name: str, device: str, engine: str, lattice: str, seed: int) -> Dataset:
     with dsl.ParallelFor(cells, parallelism=1) as cell:
         start = in_image(schedule_start(mode=mode, cell=cell, particle_counts=particle_counts, repeats=repeats,
                                         start_delay_s=start_delay_s), image)
         one = run_cell(image=image, mode=mode, particles=start.outputs["particles"], turns=turns,
                        repeat=start.outputs["repeat"], start_at=start.outputs["start_at"], pods=pods,
-                       processes=processes, resource=resource, resource_count=resource_count,
+                       processes=processes, replicas=replicas, resource=resource, resource_count=resource_count,
                        node_selector=node_selector, node_name=node_name, device=device, engine=engine,
                        lattice=lattice, seed=seed)
     merged = in_image(merge_records(records=dsl.Collected(one.output)), image)
@@ -118,6 +118,7 @@ def sweep_modes(image: str, node_name: str, gpu_model: str, modes: List[str], ce
         cells_of_mode = run_cells(image=image, mode=mode, cells=cells, particle_counts=particle_counts,
                                   repeats=repeats, turns=turns, start_delay_s=start_delay_s,
                                   pods=node.outputs["pods"], processes=node.outputs["processes"],
+                                  replicas=node.outputs["replicas"],
                                   resource=node.outputs["resource"], resource_count=node.outputs["count"],
                                   node_selector=node.outputs["node_selector"], node_name=node_name,
                                   device=device, engine=engine, lattice=lattice, seed=seed)
@@ -138,7 +139,8 @@ def sweep_node(image: str, node_name: str, gpu_model: str, modes: List[str], par
                         operator_namespace=operator_namespace, reconfigure_timeout_s=reconfigure_timeout_s,
                         force=force)
     collected = in_image(collect_results(records=swept.output, node_name=plan.outputs["node_name"],
-                                         gpu_model=plan.outputs["gpu_model"]), image)
+                                         gpu_model=plan.outputs["gpu_model"],
+                                         sweep_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER), image)
     in_image(plot_loss(results=collected.outputs["results"]), image)
     return collected.outputs["results"]
 

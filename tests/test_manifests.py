@@ -1,0 +1,240 @@
+"""manifests/: in sync with the render, valid Kubernetes objects, valid operator configs, least privilege."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from kubernetes_validate.utils import latest_version, major_minor
+
+from sharebench.cli import main
+from sharebench.errors import UserError
+from sharebench.gpus import GPU_MODELS, resolve_layout
+from sharebench.node import manifests as mf
+from sharebench.node import schemas
+
+ROOT = Path(__file__).resolve().parents[1]
+MANIFESTS = ROOT / "manifests"
+RENDER = mf.render()
+K8S_VERSIONS = ["1.33", major_minor(latest_version())]  # a current one, and the newest shipped (offline)
+OBJECTS = mf.kubernetes_objects(RENDER)
+
+
+def load(rel: str):
+    return yaml.safe_load(RENDER[rel])
+
+
+DP_CM = load(f"operator/0100_configmap_{mf.DEVICE_PLUGIN_CONFIGMAP}.yaml")
+MIG_CM = load(f"operator/0200_configmap_{mf.MIG_PARTED_CONFIGMAP}.yaml")
+MIG_CFG = yaml.safe_load(MIG_CM["data"][mf.MIG_PARTED_KEY])
+VALUES = load("helm/gpu-operator-values.yaml")
+
+
+# ---------------------------------------------------------------- committed files
+def test_committed_manifests_match_the_render():
+    assert mf.check(MANIFESTS) == [], "run: sharebench manifests render --out manifests"
+
+
+def test_layout_one_object_per_numbered_file():
+    for rel, text in RENDER.items():
+        folder, name = rel.split("/")
+        assert folder in mf.OWNED_DIRS and name.endswith(".yaml")
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        assert len(docs) == 1, rel
+        if folder == "helm":
+            continue
+        m = re.fullmatch(r"(\d{4})_([a-z]+)_(.+)\.yaml", name)
+        assert m, f"{rel}: want NNNN_<kind>_<name>.yaml"
+        assert m.group(2) == docs[0]["kind"].lower() and m.group(3) == docs[0]["metadata"]["name"], rel
+
+
+# ---------------------------------------------------------------- Kubernetes schemas
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+@pytest.mark.parametrize("rel, obj", OBJECTS, ids=[rel for rel, _ in OBJECTS])
+def test_objects_validate_against_kubernetes_openapi(rel, obj, version):
+    assert kubernetes_validate.validate(obj, version, strict=True) == version
+
+
+@pytest.mark.parametrize("broken, where", [
+    ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": 1}}, "data.a"),
+    ({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "x"},
+      "rules": [{"apiGroups": [""], "resources": ["pods"], "verb": ["get"]}]}, "rules.0"),
+    ({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x", "labelz": {}}}, "metadata"),
+])
+def test_kubernetes_validation_catches_broken_objects(broken, where):
+    with pytest.raises(kubernetes_validate.ValidationError) as exc:
+        kubernetes_validate.validate(broken, K8S_VERSIONS[0], strict=True)
+    assert ".".join(str(p) for p in exc.value.path).startswith(where)
+
+
+# ---------------------------------------------------------------- operator configs
+def test_device_plugin_entries():
+    entries = DP_CM["data"]
+    assert sorted(entries) == sorted(["exclusive", "timeslice-2", "timeslice-4", "timeslice-8", "mps-2", "mps-4", "mps-8"])
+    for name, text in entries.items():
+        cfg = yaml.safe_load(text)
+        schemas.validate("device-plugin config", cfg, name)
+        if name == "exclusive":
+            assert cfg == {"version": "v1"}
+            continue
+        kind, n = name.split("-")
+        key = {"timeslice": "timeSlicing", "mps": "mps"}[kind]
+        assert cfg["sharing"][key]["resources"] == [{"name": "nvidia.com/gpu", "replicas": int(n)}]
+        assert cfg["sharing"][key]["renameByDefault"] is False
+
+
+def test_mig_parted_config_covers_every_layout_of_every_model():
+    schemas.validate("mig-parted config", MIG_CFG)
+    assert schemas.mig_parted_problems(MIG_CFG) == []
+    configs = MIG_CFG["mig-configs"]
+    assert configs["all-disabled"] == [{"devices": "all", "mig-enabled": False}]
+    for model in GPU_MODELS.values():
+        for short in ("1g", "2g", "3g", "4g", "7g"):
+            layout = resolve_layout(model, short)
+            items = [i for i in configs[layout] if mf.PCI_DEVICE_IDS[model.key][0] in i["device-filter"]]
+            assert len(items) == 1, (model.key, layout)
+            prof = model.profile(layout[4:])
+            assert items[0]["mig-devices"] == {prof.name: prof.max_count}
+
+
+def test_shared_layout_name_has_one_item_per_model():
+    counts = {tuple(i["device-filter"]): i["mig-devices"]["1g.10gb"] for i in MIG_CFG["mig-configs"]["all-1g.10gb"]}
+    assert counts == {mf.PCI_DEVICE_IDS["A100-40GB"]: 4, mf.PCI_DEVICE_IDS["A100-80GB"]: 7,
+                      mf.PCI_DEVICE_IDS["H100-80GB"]: 7}
+
+
+def test_helm_values_point_at_the_configmaps():
+    schemas.validate("gpu-operator Helm values", VALUES)
+    assert VALUES["mig"]["strategy"] == "mixed"
+    assert VALUES["devicePlugin"]["config"] == {"create": False, "name": DP_CM["metadata"]["name"], "default": "exclusive"}
+    assert VALUES["devicePlugin"]["config"]["default"] in DP_CM["data"]
+    assert VALUES["migManager"]["config"]["name"] == MIG_CM["metadata"]["name"]
+    assert VALUES["migManager"]["config"]["default"] in MIG_CFG["mig-configs"]
+    assert DP_CM["metadata"]["namespace"] == MIG_CM["metadata"]["namespace"] == mf.OPERATOR_NAMESPACE
+
+
+@pytest.mark.parametrize("kind, doc, problem", [
+    ("device-plugin config", {"version": "v2"}, "version: 'v1' was expected"),
+    ("device-plugin config", {"version": "v1", "sharing": {"timeSlicing": {"resources": [
+        {"name": "nvidia.com/gpu", "replicas": 0}]}}}, "sharing.timeSlicing.resources.0.replicas: 0 is less than the minimum of 1"),
+    ("device-plugin config", {"version": "v1", "sharing": {"timeslicing": {"resources": []}}}, "sharing: Additional properties"),
+    ("device-plugin config", {"version": "v1", "sharing": {
+        "timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]},
+        "mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]}}}, "sharing: "),
+    ("device-plugin config", {"version": "v1", "sharing": {"mps": {"resources": [
+        {"name": "amd.com/gpu", "replicas": 2}]}}}, "sharing.mps.resources.0.name: 'amd.com/gpu' does not match"),
+    ("device-plugin config", {"version": "v1", "sharing": {"mps": {"resources": [
+        {"name": "nvidia.com/gpu", "replicas": 2, "devices": "some"}]}}}, "sharing.mps.resources.0.devices"),
+    ("mig-parted config", {"version": "v1", "mig-configs": {"x": [{"devices": "all", "mig-enabled": False,
+                                                                   "mig-devices": {"1g.5gb": 7}}]}}, "mig-configs.x.0"),
+    ("mig-parted config", {"version": "v1", "mig-configs": {"x": [{"devices": "all", "mig-enabled": True}]}},
+     "'mig-devices' is a required property"),
+    ("mig-parted config", {"version": "v1", "mig-configs": {"x": [{"device-filter": "20B010DE", "devices": "all",
+                                                                   "mig-enabled": True, "mig-devices": {"1g.5gb": 7}}]}},
+     "mig-configs.x.0.device-filter"),
+    ("mig-parted config", {"version": "v1", "mig-configs": {"x": [{"devices": "all", "mig-enabled": True,
+                                                                   "mig-devices": {"1g": 7}}]}}, "mig-configs.x.0.mig-devices"),
+    ("gpu-operator Helm values", {**mf.helm_values(), "mig": {"strategy": "none"}}, "mig.strategy: 'none' is not one of"),
+    ("gpu-operator Helm values", {**mf.helm_values(), "devicePlugin": {"config": {"name": "x"}}},
+     "devicePlugin.config: 'default' is a required property"),
+])
+def test_operator_schemas_reject_bad_configs(kind, doc, problem):
+    with pytest.raises(UserError) as exc:
+        schemas.validate(kind, doc)
+    assert str(exc.value).startswith(f"invalid {kind}: ") and problem in str(exc.value)
+
+
+def test_schemas_are_valid_json_schemas():
+    for schema in schemas.SCHEMAS.values():
+        jsonschema.Draft202012Validator.check_schema(schema)
+
+
+@pytest.mark.parametrize("item, problems", [
+    ({"device-filter": ["0x233510DE"], "devices": "all", "mig-enabled": True, "mig-devices": {"1g.18gb": 8}},
+     ["8 x 1g.18gb > 7 on H200", "8 compute slices > 7 on H200"]),
+    ({"device-filter": "0x20B010DE", "devices": "all", "mig-enabled": True, "mig-devices": {"4g.20gb": 1, "7g.40gb": 1}},
+     ["11 compute slices > 7 on A100-40GB"]),
+    ({"device-filter": ["0x233010DE"], "devices": "all", "mig-enabled": True, "mig-devices": {"1g.5gb": 7}},
+     ["profile 1g.5gb does not exist on H100-80GB"]),
+    ({"device-filter": ["0x233010DE"], "devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 1, "4g.40gb": 1}},
+     []),
+], ids=["too-many", "too-many-slices", "foreign-profile", "fits"])
+def test_mig_parted_semantics(item, problems):
+    got = schemas.mig_parted_problems({"version": "v1", "mig-configs": {"bad": [item]}})
+    assert got == [f"bad[0]: {p}" for p in problems]
+
+
+# ---------------------------------------------------------------- RBAC
+def test_rbac_least_privilege():
+    rules = {obj["kind"]: obj.get("rules") for _, obj in mf.rbac_objects()}
+    assert rules["ClusterRole"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+    ]
+    assert rules["Role"] == [
+        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [mf.DEVICE_PLUGIN_CONFIGMAP],
+         "verbs": ["get", "update"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
+    ]
+    for _, obj in OBJECTS:
+        for rule in obj.get("rules", []):
+            assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
+
+
+def test_rbac_bindings_point_at_the_service_account():
+    objs = {obj["kind"]: obj for _, obj in mf.rbac_objects()}
+    sa = objs["ServiceAccount"]["metadata"]
+    assert sa["namespace"] == mf.RUN_NAMESPACE
+    for kind, role in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
+        b = objs[kind]
+        assert b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role, "name": objs[role]["metadata"]["name"]}
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}]
+    assert objs["Role"]["metadata"]["namespace"] == objs["RoleBinding"]["metadata"]["namespace"] == mf.OPERATOR_NAMESPACE
+
+
+# ---------------------------------------------------------------- CLI
+def test_cli_render_for_one_gpu_then_check(tmp_path, capsys):
+    out = tmp_path / "m"
+    assert main(["manifests", "render", "--gpu", "H200", "--out", str(out)]) == 0
+    cfg = yaml.safe_load(yaml.safe_load((out / "operator/0200_configmap_sharebench-mig-parted-config.yaml").read_text())
+                         ["data"]["config.yaml"])
+    filters = {f for items in cfg["mig-configs"].values() for i in items for f in i.get("device-filter", [])}
+    assert filters == set(mf.PCI_DEVICE_IDS["H200"])
+    assert sorted(cfg["mig-configs"]) == sorted(["all-disabled"] + mf.mig_layouts(GPU_MODELS["H200"]))
+    capsys.readouterr()
+    assert main(["manifests", "check", "--dir", str(out)]) == 1          # narrower than the default render
+    assert "differs: operator/0200_configmap_sharebench-mig-parted-config.yaml" in capsys.readouterr().err
+
+
+def test_cli_check_reports_drift(tmp_path, capsys):
+    out = tmp_path / "m"
+    assert main(["manifests", "render", "--out", str(out)]) == 0
+    assert main(["manifests", "check", "--dir", str(out)]) == 0
+    (out / "rbac/0200_clusterrole_sharebench-node.yaml").write_text("# hand edit\n")
+    (out / "rbac/0900_extra.yaml").write_text("kind: Secret\n")
+    (out / "namespace/0110_namespace_sharebench.yaml").unlink()
+    (out / "monitoring").mkdir()
+    (out / "monitoring/0100_other_area.yaml").write_text("kind: ServiceMonitor\n")   # not ours: ignored
+    capsys.readouterr()
+    assert main(["manifests", "check", "--dir", str(out)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[:3] == ["missing: namespace/0110_namespace_sharebench.yaml",
+                       "differs: rbac/0200_clusterrole_sharebench-node.yaml",
+                       "not rendered (stale or hand-made): rbac/0900_extra.yaml"]
+    # a render brings it back in sync and leaves other areas' folders alone
+    assert main(["manifests", "render", "--out", str(out)]) == 0
+    assert main(["manifests", "check", "--dir", str(out)]) == 0
+    assert (out / "monitoring/0100_other_area.yaml").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["manifests", "render", "--gpu", "V100"], "sharebench: error: unknown GPU model 'V100'; known: "),
+    (["manifests", "check", "--dir", "/nonexistent/m"], "sharebench: error: manifests folder '/nonexistent/m' does not exist"),
+])
+def test_cli_manifest_errors(capsys, tmp_path, argv, message):
+    assert main(argv + (["--out", str(tmp_path)] if argv[1] == "render" else [])) == 2
+    assert capsys.readouterr().err.startswith(message)
