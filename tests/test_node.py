@@ -190,6 +190,17 @@ def test_mig_single_strategy(tmp_path):
         assert restore("n1", api_client=api, poll_s=SIM_POLL_S)["resources"] == {"nvidia.com/gpu": 2}
 
 
+@pytest.mark.parametrize("strategy, resource, count", [("single", "nvidia.com/gpu", 14),
+                                                       ("mixed", "nvidia.com/mig-1g.18gb", 14)])
+def test_mig_without_strategy_label_names_the_advertised_resource(tmp_path, strategy, resource, count):
+    with SimCluster(tmp_path, mig_strategy=strategy) as sim:
+        sim.add_gpu_node("n1", "H200", gpus=2)
+        sim._update("nodes", "", "n1", lambda n: n["metadata"]["labels"].pop("nvidia.com/mig.strategy"))
+        res = reconfigure("n1", "mig:1g", api_client=sim.api_client(), timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+        assert res["mig_strategy"] is None
+        assert (res["resource"], res["resources"][resource]) == (resource, count)
+
+
 def test_status_of_a_node_already_in_single_mig(tmp_path):
     with SimCluster(tmp_path, mig_strategy="single") as sim:
         sim.add_gpu_node("n1", "A100-40GB", gpus=3)

@@ -614,6 +614,11 @@ def reconfigure(node: str, mode: str, *, gpu_model: str | None = None, namespace
 
     final = sess.read_node()
     fl = _labels(final)
+    resource = t.resource
+    if t.mode.kind == "mig" and facts.mig_strategy is None and t.mig_layout != "all-disabled":
+        # no nvidia.com/mig.strategy label: name the resource the node turned out to advertise
+        if gpu_resources(final).get(t.resource, 0) != facts.gpus * t.per_gpu:
+            resource = "nvidia.com/gpu"
     return {
         "node": node,
         "mode": m.label,
@@ -622,7 +627,7 @@ def reconfigure(node: str, mode: str, *, gpu_model: str | None = None, namespace
         "device_plugin_config": t.entry,
         "mig_config": fl.get(LABEL_MIG),
         "mig_strategy": facts.mig_strategy,
-        "resource": t.resource,
+        "resource": resource,
         "resources": gpu_resources(final),
         "labels": {k: v for k, v in sorted(fl.items()) if k.startswith("nvidia.com/")},
         "cordoned": bool(final.spec and final.spec.unschedulable),
