@@ -238,3 +238,18 @@ def test_cli_check_reports_drift(tmp_path, capsys):
 def test_cli_manifest_errors(capsys, tmp_path, argv, message):
     assert main(argv + (["--out", str(tmp_path)] if argv[1] == "render" else [])) == 2
     assert capsys.readouterr().err.startswith(message)
+
+
+def test_render_for_other_namespaces(tmp_path):
+    files = mf.render(mf.RenderOptions(operator_namespace="nvidia-gpu", run_namespace="kubeflow-user-a"))
+    objs = dict(mf.kubernetes_objects(files))
+    assert objs["namespace/0110_namespace_kubeflow-user-a.yaml"]["metadata"]["name"] == "kubeflow-user-a"
+    assert objs["rbac/0100_serviceaccount_sharebench-node.yaml"]["metadata"]["namespace"] == "kubeflow-user-a"
+    assert objs["rbac/0300_clusterrolebinding_sharebench-node.yaml"]["subjects"][0]["namespace"] == "kubeflow-user-a"
+    for rel in ("rbac/0210_role_sharebench-node.yaml", "rbac/0310_rolebinding_sharebench-node.yaml",
+                "operator/0100_configmap_sharebench-device-plugin-config.yaml"):
+        assert objs[rel]["metadata"]["namespace"] == "nvidia-gpu"
+    for rel, obj in objs.items():
+        kubernetes_validate.validate(obj, K8S_VERSIONS[0], strict=True)
+    with pytest.raises(UserError, match=r"namespace 'Kubeflow' is not a valid Kubernetes name"):
+        mf.render(mf.RenderOptions(run_namespace="Kubeflow"))

@@ -55,6 +55,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="limit the mig-parted config to this GPU model (repeatable; e.g. H200, A100-40GB)")
     rd.add_argument("--mig-strategy", default=mf.DEFAULT_MIG_STRATEGY, choices=mf.MIG_STRATEGIES,
                     help=f"gpu-operator MIG strategy (default {mf.DEFAULT_MIG_STRATEGY})")
+    rd.add_argument("--operator-namespace", default=mf.OPERATOR_NAMESPACE,
+                    help=f"namespace of the gpu-operator (default {mf.OPERATOR_NAMESPACE})")
+    rd.add_argument("--run-namespace", default=mf.RUN_NAMESPACE,
+                    help=f"namespace of the pipeline's pods and service account (default {mf.RUN_NAMESPACE})")
     rd.add_argument("--out", default="manifests", help="output folder (default ./manifests)")
     rd.set_defaults(func=_render)
     ck = msub.add_parser("check", help="exit 1 if the committed manifests differ from the render")
@@ -128,7 +132,9 @@ def _status(args) -> int:
 
 
 def _render(args) -> int:
-    written = mf.write(args.out, mf.RenderOptions(gpus=tuple(args.gpu), mig_strategy=args.mig_strategy))
+    written = mf.write(args.out, mf.RenderOptions(gpus=tuple(args.gpu), mig_strategy=args.mig_strategy,
+                                                  operator_namespace=args.operator_namespace,
+                                                  run_namespace=args.run_namespace))
     for path in written:
         print(path)
     return 0
