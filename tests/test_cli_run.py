@@ -1,0 +1,83 @@
+"""`sharebench run` / `sharebench report`: exact exit codes and one-line messages."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from test_analysis import crafted_rows
+
+from sharebench.cli import main
+from sharebench.results import ResultsWriter
+
+MODES = "exclusive, timeslice:N, mps:N[@PCT], mig:LAYOUT, partition:N"
+PARTICLES = "allowed: whole numbers > 0 such as 10000 or 5e6"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--modes", "bogus"], f"unknown sharing mode 'bogus'; allowed: {MODES}"),
+    (["--modes", "exclusive,timeslice:0"], "replica count must be >= 1 in 'timeslice:0'"),
+    (["--modes", "timeslice:two"], "bad replica count in 'timeslice:two'; allowed: an integer N >= 1"),
+    (["--particles", "0"], f"bad particle count '0'; {PARTICLES}"),
+    (["--particles=-5"], f"bad particle count '-5'; {PARTICLES}"),
+    (["--particles", "1e4,lots"], f"bad particle count 'lots'; {PARTICLES}"),
+    (["--turns", "0"], "bad --turns '0'; allowed: a whole number >= 1"),
+    (["--repeats", "x"], "bad --repeats 'x'; allowed: a whole number >= 1"),
+    (["--device", "tpu"], "bad device 'tpu': allowed are auto, cpu, cuda[:N], opencl[:P.D]"),
+    (["--device", "cpu", "--modes", "mps:2"],
+     "mps:2 needs an NVIDIA GPU through CUDA (--device cuda); the device is cpu ({cpu}): MPS exists only for CUDA "
+     "on NVIDIA GPUs"),
+    (["--device", "cpu", "--modes", "mig:1g"], "mig:1g needs an NVIDIA GPU through CUDA (--device cuda); the device "
+                                               "is cpu ({cpu})"),
+    (["--device", "cpu", "--modes", "partition:99"],
+     "partition:99 needs at least 99 cores; this process may use {ncores} ({cpus})"),
+    (["--device", "cpu", "--particles", "1e12"],
+     # 1e12 x 96 B + 67,108,864 B overhead = 96,000,067,108,864 B
+     "exclusive at 1,000,000,000,000 particles: 1,000,000,000,000 particles need 96,000,067,108,864 bytes with the "
+     "simpletrack engine (96 B/particle + 67,108,864 B overhead) but the device memory is {mem:,} bytes; at most "
+     "{most:,} particles fit"),
+    (["--lattice", "/nonexistent.json"], "lattice file '/nonexistent.json' not found; give an Xsuite line JSON or "
+                                         "JSON.gz"),
+])
+def test_run_bad_input(argv, message, capsys, tmp_path):
+    from sharebench.kernel import resolve_device
+    from sharebench.results import format_cpus
+
+    cpu = resolve_device("cpu")
+    cpus = sorted(os.sched_getaffinity(0))
+    expected = message.format(cpu=cpu.name, ncores=len(cpus), cpus=format_cpus(cpus), mem=cpu.memory_bytes,
+                              most=(cpu.memory_bytes - 67_108_864) // 96)
+    out = tmp_path / "out"
+    assert main(["run", "--out", str(out), "--no-progress", *argv]) == 2
+    assert capsys.readouterr().err == f"sharebench: error: {expected}\n"
+    assert not out.exists()  # nothing ran, nothing written
+
+
+def test_run_refuses_a_folder_with_results(capsys, tmp_path):
+    ResultsWriter(tmp_path).append(crafted_rows()[:1])
+    assert main(["run", "--device", "cpu", "--out", str(tmp_path), "--no-progress"]) == 2
+    assert capsys.readouterr().err == (f"sharebench: error: {tmp_path} already holds results.csv; use --resume to "
+                                       "continue it, or another --out\n")
+
+
+def test_report_command(capsys, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    ResultsWriter(a).append(crafted_rows())
+    ResultsWriter(b).append(crafted_rows())
+    assert main(["report", str(a), "--compare", str(b)]) == 0
+    assert capsys.readouterr().out == f"report: {a}/report.html  ({a}/report.md)\n"
+    assert main(["report", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err == f"sharebench: error: results folder {tmp_path}/none does not exist\n"
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty")]) == 2
+    assert capsys.readouterr().err == (f"sharebench: error: no results file at {tmp_path}/empty/results.csv; run "
+                                       "`sharebench run --out DIR` first\n")
+
+
+def test_entry_point_prints_one_line_without_traceback(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "sharebench", "run", "--modes", "timeslice:0", "--out",
+                        str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    assert p.stderr == "sharebench: error: replica count must be >= 1 in 'timeslice:0'\n"

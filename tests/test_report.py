@@ -1,0 +1,106 @@
+"""report.md / report.html from a crafted results folder, alone and beside a second one."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from test_analysis import crafted_rows
+
+from sharebench.errors import UserError
+from sharebench.report import build_report
+from sharebench.results import ResultsWriter
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    a = tmp_path_factory.mktemp("a100ish")
+    ResultsWriter(a).append(crafted_rows())
+    # a second folder: the same cells 10% slower (like another GPU model)
+    b = tmp_path_factory.mktemp("other")
+    rows = crafted_rows()
+    for r in rows:
+        if r.get("track_s") is not None:
+            r["track_s"] *= 1.1
+            r["track_end"] = r["track_start"] + r["track_s"]
+    ResultsWriter(b).append(rows)
+    return a, b
+
+
+def test_report_alone(folders):
+    a, _ = folders
+    paths = build_report(a)
+    md = paths["markdown"].read_text()
+    for title in ("Time-slicing: N replicas on one device at once", "MPS: N replicas as clients of one MPS server",
+                  "MIG: one replica per MIG instance against the full GPU", "Partition scaling against the ideal",
+                  "Aggregate throughput per physical device and sharing gain", "Flags", "Machine", "Definitions"):
+        assert f"## {title}" in md
+    # the numbers of the crafted sweep (see test_analysis): 4.55% time-slicing, 40.91% MPS, 136.54% MIG loss
+    assert "| 1,000 | timeslice:2 | 2 | 11.000 | [10.000, 12.000] | 22.000 | 23.000 |" in md
+    assert "| 4.55 | [-12.50, 20.00] |" in md and "| 40.91 | [25.00, 60.00] |" in md and "| 136.54 |" in md
+    assert "overlap 50.00% < 95%: replicas did not track together; left out of the loss" in md
+    assert "no machine.json in this folder" in md
+    for name in ("loss_vs_particles", "time_vs_particles", "throughput"):
+        assert f"![{name}](plots/{name}.png)" in md
+        assert (a / "plots" / f"{name}.svg").read_text().lstrip().startswith("<?xml")
+    for name in ("timeslice", "mps", "mig", "partition", "throughput", "flags", "cells"):
+        assert (a / "tables" / f"{name}.csv").exists()
+
+
+def test_html_is_self_contained(folders):
+    a, _ = folders
+    page = build_report(a)["html"].read_text()
+    srcs = re.findall(r"src='([^']*)'", page) + re.findall(r'src="([^"]*)"', page)
+    assert len(srcs) >= 3 and all(s.startswith("data:image/") for s in srcs)
+    assert "<link" not in page and "http://" not in page and "https://" not in page
+    assert page.count("<table") >= 6 and "136.54" in page
+
+
+def test_report_beside_a_second_folder(folders):
+    a, b = folders
+    md = build_report(a, compare=b)["markdown"].read_text()
+    assert f"Compared with **{b.name}**." in md
+    # the slower folder: T_1 = 11 * 1.1 = 12.1, same loss (all times scaled alike)
+    assert "| 1,000 | timeslice:2 | 2 | 12.100 | [11.000, 13.200] | 24.200 | 25.300 |" in md
+    section = md.split("## Time-slicing")[1].split("\n## ")[0]
+    assert section.count("| 4.55 | [-12.50, 20.00] |") == 2
+    page = (a / "report.html").read_text()
+    assert "<div class='side'>" in page and b.name in page
+
+
+def test_typed_in_publication_figures(tmp_path, folders):
+    """A folder typed in from a paper: only the columns it knows (no wall-clock windows)."""
+    a, _ = folders
+    pub = tmp_path / "publication"
+    pub.mkdir()
+    lines = ["schema_version,sweep_id,cell_id,mode,mode_kind,replicas,replica,repeat,device_class,backend,engine,"
+             "lattice,particles,turns,track_s,status,cell_status"]
+    for r, (t1, t2) in enumerate([(26.0, 60.0), (26.4, 61.0), (25.8, 59.0)], start=1):
+        common = "paper,{cid},{mode},{kind},{n},{i},{r},gpu,opencl,simpletrack,lhc,5000000,100,{t},ok,ok"
+        lines.append("1," + common.format(cid=f"ex_r{r}", mode="exclusive", kind="exclusive", n=1, i=0, r=r, t=t1))
+        for i in range(2):
+            lines.append("1," + common.format(cid=f"ts_r{r}", mode="timeslice:2", kind="timeslice", n=2, i=i, r=r,
+                                              t=t2))
+    (pub / "results.csv").write_text("\n".join(lines) + "\n")
+    md = build_report(pub, compare=a)["markdown"].read_text()
+    # without windows, T_N is the longest replica time: median(60, 61, 59) = 60; T_1 = 26;
+    # loss = (60 - 52) / 52 = 15.38%
+    assert "| 5,000,000 | timeslice:2 | 2 | 26.000 | [25.800, 26.400] | 52.000 | 60.000 |" in md
+    assert "| 15.38 |" in md
+
+
+@pytest.mark.parametrize("which, message", [
+    ("missing", "results folder {d}/missing does not exist"),
+    ("compare-missing", "comparison folder {d}/nope does not exist"),
+    ("compare-self", "--compare {a} is the results folder itself; give a second results folder"),
+])
+def test_report_refusals(folders, tmp_path, which, message):
+    a, _ = folders
+    with pytest.raises(UserError) as e:
+        if which == "missing":
+            build_report(tmp_path / "missing")
+        elif which == "compare-missing":
+            build_report(a, compare=tmp_path / "nope")
+        else:
+            build_report(a, compare=a)
+    assert str(e.value) == message.format(d=tmp_path, a=a)
