@@ -24,9 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                           "(default: exclusive,timeslice:2,timeslice:4 + mps:2 on CUDA / partition:2 on the CPU)")
     run.add_argument("--particles", default=None,
                      help="comma-separated particle counts per replica, e.g. 5e6,1e7,1.5e7 "
-                          "(default: 500,1000 on the CPU; 1e6,2e6,4e6 on a GPU)")
+                          "(default: 500,1000 on the CPU; 1e6,2e6 on a GPU)")
     run.add_argument("--turns", default=None,
-                     help="turns per run (default: 10 on the CPU, 20 on a GPU)")
+                     help="turns per run (default: 10)")
     run.add_argument("--repeats", default="3", help="measured repeats (default 3)")
     run.add_argument("--warmup-repeats", default="1",
                      help="discarded warm-up repeats before them (default 1)")
