@@ -95,7 +95,7 @@ def _print(result: dict, as_json: bool) -> None:
         print(f"{key}: {value}")
     prior = result.get("previous", result.get("prior_state"))
     if prior:
-        labels = ", ".join(f"{k}={v}" for k, v in prior.get("labels", {}).items())
+        labels = ", ".join(f"{k}={'(absent)' if v is None else v}" for k, v in prior.get("labels", {}).items())
         print(f"prior state (recorded {prior.get('recorded_at')}): {labels}")
 
 

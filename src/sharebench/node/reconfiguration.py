@@ -352,7 +352,7 @@ def _wait(sess: _Session, what: str, check: Callable[[], tuple[bool, str, str | 
 
 
 def _fmt(d: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in d.items()) or "none"
+    return ", ".join(f"{k}={'(removed)' if v is None else v}" for k, v in d.items()) or "none"
 
 
 def _wait_mig_state(sess: _Session, layout: str, operator_ns: str) -> None:
