@@ -448,6 +448,19 @@ def test_missing_node(sim_target: Target):
                               f"nodes: cpu-node-1, {NODE}")
 
 
+def test_missing_node_on_target(target: Target):
+    with pytest.raises(NodeError, match=r"state pre-flight: node 'sharebench-no-such-node' not found"):
+        reconfigure("sharebench-no-such-node", "mps:2", api_client=target.api, timeout_s=1)
+
+
+def test_invalid_layout_on_target(target: Target):
+    model = target.status()["gpu_model"]
+    foreign = "1g.18gb" if model != "H200" else "1g.5gb"
+    with pytest.raises(NodeError, match=rf"state pre-flight: MIG profile '{foreign}' does not exist on {model}"):
+        target.apply(f"mig:{foreign}")
+    assert ANNOTATION not in (node_obj(target).metadata.annotations or {})
+
+
 def test_node_without_gpus(sim_target: Target):
     with pytest.raises(NodeError, match=r"node cpu-node-1, mode mps:2, state pre-flight: has no NVIDIA GPUs: labels "
                                         r"nvidia.com/gpu.product and nvidia.com/gpu.count are absent"):
@@ -558,6 +571,31 @@ def test_unreachable_api(tmp_path):
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
     with pytest.raises(NodeError, match=rf"cannot reach the Kubernetes API at http://127.0.0.1:{port}"):
         status("n1", api_client=make_api_client(path))
+
+
+def test_in_cluster_credentials(tmp_path, monkeypatch):
+    import kubernetes.config.incluster_config as incluster
+    token, cert = tmp_path / "token", tmp_path / "ca.crt"
+    token.write_text("pod-token")
+    cert.write_text("-----BEGIN CERTIFICATE-----\n")
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(cert))
+    cfg = make_api_client().configuration
+    assert cfg.host == "https://10.96.0.1:443"
+    assert cfg.api_key["authorization"].lower() == "bearer pod-token"
+
+
+def test_no_credentials(tmp_path, monkeypatch):
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(UserError, match=r"^no Kubernetes credentials: pass --kubeconfig, set KUBECONFIG, "
+                                        r"or run in a pod with a service account$"):
+        make_api_client()
 
 
 def test_missing_kubeconfig(tmp_path):
