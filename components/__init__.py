@@ -6,7 +6,7 @@ import kfp; import the component modules (``sharebench.components.run_simpletrac
 or :func:`load` for the components themselves.
 """
 
-COMPONENTS = ("plan_sweep", "reconfigure_node", "schedule_start", "run_simpletrack", "merge_records",
+COMPONENTS = ("plan_sweep", "reconfigure_node", "schedule_start", "run_simpletrack", "check_cell", "merge_records",
               "collect_results", "plot_loss", "compare_nodes", "restore_node")
 
 

@@ -1,6 +1,5 @@
 """merge_records: fan-in of results rows, one level of ParallelFor at a time."""
 
-# no `from __future__ import annotations`: KFP reads the annotations as types
 from typing import List
 
 from kfp import dsl
@@ -10,15 +9,13 @@ from sharebench.components._image import IMAGE
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
-def merge_records(records: Input[List[Dataset]], merged: Output[Dataset], cell: bool = False):
+def merge_records(records: Input[List[Dataset]], merged: Output[Dataset]):
     """Concatenates results rows from the tasks of a ParallelFor into one dataset.
 
     Args:
         records: Results rows (JSON lists) of the loop's tasks.
         merged: Output: all their rows, in loop order (JSON list).
-        cell: The records are the pods of one cell: check them together (a failed replica,
-            or replicas on different devices, fail the cell).
     """
     from sharebench.components import steps
 
-    steps.merge_records([r.path for r in records], merged.path, cell=cell)
+    steps.merge_records([r.path for r in records], merged.path)

@@ -11,7 +11,7 @@ Shape of ``sharebench-sweep`` (one node)::
             schedule_start                                    -> particles, repeat, start_at
             run_cell  ParallelFor(pods)                       the cell's replicas, concurrently
               run_simpletrack   (N pods, or N processes in one pod)
-            merge_records (pods -> cell)
+            check_cell    (pods -> cell: a failed replica or split devices fail the cell)
           merge_records (cells -> mode)
         collect_results (modes -> results folder, loss tables, Metrics)
         plot_loss       (HTML + Markdown report, plots)
@@ -28,7 +28,7 @@ Why this shape (what KFP 2.17 really compiles and runs, on a cluster and in kfp.
   inputs: kfp.local replaces a loop body's task-output inputs by the loop item, and
   sub-variables of loop items are not resolved there; a sub-pipeline boundary avoids both.
 * Fan-in one ParallelFor level at a time (``dsl.Collected`` of artifacts, then
-  ``merge_records``): nested artifact lists do not run in kfp.local.
+  ``check_cell`` / ``merge_records``): nested artifact lists do not run in kfp.local.
 * The accelerator type/limit and the node selector come from ``reconfigure_node`` at run
   time. The compiler only carries such a value into a nested loop when a task also takes
   it as an input, so ``run_simpletrack`` takes ``resource``/``resource_count`` (it records
@@ -44,6 +44,7 @@ from kfp.dsl import Dataset
 
 from sharebench.components import steps
 from sharebench.components._image import IMAGE
+from sharebench.components.check_cell import check_cell
 from sharebench.components.collect_results import collect_results
 from sharebench.components.compare_nodes import compare_nodes
 from sharebench.components.merge_records import merge_records
@@ -57,6 +58,22 @@ from sharebench.components.schedule_start import schedule_start
 SWEEP_NAME = "sharebench-sweep"
 MULTI_NODE_NAME = "sharebench-multi-node"
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+class Loop(dsl.ParallelFor):
+    """A ParallelFor whose group (and compiled component) has a fixed name, ``for-loop-<name>``.
+
+    Every sub-pipeline numbers its groups from 1, so their loops all compile to
+    ``comp-for-loop-1``; the compiler renames the clashes in an order that changes from
+    one process to the next, and the committed YAML could never be checked for staleness.
+    """
+
+    def __init__(self, items, *, name: str, parallelism: int | None = None):
+        self._fixed_name = f"for-loop-{name}"
+        super().__init__(items, name=name, parallelism=parallelism)
+
+    def _make_name_unique(self) -> None:
+        self.name = self._fixed_name
 
 
 def in_image(task: dsl.PipelineTask, image) -> dsl.PipelineTask:
@@ -80,21 +97,21 @@ def request_gpu(task: dsl.PipelineTask, resource, count, node_selector) -> dsl.P
 def run_cell(image: str, mode: str, particles: int, turns: int, repeat: int, start_at: float,
              pods: List[int], processes: int, replicas: int, resource: str, resource_count: int,
              node_selector: dict, node_name: str, device: str, engine: str, lattice: str, seed: int) -> Dataset:
-    with dsl.ParallelFor(pods) as replica:
+    with Loop(pods, name="replicas") as replica:
         run = run_simpletrack(mode=mode, particles=particles, turns=turns, repeat=repeat, replica=replica,
                               replicas=replicas, processes=processes, start_at=start_at, device=device, engine=engine,
                               lattice=lattice, seed=seed, resource=resource, resource_count=resource_count,
                               node_name=node_name)
         request_gpu(in_image(run, image), resource, resource_count, node_selector)
-    merged = in_image(merge_records(records=dsl.Collected(run.outputs["records"]), cell=True), image)
-    return merged.outputs["merged"]
+    checked = in_image(check_cell(records=dsl.Collected(run.outputs["records"])), image)
+    return checked.outputs["cell"]
 
 
 @dsl.pipeline(name="sharebench-cells", description="The cells of one mode, one after the other.")
 def run_cells(image: str, mode: str, cells: List[int], particle_counts: List[int], repeats: int, turns: int,
               start_delay_s: float, pods: List[int], processes: int, replicas: int, resource: str, resource_count: int,
               node_selector: dict, node_name: str, device: str, engine: str, lattice: str, seed: int) -> Dataset:
-    with dsl.ParallelFor(cells, parallelism=1) as cell:
+    with Loop(cells, name="cells", parallelism=1) as cell:
         start = in_image(schedule_start(mode=mode, cell=cell, particle_counts=particle_counts, repeats=repeats,
                                         start_delay_s=start_delay_s), image)
         one = run_cell(image=image, mode=mode, particles=start.outputs["particles"], turns=turns,
@@ -111,7 +128,7 @@ def sweep_modes(image: str, node_name: str, gpu_model: str, modes: List[str], ce
                 particle_counts: List[int], repeats: int, turns: int, placement: str, start_delay_s: float,
                 device: str, engine: str, lattice: str, seed: int, operator_namespace: str,
                 reconfigure_timeout_s: float, force: bool) -> List[Dataset]:
-    with dsl.ParallelFor(modes, parallelism=1) as mode:
+    with Loop(modes, name="modes", parallelism=1) as mode:
         node = in_image(reconfigure_node(node_name=node_name, mode=mode, gpu_model=gpu_model, placement=placement,
                                          namespace=operator_namespace, timeout_s=reconfigure_timeout_s,
                                          force=force), image)
@@ -238,7 +255,7 @@ def multi_node_pipeline(
     """
     restore = in_image(restore_node(node_names=nodes), image)
     with dsl.ExitHandler(restore, name="sweeps"):
-        with dsl.ParallelFor(nodes) as node:
+        with Loop(nodes, name="nodes") as node:
             swept = sweep_node(image=image, node_name=node, gpu_model="", modes=modes,
                                particle_counts=particle_counts, repeats=repeats, turns=turns, placement=placement,
                                start_delay_s=start_delay_s, device=device, engine=engine, lattice=lattice,

@@ -1,0 +1,152 @@
+"""The compiled pipelines: the committed YAML is current, and it parses back into what we wired."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from google.protobuf import json_format
+
+pytest.importorskip("kfp", reason="kfp not installed (pip install -e '.[kfp]')")
+
+from kfp import components as kfp_components  # noqa: E402
+from kfp.kubernetes import kubernetes_executor_config_pb2 as k8s_pb2  # noqa: E402
+from kfp.pipeline_spec import pipeline_spec_pb2  # noqa: E402
+
+from sharebench.components import steps  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPELINES = ROOT / "pipelines"
+FILES = ["sharebench_sweep.yaml", "sharebench_multi_node.yaml"]
+
+
+def _docs(path: Path) -> tuple[pipeline_spec_pb2.PipelineSpec, pipeline_spec_pb2.PlatformSpec]:
+    docs = list(yaml.safe_load_all(path.read_text()))
+    assert len(docs) == 2, f"{path.name}: expected a pipeline spec and a platform spec"
+    spec = json_format.ParseDict(docs[0], pipeline_spec_pb2.PipelineSpec())
+    platform = json_format.ParseDict(docs[1], pipeline_spec_pb2.PlatformSpec())
+    return spec, platform
+
+
+def _k8s(platform: pipeline_spec_pb2.PlatformSpec, executor: str) -> k8s_pb2.KubernetesExecutorConfig:
+    raw = platform.platforms["kubernetes"].deployment_spec.executors[executor]
+    return json_format.ParseDict(json_format.MessageToDict(raw), k8s_pb2.KubernetesExecutorConfig())
+
+
+def _all_tasks(spec: pipeline_spec_pb2.PipelineSpec):
+    """(component name, task name, task spec) over the root and every sub-DAG."""
+    yield from ((("root"), n, t) for n, t in spec.root.dag.tasks.items())
+    for cname, comp in spec.components.items():
+        if comp.WhichOneof("implementation") == "dag":
+            yield from ((cname, n, t) for n, t in comp.dag.tasks.items())
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory) -> Path:
+    """The pipelines compiled now, by the CLI, with the default image (no SHAREBENCH_IMAGE)."""
+    out = tmp_path_factory.mktemp("compiled")
+    env = {k: v for k, v in os.environ.items() if k != "SHAREBENCH_IMAGE"}
+    proc = subprocess.run([sys.executable, "-m", "sharebench", "compile", "--out", str(out)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(Path(p).name for p in proc.stdout.split()) == sorted(FILES)
+    return out
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_committed_yaml_is_current(fresh, name):
+    committed = (PIPELINES / name).read_text()
+    assert (fresh / name).read_text() == committed, (
+        f"pipelines/{name} is stale: run `sharebench compile` and commit the result")
+
+
+def test_image_is_one_setting_overridable_at_compile_time(tmp_path):
+    env = dict(os.environ, SHAREBENCH_IMAGE="registry.example.org/team/sharebench:test-1")
+    proc = subprocess.run([sys.executable, "-m", "sharebench", "compile", "--out", str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    spec, _ = _docs(tmp_path / "sharebench_sweep.yaml")
+    doc = yaml.safe_load_all((tmp_path / "sharebench_sweep.yaml").read_text())
+    executors = next(doc)["deploymentSpec"]["executors"]
+    # every task runs the image the run names; the run's default is the compile-time setting
+    assert {e["container"]["image"] for e in executors.values()} == {"{{$.inputs.parameters['pipelinechannel--image']}}"}
+    assert spec.root.input_definitions.parameters["image"].default_value.string_value == \
+        "registry.example.org/team/sharebench:test-1"
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_yaml_parses_back_into_pipeline_and_platform_specs(name):
+    spec, platform = _docs(PIPELINES / name)
+    assert spec.sdk_version == "kfp-2.17.3"
+    root = spec.root.input_definitions.parameters
+    assert [v.string_value for v in root["modes"].default_value.list_value.values] == steps.DEFAULT_MODES
+    assert [v.number_value for v in root["particle_counts"].default_value.list_value.values] == \
+        [5e6, 1e7, 1.5e7]
+    assert root["placement"].default_value.string_value == "pods"
+    for p in ("modes", "particle_counts", "repeats", "turns", "placement", "image", "lattice"):
+        assert root[p].description, f"parameter {p} has no description in {name}"
+
+    # the node is restored by the exit handler's task, whatever fails before it
+    exit_tasks = [t for _, n, t in _all_tasks(spec) if n == "restore-node"]
+    assert len(exit_tasks) == 1
+    (restore,) = exit_tasks
+    policy = pipeline_spec_pb2.PipelineTaskSpec.TriggerPolicy.TriggerStrategy
+    assert restore.trigger_policy.strategy == policy.ALL_UPSTREAM_TASKS_COMPLETED
+    assert restore.inputs.parameters["status"].HasField("task_final_status")
+
+    # modes and cells strictly one at a time; a cell's replicas all at once
+    limits = {}
+    for cname, comp in spec.components.items():
+        if comp.WhichOneof("implementation") != "dag":
+            continue
+        for t in comp.dag.tasks.values():
+            if t.WhichOneof("iterator"):
+                inner = {x.component_ref.name for x in spec.components[t.component_ref.name].dag.tasks.values()}
+                limits[frozenset(inner)] = t.iterator_policy.parallelism_limit
+    assert limits[frozenset({"comp-reconfigure-node", "comp-sharebench-cells"})] == 1
+    assert limits[frozenset({"comp-schedule-start", "comp-sharebench-cell"})] == 1
+    assert limits[frozenset({"comp-run-simpletrack"})] == 0
+
+    # replica pods: the mode's resource from reconfigure_node, the node selector, the GPU taint
+    run_exec = spec.components["comp-run-simpletrack"].executor_label
+    deploy = json_format.MessageToDict(spec.deployment_spec)
+    acc = deploy["executors"][run_exec]["container"]["resources"]["accelerator"]
+    assert acc == {"resourceType": "{{$.inputs.parameters['pipelinechannel--resource']}}",
+                   "resourceCount": "{{$.inputs.parameters['pipelinechannel--resource_count']}}"}
+    k8s = _k8s(platform, run_exec)
+    assert k8s.node_selector.node_selector_json.component_input_parameter == "pipelinechannel--node_selector"
+    assert [(t.key, t.operator, t.effect) for t in k8s.tolerations] == [("nvidia.com/gpu", "Exists", "NoSchedule")]
+    # every pod carries the label the node step uses to tell sharebench's GPU pods from others
+    for label in spec.deployment_spec.fields["executors"].struct_value.fields:
+        assert dict(_k8s(platform, label).pod_metadata.labels) == {"app.kubernetes.io/part-of": "sharebench"}
+    # no container task is cached: a cached measurement (or start instant) would be a wrong one
+    containers = [t for _, _, t in _all_tasks(spec)
+                  if spec.components[t.component_ref.name].WhichOneof("implementation") == "executor_label"]
+    assert len(containers) >= 9
+    assert not [t.task_info.name for t in containers if t.caching_options.enable_cache]
+
+
+@pytest.mark.parametrize("name, pipeline, extra", [
+    ("sharebench_sweep.yaml", "sharebench-sweep", {"node_name", "gpu_model"}),
+    ("sharebench_multi_node.yaml", "sharebench-multi-node", {"nodes"}),
+])
+def test_yaml_loads_as_a_component(name, pipeline, extra):
+    comp = kfp_components.load_component_from_file(str(PIPELINES / name))
+    assert comp.name == pipeline
+    assert extra | {"modes", "particle_counts", "repeats", "turns", "placement", "image", "lattice"} <= \
+        set(comp.component_spec.inputs)
+    assert comp.component_spec.description
+
+
+def test_multi_node_runs_nodes_side_by_side_and_compares_them():
+    spec, _ = _docs(PIPELINES / "sharebench_multi_node.yaml")
+    tasks = {n: t for _, n, t in _all_tasks(spec)}
+    assert "compare-nodes" in tasks
+    node_loops = [t for t in tasks.values() if t.WhichOneof("iterator")
+                  and t.parameter_iterator.items.input_parameter == "pipelinechannel--nodes"]
+    assert len(node_loops) == 1 and node_loops[0].iterator_policy.parallelism_limit == 0
+    assert tasks["restore-node"].inputs.parameters["node_names"].component_input_parameter == "nodes"
