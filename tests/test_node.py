@@ -246,6 +246,29 @@ def test_changed_entry_is_rewritten_plugin_restarted_and_restored(sim_target: Ta
     assert sim.gpu_nodes[NODE].plugin_starts == starts + 2
 
 
+@pytest.mark.parametrize("first, second, strategy", [("timeslice:2", "mps:2", "mps"), ("mps:4", "timeslice:4", "time-slicing")])
+def test_same_count_other_strategy_waits_for_the_switch(tmp_path, first, second, strategy):
+    """timeslice:2 and mps:2 advertise the same count: the wait also reads GFD's sharing-strategy label."""
+    with SimCluster(tmp_path, delay_s=0.2) as sim:
+        sim.add_gpu_node("n1", "H200", gpus=2)
+        api = sim.api_client()
+        reconfigure("n1", first, api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+        res = reconfigure("n1", second, api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+        assert res["labels"]["nvidia.com/gpu.sharing-strategy"] == strategy
+        assert res["elapsed_s"] >= 0.2
+
+
+def test_mig_single_is_not_fooled_by_a_timeslice_leftover(tmp_path):
+    """timeslice:7 leaves nvidia.com/gpu = 7 x GPUs, the count of all-1g.18gb under strategy single."""
+    with SimCluster(tmp_path, mig_strategy="single", delay_s=0.2) as sim:
+        sim.add_gpu_node("n1", "H200", gpus=1)
+        api = sim.api_client()
+        reconfigure("n1", "timeslice:7", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+        res = reconfigure("n1", "mig:1g", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+        assert res["labels"]["nvidia.com/gpu.product"] == "NVIDIA-H200-MIG-1g.18gb"
+        assert res["labels"]["nvidia.com/gpu.replicas"] == "1"
+
+
 def test_unchanged_entry_needs_no_restart(sim_target: Target):
     starts = sim_target.sim.gpu_nodes[NODE].plugin_starts
     res = sim_target.apply("mps:8")

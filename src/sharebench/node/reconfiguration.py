@@ -51,6 +51,8 @@ LABEL_COUNT = "nvidia.com/gpu.count"
 LABEL_REPLICAS = "nvidia.com/gpu.replicas"
 LABEL_MIG_STRATEGY = "nvidia.com/mig.strategy"
 LABEL_MIG_CAPABLE = "nvidia.com/mig.capable"
+LABEL_SHARING = "nvidia.com/gpu.sharing-strategy"
+SHARING_STRATEGY = {"timeslice": "time-slicing", "mps": "mps"}
 PLUGIN_POD_SELECTOR = "app=nvidia-device-plugin-daemonset"
 RESTORED_LABELS = (LABEL_DP, LABEL_MIG)
 STATE_VERSION = 1
@@ -432,16 +434,22 @@ def _advertised_check(sess: _Session, t: _Target, facts: GpuFacts):
         have = alloc.get(t.resource, 0)
         seen = f"allocatable {_fmt(alloc)}; {LABEL_REPLICAS}={labels.get(LABEL_REPLICAS)}"
         ok = have == want
-        if t.mode.kind == "mig" and t.mig_layout != "all-disabled" and facts.mig_strategy is None:
-            # strategy unknown: accept mixed (mig-<p>) or single (nvidia.com/gpu on a -MIG- product)
+        if t.mode.kind == "mig" and t.mig_layout != "all-disabled":
+            # single: nvidia.com/gpu on a "-MIG-<profile>" product (a count alone could be a
+            # time-slicing leftover); mixed: nvidia.com/mig-<profile>; unknown strategy: either
             prof = t.mig_layout[4:]
-            ok = alloc.get(f"nvidia.com/mig-{prof}", 0) == want or (
-                alloc.get("nvidia.com/gpu", 0) == want and f"-MIG-{prof}".upper() in labels.get(LABEL_PRODUCT, "").upper())
-        elif t.mode.kind == "mig" and t.mig_layout != "all-disabled":
-            pass
+            single = (alloc.get("nvidia.com/gpu", 0) == want
+                      and f"-MIG-{prof}".upper() in labels.get(LABEL_PRODUCT, "").upper())
+            mixed = alloc.get(f"nvidia.com/mig-{prof}", 0) == want
+            ok = {"single": single, "mixed": mixed}.get(facts.mig_strategy or "", single or mixed)
         else:
             others = {k: v for k, v in alloc.items() if k != t.resource and v > 0}
             ok = ok and not others and labels.get(LABEL_REPLICAS, "1") == str(replicas or 1)
+            # GFD names the strategy (newer versions): tells timeslice:N from mps:N with equal counts
+            sharing = labels.get(LABEL_SHARING)
+            if sharing is not None:
+                ok = ok and sharing == SHARING_STRATEGY.get(t.mode.kind if replicas else "", "none")
+                seen += f"; {LABEL_SHARING}={sharing}"
         return ok, seen, None
 
     return check, f"{t.resource}={want}" + (f" and {LABEL_REPLICAS}={replicas}" if replicas else "")
