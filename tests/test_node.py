@@ -355,6 +355,19 @@ def test_restore_after_injected_api_failure(sim_target: Target):
     assert "mps-3" not in sim.configmap()["data"]   # never written
 
 
+def test_restore_waits_for_the_prior_strategy_not_just_the_count(tmp_path):
+    """The site ran time-slicing x2; after mps:2 the counts match already: restore waits for the label."""
+    with SimCluster(tmp_path, delay_s=0.2) as sim:
+        sim.add_gpu_node("n1", "H200", gpus=2)
+        api = sim.api_client()
+        sim._update("nodes", "", "n1", lambda n: n["metadata"]["labels"].update({LABEL_DP: "timeslice-2"}))
+        sim.wait_settled("n1", timeout_s=2)
+        reconfigure("n1", "mps:2", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+        res = restore("n1", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+        assert res["labels"]["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
+        assert res["labels"][LABEL_DP] == "timeslice-2" and res["elapsed_s"] >= 0.2
+
+
 def test_restore_without_record_changes_nothing(sim_target: Target):
     res = sim_target.restore()
     assert res["restored"] is False

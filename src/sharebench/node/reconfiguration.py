@@ -53,6 +53,7 @@ LABEL_MIG_STRATEGY = "nvidia.com/mig.strategy"
 LABEL_MIG_CAPABLE = "nvidia.com/mig.capable"
 LABEL_SHARING = "nvidia.com/gpu.sharing-strategy"
 SHARING_STRATEGY = {"timeslice": "time-slicing", "mps": "mps"}
+ADVERTISED_LABELS = (LABEL_PRODUCT, LABEL_REPLICAS, LABEL_SHARING)
 PLUGIN_POD_SELECTOR = "app=nvidia-device-plugin-daemonset"
 RESTORED_LABELS = (LABEL_DP, LABEL_MIG)
 STATE_VERSION = 1
@@ -485,6 +486,8 @@ def _record_prior(sess: _Session, node, facts: GpuFacts, namespace: str, configm
             "gpu_model": facts.model.key,
             "gpus": facts.gpus,
             "allocatable": gpu_resources(node),
+            # what GFD said then; restore waits for these too (counts alone can coincide)
+            "advertised_labels": {k: labels[k] for k in ADVERTISED_LABELS if k in labels},
             "configmap": {"namespace": namespace, "name": configmap, "entries": {}},
         }
         body = {"metadata": {"resourceVersion": node.metadata.resource_version,
@@ -697,13 +700,18 @@ def restore(node: str, *, api_client=None, timeout_s: float = 600, progress: Pro
         _wait_mig_state(sess, mig_prev, ns)
 
     want_alloc = {k: int(v) for k, v in prior.get("allocatable", {}).items() if int(v) > 0}
+    want_labels = dict(prior.get("advertised_labels", {}))
     sess.state = "waiting for the operator"
 
     def check():
-        got = {k: v for k, v in gpu_resources(sess.read_node()).items() if v > 0}
-        return got == want_alloc, f"allocatable {_fmt(got)}", None
+        n_now = sess.read_node()
+        got = {k: v for k, v in gpu_resources(n_now).items() if v > 0}
+        labels_now = _labels(n_now)
+        got_labels = {k: labels_now.get(k) for k in want_labels}
+        ok = got == want_alloc and got_labels == want_labels
+        return ok, f"allocatable {_fmt(got)}" + (f"; {_fmt(got_labels)}" if got_labels else ""), None
 
-    _wait(sess, f"allocatable {_fmt(want_alloc)}", check)
+    _wait(sess, f"allocatable {_fmt(want_alloc)}" + (f"; {_fmt(want_labels)}" if want_labels else ""), check)
     sess.state = "removing the prior-state annotation"
     final = sess.patch_node({"metadata": {"annotations": {ANNOTATION: None}}})
     sess.say("restored; prior-state annotation removed")
