@@ -222,7 +222,7 @@ def _run(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str], ready_
     try:
         for rp in plan.replicas:
             cfg = dict(base, replica=rp.replica, device=rp.device, ready_file=str(wd / f"ready.{rp.replica}"),
-                       start_file=str(start_file), start_at=None, cpus=rp.cpus)
+                       start_file=str(start_file), start_at=base.get("start_at"), cpus=rp.cpus)
             if rp.memory_bytes and not cfg.get("mem_limit_bytes"):
                 cfg["mem_limit_bytes"] = rp.memory_bytes
             cfg_path, out_path, log_path = (wd / f"config.{rp.replica}.json", wd / f"record.{rp.replica}.json",
