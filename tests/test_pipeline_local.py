@@ -1,0 +1,140 @@
+"""The real pipeline, run with no cluster through kfp.local (SubprocessRunner, this Python).
+
+Tiny sizes on the CPU OpenCL device (PoCL): placement 'processes' for the whole sweep, and
+one cell in placement 'pods' (two replica tasks meeting at a start instant from upstream).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+pytest.importorskip("kfp", reason="kfp not installed (pip install -e '.[kfp]')")
+
+from kfp import local  # noqa: E402
+
+from sharebench.results import load_results  # noqa: E402
+
+MODES = ["exclusive", "timeslice:2"]
+
+
+def tiny_lattice(path: Path, cells: int = 25) -> Path:
+    """A small real Xsuite line (thin FODO ring) so replica setup stays short."""
+    import xtrack as xt
+
+    els = []
+    for _ in range(cells):
+        els += [xt.Multipole(knl=[0, 1 / 12]), xt.Drift(length=10.0), xt.Multipole(knl=[0, -1 / 12]),
+                xt.Drift(length=10.0)]
+    line = xt.Line(elements=els)
+    line.particle_ref = xt.Particles(p0c=7e12, mass0=xt.PROTON_MASS_EV)
+    line.to_json(str(path))
+    return path
+
+
+def cpu_opencl_spec() -> str:
+    from sharebench.kernel import list_devices
+
+    for d in list_devices():
+        if d.backend == "opencl" and d.kind == "cpu":
+            return d.spec
+    pytest.skip("no CPU OpenCL device (PoCL) here: pip install -e '.[pocl]'")
+
+
+@pytest.fixture(scope="module")
+def lattice(tmp_path_factory) -> Path:
+    return tiny_lattice(tmp_path_factory.mktemp("lattice") / "fodo.json")
+
+
+@pytest.fixture(scope="module")
+def local_sweep(tmp_path_factory, lattice) -> Path:
+    """The whole sweep pipeline at tiny sizes; returns its run folder under pipeline_root."""
+    from sharebench.pipelines.sweep_pipeline import sweep_pipeline
+
+    root = tmp_path_factory.mktemp("pipeline_root")
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root))
+    sweep_pipeline(node_name="", gpu_model="", modes=MODES, particle_counts=[200], repeats=1, turns=2,
+                   placement="processes", lattice=str(lattice), device=cpu_opencl_spec(), start_delay_s=2.0)
+    (run,) = root.glob("sharebench-sweep-*")
+    return run
+
+
+def _outputs(task_dir: Path) -> dict:
+    return json.loads((task_dir / "executor_output.json").read_text())
+
+
+def test_local_sweep_writes_the_results_table(local_sweep):
+    df = load_results(local_sweep / "collect-results" / "results")
+    # 2 modes x 1 size x (warm-up + 1 repeat); exclusive has 1 replica, timeslice:2 has 2
+    assert sorted(df["cell_id"].unique()) == ["exclusive_p200_r0", "exclusive_p200_r1",
+                                              "timeslice:2_p200_r0", "timeslice:2_p200_r1"]
+    assert len(df) == 6
+    assert set(df["status"]) == {"ok"} and set(df["cell_status"]) == {"ok"}
+    assert df["sweep_id"].nunique() == 1 and df["sweep_id"].iloc[0]
+    assert (df["warmup"] == (df["repeat"] == 0)).all()
+    assert set(df["backend"]) == {"opencl"} and set(df["device_class"]) == {"cpu"}
+    assert (df["particles"] == 200).all() and (df["turns"] == 2).all() and (df["survived"] == 200).all()
+    ts = df[df["mode"] == "timeslice:2"]
+    assert sorted(ts["replica"]) == [0, 0, 1, 1] and set(ts["replicas"]) == {2}
+
+
+def test_local_sweep_loss_table_and_metrics_match_the_rows(local_sweep):
+    df = load_results(local_sweep / "collect-results" / "results")
+    measured = df[~df["warmup"]]
+    t1 = float(measured.loc[measured["mode"] == "exclusive", "track_s"].iloc[0])
+    ts = measured[measured["mode"] == "timeslice:2"]
+    t_n = float(ts["track_end"].max() - ts["track_start"].min())   # span of the 2 concurrent windows
+    loss_pct = (t_n - 2 * t1) / (2 * t1) * 100
+
+    import pandas as pd
+
+    table = pd.read_csv(local_sweep / "collect-results" / "results" / "tables" / "timeslice.csv")
+    row = table[(table["mode"] == "timeslice:2") & (table["particles"] == 200)]
+    assert len(row) == 1
+    assert_allclose(row["loss_pct"].iloc[0], loss_pct, rtol=1e-9)
+
+    metrics = _outputs(local_sweep / "collect-results")["artifacts"]["metrics"]["artifacts"][0]["metadata"]
+    assert set(metrics) == {"loss_pct/timeslice:2/p200"}
+    assert_allclose(metrics["loss_pct/timeslice:2/p200"], round(loss_pct, 2), atol=1e-9)
+
+    md = (local_sweep / "collect-results" / "tables").read_text()
+    assert "## Time-slicing" in md and f"| {loss_pct:.2f} |" in md
+
+
+def test_local_sweep_report_artifacts(local_sweep):
+    plot = local_sweep / "plot-loss"
+    html = (plot / "report_html").read_text()
+    md = (plot / "report_md").read_text()
+    assert html.lstrip().lower().startswith("<!doctype html") and "data:image/png;base64," in html
+    assert "timeslice:2" in html and "timeslice:2" in md
+    assert "loss" in md.lower()
+    assert {p.name for p in (plot / "plots").iterdir()} >= {"loss_vs_particles.png", "loss_vs_particles.svg"}
+    # the exit handler ran, and said it had nothing to restore
+    assert _outputs(local_sweep / "restore-node")["parameterValues"]["Output"] == []
+
+
+def test_pods_placement_cell_starts_replicas_at_the_upstream_instant(tmp_path, lattice):
+    """Placement 'pods': one task per replica (kfp.local runs two at once), each sleeping
+    until the start instant it was given, then check_cell gathers them."""
+    from sharebench.components._image import IMAGE
+    from sharebench.pipelines.sweep_pipeline import run_cell
+
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path))
+    start_at = time.time() + 25.0   # both replica tasks start, build and warm up well before it
+    task = run_cell(image=IMAGE, mode="timeslice:2", particles=300, turns=2, repeat=1, start_at=start_at,
+                    pods=[0, 1], processes=1, replicas=2, resource="nvidia.com/gpu", resource_count=1,
+                    node_selector={}, node_name="", device=cpu_opencl_spec(), engine="simpletrack",
+                    lattice=str(lattice), seed=1)
+    rows = json.loads(Path(task.output.path).read_text())
+    assert [r["replica"] for r in rows] == [0, 1]
+    assert {r["mode"] for r in rows} == {"timeslice:2"} and {r["replicas"] for r in rows} == {2}
+    assert {r["cell_id"] for r in rows} == {"timeslice:2_p300_r1"}
+    assert {r["status"] for r in rows} == {"ok"} and {r["cell_status"] for r in rows} == {"ok"}
+    starts = np.array([r["track_start"] for r in rows])
+    assert (starts >= start_at).all()
+    assert_allclose(starts, start_at, atol=2.0)   # both woke at the instant, not when their task began
