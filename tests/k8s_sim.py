@@ -11,11 +11,11 @@ the official ``kubernetes`` client through a generated kubeconfig:
   (PATCH/PUT of the node keep it); resourceVersion increments on every write; errors
   are ``Status`` objects (401, 403, 404, 409, 400); bearer-token authentication.
 * A simulated gpu-operator thread reacting to node labels like the real one:
-  - ``nvidia.com/device-plugin.config=<entry>``: after a delay the node advertises
-    ``nvidia.com/gpu`` (or ``nvidia.com/gpu.shared`` when renamed) = GPUs × replicas and
-    labels ``nvidia.com/gpu.replicas``. The device-plugin pod reads the ConfigMap when it
-    starts: a changed or new entry is seen only after that pod is deleted and its
-    DaemonSet has started a new one.
+  - ``nvidia.com/device-plugin.config=<entry>``: after a delay the device plugin advertises
+    ``nvidia.com/gpu`` (or ``nvidia.com/gpu.shared`` when renamed) = GPUs × replicas and GPU
+    feature discovery labels ``nvidia.com/gpu.replicas`` / ``gpu.sharing-strategy`` / ``gpu.product``.
+    Both pods (DaemonSets ``nvidia-device-plugin-daemonset``, ``gpu-feature-discovery``) read the
+    ConfigMap when they start: a changed or new entry is seen only by a pod started after it.
   - ``nvidia.com/mig.config=<layout>``: state ``pending``, then after a delay ``success``
     and the MIG resources in allocatable (``nvidia.com/mig-<profile>`` with strategy
     ``mixed``, ``nvidia.com/gpu`` and a ``-MIG-<profile>`` product with ``single``);
@@ -50,6 +50,8 @@ LABEL_DP = "nvidia.com/device-plugin.config"
 LABEL_MIG = "nvidia.com/mig.config"
 LABEL_MIG_STATE = "nvidia.com/mig.config.state"
 PLUGIN_DS = "nvidia-device-plugin-daemonset"
+GFD_DS = "gpu-feature-discovery"
+OPERANDS = {PLUGIN_DS: "nvidia-device-plugin", GFD_DS: "gpu-feature-discovery"}   # DaemonSet -> container
 SERVICE_ACCOUNT_USER = f"system:serviceaccount:{mf.RUN_NAMESPACE}:{mf.SERVICE_ACCOUNT}"
 
 KINDS = {  # resource -> (kind, namespaced, api group prefix)
@@ -195,13 +197,19 @@ class SimGpuNode:
     mig_seen: str | None = None                       # last value of nvidia.com/mig.config acted on
     mig_target: str | None = None
     mig_due: float = 0.0
-    snapshot: dict = field(default_factory=dict)     # ConfigMap entries the plugin pod read at start
-    plugin_up: bool = False
-    plugin_due: float | None = None                   # DaemonSet recreates the pod then
-    advertised: tuple | None = None
+    # per DaemonSet (device plugin, GFD): the ConfigMap entries its pod read at start, whether it
+    # runs, when its DaemonSet recreates it, how often it started
+    snapshot: dict = field(default_factory=dict)
+    up: dict = field(default_factory=dict)
+    due: dict = field(default_factory=dict)
+    starts: dict = field(default_factory=lambda: {ds: 0 for ds in OPERANDS})
+    advertised: tuple | None = None     # (allocatable from the plugin, labels from GFD)
     pending: tuple | None = None
     pending_due: float = 0.0
-    plugin_starts: int = 0
+
+    @property
+    def plugin_starts(self) -> int:
+        return self.starts[PLUGIN_DS]
 
 
 class SimCluster:
@@ -230,14 +238,15 @@ class SimCluster:
         # the operator's namespace objects, as applied from manifests/
         self.put_object(mf.device_plugin_configmap(self.ns))
         self.put_object(mf.mig_parted_configmap(mf.resolve_models(gpus_models), self.ns))
-        self.put_object({"apiVersion": "apps/v1", "kind": "DaemonSet",
-                         "metadata": {"name": PLUGIN_DS, "namespace": self.ns},
-                         "spec": {"selector": {"matchLabels": {"app": PLUGIN_DS}},
-                                  "template": {"metadata": {"labels": {"app": PLUGIN_DS}},
-                                               "spec": {"containers": [{"name": "nvidia-device-plugin",
-                                                                        "image": "nvcr.io/nvidia/k8s-device-plugin"}]}}},
-                         "status": {"desiredNumberScheduled": 0, "numberReady": 0,
-                                    "currentNumberScheduled": 0, "numberMisscheduled": 0}})
+        for ds, container in OPERANDS.items():
+            self.put_object({"apiVersion": "apps/v1", "kind": "DaemonSet",
+                             "metadata": {"name": ds, "namespace": self.ns},
+                             "spec": {"selector": {"matchLabels": {"app": ds}},
+                                      "template": {"metadata": {"labels": {"app": ds}},
+                                                   "spec": {"containers": [{"name": container,
+                                                                            "image": "nvcr.io/nvidia/k8s-device-plugin"}]}}},
+                             "status": {"desiredNumberScheduled": 0, "numberReady": 0,
+                                        "currentNumberScheduled": 0, "numberMisscheduled": 0}})
 
     # ------------------------------------------------------------ lifecycle
     def __enter__(self) -> "SimCluster":
@@ -331,7 +340,8 @@ class SimCluster:
         with self.lock:
             self.gpu_nodes[name] = sn
             sn.advertised = None
-            self._start_plugin_pod(sn)
+            for ds in OPERANDS:
+                self._start_operand_pod(sn, ds)
             sn.mig_seen = base.get(LABEL_MIG)
             sn.advertised = self._desired(sn, self.node(name)["metadata"]["labels"])
         return node
@@ -382,11 +392,11 @@ class SimCluster:
             cm["data"][mf.MIG_PARTED_KEY] = yaml.safe_dump(cfg)
         self._update("configmaps", self.ns, mf.MIG_PARTED_CONFIGMAP, edit)
 
-    def plugin_pods(self, node: str) -> list[dict]:
+    def plugin_pods(self, node: str, ds: str = PLUGIN_DS) -> list[dict]:
         with self.lock:
             return [copy.deepcopy(o) for (r, ns, _), o in self.objects.items()
                     if r == "pods" and ns == self.ns and o["spec"].get("nodeName") == node
-                    and o["metadata"].get("labels", {}).get("app") == PLUGIN_DS]
+                    and o["metadata"].get("labels", {}).get("app") == ds]
 
     def wait_settled(self, node: str, timeout_s: float = 5.0) -> None:
         """Until the simulated operator has nothing pending for the node."""
@@ -395,37 +405,38 @@ class SimCluster:
             with self.lock:
                 sn = self.gpu_nodes[node]
                 labels = self.node(node)["metadata"]["labels"]
-                if sn.plugin_up and sn.mig_target is None and sn.advertised == self._desired(sn, labels):
+                if all(sn.up.values()) and sn.mig_target is None and sn.advertised == self._desired(sn, labels):
                     return
             time.sleep(0.005)
         raise AssertionError(f"simulated operator did not settle on {node}")
 
     # ------------------------------------------------------------ simulated DaemonSet and operator
-    def _start_plugin_pod(self, sn: SimGpuNode) -> None:
-        ds = self.get("daemonsets", self.ns, PLUGIN_DS)
-        pod_name = f"{PLUGIN_DS}-{uuid.uuid4().hex[:5]}"
+    def _start_operand_pod(self, sn: SimGpuNode, ds_name: str) -> None:
+        """The DaemonSet's pod on the node; it reads the device-plugin ConfigMap as it starts."""
+        ds = self.get("daemonsets", self.ns, ds_name)
         self.put_object({
             "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": pod_name, "namespace": self.ns, "labels": {"app": PLUGIN_DS},
-                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": PLUGIN_DS,
+            "metadata": {"name": f"{ds_name}-{uuid.uuid4().hex[:5]}", "namespace": self.ns, "labels": {"app": ds_name},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": ds_name,
                                               "uid": ds["metadata"]["uid"], "controller": True}]},
-            "spec": {"nodeName": sn.name, "containers": [{"name": "nvidia-device-plugin",
+            "spec": {"nodeName": sn.name, "containers": [{"name": OPERANDS[ds_name],
                                                           "image": "nvcr.io/nvidia/k8s-device-plugin"}]},
             "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
         })
         cm = self.configmap()
-        sn.snapshot = dict((cm or {}).get("data") or {})
-        sn.plugin_up = True
-        sn.plugin_due = None
-        sn.plugin_starts += 1
+        sn.snapshot[ds_name] = dict((cm or {}).get("data") or {})
+        sn.up[ds_name] = True
+        sn.due[ds_name] = None
+        sn.starts[ds_name] += 1
 
     def _on_pod_deleted(self, pod: dict) -> None:
         owners = pod["metadata"].get("ownerReferences") or []
         node = pod["spec"].get("nodeName")
-        if any(o.get("kind") == "DaemonSet" and o.get("name") == PLUGIN_DS for o in owners) and node in self.gpu_nodes:
-            sn = self.gpu_nodes[node]
-            sn.plugin_up = False
-            sn.plugin_due = time.monotonic() + self.delay_s
+        for o in owners:
+            if o.get("kind") == "DaemonSet" and o.get("name") in OPERANDS and node in self.gpu_nodes:
+                sn = self.gpu_nodes[node]
+                sn.up[o["name"]] = False
+                sn.due[o["name"]] = time.monotonic() + self.delay_s
 
     def _operator_loop(self) -> None:
         while not self._stop.is_set():
@@ -472,8 +483,9 @@ class SimCluster:
 
     def _reconcile(self, sn: SimGpuNode) -> None:
         now = time.monotonic()
-        if not sn.plugin_up and sn.plugin_due is not None and now >= sn.plugin_due:
-            self._start_plugin_pod(sn)
+        for ds in OPERANDS:
+            if not sn.up.get(ds) and sn.due.get(ds) is not None and now >= sn.due[ds]:
+                self._start_operand_pod(sn, ds)
         node = self.node(sn.name)
         if node is None:
             return
@@ -498,11 +510,9 @@ class SimCluster:
             sn.mig_applied, sn.mig_target = sn.mig_target, None
             self._set_node_labels(sn, {LABEL_MIG_STATE: "success"})
             return
-        # --- device plugin
-        if not sn.plugin_up:
-            return
+        # --- device plugin (allocatable) and GPU feature discovery (labels)
         desired = self._desired(sn, labels)
-        if desired is None or desired == sn.advertised:
+        if desired == sn.advertised:
             sn.pending = None
             return
         if sn.pending != desired:
@@ -511,12 +521,20 @@ class SimCluster:
         if now >= sn.pending_due:
             self._advertise(sn, desired)
 
-    def _desired(self, sn: SimGpuNode, labels: dict) -> tuple | None:
-        """(allocatable GPU resources, GFD labels) the plugin would advertise now; None if it cannot."""
+    def _desired(self, sn: SimGpuNode, labels: dict) -> tuple:
+        """(allocatable from the device plugin, labels from GFD) as they would be now.
+
+        Each operand uses the entry as its pod read it at start; one that is down, or never
+        read that entry (its config-manager fails), keeps what it advertised."""
         entry = labels.get(LABEL_DP) or self.default_entry
-        text = sn.snapshot.get(entry)
-        if text is None:
-            return None  # the plugin pod never read that entry: config-manager fails, nothing changes
+        current = sn.advertised or (None, None)
+        parts = []
+        for i, ds in enumerate((PLUGIN_DS, GFD_DS)):
+            text = sn.snapshot.get(ds, {}).get(entry) if sn.up.get(ds) else None
+            parts.append(current[i] if text is None else self._advert(sn, text)[i])
+        return tuple(parts)
+
+    def _advert(self, sn: SimGpuNode, text: str) -> tuple:
         cfg = yaml.safe_load(text) or {}
         sharing = cfg.get("sharing") or {}
         kind, spec = next(iter(sharing.items()), ("none", {}))
@@ -548,7 +566,7 @@ class SimCluster:
         return (tuple(sorted(alloc.items())), tuple(sorted(lab.items())))
 
     def _advertise(self, sn: SimGpuNode, desired: tuple) -> None:
-        alloc, lab = dict(desired[0]), dict(desired[1])
+        alloc, lab = dict(desired[0] or ()), dict(desired[1] or ())
 
         def edit(node):
             st = node.setdefault("status", {})

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import pytest
 import yaml
-from k8s_sim import LABEL_DP, LABEL_MIG, LABEL_MIG_STATE, SimCluster
+from k8s_sim import GFD_DS, LABEL_DP, LABEL_MIG, LABEL_MIG_STATE, SimCluster
 
 from sharebench.cli import main
 from sharebench.errors import UserError
@@ -230,13 +230,18 @@ def test_changed_entry_is_rewritten_plugin_restarted_and_restored(sim_target: Ta
     sim = sim_target.sim
     site_entry = mf.dump_yaml(mf.device_plugin_config("timeslice", 3))
     sim._update("configmaps", sim.ns, mf.DEVICE_PLUGIN_CONFIGMAP, lambda cm: cm["data"].update({"timeslice-4": site_entry}))
-    sim.delete_pod(sim.ns, sim.plugin_pods(NODE)[0]["metadata"]["name"])  # the site's plugin reads it
+    for ds in sim.gpu_nodes[NODE].starts:                                   # the site's operands read it
+        sim.delete_pod(sim.ns, sim.plugin_pods(NODE, ds)[0]["metadata"]["name"])
+    time.sleep(0.05)
     sim.wait_settled(NODE)
     starts = sim.gpu_nodes[NODE].plugin_starts
 
+    gfd_starts = sim.gpu_nodes[NODE].starts[GFD_DS]
     res = sim_target.apply("timeslice:4")
     assert res["plugin_restarted"] is True
     assert sim.gpu_nodes[NODE].plugin_starts == starts + 1
+    assert sim.gpu_nodes[NODE].starts[GFD_DS] == gfd_starts + 1
+    assert res["labels"]["nvidia.com/gpu.replicas"] == "4"
     assert res["resources"]["nvidia.com/gpu"] == 8
     assert res["previous"]["configmap"]["entries"] == {"timeslice-4": site_entry}
     assert sim.configmap()["data"]["timeslice-4"] == mf.device_plugin_entries()["timeslice-4"]
@@ -277,17 +282,23 @@ def test_unchanged_entry_needs_no_restart(sim_target: Target):
     assert not [w for w in writes(sim_target.sim) if "configmaps" in w[1]]
 
 
-def test_sim_plugin_ignores_entry_changes_until_restarted(sim):
-    """The simulated plugin behaves like the real one: a label alone does not pick up an edited entry."""
+def test_sim_operands_ignore_entry_changes_until_restarted(sim):
+    """As the real operands: a label alone does not pick up an edited entry; each pod sees it after its restart."""
     sim._update("configmaps", sim.ns, mf.DEVICE_PLUGIN_CONFIGMAP,
                 lambda cm: cm["data"].update({"timeslice-2": mf.dump_yaml(mf.device_plugin_config("timeslice", 5))}))
     sim._update("nodes", "", NODE, lambda n: n["metadata"]["labels"].update({LABEL_DP: "timeslice-2"}))
     sim.wait_settled(NODE)
-    assert sim.node(NODE)["status"]["allocatable"]["nvidia.com/gpu"] == "4"   # the old entry: 2 x 2
-    sim.delete_pod(sim.ns, sim.plugin_pods(NODE)[0]["metadata"]["name"])
+    node = sim.node(NODE)
+    assert (node["status"]["allocatable"]["nvidia.com/gpu"], node["metadata"]["labels"]["nvidia.com/gpu.replicas"]) == ("4", "2")
+    sim.delete_pod(sim.ns, sim.plugin_pods(NODE)[0]["metadata"]["name"])            # the device plugin only
     time.sleep(0.05)
     sim.wait_settled(NODE)
-    assert sim.node(NODE)["status"]["allocatable"]["nvidia.com/gpu"] == "10"  # 2 x 5 after the restart
+    node = sim.node(NODE)
+    assert (node["status"]["allocatable"]["nvidia.com/gpu"], node["metadata"]["labels"]["nvidia.com/gpu.replicas"]) == ("10", "2")
+    sim.delete_pod(sim.ns, sim.plugin_pods(NODE, GFD_DS)[0]["metadata"]["name"])    # then GFD
+    time.sleep(0.05)
+    sim.wait_settled(NODE)
+    assert sim.node(NODE)["metadata"]["labels"]["nvidia.com/gpu.replicas"] == "5"
 
 
 def test_missing_configmap(sim_target: Target):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from k8s_sim import PLUGIN_DS, SimCluster, match_fields, match_labels
+from k8s_sim import GFD_DS, PLUGIN_DS, SimCluster, match_fields, match_labels
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -101,7 +101,7 @@ def test_create_delete_not_found(sim, core):
 def test_daemonset_recreates_a_deleted_plugin_pod(sim, core):
     apps = client.AppsV1Api(sim.api_client())
     ds = apps.read_namespaced_daemon_set(PLUGIN_DS, sim.ns)
-    assert [d.metadata.name for d in apps.list_daemon_set_for_all_namespaces().items] == [PLUGIN_DS]
+    assert [d.metadata.name for d in apps.list_daemon_set_for_all_namespaces().items] == [GFD_DS, PLUGIN_DS]
     pods = core.list_namespaced_pod(sim.ns, label_selector=f"app={PLUGIN_DS}", field_selector="spec.nodeName=gpu-b").items
     assert len(pods) == 1 and pods[0].metadata.owner_references[0].uid == ds.metadata.uid
     core.delete_namespaced_pod(pods[0].metadata.name, sim.ns)

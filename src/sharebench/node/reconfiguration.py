@@ -54,7 +54,11 @@ LABEL_MIG_CAPABLE = "nvidia.com/mig.capable"
 LABEL_SHARING = "nvidia.com/gpu.sharing-strategy"
 SHARING_STRATEGY = {"timeslice": "time-slicing", "mps": "mps"}
 ADVERTISED_LABELS = (LABEL_PRODUCT, LABEL_REPLICAS, LABEL_SHARING)
-PLUGIN_POD_SELECTOR = "app=nvidia-device-plugin-daemonset"
+# the operands that read the device-plugin ConfigMap when they start: the plugin (allocatable)
+# and GPU feature discovery (nvidia.com/gpu.replicas, ...sharing-strategy labels)
+PLUGIN_APP = "nvidia-device-plugin-daemonset"
+GFD_APP = "gpu-feature-discovery"
+PLUGIN_POD_SELECTOR = f"app in ({PLUGIN_APP},{GFD_APP})"
 RESTORED_LABELS = (LABEL_DP, LABEL_MIG)
 STATE_VERSION = 1
 POLL_S = 2.0
@@ -307,14 +311,16 @@ def _pod_ready(p) -> bool:
 
 
 def restart_device_plugin(sess: _Session, namespace: str) -> None:
-    """Delete the device-plugin pod on the node and wait for its DaemonSet to bring a ready one back."""
+    """Delete the device-plugin and GPU-feature-discovery pods on the node (both read the
+    ConfigMap only when they start) and wait for their DaemonSets to bring ready ones back."""
     old = _plugin_pods(sess, namespace)
-    if not old:
-        raise sess.error(f"no device-plugin pod ({PLUGIN_POD_SELECTOR}) on the node in namespace "
+    apps = sorted({(p.metadata.labels or {}).get("app") for p in old})
+    if PLUGIN_APP not in apps:
+        raise sess.error(f"no device-plugin pod (app={PLUGIN_APP}) on the node in namespace "
                          f"{namespace}; is the gpu-operator installed there (see --namespace)?")
     old_uids = {p.metadata.uid for p in old}
     for p in old:
-        sess.say(f"restarting device-plugin pod {namespace}/{p.metadata.name} so it re-reads its config")
+        sess.say(f"restarting pod {namespace}/{p.metadata.name} so it re-reads the device-plugin config")
         try:
             sess.call("delete", "pods", sess.core.delete_namespaced_pod, p.metadata.name, namespace,
                       namespace=namespace)
@@ -323,12 +329,12 @@ def restart_device_plugin(sess: _Session, namespace: str) -> None:
 
     def ready():
         pods = _plugin_pods(sess, namespace)
-        new = [p for p in pods if p.metadata.uid not in old_uids]
-        ok = any(_pod_ready(p) for p in new)
+        new = [p for p in pods if p.metadata.uid not in old_uids and _pod_ready(p)]
+        ok = {(p.metadata.labels or {}).get("app") for p in new} >= set(apps)
         seen = ", ".join(f"{p.metadata.name}={p.status.phase if p.status else '?'}" for p in pods) or "none"
-        return ok, f"device-plugin pods: {seen}", None
+        return ok, f"pods: {seen}", None
 
-    _wait(sess, "a new ready device-plugin pod", ready)
+    _wait(sess, "new ready " + " and ".join(apps) + " pods", ready)
 
 
 # ---------------------------------------------------------------- waiting
