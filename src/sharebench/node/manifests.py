@@ -184,7 +184,7 @@ def rbac_objects(operator_namespace: str = OPERATOR_NAMESPACE,
     Cluster scope: nodes get/list/patch (labels, prior-state annotation, cordon),
     pods list (refuse when a foreign pod uses the node's GPUs; find the device-plugin
     pod). Operator namespace: the device-plugin ConfigMap get/update (by name) and
-    pods delete (restart the device-plugin pod so it re-reads a changed entry).
+    pods delete (restart the device-plugin and GFD pods so they re-read a changed entry).
     No create: the ConfigMap is applied from manifests/operator/, never created by
     the tool.
     """
