@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -531,6 +532,15 @@ def test_unknown_product_needs_gpu_model(tmp_path):
 def test_modes_a_node_cannot_take(sim_target: Target, mode, message):
     with pytest.raises(NodeError, match=message):
         sim_target.apply(mode)
+
+
+@pytest.mark.parametrize("kw, message", [({"timeout_s": 0}, "timeout_s must be a number of seconds > 0 (got 0)"),
+                                         ({"poll_s": -1}, "poll_s must be a number of seconds > 0 (got -1)")])
+def test_bad_times(sim_target: Target, kw, message):
+    with pytest.raises(UserError, match=re.escape(message)):
+        reconfigure(NODE, "mps:2", api_client=sim_target.api, **kw)
+    with pytest.raises(UserError, match=re.escape(message)):
+        restore(NODE, api_client=sim_target.api, **kw)
 
 
 def test_bad_mode_string(sim_target: Target):

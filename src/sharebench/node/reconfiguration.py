@@ -553,6 +553,14 @@ def _set_entry(sess: _Session, namespace: str, name: str, entry: str, text: str 
 
 
 # ---------------------------------------------------------------- public API
+def _check_times(timeout_s: float, poll_s: float | None) -> None:
+    if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
+        raise UserError(f"timeout_s must be a number of seconds > 0 (got {timeout_s!r})")
+    if poll_s is not None and not (isinstance(poll_s, (int, float)) and poll_s > 0):
+        raise UserError(f"poll_s must be a number of seconds > 0 (got {poll_s!r})")
+
+
+
 def reconfigure(node: str, mode: str, *, gpu_model: str | None = None, namespace: str = mf.OPERATOR_NAMESPACE,
                 timeout_s: float = 600, force: bool = False, cordon: bool = False, api_client=None,
                 progress: Progress | None = None, configmap: str = mf.DEVICE_PLUGIN_CONFIGMAP,
@@ -564,6 +572,7 @@ def reconfigure(node: str, mode: str, *, gpu_model: str | None = None, namespace
     entry and MIG layout used, and ``previous`` (the prior state :func:`restore` returns to).
     """
     m = parse_mode(mode)
+    _check_times(timeout_s, poll_s)
     sess = _Session(node, m.label, api_client, progress, timeout_s, poll_s)
     if m.kind == "partition":
         raise sess.error("partition:N is a CPU-only local mode; a node takes exclusive, timeslice:N, mps:N, mig:LAYOUT")
@@ -663,6 +672,7 @@ def restore(node: str, *, api_client=None, timeout_s: float = 600, progress: Pro
     waits for the operator, then removes the annotation. Without an annotation it
     changes nothing and returns ``restored: False``.
     """
+    _check_times(timeout_s, poll_s)
     sess = _Session(node, "restore", api_client, progress, timeout_s, poll_s)
     n = sess.read_node()
     prior = _read_prior(sess, n)
