@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import resource
 import subprocess
 import sys
 import time
@@ -31,22 +32,31 @@ def test_psutil_sampler_records_a_busy_core(tmp_path):
     """One process spinning for 1.2 s on a 2+ core host: about one core busy, ~10 samples/s."""
     out = tmp_path / "telemetry.csv"
     sampler = make_sampler(CPU_DEVICE, interval_s=0.1, out_path=out).start()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run([sys.executable, "-c", BUSY.format(s=1.2)], check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     summary = sampler.stop()
+    child_cpu_s = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
     assert set(summary) == set(SUMMARY_COLUMNS)
     assert summary["tel_source"] == "psutil"
-    assert summary["tel_raw_file"] == "telemetry.csv"
+    assert summary["tel_raw_file"] == str(out)
     rows = _read_csv(out)
     assert len(rows) == summary["tel_samples"]
     # start + ~12 samples at 0.1 s + the stop sample; a niced sampler on a loaded host may lag
     assert 6 <= summary["tel_samples"] <= 20, summary["tel_samples"]
     assert_allclose(summary["tel_duration_s"], rows[-1]["t_epoch_s"] - rows[0]["t_epoch_s"])
     # the summary is exactly what the raw samples give
-    again = summarize(rows, {"source": "psutil", "interval_s": 0.1, "raw_file": "telemetry.csv"})
+    again = summarize(rows, {"source": "psutil", "interval_s": 0.1, "raw_file": str(out)})
     for col in ("tel_cpu_util_pct_mean", "tel_cpu_busy_cores_mean", "tel_host_mem_used_bytes_max"):
         assert_allclose(summary[col], again[col], rtol=1e-12)
     assert summary["tel_cpu_busy_cores_mean"] > 0.6, summary
+    # the owner's (this process's) CPU: integrated over the samples it is the child's CPU time
+    # (exact whatever else loads the host), plus a little of pytest's own
+    t = [r["t_epoch_s"] for r in rows]
+    used = sum(r["proc_busy_cores"] * (t1 - t0) for r, t0, t1 in zip(rows[1:], t, t[1:]))
+    assert used == pytest.approx(child_cpu_s, abs=0.15 + 0.1 * child_cpu_s), (used, child_cpu_s)
+    assert_allclose(summary["tel_proc_busy_cores_mean"], again["tel_proc_busy_cores_mean"], rtol=1e-12)
     cores = psutil.cpu_count()
     assert summary["tel_cpu_busy_cores_mean"] <= cores + 1e-9
     assert [c for c in rows[0] if c.startswith("cpu") and c.endswith("_util_pct") and c[3:-9].isdigit()] == [

@@ -82,7 +82,7 @@ def test_energy_table_and_cost(crafted, monkeypatch):
     assert_allclose(summary.loc["timeslice:2", "gain"], (40_000 / 11) / (20_000 / 5.2), rtol=1e-9)
     assert "cost / 10⁹ pt" in sec["markdown"] and "| 260 |" in sec["markdown"]
     assert "environment SHAREBENCH_PRICE_PER_GPU_HOUR" in sec["markdown"]
-    assert [p.name for p in sec["images"]] == ["energy_per_mpt.png", "energy_per_mpt.svg"]
+    assert [p.name for p in sec["images"]] == ["energy_per_mpt.png"]
 
 
 def test_no_price_no_cost_column(crafted, monkeypatch):

@@ -58,13 +58,15 @@ def classify_bound(tel: dict[str, Any] | None, device_class: str = "gpu",
     means in 0..1 from the Prometheus summary). Bounds: ``memory-bound``, ``SM-bound``,
     ``latency-bound`` (SMs mostly idle), ``core-bound`` (CPU), ``unknown``."""
     if device_class == "cpu":
-        busy = _num(tel, "tel_cpu_busy_cores_mean")
+        busy, who = _num(tel, "tel_proc_busy_cores_mean"), "by the replicas"
+        if busy is None:
+            busy, who = _num(tel, "tel_cpu_busy_cores_mean"), "on the host"
         if busy is None or not cores:
             return "unknown", "no CPU telemetry"
         frac = busy / cores
         if frac >= CPU_BUSY_FRACTION:
-            return "core-bound", f"{busy:.2f} of {cores:g} cores busy"
-        return "unknown", f"only {busy:.2f} of {cores:g} cores busy: not core-saturated"
+            return "core-bound", f"{busy:.2f} of {cores:g} cores busy {who}"
+        return "unknown", f"only {busy:.2f} of {cores:g} cores busy {who}: not core-saturated"
     sm = _num(tel, "tel_sm_active_pct_mean")
     dram = _num(tel, "tel_dram_bw_util_pct_mean")
     fp64 = _num(tel, "tel_fp64_active_pct_mean")
@@ -210,7 +212,11 @@ def predicted_vs_measured(tables: dict[str, Any], gpu: GpuModel | str | None = N
                                 mig_profile=r.get("mig_profile") if name == "mig" else None,
                                 bound=bound)
             if name == "partition":  # the ideal already holds the SM/core fraction: 0 excess predicted
-                pred = predict_cell("partition:1", device_class=str(r.get("device_class") or "gpu"))
+                unit, full, part = r.get("unit") or "units", _f(r.get("full_units")), _f(r.get("slice_units"))
+                pred = {"metric": "T_slice vs ideal", "predicted_pct": 0.0, "compute_share_lost_pct": 0.0,
+                        "basis": (f"ideal = T_full × {full:g}/{part:g} {unit}: 0% excess"
+                                  if math.isfinite(full) and math.isfinite(part) else
+                                  f"ideal = T_full × full/slice {unit}: 0% excess")}
             measured = _f(r.get(f"{prefix}_pct"))
             lo, hi = _f(r.get(f"{prefix}_ci_low")), _f(r.get(f"{prefix}_ci_high"))
             predicted = _f(pred["predicted_pct"])
@@ -294,7 +300,7 @@ def plot_predicted_vs_measured(df, out_dir: Path | str, title: str = "") -> list
         fig.savefig(p, dpi=120, bbox_inches="tight")
         paths.append(p)
     plt.close(fig)
-    return paths
+    return paths  # PNG first, the SVG beside it
 
 
 def _fmt_particles(p: Any) -> str:
@@ -366,7 +372,7 @@ def report_section(results_dir: Path, tables: dict[str, Any]) -> dict[str, Any]:
         note = "No loss table to compare with a prediction (no shared-mode cells with an exclusive baseline)."
         return {"title": title, "markdown": note + "\n", "html": f"<p>{html.escape(note)}</p>", "images": []}
     images = plot_predicted_vs_measured(df, results_dir / "plots",
-                                        title=f"{gpu or 'device'}: loss against a no-interference prediction")
+                                        title=f"{gpu or 'device'}: loss against a no-interference prediction")[:1]
     intro = ("Prediction = the loss with no interference between replicas: 0% for time-slicing and MPS "
              "(the ideal span is N·T_1), the SM (or memory) share of the instance for MIG, 0% excess over "
              "the SM/core-fraction ideal for partitions. Excess = measured − predicted, in percentage points. "

@@ -6,15 +6,20 @@ shows how busy the host was (replicas feeding the GPU, the sweep itself).
 
 from __future__ import annotations
 
+import os
+import time
+
 
 class CpuUnavailable(RuntimeError):
     """psutil is missing or cannot read this host's counters (the message says why)."""
 
 
 class CpuReader:
-    """Per-core utilization since the previous read, CPU frequency, host memory used."""
+    """Per-core utilization since the previous read, CPU frequency, host memory used, and the
+    cores used by the processes of the sweep that started the sampler (its replicas), which
+    unlike the host's utilization leaves out whatever else runs on the machine."""
 
-    def __init__(self) -> None:
+    def __init__(self, owner_pid: int | None = None) -> None:
         try:
             import psutil
         except ImportError as exc:  # psutil is a declared dependency; say so if it is gone
@@ -27,13 +32,22 @@ class CpuReader:
         self.cores = len(first)
         self._freq = True
         self._first = True  # the first read after priming covers ~no time: util not reported
-        self.columns = ["cpu_util_pct", "cpu_busy_cores", "cpu_freq_mhz", "host_mem_used_bytes"] + [
+        self._owner = None
+        self._last_proc: tuple[float, float | None] | None = None
+        if owner_pid:
+            try:
+                self._owner = psutil.Process(owner_pid)
+            except psutil.Error:
+                self._owner = None
+        self.columns = ["cpu_util_pct", "cpu_busy_cores", "proc_busy_cores", "cpu_freq_mhz",
+                        "host_mem_used_bytes"] + [
             f"cpu{i}_util_pct" for i in range(self.cores)
         ]
 
     def read(self) -> dict[str, float | None]:
         ps = self._ps
         per_core: list[float | None] = list(ps.cpu_percent(percpu=True))
+        first = self._first
         if self._first:
             self._first = False
             per_core = [None] * len(per_core)
@@ -44,6 +58,7 @@ class CpuReader:
             "cpu_freq_mhz": None,
             "host_mem_used_bytes": float(ps.virtual_memory().used),
         }
+        row["proc_busy_cores"] = self._proc_cores()  # None on the first read (no interval yet)
         if self._freq:
             try:
                 freq = ps.cpu_freq()
@@ -53,6 +68,41 @@ class CpuReader:
         for i, pct in enumerate(per_core):
             row[f"cpu{i}_util_pct"] = None if pct is None else float(pct)
         return row
+
+    def _cpu_seconds(self) -> float | None:
+        """CPU seconds used so far by the owner and all its descendants, this sampler left out.
+
+        user + system + reaped children's (``children_user/system``) of the owner and of every
+        live descendant: cumulative, so a replica that starts or ends between two reads is
+        counted in full (a process that exits unreaped between reads loses its last interval).
+        """
+        if self._owner is None:
+            return None
+        ps = self._ps
+        me = os.getpid()
+        try:
+            procs = [self._owner] + self._owner.children(recursive=True)
+        except ps.Error:
+            return None
+        total = 0.0
+        for p in procs:
+            try:
+                t = p.cpu_times()
+            except ps.Error:
+                continue
+            secs = t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
+            if p.pid != me:
+                total += secs
+        return total
+
+    def _proc_cores(self) -> float | None:
+        """Cores used since the last read by the owner and its descendants (not this sampler)."""
+        now, secs = time.monotonic(), self._cpu_seconds()
+        prev = self._last_proc
+        self._last_proc = (now, secs)
+        if secs is None or prev is None or prev[1] is None or now <= prev[0]:
+            return None
+        return max(0.0, (secs - prev[1]) / (now - prev[0]))
 
     def close(self) -> None:
         pass

@@ -43,7 +43,9 @@ def find_raw(results_dir: Path, raw: Any, cell_id: str | None = None) -> Path | 
     if not isinstance(raw, str) or not raw:
         return None
     p = Path(raw)
-    for cand in (p, results_dir / p):
+    # as recorded, then its trailing parts under this folder (a results folder moved or copied)
+    for cand in [p] + [results_dir.joinpath(*p.parts[-k:]) for k in range(len(p.parts), 0, -1)
+                       if not Path(*p.parts[-k:]).is_absolute()]:
         if cand.is_file():
             return cand
     hits = sorted(results_dir.rglob(p.name))
@@ -139,7 +141,7 @@ def energy_table(cells: pd.DataFrame, throughput: pd.DataFrame | None,
                  price: float | None = None) -> pd.DataFrame:
     """Per mode × particle count: telemetry medians over measured cells, J/Mpt, throughput, gain, cost."""
     cols = ["mode", "device_class", "particles", "cells", "tel_source", "gpu_util_pct", "sm_clock_mhz",
-            "sm_active_pct", "dram_bw_util_pct", "power_w", "mem_used_bytes_max", "cpu_busy_cores",
+            "sm_active_pct", "dram_bw_util_pct", "power_w", "mem_used_bytes_max", "cpu_busy_cores", "proc_busy_cores",
             "track_energy_j", "energy_j_per_mpt", "energy_source", "throughput_pt_per_s", "gain",
             "cost_per_1e9_pt"]
     if cells is None or cells.empty:
@@ -166,6 +168,7 @@ def energy_table(cells: pd.DataFrame, throughput: pd.DataFrame | None,
                      "dram_bw_util_pct": med("tel_dram_bw_util_pct_mean"), "power_w": med("tel_power_w_mean"),
                      "mem_used_bytes_max": med("tel_mem_used_bytes_max"),
                      "cpu_busy_cores": med("tel_cpu_busy_cores_mean"),
+                     "proc_busy_cores": med("tel_proc_busy_cores_mean"),
                      "track_energy_j": med("track_energy_j"), "energy_j_per_mpt": med("energy_j_per_mpt"),
                      "energy_source": ", ".join(esrc), "throughput_pt_per_s": thr, "gain": gain,
                      "cost_per_1e9_pt": cost})
@@ -224,7 +227,8 @@ def report_section(results_dir: Path, tables: dict[str, Any]) -> dict[str, Any]:
             ("gpu_util_pct", "GPU util %", ".1f"), ("sm_clock_mhz", "SM clock MHz", ".0f"),
             ("sm_active_pct", "SM active %", ".1f"), ("dram_bw_util_pct", "DRAM BW %", ".1f"),
             ("power_w", "power W", ".1f"), ("mem_used_bytes_max", "GPU mem max GiB", None),
-            ("cpu_busy_cores", "busy cores", ".2f"), ("energy_j_per_mpt", "J / 10⁶ pt", ".3g"),
+            ("cpu_busy_cores", "host busy cores", ".2f"), ("proc_busy_cores", "replica cores", ".2f"),
+            ("energy_j_per_mpt", "J / 10⁶ pt", ".3g"),
             ("throughput_pt_per_s", "throughput pt/s per device", ".4g"), ("gain", "sharing gain", ".2f")]
     if price:
         show.append(("cost_per_1e9_pt", "cost / 10⁹ pt", ".4g"))
@@ -241,8 +245,10 @@ def report_section(results_dir: Path, tables: dict[str, Any]) -> dict[str, Any]:
     esrc = sorted({str(s) for s in table["energy_source"] if s})
     lines = ["Medians over the measured cells of each mode and size. Telemetry is per cell and per whole "
              "device: under time-slicing and MPS, NVML's values are the GPU's, shared by all replicas "
-             "(not per replica). Energy is over the tracking window; source: "
-             + (", ".join(esrc) if esrc else "none recorded") + "."]
+             "(not per replica). Host busy cores count everything on the machine; replica cores only the "
+             "sweep's own processes. Energy is over the tracking window; source: "
+             + (", ".join(esrc) if esrc else "none recorded (NVML gives GPU energy; none is read for a CPU)")
+             + "."]
     if price:
         lines.append(f"Price: {price:g} per GPU-hour ({price_src}); cost per 10⁹ particle-turns = "
                      "price / 3600 / throughput × 10⁹.")
@@ -252,7 +258,7 @@ def report_section(results_dir: Path, tables: dict[str, Any]) -> dict[str, Any]:
     md += ["| " + " | ".join(rec[k] for k, _h, _s in show) + " |" for rec in recs]
     if notes:
         md += ["", "Telemetry notes:"] + [f"- {n}" for n in notes]
-    images = _plot(table, results_dir / "plots")
+    images = _plot(table, results_dir / "plots")[:1]  # the PNG; its SVG lies beside it
     h = "".join(f"<p>{html.escape(x)}</p>" for x in lines)
     h += ("<table><thead><tr>" + "".join(f"<th>{html.escape(hd)}</th>" for _k, hd, _s in show) + "</tr></thead><tbody>"
           + "".join("<tr>" + "".join(f"<td>{html.escape(rec[k])}</td>" for k, _h, _s in show) + "</tr>" for rec in recs)

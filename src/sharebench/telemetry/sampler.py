@@ -54,10 +54,11 @@ SUMMARY_COLUMNS = (
     "tel_fp64_active_pct_mean",
     "tel_dram_bw_util_pct_mean",
     "tel_cpu_util_pct_mean",   # host CPU, mean over cores, %
-    "tel_cpu_busy_cores_mean", # host CPU, sum over cores / 100
+    "tel_cpu_busy_cores_mean", # host CPU, sum over cores / 100 (everything on the host)
+    "tel_proc_busy_cores_mean",# cores used by the sweep's own processes (its replicas), not the sampler
     "tel_cpu_freq_mhz_mean",
     "tel_host_mem_used_bytes_max",
-    "tel_raw_file",            # the raw samples CSV (name relative to the cell folder) or ""
+    "tel_raw_file",            # the raw samples CSV, the path given to make_sampler, or ""
 )
 
 _START_TIMEOUT_S = 30.0
@@ -118,7 +119,7 @@ def summarize(samples: list[dict], meta: dict[str, Any]) -> dict[str, Any]:
     for col, stats in (("gpu_util_pct", ("mean", "max")), ("mem_util_pct", ("mean",)),
                        ("sm_clock_mhz", ("mean", "min")), ("mem_used_bytes", ("max",)),
                        ("power_w", ("mean", "max")), ("cpu_util_pct", ("mean",)),
-                       ("cpu_busy_cores", ("mean",)), ("cpu_freq_mhz", ("mean",)),
+                       ("cpu_busy_cores", ("mean",)), ("proc_busy_cores", ("mean",)), ("cpu_freq_mhz", ("mean",)),
                        ("host_mem_used_bytes", ("max",))):
         v = _col(samples, col)
         if not v:
@@ -169,7 +170,7 @@ def _open_readers(dev: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
             except NvmlUnavailable as exc:
                 notes.append(f"GPU telemetry not recorded: {exc}")
     try:
-        c = CpuReader()
+        c = CpuReader(owner_pid=os.getppid())
         readers.append(c)
         if meta["source"] == "none":
             meta["source"] = "psutil"
@@ -207,7 +208,7 @@ def child_main(config: dict[str, Any]) -> int:
     out_path = config.get("out_path")
     readers, meta = _open_readers(config.get("device") or {})
     meta["interval_s"] = interval
-    meta["raw_file"] = Path(out_path).name if out_path else ""
+    meta["raw_file"] = str(out_path) if out_path else ""
     columns = ["t_epoch_s"] + [c for r in readers for c in r.columns]
     fh = writer = None
     if out_path:
