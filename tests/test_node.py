@@ -655,6 +655,21 @@ def test_no_credentials(tmp_path, monkeypatch):
         make_api_client()
 
 
+def test_kubeconfig_from_environment(sim, tmp_path, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", str(sim.kubeconfig))
+    assert status(NODE, api_client=make_api_client())["gpus"] == 2
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "gone.yaml"))
+    with pytest.raises(UserError, match=r"KUBECONFIG='.*gone.yaml' names no file"):
+        make_api_client()
+
+
+def test_unusable_kubeconfig(tmp_path):
+    path = tmp_path / "kubeconfig.yaml"
+    path.write_text("apiVersion: v1\nkind: Config\ncurrent-context: nowhere\n")
+    with pytest.raises(UserError, match=r"^cannot use kubeconfig '.*kubeconfig.yaml': "):
+        make_api_client(path)
+
+
 def test_missing_kubeconfig(tmp_path):
     with pytest.raises(UserError, match=r"kubeconfig '.*nope.yaml' does not exist"):
         make_api_client(tmp_path / "nope.yaml")

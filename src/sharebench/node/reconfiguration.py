@@ -100,7 +100,12 @@ def make_api_client(kubeconfig: str | os.PathLike | None = None, context: str | 
         except (k8s_config.ConfigException, yaml.YAMLError, KeyError, TypeError) as exc:
             raise UserError(f"cannot use kubeconfig {str(path)!r}: {exc}") from exc
     env = os.environ.get("KUBECONFIG")
-    default = Path(env.split(os.pathsep)[0]) if env else Path("~/.kube/config").expanduser()
+    if env:
+        first = Path(env.split(os.pathsep)[0]).expanduser()
+        if not first.is_file():
+            raise UserError(f"KUBECONFIG={env!r} names no file; point it at a kubeconfig or unset it")
+        return make_api_client(first, context)
+    default = Path("~/.kube/config").expanduser()
     if default.is_file():
         return make_api_client(default, context)
     cfg = k8s.Configuration()
