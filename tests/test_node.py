@@ -544,7 +544,7 @@ def test_bad_times(sim_target: Target, kw, message):
 
 
 def test_bad_mode_string(sim_target: Target):
-    with pytest.raises(UserError, match=r"unknown sharing mode 'timeslicing:2'"):
+    with pytest.raises(NodeError, match=rf"^node {NODE}, mode timeslicing:2, state pre-flight: unknown sharing mode 'timeslicing:2'"):
         sim_target.apply("timeslicing:2")
 
 
@@ -701,12 +701,13 @@ def test_cli_apply_status_restore(sim, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["node", "apply", "nope", "mps:2"], "sharebench: error: node nope, mode mps:2, state pre-flight: node 'nope' not found; "
                                           f"nodes: cpu-node-1, {NODE}\n"),
-    (["node", "apply", NODE, "mig:big"], "sharebench: error: bad MIG layout in 'mig:big'; allowed: mig:7g, mig:1g, "
-                                         "mig:1g.18gb, mig:all-1g.5gb\n"),
+    (["node", "apply", NODE, "mig:big"], f"sharebench: error: node {NODE}, mode mig:big, state pre-flight: bad MIG "
+                                         "layout in 'mig:big'; allowed: mig:7g, mig:1g, mig:1g.18gb, mig:all-1g.5gb\n"),
     (["node", "apply", NODE, "mig:9g"], f"sharebench: error: node {NODE}, mode mig:9g, state pre-flight: MIG layout '9g' "
                                         "has no profile on H200; allowed sizes: 1g, 2g, 3g, 4g, 7g\n"),
-    (["node", "apply", NODE, "fast:2"], "sharebench: error: unknown sharing mode 'fast:2'; allowed: exclusive, "
-                                        "timeslice:N, mps:N[@PCT], mig:LAYOUT, partition:N\n"),
+    (["node", "apply", NODE, "fast:2"], f"sharebench: error: node {NODE}, mode fast:2, state pre-flight: unknown "
+                                        "sharing mode 'fast:2'; allowed: exclusive, timeslice:N, mps:N[@PCT], "
+                                        "mig:LAYOUT, partition:N\n"),
     (["node", "apply", NODE, "mps:2", "--timeout", "0"], "sharebench: error: --timeout must be > 0 seconds (got 0)\n"),
     (["node", "status", "cpu-node-1"], "sharebench: error: node cpu-node-1, mode status, state pre-flight: has no NVIDIA GPUs"),
 ])

@@ -125,7 +125,10 @@ class _Session:
                  timeout_s: float, poll_s: float):
         self.node, self.mode = node, mode
         self.state = "pre-flight"
-        self.api_client = api_client if api_client is not None else make_api_client()
+        try:
+            self.api_client = api_client if api_client is not None else make_api_client()
+        except UserError as exc:
+            raise self.error(str(exc)) from None
         self.core = k8s.CoreV1Api(self.api_client)
         self.progress = progress
         self.t0 = time.monotonic()
@@ -576,8 +579,11 @@ def reconfigure(node: str, mode: str, *, gpu_model: str | None = None, namespace
     Returns what the node advertises (``resources``, ``labels``), the device-plugin
     entry and MIG layout used, and ``previous`` (the prior state :func:`restore` returns to).
     """
-    m = parse_mode(mode)
-    _check_times(timeout_s, poll_s)
+    try:
+        m = parse_mode(mode)
+        _check_times(timeout_s, poll_s)
+    except UserError as exc:
+        raise NodeError(node, str(mode), "pre-flight", str(exc)) from None
     sess = _Session(node, m.label, api_client, progress, timeout_s, poll_s)
     if m.kind == "partition":
         raise sess.error("partition:N is a CPU-only local mode; a node takes exclusive, timeslice:N, mps:N, mig:LAYOUT")
@@ -677,7 +683,10 @@ def restore(node: str, *, api_client=None, timeout_s: float = 600, progress: Pro
     waits for the operator, then removes the annotation. Without an annotation it
     changes nothing and returns ``restored: False``.
     """
-    _check_times(timeout_s, poll_s)
+    try:
+        _check_times(timeout_s, poll_s)
+    except UserError as exc:
+        raise NodeError(node, "restore", "pre-flight", str(exc)) from None
     sess = _Session(node, "restore", api_client, progress, timeout_s, poll_s)
     n = sess.read_node()
     prior = _read_prior(sess, n)
