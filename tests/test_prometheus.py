@@ -243,3 +243,36 @@ def test_a_bad_query_names_prometheus_error(scraped):
     client, _ = scraped
     with pytest.raises(UserError, match=r"refused the query \(400\).*parse error"):
         client.query("DCGM_FI_PROF_SM_ACTIVE{")
+
+
+def test_attach_to_a_results_folder_and_report(scraped, tmp_path, monkeypatch):
+    """Cells whose tracking windows are the two phases: dcgm.csv holds each phase's values, the
+    telemetry section shows them and takes the energy from DCGM (no NVML here), the bound follows."""
+    from sharebench import analysis, prediction
+    from sharebench.results import ResultsWriter
+    from sharebench.telemetry import report as tel_report
+
+    client, windows = scraped
+    base = dict(sweep_id="s", engine="simpletrack", lattice="generated", turns=10, particles=1000, host="h",
+                status="ok", error="", cell_status="ok", cell_error="", device_class="gpu", backend="cuda",
+                device_spec="cuda:0", device_name="NVIDIA H200", device_uuid=GPU_A, parent_uuid=GPU_A,
+                warmup=False, repeat=1)
+    (s1, e1), (s2, e2) = windows["phase1"], windows["phase2"]
+    rows = [dict(base, mode="exclusive", mode_kind="exclusive", replicas=1, replica=0, cell_id="ex",
+                 track_start=s1, track_end=e1, track_s=e1 - s1)]
+    rows += [dict(base, mode="timeslice:2", mode_kind="timeslice", replicas=2, replica=i, cell_id="ts",
+                  track_start=s2, track_end=e2, track_s=e2 - s2) for i in (0, 1)]
+    ResultsWriter(tmp_path).append(rows)
+    df = prom_mod.attach_to_results(tmp_path, client.url, node="gpu-node-1", gpu_uuid=GPU_A, step_s=STEP_S)
+    got = df.set_index("cell_id")
+    assert_allclose(got.loc[["ex", "ts"], "dcgm_sm_active_mean"], [0.8, 0.4], rtol=1e-12)
+    assert (tmp_path / prom_mod.DCGM_CSV).exists()
+
+    cells = tel_report.cell_telemetry(tmp_path).set_index("cell_id")
+    assert cells.loc["ex", "track_energy_source"] == "dcgm (Prometheus)"
+    assert_allclose(cells.loc["ex", "track_energy_j"], got.loc["ex", "dcgm_energy_j"], rtol=1e-12)
+    monkeypatch.delenv(tel_report.PRICE_ENV, raising=False)
+    sec = tel_report.report_section(tmp_path, analysis.analyse(tmp_path))
+    assert "DCGM SM active %" in sec["markdown"] and "| 80.0 |" in sec["markdown"]
+    bound, evidence = prediction.bounds_from_telemetry(tel_report.cell_telemetry(tmp_path))[("gpu", 1000.0)]
+    assert bound == "SM-bound" and evidence.startswith("DCGM: SM active 80.0%")

@@ -216,3 +216,66 @@ def summarize_cells(prom: Prometheus, cells: list[dict[str, Any]], **kw: Any) ->
         s.pop("instances", None)
         rows.append({"cell_id": c.get("cell_id"), **s})
     return rows
+
+
+DCGM_CSV = "dcgm.csv"
+
+
+def cell_windows(results_dir: Any) -> list[dict[str, Any]]:
+    """One ``{"cell_id", "mode", "start", "end"}`` per measured cell of a results folder:
+    the tracking window (first track_start to last track_end)."""
+    from sharebench.results import load_results
+
+    df = load_results(results_dir)
+    out = []
+    for (_sweep, cell_id), g in df.groupby(["sweep_id", "cell_id"], sort=False, dropna=False):
+        start, end = g["track_start"].astype(float).min(), g["track_end"].astype(float).max()
+        if math.isfinite(start) and math.isfinite(end) and end > start:
+            out.append({"cell_id": cell_id, "mode": g["mode"].iloc[0], "start": float(start), "end": float(end)})
+    return out
+
+
+def attach_to_results(results_dir: Any, url: str, *, node: str | None = None,
+                      node_label: str = DEFAULT_NODE_LABEL, gpu_uuid: str | None = None,
+                      step_s: float = 1.0) -> Any:
+    """Query DCGM for every cell of a results folder; write ``dcgm.csv`` (one row per cell,
+    ``dcgm_*`` columns) beside results.csv and return it as a DataFrame. The telemetry and
+    prediction report sections use it when present."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    prom = Prometheus(url)
+    rows = summarize_cells(prom, cell_windows(results_dir), node=node, node_label=node_label,
+                           gpu_uuid=gpu_uuid, step_s=step_s)
+    df = pd.DataFrame(rows)
+    df.to_csv(Path(results_dir) / DCGM_CSV, index=False)
+    return df
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(prog="python -m sharebench.telemetry.prometheus",
+                                description="Attach DCGM metrics from Prometheus to each cell of a results folder "
+                                            "(writes dcgm.csv there).")
+    p.add_argument("results", help="results folder (results.csv)")
+    p.add_argument("--url", required=True, help="Prometheus base URL, e.g. http://prometheus.monitoring:9090")
+    p.add_argument("--node", help="node name (the ServiceMonitor's node label)")
+    p.add_argument("--node-label", default=DEFAULT_NODE_LABEL)
+    p.add_argument("--gpu-uuid", help="only this GPU (UUID label)")
+    p.add_argument("--step", type=float, default=1.0, help="query step (s)")
+    a = p.parse_args(argv)
+    try:
+        df = attach_to_results(a.results, a.url, node=a.node, node_label=a.node_label, gpu_uuid=a.gpu_uuid,
+                               step_s=a.step)
+    except UserError as exc:
+        print(f"sharebench: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{len(df)} cells -> {a.results}/{DCGM_CSV}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -112,6 +112,14 @@ def cell_telemetry(results_dir: Path | str) -> pd.DataFrame:
         row["track_energy_j"], row["track_energy_source"] = energy, src
         rows.append(row)
     out = pd.DataFrame(rows)
+    dcgm_path = results_dir / "dcgm.csv"  # sharebench.telemetry.prometheus.attach_to_results
+    if not out.empty and dcgm_path.exists():
+        dcgm = pd.read_csv(dcgm_path).drop_duplicates("cell_id", keep="last")
+        out = out.merge(dcgm, on="cell_id", how="left")
+        if "dcgm_energy_j" in out:
+            use = ~np.isfinite(out["track_energy_j"].astype(float)) & np.isfinite(out["dcgm_energy_j"].astype(float))
+            out.loc[use, "track_energy_j"] = out.loc[use, "dcgm_energy_j"]
+            out.loc[use, "track_energy_source"] = "dcgm (Prometheus)"
     if not out.empty:
         out["energy_j_per_mpt"] = out["track_energy_j"] / (out["work_particle_turns"] / 1e6)
     return out
@@ -141,7 +149,7 @@ def energy_table(cells: pd.DataFrame, throughput: pd.DataFrame | None,
                  price: float | None = None) -> pd.DataFrame:
     """Per mode × particle count: telemetry medians over measured cells, J/Mpt, throughput, gain, cost."""
     cols = ["mode", "device_class", "particles", "cells", "tel_source", "gpu_util_pct", "sm_clock_mhz",
-            "sm_active_pct", "dram_bw_util_pct", "power_w", "mem_used_bytes_max", "cpu_busy_cores", "proc_busy_cores",
+            "sm_active_pct", "dram_bw_util_pct", "power_w", "mem_used_bytes_max", "cpu_busy_cores", "proc_busy_cores", "dcgm_sm_active_pct", "dcgm_fp64_active_pct",
             "track_energy_j", "energy_j_per_mpt", "energy_source", "throughput_pt_per_s", "gain",
             "cost_per_1e9_pt"]
     if cells is None or cells.empty:
@@ -169,6 +177,8 @@ def energy_table(cells: pd.DataFrame, throughput: pd.DataFrame | None,
                      "mem_used_bytes_max": med("tel_mem_used_bytes_max"),
                      "cpu_busy_cores": med("tel_cpu_busy_cores_mean"),
                      "proc_busy_cores": med("tel_proc_busy_cores_mean"),
+                     "dcgm_sm_active_pct": 100 * med("dcgm_sm_active_mean"),
+                     "dcgm_fp64_active_pct": 100 * med("dcgm_fp64_active_mean"),
                      "track_energy_j": med("track_energy_j"), "energy_j_per_mpt": med("energy_j_per_mpt"),
                      "energy_source": ", ".join(esrc), "throughput_pt_per_s": thr, "gain": gain,
                      "cost_per_1e9_pt": cost})
@@ -217,8 +227,9 @@ def report_section(results_dir: Path, tables: dict[str, Any]) -> dict[str, Any]:
     results_dir = Path(results_dir)
     title = "Telemetry, energy and cost"
     cells = cell_telemetry(results_dir)
-    if cells.empty or not any(c.startswith("tel_") for c in cells.columns):
-        note = "No telemetry in this results folder (the sweep ran without sharebench.telemetry)."
+    if cells.empty or not any(c.startswith(("tel_", "dcgm_")) for c in cells.columns):
+        note = ("No telemetry in this results folder (the sweep ran without sharebench.telemetry, and no "
+                "dcgm.csv from Prometheus).")
         return {"title": title, "markdown": note + "\n", "html": f"<p>{html.escape(note)}</p>", "images": []}
     price, price_src = price_per_hour(results_dir)
     table = energy_table(cells, tables.get("throughput"), price)
@@ -230,6 +241,9 @@ def report_section(results_dir: Path, tables: dict[str, Any]) -> dict[str, Any]:
             ("cpu_busy_cores", "host busy cores", ".2f"), ("proc_busy_cores", "replica cores", ".2f"),
             ("energy_j_per_mpt", "J / 10⁶ pt", ".3g"),
             ("throughput_pt_per_s", "throughput pt/s per device", ".4g"), ("gain", "sharing gain", ".2f")]
+    if np.isfinite(table["dcgm_sm_active_pct"].astype(float)).any():
+        show[7:7] = [("dcgm_sm_active_pct", "DCGM SM active %", ".1f"),
+                     ("dcgm_fp64_active_pct", "DCGM FP64 %", ".1f")]
     if price:
         show.append(("cost_per_1e9_pt", "cost / 10⁹ pt", ".4g"))
     recs = []
@@ -241,7 +255,8 @@ def report_section(results_dir: Path, tables: dict[str, Any]) -> dict[str, Any]:
             else:
                 rec[k] = str(r[k]) if spec is None else _fmt(r[k], spec)
         recs.append(rec)
-    notes = sorted({str(n) for n in cells.get("tel_note", []) if isinstance(n, str) and n})
+    notes = sorted({str(n) for col in ("tel_note", "dcgm_note") for n in cells.get(col, [])
+                    if isinstance(n, str) and n})
     esrc = sorted({str(s) for s in table["energy_source"] if s})
     lines = ["Medians over the measured cells of each mode and size. Telemetry is per cell and per whole "
              "device: under time-slicing and MPS, NVML's values are the GPU's, shared by all replicas "
