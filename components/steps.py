@@ -28,7 +28,7 @@ DEFAULT_PARTICLE_COUNTS = [5_000_000, 10_000_000, 15_000_000]
 PLACEMENTS = ("pods", "processes")
 PART_OF_LABEL = ("app.kubernetes.io/part-of", "sharebench")   # the node library spares pods with it
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-WARMUP_REPEATS = 1   # repeat 0 of every (mode, particle count) is the discarded warm-up
+WARMUP_REPEATS = 1   # default: repeat 0 of every (mode, particle count) is a discarded warm-up
 
 
 def say(message: str) -> None:
@@ -65,11 +65,12 @@ def resolve_mode(mode: str, gpu_model: str) -> str:
 
 
 def plan_sweep(*, modes: list[str], gpu_model: str, particle_counts: list, repeats: int,
-               placement: str, node_name: str, turns: int) -> dict[str, Any]:
+               placement: str, node_name: str, turns: int, warmup_repeats: int = WARMUP_REPEATS) -> dict[str, Any]:
     """Validate a sweep before anything runs; return the resolved modes and the cell indices.
 
-    One cell is one (particle count, repeat) of a mode; repeat 0 is the warm-up, so a mode
-    has ``len(particle_counts) * (repeats + 1)`` cells, run one after the other.
+    One cell is one (particle count, repeat) of a mode; repeats ``1 - warmup_repeats .. 0`` are
+    discarded warm-ups, so a mode has ``len(particle_counts) * (repeats + warmup_repeats)``
+    cells, run one after the other.
     """
     node_name, gpu_model = split_node(node_name, gpu_model)
     if placement not in PLACEMENTS:
@@ -92,7 +93,9 @@ def plan_sweep(*, modes: list[str], gpu_model: str, particle_counts: list, repea
         raise UserError(f"repeats must be >= 1 (got {repeats!r})")
     if int(float(turns)) < 1:
         raise UserError(f"turns must be >= 1 (got {turns!r})")
-    n_cells = len(counts) * (int(float(repeats)) + WARMUP_REPEATS)
+    if int(float(warmup_repeats)) < 0:
+        raise UserError(f"warmup_repeats must be >= 0 (got {warmup_repeats!r})")
+    n_cells = len(counts) * (int(float(repeats)) + int(float(warmup_repeats)))
     say(f"plan: {len(resolved)} mode(s) {', '.join(resolved)}; {n_cells} cell(s) per mode; placement {placement}; "
         f"node {node_name or '(none: this machine)'}")
     return {"modes": resolved, "cells": list(range(n_cells)), "node_name": node_name, "gpu_model": gpu_model}
@@ -133,14 +136,15 @@ def pod_request(mode: str, gpu_model: str, placement: str, resource: str | None 
     return {"resource": res, "count": (n if m.kind == "mig" else 1) if res else 0, "pods": [0], "processes": n}
 
 
-def cell_of(cell: int, particle_counts: list, repeats: int) -> tuple[int, int]:
-    """Cell index → (particle count, repeat); repeat 0 is the warm-up."""
-    per = int(float(repeats)) + WARMUP_REPEATS
+def cell_of(cell: int, particle_counts: list, repeats: int, warmup_repeats: int = WARMUP_REPEATS) -> tuple[int, int]:
+    """Cell index → (particle count, repeat); repeats <= 0 are warm-ups."""
+    warm = int(float(warmup_repeats))
+    per = int(float(repeats)) + warm
     counts = _ints(particle_counts, "particle_counts")
     c = int(float(cell))
     if not 0 <= c < len(counts) * per:
         raise UserError(f"cell {c} is outside 0..{len(counts) * per - 1}")
-    return counts[c // per], c % per
+    return counts[c // per], c % per + 1 - warm
 
 
 def cell_id(mode: str, particles: int, repeat: int) -> str:
@@ -180,9 +184,10 @@ def restore(*, node_names: list[str], timeout_s: float = 600) -> list[dict[str, 
 
 
 # ------------------------------------------------------------------ replicas
-def schedule_start(*, mode: str, cell: int, particle_counts: list, repeats: int, start_delay_s: float) -> dict[str, Any]:
+def schedule_start(*, mode: str, cell: int, particle_counts: list, repeats: int, start_delay_s: float,
+                   warmup_repeats: int = WARMUP_REPEATS) -> dict[str, Any]:
     """The cell's particle count, repeat and the instant its replicas start tracking together."""
-    particles, repeat = cell_of(cell, particle_counts, repeats)
+    particles, repeat = cell_of(cell, particle_counts, repeats, warmup_repeats)
     start_at = time.time() + float(start_delay_s)
     say(f"cell {cell_id(mode, particles, repeat)}: replicas start tracking at {start_at:.3f} (epoch s)")
     return {"particles": particles, "repeat": repeat, "start_at": start_at,

@@ -108,12 +108,13 @@ def run_cell(image: str, mode: str, particles: int, turns: int, repeat: int, sta
 
 
 @dsl.pipeline(name="sharebench-cells", description="The cells of one mode, one after the other.")
-def run_cells(image: str, mode: str, cells: List[int], particle_counts: List[int], repeats: int, turns: int,
+def run_cells(image: str, mode: str, cells: List[int], particle_counts: List[int], repeats: int,
+              warmup_repeats: int, turns: int,
               start_delay_s: float, pods: List[int], processes: int, replicas: int, resource: str, resource_count: int,
               node_selector: dict, node_name: str, device: str, engine: str, lattice: str, seed: int) -> Dataset:
     with Loop(cells, name="cells", parallelism=1) as cell:
         start = in_image(schedule_start(mode=mode, cell=cell, particle_counts=particle_counts, repeats=repeats,
-                                        start_delay_s=start_delay_s), image)
+                                        start_delay_s=start_delay_s, warmup_repeats=warmup_repeats), image)
         one = run_cell(image=image, mode=mode, particles=start.outputs["particles"], turns=turns,
                        repeat=start.outputs["repeat"], start_at=start.outputs["start_at"], pods=pods,
                        processes=processes, replicas=replicas, resource=resource, resource_count=resource_count,
@@ -125,15 +126,16 @@ def run_cells(image: str, mode: str, cells: List[int], particle_counts: List[int
 
 @dsl.pipeline(name="sharebench-modes", description="Each mode in order: reconfigure the node, run its cells.")
 def sweep_modes(image: str, node_name: str, gpu_model: str, modes: List[str], cells: List[int],
-                particle_counts: List[int], repeats: int, turns: int, placement: str, start_delay_s: float,
-                device: str, engine: str, lattice: str, seed: int, operator_namespace: str,
+                particle_counts: List[int], repeats: int, warmup_repeats: int, turns: int, placement: str,
+                start_delay_s: float, device: str, engine: str, lattice: str, seed: int, operator_namespace: str,
                 reconfigure_timeout_s: float, force: bool) -> List[Dataset]:
     with Loop(modes, name="modes", parallelism=1) as mode:
         node = in_image(reconfigure_node(node_name=node_name, mode=mode, gpu_model=gpu_model, placement=placement,
                                          namespace=operator_namespace, timeout_s=reconfigure_timeout_s,
                                          force=force), image)
         cells_of_mode = run_cells(image=image, mode=mode, cells=cells, particle_counts=particle_counts,
-                                  repeats=repeats, turns=turns, start_delay_s=start_delay_s,
+                                  repeats=repeats, warmup_repeats=warmup_repeats, turns=turns,
+                                  start_delay_s=start_delay_s,
                                   pods=node.outputs["pods"], processes=node.outputs["processes"],
                                   replicas=node.outputs["replicas"],
                                   resource=node.outputs["resource"], resource_count=node.outputs["count"],
@@ -144,14 +146,15 @@ def sweep_modes(image: str, node_name: str, gpu_model: str, modes: List[str], ce
 
 @dsl.pipeline(name="sharebench-node", description="The whole sweep of one node, and its report.")
 def sweep_node(image: str, node_name: str, gpu_model: str, modes: List[str], particle_counts: List[int],
-               repeats: int, turns: int, placement: str, start_delay_s: float, device: str, engine: str,
+               repeats: int, warmup_repeats: int, turns: int, placement: str, start_delay_s: float, device: str, engine: str,
                lattice: str, seed: int, operator_namespace: str, reconfigure_timeout_s: float,
                force: bool) -> Dataset:
     plan = in_image(plan_sweep(modes=modes, gpu_model=gpu_model, particle_counts=particle_counts, repeats=repeats,
-                               turns=turns, placement=placement, node_name=node_name), image)
+                               turns=turns, placement=placement, node_name=node_name,
+                               warmup_repeats=warmup_repeats), image)
     swept = sweep_modes(image=image, node_name=plan.outputs["node_name"], gpu_model=plan.outputs["gpu_model"],
                         modes=plan.outputs["modes"], cells=plan.outputs["cells"], particle_counts=particle_counts,
-                        repeats=repeats, turns=turns, placement=placement, start_delay_s=start_delay_s,
+                        repeats=repeats, warmup_repeats=warmup_repeats, turns=turns, placement=placement, start_delay_s=start_delay_s,
                         device=device, engine=engine, lattice=lattice, seed=seed,
                         operator_namespace=operator_namespace, reconfigure_timeout_s=reconfigure_timeout_s,
                         force=force)
@@ -172,6 +175,7 @@ def sweep_pipeline(
     modes: List[str] = steps.DEFAULT_MODES,
     particle_counts: List[int] = steps.DEFAULT_PARTICLE_COUNTS,
     repeats: int = 3,
+    warmup_repeats: int = 1,
     turns: int = 10,
     placement: str = "pods",
     image: str = IMAGE,
@@ -191,7 +195,8 @@ def sweep_pipeline(
         gpu_model: GPU model of the node (H200, A100-40GB, H100-80GB, ...): resolves mig:7g/mig:1g.
         modes: Sharing modes in the order they run.
         particle_counts: Particles per replica, one cell per count and repeat.
-        repeats: Measured repeats per particle count (plus a discarded warm-up).
+        repeats: Measured repeats per particle count.
+        warmup_repeats: Discarded warm-up repeats before them (each its own cell).
         turns: Turns tracked per replica.
         placement: 'pods' (each replica a pod) or 'processes' (N processes in one pod).
         image: Container image of every task.
@@ -207,8 +212,8 @@ def sweep_pipeline(
     restore = in_image(restore_node(node_names=[node_name]), image)
     with dsl.ExitHandler(restore, name="sweep"):
         sweep_node(image=image, node_name=node_name, gpu_model=gpu_model, modes=modes,
-                   particle_counts=particle_counts, repeats=repeats, turns=turns, placement=placement,
-                   start_delay_s=start_delay_s, device=device, engine=engine, lattice=lattice, seed=seed,
+                   particle_counts=particle_counts, repeats=repeats, warmup_repeats=warmup_repeats, turns=turns,
+                   placement=placement, start_delay_s=start_delay_s, device=device, engine=engine, lattice=lattice, seed=seed,
                    operator_namespace=operator_namespace, reconfigure_timeout_s=reconfigure_timeout_s,
                    force=force)
 
@@ -222,6 +227,7 @@ def multi_node_pipeline(
     modes: List[str] = steps.DEFAULT_MODES,
     particle_counts: List[int] = steps.DEFAULT_PARTICLE_COUNTS,
     repeats: int = 3,
+    warmup_repeats: int = 1,
     turns: int = 10,
     placement: str = "pods",
     image: str = IMAGE,
@@ -240,7 +246,8 @@ def multi_node_pipeline(
         nodes: Nodes as NAME=GPU_MODEL (e.g. gpu-node-a=A100-40GB); the first is the reference.
         modes: Sharing modes in the order they run on every node.
         particle_counts: Particles per replica, one cell per count and repeat.
-        repeats: Measured repeats per particle count (plus a discarded warm-up).
+        repeats: Measured repeats per particle count.
+        warmup_repeats: Discarded warm-up repeats before them (each its own cell).
         turns: Turns tracked per replica.
         placement: 'pods' (each replica a pod) or 'processes' (N processes in one pod).
         image: Container image of every task.
@@ -257,8 +264,8 @@ def multi_node_pipeline(
     with dsl.ExitHandler(restore, name="sweeps"):
         with Loop(nodes, name="nodes") as node:
             swept = sweep_node(image=image, node_name=node, gpu_model="", modes=modes,
-                               particle_counts=particle_counts, repeats=repeats, turns=turns, placement=placement,
-                               start_delay_s=start_delay_s, device=device, engine=engine, lattice=lattice,
+                               particle_counts=particle_counts, repeats=repeats, warmup_repeats=warmup_repeats,
+                               turns=turns, placement=placement, start_delay_s=start_delay_s, device=device, engine=engine, lattice=lattice,
                                seed=seed, operator_namespace=operator_namespace,
                                reconfigure_timeout_s=reconfigure_timeout_s, force=force)
         in_image(compare_nodes(results=dsl.Collected(swept.output)), image)

@@ -58,7 +58,7 @@ def local_sweep(tmp_path_factory, lattice) -> Path:
 
     root = tmp_path_factory.mktemp("pipeline_root")
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root))
-    sweep_pipeline(node_name="", gpu_model="", modes=MODES, particle_counts=[200], repeats=1, turns=2,
+    sweep_pipeline(node_name="", gpu_model="", modes=MODES, particle_counts=[2000], repeats=1, turns=200,
                    placement="processes", lattice=str(lattice), device=cpu_opencl_spec(), start_delay_s=2.0)
     (run,) = root.glob("sharebench-sweep-*")
     return run
@@ -71,39 +71,43 @@ def _outputs(task_dir: Path) -> dict:
 def test_local_sweep_writes_the_results_table(local_sweep):
     df = load_results(local_sweep / "collect-results" / "results")
     # 2 modes x 1 size x (warm-up + 1 repeat); exclusive has 1 replica, timeslice:2 has 2
-    assert sorted(df["cell_id"].unique()) == ["exclusive_p200_r0", "exclusive_p200_r1",
-                                              "timeslice:2_p200_r0", "timeslice:2_p200_r1"]
+    assert sorted(df["cell_id"].unique()) == ["exclusive_p2000_r0", "exclusive_p2000_r1",
+                                              "timeslice:2_p2000_r0", "timeslice:2_p2000_r1"]
     assert len(df) == 6
     assert set(df["status"]) == {"ok"} and set(df["cell_status"]) == {"ok"}
     assert df["sweep_id"].nunique() == 1 and df["sweep_id"].iloc[0]
     assert (df["warmup"] == (df["repeat"] == 0)).all()
     assert set(df["backend"]) == {"opencl"} and set(df["device_class"]) == {"cpu"}
-    assert (df["particles"] == 200).all() and (df["turns"] == 2).all() and (df["survived"] == 200).all()
+    assert (df["particles"] == 2000).all() and (df["turns"] == 200).all() and (df["survived"] == 2000).all()
     ts = df[df["mode"] == "timeslice:2"]
     assert sorted(ts["replica"]) == [0, 0, 1, 1] and set(ts["replicas"]) == {2}
 
 
 def test_local_sweep_loss_table_and_metrics_match_the_rows(local_sweep):
+    import pandas as pd
+
     df = load_results(local_sweep / "collect-results" / "results")
     measured = df[~df["warmup"]]
     t1 = float(measured.loc[measured["mode"] == "exclusive", "track_s"].iloc[0])
     ts = measured[measured["mode"] == "timeslice:2"]
     t_n = float(ts["track_end"].max() - ts["track_start"].min())   # span of the 2 concurrent windows
     loss_pct = (t_n - 2 * t1) / (2 * t1) * 100
-
-    import pandas as pd
+    overlap_pct = 100 * (ts["track_end"].min() - ts["track_start"].max()) / ts["track_s"].min()
 
     table = pd.read_csv(local_sweep / "collect-results" / "results" / "tables" / "timeslice.csv")
-    row = table[(table["mode"] == "timeslice:2") & (table["particles"] == 200)]
+    row = table[(table["mode"] == "timeslice:2") & (table["particles"] == 2000)]
     assert len(row) == 1
-    assert_allclose(row["loss_pct"].iloc[0], loss_pct, rtol=1e-9)
-
     metrics = _outputs(local_sweep / "collect-results")["artifacts"]["metrics"]["artifacts"][0]["metadata"]
-    assert set(metrics) == {"loss_pct/timeslice:2/p200"}
-    assert_allclose(metrics["loss_pct/timeslice:2/p200"], round(loss_pct, 2), atol=1e-9)
-
     md = (local_sweep / "collect-results" / "tables").read_text()
-    assert "## Time-slicing" in md and f"| {loss_pct:.2f} |" in md
+    assert "## Time-slicing" in md
+    if overlap_pct >= 95:
+        assert_allclose(row["loss_pct"].iloc[0], loss_pct, rtol=1e-9)
+        assert set(metrics) == {"loss_pct/timeslice:2/p2000"}
+        assert_allclose(metrics["loss_pct/timeslice:2/p2000"], round(loss_pct, 2), atol=1e-9)
+        assert f"| {loss_pct:.2f} |" in md
+    else:  # a loaded machine: the windows did not overlap enough; the analysis must leave the cell out
+        assert np.isnan(row["loss_pct"].iloc[0]) and metrics == {}
+        assert "overlap" in md
 
 
 def test_local_sweep_report_artifacts(local_sweep):
@@ -125,7 +129,7 @@ def test_pods_placement_cell_starts_replicas_at_the_upstream_instant(tmp_path, l
     from sharebench.pipelines.sweep_pipeline import run_cell
 
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path))
-    start_at = time.time() + 25.0   # both replica tasks start, build and warm up well before it
+    start_at = time.time() + 15.0   # both replica tasks start, build and warm up before it
     task = run_cell(image=IMAGE, mode="timeslice:2", particles=300, turns=2, repeat=1, start_at=start_at,
                     pods=[0, 1], processes=1, replicas=2, resource="nvidia.com/gpu", resource_count=1,
                     node_selector={}, node_name="", device=cpu_opencl_spec(), engine="simpletrack",
