@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -67,7 +68,7 @@ def test_config_hash_is_stable_and_sensitive():
     assert len(provenance.config_hash(CONFIG)) == 64
     # a fresh interpreter (another hash seed) gives the same hash
     out = subprocess.run(
-        ["python", "-c", "import json,sys; from sharebench.provenance import config_hash; "
+        [sys.executable, "-c", "import json,sys; from sharebench.provenance import config_hash; "
          "print(config_hash(json.loads(sys.argv[1])))", json.dumps(CONFIG)],
         capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": "123", "PATH": "/usr/bin:/bin"}
         | {k: v for k, v in __import__("os").environ.items() if k in ("PATH", "VIRTUAL_ENV")})
