@@ -17,7 +17,9 @@ def check_cell(records: Input[List[Dataset]], cell: Output[Dataset]):
 
     Args:
         records: Results rows (JSON lists) of the cell's pods.
-        cell: Output: the cell's rows, with cell_status and cell_error set (JSON list).
+
+    Returns:
+        cell: The cell's rows, with cell_status and cell_error set (JSON list).
     """
     from sharebench.components import steps
 

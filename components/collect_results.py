@@ -23,13 +23,15 @@ def collect_results(
 
     Args:
         records: Results rows of each mode (JSON lists), in sweep order.
-        results: Output: a results folder (results.csv in the versioned schema, machine.json,
-            tables/*.csv) that `sharebench report` reads.
-        tables: Output: the loss tables (time-slicing, MPS, MIG, partition) as Markdown.
-        metrics: Output: loss % per mode and particle count (e.g. loss_pct/timeslice:2/p10000).
         node_name: Node the sweep ran on (recorded; empty without a cluster).
         gpu_model: GPU model of the node (recorded).
         sweep_id: Identifier written into every row (the KFP run id); empty: the UTC time.
+
+    Returns:
+        results: A results folder (results.csv in the versioned schema, machine.json,
+            tables/*.csv) that `sharebench report` reads.
+        tables: The loss tables (time-slicing, MPS, MIG, partition) as Markdown.
+        metrics: Loss % per mode and particle count (e.g. loss_pct/timeslice:2/p10000).
     """
     from sharebench.components import steps
 

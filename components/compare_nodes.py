@@ -21,9 +21,11 @@ def compare_nodes(
     Args:
         results: Results folders from collect_results, one per node, in the order the
             nodes were given; every other node is compared with the first.
-        report_html: Output: self-contained HTML report with the nodes side by side.
-        report_md: Output: the same report as Markdown.
-        plots: Output: the PNG and SVG plots (overlaid per node).
+
+    Returns:
+        report_html: Self-contained HTML report with the nodes side by side.
+        report_md: The same report as Markdown.
+        plots: The PNG and SVG plots (overlaid per node).
     """
     from sharebench.components import steps
 

@@ -14,7 +14,9 @@ def merge_records(records: Input[List[Dataset]], merged: Output[Dataset]):
 
     Args:
         records: Results rows (JSON lists) of the loop's tasks.
-        merged: Output: all their rows, in loop order (JSON list).
+
+    Returns:
+        merged: All their rows, in loop order (JSON list).
     """
     from sharebench.components import steps
 

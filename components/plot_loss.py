@@ -18,9 +18,11 @@ def plot_loss(
 
     Args:
         results: Results folder from collect_results.
-        report_html: Output: self-contained HTML report (tables, plots, flags, machine).
-        report_md: Output: the same report as Markdown.
-        plots: Output: the PNG and SVG plots.
+
+    Returns:
+        report_html: Self-contained HTML report (tables, plots, flags, machine).
+        report_md: The same report as Markdown.
+        plots: The PNG and SVG plots.
     """
     from sharebench.components import steps
 

@@ -25,7 +25,7 @@ def restore_node(
         timeout_s: Longest wait for the operator to settle, in seconds.
 
     Returns:
-        What each restored node advertises now.
+        Output: What each restored node advertises now (empty without a node).
     """
     from sharebench.components import steps
 

@@ -42,7 +42,6 @@ def run_simpletrack(
         replicas: N, the replicas of the cell (all pods' processes together).
         processes: Replica processes to run in this pod (1: this pod is one replica).
         start_at: Instant the replicas start tracking together, Unix epoch seconds.
-        records: Output: the cell's results rows from this pod (JSON list, results CSV schema).
         device: Device spec: auto, cpu, cuda[:N], opencl[:P.D].
         engine: Workload engine (simpletrack or xtrack).
         lattice: Path of an Xsuite line JSON in the image; empty uses the generated LHC-like ring.
@@ -50,6 +49,9 @@ def run_simpletrack(
         resource: Extended resource the pod requested (recorded).
         resource_count: How many of it the pod requested (recorded).
         node_name: Node the pod was pinned to (recorded; empty without a cluster).
+
+    Returns:
+        records: This pod's results rows of the cell (JSON list in the results CSV schema).
     """
     from sharebench.components import steps
 

@@ -1,0 +1,208 @@
+"""The KFP components: their specs, and the steps their bodies call (planning, pod layout,
+cell checks, node reconfiguration against the simulated cluster, in-process and as a kfp.local task)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytest.importorskip("kfp", reason="kfp not installed (pip install -e '.[kfp]')")
+
+from sharebench.components import COMPONENTS, load, steps  # noqa: E402
+from sharebench.components._image import IMAGE  # noqa: E402
+from sharebench.errors import UserError  # noqa: E402
+
+NODE = "gpu-node-1"
+
+
+# ------------------------------------------------------------------ specs
+@pytest.mark.parametrize("name", COMPONENTS)
+def test_component_spec_is_documented_and_runs_in_the_project_image(name):
+    comp = load()[name]
+    spec = comp.component_spec
+    assert re.fullmatch(r"[a-z]+_[a-z_]+", name), "components are named verb_noun"
+    assert spec.name == name.replace("_", "-")
+    assert spec.description and not spec.description.startswith("Args")
+    for arg, inp in (spec.inputs or {}).items():
+        if arg != "status":  # PipelineTaskFinalStatus is filled in by KFP
+            assert inp.description, f"{name}: input {arg} has no description"
+    for out, o in (spec.outputs or {}).items():
+        assert o.description, f"{name}: output {out} has no description"
+    container = spec.implementation.container
+    assert container.image == IMAGE
+    # the image has kfp and sharebench installed: nothing is pip-installed when a task starts
+    assert "pip install" not in " ".join(container.command)
+    # the body calls the KFP-free steps module, nothing else of sharebench
+    source = container.command[-1]
+    assert "from sharebench.components import steps" in source
+    assert not re.search(r"^\s*(try|except)\b", source, re.M), "a failure must show as a failed task"
+
+
+def test_image_is_named_in_one_place():
+    assert re.fullmatch(r"[a-z0-9./-]+/sharebench:[0-9A-Za-z._-]+", IMAGE)
+
+
+# ------------------------------------------------------------------ planning
+@pytest.mark.parametrize("gpu, modes, resolved", [
+    ("H200", steps.DEFAULT_MODES, ["exclusive", "timeslice:2", "timeslice:4", "timeslice:8", "mps:2", "mps:4",
+                                   "mig:7g.141gb", "mig:1g.18gb"]),
+    ("A100-40GB", ["mig:7g", "mig:1g"], ["mig:7g.40gb", "mig:1g.5gb"]),
+    ("NVIDIA-H100-80GB-HBM3", ["MIG:all-3g.40gb", "Exclusive"], ["mig:3g.40gb", "exclusive"]),
+    ("", ["exclusive", "timeslice:2"], ["exclusive", "timeslice:2"]),
+])
+def test_plan_resolves_modes_for_the_gpu_model(gpu, modes, resolved):
+    plan = steps.plan_sweep(modes=modes, gpu_model=gpu, particle_counts=[5e6, 1e7], repeats=3, turns=10,
+                            placement="pods", node_name="n1" if gpu else "")
+    assert plan["modes"] == resolved
+    assert plan["cells"] == list(range(2 * (3 + 1)))
+
+
+def test_plan_reads_name_equals_model_node_specs():
+    plan = steps.plan_sweep(modes=["mig:1g"], gpu_model="", particle_counts=[1000], repeats=1, turns=1,
+                            placement="pods", node_name="gpu-a=A100-80GB")
+    assert (plan["node_name"], plan["gpu_model"], plan["modes"]) == ("gpu-a", "A100-80GB", ["mig:1g.10gb"])
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"placement": "pod"}, "placement 'pod' is not allowed; allowed: pods, processes"),
+    ({"modes": ["timeslice:0"]}, "replica count must be >= 1"),
+    ({"modes": ["spatial:2"]}, "unknown sharing mode 'spatial:2'"),
+    ({"modes": []}, "modes: empty"),
+    ({"modes": ["partition:2"]}, "CPU-only local mode: it needs placement 'processes' and no node_name"),
+    ({"modes": ["mig:1g"], "gpu_model": ""}, "needs gpu_model"),
+    ({"modes": ["mig:5g"]}, "MIG layout '5g' has no profile on H200; allowed sizes: 1g, 2g, 3g, 4g, 7g"),
+    ({"gpu_model": "T4"}, "unknown GPU model 'T4'"),
+    ({"particle_counts": [0]}, "particle_counts: 0 must be a positive integer"),
+    ({"particle_counts": ["many"]}, "particle_counts: 'many' is not a number"),
+    ({"repeats": 0}, "repeats must be >= 1"),
+    ({"warmup_repeats": -1}, "warmup_repeats must be >= 0"),
+    ({"node_name": "=H200"}, "node '=H200': write NAME or NAME=GPU_MODEL"),
+])
+def test_plan_refuses_bad_input_in_one_line(change, message):
+    kw = dict(modes=["exclusive", "timeslice:2"], gpu_model="H200", particle_counts=[1000], repeats=1, turns=1,
+              placement="pods", node_name="n1")
+    kw.update(change)
+    with pytest.raises(UserError) as exc:
+        steps.plan_sweep(**kw)
+    assert message in str(exc.value) and "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("mode, gpu, placement, want", [
+    ("exclusive", "H200", "pods", ("nvidia.com/gpu", 1, [0], 1)),
+    ("timeslice:4", "H200", "pods", ("nvidia.com/gpu", 1, [0, 1, 2, 3], 1)),
+    ("timeslice:4", "H200", "processes", ("nvidia.com/gpu", 1, [0], 4)),
+    ("mps:2", "H200", "pods", ("nvidia.com/gpu", 1, [0, 1], 1)),
+    ("mig:1g.18gb", "H200", "pods", ("nvidia.com/mig-1g.18gb", 1, list(range(7)), 1)),
+    ("mig:1g.18gb", "H200", "processes", ("nvidia.com/mig-1g.18gb", 7, [0], 7)),
+    ("mig:7g.40gb", "A100-40GB", "pods", ("nvidia.com/mig-7g.40gb", 1, [0], 1)),
+    ("mig:3g.20gb", "A100-40GB", "pods", ("nvidia.com/mig-3g.20gb", 1, [0, 1], 1)),
+    ("partition:2", "", "processes", ("", 0, [0], 2)),
+])
+def test_pod_request_per_mode_and_placement(mode, gpu, placement, want):
+    r = steps.pod_request(mode, gpu, placement)
+    assert (r["resource"], r["count"], r["pods"], r["processes"]) == want
+
+
+def test_pod_request_uses_what_the_node_advertises():
+    r = steps.pod_request("timeslice:2", "H200", "pods", resource="nvidia.com/gpu.shared")
+    assert (r["resource"], r["pods"]) == ("nvidia.com/gpu.shared", [0, 1])
+
+
+@pytest.mark.parametrize("warmup, cells", [
+    (1, [(100, 0), (100, 1), (100, 2), (200, 0), (200, 1), (200, 2)]),
+    (0, [(100, 1), (100, 2), (200, 1), (200, 2)]),
+    (2, [(100, -1), (100, 0), (100, 1), (100, 2), (200, -1), (200, 0), (200, 1), (200, 2)]),
+])
+def test_cells_cover_sizes_and_repeats_with_warmups_first(warmup, cells):
+    plan = steps.plan_sweep(modes=["exclusive"], gpu_model="", particle_counts=[100, 200], repeats=2, turns=1,
+                            placement="processes", node_name="", warmup_repeats=warmup)
+    # KFP hands list items over JSON: numbers may come back as floats
+    assert [steps.cell_of(float(c), [100.0, 200.0], 2.0, float(warmup)) for c in plan["cells"]] == cells
+
+
+def test_schedule_start_is_in_the_future_and_names_the_cell():
+    import time
+
+    before = time.time()
+    c = steps.schedule_start(mode="timeslice:2", cell=3, particle_counts=[100, 200], repeats=1, start_delay_s=30)
+    assert (c["particles"], c["repeat"], c["cell_id"]) == (200, 1, "timeslice:2_p200_r1")
+    assert before + 30 <= c["start_at"] <= time.time() + 30
+
+
+# ------------------------------------------------------------------ cells
+def _row(replica, uuid="GPU-a", status="ok", mode="timeslice:2", **kw):
+    row = dict(replica=replica, mode=mode, device_uuid=uuid, status=status,
+               error="" if status == "ok" else "boom", cell_status="ok", cell_error="")
+    return {**row, **kw}
+
+
+@pytest.mark.parametrize("rows, cell_status, cell_error", [
+    ([_row(0), _row(1)], "ok", ""),
+    ([_row(0), _row(1, uuid="GPU-b")], "failed", "replicas ran on different devices: GPU-a, GPU-b"),
+    ([_row(0), _row(1, status="failed")], "failed", "replica 1: boom"),
+    ([_row(0, mode="mig:1g.18gb", uuid="MIG-1"), _row(1, mode="mig:1g.18gb", uuid="MIG-2")], "ok", ""),
+    ([_row(0, cell_status="failed", cell_error="overran"), _row(1)], "failed", "overran"),
+])
+def test_check_cell_fails_a_cell_as_a_whole(rows, cell_status, cell_error):
+    out = steps.check_cell(rows)
+    assert {r["cell_status"] for r in out} == {cell_status}
+    assert {r["cell_error"] for r in out} == {cell_error}
+
+
+def test_merge_records_keeps_loop_order_and_checks_cells(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps([_row(0)]))
+    b.write_text(json.dumps([_row(1, uuid="GPU-b")]))
+    assert steps.merge_records([str(a), str(b)], str(tmp_path / "m.json")) == 2
+    assert [r["replica"] for r in json.loads((tmp_path / "m.json").read_text())] == [0, 1]
+    steps.merge_records([str(a), str(b)], str(tmp_path / "c.json"), cell=True)
+    assert {r["cell_status"] for r in json.loads((tmp_path / "c.json").read_text())} == {"failed"}
+
+
+# ------------------------------------------------------------------ node steps
+def test_without_a_node_reconfigure_and_restore_are_no_ops_that_say_so(capsys):
+    r = steps.reconfigure(node_name="", mode="timeslice:2", gpu_model="", placement="processes")
+    assert (r["reconfigured"], r["node_selector"], r["pods"], r["processes"]) == (False, {}, [0], 2)
+    assert steps.restore(node_names=[""]) == []
+    out = capsys.readouterr().out
+    assert "reconfigure to timeslice:2 is a no-op" in out and "restore is a no-op" in out
+
+
+@pytest.fixture
+def sim(tmp_path, monkeypatch):
+    """The node engineer's simulated cluster (real HTTP API server + simulated gpu-operator)."""
+    k8s_sim = pytest.importorskip("k8s_sim", reason="tests/k8s_sim.py (simulated cluster) not present")
+    with k8s_sim.SimCluster(tmp_path) as cluster:
+        cluster.add_gpu_node(NODE, "H200", gpus=1)
+        monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig))
+        yield cluster
+
+
+def test_reconfigure_step_on_the_simulated_cluster_then_restore(sim):
+    r = steps.reconfigure(node_name=NODE, mode="mig:1g.18gb", gpu_model="H200", placement="pods", timeout_s=30)
+    assert r["reconfigured"] is True
+    assert (r["resource"], r["count"], r["pods"], r["processes"]) == ("nvidia.com/mig-1g.18gb", 1, list(range(7)), 1)
+    assert r["node_selector"] == {"kubernetes.io/hostname": NODE}
+    assert r["advertised"]["resources"]["nvidia.com/mig-1g.18gb"] == 7
+    (restored,) = steps.restore(node_names=[f"{NODE}=H200"], timeout_s=30)
+    assert restored["restored"] is True
+    assert {k: v for k, v in restored["resources"].items() if v} == {"nvidia.com/gpu": 1}
+    # idempotent: a second restore changes nothing
+    assert steps.restore(node_names=[NODE], timeout_s=30)[0]["restored"] is False
+
+
+def test_reconfigure_node_component_runs_as_a_kfp_local_task(sim, tmp_path):
+    from kfp import local
+
+    from sharebench.components.reconfigure_node import reconfigure_node
+
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
+    task = reconfigure_node(node_name=NODE, mode="timeslice:4", gpu_model="H200", placement="pods", timeout_s=30.0)
+    assert task.outputs["resource"] == "nvidia.com/gpu"
+    assert [int(p) for p in task.outputs["pods"]] == [0, 1, 2, 3]
+    assert task.outputs["replicas"] == 4 and task.outputs["processes"] == 1
+    assert task.outputs["node_selector"] == {"kubernetes.io/hostname": NODE}
+    assert task.outputs["advertised"]["resources"] == {"nvidia.com/gpu": 4}
+    steps.restore(node_names=[NODE], timeout_s=30)
