@@ -79,7 +79,12 @@ def _check_cron_field(expr: str, text: str, name: str, lo: int, hi: int, names: 
 
 def pipeline_parameters(package: Path) -> dict[str, dict[str, Any]]:
     """name -> {parameterType, defaultValue} of a compiled pipeline's inputs."""
-    spec = yaml.safe_load(package.read_text())
+    try:
+        spec = next(yaml.safe_load_all(package.read_text()))
+    except (yaml.YAMLError, StopIteration) as exc:
+        raise UserError(f"{package} is not a compiled pipeline YAML ({type(exc).__name__})") from None
+    if not isinstance(spec, dict) or "root" not in spec:
+        raise UserError(f"{package} is not a compiled KFP pipeline (no root); run `sharebench compile`")
     return dict(spec.get("root", {}).get("inputDefinitions", {}).get("parameters", {}))
 
 

@@ -1,0 +1,233 @@
+"""`sharebench submit` / `sharebench runs` with the real kfp.Client against a loopback HTTP
+server speaking the subset of the KFP v2beta1 REST API the client uses; cron and --param checks."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+import yaml
+
+pytest.importorskip("kfp", reason="kfp not installed (pip install -e '.[kfp]')")
+
+from sharebench.cli import main  # noqa: E402
+from sharebench.errors import UserError  # noqa: E402
+from sharebench.pipelines.cli import validate_cron  # noqa: E402
+
+PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
+API = "/apis/v2beta1"
+
+
+class FakeKfp:
+    """State and request log of a tiny KFP API server (experiments, runs, recurring runs, healthz)."""
+
+    def __init__(self, token: str | None = None):
+        self.token = token
+        self.requests: list[tuple[str, str, dict | None, dict]] = []   # method, path, body, headers
+        self.experiments: dict[str, dict] = {}
+        self.runs: dict[str, dict] = {}
+        self.recurring: dict[str, dict] = {}
+        self.lock = threading.Lock()
+
+    def now(self) -> str:
+        return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def handle(self, method: str, url: str, body: dict | None, headers: dict) -> tuple[int, dict]:
+        u = urlparse(url)
+        q = {k: v[0] for k, v in parse_qs(u.query).items()}
+        path = u.path
+        with self.lock:
+            self.requests.append((method, path, body, headers))
+            if self.token and headers.get("authorization") != f"Bearer {self.token}":
+                return 401, {"code": 16, "message": "Unauthenticated: bad or missing bearer token"}
+            if (method, path) == ("GET", f"{API}/healthz"):
+                return 200, {"multi_user": False}
+            if (method, path) == ("GET", f"{API}/experiments"):
+                found = list(self.experiments.values())
+                if "filter" in q:
+                    want = {p["key"]: p.get("string_value") or p.get("stringValue")
+                            for p in json.loads(q["filter"])["predicates"]}
+                    found = [e for e in found if e["display_name"] == want.get("display_name", e["display_name"])]
+                return 200, {"experiments": found, "total_size": len(found)} if found else {}
+            if (method, path) == ("POST", f"{API}/experiments"):
+                exp = dict(body, experiment_id=str(uuid.uuid4()), created_at=self.now(), storage_state="AVAILABLE")
+                self.experiments[exp["experiment_id"]] = exp
+                return 200, exp
+            if (method, path) == ("POST", f"{API}/runs"):
+                run = dict(body, run_id=str(uuid.uuid4()), created_at=self.now(), state="PENDING",
+                           storage_state="AVAILABLE")
+                self.runs[run["run_id"]] = run
+                return 200, run
+            if (method, path) == ("GET", f"{API}/runs"):
+                runs = [r for r in self.runs.values()
+                        if q.get("experiment_id") in (None, r.get("experiment_id"))]
+                return 200, {"runs": runs, "total_size": len(runs)} if runs else {}
+            if method == "GET" and path.startswith(f"{API}/runs/"):
+                run = self.runs[path.rsplit("/", 1)[1]]
+                run["state"] = "SUCCEEDED"   # finishes as soon as someone asks
+                return 200, run
+            if (method, path) == ("POST", f"{API}/recurringruns"):
+                rr = dict(body, recurring_run_id=str(uuid.uuid4()), created_at=self.now(), status="ENABLED")
+                self.recurring[rr["recurring_run_id"]] = rr
+                return 200, rr
+            if (method, path) == ("GET", f"{API}/recurringruns"):
+                rrs = [r for r in self.recurring.values()
+                       if q.get("experiment_id") in (None, r.get("experiment_id"))]
+                return 200, {"recurringRuns": rrs, "recurring_runs": rrs, "total_size": len(rrs)} if rrs else {}
+            return 404, {"code": 5, "message": f"{method} {path} is not part of this fake"}
+
+
+@pytest.fixture
+def kfp_server(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))   # no ~/.config/kfp/context.json of the user's
+    for var in ("KF_PIPELINES_ENDPOINT", "KF_PIPELINES_UI_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+    state = FakeKfp()
+
+    class Handler(BaseHTTPRequestHandler):
+        def _serve(self, method):
+            n = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(n)) if n else None
+            code, payload = state.handle(method, self.path, body, {k.lower(): v for k, v in self.headers.items()})
+            data = json.dumps(payload).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            self._serve("GET")
+
+        def do_POST(self):
+            self._serve("POST")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+def _run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_submit_uploads_the_compiled_sweep_with_typed_parameters(kfp_server, capsys):
+    code, out, err = _run_cli(
+        capsys, "submit", "--host", kfp_server.url, "--experiment", "gpu-sharing", "--run-name", "h200-nightly",
+        "--param", "node_name=gpu-node-7", "--param", "gpu_model=H200", "--param", "modes=exclusive,timeslice:2,mig:1g",
+        "--param", "particle_counts=5e6,1e7", "--param", "repeats=2", "--param", "force=true",
+        "--service-account", "sharebench-node")
+    assert code == 0, err
+    (run,) = kfp_server.runs.values()
+    assert out.strip().endswith(f"run {run['run_id']}")
+    assert run["display_name"] == "h200-nightly" and run["service_account"] == "sharebench-node"
+    (exp,) = kfp_server.experiments.values()
+    assert exp["display_name"] == "gpu-sharing" and run["experiment_id"] == exp["experiment_id"]
+    # the server received the committed pipeline spec itself, and the typed arguments
+    committed, platform = yaml.safe_load_all((PIPELINES / "sharebench_sweep.yaml").read_text())
+    sent = run["pipeline_spec"]
+    # kfp.Client marks the root tasks uncached (enable_caching=False); the rest is byte for byte ours
+    for spec in (sent["pipeline_spec"], committed):
+        for task in spec["root"]["dag"]["tasks"].values():
+            assert not task.pop("cachingOptions", {}).get("enableCache")
+    assert sent["pipeline_spec"] == committed
+    assert sent["platform_spec"] == platform
+    assert run["runtime_config"]["parameters"] == {
+        "node_name": "gpu-node-7", "gpu_model": "H200", "modes": ["exclusive", "timeslice:2", "mig:1g"],
+        "particle_counts": [5000000, 10000000], "repeats": 2, "force": True}
+
+
+def test_submit_with_a_schedule_makes_a_recurring_run(kfp_server, capsys):
+    code, out, err = _run_cli(capsys, "submit", "--host", kfp_server.url, "--pipeline", "multi-node",
+                              "--schedule", "0 30 2 * * MON-FRI",
+                              "--param", 'nodes=["a100-1=A100-40GB","h100-1=H100-80GB"]')
+    assert code == 0, err
+    (rr,) = kfp_server.recurring.values()
+    assert rr["trigger"]["cron_schedule"]["cron"] == "0 30 2 * * MON-FRI"
+    assert rr["max_concurrency"] in (1, "1") and rr["no_catchup"] is True
+    assert rr["runtime_config"]["parameters"] == {"nodes": ["a100-1=A100-40GB", "h100-1=H100-80GB"]}
+    spec = rr["pipeline_spec"]
+    assert (spec.get("pipeline_spec") or spec)["pipelineInfo"]["name"] == "sharebench-multi-node"
+    assert f"recurring run {rr['recurring_run_id']} (cron 0 30 2 * * MON-FRI)" in out
+    assert not kfp_server.runs
+
+
+def test_runs_lists_runs_and_recurring_runs(kfp_server, capsys):
+    assert _run_cli(capsys, "submit", "--host", kfp_server.url, "--run-name", "once")[0] == 0
+    assert _run_cli(capsys, "submit", "--host", kfp_server.url, "--schedule", "0 0 3 * * *",
+                    "--run-name", "nightly")[0] == 0
+    code, out, err = _run_cli(capsys, "runs", "--host", kfp_server.url, "--json")
+    assert code == 0, err
+    listed = json.loads(out)
+    assert [r["name"] for r in listed["runs"]] == ["once"]
+    assert [(r["name"], r["cron"]) for r in listed["recurring_runs"]] == [("nightly", "0 0 3 * * *")]
+    code, out, _ = _run_cli(capsys, "runs", "--host", kfp_server.url, "--experiment", "sharebench")
+    assert code == 0 and "once" in out and "nightly" in out and "0 0 3 * * *" in out
+
+
+def test_submit_sends_the_token_and_waits(kfp_server, capsys):
+    kfp_server.token = "s3cret"
+    code, out, err = _run_cli(capsys, "submit", "--host", kfp_server.url, "--token", "s3cret", "--wait", "30")
+    assert code == 0, err
+    assert "finished: SUCCEEDED" in out
+    assert {h.get("authorization") for _, _, _, h in kfp_server.requests} == {"Bearer s3cret"}
+
+
+@pytest.mark.parametrize("cron, message", [
+    ("0 3 * * *", "cron '0 3 * * *' has 5 fields; KFP cron has 6, seconds first: use '0 0 3 * * *'"),
+    ("*/5 * * * *", "use '0 */5 * * * *'"),
+    ("0 0 3 * *", "has 5 fields"),
+    ("0 0 3 * * * *", "has 7 fields; KFP cron has 6, seconds first"),
+    ("0 61 3 * * *", "minute field '61' is out of range; allowed: 0-59"),
+    ("0 0 24 * * *", "hour field '24' is out of range; allowed: 0-23"),
+    ("0 0 3 0 * *", "day of month field '0' is out of range; allowed: 1-31"),
+    ("0 0 3 * FOO *", "month field 'FOO' is out of range; allowed: 1-12 or JAN-DEC"),
+    ("0 0 3 * * 5-1", "day of week range '5-1' runs backwards"),
+    ("0 0 3 * * */0", "bad step '0'"),
+])
+def test_cron_is_checked_with_a_one_line_explanation(cron, message):
+    with pytest.raises(UserError) as exc:
+        validate_cron(cron)
+    assert message in str(exc.value) and "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("cron", ["0 0 3 * * *", "0 */15 8-18 ? * MON-FRI", "30 0 0 1,15 JAN-JUN *",
+                                  "0 0 12 * * sun"])
+def test_good_crons_pass(cron):
+    assert validate_cron(cron) == cron
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--schedule", "0 3 * * *"], "use '0 0 3 * * *'"),
+    (["--param", "node=gpu-1"], "--param 'node' is not a parameter of this pipeline; allowed: device,"),
+    (["--param", "repeats=three"], "--param repeats='three': expected an integer"),
+    (["--param", "repeats"], "--param 'repeats': write NAME=VALUE"),
+    (["--param", "force=maybe"], "--param force='maybe': expected true or false"),
+    (["--param", "modes=[\"exclusive\","], "--param modes='[\"exclusive\",': expected a JSON list"),
+    (["--package", "/nonexistent/p.yaml"], "pipeline package '/nonexistent/p.yaml' does not exist"),
+])
+def test_bad_submit_options_exit_2_with_one_line_before_contacting_the_server(kfp_server, capsys, argv, message):
+    code, out, err = _run_cli(capsys, "submit", "--host", kfp_server.url, *argv)
+    assert code == 2
+    assert err.startswith("sharebench: error: ") and message in err and err.count("\n") == 1
+    assert kfp_server.requests == []
+
+
+def test_host_without_scheme_is_refused(capsys):
+    code, _, err = _run_cli(capsys, "runs", "--host", "kubeflow.example.org")
+    assert code == 2 and "give the KFP API URL with its scheme" in err
