@@ -187,7 +187,7 @@ def plot_throughput(tables, out_dir: Path, compare=None, labels=("this", "compar
 def _subtitle(fig, tables) -> None:
     label = _device_label(tables)
     if label:
-        fig.text(0.01, 0.005, label, fontsize=7, color="0.4")
+        fig.text(0.01, -0.03, label, fontsize=7, color="0.4")
 
 
 def make_plots(tables: dict[str, pd.DataFrame], out_dir: Path | str, compare=None,

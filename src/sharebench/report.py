@@ -70,6 +70,9 @@ def _machine_lines(machine: dict[str, Any]) -> list[tuple[str, str]]:
                           + (f" ({machine['cuda_runtime']})" if machine.get("cuda_runtime") else "")),
         ("CPU", f"{cpu.get('model', '-')}, {cpu.get('usable_cores', cpu.get('logical_cores', '-'))} usable cores, "
                 f"{(cpu.get('memory_bytes') or 0) / 2**30:.1f} GiB"),
+        ("load average at start", " / ".join(f"{v:.2f}" for v in machine["load_avg_1m_5m_15m"])
+         + f" (1, 5, 15 min; {cpu.get('logical_cores', '?')} logical cores)"
+         if machine.get("load_avg_1m_5m_15m") else "-"),
         ("host / OS", f"{machine.get('host', '-')} / {machine.get('os', '-')}, Python {machine.get('python', '-')}"),
         ("libraries", ", ".join(f"{k} {v}" for k, v in libs.items())),
         ("command", " ".join(machine.get("command", [])) or "-"),

@@ -321,6 +321,7 @@ def machine_description(device: dict[str, Any] | None = None, command: list[str]
                 "physical_cores": psutil.cpu_count(logical=False),
                 "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
                 "memory_bytes": int(psutil.virtual_memory().total)},
+        "load_avg_1m_5m_15m": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "device": device or {},
         "nvidia": _nvidia(),
         "cuda_runtime": _cuda_runtime(),

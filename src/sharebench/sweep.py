@@ -154,7 +154,18 @@ def validate(config: SweepConfig) -> SweepPlan:
                 raise UserError(f"{m.label} at {p:,} particles: {exc}") from None
     # the run config itself (engine, device grammar, emittances ...) is validated by the kernel
     _run_config(config, device, particles[0], turns)
+    _check_lattice(config)
     return SweepPlan(config, device, modes, plans, particles, turns, notes)
+
+
+def _check_lattice(config: SweepConfig) -> None:
+    """Load (and cache, once for all replicas) the lattice: a bad file or element fails here, not per cell."""
+    from sharebench.kernel import lattice as lat
+
+    if config.engine == "simpletrack":
+        lat.get_packed(config.lattice)
+    else:
+        lat.get_line_cached(config.lattice)
 
 
 def _run_config(config: SweepConfig, device: dict[str, Any], particles: int, turns: int):
@@ -191,10 +202,10 @@ def _hook(module: str, attr: str) -> Callable | None:
 
 def run_sweep(config: SweepConfig, out_dir: Path | str, *, on_cell: Callable[[list[dict]], None] | None = None) -> Path:
     """Run the sweep into out_dir (results.csv, machine.json, cells/, and the report); returns out_dir."""
-    plan = validate(config)
     out = Path(out_dir)
     if (out / RESULTS_CSV).exists() and not config.resume:
         raise UserError(f"{out} already holds {RESULTS_CSV}; use --resume to continue it, or another --out")
+    plan = validate(config)
     out.mkdir(parents=True, exist_ok=True)
     writer = ResultsWriter(out)
     done = _done_cells(out) if config.resume else set()
