@@ -107,3 +107,17 @@ def test_window_energy_needs_covering_samples(t0, t1, want, source):
     got, src = tel_report.window_energy_j(pd.DataFrame({"t_epoch_s": t, "energy_mj": 200_000.0 * t}), t0, t1)
     assert_allclose(got, want, rtol=1e-9)
     assert src == source
+
+
+def test_window_means_use_only_samples_inside_the_tracking_window():
+    """Samples at 0.5 s steps from 8 s; window (10, 12]: the samples at 10.5, 11, 11.5, 12."""
+    t = np.arange(8.0, 14.0, 0.5)
+    inside = (t > 10) & (t <= 12)
+    samples = pd.DataFrame({"t_epoch_s": t, "proc_busy_cores": np.where(inside, 1.0, 0.1),
+                            "mig1_sm_active_pct": np.where(inside, 90.0, 0.0),
+                            "mig2_sm_active_pct": np.where(inside, 50.0, 0.0),
+                            "power_w": np.where(inside, 300.0, 100.0)})
+    got = tel_report.window_means(samples, 10.0, 12.0)
+    assert_allclose([got["win_proc_busy_cores"], got["win_sm_active_pct"], got["win_power_w"]],
+                    [1.0, 70.0, 300.0], rtol=1e-12)
+    assert "win_gpu_util_pct" not in got  # not sampled, not invented

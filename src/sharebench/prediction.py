@@ -42,8 +42,14 @@ PLOT_NAME = "prediction_vs_measured"
 
 
 def _num(d: dict[str, Any] | None, key: str) -> float | None:
+    """A finite number from ``d[key]``; for ``tel_<x>_mean`` the tracking-window mean ``win_<x>``
+    (sharebench.telemetry.report.window_means) wins when present."""
     if not d:
         return None
+    if key.startswith("tel_") and key.endswith("_mean") and d.get(f"win_{key[4:-5]}") is not None:
+        win = _num(d, f"win_{key[4:-5]}")
+        if win is not None:
+            return win
     v = d.get(key)
     try:
         v = float(v)

@@ -78,6 +78,31 @@ def window_energy_j(samples: pd.DataFrame, t0: float, t1: float) -> tuple[float,
     return math.nan, ""
 
 
+# raw sample columns averaged over the tracking window (``win_<name>``); GPM columns also per MIG
+# instance (``mig<G>_<name>``, averaged over the instances)
+WINDOW_COLUMNS = ("gpu_util_pct", "mem_util_pct", "sm_clock_mhz", "power_w", "sm_active_pct",
+                  "sm_occupancy_pct", "fp64_active_pct", "dram_bw_util_pct", "cpu_busy_cores",
+                  "proc_busy_cores")
+
+
+def window_means(samples: pd.DataFrame, t0: float, t1: float) -> dict[str, float]:
+    """Means of the raw samples taken inside [t0, t1] (the tracking window): ``win_<column>``.
+    A sample's value covers the interval that ends at it, so samples in (t0, t1] are used."""
+    if samples is None or samples.empty or "t_epoch_s" not in samples:
+        return {}
+    t = samples["t_epoch_s"].astype(float)
+    inside = samples[(t > t0) & (t <= t1)]
+    out: dict[str, float] = {}
+    for col in WINDOW_COLUMNS:
+        cols = [c for c in inside.columns if c == col or (c.startswith("mig") and c.endswith("_" + col)
+                                                          and c[3:-len(col) - 1].isdigit())]
+        vals = pd.concat([pd.to_numeric(inside[c], errors="coerce") for c in cols]) if cols else pd.Series([], dtype=float)
+        vals = vals[np.isfinite(vals)]
+        if len(vals):
+            out[f"win_{col}"] = float(vals.mean())
+    return out
+
+
 def cell_telemetry(results_dir: Path | str) -> pd.DataFrame:
     """One row per cell: mode, work, tracking window and its ``tel_*`` summary, plus
     ``track_energy_j`` (energy over the tracking window, see :func:`window_energy_j`)."""
@@ -104,7 +129,9 @@ def cell_telemetry(results_dir: Path | str) -> pd.DataFrame:
         raw = find_raw(results_dir, first.get("tel_raw_file"), str(cell_id))
         if raw is not None and math.isfinite(row["track_window_s"]):
             try:
-                energy, src = window_energy_j(pd.read_csv(raw), t0, t1)
+                samples = pd.read_csv(raw)
+                energy, src = window_energy_j(samples, t0, t1)
+                row.update(window_means(samples, t0, t1))
             except (OSError, ValueError, KeyError, pd.errors.EmptyDataError):
                 energy, src = math.nan, ""
         if not math.isfinite(energy) and math.isfinite(_f(row.get("tel_energy_j"))):
@@ -158,6 +185,12 @@ def energy_table(cells: pd.DataFrame, throughput: pd.DataFrame | None,
     rows = []
     for (mode, dc, particles), g in good.groupby(["mode", "device_class", "particles"], sort=False, dropna=False):
         def med(c: str) -> float:
+            """Median over the cells; the tracking-window value (win_*) where the raw samples had it."""
+            stem = c[4:-5] if c.startswith("tel_") and c.endswith("_mean") else None
+            if stem and f"win_{stem}" in g:
+                win = pd.to_numeric(g[f"win_{stem}"], errors="coerce")
+                if win.notna().any():
+                    return float(win.median())
             return float(pd.to_numeric(g[c], errors="coerce").median()) if c in g else math.nan
         src = sorted({str(s) for s in g.get("tel_source", []) if isinstance(s, str) and s})
         esrc = sorted({str(s) for s in g["track_energy_source"] if isinstance(s, str) and s})
@@ -258,7 +291,9 @@ def report_section(results_dir: Path, tables: dict[str, Any]) -> dict[str, Any]:
     notes = sorted({str(n) for col in ("tel_note", "dcgm_note") for n in cells.get(col, [])
                     if isinstance(n, str) and n})
     esrc = sorted({str(s) for s in table["energy_source"] if s})
-    lines = ["Medians over the measured cells of each mode and size. Telemetry is per cell and per whole "
+    lines = ["Medians over the measured cells of each mode and size, of each cell's mean over its tracking "
+             "window (from the raw samples; the whole sampled window where those are missing). "
+             "Telemetry is per cell and per whole "
              "device: under time-slicing and MPS, NVML's values are the GPU's, shared by all replicas "
              "(not per replica). Host busy cores count everything on the machine; replica cores only the "
              "sweep's own processes. Energy is over the tracking window; source: "
