@@ -112,3 +112,10 @@ def test_machine_description(tmp_path):
     assert m["libraries"]["xtrack"] == "0.118.4"
     # no NVIDIA driver here: the reason is recorded, never a made-up GPU
     assert m["nvidia"]["nvml"] == "ok" or m["nvidia"]["nvml"].startswith("unavailable")
+
+
+def test_readme_section_holds_the_current_schema():
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "readme" / "sweep.md"
+    assert schema_markdown() in doc.read_text(), "docs/readme/sweep.md: paste sharebench.results.schema_markdown()"

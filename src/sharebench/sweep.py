@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -236,6 +237,9 @@ def run_sweep(config: SweepConfig, out_dir: Path | str, *, on_cell: Callable[[li
     finally:
         if bar is not None:
             bar.close()
+        if hasattr(os, "getloadavg"):  # how busy the machine was: other jobs distort shared-mode timings
+            notes.append("load average at the end: " + " / ".join(f"{v:.2f}" for v in os.getloadavg())
+                         + " (1, 5, 15 min)")
         if notes:
             (out / "notes.txt").open("a").write("".join(f"{sweep_id}: {n}\n" for n in dict.fromkeys(notes)))
     if config.report:
