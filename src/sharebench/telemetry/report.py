@@ -288,6 +288,9 @@ def report_section(results_dir: Path, tables: dict[str, Any]) -> dict[str, Any]:
             else:
                 rec[k] = str(r[k]) if spec is None else _fmt(r[k], spec)
         recs.append(rec)
+    # leave out columns nothing was measured for (GPU columns on a CPU run, and the reverse)
+    keep = {"mode", "particles", "tel_source"}
+    show = [c for c in show if c[0] in keep or any(rec[c[0]] != "—" for rec in recs)]
     notes = sorted({str(n) for col in ("tel_note", "dcgm_note") for n in cells.get(col, [])
                     if isinstance(n, str) and n})
     esrc = sorted({str(s) for s in table["energy_source"] if s})
