@@ -274,7 +274,9 @@ def plot_predicted_vs_measured(df, out_dir: Path | str, title: str = "") -> list
     d = df[np.isfinite(df["measured_pct"].astype(float))].reset_index(drop=True)
     if d.empty:
         return []
-    labels = [f"{r.table}: {r.mode} @ {_fmt_particles(r.particles)}" for r in d.itertuples()]
+    dup = d["mode"].duplicated(keep=False) & (d["table"] == "partition")
+    labels = [f"{r.mode} @ {_fmt_particles(r.particles)}" + (" (vs SM ideal)" if dup.iloc[i] else "")
+              for i, r in enumerate(d.itertuples())]
     y = np.arange(len(d))
     h = max(2.5, 0.42 * len(d) + 1.2)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, h), sharey=True,
@@ -283,23 +285,34 @@ def plot_predicted_vs_measured(df, out_dir: Path | str, title: str = "") -> list
     lo = d["measured_ci_low"].astype(float).to_numpy()
     hi = d["measured_ci_high"].astype(float).to_numpy()
     err = np.vstack([np.where(np.isfinite(lo), meas - lo, 0), np.where(np.isfinite(hi), hi - meas, 0)])
-    ax1.barh(y + 0.2, meas, height=0.4, xerr=np.clip(err, 0, None), capsize=3, color="#4477aa",
+    ax1.barh(y, meas, height=0.5, xerr=np.clip(err, 0, None), capsize=3, color="#4477aa",
              label="measured (95% CI)")
-    ax1.barh(y - 0.2, d["predicted_pct"].astype(float), height=0.4, color="#bbbbbb", label="predicted (no interference)")
+    ax1.plot(d["predicted_pct"].astype(float), y, linestyle="none", marker="D", color="#222222",
+             markersize=6, label="predicted (no interference)")
     ax1.axvline(0, color="black", lw=0.8)
     ax1.set_yticks(y, labels)
     ax1.invert_yaxis()
     ax1.set_xlabel("loss / excess over the ideal (%)")
-    ax1.legend(loc="best", fontsize=8)
+    pred = d["predicted_pct"].astype(float).to_numpy()
+    ends = np.concatenate([[0.0], meas - np.nan_to_num(err[0]), meas + np.nan_to_num(err[1]), pred])
+    ends = ends[np.isfinite(ends)]
+    pad = 0.06 * max(ends.max() - ends.min(), 1.0)
+    ax1.set_xlim(ends.min() - pad, ends.max() + pad)
     ax1.set_title("predicted vs measured")
     exc = d["excess_pct"].astype(float).to_numpy()
     ax2.barh(y, exc, height=0.5, color=np.where(exc > 0, "#cc6677", "#117733"))
     ax2.axvline(0, color="black", lw=0.8)
     ax2.set_xlabel("excess = measured − predicted (percentage points)")
     ax2.set_title("excess loss")
+    exc_f = exc[np.isfinite(exc)]
+    lo2, hi2 = min(0.0, exc_f.min(initial=0.0)), max(0.0, exc_f.max(initial=0.0))
+    pad2 = 0.06 * max(hi2 - lo2, 1.0)
+    ax2.set_xlim(lo2 - pad2, hi2 + pad2)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
+    handles, leg_labels = ax1.get_legend_handles_labels()
+    fig.legend(handles, leg_labels, loc="lower center", ncol=2, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.35 / h, 1, 1))
     paths = []
     for ext in ("png", "svg"):
         p = out_dir / f"{PLOT_NAME}.{ext}"
@@ -361,6 +374,16 @@ def gpu_of(results_dir: Path, tables: dict[str, Any]) -> str | None:
     return None
 
 
+def _device_name(results_dir: Path) -> str | None:
+    try:
+        from sharebench import provenance
+
+        dev = ((provenance.load(results_dir) or {}).get("device") or {})
+    except UserError:
+        return None
+    return f"{dev['name']} ({dev.get('backend')})" if dev.get("name") else None
+
+
 def report_section(results_dir: Path, tables: dict[str, Any]) -> dict[str, Any]:
     """Report section: predicted vs measured loss per cell, the excess, and its plot."""
     from sharebench.telemetry.report import cell_telemetry
@@ -378,7 +401,8 @@ def report_section(results_dir: Path, tables: dict[str, Any]) -> dict[str, Any]:
         note = "No loss table to compare with a prediction (no shared-mode cells with an exclusive baseline)."
         return {"title": title, "markdown": note + "\n", "html": f"<p>{html.escape(note)}</p>", "images": []}
     images = plot_predicted_vs_measured(df, results_dir / "plots",
-                                        title=f"{gpu or 'device'}: loss against a no-interference prediction")[:1]
+                                        title=f"{gpu or _device_name(results_dir) or 'device'}: "
+                                              "loss against a no-interference prediction")[:1]
     intro = ("Prediction = the loss with no interference between replicas: 0% for time-slicing and MPS "
              "(the ideal span is N·T_1), the SM (or memory) share of the instance for MIG, 0% excess over "
              "the SM/core-fraction ideal for partitions. Excess = measured − predicted, in percentage points. "
