@@ -121,10 +121,14 @@ def find_handle(nv: Any, device_info: Any) -> tuple[Any, list[str]]:
     notes: list[str] = []
     uuid = normalise_uuid(_attr(device_info, "uuid"))
     if uuid and uuid.startswith(("GPU-", "MIG-")):
-        try:
-            return nv.nvmlDeviceGetHandleByUUID(uuid), notes
-        except nv.NVMLError as exc:
-            notes.append(f"uuid {uuid} not found by NVML ({_err(exc)})")
+        # CUDA reports a MIG instance's UUID in the GPU- spelling when it enumerates MIG devices
+        other = ("MIG-" if uuid.startswith("GPU-") else "GPU-") + uuid[4:]
+        for cand in (uuid, other):
+            try:
+                return nv.nvmlDeviceGetHandleByUUID(cand), notes
+            except nv.NVMLError as exc:
+                last = exc
+        notes.append(f"uuid {uuid} not found by NVML ({_err(last)})")
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
     if visible.startswith(("GPU-", "MIG-")):
         try:
