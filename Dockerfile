@@ -1,0 +1,55 @@
+# The one image every sharebench KFP component runs in (see components/_image.py for its name).
+#
+#   docker build -t ghcr.io/sharebench/sharebench:0.1.0 .
+#   docker push ghcr.io/sharebench/sharebench:0.1.0
+#
+# CUDA runtime + Python + sharebench with the same extras the test suite installs
+# (`.[test]`, which pulls kfp, kfp-kubernetes and PoCL) plus CuPy for CUDA 13;
+# pyopencl sees the NVIDIA GPU through the NVIDIA OpenCL ICD registered below, and
+# the CPU through PoCL. Runs as a non-root user.
+ARG CUDA_IMAGE=nvidia/cuda:13.0.2-runtime-ubuntu24.04
+FROM ${CUDA_IMAGE}
+
+ENV DEBIAN_FRONTEND=noninteractive \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    VIRTUAL_ENV=/opt/sharebench/venv \
+    PATH=/opt/sharebench/venv/bin:$PATH \
+    SHAREBENCH_CACHE=/opt/sharebench/cache \
+    POCL_CACHE_DIR=/opt/sharebench/cache/pocl \
+    NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility
+
+# Python, the OpenCL ICD loader; the NVIDIA container toolkit mounts libnvidia-opencl.so.1
+# (capability "compute"), and this file registers it with the loader.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 python3-venv python3-dev ocl-icd-libopencl1 \
+        gcc libc6-dev ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && mkdir -p /etc/OpenCL/vendors \
+ && echo "libnvidia-opencl.so.1" > /etc/OpenCL/vendors/nvidia.icd
+
+WORKDIR /opt/sharebench/src
+COPY pyproject.toml README.md ./
+COPY src ./src
+COPY components ./components
+COPY pipelines ./pipelines
+
+# The package set of the tests (`pip install -e '.[test]'` in the Makefile), from pyproject.toml,
+# plus the CUDA extra; no separate requirement list to drift.
+RUN python3 -m venv "$VIRTUAL_ENV" \
+ && pip install --upgrade pip \
+ && pip install ".[test,cuda]"
+
+# Non-root user; the kernel caches (sharebench's compiled CPU kernels, PoCL's OpenCL binaries)
+# are filled at build time by a tiny run on each CPU path and stay writable for the user.
+RUN useradd --create-home --uid 1000 --user-group sharebench \
+ && mkdir -p "$SHAREBENCH_CACHE" "$POCL_CACHE_DIR" \
+ && chown -R sharebench:sharebench /opt/sharebench/cache
+USER 1000:1000
+WORKDIR /home/sharebench
+RUN python -c "from sharebench.kernel import RunConfig, run_replica; \
+[print(run_replica(RunConfig(device=d, particles=64, turns=1)).context) for d in ('cpu', 'opencl')]"
+
+CMD ["sharebench", "--help"]

@@ -1,0 +1,164 @@
+"""The project image: CI has no Docker engine, so the Dockerfile is read and checked against the
+project itself (package set, sources, OpenCL ICD, user, caches, build context)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCKERFILE = ROOT / "Dockerfile"
+
+
+def instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with line continuations joined and comments dropped."""
+    out, buf = [], ""
+    for line in text.splitlines():
+        if not buf and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        if buf and line.lstrip().startswith("#"):
+            continue
+        if line.rstrip().endswith("\\"):
+            buf += line.rstrip()[:-1] + " "
+            continue
+        buf += line
+        op, _, args = buf.strip().partition(" ")
+        out.append((op.upper(), args.strip()))
+        buf = ""
+    assert not buf, "Dockerfile ends inside a continued line"
+    return out
+
+
+@pytest.fixture(scope="module")
+def steps() -> list[tuple[str, str]]:
+    return instructions(DOCKERFILE.read_text())
+
+
+@pytest.fixture(scope="module")
+def pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def extras_closure(pyproject: dict, extras: set[str]) -> set[str]:
+    """Requirement names a set of extras installs (following sharebench[...] self-references)."""
+    opt = pyproject["project"]["optional-dependencies"]
+    names, todo, seen = set(), list(extras), set()
+    while todo:
+        e = todo.pop()
+        if e in seen:
+            continue
+        seen.add(e)
+        for req in opt[e]:
+            m = re.fullmatch(r"sharebench\[([^\]]+)\]", req.strip())
+            if m:
+                todo += [x.strip() for x in m.group(1).split(",")]
+            else:
+                names.add(re.split(r"[<>=!~;\[ ]", req, maxsplit=1)[0].lower())
+    return names
+
+
+def pip_installs(steps) -> list[list[str]]:
+    """The arguments of every `pip install` in RUN instructions (options dropped)."""
+    out = []
+    for op, args in steps:
+        if op != "RUN":
+            continue
+        for cmd in args.split("&&"):
+            words = shlex.split(cmd)
+            if "pip" in [Path(w).name for w in words[:3]] and "install" in words:
+                rest = words[words.index("install") + 1:]
+                out.append([w for w in rest if not w.startswith("-")])
+    return out
+
+
+def test_base_is_a_cuda_runtime_image(steps):
+    args = dict(a.split("=", 1) for op, a in steps if op == "ARG" and "=" in a)
+    (frm,) = [a for op, a in steps if op == "FROM"]
+    image = args.get(frm.strip("${}"), frm)
+    assert re.fullmatch(r"nvidia/cuda:\d+\.\d+\.\d+-runtime-ubuntu\d\d\.\d\d", image), image
+
+
+def test_installs_the_package_set_the_tests_use_from_pyproject(steps, pyproject):
+    installs = pip_installs(steps)
+    project = [w for words in installs for w in words if re.fullmatch(r"\.(\[[a-z,]+\])?", w)]
+    assert len(project) == 1, f"the project is installed once from its pyproject: {installs}"
+    extras = set(re.fullmatch(r"\.\[([a-z,]+)\]", project[0]).group(1).split(","))
+    # the test suite's set (Makefile: pip install -e '.[test]') ...
+    assert "test" in extras
+    assert "'.[test]'" in (ROOT / "Makefile").read_text()
+    assert extras <= set(pyproject["project"]["optional-dependencies"])
+    assert {"kfp", "kfp-kubernetes", "pocl-binary-distribution", "pytest"} <= extras_closure(pyproject, extras)
+    # ... and no package list of its own that could drift from it
+    others = [w for words in installs for w in words if w not in project and w != "pip"]
+    assert others == [], f"packages installed outside pyproject: {others}"
+    # the CUDA path of the kernel (CuPy) is there too
+    assert "cuda" in extras and any(n.startswith("cupy") for n in extras_closure(pyproject, {"cuda"}))
+
+
+def test_copies_every_source_folder_the_package_needs(steps, pyproject):
+    copied = set()
+    for op, args in steps:
+        if op == "COPY":
+            srcs = shlex.split(args)[:-1]
+            copied |= {s.rstrip("/") for s in srcs if not s.startswith("--")}
+    package_dirs = {d.split("/")[0] for d in pyproject["tool"]["setuptools"]["package-dir"].values() if d}
+    assert package_dirs == {"src", "components", "pipelines"}
+    assert package_dirs | {"pyproject.toml", pyproject["project"]["readme"]} <= copied
+    for name in copied:
+        assert (ROOT / name).exists(), f"COPY {name}: not in the repository"
+
+
+def test_registers_the_nvidia_opencl_icd(steps):
+    runs = " ".join(a for op, a in steps if op == "RUN")
+    assert re.search(r'echo "?libnvidia-opencl\.so\.1"? > /etc/OpenCL/vendors/nvidia\.icd', runs)
+    assert "ocl-icd-libopencl1" in runs
+    env = " ".join(a for op, a in steps if op == "ENV")
+    assert re.search(r"NVIDIA_DRIVER_CAPABILITIES=\S*compute", env)
+
+
+def test_runs_as_a_non_root_user_with_the_kernel_caches_prebuilt(steps):
+    users = [a for op, a in steps if op == "USER"]
+    assert users and users[-1].split(":")[0] not in ("root", "0")
+    last_user = max(i for i, (op, _) in enumerate(steps) if op == "USER")
+    warm = [i for i, (op, a) in enumerate(steps) if op == "RUN" and "run_replica" in a]
+    assert warm and min(warm) > last_user, "caches are filled as the runtime user, so they stay usable"
+    env = " ".join(a for op, a in steps if op == "ENV")
+    assert "SHAREBENCH_CACHE=" in env and "POCL_CACHE_DIR=" in env
+    # the warm-up call is the kernel's public API, on both CPU paths
+    (warm_run,) = [steps[i][1] for i in warm]
+    assert "from sharebench.kernel import RunConfig, run_replica" in warm_run
+    assert "'cpu'" in warm_run and "'opencl'" in warm_run
+
+
+def test_warm_up_command_runs_here(steps):
+    """The build-time warm-up command itself runs (on this machine's CPU paths)."""
+    import subprocess
+    import sys
+
+    from sharebench.kernel import list_devices
+
+    if "opencl" not in {d.backend for d in list_devices()}:
+        pytest.skip("no OpenCL device here (PoCL: pip install -e '.[pocl]')")
+    (warm,) = [a for op, a in steps if op == "RUN" and "run_replica" in a]
+    code = shlex.split(warm)[shlex.split(warm).index("-c") + 1]
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["cpu", "opencl"]
+
+
+def test_build_context_leaves_out_the_venv_and_git():
+    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    assert {".git", ".venv", "tests"} <= ignored
+    assert not {"src", "components", "pipelines", "pyproject.toml", "README.md"} & ignored
+
+
+def test_image_name_in_readme_matches_the_one_setting():
+    from sharebench.components._image import IMAGE_NAME, IMAGE_TAG
+
+    readme = (ROOT / "docs" / "readme" / "kfp.md").read_text()
+    assert f"docker build -t {IMAGE_NAME}:{IMAGE_TAG} ." in readme
