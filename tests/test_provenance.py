@@ -159,3 +159,21 @@ def test_a_bad_provenance_file_is_a_user_error(tmp_path, content, match):
     (tmp_path / provenance.FILENAME).write_text(content)
     with pytest.raises(UserError, match=match):
         provenance.load(tmp_path)
+
+
+@pytest.mark.parametrize("spec", ["cpu", "opencl"])
+def test_collect_with_the_kernels_real_device(spec):
+    """A DeviceInfo from sharebench.kernel (the CPU, and PoCL's OpenCL device where present)."""
+    from sharebench.kernel import resolve_device
+
+    try:
+        dev = resolve_device(spec)
+    except UserError as exc:
+        pytest.skip(f"{spec} device not available here: {exc}")
+    prov = provenance.collect(dev, ["sharebench", "run"], {})
+    assert prov["device"]["name"] == dev.name and prov["device"]["uuid"] == dev.uuid
+    assert prov["device"]["memory_bytes"] == dev.memory_bytes
+    if dev.backend == "opencl":
+        assert prov["opencl"] == {"platform": dev.platform, "device": dev.name,
+                                  "icd_vendors": __import__("os").environ.get("OCL_ICD_VENDORS")}
+    json.dumps(prov)  # all of it is JSON

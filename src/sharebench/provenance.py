@@ -313,8 +313,9 @@ def collect(device_info: Any = None, command: Any = None, config: Any = None, *,
     cfg = config if config is not None else {}
     pkg_root = Path(__file__).resolve().parent
     git = _git(pkg_root)
-    device = {k: (None if _attr(device_info, k) is None else str(_attr(device_info, k)))
-              for k in ("spec", "kind", "backend", "name", "uuid", "platform", "memory_bytes")}
+    device = {k: (v if v is None or isinstance(v, (str, int, float, bool)) else str(v))
+              for k in ("spec", "kind", "backend", "name", "uuid", "platform", "memory_bytes")
+              for v in [_attr(device_info, k)]}
     prov: dict[str, Any] = {
         "schema": SCHEMA,
         "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
