@@ -167,3 +167,16 @@ def test_summary_arithmetic(samples, expected):
 ])
 def test_uuid_spelling(raw, want):
     assert normalise_uuid(raw) == want
+
+
+@pytest.mark.parametrize("spec", ["cpu", "opencl"])
+def test_sampler_takes_the_kernels_device_info(spec):
+    from sharebench.kernel import resolve_device
+
+    try:
+        dev = resolve_device(spec)
+    except UserError as exc:
+        pytest.skip(f"{spec} device not available here: {exc}")
+    summary = make_sampler(dev, interval_s=0.05).start().stop()
+    assert summary["tel_source"] == "psutil" and summary["tel_device_name"] == dev.name
+    assert summary["tel_samples"] >= 2
