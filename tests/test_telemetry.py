@@ -144,6 +144,12 @@ SUMMARY_CASES = {
          _s(0.1, mig1_sm_active_pct=90.0, mig2_sm_active_pct=40.0, sm_clock_mhz=1500.0)],
         {"tel_sm_active_pct_mean": 70.0, "tel_sm_clock_mhz_mean": 1740.0, "tel_sm_clock_mhz_min": 1500.0,
          "tel_energy_j": None}),
+    # MIG without a whole-GPU memory reading: the largest sum over the instances
+    "mig memory": (
+        [_s(0.0, mig1_mem_used_bytes=100.0, mig2_mem_used_bytes=50.0),
+         _s(0.1, mig1_mem_used_bytes=120.0, mig2_mem_used_bytes=None),
+         _s(0.2, mig1_mem_used_bytes=90.0, mig2_mem_used_bytes=70.0)],
+        {"tel_mem_used_bytes_max": 160.0}),
 }
 
 

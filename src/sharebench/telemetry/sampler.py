@@ -127,6 +127,11 @@ def summarize(samples: list[dict], meta: dict[str, Any]) -> dict[str, Any]:
         for stat in stats:
             out[f"tel_{col}_{stat}"] = {"mean": _mean, "max": max, "min": min}[stat](v)
     keys = set().union(*samples) if samples else set()
+    mig_mem = sorted(k for k in keys if k.startswith("mig") and k.endswith("_mem_used_bytes"))
+    if out["tel_mem_used_bytes_max"] is None and mig_mem:  # MIG: the GPU's use = the instances' sum
+        sums = [sum(float(s[k]) for k in mig_mem if s.get(k) is not None) for s in samples
+                if any(s.get(k) is not None for k in mig_mem)]
+        out["tel_mem_used_bytes_max"] = max(sums) if sums else None
     for gpm in ("sm_active_pct", "sm_occupancy_pct", "fp64_active_pct", "dram_bw_util_pct"):
         cols = sorted(k for k in keys if k == gpm or (k.startswith("mig") and k.endswith("_" + gpm)))
         vals = [x for c in cols for x in _col(samples, c)]
