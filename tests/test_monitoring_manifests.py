@@ -149,8 +149,8 @@ CELLS = [{"cell_id": "timeslice:2_p1e6_r1", "mode": "timeslice:2", "start": 1796
          {"cell_id": "exclusive_p1e6_r1", "mode": "exclusive", "start": 1796209980.0, "end": 1796209986.0}]
 
 
-def test_annotations_reach_grafana_as_regions():
-    got: list[dict] = []
+def _grafana(got: list[dict]) -> ThreadingHTTPServer:
+    """A loopback HTTP endpoint that records what is POSTed to it and answers like Grafana."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802
@@ -168,6 +168,12 @@ def test_annotations_reach_grafana_as_regions():
 
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def test_annotations_reach_grafana_as_regions():
+    got: list[dict] = []
+    srv = _grafana(got)
     try:
         ids = monitoring.post_annotations(f"http://127.0.0.1:{srv.server_address[1]}", "tok", CELLS, run="r42")
     finally:
@@ -188,3 +194,27 @@ def test_a_backwards_cell_is_a_user_error():
 def test_unreachable_grafana_is_a_user_error():
     with pytest.raises(UserError, match=r"Grafana at http://127.0.0.1:9 not reachable"):
         monitoring.post_annotations("http://127.0.0.1:9", None, CELLS[:1], timeout_s=2)
+
+
+def test_annotate_cli_writes_the_results_cells(tmp_path, monkeypatch, capsys):
+    from sharebench.results import ResultsWriter
+
+    base = dict(sweep_id="s", engine="simpletrack", lattice="generated", turns=10, particles=1000, host="h",
+                status="ok", error="", cell_status="ok", cell_error="", device_class="cpu", backend="cpu",
+                warmup=False, repeat=1)
+    ResultsWriter(tmp_path).append(
+        [dict(base, mode="exclusive", mode_kind="exclusive", replicas=1, replica=0, cell_id="ex_r1",
+              track_start=100.0, track_end=110.0, track_s=10.0)]
+        + [dict(base, mode="timeslice:2", mode_kind="timeslice", replicas=2, replica=i, cell_id="ts_r1",
+                track_start=200.0 + i, track_end=220.0 + i, track_s=20.0) for i in (0, 1)])
+    got: list[dict] = []
+    srv = _grafana(got)
+    monkeypatch.setenv("GRAFANA_TOKEN", "t0k")
+    try:
+        rc = monitoring.main(["annotate", str(tmp_path), "--grafana", f"http://127.0.0.1:{srv.server_address[1]}"])
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert rc == 0 and "2 annotations written" in capsys.readouterr().out
+    assert [(g["body"]["time"], g["body"]["timeEnd"]) for g in got] == [(100_000, 110_000), (200_000, 221_000)]
+    assert {g["auth"] for g in got} == {"Bearer t0k"}

@@ -19,7 +19,8 @@
   benchmark cells (tag ``sharebench``) that :func:`post_annotations` writes.
 
 ``python -m sharebench.telemetry.monitoring render --out manifests/monitoring`` rewrites the
-files; ``check`` compares them; ``dashboard`` prints the raw dashboard JSON (Grafana import).
+files; ``check`` compares them; ``dashboard`` prints the raw dashboard JSON (Grafana import);
+``annotate RESULTS --grafana URL`` writes a results folder's cells as annotations.
 """
 
 from __future__ import annotations
@@ -296,7 +297,25 @@ def main(argv: list[str] | None = None) -> int:
         s = sub.add_parser(name)
         s.add_argument("--out", default="manifests/monitoring")
     sub.add_parser("dashboard")
+    an = sub.add_parser("annotate", help="write a results folder's cells to Grafana as annotations")
+    an.add_argument("results", help="results folder (results.csv)")
+    an.add_argument("--grafana", required=True, help="Grafana base URL, e.g. http://grafana.monitoring")
+    an.add_argument("--token-env", default="GRAFANA_TOKEN",
+                    help="environment variable holding a service-account token (default GRAFANA_TOKEN)")
+    an.add_argument("--run", help="a run label added as tag run:<label>")
     a = p.parse_args(argv)
+    if a.cmd == "annotate":
+        import os
+
+        from sharebench.telemetry.prometheus import cell_windows
+
+        try:
+            ids = post_annotations(a.grafana, os.environ.get(a.token_env), cell_windows(a.results), run=a.run)
+        except UserError as exc:
+            print(f"sharebench: error: {exc}", file=sys.stderr)
+            return 2
+        print(f"{len(ids)} annotations written to {a.grafana}")
+        return 0
     if a.cmd == "render":
         for path in write(a.out):
             print(path)
