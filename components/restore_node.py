@@ -10,8 +10,9 @@ from sharebench.components._image import IMAGE
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
 def restore_node(
-    node_names: List[str],
     status: dsl.PipelineTaskFinalStatus,
+    node_name: str = "",
+    node_names: List[str] = [],
     timeout_s: float = 600.0,
 ) -> List[dict]:
     """Puts each node back in the state it had before the sweep; idempotent.
@@ -20,7 +21,8 @@ def restore_node(
     node (kfp.local on one machine) nothing changes and the step says so.
 
     Args:
-        node_names: Nodes to restore; an empty name is skipped.
+        node_name: A node to restore (the one-node pipeline); empty: none.
+        node_names: Nodes to restore (NAME or NAME=GPU_MODEL; the multi-node pipeline).
         status: Final status of the sweep (logged).
         timeout_s: Longest wait for the operator to settle, in seconds.
 
@@ -29,5 +31,6 @@ def restore_node(
     """
     from sharebench.components import steps
 
-    steps.say(f"sweep finished with state {status.state}; restoring {node_names or 'nothing'}")
-    return steps.restore(node_names=node_names, timeout_s=timeout_s)
+    nodes = [node_name, *node_names]
+    steps.say(f"sweep finished with state {status.state}; restoring {[n for n in nodes if n] or 'nothing'}")
+    return steps.restore(node_names=nodes, timeout_s=timeout_s)

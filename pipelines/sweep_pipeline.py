@@ -209,7 +209,7 @@ def sweep_pipeline(
         reconfigure_timeout_s: Longest wait for the node to advertise a mode.
         force: Reconfigure even when pods outside sharebench use the node's GPUs.
     """
-    restore = in_image(restore_node(node_names=[node_name]), image)
+    restore = in_image(restore_node(node_name=node_name), image)
     with dsl.ExitHandler(restore, name="sweep"):
         sweep_node(image=image, node_name=node_name, gpu_model=gpu_model, modes=modes,
                    particle_counts=particle_counts, repeats=repeats, warmup_repeats=warmup_repeats, turns=turns,
