@@ -13,7 +13,6 @@ gpu-node-2 serves the same names with SM active 0.99 everywhere (must never leak
 
 from __future__ import annotations
 
-import math
 import shutil
 import socket
 import subprocess
@@ -163,8 +162,9 @@ scrape_configs:
 
 
 def _points(window) -> int:
-    start, end = window
-    return int(math.floor((end - start) / STEP_S + 1e-9)) + 1
+    """Evaluation instants of a range query: start, start + step, … ≤ end, in Prometheus' ms."""
+    start_ms, end_ms = (round(float(f"{t:.3f}") * 1000) for t in window)
+    return (end_ms - start_ms) // round(STEP_S * 1000) + 1
 
 
 @pytest.mark.parametrize("phase,sm,power", [("phase1", 0.8, 300.0), ("phase2", 0.4, 500.0)])
