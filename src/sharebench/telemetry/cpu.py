@@ -1,4 +1,5 @@
-"""Host CPU readings with psutil: per-core utilization, frequency, memory in use.
+"""Host CPU readings with psutil: per-core utilization, frequency, memory in use, and the
+cores used by the sweep's own processes.
 
 Used on every device: on the CPU it is the device's own telemetry, on a GPU it
 shows how busy the host was (replicas feeding the GPU, the sweep itself).
@@ -47,7 +48,6 @@ class CpuReader:
     def read(self) -> dict[str, float | None]:
         ps = self._ps
         per_core: list[float | None] = list(ps.cpu_percent(percpu=True))
-        first = self._first
         if self._first:
             self._first = False
             per_core = [None] * len(per_core)
