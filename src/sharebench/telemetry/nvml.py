@@ -184,6 +184,12 @@ def mig_instances(nv: Any, parent: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _gi_label(inst: dict[str, Any]) -> str:
+    """Column label of a MIG instance: its GPU instance id, else ``x<device index>``."""
+    gi = inst.get("gpu_instance_id")
+    return str(gi) if gi is not None else f"x{inst['index']}"
+
+
 class _Gpm:
     """GPM counters of one scope (the whole GPU, or one MIG GPU instance), read pairwise."""
 
@@ -256,7 +262,11 @@ class NvmlReader:
         self.name = self._safe(lambda: _text(nv.nvmlDeviceGetName(self.parent)))
         self.uuid = self._safe(lambda: _text(nv.nvmlDeviceGetUUID(self.parent)))
         self.target_uuid = self._safe(lambda: _text(nv.nvmlDeviceGetUUID(target)))
-        self.migs = mig_instances(nv, self.parent)
+        # one entry per GPU instance (a GPU instance split into compute instances has several
+        # MIG devices sharing its memory and GPM counters)
+        seen: set = set()
+        self.migs = [i for i in mig_instances(nv, self.parent)
+                     if (key := _gi_label(i)) not in seen and not seen.add(key)]
         self.mig = bool(self.migs)
         if self.mig:
             self.notes.append(
@@ -271,7 +281,7 @@ class NvmlReader:
             ("energy_mj", lambda: float(nv.nvmlDeviceGetTotalEnergyConsumption(self.parent))),
         ]
         for inst in self.migs:
-            h, gi = inst["handle"], inst.get("gpu_instance_id", inst["index"])
+            h, gi = inst["handle"], _gi_label(inst)
             candidates.append((f"mig{gi}_mem_used_bytes",
                                lambda h=h: float(nv.nvmlDeviceGetMemoryInfo(h).used)))
         # utilization is one call giving two values
@@ -316,7 +326,7 @@ class NvmlReader:
             self.notes.append(f"GPM: {_err(exc)}")
             return
         scopes: list[tuple[str, int | None]] = (
-            [(f"mig{i.get('gpu_instance_id', i['index'])}_", i.get("gpu_instance_id")) for i in self.migs]
+            [(f"mig{_gi_label(i)}_", i.get("gpu_instance_id")) for i in self.migs]
             if self.mig else [("", None)])
         for prefix, gi in scopes:
             if self.mig and gi is None:

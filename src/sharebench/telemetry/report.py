@@ -18,6 +18,7 @@ from __future__ import annotations
 import html
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -94,8 +95,7 @@ def window_means(samples: pd.DataFrame, t0: float, t1: float) -> dict[str, float
     inside = samples[(t > t0) & (t <= t1)]
     out: dict[str, float] = {}
     for col in WINDOW_COLUMNS:
-        cols = [c for c in inside.columns if c == col or (c.startswith("mig") and c.endswith("_" + col)
-                                                          and c[3:-len(col) - 1].isdigit())]
+        cols = [c for c in inside.columns if c == col or re.fullmatch(rf"migx?\d+_{col}", c)]
         vals = pd.concat([pd.to_numeric(inside[c], errors="coerce") for c in cols]) if cols else pd.Series([], dtype=float)
         vals = vals[np.isfinite(vals)]
         if len(vals):
