@@ -142,3 +142,13 @@ def test_report_section_has_the_table_and_the_plot(crafted):
     assert "GPM: SM active 92.0%, DRAM bandwidth 21.0%" in sec["markdown"]
     assert "<table>" in sec["html"] and "765.38" in sec["html"]
     assert (crafted / "prediction.csv").exists()
+
+
+def test_a_row_without_a_single_profile_gets_no_prediction_not_an_error():
+    import pandas as pd
+
+    mig = pd.DataFrame([{"mode": "mig:mixed", "device_class": "gpu", "particles": 1000, "mig_profile":
+                         "1g.18gb, 3g.71gb", "loss_pct": 10.0, "loss_ci_low": 9.0, "loss_ci_high": 11.0}])
+    df = prediction.predicted_vs_measured({"mig": mig}, gpu="H200")
+    assert math.isnan(df.loc[0, "predicted_pct"]) and df.loc[0, "basis"].startswith("no prediction: ")
+    assert math.isnan(df.loc[0, "excess_pct"])

@@ -214,9 +214,13 @@ def predicted_vs_measured(tables: dict[str, Any], gpu: GpuModel | str | None = N
             continue
         for r in t.to_dict("records"):
             bound, evidence = _bound_for(bounds, r)
-            pred = predict_cell(str(r["mode"]), gpu=gpu, device_class=str(r.get("device_class") or "gpu"),
-                                mig_profile=r.get("mig_profile") if name == "mig" else None,
-                                bound=bound)
+            try:
+                pred = predict_cell(str(r["mode"]), gpu=gpu, device_class=str(r.get("device_class") or "gpu"),
+                                    mig_profile=r.get("mig_profile") if name == "mig" else None,
+                                    bound=bound)
+            except UserError as exc:  # e.g. a mixed layout ("1g.18gb, 3g.71gb"): no single prediction
+                pred = {"metric": "T_mig vs T_full" if name == "mig" else "", "predicted_pct": math.nan,
+                        "compute_share_lost_pct": math.nan, "basis": f"no prediction: {exc}"}
             if name == "partition":  # the ideal already holds the SM/core fraction: 0 excess predicted
                 unit, full, part = r.get("unit") or "units", _f(r.get("full_units")), _f(r.get("slice_units"))
                 pred = {"metric": "T_slice vs ideal", "predicted_pct": 0.0, "compute_share_lost_pct": 0.0,
