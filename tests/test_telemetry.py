@@ -186,3 +186,16 @@ def test_sampler_takes_the_kernels_device_info(spec):
     summary = make_sampler(dev, interval_s=0.05).start().stop()
     assert summary["tel_source"] == "psutil" and summary["tel_device_name"] == dev.name
     assert summary["tel_samples"] >= 2
+
+
+def test_ctrl_c_to_the_group_does_not_kill_the_sampler():
+    """SIGINT (Ctrl-C reaches the whole process group) leaves the sampler running; stop() still
+    returns a real summary, so the interrupted cell keeps its telemetry."""
+    import signal
+
+    sampler = make_sampler(CPU_DEVICE, interval_s=0.1).start()
+    sampler._proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    assert sampler._proc.poll() is None
+    summary = sampler.stop()
+    assert summary["tel_source"] == "psutil" and summary["tel_samples"] >= 3

@@ -22,6 +22,7 @@ import json
 import math
 import os
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -209,6 +210,9 @@ def child_main(config: dict[str, Any]) -> int:
         os.nice(10)
     except OSError:
         pass
+    # Ctrl-C reaches the whole process group: the sweep decides what to do; this process ends
+    # when the sweep says stop or goes away (EOF on stdin)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     interval = float(config.get("interval_s") or 0.1)
     out_path = config.get("out_path")
     readers, meta = _open_readers(config.get("device") or {})
