@@ -199,3 +199,21 @@ def test_ctrl_c_to_the_group_does_not_kill_the_sampler():
     assert sampler._proc.poll() is None
     summary = sampler.stop()
     assert summary["tel_source"] == "psutil" and summary["tel_samples"] >= 3
+
+
+def test_the_sampler_ends_when_the_sweep_dies():
+    """The sweep process is SIGKILLed: the sampler sees EOF on its stdin and exits (no orphan)."""
+    code = ("import sys, time\nfrom sharebench.telemetry import make_sampler\n"
+            "s = make_sampler({'kind': 'cpu'}, interval_s=0.1).start()\n"
+            "print(s._proc.pid, flush=True)\ntime.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        child = psutil.Process(int(parent.stdout.readline()))
+        parent.kill()
+        parent.wait(timeout=10)
+        gone, alive = psutil.wait_procs([child], timeout=5)
+        assert not alive, "sampler still running after its sweep died"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        parent.stdout.close()
