@@ -312,3 +312,17 @@ def test_partition_refusals(mode, dev, message):
     with pytest.raises(UserError) as e:
         plan_cell(mode, dev, cpus=[0, 1])
     assert str(e.value) == message
+
+
+def test_mps_daemon_turns_sigterm_into_an_interrupt_while_it_runs():
+    """While a daemon runs, SIGTERM unwinds like Ctrl-C, so the `with` block still sends quit."""
+    before = signal.getsignal(signal.SIGTERM)
+    d = MpsDaemon(CUDA_DEV)
+    d._install_signal_handlers()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler interrupts this
+    finally:
+        d.stop()
+    assert signal.getsignal(signal.SIGTERM) is before

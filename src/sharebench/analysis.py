@@ -385,7 +385,21 @@ def _int(v) -> str:
 
 
 def display_table(name: str, t: pd.DataFrame) -> pd.DataFrame:
-    """The table as the study prints it: text cells, two-decimal percentages, CIs in brackets."""
+    """The table as the study prints it: text cells, two-decimal percentages, CIs in brackets.
+
+    When the table mixes work of different kinds (engine, backend, device class, lattice, turns),
+    a first column says which each row is.
+    """
+    out = _display_rows(name, t)
+    if name != "flags" and not out.empty and all(k in t.columns for k in WORK_KEYS):
+        kinds = t.apply(lambda r: f"{r.engine} on {r.backend} ({r.device_class}), {r.lattice}, {_int(r.turns)} turns",
+                        axis=1)
+        if kinds.nunique() > 1:
+            out.insert(0, "work", kinds.to_numpy())
+    return out
+
+
+def _display_rows(name: str, t: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, r in t.iterrows():
         if name in ("timeslice", "mps"):

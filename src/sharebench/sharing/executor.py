@@ -301,7 +301,9 @@ def _collect(plan: CellPlan, outs, logs, procs, errors: dict[int, str]) -> list[
                 err = _replica_error(out, log, p.returncode)
         row.update(replica=rp.replica, device_spec=plan.device.get("spec") or rp.device,
                    cpus=format_cpus(rp.cpus) if rp.cpus else "", cores=rp.cores, sms=rp.sms,
-                   mig_profile=rp.mig_profile, parent_uuid=rp.parent_uuid or row.get("device_uuid", ""),
+                   mig_profile=rp.mig_profile,
+                   # the physical GPU: the MIG instance's parent, else the device the replica itself reported
+                   parent_uuid=(rp.parent_uuid if rp.mig_uuid else row.get("device_uuid") or rp.parent_uuid),
                    thread_pct=plan.mode.thread_pct if plan.mps else None,
                    status="failed" if err else "ok", error=err or "")
         rows.append(row)
