@@ -320,6 +320,7 @@ def collect_results(paths: list[str], results_dir: str, tables_md_path: str, *, 
 def plot_loss(results_dirs: list[str], html_path: str, md_path: str, plots_dir: str) -> dict[str, str]:
     """Report (HTML + Markdown) and plots of the first results folder; a second one is put
     beside it for comparison; further ones each get a comparison with the first, appended."""
+    import re
     import shutil
     import tempfile
 
@@ -327,16 +328,23 @@ def plot_loss(results_dirs: list[str], html_path: str, md_path: str, plots_dir: 
 
     if not results_dirs:
         raise UserError("no results folder to report on")
+    from sharebench.results import read_machine
+
     work = Path(tempfile.mkdtemp(prefix="sharebench-report-"))
-    copies = []
+    copies: list[Path] = []
     for i, d in enumerate(results_dirs):
-        dst = work / f"node{i}"
+        # the copy's folder name is the report's label for it: the node's name where there is one
+        device = read_machine(d).get("device") or {}
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", str(device.get("node") or Path(d).name or f"results-{i}"))
+        dst = work / name
+        while dst.exists() or dst in copies:
+            dst = work / f"{name}-{i}"
         shutil.copytree(d, dst)
         copies.append(dst)
     others = copies[1:] or [None]
     html_parts, md_parts = [], []
     for j, other in enumerate(others):
-        target = copies[0] if j == 0 else work / f"node0-vs-{j + 1}"
+        target = copies[0] if j == 0 else work / f"{copies[0].name}-vs-{other.name}"
         if j > 0:
             shutil.copytree(copies[0], target)
         paths = build_report(target, compare=other)

@@ -142,3 +142,28 @@ def test_pods_placement_cell_starts_replicas_at_the_upstream_instant(tmp_path, l
     starts = np.array([r["track_start"] for r in rows])
     assert (starts >= start_at).all()
     assert_allclose(starts, start_at, atol=2.0)   # both woke at the instant, not when their task began
+
+
+def test_compare_nodes_report_puts_other_results_beside_the_first(local_sweep, tmp_path):
+    """What compare_nodes does with the multi-node pipeline's results folders."""
+    import shutil
+
+    from sharebench.components import steps
+    from sharebench.results import read_machine
+
+    earlier = Path(__file__).resolve().parents[1] / "docs" / "results" / "cpu-example"
+    if not (earlier / "results.csv").exists():
+        pytest.skip(f"no second results folder at {earlier}")
+    ours = local_sweep / "collect-results" / "results"
+    third = tmp_path / "gpu-node-b"
+    shutil.copytree(ours, third)
+    machine = read_machine(third)
+    machine["device"]["node"] = "gpu-node-b"
+    (third / "machine.json").write_text(json.dumps(machine))
+    html, md, plots = tmp_path / "r.html", tmp_path / "r.md", tmp_path / "plots"
+    steps.plot_loss([str(ours), str(earlier), str(third)], str(html), str(md), str(plots))
+    page = html.read_text()
+    assert page.count("<body") == 1 and page.count("<hr>") == 1   # two comparisons, one page
+    assert "cpu-example" in page and "gpu-node-b" in page
+    assert md.read_text().count("\n---\n") == 1
+    assert any(plots.glob("loss_vs_particles.png"))
