@@ -33,6 +33,7 @@ from typing import Any
 
 from sharebench import __version__
 from sharebench.errors import UserError
+from sharebench.telemetry.cpu import cpu_model
 
 SCHEMA = "sharebench.provenance/1"
 FILENAME = "provenance.json"
@@ -96,21 +97,10 @@ def _versions() -> dict[str, str | None]:
     return out
 
 
-def _cpu_model() -> str | None:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
-
-
 def host_info() -> dict[str, Any]:
     info: dict[str, Any] = {
         "hostname": socket.gethostname(),
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "os": platform.platform(),
         "python": sys.version.split()[0],
         "cpu_logical": os.cpu_count(),

@@ -11,6 +11,20 @@ import os
 import time
 
 
+def cpu_model() -> str | None:
+    """The CPU's model name from /proc/cpuinfo (Linux), else what platform says."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or None
+
+
 class CpuUnavailable(RuntimeError):
     """psutil is missing or cannot read this host's counters (the message says why)."""
 

@@ -154,7 +154,7 @@ def summarize(samples: list[dict], meta: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- child process
 
 def _open_readers(dev: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-    from sharebench.telemetry.cpu import CpuReader, CpuUnavailable
+    from sharebench.telemetry.cpu import CpuReader, CpuUnavailable, cpu_model
     from sharebench.telemetry.nvml import NvmlReader, NvmlUnavailable
 
     readers: list[Any] = []
@@ -181,22 +181,11 @@ def _open_readers(dev: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
         if meta["source"] == "none":
             meta["source"] = "psutil"
             if dev.get("kind") != "gpu":
-                meta["device_name"] = dev.get("name") or _cpu_model()
+                meta["device_name"] = dev.get("name") or cpu_model()
     except CpuUnavailable as exc:
         notes.append(f"CPU telemetry not recorded: {exc}")
     meta["note"] = "; ".join(notes)
     return readers, meta
-
-
-def _cpu_model() -> str | None:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return None
 
 
 def _emit(obj: dict[str, Any]) -> None:
