@@ -10,8 +10,10 @@ notebook or pod inside the cluster).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +149,29 @@ def _number_or_str(v: str) -> Any:
 
 
 # ------------------------------------------------------------------ client
+@contextlib.contextmanager
+def _api_errors(args: argparse.Namespace):
+    """Connection and API failures of the KFP server as one-line UserErrors."""
+    import urllib3
+    from kfp_server_api.exceptions import ApiException
+
+    where = args.host or "the in-cluster KFP API"
+    try:
+        yield
+    except urllib3.exceptions.HTTPError as exc:
+        reason = getattr(exc, "reason", None) or exc
+        raise UserError(f"cannot reach {where}: {reason}; check --host (e.g. a port-forward of "
+                        "svc/ml-pipeline-ui to http://localhost:8080)") from None
+    except TimeoutError as exc:   # kfp.Client's health check gave up (it retries 5 times)
+        raise UserError(f"{where} did not answer its health check ({exc}); check --host and --token/--cookies") \
+            from None
+    except ApiException as exc:
+        hint = {401: "pass --token or --cookies", 403: "your identity lacks access to this namespace/experiment",
+                404: "is --host the KFP API (…/pipeline) and does the experiment exist?"}.get(exc.status, "")
+        body = " ".join(str(exc.body or exc.reason).split())[:200]
+        raise UserError(f"{where} answered HTTP {exc.status} ({body}){'; ' + hint if hint else ''}") from None
+
+
 def make_client(args: argparse.Namespace):
     """kfp.Client from the auth options users already have."""
     import kfp
@@ -162,7 +187,9 @@ def make_client(args: argparse.Namespace):
         kwargs["cookies"] = args.cookies
     if args.namespace:
         kwargs["namespace"] = args.namespace
-    return kfp.Client(**kwargs)
+    with warnings.catch_warnings():   # "This client only works with KFP v2.0.0-beta.2 and later": noise
+        warnings.simplefilter("ignore", FutureWarning)
+        return kfp.Client(**kwargs)
 
 
 def _package(args: argparse.Namespace) -> Path:
@@ -177,6 +204,11 @@ def submit(args: argparse.Namespace) -> dict[str, Any]:
     package = _package(args)
     params = parse_params(args.param, pipeline_parameters(package))
     cron = validate_cron(args.schedule) if args.schedule else None
+    with _api_errors(args):
+        return _submit(args, package, params, cron)
+
+
+def _submit(args: argparse.Namespace, package: Path, params: dict[str, Any], cron: str | None) -> dict[str, Any]:
     client = make_client(args)
     namespace = args.namespace or None
     if cron:
@@ -198,6 +230,11 @@ def submit(args: argparse.Namespace) -> dict[str, Any]:
 
 def list_runs(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
     """Runs and recurring runs of the experiment (or of the namespace), newest first."""
+    with _api_errors(args):
+        return _list_runs(args)
+
+
+def _list_runs(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
     client = make_client(args)
     kw: dict[str, Any] = {"page_size": args.limit, "sort_by": "created_at desc"}
     if args.experiment:

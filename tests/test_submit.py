@@ -44,7 +44,8 @@ class FakeKfp:
         path = u.path
         with self.lock:
             self.requests.append((method, path, body, headers))
-            if self.token and headers.get("authorization") != f"Bearer {self.token}":
+            public = (method, path) == ("GET", f"{API}/healthz")   # kfp.Client retries it 5 x 5 s otherwise
+            if self.token and not public and headers.get("authorization") != f"Bearer {self.token}":
                 return 401, {"code": 16, "message": "Unauthenticated: bad or missing bearer token"}
             if (method, path) == ("GET", f"{API}/healthz"):
                 return 200, {"multi_user": False}
@@ -185,7 +186,8 @@ def test_submit_sends_the_token_and_waits(kfp_server, capsys):
     code, out, err = _run_cli(capsys, "submit", "--host", kfp_server.url, "--token", "s3cret", "--wait", "30")
     assert code == 0, err
     assert "finished: SUCCEEDED" in out
-    assert {h.get("authorization") for _, _, _, h in kfp_server.requests} == {"Bearer s3cret"}
+    assert {h.get("authorization") for _, p, _, h in kfp_server.requests if not p.endswith("healthz")} == \
+        {"Bearer s3cret"}
 
 
 @pytest.mark.parametrize("cron, message", [
@@ -231,3 +233,17 @@ def test_bad_submit_options_exit_2_with_one_line_before_contacting_the_server(kf
 def test_host_without_scheme_is_refused(capsys):
     code, _, err = _run_cli(capsys, "runs", "--host", "kubeflow.example.org")
     assert code == 2 and "give the KFP API URL with its scheme" in err
+
+
+def test_unreachable_or_refusing_server_is_one_line(kfp_server, capsys):
+    import socket
+
+    with socket.socket() as s:   # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code, _, err = _run_cli(capsys, "runs", "--host", f"http://127.0.0.1:{port}")
+    assert code == 2 and err.startswith(f"sharebench: error: cannot reach http://127.0.0.1:{port}") \
+        and err.count("\n") == 1
+    kfp_server.token = "s3cret"
+    code, _, err = _run_cli(capsys, "submit", "--host", kfp_server.url, "--token", "wrong")
+    assert code == 2 and "answered HTTP 401" in err and "pass --token or --cookies" in err and err.count("\n") == 1
