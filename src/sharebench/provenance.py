@@ -34,6 +34,7 @@ from typing import Any
 from sharebench import __version__
 from sharebench.errors import UserError
 from sharebench.telemetry.cpu import cpu_model
+from sharebench.telemetry.sampler import device_field
 
 SCHEMA = "sharebench.provenance/1"
 FILENAME = "provenance.json"
@@ -49,12 +50,6 @@ OPERAND_IMAGES = {  # component -> substrings of container image names in the op
     "driver": ("/driver:", "/driver@"),
     "mig_manager": ("k8s-mig-manager",),
 }
-
-
-def _attr(info: Any, key: str) -> Any:
-    if isinstance(info, dict):
-        return info.get(key)
-    return getattr(info, key, None)
 
 
 def config_hash(config: Any) -> str:
@@ -198,7 +193,7 @@ def gpu_info(device_info: Any = None) -> dict[str, Any]:
 
 def _cuda_runtime(device_info: Any) -> str | None:
     """CUDA runtime of CuPy, only when the replicas used CUDA (importing CuPy is not free)."""
-    if _attr(device_info, "backend") != "cuda" or ("cupy" not in sys.modules and not _has("cupy")):
+    if device_field(device_info, "backend") != "cuda" or ("cupy" not in sys.modules and not _has("cupy")):
         return None
     try:
         import cupy
@@ -305,7 +300,7 @@ def collect(device_info: Any = None, command: Any = None, config: Any = None, *,
     git = _git(pkg_root)
     device = {k: (v if v is None or isinstance(v, (str, int, float, bool)) else str(v))
               for k in ("spec", "kind", "backend", "name", "uuid", "platform", "memory_bytes")
-              for v in [_attr(device_info, k)]}
+              for v in [device_field(device_info, k)]}
     prov: dict[str, Any] = {
         "schema": SCHEMA,
         "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

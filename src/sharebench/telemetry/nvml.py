@@ -32,6 +32,8 @@ import re
 import time
 from typing import Any, Callable
 
+from sharebench.telemetry.sampler import device_field
+
 # GPM metric ids (pynvml constants) -> our column suffix; resolved lazily so that
 # an older nvidia-ml-py without GPM simply has none of them.
 _GPM_METRICS = (
@@ -89,12 +91,6 @@ def _shutdown(nv: Any) -> None:
         pass
 
 
-def _attr(info: Any, key: str) -> Any:
-    if isinstance(info, dict):
-        return info.get(key)
-    return getattr(info, key, None)
-
-
 def normalise_uuid(uuid: Any) -> str | None:
     """``GPU-…`` / ``MIG-…`` as NVML spells it; bare hex UUIDs get the ``GPU-`` prefix."""
     if uuid is None:
@@ -119,7 +115,7 @@ def find_handle(nv: Any, device_info: Any) -> tuple[Any, list[str]]:
     CUDA may order GPUs differently).
     """
     notes: list[str] = []
-    uuid = normalise_uuid(_attr(device_info, "uuid"))
+    uuid = normalise_uuid(device_field(device_info, "uuid"))
     if uuid and uuid.startswith(("GPU-", "MIG-")):
         # CUDA reports a MIG instance's UUID in the GPU- spelling when it enumerates MIG devices
         other = ("MIG-" if uuid.startswith("GPU-") else "GPU-") + uuid[4:]
@@ -140,14 +136,14 @@ def find_handle(nv: Any, device_info: Any) -> tuple[Any, list[str]]:
         raise NvmlUnavailable("NVML sees no GPU")
     if count == 1:
         return nv.nvmlDeviceGetHandleByIndex(0), notes
-    name = _attr(device_info, "name")
+    name = device_field(device_info, "name")
     if name:
         matches = [i for i in range(count)
                    if _text(nv.nvmlDeviceGetName(nv.nvmlDeviceGetHandleByIndex(i))) in str(name)
                    or str(name) in _text(nv.nvmlDeviceGetName(nv.nvmlDeviceGetHandleByIndex(i)))]
         if len(matches) == 1:
             return nv.nvmlDeviceGetHandleByIndex(matches[0]), notes
-    spec = str(_attr(device_info, "spec") or "")
+    spec = str(device_field(device_info, "spec") or "")
     m = re.fullmatch(r"cuda:(\d+)", spec)
     index = int(m.group(1)) if m else 0
     if index >= count:

@@ -66,7 +66,8 @@ _START_TIMEOUT_S = 30.0
 _STOP_TIMEOUT_S = 15.0
 
 
-def _attr(info: Any, key: str) -> Any:
+def device_field(info: Any, key: str) -> Any:
+    """A field of a DeviceInfo object or of its dict form (None when absent)."""
     if isinstance(info, dict):
         return info.get(key)
     return getattr(info, key, None)
@@ -76,7 +77,7 @@ def device_spec(device_info: Any) -> dict[str, Any]:
     """The JSON-able part of a DeviceInfo (object or dict) the sampler needs."""
     if device_info is None:
         return {"kind": "cpu", "backend": "cpu", "name": None, "uuid": None, "spec": None}
-    return {k: (None if _attr(device_info, k) is None else str(_attr(device_info, k)))
+    return {k: (None if device_field(device_info, k) is None else str(device_field(device_info, k)))
             for k in ("kind", "backend", "name", "uuid", "spec")}
 
 
