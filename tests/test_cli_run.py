@@ -81,3 +81,21 @@ def test_entry_point_prints_one_line_without_traceback(tmp_path):
                         str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2
     assert p.stderr == "sharebench: error: replica count must be >= 1 in 'timeslice:0'\n"
+
+
+def test_dry_run_prints_the_plan_and_runs_nothing(capsys, tmp_path):
+    from test_sharing import tiny_lattice
+
+    lat = tiny_lattice(tmp_path / "fodo.json")
+    out = tmp_path / "out"
+    assert main(["run", "--dry-run", "--device", "cpu", "--modes", "timeslice:4", "--particles", "1e3,2e3",
+                 "--repeats", "2", "--lattice", str(lat), "--out", str(out)]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert "modes:     exclusive (1 replica), timeslice:4 (4 replicas)" in text
+    assert "particles: 1,000, 2,000 per replica, 10 turns" in text
+    # (2 measured + 1 warm-up) x 2 sizes x 2 modes = 12 cells, 3 x 2 x (1 + 4) = 30 replica runs
+    assert "cells:     12 (30 replica runs)" in text
+    assert ("cost:      about 5 exclusive runs per particle count and repeat; 15 per particle count in all "
+            "(15 x 1,000, 15 x 2,000)") in text
+    assert "note: added 'exclusive': every loss needs the T_1 baseline" in text
+    assert not out.exists()

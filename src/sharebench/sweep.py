@@ -75,6 +75,33 @@ class SweepPlan:
         return [(r, p, m) for r in range(first, self.config.repeats + 1) for p in self.particles for m in self.modes]
 
 
+def describe_plan(plan: SweepPlan) -> str:
+    """What a sweep would run, and its cost in exclusive-run equivalents (a cell of N replicas lasts
+    about N exclusive runs when sharing is fair and lossless)."""
+    d, c = plan.device, plan.config
+    per = sum(plan.plans[m.label].n for m in plan.modes)
+    reps = c.repeats + c.warmup_repeats
+    lines = [
+        f"device:    {d.get('spec')} ({d.get('name')}; {d.get('kind')}, {d.get('backend')})",
+        f"engine:    {c.engine}, lattice {c.lattice or 'generated LHC-like ring'}",
+        "modes:     " + ", ".join(f"{m.label} ({plan.plans[m.label].n} replica{'s' if plan.plans[m.label].n > 1 else ''})"
+                                  for m in plan.modes),
+        f"particles: {', '.join(f'{p:,}' for p in plan.particles)} per replica, {plan.turns} turns",
+        f"repeats:   {c.repeats} measured + {c.warmup_repeats} warm-up",
+        f"cells:     {len(plan.cells())} ({sum(plan.plans[m.label].n for _, _, m in plan.cells())} replica runs)",
+        f"cost:      about {per} exclusive runs per particle count and repeat; {per * reps} per particle count "
+        f"in all ({', '.join(f'{per * reps} x {p:,}' for p in plan.particles)})",
+    ]
+    for m in plan.modes:
+        for rp in plan.plans[m.label].replicas:
+            if rp.mig_uuid:
+                lines.append(f"  {m.label} replica {rp.replica}: {rp.mig_uuid} ({rp.mig_profile}, {rp.sms} SMs)")
+            elif rp.cpus:
+                lines.append(f"  {m.label} replica {rp.replica}: cores {rp.cpus}")
+    lines += [f"note: {n}" for n in plan.notes]
+    return "\n".join(lines)
+
+
 def default_modes(device: dict[str, Any]) -> list[str]:
     modes = ["exclusive", "timeslice:2", "timeslice:4"]
     if device.get("kind") == "cpu":

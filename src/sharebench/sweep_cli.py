@@ -38,6 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="continue an existing results folder: cells already measured are kept and skipped")
     run.add_argument("--ready-timeout", type=float, default=900.0, metavar="S",
                      help="longest a replica may take to build and warm up before the start barrier (s)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="check everything and print what would run (cells, replicas, cost), run nothing")
     run.add_argument("--no-telemetry", action="store_true", help="do not sample GPU/CPU telemetry")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.set_defaults(func=cmd_run)
@@ -80,6 +82,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         ready_timeout_s=args.ready_timeout, telemetry_interval_s=None if args.no_telemetry else 0.1,
         progress=not args.no_progress, command=list(sys.argv),
     )
+    if args.dry_run:
+        from sharebench.sweep import describe_plan, validate
+
+        print(describe_plan(validate(cfg)))
+        return 0
     try:
         run_sweep(cfg, out)
     except KeyboardInterrupt:
