@@ -161,6 +161,15 @@ def test_resume_runs_only_what_is_missing_and_refuses_to_overwrite(lattice, tmp_
     assert len(json.loads((out / "sweep.json").read_text())["sweeps"]) == 2
 
 
+def test_stop_after_then_resume(lattice, tmp_path):
+    out = tmp_path / "r"
+    run_sweep(cfg(lattice, repeats=2, stop_after_s=0.05), out)  # the first cell starts, then the budget is spent
+    assert load_results(out)["cell_id"].tolist() == ["exclusive_p2000_r1"]
+    assert "stopped after 0.05 s (--stop-after): 1 of 2 cell(s) not run" in (out / "notes.txt").read_text()
+    run_sweep(cfg(lattice, repeats=2, resume=True), out)
+    assert load_results(out)["cell_id"].tolist() == ["exclusive_p2000_r1", "exclusive_p2000_r2"]
+
+
 def test_interrupt_keeps_what_is_on_disk(lattice, tmp_path):
     out = tmp_path / "r"
 

@@ -50,6 +50,7 @@ class SweepConfig:
     run_timeout_s: float | None = None      # longest tracking allowed per cell (None: no limit)
     telemetry_interval_s: float | None = 0.1  # None: no telemetry sampler
     resume: bool = False                    # continue an existing results folder
+    stop_after_s: float | None = None       # start no new cell after this many seconds (resume later)
     report: bool = True                     # build report.md/html at the end
     progress: bool = True
     command: list[str] | None = None        # recorded in machine.json (default: sys.argv)
@@ -250,8 +251,15 @@ def run_sweep(config: SweepConfig, out_dir: Path | str, *, on_cell: Callable[[li
     if config.telemetry_interval_s and make_sampler is None:
         notes.append("telemetry: sharebench.telemetry.make_sampler not available; no tel_* columns")
     bar = _progress(cells, plan, config.progress)
+    t0 = time.monotonic()
     try:
-        for repeat, particles, mode in cells:
+        for i, (repeat, particles, mode) in enumerate(cells):
+            if config.stop_after_s is not None and time.monotonic() - t0 > config.stop_after_s:
+                msg = (f"stopped after {config.stop_after_s:g} s (--stop-after): {len(cells) - i} of {len(cells)} "
+                       f"cell(s) not run; continue with --resume --out {out}")
+                notes.append(msg)
+                print(f"sharebench: {msg}", file=sys.stderr)
+                break
             cid = cell_id(mode, particles, repeat)
             if bar is not None:
                 bar.set_postfix_str(f"{cid}", refresh=True)
@@ -269,7 +277,7 @@ def run_sweep(config: SweepConfig, out_dir: Path | str, *, on_cell: Callable[[li
                          + " (1, 5, 15 min)")
         if notes:
             (out / "notes.txt").open("a").write("".join(f"{sweep_id}: {n}\n" for n in dict.fromkeys(notes)))
-    if config.report:
+    if config.report and (out / RESULTS_CSV).exists():
         from sharebench.report import build_report
         build_report(out)
     return out

@@ -38,6 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="continue an existing results folder: cells already measured are kept and skipped")
     run.add_argument("--ready-timeout", type=float, default=900.0, metavar="S",
                      help="longest a replica may take to build and warm up before the start barrier (s)")
+    run.add_argument("--stop-after", type=float, default=None, metavar="S",
+                     help="start no new cell after S seconds (what is done is kept; continue with --resume)")
     run.add_argument("--dry-run", action="store_true",
                      help="check everything and print what would run (cells, replicas, cost), run nothing")
     run.add_argument("--no-telemetry", action="store_true", help="do not sample GPU/CPU telemetry")
@@ -73,6 +75,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("sharebench-results") / datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
     turns, repeats = _whole("--turns", args.turns, 1), _whole("--repeats", args.repeats, 1)
     warmup = _whole("--warmup-repeats", args.warmup_repeats, 0)
+    if args.stop_after is not None and args.stop_after < 0:
+        raise UserError(f"bad --stop-after {args.stop_after!r}; allowed: seconds >= 0")
     if args.ready_timeout <= 0:
         raise UserError(f"bad --ready-timeout {args.ready_timeout!r}; allowed: seconds > 0")
     cfg = SweepConfig(
@@ -80,7 +84,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         particles=args.particles, turns=turns, repeats=repeats, warmup_repeats=warmup,
         device=args.device, engine=args.engine, lattice=args.lattice, resume=args.resume,
         ready_timeout_s=args.ready_timeout, telemetry_interval_s=None if args.no_telemetry else 0.1,
-        progress=not args.no_progress, command=list(sys.argv),
+        progress=not args.no_progress, command=list(sys.argv), stop_after_s=args.stop_after,
     )
     if args.dry_run:
         from sharebench.sweep import describe_plan, validate
