@@ -407,7 +407,7 @@ def _display_rows(name: str, t: pd.DataFrame) -> pd.DataFrame:
                          "T_1 95% CI": _ci(r.T1_ci_low, r.T1_ci_high, _sec), "N·T_1 [s]": _sec(r.NT1_s),
                          "T_N [s]": _sec(r.TN_s), "T_N 95% CI": _ci(r.TN_ci_low, r.TN_ci_high, _sec),
                          "loss %": _pct(r.loss_pct), "loss 95% CI": _ci(r.loss_ci_low, r.loss_ci_high, _pct),
-                         "CV T_N %": _pct(r.cv_TN_pct), "fairness": _num(r.fairness),
+                         "CV T_N %": _pct(r.cv_TN_pct), "CV T_1 %": _pct(r.cv_T1_pct), "fairness": _num(r.fairness),
                          "repeats": _int(r.repeats)})
         elif name == "mig":
             rows.append({"particles": _int(r.particles), "full GPU [s]": _sec(r.full_s),
@@ -415,7 +415,7 @@ def _display_rows(name: str, t: pd.DataFrame) -> pd.DataFrame:
                          "MIG layout": f"{r.layout} ({r.mig_profile} x{_int(r.instances)})",
                          "T_mig [s]": _sec(r.mig_s), "T_mig 95% CI": _ci(r.mig_ci_low, r.mig_ci_high, _sec),
                          "loss %": _pct(r.loss_pct), "loss 95% CI": _ci(r.loss_ci_low, r.loss_ci_high, _pct),
-                         "repeats": _int(r.repeats)})
+                         "CV T_mig %": _pct(r.cv_mig_pct), "repeats": _int(r.repeats)})
         elif name == "partition":
             rows.append({"particles": _int(r.particles), "mode": r["mode"],
                          f"slice / full": f"{_int(r.slice_units)} / {_int(r.full_units)} {r.unit}",
