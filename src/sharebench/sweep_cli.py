@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from sharebench.errors import UserError
@@ -72,7 +72,8 @@ def _whole(name: str, text: str | None, lo: int) -> int | None:
 def cmd_run(args: argparse.Namespace) -> int:
     from sharebench.sweep import SweepConfig, run_sweep
 
-    out = Path(args.out) if args.out else Path("sharebench-results") / datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
+    out = Path(args.out) if args.out else Path("sharebench-results") / datetime.now(timezone.utc).strftime(
+        "%Y%m%dT%H%M%SZ")
     turns, repeats = _whole("--turns", args.turns, 1), _whole("--repeats", args.repeats, 1)
     warmup = _whole("--warmup-repeats", args.warmup_repeats, 0)
     if args.stop_after is not None and args.stop_after < 0:
