@@ -104,3 +104,13 @@ def test_report_refusals(folders, tmp_path, which, message):
         else:
             build_report(a, compare=a)
     assert str(e.value) == message.format(d=tmp_path, a=a)
+
+
+def test_report_of_a_sweep_where_every_cell_failed(tmp_path):
+    rows = [dict(r, status="failed", error="boom", cell_status="failed", cell_error="replica 0: boom")
+            for r in crafted_rows()]
+    ResultsWriter(tmp_path).append(rows)
+    md = build_report(tmp_path)["markdown"].read_text()
+    assert "## Time-slicing" not in md and "## MIG" not in md  # nothing to compute, nothing invented
+    # every measured cell is listed as excluded: 3 + 4 + 3 + 3 (CPU) + 3 + 4 (GPU) = 20
+    assert md.count("| failed: replica 0: boom | yes |") == 20
