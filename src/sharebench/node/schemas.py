@@ -16,8 +16,6 @@ counts against the GPU tables in ``sharebench.gpus`` for the models a device fil
 
 from __future__ import annotations
 
-import jsonschema
-
 from sharebench.errors import UserError
 
 _RESOURCE = r"^nvidia\.com/(gpu|mig-[0-9]+g\.[0-9]+gb)$"
@@ -177,6 +175,10 @@ def validate(kind: str, obj: object, where: str = "") -> None:
     schema = SCHEMAS.get(kind)
     if schema is None:
         raise UserError(f"no schema for {kind!r}; known: {', '.join(SCHEMAS)}")
+    try:
+        import jsonschema  # a test extra, not a runtime dependency of sharebench
+    except ModuleNotFoundError:
+        raise UserError("validating operator configs needs jsonschema; pip install 'sharebench[test]'") from None
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(obj), key=lambda e: list(e.absolute_path))
     if errors:
