@@ -568,7 +568,6 @@ def _check_times(timeout_s: float, poll_s: float | None) -> None:
         raise UserError(f"poll_s must be a number of seconds > 0 (got {poll_s!r})")
 
 
-
 def reconfigure(node: str, mode: str, *, gpu_model: str | None = None, namespace: str = mf.OPERATOR_NAMESPACE,
                 timeout_s: float = 600, force: bool = False, cordon: bool = False, api_client=None,
                 progress: Progress | None = None, configmap: str = mf.DEVICE_PLUGIN_CONFIGMAP,
