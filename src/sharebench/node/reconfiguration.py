@@ -8,8 +8,8 @@ What one call does (official ``kubernetes`` client, no kubectl):
 2. records the node's prior state once, as a JSON annotation on the node
    (``sharebench.io/prior-state``), so :func:`restore` works from any process;
 3. writes the device-plugin config entry (``timeslice-4``, ``mps-2``, ``exclusive``) into
-   the ConfigMap when it is missing or differs, and then restarts the device-plugin pod
-   on that node (the plugin does not notice a changed entry by itself);
+   the ConfigMap when it is missing or differs, and then restarts the device-plugin and
+   GPU-feature-discovery pods on that node (both read the ConfigMap only when they start);
 4. labels the node (``nvidia.com/device-plugin.config``, ``nvidia.com/mig.config``);
 5. waits, with a deadline and progress reports, for ``nvidia.com/mig.config.state=success``
    (MIG changes) and for the node to advertise what the mode promises (allocatable
