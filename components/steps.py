@@ -37,21 +37,11 @@ def say(message: str) -> None:
 
 
 # ------------------------------------------------------------------ planning
-def _ints(values: Any, what: str) -> list[int]:
-    if isinstance(values, str):
-        values = [v for v in values.replace(" ", "").split(",") if v]
-    out = []
-    for v in values or []:
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            raise UserError(f"{what}: {v!r} is not a number; allowed: positive integers such as 1e6") from None
-        if f <= 0 or f != int(f):
-            raise UserError(f"{what}: {v!r} must be a positive integer")
-        out.append(int(f))
-    if not out:
-        raise UserError(f"{what}: empty; give at least one positive integer")
-    return out
+def _particle_counts(values: Any) -> list[int]:
+    """The sweep's own parsing (whole numbers > 0, ``5e6`` allowed, duplicates dropped)."""
+    from sharebench.sweep import parse_particles
+
+    return parse_particles(values)
 
 
 def resolve_mode(mode: str, gpu_model: str) -> str:
@@ -88,7 +78,7 @@ def plan_sweep(*, modes: list[str], gpu_model: str, particle_counts: list, repea
             raise UserError(f"mode {label!r} is a CPU-only local mode: it needs placement 'processes' and no node_name")
         if kind == "mig" and not gpu_model:
             raise UserError(f"mode {label!r} needs gpu_model (e.g. H200, A100-40GB) to know the MIG instances")
-    counts = _ints(particle_counts, "particle_counts")
+    counts = _particle_counts(particle_counts)
     if int(float(repeats)) < 1:
         raise UserError(f"repeats must be >= 1 (got {repeats!r})")
     if int(float(turns)) < 1:
@@ -140,7 +130,7 @@ def cell_of(cell: int, particle_counts: list, repeats: int, warmup_repeats: int 
     """Cell index → (particle count, repeat); repeats <= 0 are warm-ups."""
     warm = int(float(warmup_repeats))
     per = int(float(repeats)) + warm
-    counts = _ints(particle_counts, "particle_counts")
+    counts = _particle_counts(particle_counts)
     c = int(float(cell))
     if not 0 <= c < len(counts) * per:
         raise UserError(f"cell {c} is outside 0..{len(counts) * per - 1}")
@@ -148,7 +138,10 @@ def cell_of(cell: int, particle_counts: list, repeats: int, warmup_repeats: int 
 
 
 def cell_id(mode: str, particles: int, repeat: int) -> str:
-    return f"{mode}_p{int(particles)}_r{int(repeat)}"
+    """The local sweep's cell id, e.g. ``timeslice:2_p10000_r1``."""
+    from sharebench.sweep import cell_id as sweep_cell_id
+
+    return sweep_cell_id(parse_mode(mode), int(particles), int(repeat))
 
 
 # ------------------------------------------------------------------ node
