@@ -27,7 +27,7 @@ PARTICLES = "allowed: whole numbers > 0 such as 10000 or 5e6"
     (["--repeats", "x"], "bad --repeats 'x'; allowed: a whole number >= 1"),
     (["--device", "tpu"], "bad device 'tpu': allowed are auto, cpu, cuda[:N], opencl[:P.D]"),
     (["--device", "cpu", "--modes", "mps:2"],
-     "mps:2 needs an NVIDIA GPU through CUDA (--device cuda); the device is cpu ({cpu}): MPS exists only for CUDA "
+     "mps:2 needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is cpu ({cpu}): MPS exists only "
      "on NVIDIA GPUs"),
     (["--device", "cpu", "--modes", "mig:1g"], "mig:1g needs an NVIDIA GPU through CUDA (--device cuda); the device "
                                                "is cpu ({cpu})"),

@@ -182,17 +182,34 @@ def test_device_check(kind, uuids, message):
 
 
 @pytest.mark.parametrize("dev, message", [
-    ({"spec": "cpu", "backend": "cpu", "name": "AMD EPYC"},
-     "mps:2 needs an NVIDIA GPU through CUDA (--device cuda); the device is cpu (AMD EPYC): MPS exists only for "
-     "CUDA on NVIDIA GPUs"),
-    ({"spec": "opencl:0.0", "backend": "opencl", "name": "pthread-AMD EPYC"},
-     "mps:2 needs an NVIDIA GPU through CUDA (--device cuda); the device is opencl:0.0 (pthread-AMD EPYC): MPS "
-     "exists only for CUDA on NVIDIA GPUs"),
+    ({"spec": "cpu", "kind": "cpu", "backend": "cpu", "name": "AMD EPYC", "platform": "cpu"},
+     "mps:2 needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is cpu (AMD EPYC): MPS exists "
+     "only on NVIDIA GPUs"),
+    ({"spec": "opencl:0.0", "kind": "cpu", "backend": "opencl", "name": "pthread-AMD EPYC",
+      "platform": "Portable Computing Language"},
+     "mps:2 needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is opencl:0.0 (pthread-AMD EPYC): "
+     "MPS exists only on NVIDIA GPUs"),
+    ({"spec": "opencl:1.0", "kind": "gpu", "backend": "opencl", "name": "gfx90a", "platform": "AMD Accelerated "
+      "Parallel Processing"},
+     "mps:2 needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is opencl:1.0 (gfx90a): MPS exists "
+     "only on NVIDIA GPUs"),
 ])
-def test_mps_refused_off_cuda(dev, message):
+def test_mps_refused_off_nvidia(dev, message):
     with pytest.raises(UserError) as e:
         plan_cell("mps:2", dev)
     assert str(e.value) == message
+
+
+@pytest.mark.parametrize("servers, pids, problem", [
+    ({4100: [5001, 5002]}, [5001, 5002], ""),
+    ({}, [5001, 5002], "no MPS server was started: the replicas did not connect to MPS"),
+    ({4100: [5001]}, [5001, 5002], "replica process(es) [5002] are not clients of the MPS server [4100] "
+                                   "(clients: [5001]): they did not run under MPS"),
+])
+def test_every_replica_must_be_an_mps_client(servers, pids, problem):
+    from sharebench.sharing.mps import mps_client_problem
+
+    assert mps_client_problem(servers, pids) == problem
 
 
 @pytest.mark.skipif(shutil.which("nvidia-cuda-mps-control") is not None, reason="MPS control program present")

@@ -42,7 +42,7 @@ def test_parse_particles(text, values):
     (dict(particles="1.5"), "bad particle count '1.5'; allowed: whole numbers > 0 such as 10000 or 5e6"),
     (dict(repeats=0), "bad repeats 0; allowed: an integer >= 1"),
     (dict(turns=0), "bad turns 0; allowed: an integer >= 1"),
-    (dict(modes=["mps:2"]), "mps:2 needs an NVIDIA GPU through CUDA (--device cuda); the device is cpu"),
+    (dict(modes=["mps:2"]), "mps:2 needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is cpu"),
     (dict(modes=["partition:64"]), "partition:64 needs at least 64 cores; this process may use"),
     (dict(modes=["mig:1g"]), "mig:1g needs an NVIDIA GPU through CUDA (--device cuda); the device is cpu"),
     (dict(lattice="/nonexistent/line.json"), "lattice file '/nonexistent/line.json' not found"),

@@ -107,7 +107,7 @@ def default_modes(device: dict[str, Any]) -> list[str]:
     modes = ["exclusive", "timeslice:2", "timeslice:4"]
     if device.get("kind") == "cpu":
         modes.append("partition:2")
-    elif device.get("backend") == "cuda":
+    elif device.get("kind") == "gpu":
         from sharebench.sharing import check_mps_available
         try:
             check_mps_available(device, "mps:2")

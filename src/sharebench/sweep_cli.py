@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--engine", default="simpletrack", help="simpletrack (default) or xtrack")
     run.add_argument("--modes", default=None,
                      help="comma-separated: exclusive, timeslice:N, mps:N[@PCT], mig:LAYOUT, partition:N "
-                          "(default: exclusive,timeslice:2,timeslice:4 + mps:2 on CUDA / partition:2 on the CPU)")
+                          "(default: exclusive,timeslice:2,timeslice:4 + mps:2 on an NVIDIA GPU / partition:2 on the CPU)")
     run.add_argument("--particles", default=None,
                      help="comma-separated particle counts per replica, e.g. 5e6,1e7,1.5e7 "
                           "(default: 500,1000 on the CPU; 1e6,2e6 on a GPU)")

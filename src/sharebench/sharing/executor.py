@@ -19,7 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from sharebench import gpus
 from sharebench.errors import UserError
@@ -207,12 +207,15 @@ def run_cell(mode: Mode | str, cfg: Any, workdir: Path | str, *, device: Any = N
     if plan.mps:
         with MpsDaemon(plan.device, keep_logs_in=wd, mode_label=plan.mode.label) as mps:
             env = mps.client_env(plan.mode.thread_pct)
-            return _run(plan, base, wd, env, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s)
+            # all replicas created their GPU contexts before the barrier: each must be an MPS client
+            return _run(plan, base, wd, env, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s,
+                        check_ready=mps.check_clients)
     return _run(plan, base, wd, {}, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s)
 
 
 def _run(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str], ready_timeout_s: float,
-         run_timeout_s: float | None, start_delay_s: float, python: str, poll_s: float) -> list[dict[str, Any]]:
+         run_timeout_s: float | None, start_delay_s: float, python: str, poll_s: float,
+         check_ready: Callable[[list[int]], str] | None = None) -> list[dict[str, Any]]:
     start_file = wd / "start"
     for stale in [start_file, *wd.glob("ready.*"), *wd.glob("record.*.json")]:
         stale.unlink(missing_ok=True)
@@ -255,6 +258,12 @@ def _run(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str], ready_
                 break
             time.sleep(poll_s)
         else:
+            reason = check_ready([p.pid for p in procs]) if check_ready is not None else ""
+            if reason:
+                _stop(procs)
+                stopped = {rp.replica: "stopped before tracking: the cell's check failed (see cell_error)"
+                           for rp in plan.replicas}
+                return _collect(plan, outs, logs, procs, stopped, cell_error=reason)
             _write_atomic(start_file, repr(time.time() + start_delay_s))
             run_deadline = None if run_timeout_s is None else time.monotonic() + start_delay_s + run_timeout_s
             while any(p.poll() is None for p in procs):
@@ -283,7 +292,7 @@ def _replica_error(out: Path, log: Path, rc: int | None, when: str = "") -> str:
     return _one_line(f"{what}: {tail}" if tail else what)
 
 
-def _collect(plan: CellPlan, outs, logs, procs, errors: dict[int, str]) -> list[dict[str, Any]]:
+def _collect(plan: CellPlan, outs, logs, procs, errors: dict[int, str], cell_error: str = "") -> list[dict[str, Any]]:
     rows = []
     for rp, out, log, p in zip(plan.replicas, outs, logs, procs):
         row: dict[str, Any] = {}
@@ -295,7 +304,7 @@ def _collect(plan: CellPlan, outs, logs, procs, errors: dict[int, str]) -> list[
                 data = None
             if isinstance(data, dict) and not data.get("error") and p.returncode == 0:
                 row.update(data)
-            elif errors and p.returncode is not None and p.returncode < 0:
+            elif (errors or cell_error) and p.returncode is not None and p.returncode < 0:
                 err = _STOPPED
             else:
                 err = _replica_error(out, log, p.returncode)
@@ -309,7 +318,8 @@ def _collect(plan: CellPlan, outs, logs, procs, errors: dict[int, str]) -> list[
         rows.append(row)
     failed = [r for r in rows if r["status"] == "failed"]
     causes = [r for r in failed if r["error"] != _STOPPED] or failed  # the root cause, not its victims
-    cell_error = "; ".join(f"replica {r['replica']}: {r['error']}" for r in causes)
+    if not cell_error:
+        cell_error = "; ".join(f"replica {r['replica']}: {r['error']}" for r in causes)
     if not cell_error:
         cell_error = _device_check(plan, rows)
     for r in rows:

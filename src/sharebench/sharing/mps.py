@@ -42,12 +42,34 @@ def _field(device: Any, key: str, default: Any = "") -> Any:
     return getattr(device, key, default)
 
 
+def is_nvidia_gpu(device: Any) -> bool:
+    """A CUDA device, or an NVIDIA GPU through NVIDIA's OpenCL (which runs on the CUDA driver; whether its
+    contexts really join the MPS server is checked for every cell, see MpsDaemon.clients)."""
+    backend = _field(device, "backend")
+    if backend == "cuda":
+        return True
+    text = f"{_field(device, 'platform')} {_field(device, 'name')}".lower()
+    return backend == "opencl" and _field(device, "kind") == "gpu" and "nvidia" in text
+
+
+def mps_client_problem(servers: dict[int, list[int]], pids: list[int]) -> str:
+    """'' if every replica pid is a client of an MPS server of ours, else why not (one line)."""
+    if not servers:
+        return "no MPS server was started: the replicas did not connect to MPS"
+    joined = {c for cs in servers.values() for c in cs}
+    missing = [p for p in pids if p not in joined]
+    if missing:
+        return (f"replica process(es) {missing} are not clients of the MPS server {sorted(servers)} "
+                f"(clients: {sorted(joined)}): they did not run under MPS")
+    return ""
+
+
 def check_mps_available(device: Any, mode_label: str = "mps", control: str = CONTROL) -> str:
     """The control program's path, or a one-line UserError saying why MPS cannot run here."""
     backend, spec, name = _field(device, "backend"), _field(device, "spec"), _field(device, "name")
-    if backend != "cuda":
-        raise UserError(f"{mode_label} needs an NVIDIA GPU through CUDA (--device cuda); the device is "
-                        f"{spec or backend} ({name}): MPS exists only for CUDA on NVIDIA GPUs")
+    if not is_nvidia_gpu(device):
+        raise UserError(f"{mode_label} needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is "
+                        f"{spec or backend} ({name}): MPS exists only on NVIDIA GPUs")
     path = shutil.which(control)
     if not path:
         raise UserError(f"{mode_label} needs {control} (NVIDIA driver utilities) on the PATH; it was not found")
@@ -146,6 +168,25 @@ class MpsDaemon:
             time.sleep(0.2)
         raise UserError(f"MPS control daemon did not answer within {self.start_timeout_s:.0f} s ({last}); "
                         f"see {self.log_dir}/control.log")
+
+    def clients(self) -> dict[int, list[int]]:
+        """{MPS server pid: [client pids]} as the control daemon reports them (empty: no server started)."""
+        path = shutil.which(self.control) or self.control
+        out: dict[int, list[int]] = {}
+        servers = self._query(path, "get_server_list")
+        for tok in servers.stdout.split():
+            if tok.isdigit():
+                q = self._query(path, f"get_client_list {tok}")
+                out[int(tok)] = [int(t) for t in q.stdout.split() if t.isdigit()]
+        return out
+
+    def check_clients(self, pids: list[int]) -> str:
+        """'' if every pid is a client of this daemon's MPS server, else why not (one line)."""
+        try:
+            servers = self.clients()
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"could not ask the MPS control daemon for its clients ({exc})"
+        return mps_client_problem(servers, pids)
 
     def _find_daemon_pids(self) -> list[int]:
         """Our daemon's process: the control program whose environment names our pipe folder."""
