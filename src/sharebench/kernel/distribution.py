@@ -82,12 +82,27 @@ def linear_optics(packed: PackedLine) -> dict:
     return optics
 
 
-def matched_gaussian(packed: PackedLine, n: int, seed: int = 1, nemitt_x: float = 2.5e-6, nemitt_y: float = 2.5e-6,
-                     sigma_z: float = 0.05, sigma_delta: float = 1e-4) -> np.ndarray:
-    """(6, n) array x, px, y, py, zeta, delta."""
-    optics = linear_optics(packed)
-    gamma0 = packed.gamma0
-    beta0 = packed.beta0
+def xtrack_optics(line) -> dict:
+    """The same optics from xtrack's 4d twiss (lines simpletrack cannot pack)."""
+    import warnings
+
+    import xobjects as xo
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if line.tracker is None:
+            line.build_tracker(_context=xo.ContextCpu())
+        try:
+            tw = line.twiss(method="4d")
+        except Exception as exc:
+            raise UserError(f"no matched distribution: twiss failed on this lattice ({type(exc).__name__})") from None
+    return {"closed_orbit": np.array([tw.x[0], tw.px[0], tw.y[0], tw.py[0]]), "betax": float(tw.betx[0]),
+            "alfx": float(tw.alfx[0]), "betay": float(tw.bety[0]), "alfy": float(tw.alfy[0])}
+
+
+def matched_gaussian(optics: dict, beta0: float, gamma0: float, n: int, seed: int = 1, nemitt_x: float = 2.5e-6,
+                     nemitt_y: float = 2.5e-6, sigma_z: float = 0.05, sigma_delta: float = 1e-4) -> np.ndarray:
+    """(6, n) array x, px, y, py, zeta, delta, from linear_optics()/xtrack_optics()."""
     rng = np.random.default_rng(seed)
     out = np.empty((6, n))
     co = optics["closed_orbit"]

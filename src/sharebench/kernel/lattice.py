@@ -85,15 +85,326 @@ def get_line(lattice=None):
 # ----------------------------------------------------------------------------
 # the generated LHC-like ring
 # ----------------------------------------------------------------------------
-N_CELLS = 250
-# quadrupole and sextupole strengths (integrated, thin) found by design_ring()
-# for Qx, Qy = 64.31, 59.32 and Q'x, Q'y = 2.0, 2.0 (see tests/test_lattice.py)
-K1L_QF = None
-K1L_QD = None
-K2L_SF = None
-K2L_SD = None
+N_CELLS = 256  # 104.1 m cells (the LHC's arc cell: 106.9 m)
+HARMONIC = 35640
+R_REF_M = 0.017  # reference radius of the field errors
+DIPOLE_SLICE_M = 3.4  # as the LHC line's dipole slices
+TARGET_Q = (64.28, 59.31)  # the LHC injection working point: fractional tunes 0.03 apart
+TARGET_DQ = (2.0, 2.0)
+# Integrated strengths from a Newton fit of the full ring's tunes and
+# chromaticities with xtrack's 6d twiss (benchmarks/design_ring.py).
+# tests/test_lattice.py checks the resulting tunes and chromaticities.
+K1L_QF = 0.02723254749084114
+K1L_QD = -0.026020043493609705
+K2L_SF = 0.017977366723683705
+K2L_SD = -0.03278322440304959
 
 
-def generate_ring(seed: int = 20241021, k1l=None, k2l=None):
-    """The default LHC-like ring, deterministic for a given seed."""
-    raise NotImplementedError
+# The element mix of the real LHC line (rdemaria/simpletrack's, 18,657 thin
+# elements): the generated ring has the same counts per type and the same
+# histogram of multipole orders, so that its cost per turn matches.
+N_MULTIPOLES = 10137
+N_DRIFTS = 8316
+N_DIPOLE_SLICES = 3722
+N_SHIFT_PAIRS = 88
+N_ROLL_PAIRS = 8
+ORDER_HISTOGRAM = {15: 3722, 2: 2400, 3: 1616, 4: 792, 5: 616, 14: 458, 12: 440, 1: 89, 6: 4}
+
+
+def _errors(rng, order: int, main: float, units: float = 1.0):
+    """Random normal/skew field errors b_n, a_n (in units of 1e-4 of main at
+    R_REF_M) for n = 2..order, as integrated knl/ksl arrays of length order+1."""
+    knl = np.zeros(order + 1)
+    ksl = np.zeros(order + 1)
+    for n in range(2, order + 1):
+        scale = abs(main) * 1e-4 * units * math.factorial(n) / R_REF_M**n
+        knl[n] = rng.normal() * scale
+        ksl[n] = rng.normal() * scale
+    return knl, ksl
+
+
+def _assign_orders(rng, min_orders: list[int]) -> list[int]:
+    """Draw an order >= each role's minimum from ORDER_HISTOGRAM, without replacement."""
+    left = dict(ORDER_HISTOGRAM)
+    out = [0] * len(min_orders)
+    for i in sorted(range(len(min_orders)), key=lambda k: -min_orders[k]):
+        allowed = [o for o in sorted(left) if o >= min_orders[i] and left[o] > 0]
+        weights = np.array([left[o] for o in allowed], dtype=float)
+        o = allowed[rng.choice(len(allowed), p=weights / weights.sum())]
+        left[o] -= 1
+        out[i] = o
+    return out
+
+
+def _cells(rng, n_cells, k1l_qf, k1l_qd, k2l_sf, k2l_sd, errors=True):
+    """The ring's cells as lists of (kind, kwargs, drift_after_m); None drift: adjacent."""
+    # roles per cell: 2 quadrupoles (2 slices each), 2 sextupoles, 2 octupoles,
+    # 2 orbit correctors, dipole slices, and spool pieces / correctors
+    dip = np.full(n_cells, N_DIPOLE_SLICES // n_cells)
+    dip[rng.choice(n_cells, N_DIPOLE_SLICES - dip.sum(), replace=False)] += 1
+    fixed = 10
+    n_spool = N_MULTIPOLES - N_DIPOLE_SLICES - fixed * n_cells
+    spool = np.full(n_cells, n_spool // n_cells)
+    spool[rng.choice(n_cells, n_spool - spool.sum(), replace=False)] += 1
+    theta = 2 * math.pi / N_DIPOLE_SLICES
+    roles = []  # (cell, role, sign)
+    for c in range(n_cells):
+        for sign in (1, -1):
+            roles += [(c, "quad", sign), (c, "quad", sign), (c, "sext", sign), (c, "oct", sign), (c, "corr", sign)]
+        roles += [(c, "dipole", 0)] * int(dip[c]) + [(c, "spool", 0)] * int(spool[c])
+    min_order = {"quad": 1, "sext": 2, "oct": 3, "corr": 0, "dipole": 0, "spool": 0}
+    orders = _assign_orders(rng, [min_order[r[1]] for r in roles])
+    # which multipoles are followed by a drift: all dipole and quadrupole slices,
+    # then a random choice among the others to reach N_DRIFTS
+    others = [i for i, r in enumerate(roles) if r[1] not in ("dipole", "quad")]
+    n_dr_other = N_DRIFTS - sum(1 for r in roles if r[1] in ("dipole", "quad"))
+    drift_after = np.zeros(len(roles), dtype=bool)
+    drift_after[[i for i, r in enumerate(roles) if r[1] in ("dipole", "quad")]] = True
+    drift_after[rng.choice(others, n_dr_other, replace=False)] = True
+
+    def magnet(role, sign, order):
+        if role == "dipole":
+            knl, ksl = _errors(rng, order, theta) if errors else (np.zeros(order + 1), np.zeros(order + 1))
+            knl[0] = theta
+            return {"knl": knl, "ksl": ksl, "hxl": theta, "length": DIPOLE_SLICE_M}
+        knl, ksl = np.zeros(order + 1), np.zeros(order + 1)
+        if role == "quad":
+            k1l = (k1l_qf if sign > 0 else k1l_qd) / 2
+            if errors:
+                knl, ksl = _errors(rng, order, k1l, 0.5)
+            knl[1] = k1l
+        elif role == "sext":
+            knl[2] = k2l_sf if sign > 0 else k2l_sd
+        elif role == "oct":
+            knl[3] = 0.4 * sign
+        elif role == "corr":
+            knl[0], ksl[0] = rng.normal(size=2) * 1e-7 if errors else (0.0, 0.0)
+        elif errors:  # spool pieces: a small random component of their top order
+            knl[order] = rng.normal() * 1e-3 * math.factorial(order) / R_REF_M ** max(order - 2, 0)
+        return {"knl": knl, "ksl": ksl}
+
+    cells = []
+    i = 0
+    for c in range(n_cells):
+        idx = list(range(i, i + 10 + int(dip[c]) + int(spool[c])))
+        i = idx[-1] + 1
+        # layout: [QF a, QF b, SF, MO, MCB, half the dipoles and spools, QD a, QD b, SD, MO, MCB, the rest]
+        head_f, head_d = idx[0:5], idx[5:10]
+        body = idx[10:]
+        dips = [k for k in body if roles[k][1] == "dipole"]
+        spls = [k for k in body if roles[k][1] == "spool"]
+        # interleave spool pieces after dipole slices
+        order_body = []
+        per = max(1, len(dips))
+        for j, d in enumerate(dips):
+            order_body.append(d)
+            order_body += spls[j * len(spls) // per:(j + 1) * len(spls) // per]
+        half = len(order_body) // 2
+        seq = head_f + order_body[:half] + head_d + order_body[half:]
+        cell = []
+        for k in seq:
+            _c, role, sign = roles[k]
+            if role == "dipole":
+                d = DIPOLE_SLICE_M
+            elif role == "quad":
+                d = 0.8
+            else:
+                d = 0.25
+            cell.append(("Multipole", magnet(role, sign, orders[k]), d if drift_after[k] else None, role))
+        # fill: the remaining length goes to the drifts before each quadrupole
+        used = sum(e[2] for e in cell if e[2] is not None)
+        fill = (CIRCUMFERENCE_M / n_cells - used) / 2
+        pre_qd = seq.index(head_d[0]) - 1
+        for pos in (pre_qd, len(cell) - 1):
+            kind, kw, d, role = cell[pos]
+            cell[pos] = (kind, kw, (d or 0.0) + fill, role)
+            if d is None:  # gained a drift: take one away elsewhere to keep the count
+                for q in range(len(cell) - 2, -1, -1):
+                    if cell[q][2] is not None and cell[q][3] in ("spool", "sext", "oct", "corr") and q != pre_qd:
+                        cell[q] = (cell[q][0], cell[q][1], None, cell[q][3])
+                        cell[pos] = (kind, kw, cell[pos][2] + 0.25, role)
+                        break
+        cells.append(cell)
+    return cells
+
+
+def _build(elements, names):
+    import xtrack as xt
+
+    with warnings.catch_warnings():
+        _quiet()
+        line = xt.Line(elements=elements, element_names=names)
+        line.particle_ref = xt.Particles(p0c=P0C_EV, mass0=PROTON_MASS_EV, q0=1)
+    line.config.XTRACK_GLOBAL_XY_LIMIT = 1.0
+    return line
+
+
+def _make(kind, kw):
+    import xtrack as xt
+
+    with warnings.catch_warnings():
+        _quiet()
+        return getattr(xt, kind)(**kw)
+
+
+def generate_ring(seed: int = 20241021, k1l=None, k2l=None, n_cells: int = N_CELLS, imperfections: bool = True):
+    """The default LHC-like ring (an xtrack Line), deterministic for a seed."""
+    k1l_qf, k1l_qd = k1l if k1l is not None else (K1L_QF, K1L_QD)
+    k2l_sf, k2l_sd = k2l if k2l is not None else (K2L_SF, K2L_SD)
+    rng = np.random.default_rng(seed)
+    cells = _cells(rng, n_cells, k1l_qf, k1l_qd, k2l_sf, k2l_sd, errors=imperfections)
+    elements, names = [], []
+    counts = Counter()
+
+    def add(kind, kw):
+        key = kind.lower()
+        names.append(f"{key}.{counts[key]}")
+        counts[key] += 1
+        elements.append(_make(kind, kw))
+
+    shift_cells = set(np.linspace(0, n_cells - 1, N_SHIFT_PAIRS).astype(int).tolist()) if imperfections else set()
+    roll_cells = set(np.linspace(3, n_cells - 5, N_ROLL_PAIRS).astype(int).tolist()) if imperfections else set()
+    beta0 = P0C_EV / math.sqrt(P0C_EV**2 + PROTON_MASS_EV**2)
+    f_rf = HARMONIC * beta0 * 299792458.0 / CIRCUMFERENCE_M
+    for icell, cell in enumerate(cells):
+        for i, (kind, kw, drift, role) in enumerate(cell):
+            if icell in roll_cells and i == 0:  # a rolled QF (both slices)
+                roll = float(rng.normal() * 0.02)  # degrees
+                add("SRotation", {"angle": roll})
+            shifted = icell in shift_cells and i == 2  # a misaligned SF
+            if shifted:
+                dx, dy = rng.normal(size=2) * 2e-4
+                add("XYShift", {"dx": dx, "dy": dy})
+            add(kind, kw)
+            if shifted:
+                add("XYShift", {"dx": -dx, "dy": -dy})
+            if icell in roll_cells and i == 1:
+                add("SRotation", {"angle": -roll})
+            if drift is not None:
+                add("Drift", {"length": drift})
+            if icell == n_cells // 2 and i == 1:
+                # the RF, as in the LHC line: 8 x 2 MV at 400 MHz, 4 x 0 V at 200 MHz
+                for j in range(12):
+                    on = j < 8
+                    add("Cavity", {"voltage": 2e6 if on else 0.0, "frequency": f_rf if on else f_rf / 2, "lag": 180.0})
+    return _build(elements, names)
+
+
+# ----------------------------------------------------------------------------
+# caches: the packed line (what the simpletrack engine reads) and the
+# generated ring as a line file, so that a replica's set-up stays short
+# ----------------------------------------------------------------------------
+def _generator_key() -> str:
+    import hashlib
+
+    import xtrack
+
+    from sharebench.kernel import simpletrack
+
+    h = hashlib.sha1()
+    for mod in (__file__, simpletrack.__file__):
+        h.update(Path(mod).read_bytes())
+    h.update(xtrack.__version__.encode())
+    return "generated-" + h.hexdigest()[:16]
+
+
+def _file_key(path) -> str:
+    import hashlib
+
+    from sharebench.kernel import simpletrack
+
+    p = Path(path).resolve()
+    st = p.stat()
+    h = hashlib.sha1(f"{p}|{st.st_size}|{st.st_mtime_ns}".encode())
+    h.update(Path(simpletrack.__file__).read_bytes())
+    return "file-" + h.hexdigest()[:16]
+
+
+def _lattice_cache() -> Path:
+    from sharebench.kernel.simpletrack import cache_dir
+
+    d = cache_dir() / "lattices"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _is_generated(lattice) -> bool:
+    return lattice is None or str(lattice) in ("", "generated", "lhc-like")
+
+
+def get_line_cached(lattice=None):
+    """get_line, keeping the generated ring as a line file in the cache."""
+    if not _is_generated(lattice):
+        return load_line(lattice)
+    path = _lattice_cache() / f"{_generator_key()}.json"
+    if path.exists():
+        try:
+            return load_line(path)
+        except UserError:
+            pass
+    line = generate_ring()
+    tmp = path.with_suffix(f".{__import__('os').getpid()}.tmp")
+    with warnings.catch_warnings():
+        _quiet()
+        line.to_json(str(tmp))
+    __import__("os").replace(tmp, path)
+    return load_line(path)  # the same numbers whether cached or not
+
+
+def get_packed(lattice=None):
+    """The packed line for the simpletrack engine, cached per lattice."""
+    import os
+
+    from sharebench.kernel.simpletrack import PackedLine, pack_line
+
+    if not _is_generated(lattice) and not Path(lattice).is_file():
+        raise UserError(f"lattice file {str(lattice)!r} not found")
+    key = _generator_key() if _is_generated(lattice) else _file_key(lattice)
+    path = _lattice_cache() / f"{key}.npz"
+    if path.exists():
+        try:
+            z = np.load(path)
+            return PackedLine(data=z["data"], n_elements=int(z["n_elements"]), kinds=z["kinds"],
+                              **{k: float(z[k]) for k in ("line_length", "p0c", "mass0", "q0", "beta0", "xy_limit")})
+        except (OSError, KeyError, ValueError):
+            pass
+    packed = pack_line(get_line_cached(lattice))
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
+    np.savez(tmp, data=packed.data, n_elements=packed.n_elements, kinds=packed.kinds, line_length=packed.line_length,
+             p0c=packed.p0c, mass0=packed.mass0, q0=packed.q0, beta0=packed.beta0, xy_limit=packed.xy_limit)
+    os.replace(tmp, path)
+    return packed
+
+
+def describe(line, twiss: bool = True) -> dict:
+    """Element mix, circumference, reference particle; tunes and
+    chromaticities from xtrack's 6d twiss (on the CPU) when twiss=True."""
+    counts = Counter(type(line.element_dict[n]).__name__ for n in line.element_names)
+    orders = Counter(
+        int(line.element_dict[n].order) for n in line.element_names if type(line.element_dict[n]).__name__ == "Multipole"
+    )
+    ref = line.particle_ref
+    out = {
+        "elements": len(line.element_names),
+        "element_types": dict(counts.most_common()),
+        "multipole_orders": {str(k): v for k, v in sorted(orders.items())},
+        "max_multipole_order": max(orders) if orders else None,
+        "circumference_m": float(line.get_length()),
+        "p0c_ev": float(ref.p0c[0]),
+        "mass0_ev": float(ref.mass0),
+        "q0": float(ref.q0),
+    }
+    if twiss:
+        import xobjects as xo
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if line.tracker is None:
+                line.build_tracker(_context=xo.ContextCpu())
+            try:
+                tw = line.twiss(method="6d")
+            except Exception as exc:  # an unstable line: say so rather than crash
+                raise UserError(f"twiss failed on this lattice ({type(exc).__name__}: {exc}); is it a stable ring?") from None
+        out.update(qx=float(tw.qx), qy=float(tw.qy), qs=float(tw.qs), dqx=float(tw.dqx), dqy=float(tw.dqy),
+                   betx_max_m=float(np.max(tw.betx)), bety_max_m=float(np.max(tw.bety)), dx_max_m=float(np.max(np.abs(tw.dx))))
+    return out

@@ -106,8 +106,8 @@ def checksum(coords: np.ndarray, counters: np.ndarray) -> float:
 def run_replica(cfg: RunConfig) -> RunRecord:
     """One run; raises UserError for bad input. See docs/architecture.md."""
     from sharebench.kernel.devices import resolve_device
-    from sharebench.kernel.distribution import matched_gaussian
-    from sharebench.kernel.lattice import get_line
+    from sharebench.kernel.distribution import linear_optics, matched_gaussian, xtrack_optics
+    from sharebench.kernel.lattice import get_line_cached, get_packed
     from sharebench.kernel.simpletrack import make_state, pack_line
 
     if isinstance(cfg, dict):
@@ -120,13 +120,28 @@ def run_replica(cfg: RunConfig) -> RunRecord:
     check_fits(cfg.particles, cfg.mem_limit_bytes, cfg.engine, what="memory limit (mem_limit_bytes)")
     check_fits(cfg.particles, available_bytes(device), cfg.engine, what=f"free memory of {device.spec} ({device.name})")
 
-    line = get_line(cfg.lattice)
-    packed = pack_line(line)  # also rejects unsupported elements early
+    if cfg.engine == "simpletrack":
+        packed = get_packed(cfg.lattice)  # cached; rejects unsupported elements
+        line = None
+    else:
+        line = get_line_cached(cfg.lattice)
+        try:
+            packed = pack_line(line)
+        except UserError:  # elements simpletrack lacks: optics from xtrack's twiss
+            packed = None
+    if packed is not None:
+        optics = linear_optics(packed)
+        n_el, beta0, gamma0 = packed.n_elements, packed.beta0, packed.gamma0
+    else:
+        optics = xtrack_optics(line)
+        ref = line.particle_ref
+        n_el, beta0, gamma0 = len(line.element_names), float(ref.beta0[0]), float(ref.gamma0[0])
     engine = make_engine(cfg, device, line, packed)
     engine.build()
 
-    x6 = matched_gaussian(packed, cfg.particles, cfg.seed, cfg.nemitt_x, cfg.nemitt_y, cfg.sigma_z, cfg.sigma_delta)
-    coords, counters = make_state(*x6, packed.beta0)
+    x6 = matched_gaussian(optics, beta0, gamma0, cfg.particles, cfg.seed, cfg.nemitt_x, cfg.nemitt_y, cfg.sigma_z,
+                          cfg.sigma_delta)
+    coords, counters = make_state(*x6, beta0)
     if cfg.warmup_turns > 0:
         engine.upload(coords[:, : min(cfg.particles, 4096)], counters[:, : min(cfg.particles, 4096)])
         engine.track(cfg.warmup_turns)
@@ -149,7 +164,6 @@ def run_replica(cfg: RunConfig) -> RunRecord:
     download_s = time.perf_counter() - t0
     engine.release()
 
-    n_el = packed.n_elements
     pt = cfg.particles * cfg.turns
     return RunRecord(
         engine=cfg.engine,

@@ -21,10 +21,11 @@
 //   SROTATION                    : type, sin_z, cos_z
 
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable //only_for_context opencl
-typedef long int64_t; //only_for_context opencl
-typedef long long int64_t; //only_for_context cuda
 #include <math.h> //only_for_context cpu_serial cpu_openmp
 #include <stdint.h> //only_for_context cpu_serial cpu_openmp
+typedef int64_t st_int; //only_for_context cpu_serial cpu_openmp
+typedef long st_int; //only_for_context opencl
+typedef long long st_int; //only_for_context cuda
 
 #define ST_DRIFT_EXPANDED 1
 #define ST_DRIFT_EXACT 2
@@ -60,7 +61,7 @@ typedef long long int64_t; //only_for_context cuda
 // the kick-only or drift-kick-drift-expanded configuration, h = 0, k0..k3 = 0,
 // empty knl_rel/ksl_rel, rot_frame = 1, no drift correction).
 #define ST_MULT_KICK(W) { \
-    int64_t idx_ = order; \
+    st_int idx_ = order; \
     double inv_f_ = inv_factorial_order; \
     double dpx_mul_ = elems[p_knl + idx_] * inv_f_; \
     double dpy_mul_ = elems[p_ksl + idx_] * inv_f_; \
@@ -106,11 +107,11 @@ typedef long long int64_t; //only_for_context cuda
 
 /*gpukern*/ void simpletrack_track(
     /*gpuglmem*/ const double* elems,
-    const int64_t n_elements,
+    const st_int n_elements,
     /*gpuglmem*/ double* coords,
-    /*gpuglmem*/ int64_t* counters,
-    const int64_t npart,
-    const int64_t nturns,
+    /*gpuglmem*/ st_int* counters,
+    const st_int npart,
+    const st_int nturns,
     const double beta0,
     const double p0c,
     const double q0,
@@ -129,14 +130,14 @@ typedef long long int64_t; //only_for_context cuda
         double rpp = coords[6 * npart + ip];
         double rvv = coords[7 * npart + ip];
         double pzeta = coords[8 * npart + ip];
-        int64_t state = counters[ip];
-        int64_t at_turn = counters[npart + ip];
-        int64_t at_element = counters[2 * npart + ip];
+        st_int state = counters[ip];
+        st_int at_turn = counters[npart + ip];
+        st_int at_element = counters[2 * npart + ip];
 
-        for (int64_t turn = 0; turn < nturns && state > 0; turn++) {
-            int64_t pos = 0;
-            for (int64_t iel = 0; iel < n_elements; iel++) {
-                int64_t const kind = (int64_t) elems[pos];
+        for (st_int turn = 0; turn < nturns && state > 0; turn++) {
+            st_int pos = 0;
+            for (st_int iel = 0; iel < n_elements; iel++) {
+                st_int const kind = (st_int) elems[pos];
                 int check = 0;
                 if (kind == ST_DRIFT_EXPANDED) {
                     double const ds = elems[pos + 1];
@@ -145,12 +146,12 @@ typedef long long int64_t; //only_for_context cuda
                     check = 1;
                 }
                 else if (kind == ST_MULT_THIN) {
-                    int64_t const order = (int64_t) elems[pos + 1];
+                    st_int const order = (st_int) elems[pos + 1];
                     double const inv_factorial_order = elems[pos + 2];
                     double const el_len = elems[pos + 3];
                     double const hxl = elems[pos + 4];
-                    int64_t const p_knl = pos + 5;
-                    int64_t const p_ksl = p_knl + order + 1;
+                    st_int const p_knl = pos + 5;
+                    st_int const p_ksl = p_knl + order + 1;
                     ST_MULT_KICK(1.)
                     pos = p_ksl + order + 1;
                 }
@@ -177,9 +178,9 @@ typedef long long int64_t; //only_for_context cuda
                     double const voltage = elems[pos + 2];
                     double const phase_const = elems[pos + 3];
                     double const omega_over_c = elems[pos + 4];
-                    int64_t const nkicks = (int64_t) elems[pos + 5];
+                    st_int const nkicks = (st_int) elems[pos + 5];
                     double const w = 1. / nkicks;
-                    for (int64_t k = 0; k < nkicks; k++) {
+                    for (st_int k = 0; k < nkicks; k++) {
                         double const ds = 0.5 * w * el_len;
                         if (ds != 0.) ST_DRIFT_EXP(ds)
                         ST_RF_KICK(w)
@@ -195,19 +196,19 @@ typedef long long int64_t; //only_for_context cuda
                     check = 1;
                 }
                 else if (kind == ST_MULT_THICK) {
-                    int64_t const order = (int64_t) elems[pos + 1];
+                    st_int const order = (st_int) elems[pos + 1];
                     double const inv_factorial_order = elems[pos + 2];
                     double const el_len = elems[pos + 3];
                     double const hxl = elems[pos + 4];
-                    int64_t const nkicks = (int64_t) elems[pos + 5];
-                    int64_t const p_knl = pos + 6;
-                    int64_t const p_ksl = p_knl + order + 1;
+                    st_int const nkicks = (st_int) elems[pos + 5];
+                    st_int const p_knl = pos + 6;
+                    st_int const p_ksl = p_knl + order + 1;
                     if (nkicks == 0) {
                         ST_DRIFT_EXP(el_len)
                     }
                     else {
                         double const w = 1. / nkicks;
-                        for (int64_t k = 0; k < nkicks; k++) {
+                        for (st_int k = 0; k < nkicks; k++) {
                             double const ds = 0.5 * w * el_len;
                             if (ds != 0.) ST_DRIFT_EXP(ds)
                             ST_MULT_KICK(w)

@@ -36,8 +36,13 @@ class XtrackEngine:
 
         d = self.device
         if d.backend == "cpu":
-            n = int(self.threads or len(os.sched_getaffinity(0)))
-            return xo.ContextCpu(omp_num_threads=n if n > 1 else 0)
+            # serial by default: xtrack ships prebuilt serial CPU kernels (build in
+            # seconds); an OpenMP build takes minutes and is not cached across
+            # processes. SHAREBENCH_XTRACK_OMP=1 asks for OpenMP threads.
+            if os.environ.get("SHAREBENCH_XTRACK_OMP") == "1":
+                n = int(self.threads or len(os.sched_getaffinity(0)))
+                return xo.ContextCpu(omp_num_threads=n)
+            return xo.ContextCpu()
         if d.backend == "cuda":
             return xo.ContextCupy(device=int(d.spec.split(":")[1]))
         if d.kind == "cpu" or "portable computing language" in d.platform.lower():

@@ -1,0 +1,384 @@
+"""The Simpletrack kernel: agreement with xtrack, contexts, one run, the
+replica process and its barrier, the kernel cache, memory checks, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from sharebench.cli import main as cli_main
+from sharebench.errors import UserError
+from sharebench.kernel import RunConfig, RunRecord, bytes_per_particle, check_fits, resolve_device, run_replica
+from sharebench.kernel.distribution import linear_optics, matched_gaussian
+from sharebench.kernel.lattice import get_line_cached, get_packed, load_line
+from sharebench.kernel.simpletrack import COORDS, SimpletrackEngine, cache_dir, make_state, pack_line
+
+warnings.simplefilter("ignore", FutureWarning)
+
+
+def _pocl():
+    try:
+        return resolve_device("opencl")
+    except UserError as exc:
+        pytest.skip(f"no OpenCL device: {exc}")
+
+
+DEVICES = ["cpu", "opencl"]
+
+
+def _device(spec):
+    return _pocl() if spec == "opencl" else resolve_device(spec)
+
+
+@pytest.fixture(scope="session")
+def ring_line():
+    return get_line_cached(None)
+
+
+@pytest.fixture(scope="session")
+def lhc_line(lhc_line_path):
+    return load_line(lhc_line_path)
+
+
+@pytest.fixture(scope="session")
+def lines(ring_line, lhc_line_path):
+    return {"ring": ring_line, "lhc": load_line(lhc_line_path)}
+
+
+def _particles(line, n=96, n_lost=8, seed=3):
+    """Matched Gaussian particles plus a few with large angles that xtrack's
+    global aperture (1 m) removes within the first turns."""
+    packed = pack_line(line)
+    x6 = matched_gaussian(linear_optics(packed), packed.beta0, packed.gamma0, n, seed=seed)
+    x6[1, :n_lost] = np.linspace(2e-3, 2e-2, n_lost)  # px: lost after 50..500 m of drift
+    x6[3, n_lost : 2 * n_lost] = -np.linspace(2e-3, 2e-2, n_lost)
+    return packed, x6
+
+
+def _xtrack_reference(line, x6, turns):
+    import xobjects as xo
+    import xtrack as xt
+
+    line = line.copy()
+    line.build_tracker(_context=xo.ContextCpu())
+    ref = line.particle_ref
+    p = xt.Particles(p0c=float(ref.p0c[0]), mass0=float(ref.mass0), q0=float(ref.q0),
+                     **{k: x6[i] for i, k in enumerate(COORDS[:6])})
+    start = np.array([getattr(p, k).copy() for k in COORDS])
+    line.track(p, num_turns=turns)
+    order = np.argsort(p.particle_id)
+    end = np.array([getattr(p, k)[order] for k in COORDS])
+    counters = np.array([p.state[order], p.at_turn[order], p.at_element[order]])
+    return start, end, counters
+
+
+def _simpletrack(device, packed, start, turns, beta0):
+    coords, counters = make_state(*start[:6], beta0, *start[6:])
+    eng = SimpletrackEngine(device, packed)
+    eng.build()
+    eng.upload(coords, counters)
+    eng.track(turns)
+    return eng.download()
+
+
+def _assert_agree(end, counters, ref_end, ref_counters):
+    alive_ref = ref_counters[0] > 0
+    np.testing.assert_array_equal(counters[0] > 0, alive_ref, err_msg="survival differs")
+    np.testing.assert_array_equal(counters[1], ref_counters[1], err_msg="at_turn differs")
+    lost = ~alive_ref
+    np.testing.assert_array_equal(counters[2][lost], ref_counters[2][lost], err_msg="loss element differs")
+    for i, name in enumerate(COORDS[:6]):
+        rms = np.std(ref_end[i, alive_ref])
+        assert_allclose(end[i, alive_ref], ref_end[i, alive_ref], rtol=0, atol=1e-9 * rms, err_msg=name)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("lattice", ["ring", "lhc"])
+def test_simpletrack_agrees_with_xtrack(lines, lattice, device):
+    """Every coordinate within 1e-9 of its RMS spread after 10 turns, identical survival."""
+    line = lines[lattice]
+    packed, x6 = _particles(line)
+    start, ref_end, ref_counters = _xtrack_reference(line, x6, 10)
+    assert 0 < np.sum(ref_counters[0] <= 0) < len(x6[0]), "the test needs both lost and surviving particles"
+    end, counters = _simpletrack(_device(device), packed, start, 10, packed.beta0)
+    _assert_agree(end, counters, ref_end, ref_counters)
+
+
+def test_xtrack_engine_tracks_the_same(ring_line):
+    """The xtrack engine (here without optimize_for_tracking, whose CPU build
+    takes minutes) returns particles in their original order, as simpletrack."""
+    from sharebench.kernel.xtrack_engine import XtrackEngine
+
+    packed, x6 = _particles(ring_line)
+    coords, counters = make_state(*x6, packed.beta0)
+    xe = XtrackEngine(resolve_device("cpu"), ring_line.copy(), optimize=False)
+    xe.build()
+    xe.upload(coords, counters)
+    xe.track(10)
+    ref_end, ref_counters = xe.download()
+    end, cnt = _simpletrack(resolve_device("cpu"), packed, coords, 10, packed.beta0)
+    _assert_agree(end, cnt, ref_end, ref_counters)
+
+
+def test_cross_context_pocl_vs_cpu(ring_line):
+    """The same source built for PoCL (OpenCL) and for the CPU (OpenMP) agrees over 30 turns."""
+    pocl = _pocl()
+    packed, x6 = _particles(ring_line, n=64)
+    coords, counters = make_state(*x6, packed.beta0)
+    a = _simpletrack(resolve_device("cpu"), packed, coords, 30, packed.beta0)
+    b = _simpletrack(pocl, packed, coords, 30, packed.beta0)
+    _assert_agree(b[0], b[1], a[0], a[1])
+
+
+def test_unsupported_element_is_named():
+    import xtrack as xt
+
+    line = xt.Line(elements=[xt.Drift(length=1.0), xt.Quadrupole(k1=0.01, length=1.0)], element_names=["d", "qf.thick"])
+    line.particle_ref = xt.Particles(p0c=7e12)
+    with pytest.raises(UserError, match=r"'qf.thick' has type Quadrupole.*supported: Drift, Multipole"):
+        pack_line(line)
+
+
+# ---------------------------------------------------------------------------
+# one run, records, the replica process and its barrier
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("device", DEVICES)
+def test_run_replica_record(device, tmp_path):
+    dev = _device(device)
+    cfg = RunConfig(device=dev.spec, particles=256, turns=3, ready_file=str(tmp_path / "ready"))
+    rec = run_replica(cfg)
+    assert (tmp_path / "ready").exists()
+    assert (rec.engine, rec.device, rec.context, rec.particles, rec.turns) == ("simpletrack", dev.spec, dev.backend, 256, 3)
+    assert rec.elements == get_packed(None).n_elements
+    assert rec.survived == 256
+    assert rec.track_s > 0 and rec.track_end > rec.track_start
+    assert_allclose(rec.track_end - rec.track_start, rec.track_s, rtol=1e-6)
+    assert_allclose(rec.element_passes_per_s, 256 * 3 * rec.elements / rec.track_s, rtol=1e-9)
+    assert rec.device_uuid == dev.uuid != ""
+    assert rec.setup_s >= rec.compile_s >= 0
+    again = RunRecord.from_dict(json.loads(json.dumps(rec.to_dict())))
+    assert again == rec
+
+
+def test_same_seed_same_checksum_across_contexts():
+    pocl = _pocl()
+    a = run_replica(RunConfig(device="cpu", particles=200, turns=2, seed=5))
+    b = run_replica(RunConfig(device=pocl.spec, particles=200, turns=2, seed=5))
+    c = run_replica(RunConfig(device="cpu", particles=200, turns=2, seed=6))
+    assert_allclose(b.checksum, a.checksum, rtol=1e-9)
+    assert c.checksum != a.checksum
+
+
+def _replica(cfg: dict, out, env=None):
+    path = str(out) + ".cfg.json"
+    with open(path, "w") as fh:
+        json.dump(cfg, fh)
+    return subprocess.Popen([sys.executable, "-m", "sharebench.kernel.replica", "--config", path, "--out", str(out)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_replicas_start_together_at_the_barrier(tmp_path):
+    """Two replica processes: ready files appear, both wait for the start file
+    (holding an epoch instant) and start tracking within a few ms of it."""
+    procs = []
+    for i in range(2):
+        cfg = {"device": "cpu", "particles": 64, "turns": 2, "replica": i, "cpus": [i % os.cpu_count()],
+               "ready_file": str(tmp_path / f"ready.{i}"), "start_file": str(tmp_path / "start")}
+        procs.append(_replica(cfg, tmp_path / f"rec.{i}.json"))
+    deadline = time.time() + 120
+    while not all((tmp_path / f"ready.{i}").exists() for i in range(2)):
+        assert time.time() < deadline, "replicas never became ready"
+        assert all(p.poll() is None for p in procs), [p.communicate() for p in procs]
+        time.sleep(0.05)
+    time.sleep(0.3)
+    assert not any((tmp_path / f"rec.{i}.json").exists() for i in range(2)), "a replica did not wait"
+    instant = time.time() + 0.5
+    (tmp_path / "start").write_text(f"{instant:.6f}\n")
+    for p in procs:
+        _out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    recs = [json.loads((tmp_path / f"rec.{i}.json").read_text()) for i in range(2)]
+    starts = [r["track_start"] for r in recs]
+    assert all(s >= instant for s in starts)
+    assert max(starts) - min(starts) < 0.05
+    assert [r["replica"] for r in recs] == [0, 1]
+
+
+def test_replica_failure_writes_one_line_error(tmp_path):
+    p = _replica({"device": "cpu", "particles": 10, "lattice": str(tmp_path / "missing.json")}, tmp_path / "rec.json")
+    _out, err = p.communicate(timeout=120)
+    assert p.returncode == 1
+    rec = json.loads((tmp_path / "rec.json").read_text())
+    assert rec == {"error": f"lattice file '{tmp_path / 'missing.json'}' not found"}
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_kernel_built_once_per_machine(device, tmp_path):
+    """A second process with the same (empty at first) cache reuses the compiled kernel."""
+    dev = _device(device)
+    # fresh kernel caches: ours (CPU .so, pyopencl binaries) and PoCL's own
+    env = dict(os.environ, SHAREBENCH_CACHE=str(tmp_path / "cache"), POCL_CACHE_DIR=str(tmp_path / "pocl"))
+    # a fresh kernel cache, but the (slow to generate) lattice caches copied in
+    get_packed(None)
+    shutil.copytree(cache_dir() / "lattices", tmp_path / "cache" / "lattices")
+    if (cache_dir() / "optics").exists():
+        shutil.copytree(cache_dir() / "optics", tmp_path / "cache" / "optics")
+    recs = []
+    for i in range(2):
+        p = _replica({"device": dev.spec, "particles": 32, "turns": 1, "warmup_turns": 0}, tmp_path / f"rec{i}.json", env=env)
+        _out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        recs.append(json.loads((tmp_path / f"rec{i}.json").read_text()))
+    first, second = recs
+    assert first["extra"]["kernel_cache_hit"] is False
+    assert second["extra"]["kernel_cache_hit"] is True
+    assert second["compile_s"] < 0.5 * first["compile_s"], (first["compile_s"], second["compile_s"])
+
+
+# ---------------------------------------------------------------------------
+# memory, devices, bad input
+# ---------------------------------------------------------------------------
+def test_bytes_per_particle_covers_xtrack_particles():
+    import xtrack as xt
+
+    n = 100_000
+    p = xt.Particles(p0c=7e12, x=np.zeros(n))
+    measured = p._buffer.capacity / n
+    assert 200 < measured <= bytes_per_particle("xtrack")
+    assert bytes_per_particle("simpletrack") == 8 * 12
+
+
+def test_check_fits_message_has_the_numbers():
+    check_fits(1000, 10**9, "simpletrack")
+    with pytest.raises(UserError, match=r"^30,000,000 particles need 2,947,108,864 bytes with the simpletrack engine "
+                                        r"\(96 B/particle \+ 67,108,864 B overhead\) but the memory is 1,000,000,000 bytes; "
+                                        r"at most 9,717,616 particles fit$"):
+        check_fits(30_000_000, 10**9, "simpletrack")
+
+
+def test_run_refuses_particles_that_do_not_fit():
+    t0 = time.perf_counter()
+    with pytest.raises(UserError, match=r"need .*mem_limit_bytes"):
+        run_replica(RunConfig(device="cpu", particles=5_000_000, mem_limit_bytes=200 * 2**20))
+    assert time.perf_counter() - t0 < 5, "refused only after building"
+
+
+@pytest.mark.parametrize(
+    "spec, fragment",
+    [
+        ("gpu", "bad device 'gpu': allowed are auto, cpu, cuda[:N], opencl[:P.D]"),
+        ("opencl:1", "bad device 'opencl:1'"),
+        ("cuda:x", "bad device 'cuda:x'"),
+        ("opencl:7.0", "device 'opencl:7.0' not found"),
+    ],
+)
+def test_bad_device_spec(spec, fragment):
+    with pytest.raises(UserError, match=fragment.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
+        resolve_device(spec)
+
+
+def test_cuda_absent_is_a_user_error():
+    try:
+        import cupy  # noqa: F401
+
+        pytest.skip("CuPy is installed here")
+    except ImportError:
+        pass
+    with pytest.raises(UserError, match="no CUDA GPU found"):
+        resolve_device("cuda")
+
+
+def test_auto_and_device_list():
+    from sharebench.kernel import list_devices
+
+    devs = list_devices()
+    assert devs[-1].spec == "cpu" and devs[-1].kind == "cpu"
+    auto = resolve_device("auto")
+    assert auto.spec in [d.spec for d in devs]
+    if not any(d.kind == "gpu" for d in devs):
+        assert auto.spec == "cpu"
+
+
+def test_xtrack_engine_refused_on_pocl():
+    pocl = _pocl()
+    with pytest.raises(UserError, match="xtrack engine does not build on .*PoCL"):
+        run_replica(RunConfig(engine="xtrack", device=pocl.spec, particles=10, turns=1))
+
+
+@pytest.mark.parametrize(
+    "field, value, fragment",
+    [
+        ("engine", "sixtrack", "bad engine 'sixtrack': allowed are simpletrack, xtrack"),
+        ("particles", 0, "bad particles 0"),
+        ("turns", 2.5, "bad turns 2.5"),
+        ("cpus", [], "bad cpus []"),
+        ("sigma_z", -1.0, "bad sigma_z -1.0"),
+    ],
+)
+def test_bad_run_config(field, value, fragment):
+    with pytest.raises(UserError, match=fragment.replace("[", r"\[").replace("]", r"\]")):
+        RunConfig(**{field: value})
+
+
+def test_unknown_config_field():
+    with pytest.raises(UserError, match="unknown run config field"):
+        RunConfig.from_dict({"particle": 10})
+
+
+# ---------------------------------------------------------------------------
+# CLI
+# ---------------------------------------------------------------------------
+def test_cli_devices_json(capsys):
+    assert cli_main(["devices", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["auto"] in [d["spec"] for d in doc["devices"]]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["track", "--device", "tpu"], "sharebench: error: bad device 'tpu': allowed are auto, cpu, cuda[:N], opencl[:P.D]\n"),
+        (["track", "--engine", "madx"], "sharebench: error: bad engine 'madx': allowed are simpletrack, xtrack\n"),
+        (["track", "--particles", "2000000000", "--device", "cpu", "--mem-limit-bytes", "1000000000"],
+         "sharebench: error: 2,000,000,000 particles need 192,067,108,864 bytes with the simpletrack engine (96 B/particle + "
+         "67,108,864 B overhead) but the memory limit (mem_limit_bytes) is 1,000,000,000 bytes; at most 9,717,616 particles fit\n"),
+    ],
+)
+def test_cli_user_errors(argv, message, capsys):
+    assert cli_main(argv) == 2
+    assert capsys.readouterr().err == message
+
+
+def test_cli_track_prints_record(capsys, tmp_path):
+    out = tmp_path / "rec.json"
+    assert cli_main(["track", "--device", "cpu", "--particles", "100", "--turns", "2", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "element_passes_per_s" in text
+    rec = json.loads(out.read_text())
+    assert rec["particles"] == 100 and rec["survived"] == 100
+
+
+def test_cli_bench_writes_json_and_markdown(tmp_path, capsys):
+    pocl = _pocl()
+    argv = ["bench", "--engines", "simpletrack,xtrack", "--devices", f"cpu,{pocl.spec}", "--particles", "64",
+            "--turns", "1", "--repeats", "2", "--out", str(tmp_path)]
+    assert cli_main(argv) == 0
+    doc = json.loads((tmp_path / "bench.json").read_text())
+    assert doc["schema_version"] == 1
+    by = {(s["engine"], s["device"]): s for s in doc["summary"]}
+    assert by[("simpletrack", "cpu")]["repeats"] == 2 and by[("simpletrack", "cpu")]["element_passes_per_s_median"] > 0
+    assert by[("simpletrack", pocl.spec)]["survived_min"] == 64
+    assert by[("xtrack", "cpu")]["elements"] == by[("simpletrack", "cpu")]["elements"]
+    assert "does not build" in by[("xtrack", pocl.spec)]["error"]
+    md = (tmp_path / "bench.md").read_text()
+    assert "| simpletrack | cpu |" in md and "not run:" in md
