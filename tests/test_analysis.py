@@ -190,3 +190,17 @@ def test_write_tables(tables, tmp_path):
     assert "| 1,000 | timeslice:2 | 2 | 11.000 | [10.000, 12.000] | 22.000 | 23.000 |" in md
     back = __import__("pandas").read_csv(d / "mig.csv")
     assert_allclose(back["loss_pct"], [100 * 7.1 / 5.2])
+
+
+def test_summary_table(tables):
+    s = analysis.summary_table(tables)
+    # two kinds of work in the crafted sweep (CPU opencl, GPU cuda): a 'work' column says which
+    assert list(s.columns) == ["work", "particles", "timeslice:2", "mps:2", "mig:3g", "mig:3g vs ideal",
+                               "partition:2 vs ideal"]
+    cpu = s[s["particles"] == "1,000"].iloc[0]
+    assert (cpu["timeslice:2"], cpu["mps:2"]) == ("4.55 [-12.50, 20.00]", "40.91 [25.00, 60.00]")
+    # partition: (23 - 22)/22 = 4.55% over the ideal; no MIG on the CPU
+    assert cpu["partition:2 vs ideal"].startswith("4.55 ") and cpu["mig:3g"] == ""
+    gpu = s[s["particles"] == "2,000"].iloc[0]
+    # MIG: (12.3 - 5.2)/5.2 = 136.54%; vs ideal (12.3 - 11.44)/11.44 = 7.52%
+    assert gpu["mig:3g"].startswith("136.54 [") and gpu["mig:3g vs ideal"].startswith("7.52 [")

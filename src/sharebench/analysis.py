@@ -435,6 +435,41 @@ def _display_rows(name: str, t: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def summary_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One line per particle count, one column per mode: loss % with its 95% CI (partition modes: % over the
+    ideal), the study's "loss % per N" at a glance."""
+    cells: dict[tuple, dict[str, str]] = {}
+    modes: list[str] = []
+    sources = [("timeslice", "loss_pct", "loss_ci_low", "loss_ci_high", ""),
+               ("mps", "loss_pct", "loss_ci_low", "loss_ci_high", ""),
+               ("mig", "loss_pct", "loss_ci_low", "loss_ci_high", ""),
+               ("partition", "excess_pct", "excess_ci_low", "excess_ci_high", " vs ideal")]
+    for name, col, lo, hi, suffix in sources:
+        t = tables.get(name)
+        if t is None or t.empty:
+            continue
+        for _, r in t.iterrows():
+            if name == "partition" and str(r["mode"]).startswith("mig:"):
+                label = f"{r['mode']} vs ideal"
+            else:
+                label = f"{r['mode']}{suffix}"
+            if label not in modes:
+                modes.append(label)
+            key = (r.engine, r.backend, r.device_class, r.lattice, r.turns, r.particles)
+            ci = _ci(r[lo], r[hi], _pct)
+            cells.setdefault(key, {})[label] = (_pct(r[col]) + (f" {ci}" if ci else "")) or "-"
+    modes.sort(key=lambda m: _mode_sort_key(m.split(" ")[0]))
+    rows = []
+    kinds = {k[:5] for k in cells}
+    for key in sorted(cells, key=lambda k: (str(k[:5]), k[5])):
+        row = {"particles": _int(key[5])}
+        if len(kinds) > 1:
+            row = {"work": f"{key[0]} on {key[1]} ({key[2]}), {key[3]}, {_int(key[4])} turns", **row}
+        row.update({m: cells[key].get(m, "") for m in modes})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def to_markdown(df: pd.DataFrame) -> str:
     if df.empty:
         return "_none_"

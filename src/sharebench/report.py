@@ -160,6 +160,9 @@ def _markdown(rdir, tables, machine, label, ctables, cmachine, clabel, pngs, sec
             out += [f"**{lab}**", ""]
         out += ["| | |", "|---|---|"] + [f"| {k} | {str(v).replace('|', '/')} |" for k, v in _machine_lines(mach)]
         out.append("")
+    out += ["## Summary: loss % (95% CI) per mode", "", analysis.to_markdown(analysis.summary_table(tables)), ""]
+    if ctables is not None:
+        out += [f"**{clabel}**", "", analysis.to_markdown(analysis.summary_table(ctables)), ""]
     out += ["## Definitions", "", DEFINITIONS]
     for name in TABLE_ORDER:
         t, ct = tables[name], (ctables[name] if ctables is not None else None)
@@ -238,6 +241,9 @@ def _html(tables, machine, label, ctables, cmachine, clabel, pngs, sections, not
 
     h.append("<h2>Machine</h2>")
     h.append(side(mtable(machine), mtable(cmachine) if ctables is not None else None, label, clabel))
+    h.append("<h2>Summary: loss % (95% CI) per mode</h2>")
+    h.append(side(_html_table(analysis.summary_table(tables)),
+                  _html_table(analysis.summary_table(ctables)) if ctables is not None else None, label, clabel))
     h.append("<h2>Definitions</h2><ul>" + "".join(
         f"<li>{e(line[2:]).replace('**', '')}</li>" for line in _join_bullets(DEFINITIONS)) + "</ul>")
     for name in TABLE_ORDER:
