@@ -106,7 +106,9 @@ def test_timeslice_table(tables):
     assert_allclose(r.fairness, 24 / 23)
     assert r.repeats == 3 and r.t1_repeats == 3
     shown = analysis.display_table("timeslice", tables["timeslice"]).iloc[0]
-    assert (shown["loss %"], shown["loss 95% CI"]) == ("4.55", "[-12.50, 20.00]")
+    assert (shown["loss %"], shown["loss 95% CI"], shown["≠ 0?"]) == ("4.55", "[-12.50, 20.00]", "no")
+    # MPS: CI [25, 60] excludes 0
+    assert analysis.display_table("mps", tables["mps"]).iloc[0]["≠ 0?"] == "yes"
 
 
 def test_mps_table_leaves_out_the_failed_cell(tables):

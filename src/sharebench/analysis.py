@@ -380,6 +380,13 @@ def _num(v) -> str:
     return f"{v:.3g}" if abs(v) >= 1e5 or abs(v) < 1e-2 else f"{v:,.2f}"
 
 
+def _significant(lo, hi) -> str:
+    """'yes' when the 95% CI excludes 0 (the loss is real at that level), 'no' when it holds 0, '' without a CI."""
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return ""
+    return "yes" if lo > 0 or hi < 0 else "no"
+
+
 def _int(v) -> str:
     return "" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{int(v):,}"
 
@@ -407,6 +414,7 @@ def _display_rows(name: str, t: pd.DataFrame) -> pd.DataFrame:
                          "T_1 95% CI": _ci(r.T1_ci_low, r.T1_ci_high, _sec), "N·T_1 [s]": _sec(r.NT1_s),
                          "T_N [s]": _sec(r.TN_s), "T_N 95% CI": _ci(r.TN_ci_low, r.TN_ci_high, _sec),
                          "loss %": _pct(r.loss_pct), "loss 95% CI": _ci(r.loss_ci_low, r.loss_ci_high, _pct),
+                         "≠ 0?": _significant(r.loss_ci_low, r.loss_ci_high),
                          "CV T_N %": _pct(r.cv_TN_pct), "CV T_1 %": _pct(r.cv_T1_pct), "fairness": _num(r.fairness),
                          "repeats": _int(r.repeats)})
         elif name == "mig":
@@ -415,6 +423,7 @@ def _display_rows(name: str, t: pd.DataFrame) -> pd.DataFrame:
                          "MIG layout": f"{r.layout} ({r.mig_profile} x{_int(r.instances)})",
                          "T_mig [s]": _sec(r.mig_s), "T_mig 95% CI": _ci(r.mig_ci_low, r.mig_ci_high, _sec),
                          "loss %": _pct(r.loss_pct), "loss 95% CI": _ci(r.loss_ci_low, r.loss_ci_high, _pct),
+                         "≠ 0?": _significant(r.loss_ci_low, r.loss_ci_high),
                          "CV T_mig %": _pct(r.cv_mig_pct), "repeats": _int(r.repeats)})
         elif name == "partition":
             rows.append({"particles": _int(r.particles), "mode": r["mode"],

@@ -37,7 +37,8 @@ DEFINITIONS = """\
 - **throughput**: particle-turns of all replicas / T_N, per physical device; **gain** = against exclusive.
 - **fairness**: slowest / fastest replica tracking time in a cell (1.00 = fair).
 - Every figure is a median over the measured repeats (warm-up left out) with a 95% bootstrap
-  confidence interval; CV = coefficient of variation of the repeats.
+  confidence interval; CV = coefficient of variation of the repeats; **≠ 0?** says whether the
+  loss's CI excludes 0 (yes: a real loss or gain at that level; no: not distinguishable from 0).
 """
 
 FLAGS_HELP = """\
