@@ -152,11 +152,20 @@ def test_ctrl_c_stops_every_replica(tmp_path, lattice):
     assert not psutil.Process().children(recursive=True)
 
 
+def test_run_timeout_stops_a_cell_that_tracks_too_long(tmp_path, lattice):
+    dev = device("cpu")
+    cfg = run_config("cpu", lattice, particles=20000, turns=400)
+    recs = run_cell("timeslice:2", cfg, tmp_path, device=dev, run_timeout_s=0.5)
+    assert [r["status"] for r in recs] == ["failed", "failed"]
+    assert recs[0]["error"] == "still running 0.5 s after the start; stopped"
+    assert not psutil.Process().children(recursive=True)
+
+
 def test_barrier_timeout(tmp_path, lattice):
     dev = device("cpu")
     recs = run_cell("exclusive", run_config("cpu", lattice), tmp_path, device=dev, ready_timeout_s=0.3)
     assert recs[0]["status"] == "failed"
-    assert recs[0]["error"] == "not ready after 0 s (setup too slow or hung)"
+    assert recs[0]["error"] == "not ready after 0.3 s (setup too slow or hung)"
     assert not psutil.Process().children(recursive=True)
 
 

@@ -38,6 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="continue an existing results folder: cells already measured are kept and skipped")
     run.add_argument("--ready-timeout", type=float, default=900.0, metavar="S",
                      help="longest a replica may take to build and warm up before the start barrier (s)")
+    run.add_argument("--run-timeout", type=float, default=None, metavar="S",
+                     help="longest a cell may track before its replicas are stopped and the cell marked failed (s)")
     run.add_argument("--stop-after", type=float, default=None, metavar="S",
                      help="start no new cell after S seconds (what is done is kept; continue with --resume)")
     run.add_argument("--dry-run", action="store_true",
@@ -78,13 +80,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     warmup = _whole("--warmup-repeats", args.warmup_repeats, 0)
     if args.stop_after is not None and args.stop_after < 0:
         raise UserError(f"bad --stop-after {args.stop_after!r}; allowed: seconds >= 0")
+    if args.run_timeout is not None and args.run_timeout <= 0:
+        raise UserError(f"bad --run-timeout {args.run_timeout!r}; allowed: seconds > 0")
     if args.ready_timeout <= 0:
         raise UserError(f"bad --ready-timeout {args.ready_timeout!r}; allowed: seconds > 0")
     cfg = SweepConfig(
         modes=args.modes.split(",") if args.modes is not None else None,
         particles=args.particles, turns=turns, repeats=repeats, warmup_repeats=warmup,
         device=args.device, engine=args.engine, lattice=args.lattice, resume=args.resume,
-        ready_timeout_s=args.ready_timeout, telemetry_interval_s=None if args.no_telemetry else 0.1,
+        ready_timeout_s=args.ready_timeout, run_timeout_s=args.run_timeout, telemetry_interval_s=None if args.no_telemetry else 0.1,
         progress=not args.no_progress, command=list(sys.argv), stop_after_s=args.stop_after,
     )
     if args.dry_run:

@@ -255,7 +255,7 @@ def _run(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str], ready_
             if time.monotonic() > deadline:
                 for i, r in enumerate(readies):
                     if not r.exists():
-                        errors[i] = f"not ready after {ready_timeout_s:.0f} s (setup too slow or hung)"
+                        errors[i] = f"not ready after {ready_timeout_s:g} s (setup too slow or hung)"
                 _stop(procs)
                 break
             time.sleep(poll_s)
@@ -272,7 +272,7 @@ def _run(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str], ready_
                 if run_deadline is not None and time.monotonic() > run_deadline:
                     for i, p in enumerate(procs):
                         if p.poll() is None:
-                            errors[i] = f"still running {run_timeout_s:.0f} s after the start; stopped"
+                            errors[i] = f"still running {run_timeout_s:g} s after the start; stopped"
                     _stop(procs)
                     break
                 time.sleep(poll_s)
