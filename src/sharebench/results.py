@@ -330,6 +330,14 @@ def machine_description(device: dict[str, Any] | None = None, command: list[str]
 
 
 def _cuda_runtime() -> str | None:
+    """The CUDA runtime the replicas use (CuPy's), else the toolkit's nvcc, else None."""
+    try:
+        import cupy
+
+        v = int(cupy.cuda.runtime.runtimeGetVersion())
+        return f"CUDA runtime {v // 1000}.{(v % 1000) // 10} (CuPy {cupy.__version__})"
+    except Exception:  # no CuPy, or no driver: fall back to the toolkit
+        pass
     try:
         out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, timeout=10)
         for line in out.stdout.splitlines():
