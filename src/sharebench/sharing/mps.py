@@ -229,9 +229,13 @@ class MpsDaemon:
             return
         import psutil
 
-        alive = [p for p in self.daemon_pids if psutil.pid_exists(p)]
-        _gone, alive_procs = psutil.wait_procs([psutil.Process(p) for p in alive if psutil.pid_exists(p)],
-                                               timeout=self.stop_timeout_s)
+        procs = []
+        for pid in self.daemon_pids:
+            try:
+                procs.append(psutil.Process(pid))
+            except psutil.Error:  # already gone
+                continue
+        _gone, alive_procs = psutil.wait_procs(procs, timeout=self.stop_timeout_s)
         if alive_procs:
             print(f"sharebench: warning: MPS control daemon pid {[p.pid for p in alive_procs]} still running "
                   f"{self.stop_timeout_s:.0f} s after quit", file=sys.stderr)
