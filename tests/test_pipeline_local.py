@@ -167,3 +167,22 @@ def test_compare_nodes_report_puts_other_results_beside_the_first(local_sweep, t
     assert "cpu-example" in page and "gpu-node-b" in page
     assert md.read_text().count("\n---\n") == 1
     assert any(plots.glob("loss_vs_particles.png"))
+
+
+def test_multi_node_pipeline_runs_locally_and_compares(tmp_path, lattice):
+    """The multi-node pipeline with two 'nodes' that are both this machine (kfp.local runs the two
+    sweeps side by side): each node's sweep, then one comparison report, then the exit task."""
+    from sharebench.pipelines.sweep_pipeline import multi_node_pipeline
+
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path))
+    multi_node_pipeline(nodes=["", ""], modes=["exclusive"], particle_counts=[300], turns=2, repeats=1,
+                        warmup_repeats=0, placement="processes", device=cpu_opencl_spec(), lattice=str(lattice),
+                        start_delay_s=1.0)
+    (run,) = tmp_path.glob("sharebench-multi-node-*")
+    for i in (0, 1):
+        (results,) = (run / f"for-loop-nodes-iteration-{i}").glob("**/collect-results/results")
+        df = load_results(results)
+        assert list(df["cell_id"]) == ["exclusive_p300_r1"] and list(df["status"]) == ["ok"]
+    page = (run / "compare-nodes" / "report_html").read_text()
+    assert "results-1 (" in page and "data:image/png;base64," in page   # the second node, beside the first
+    assert _outputs(run / "restore-node")["parameterValues"]["Output"] == []
