@@ -46,9 +46,9 @@ def run_simpletrack(
         engine: Workload engine (simpletrack or xtrack).
         lattice: Path of an Xsuite line JSON in the image; empty uses the generated LHC-like ring.
         seed: Random seed of the particle distribution.
-        resource: Extended resource the pod requested (recorded).
-        resource_count: How many of it the pod requested (recorded).
-        node_name: Node the pod was pinned to (recorded; empty without a cluster).
+        resource: Extended resource the pod requested (the pipeline sets the request from it; logged).
+        resource_count: How many of it the pod requested (logged).
+        node_name: Node the pod was pinned to (logged; empty without a cluster).
 
     Returns:
         records: This pod's results rows of the cell (JSON list in the results CSV schema).
@@ -57,4 +57,5 @@ def run_simpletrack(
 
     steps.run_simpletrack(mode=mode, particles=particles, turns=turns, repeat=repeat, replica=replica,
                           replicas=replicas, processes=processes, start_at=start_at, device=device, engine=engine,
-                          lattice=lattice, seed=seed, out_path=records.path)
+                          lattice=lattice, seed=seed, out_path=records.path,
+                          placed=f"{resource_count} x {resource or 'nothing'} on {node_name or 'this machine'}")

@@ -189,13 +189,14 @@ def schedule_start(*, mode: str, cell: int, particle_counts: list, repeats: int,
 
 def run_simpletrack(*, mode: str, particles: int, turns: int, repeat: int, replica: int, replicas: int,
                     processes: int, start_at: float, device: str, engine: str, lattice: str, seed: int,
-                    out_path: str, workdir: str | None = None) -> list[dict[str, Any]]:
+                    out_path: str, workdir: str | None = None, placed: str = "") -> list[dict[str, Any]]:
     """Run this pod's part of a cell; write its results rows (JSON list) to ``out_path``.
 
     ``processes`` > 1 or an unshared mode: the whole cell runs here, as the local sweep runs
     it (the mode's sharing executor, N processes behind one start barrier). Otherwise this
     pod is replica ``replica`` of ``replicas`` pods sharing the node's device: one process
     that sleeps until ``start_at`` and tracks; its row is labelled with the cell's mode.
+    ``placed``: what the pod requested, where (logged).
     """
     import tempfile
 
@@ -212,6 +213,8 @@ def run_simpletrack(*, mode: str, particles: int, turns: int, repeat: int, repli
         run_options={"start_at": float(start_at)} if one_of_pods else {})
     plan = sweep.validate(config)
     cid = cell_id(m.label, particles, repeat)
+    if placed:
+        say(f"{cid}: {processes} process(es) here, {placed}")
     wd = Path(workdir or tempfile.mkdtemp(prefix="sharebench-cell-"))
     notes: list[str] = []
     make_sampler = sweep._hook("sharebench.telemetry", "make_sampler")
