@@ -49,7 +49,7 @@ RUN useradd --create-home --uid 1000 --user-group sharebench \
  && chown -R sharebench:sharebench /opt/sharebench/cache
 USER 1000:1000
 WORKDIR /home/sharebench
-RUN python -c "from sharebench.kernel import RunConfig, run_replica; \
-[print(run_replica(RunConfig(device=d, particles=64, turns=1)).context) for d in ('cpu', 'opencl')]"
+RUN sharebench track --device cpu --particles 64 --turns 1 \
+ && sharebench track --device opencl --particles 64 --turns 1
 
 CMD ["sharebench", "--help"]

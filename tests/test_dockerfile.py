@@ -124,14 +124,13 @@ def test_runs_as_a_non_root_user_with_the_kernel_caches_prebuilt(steps):
     users = [a for op, a in steps if op == "USER"]
     assert users and users[-1].split(":")[0] not in ("root", "0")
     last_user = max(i for i, (op, _) in enumerate(steps) if op == "USER")
-    warm = [i for i, (op, a) in enumerate(steps) if op == "RUN" and "run_replica" in a]
+    warm = [i for i, (op, a) in enumerate(steps) if op == "RUN" and "sharebench track" in a]
     assert warm and min(warm) > last_user, "caches are filled as the runtime user, so they stay usable"
     env = " ".join(a for op, a in steps if op == "ENV")
     assert "SHAREBENCH_CACHE=" in env and "POCL_CACHE_DIR=" in env
-    # the warm-up call is the kernel's public API, on both CPU paths
+    # the warm-up is the kernel's own `sharebench track`, on both CPU paths
     (warm_run,) = [steps[i][1] for i in warm]
-    assert "from sharebench.kernel import RunConfig, run_replica" in warm_run
-    assert "'cpu'" in warm_run and "'opencl'" in warm_run
+    assert "--device cpu" in warm_run and "--device opencl" in warm_run
 
 
 def test_warm_up_command_runs_here(steps):
@@ -143,11 +142,15 @@ def test_warm_up_command_runs_here(steps):
 
     if "opencl" not in {d.backend for d in list_devices()}:
         pytest.skip("no OpenCL device here (PoCL: pip install -e '.[pocl]')")
-    (warm,) = [a for op, a in steps if op == "RUN" and "run_replica" in a]
-    code = shlex.split(warm)[shlex.split(warm).index("-c") + 1]
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["cpu", "opencl"]
+    (warm,) = [a for op, a in steps if op == "RUN" and "sharebench track" in a]
+    for cmd in warm.split("&&"):
+        argv = shlex.split(cmd)
+        assert argv[0] == "sharebench"
+        proc = subprocess.run([sys.executable, "-m", "sharebench", *argv[1:]], capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        device = argv[argv.index("--device") + 1]
+        assert re.search(rf"^context\s+{device}$", proc.stdout, re.M), proc.stdout
 
 
 def test_build_context_leaves_out_the_venv_and_git():
