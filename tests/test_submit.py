@@ -247,3 +247,17 @@ def test_unreachable_or_refusing_server_is_one_line(kfp_server, capsys):
     kfp_server.token = "s3cret"
     code, _, err = _run_cli(capsys, "submit", "--host", kfp_server.url, "--token", "wrong")
     assert code == 2 and "answered HTTP 401" in err and "pass --token or --cookies" in err and err.count("\n") == 1
+
+
+def test_notebook_cluster_path_submits_and_waits(kfp_server):
+    from sharebench.pipelines.notebook import submit_and_wait
+
+    out = submit_and_wait(kfp_server.url, {"node_name": "gpu-node-7", "gpu_model": "H200", "modes": ["exclusive", "mps:2"],
+                                           "particle_counts": [10000], "placement": "pods"},
+                          experiment="notebook", service_account="sharebench-node", timeout_s=60)
+    (run,) = kfp_server.runs.values()
+    assert out == {"run_id": run["run_id"], "state": "SUCCEEDED"}
+    assert run["runtime_config"]["parameters"]["modes"] == ["exclusive", "mps:2"]
+    assert run["service_account"] == "sharebench-node"
+    with pytest.raises(UserError, match="'nodes' is not a parameter of this pipeline"):
+        submit_and_wait(kfp_server.url, {"nodes": ["a=H200"]})
