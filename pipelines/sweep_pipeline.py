@@ -31,7 +31,7 @@ Why this shape (what KFP 2.17 really compiles and runs, on a cluster and in kfp.
   ``check_cell`` / ``merge_records``): nested artifact lists do not run in kfp.local.
 * The accelerator type/limit and the node selector come from ``reconfigure_node`` at run
   time. The compiler only carries such a value into a nested loop when a task also takes
-  it as an input, so ``run_simpletrack`` takes ``resource``/``resource_count`` (it records
+  it as an input, so ``run_simpletrack`` takes ``resource``/``resource_count`` (it logs
   them) and the node selector goes in through ``add_node_selector_json``.
 """
 
