@@ -99,3 +99,17 @@ def test_dry_run_prints_the_plan_and_runs_nothing(capsys, tmp_path):
             "(15 x 1,000, 15 x 2,000)") in text
     assert "note: added 'exclusive': every loss needs the T_1 baseline" in text
     assert not out.exists()
+
+
+def test_run_writes_a_results_folder(capsys, tmp_path):
+    from test_sharing import tiny_lattice
+
+    lat = tiny_lattice(tmp_path / "fodo.json")
+    out = tmp_path / "out"
+    assert main(["run", "--device", "cpu", "--modes", "exclusive", "--particles", "2000", "--turns", "20",
+                 "--repeats", "1", "--warmup-repeats", "0", "--lattice", str(lat), "--out", str(out),
+                 "--no-progress", "--no-telemetry"]) == 0
+    assert capsys.readouterr().out == (f"results: {out}/results.csv\n"
+                                       f"report:  {out}/report.html  ({out}/report.md)\n")
+    for name in ("results.csv", "machine.json", "sweep.json", "report.md", "report.html", "tables/throughput.csv"):
+        assert (out / name).exists(), name
