@@ -189,12 +189,15 @@ def validate(config: SweepConfig) -> SweepPlan:
 
 def _check_lattice(config: SweepConfig) -> None:
     """Load (and cache, once for all replicas) the lattice: a bad file or element fails here, not per cell."""
+    import contextlib
+
     from sharebench.kernel import lattice as lat
 
-    if config.engine == "simpletrack":
-        lat.get_packed(config.lattice)
-    else:
-        lat.get_line_cached(config.lattice)
+    with contextlib.redirect_stdout(sys.stderr):  # xtrack's loader chatter stays off our stdout
+        if config.engine == "simpletrack":
+            lat.get_packed(config.lattice)
+        else:
+            lat.get_line_cached(config.lattice)
 
 
 def _run_config(config: SweepConfig, device: dict[str, Any], particles: int, turns: int):
