@@ -159,6 +159,8 @@ def test_resume_runs_only_what_is_missing_and_refuses_to_overwrite(lattice, tmp_
     assert_allclose(after["track_s"].iloc[0], first["track_s"].iloc[0])
     assert "resumed: 1 cell(s) already on disk" in (out / "notes.txt").read_text()
     assert len(json.loads((out / "sweep.json").read_text())["sweeps"]) == 2
+    # the first session's machine description stays; the second session's sits beside it
+    assert len(list(out.glob("machine-*.json"))) == 1 and (out / "machine.json").exists()
 
 
 def test_stop_after_then_resume(lattice, tmp_path):
@@ -189,3 +191,16 @@ def test_a_file_that_is_not_a_line_is_refused_before_anything_runs(tmp_path):
         run_sweep(cfg(str(bad)), tmp_path / "out")
     assert str(e.value).startswith(f"lattice file '{bad}' is not an Xsuite line")
     assert not (tmp_path / "out").exists()
+
+
+def test_resume_refuses_results_of_another_device(lattice, tmp_path):
+    from sharebench.results import ResultsWriter
+
+    ResultsWriter(tmp_path).append([dict(sweep_id="s", cell_id="exclusive_p2000_r1", mode="exclusive", replica=0,
+                                         replicas=1, particles=2000, turns=20, track_s=1.0, device_class="gpu",
+                                         backend="cuda", device_name="NVIDIA H200", status="ok", cell_status="ok")])
+    with pytest.raises(UserError) as e:
+        run_sweep(cfg(lattice, resume=True), tmp_path)
+    assert str(e.value).startswith(f"{tmp_path} holds results measured on NVIDIA H200 (cuda, gpu); this run's "
+                                   "device is ")
+    assert "use another --out (and compare the two with sharebench report --compare)" in str(e.value)

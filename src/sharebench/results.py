@@ -349,8 +349,8 @@ def _cuda_runtime() -> str | None:
 
 
 def write_machine(results_dir: Path | str, device: dict[str, Any] | None = None,
-                  command: list[str] | None = None) -> Path:
-    path = Path(results_dir) / MACHINE_JSON
+                  command: list[str] | None = None, name: str = MACHINE_JSON) -> Path:
+    path = Path(results_dir) / name
     path.write_text(json.dumps(machine_description(device, command), indent=2, default=str) + "\n")
     return path
 

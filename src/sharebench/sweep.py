@@ -216,12 +216,27 @@ def cell_id(mode: Mode, particles: int, repeat: int) -> str:
     return f"{mode.label}_p{particles}_r{repeat}"
 
 
-def _done_cells(out: Path) -> set[str]:
+def _check_resume(out: Path, plan: SweepPlan, notes: list[str]) -> set[str]:
+    """Cells already measured (ok) in out; refuses to mix another device model or class into the folder."""
     if not (out / RESULTS_CSV).exists():
         return set()
     df = load_results(out)
-    ok = df[df["cell_status"] == "ok"]
-    return set(ok["cell_id"])
+    dev = plan.device
+    seen = df[["device_class", "backend", "device_name"]].drop_duplicates()
+    def model(name) -> str:  # "NVIDIA H200 MIG 1g.18gb" is an H200
+        return re.sub(r"\s+MIG\s.*$", "", str(name or "")).strip()
+
+    for r in seen.itertuples():
+        if (r.device_class, r.backend) != (dev.get("kind"), dev.get("backend")) or \
+                (model(r.device_name) and model(dev.get("name")) and model(r.device_name) != model(dev.get("name"))):
+            raise UserError(f"{out} holds results measured on {r.device_name or '?'} ({r.backend}, {r.device_class}); "
+                            f"this run's device is {dev.get('name')} ({dev.get('backend')}, {dev.get('kind')}): "
+                            "use another --out (and compare the two with sharebench report --compare)")
+    uuids = sorted({u for u in df["parent_uuid"] if isinstance(u, str) and u})
+    if dev.get("uuid") and uuids and dev["uuid"] not in uuids and dev.get("kind") == "gpu":
+        notes.append(f"resumed on another physical device of the same model ({dev['uuid']}; before: "
+                     f"{', '.join(uuids)})")
+    return set(df.loc[df["cell_status"] == "ok", "cell_id"])
 
 
 def _hook(module: str, attr: str) -> Callable | None:
@@ -240,12 +255,15 @@ def run_sweep(config: SweepConfig, out_dir: Path | str, *, on_cell: Callable[[li
     plan = validate(config)
     out.mkdir(parents=True, exist_ok=True)
     writer = ResultsWriter(out)
-    done = _done_cells(out) if config.resume else set()
     sweep_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
     notes = list(plan.notes)
+    done = _check_resume(out, plan, notes) if config.resume else set()
     _record_sweep(out, sweep_id, config, plan)
-    write_machine(out, plan.device, config.command if config.command is not None else list(sys.argv))
-    notes += _provenance(out, plan, config)
+    # a resumed folder keeps its first machine.json / provenance.json; later sessions add their own
+    suffix = f"-{sweep_id}" if (out / "machine.json").exists() else ""
+    write_machine(out, plan.device, config.command if config.command is not None else list(sys.argv),
+                  name=f"machine{suffix}.json")
+    notes += _provenance(out, plan, config, name=f"provenance{suffix}.json")
 
     cells = [c for c in plan.cells() if cell_id(c[2], c[1], c[0]) not in done]
     if done:
@@ -279,7 +297,8 @@ def run_sweep(config: SweepConfig, out_dir: Path | str, *, on_cell: Callable[[li
             notes.append("load average at the end: " + " / ".join(f"{v:.2f}" for v in os.getloadavg())
                          + " (1, 5, 15 min)")
         if notes:
-            (out / "notes.txt").open("a").write("".join(f"{sweep_id}: {n}\n" for n in dict.fromkeys(notes)))
+            with (out / "notes.txt").open("a") as f:
+                f.write("".join(f"{sweep_id}: {n}\n" for n in dict.fromkeys(notes)))
     if config.report and (out / RESULTS_CSV).exists():
         from sharebench.report import build_report
         build_report(out)
@@ -355,7 +374,7 @@ def _record_sweep(out: Path, sweep_id: str, config: SweepConfig, plan: SweepPlan
     path.write_text(json.dumps(data, indent=2, default=str) + "\n")
 
 
-def _provenance(out: Path, plan: SweepPlan, config: SweepConfig) -> list[str]:
+def _provenance(out: Path, plan: SweepPlan, config: SweepConfig, name: str = "provenance.json") -> list[str]:
     collect = _hook("sharebench.provenance", "collect")
     if collect is None:
         return ["provenance: sharebench.provenance.collect not available; no provenance.json"]
@@ -364,5 +383,5 @@ def _provenance(out: Path, plan: SweepPlan, config: SweepConfig) -> list[str]:
                        config=config.to_dict())
     except Exception as exc:  # optional: never costs the measurement
         return [f"provenance: collect failed ({type(exc).__name__}: {exc})"]
-    (out / "provenance.json").write_text(json.dumps(prov, indent=2, default=str) + "\n")
+    (out / name).write_text(json.dumps(prov, indent=2, default=str) + "\n")
     return []
