@@ -45,6 +45,10 @@ def test_report_alone(folders):
         assert (a / "plots" / f"{name}.svg").read_text().lstrip().startswith("<?xml")
     for name in ("timeslice", "mps", "mig", "partition", "throughput", "flags", "cells"):
         assert (a / "tables" / f"{name}.csv").exists()
+    # rebuilt from the same results, the figures are the same files (no dates, fixed ids)
+    before = {p.name: p.read_bytes() for p in (a / "plots").glob("*_vs_particles.*")}
+    build_report(a)
+    assert before == {p.name: p.read_bytes() for p in (a / "plots").glob("*_vs_particles.*")}
 
 
 def test_html_is_self_contained(folders):

@@ -29,7 +29,10 @@ def _save(fig, out_dir: Path, name: str) -> list[Path]:
     paths = []
     for ext in FORMATS:
         p = out_dir / f"{name}.{ext}"
-        fig.savefig(p, dpi=120, bbox_inches="tight")
+        # no dates, fixed ids: rebuilding a report from the same results gives the same files
+        meta = {"Date": None} if ext == "svg" else {"Software": None}
+        with matplotlib.rc_context({"svg.hashsalt": "sharebench"}):
+            fig.savefig(p, dpi=120, bbox_inches="tight", metadata=meta)
         paths.append(p)
     plt.close(fig)
     return paths
@@ -41,6 +44,19 @@ def _device_label(tables: dict[str, pd.DataFrame]) -> str:
         return ""
     parts = sorted({f"{r.engine}/{r.backend} ({r.device_class})" for r in cells.itertuples()})
     return ", ".join(parts)
+
+
+def _log_if_wide(ax, decades: float = 2.0) -> None:
+    """Logarithmic axes when the data spans more than `decades` decades (e.g. two folders compared)."""
+    xs, ys = [], []
+    for line in ax.get_lines():
+        x, y = np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
+        xs += list(x[np.isfinite(x) & (x > 0)])
+        ys += list(y[np.isfinite(y) & (y > 0)])
+    if ys and max(ys) / min(ys) > 10 ** decades:
+        ax.set_yscale("log")
+    if xs and max(xs) / min(xs) > 10 ** decades:
+        ax.set_xscale("log")
 
 
 def _dodge(x: np.ndarray, k: int, n: int) -> np.ndarray:
@@ -154,6 +170,7 @@ def plot_time(tables, out_dir: Path, compare=None, labels=("this", "compare")) -
             ax.errorbar(x, y, yerr=_err(lo, hi, y), marker=marker, linestyle=line, fillstyle=fill, capsize=3,
                         color=color(name), label=name + (f" ({lab})" if compare is not None else ""))
             drawn += 1
+    _log_if_wide(ax)
     ax.set_xlabel("particles per replica")
     ax.set_ylabel("time [s]")
     ax.set_title("Tracking time per mode (T_N: span of the N concurrent replicas)")
