@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from sharebench.analysis import _mode_sort_key  # noqa: E402
+from sharebench.analysis import _mode_sort_key, median_ci  # noqa: E402
 
 FORMATS = ("png", "svg")
 
@@ -70,20 +70,28 @@ def _err(lo, hi, mid) -> np.ndarray:
     return np.vstack([np.clip(mid - lo, 0, None), np.clip(hi - mid, 0, None)])
 
 
-def _loss_series(tables) -> list[tuple[str, pd.DataFrame, str, str, str]]:
+Series = tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # name, x, y, CI low, CI high
+
+
+def _series(name: str, g: pd.DataFrame, col: str, lo: str, hi: str) -> Series:
+    g = g.sort_values("particles")
+    return (name, g["particles"].to_numpy(float), g[col].to_numpy(float), g[lo].to_numpy(float),
+            g[hi].to_numpy(float))
+
+
+def _loss_series(tables) -> list[Series]:
     out = []
     for name in ("timeslice", "mps", "mig"):
         t = tables.get(name)
         if t is None or t.empty:
             continue
         for mode, g in t.groupby("mode", sort=False):
-            out.append((mode, g.sort_values("particles"), "loss_pct", "loss_ci_low", "loss_ci_high"))
+            out.append(_series(mode, g, "loss_pct", "loss_ci_low", "loss_ci_high"))
     part = tables.get("partition")
     if part is not None and not part.empty:
         for mode, g in part.groupby("mode", sort=False):
             if not str(mode).startswith("mig:"):
-                out.append((f"{mode} vs ideal", g.sort_values("particles"), "excess_pct", "excess_ci_low",
-                            "excess_ci_high"))
+                out.append(_series(f"{mode} vs ideal", g, "excess_pct", "excess_ci_low", "excess_ci_high"))
     out.sort(key=lambda s: _mode_sort_key(s[0]))
     return out
 
@@ -101,20 +109,25 @@ class _Colors:
 STYLES = (("o", "-", "full"), ("s", "--", "none"))  # marker, line, fill: this folder, comparison
 
 
-def plot_loss(tables, out_dir: Path, compare=None, labels=("this", "compare")) -> list[Path]:
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+def _draw(ax, tables, compare, labels, series_of) -> int:
+    """Each folder's series as error-bar lines (the comparison dashed, open markers); returns how many."""
     drawn = 0
     color = _Colors()
     for tabs, (marker, line, fill), lab in ((tables, STYLES[0], labels[0]), (compare, STYLES[1], labels[1])):
         if tabs is None:
             continue
-        series = _loss_series(tabs)
-        for k, (mode, g, col, lo, hi) in enumerate(series):
-            x, y = _dodge(g["particles"].to_numpy(float), k, len(series)), g[col].to_numpy(float)
-            ax.errorbar(x, y, yerr=_err(g[lo].to_numpy(float), g[hi].to_numpy(float), y), marker=marker,
-                        linestyle=line, fillstyle=fill, capsize=3, color=color(mode),
-                        label=f"{mode}" + (f" ({lab})" if compare is not None else ""))
+        series = series_of(tabs)
+        for k, (name, x, y, lo, hi) in enumerate(series):
+            ax.errorbar(_dodge(x, k, len(series)), y, yerr=_err(lo, hi, y), marker=marker, linestyle=line,
+                        fillstyle=fill, capsize=3, color=color(name),
+                        label=name + (f" ({lab})" if compare is not None else ""))
             drawn += 1
+    return drawn
+
+
+def plot_loss(tables, out_dir: Path, compare=None, labels=("this", "compare")) -> list[Path]:
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    drawn = _draw(ax, tables, compare, labels, _loss_series)
     ax.axhline(0, color="0.5", lw=0.8)
     ax.set_xlabel("particles per replica")
     ax.set_ylabel("loss [%]  (0 = no cost of sharing)")
@@ -128,28 +141,24 @@ def plot_loss(tables, out_dir: Path, compare=None, labels=("this", "compare")) -
     return _save(fig, out_dir, "loss_vs_particles")
 
 
-def _time_series(tables) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+def _time_series(tables) -> list[Series]:
     out = []
     for name in ("timeslice", "mps"):
         t = tables.get(name)
         if t is None or t.empty:
             continue
         for mode, g in t.groupby("mode", sort=False):
-            g = g.sort_values("particles")
-            out.append((f"{mode}: T_N", g.particles.to_numpy(float), g.TN_s.to_numpy(float),
-                        g.TN_ci_low.to_numpy(float), g.TN_ci_high.to_numpy(float)))
+            out.append(_series(f"{mode}: T_N", g, "TN_s", "TN_ci_low", "TN_ci_high"))
     part = tables.get("partition")
     if part is not None and not part.empty:
         for mode, g in part.groupby("mode", sort=False):
-            g = g.sort_values("particles")
-            out.append((f"{mode}: T_slice", g.particles.to_numpy(float), g.slice_s.to_numpy(float),
-                        g.slice_ci_low.to_numpy(float), g.slice_ci_high.to_numpy(float)))
+            out.append(_series(f"{mode}: T_slice", g, "slice_s", "slice_ci_low", "slice_ci_high"))
     # exclusive T_1 per particle count, from the measured cells
     cells = tables.get("cells")
     if cells is not None and not cells.empty:
-        ex = cells[(cells["mode_kind"] == "exclusive") & ~cells["warmup"].astype(bool) & ~cells["excluded"].astype(bool)]
+        ex = cells[(cells["mode_kind"] == "exclusive") & ~cells["warmup"].astype(bool)
+                   & ~cells["excluded"].astype(bool)]
         if not ex.empty:
-            from sharebench.analysis import median_ci
             rows = [(p, *median_ci(g["mean_track_s"])) for p, g in ex.groupby("particles")]
             a = np.array(rows, dtype=float)
             out.append(("exclusive: T_1", a[:, 0], a[:, 1], a[:, 2], a[:, 3]))
@@ -159,17 +168,7 @@ def _time_series(tables) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, 
 
 def plot_time(tables, out_dir: Path, compare=None, labels=("this", "compare")) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    drawn = 0
-    color = _Colors()
-    for tabs, (marker, line, fill), lab in ((tables, STYLES[0], labels[0]), (compare, STYLES[1], labels[1])):
-        if tabs is None:
-            continue
-        series = _time_series(tabs)
-        for k, (name, x, y, lo, hi) in enumerate(series):
-            x = _dodge(x, k, len(series))
-            ax.errorbar(x, y, yerr=_err(lo, hi, y), marker=marker, linestyle=line, fillstyle=fill, capsize=3,
-                        color=color(name), label=name + (f" ({lab})" if compare is not None else ""))
-            drawn += 1
+    drawn = _draw(ax, tables, compare, labels, _time_series)
     _log_if_wide(ax)
     ax.set_xlabel("particles per replica")
     ax.set_ylabel("time [s]")
