@@ -28,8 +28,9 @@ from sharebench.results import COLUMN_NAMES, EXTRA_PREFIX, RESULTS_CSV, ResultsW
 from sharebench.sharing import CellPlan, device_dict, plan_cell, run_cell
 
 # `sharebench run` with no options: sizes per device class that finish in a few minutes
-# (CPU: ~5 min on 2 cores of an AMD EPYC with the generated ring; GPU: ~1e11 element-passes/s on an H200
-# makes an exclusive 2e6 x 10-turn run about 4 s)
+# (CPU: 5.5 min for the whole default sweep on 2 cores of an AMD EPYC, docs/results/cpu-example; GPU: the
+# kernel's H200 figure, 1e6 particles x 10 turns in 1.45 s with CUDA (docs/results/kernel.md), makes the
+# largest exclusive run here about 3 s)
 DEFAULT_PARTICLES = {"cpu": [500, 1000], "gpu": [1_000_000, 2_000_000]}
 DEFAULT_TURNS = {"cpu": 10, "gpu": 10}
 DEFAULT_REPEATS = 3
