@@ -83,6 +83,35 @@ def _format_uuid(raw: bytes, prefix: str = "GPU-") -> str:
     return f"{prefix}{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
+def _nvidia_uuid_for_pci(bus: int, slot: int) -> str:
+    """The GPU UUID of the NVIDIA device at PCI bus/slot (NVML, else CuPy), or ''."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            for i in range(pynvml.nvmlDeviceGetCount()):
+                h = pynvml.nvmlDeviceGetHandleByIndex(i)
+                pci = pynvml.nvmlDeviceGetPciInfo(h)
+                if int(pci.bus) == bus and int(pci.device) == slot:
+                    u = pynvml.nvmlDeviceGetUUID(h)
+                    return u.decode() if isinstance(u, bytes) else str(u)
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        pass
+    try:
+        import cupy
+
+        for i in range(cupy.cuda.runtime.getDeviceCount()):
+            props = cupy.cuda.runtime.getDeviceProperties(i)
+            if int(props["pciBusID"]) == bus and int(props["pciDeviceID"]) == slot and props.get("uuid"):
+                return _format_uuid(props["uuid"])
+    except Exception:
+        pass
+    return ""
+
+
 def _cuda_devices() -> list[DeviceInfo]:
     try:
         import cupy
@@ -148,9 +177,9 @@ def _opencl_devices() -> list[DeviceInfo]:
                     uuid = ""
                 if not uuid:
                     try:
-                        bus = dev.get_info(cl.device_info.PCI_BUS_ID_NV)
-                        slot = dev.get_info(cl.device_info.PCI_SLOT_ID_NV)
-                        uuid = f"pci-{bus:02x}:{slot >> 3:02x}.{slot & 7}"
+                        bus = int(dev.get_info(cl.device_info.PCI_BUS_ID_NV))
+                        slot = int(dev.get_info(cl.device_info.PCI_SLOT_ID_NV))
+                        uuid = _nvidia_uuid_for_pci(bus, slot) or f"pci-{bus:02x}:{slot:02x}"
                     except Exception:
                         uuid = f"opencl-{ip}.{idev}"
             out.append(
