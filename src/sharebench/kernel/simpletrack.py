@@ -27,7 +27,6 @@ from sharebench.kernel.devices import DeviceInfo
 SOURCE_PATH = Path(__file__).with_name("simpletrack.c")
 
 DRIFT_EXPANDED, DRIFT_EXACT, MULT_THIN, MULT_THICK, CAVITY, XYSHIFT, SROTATION = 1, 2, 3, 4, 5, 6, 7
-THICK_KINDS = (DRIFT_EXPANDED, DRIFT_EXACT, CAVITY)  # global aperture checked after these
 SUPPORTED_TYPES = ("Drift", "Multipole", "Cavity", "XYShift", "SRotation", "Marker")
 COORDS = ("x", "px", "y", "py", "zeta", "delta", "rpp", "rvv", "pzeta")
 COUNTERS = ("state", "at_turn", "at_element")
