@@ -118,3 +118,14 @@ def test_report_of_a_sweep_where_every_cell_failed(tmp_path):
     assert "## Time-slicing" not in md and "## MIG" not in md  # nothing to compute, nothing invented
     # every measured cell is listed as excluded: 3 + 4 + 3 + 3 (CPU) + 3 + 4 (GPU) = 20
     assert md.count("| failed: replica 0: boom | yes |") == 20
+
+
+def test_section_images_link_relative_to_the_folder_from_any_cwd(folders, monkeypatch):
+    """A results folder given as a relative path (as `sharebench run --out x` does) still links its
+    report sections' plots relative to report.md, so the folder can be moved or committed."""
+    a, _ = folders
+    monkeypatch.chdir(a.parent)
+    md = build_report(a.relative_to(a.parent))["markdown"].read_text()
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
+    assert links and all(not link.startswith(("/", a.name)) for link in links), links
+    assert all((a / link).exists() for link in links), links

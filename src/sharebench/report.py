@@ -186,9 +186,10 @@ def _markdown(rdir, tables, machine, label, ctables, cmachine, clabel, pngs, sec
     for sec in sections:
         out += [f"## {sec.get('title', 'Section')}", "", sec.get("markdown", ""), ""]
         for img in sec.get("images", []) or []:
-            img = Path(img)
-            rel = img.relative_to(rdir) if img.is_absolute() and rdir.resolve() in img.resolve().parents else img
-            out += [f"![{img.stem}]({rel})", ""]
+            img = Path(img).resolve()
+            # links in report.md are relative to the results folder, wherever the sweep ran from
+            rel = img.relative_to(rdir.resolve()) if rdir.resolve() in img.parents else img
+            out += [f"![{img.stem}]({rel.as_posix()})", ""]
     if notes:
         out += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(out)
