@@ -253,6 +253,25 @@ def test_kernel_built_once_per_machine(device, tmp_path):
     assert second["compile_s"] < 0.5 * first["compile_s"], (first["compile_s"], second["compile_s"])
 
 
+def test_cpu_kernel_builds_from_a_folder_with_a_broken_pyproject(tmp_path):
+    """cffi compiles through setuptools, which reads pyproject.toml in the current folder: a user's
+    (or an old setuptools') view of it must not break the kernel build."""
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "pyproject.toml").write_text('[project]\nname = "x"\nlicense = 7\n')
+    get_packed(None)
+    shutil.copytree(cache_dir() / "lattices", tmp_path / "cache" / "lattices")
+    env = dict(os.environ, SHAREBENCH_CACHE=str(tmp_path / "cache"))
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"device": "cpu", "particles": 16, "turns": 1, "warmup_turns": 0}))
+    out = subprocess.run([sys.executable, "-m", "sharebench.kernel.replica", "--config", str(cfg),
+                          "--out", str(tmp_path / "rec.json")], cwd=work, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    rec = json.loads((tmp_path / "rec.json").read_text())
+    assert rec["extra"]["kernel_cache_hit"] is False and rec["survived"] == 16
+
+
 # ---------------------------------------------------------------------------
 # memory, devices, bad input
 # ---------------------------------------------------------------------------

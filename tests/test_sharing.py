@@ -163,9 +163,11 @@ def test_run_timeout_stops_a_cell_that_tracks_too_long(tmp_path, lattice):
 
 def test_barrier_timeout(tmp_path, lattice):
     dev = device("cpu")
-    recs = run_cell("exclusive", run_config("cpu", lattice), tmp_path, device=dev, ready_timeout_s=0.3)
+    # 10 ms: less than a Python interpreter needs to start and import numpy, so never ready in time
+    # (0.3 s was flaky: with warm kernel and lattice caches a replica can be ready sooner)
+    recs = run_cell("exclusive", run_config("cpu", lattice), tmp_path, device=dev, ready_timeout_s=0.01)
     assert recs[0]["status"] == "failed"
-    assert recs[0]["error"] == "not ready after 0.3 s (setup too slow or hung)"
+    assert recs[0]["error"] == "not ready after 0.01 s (setup too slow or hung)"
     assert not psutil.Process().children(recursive=True)
 
 

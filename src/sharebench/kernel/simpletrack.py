@@ -433,10 +433,17 @@ class SimpletrackEngine:
             # build into a private folder, then move into place atomically
             tmp = where / f".build-{os.getpid()}"
             tmp.mkdir(exist_ok=True)
-            kernels = self._ctx.build_kernels(
-                kernel_descriptions=desc, sources=[src], module_name=module, containing_dir=str(tmp),
-                extra_compile_args=("-fno-fast-math", "-ffp-contract=off"),
-            )
+            # cffi compiles through setuptools, which reads setup.cfg/pyproject.toml in the current
+            # folder: build from the private folder so a user's project files cannot break it
+            cwd = os.getcwd()
+            os.chdir(tmp)
+            try:
+                kernels = self._ctx.build_kernels(
+                    kernel_descriptions=desc, sources=[src], module_name=module, containing_dir=str(tmp),
+                    extra_compile_args=("-fno-fast-math", "-ffp-contract=off"),
+                )
+            finally:
+                os.chdir(cwd)
             for f in tmp.iterdir():
                 if f.suffix == ".so":
                     os.replace(f, where / f.name)
