@@ -7,8 +7,6 @@ import contextlib
 import json
 import sys
 
-from sharebench.errors import UserError
-
 
 def _cpus(text: str) -> list[int]:
     """'0-3,6' -> [0, 1, 2, 3, 6]"""
@@ -147,18 +145,10 @@ def register(sub) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The kernel commands alone: python -m sharebench.kernel.cli COMMAND ..."""
-    parser = argparse.ArgumentParser(prog="python -m sharebench.kernel.cli")
-    register(parser.add_subparsers(dest="command", metavar="COMMAND"))
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    try:
-        return int(args.func(args) or 0)
-    except UserError as exc:
-        print(f"sharebench: error: {exc}", file=sys.stderr)
-        return 2
+    """``python -m sharebench.kernel.cli COMMAND ...``: the same as ``sharebench COMMAND ...``."""
+    from sharebench.cli import main as sharebench_main
+
+    return sharebench_main(argv)
 
 
 if __name__ == "__main__":  # pragma: no cover
