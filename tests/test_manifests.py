@@ -117,6 +117,17 @@ def test_helm_values_point_at_the_configmaps():
     assert DP_CM["metadata"]["namespace"] == MIG_CM["metadata"]["namespace"] == mf.OPERATOR_NAMESPACE
 
 
+def test_helm_values_point_dcgm_exporter_at_the_monitoring_metrics():
+    """dcgm-exporter must read the metrics ConfigMap in manifests/monitoring/ (profiling metrics on)."""
+    metrics_cm = yaml.safe_load(next((ROOT / "manifests" / "monitoring").glob("*configmap*dcgm*.yaml")).read_text())
+    dcgm = VALUES["dcgmExporter"]
+    assert dcgm["config"]["name"] == metrics_cm["metadata"]["name"]
+    env = {e["name"]: e["value"] for e in dcgm["env"]}
+    csv_file = env["DCGM_EXPORTER_COLLECTORS"].rsplit("/", 1)[1]
+    assert csv_file in metrics_cm["data"] and "DCGM_FI_PROF_SM_ACTIVE" in metrics_cm["data"][csv_file]
+    assert int(env["DCGM_EXPORTER_INTERVAL"]) <= 1000
+
+
 @pytest.mark.parametrize("kind, doc, problem", [
     ("device-plugin config", {"version": "v2"}, "version: 'v1' was expected"),
     ("device-plugin config", {"version": "v1", "sharing": {"timeSlicing": {"resources": [

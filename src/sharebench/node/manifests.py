@@ -22,6 +22,7 @@ import yaml
 
 from sharebench.errors import UserError
 from sharebench.gpus import GPU_MODELS, GpuModel, gpu_model
+from sharebench.telemetry.monitoring import METRICS_CONFIGMAP as DCGM_METRICS_CONFIGMAP
 
 # ---------------------------------------------------------------- names
 OPERATOR_NAMESPACE = "gpu-operator"
@@ -150,6 +151,15 @@ def helm_values(mig_strategy: str = DEFAULT_MIG_STRATEGY) -> dict:
             "env": [{"name": "WITH_REBOOT", "value": "false"}],
         },
         "gfd": {"enabled": True},
+        # dcgm-exporter reads sharebench's metrics list (profiling metrics: SM activity, FP64, DRAM;
+        # manifests/monitoring/) and samples every second: the 30 s default is coarser than a cell
+        "dcgmExporter": {
+            "config": {"name": DCGM_METRICS_CONFIGMAP},
+            "env": [
+                {"name": "DCGM_EXPORTER_COLLECTORS", "value": "/etc/dcgm-exporter/dcgm-metrics.csv"},
+                {"name": "DCGM_EXPORTER_INTERVAL", "value": "1000"},
+            ],
+        },
     }
 
 
