@@ -24,7 +24,8 @@ from sharebench.analysis import _mode_sort_key, median_ci  # noqa: E402
 FORMATS = ("png", "svg")
 
 
-def _save(fig, out_dir: Path, name: str) -> list[Path]:
+def save_figure(fig, out_dir: Path, name: str) -> list[Path]:
+    """Write ``fig`` as ``name``.png and ``name``.svg in ``out_dir`` (PNG first) and close it."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for ext in FORMATS:
@@ -138,7 +139,7 @@ def plot_loss(tables, out_dir: Path, compare=None, labels=("this", "compare")) -
         ax.text(0.5, 0.5, "no shared-mode cells measured", transform=ax.transAxes, ha="center")
     ax.grid(alpha=0.3)
     _subtitle(fig, tables)
-    return _save(fig, out_dir, "loss_vs_particles")
+    return save_figure(fig, out_dir, "loss_vs_particles")
 
 
 def _time_series(tables) -> list[Series]:
@@ -177,7 +178,7 @@ def plot_time(tables, out_dir: Path, compare=None, labels=("this", "compare")) -
         ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     _subtitle(fig, tables)
-    return _save(fig, out_dir, "time_vs_particles")
+    return save_figure(fig, out_dir, "time_vs_particles")
 
 
 def plot_throughput(tables, out_dir: Path, compare=None, labels=("this", "compare")) -> list[Path]:
@@ -205,7 +206,7 @@ def plot_throughput(tables, out_dir: Path, compare=None, labels=("this", "compar
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("particle-turns / s (all replicas)")
     _subtitle(fig, tables)
-    return _save(fig, out_dir, "throughput")
+    return save_figure(fig, out_dir, "throughput")
 
 
 def _subtitle(fig, tables) -> None:

@@ -317,13 +317,9 @@ def plot_predicted_vs_measured(df, out_dir: Path | str, title: str = "") -> list
     handles, leg_labels = ax1.get_legend_handles_labels()
     fig.legend(handles, leg_labels, loc="lower center", ncol=2, fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.35 / h, 1, 1))
-    paths = []
-    for ext in ("png", "svg"):
-        p = out_dir / f"{PLOT_NAME}.{ext}"
-        fig.savefig(p, dpi=120, bbox_inches="tight")
-        paths.append(p)
-    plt.close(fig)
-    return paths  # PNG first, the SVG beside it
+    from sharebench.plots import save_figure
+
+    return save_figure(fig, out_dir, PLOT_NAME)  # PNG first, the SVG beside it
 
 
 def _fmt_particles(p: Any) -> str:

@@ -246,14 +246,9 @@ def _plot(table: pd.DataFrame, out_dir: Path) -> list[Path]:
     ax.set_title("Energy per unit of work, per sharing mode")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for ext in ("png", "svg"):
-        p = out_dir / f"{PLOT_NAME}.{ext}"
-        fig.savefig(p, dpi=120, bbox_inches="tight")
-        paths.append(p)
-    plt.close(fig)
-    return paths
+    from sharebench.plots import save_figure
+
+    return save_figure(fig, out_dir, PLOT_NAME)
 
 
 def report_section(results_dir: Path, tables: dict[str, Any]) -> dict[str, Any]:
