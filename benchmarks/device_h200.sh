@@ -25,7 +25,7 @@ timeout 240 $SB bench --engines simpletrack --devices "$DEVS" --lattice "$LHC" -
 timeout 120 $SB bench --engines simpletrack --devices "${DEVS%%,*}" --particles "$N1" --turns "$TURNS" --repeats 3 \
     --out "$OUT/simpletrack_ring" 2>&1 | tail -n 8
 # 3. xtrack's own tracker on CUDA (OpenCL is refused: its build does not finish);
-#    about 95 s of set-up per repeat on the H200 machine (no Xsuite prebuilt kernels there)
+#    about 115 s of set-up per repeat on the H200 machine (no Xsuite prebuilt kernels there)
 timeout 330 $SB bench --engines xtrack --devices "${DEVS%%,*}" --lattice "$LHC" --particles "$N1" --turns "$TURNS" --repeats 2 \
     --out "$OUT/xtrack_lhc" 2>&1 | tail -n 8
 # 4. block size
