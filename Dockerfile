@@ -1,4 +1,4 @@
-# The one image every sharebench KFP component runs in (see components/_image.py for its name).
+# The one image every sharebench KFP component runs in (see components/image.py for its name).
 #
 #   docker build -t ghcr.io/sharebench/sharebench:0.1.0 .
 #   docker push ghcr.io/sharebench/sharebench:0.1.0

@@ -8,10 +8,11 @@ import resource
 import sys
 import time
 
-from sharebench.kernel.devices import resolve_device
+from sharebench.devices import resolve_device
 from sharebench.kernel.distribution import linear_optics, matched_gaussian
+from sharebench.kernel.engines.simpletrack import SimpletrackEngine
 from sharebench.kernel.lattice import get_packed
-from sharebench.kernel.simpletrack import SimpletrackEngine, make_state
+from sharebench.kernel.state import make_state
 
 
 def cpu_s():

@@ -10,7 +10,7 @@ LHC=${LHC:-.devcarry/lhc_simpletrack_7tev.json.gz}
 N1=${N1:-1000000}
 N2=${N2:-4000000}
 TURNS=${TURNS:-10}
-SB="python3 -m sharebench.kernel.cli"
+SB="python3 -m sharebench"
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,uuid,memory.total,driver_version,clocks.max.sm --format=csv > "$OUT/nvidia-smi.csv" 2>&1 || true
 $SB devices | tee "$OUT/devices.txt"

@@ -7,7 +7,7 @@ or :func:`load` for the components themselves.
 """
 
 COMPONENTS = ("plan_sweep", "reconfigure_node", "schedule_start", "run_simpletrack", "check_cell", "merge_records",
-              "collect_results", "plot_loss", "compare_nodes", "restore_node")
+              "collect_results", "write_report", "compare_nodes", "restore_node")
 
 
 def load() -> dict:

@@ -6,7 +6,7 @@ from typing import List
 from kfp import dsl
 from kfp.dsl import HTML, Dataset, Input, Markdown, Output
 
-from sharebench.components._image import IMAGE
+from sharebench.components.image import IMAGE
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
@@ -29,4 +29,4 @@ def compare_nodes(
     """
     from sharebench.components import steps
 
-    steps.plot_loss([r.path for r in results], report_html.path, report_md.path, plots.path)
+    steps.write_report([r.path for r in results], report_html.path, report_md.path, plots.path)

@@ -5,7 +5,7 @@ from typing import List
 from kfp import dsl
 from kfp.dsl import Dataset, Input, Output
 
-from sharebench.components._image import IMAGE
+from sharebench.components.image import IMAGE
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)

@@ -5,7 +5,7 @@ from typing import List, NamedTuple
 
 from kfp import dsl
 
-from sharebench.components._image import IMAGE
+from sharebench.components.image import IMAGE
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)

@@ -4,7 +4,7 @@
 from kfp import dsl
 from kfp.dsl import Dataset, Output
 
-from sharebench.components._image import IMAGE
+from sharebench.components.image import IMAGE
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)

@@ -12,21 +12,33 @@ parameter may arrive as ``2.0``: every function here casts what it receives.
 
 from __future__ import annotations
 
-import json
+import re
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from sharebench.analysis import analyse
 from sharebench.errors import UserError
-from sharebench.gpus import gpu_model as _gpu_model
+from sharebench.gpus import gpu_model as find_gpu_model
 from sharebench.gpus import layout_profiles, resolve_layout
+from sharebench.manifests.names import OPERATOR_NAMESPACE
 from sharebench.modes import parse_mode
+from sharebench.node import ReconfigureOptions
+from sharebench.node import reconfigure as reconfigure_node
+from sharebench.node import restore as restore_node
+from sharebench.parse import whole_number
+from sharebench.report import build_report, tables_markdown, write_tables
+from sharebench.results import ResultsWriter, read_json, read_provenance, write_json, write_provenance
+from sharebench.sweep import Cell, SweepConfig, measure_cell, new_sweep_id, parse_particles, validate
+from sharebench.sweep import cell_id as sweep_cell_id
+from sharebench.telemetry import collect_provenance
 
 DEFAULT_MODES = ["exclusive", "timeslice:2", "timeslice:4", "timeslice:8",
                  "mps:2", "mps:4", "mig:7g", "mig:1g"]
 DEFAULT_PARTICLE_COUNTS = [5_000_000, 10_000_000, 15_000_000]
 PLACEMENTS = ("pods", "processes")
-PART_OF_LABEL = ("app.kubernetes.io/part-of", "sharebench")   # the node library spares pods with it
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 WARMUP_REPEATS = 1   # default: repeat 0 of every (mode, particle count) is a discarded warm-up
 
@@ -37,13 +49,6 @@ def say(message: str) -> None:
 
 
 # ------------------------------------------------------------------ planning
-def _particle_counts(values: Any) -> list[int]:
-    """The sweep's own parsing (whole numbers > 0, ``5e6`` allowed, duplicates dropped)."""
-    from sharebench.sweep import parse_particles
-
-    return parse_particles(values)
-
-
 def resolve_mode(mode: str, gpu_model: str) -> str:
     """A mode string, lowercase, with a MIG layout resolved for the GPU model (``mig:1g`` →
     ``mig:1g.18gb`` on an H200). Without a GPU model a MIG layout is kept as written."""
@@ -66,7 +71,7 @@ def plan_sweep(*, modes: list[str], gpu_model: str, particle_counts: list, repea
     if placement not in PLACEMENTS:
         raise UserError(f"placement {placement!r} is not allowed; allowed: {', '.join(PLACEMENTS)}")
     if gpu_model:
-        gpu_model = _gpu_model(gpu_model).key  # raises with the known list
+        gpu_model = find_gpu_model(gpu_model).key  # raises with the known list
     if isinstance(modes, str):
         modes = [m for m in modes.split(",") if m.strip()]
     if not modes:
@@ -78,14 +83,10 @@ def plan_sweep(*, modes: list[str], gpu_model: str, particle_counts: list, repea
             raise UserError(f"mode {label!r} is a CPU-only local mode: it needs placement 'processes' and no node_name")
         if kind == "mig" and not gpu_model:
             raise UserError(f"mode {label!r} needs gpu_model (e.g. H200, A100-40GB) to know the MIG instances")
-    counts = _particle_counts(particle_counts)
-    if int(float(repeats)) < 1:
-        raise UserError(f"repeats must be >= 1 (got {repeats!r})")
-    if int(float(turns)) < 1:
-        raise UserError(f"turns must be >= 1 (got {turns!r})")
-    if int(float(warmup_repeats)) < 0:
-        raise UserError(f"warmup_repeats must be >= 0 (got {warmup_repeats!r})")
-    n_cells = len(counts) * (int(float(repeats)) + int(float(warmup_repeats)))
+    counts = parse_particles(particle_counts)
+    repeats = whole_number("repeats", repeats, 1)
+    whole_number("turns", turns, 1)
+    n_cells = len(counts) * (repeats + whole_number("warmup_repeats", warmup_repeats, 0))
     say(f"plan: {len(resolved)} mode(s) {', '.join(resolved)}; {n_cells} cell(s) per mode; placement {placement}; "
         f"node {node_name or '(none: this machine)'}")
     return {"modes": resolved, "cells": list(range(n_cells)), "node_name": node_name, "gpu_model": gpu_model}
@@ -128,10 +129,10 @@ def pod_request(mode: str, gpu_model: str, placement: str, resource: str | None 
 
 def cell_of(cell: int, particle_counts: list, repeats: int, warmup_repeats: int = WARMUP_REPEATS) -> tuple[int, int]:
     """Cell index → (particle count, repeat); repeats <= 0 are warm-ups."""
-    warm = int(float(warmup_repeats))
-    per = int(float(repeats)) + warm
-    counts = _particle_counts(particle_counts)
-    c = int(float(cell))
+    warm = whole_number("warmup_repeats", warmup_repeats, 0)
+    per = whole_number("repeats", repeats, 1) + warm
+    counts = parse_particles(particle_counts)
+    c = whole_number("cell", cell, 0)
     if not 0 <= c < len(counts) * per:
         raise UserError(f"cell {c} is outside 0..{len(counts) * per - 1}")
     return counts[c // per], c % per + 1 - warm
@@ -139,14 +140,12 @@ def cell_of(cell: int, particle_counts: list, repeats: int, warmup_repeats: int 
 
 def cell_id(mode: str, particles: int, repeat: int) -> str:
     """The local sweep's cell id, e.g. ``timeslice:2_p10000_r1``."""
-    from sharebench.sweep import cell_id as sweep_cell_id
-
     return sweep_cell_id(parse_mode(mode), int(particles), int(repeat))
 
 
 # ------------------------------------------------------------------ node
 def reconfigure(*, node_name: str, mode: str, gpu_model: str, placement: str,
-                namespace: str = "gpu-operator", timeout_s: float = 600, force: bool = False) -> dict[str, Any]:
+                namespace: str = OPERATOR_NAMESPACE, timeout_s: float = 600, force: bool = False) -> dict[str, Any]:
     """Put the node in ``mode`` and say how the mode's pods must request it.
 
     Without a node (``node_name`` empty: kfp.local on this machine) nothing is changed and
@@ -156,10 +155,9 @@ def reconfigure(*, node_name: str, mode: str, gpu_model: str, placement: str,
         say(f"no node_name: running on this machine, no cluster; reconfigure to {mode} is a no-op")
         req = pod_request(mode, gpu_model, placement)
         return {**req, "node_selector": {}, "advertised": {}, "reconfigured": False}
-    from sharebench.node import reconfigure as node_reconfigure
-
-    state = node_reconfigure(node_name, mode, gpu_model=gpu_model or None, namespace=namespace,
-                             timeout_s=float(timeout_s), force=bool(force), progress=say)
+    options = ReconfigureOptions(gpu_model=gpu_model or None, namespace=namespace, timeout_s=float(timeout_s),
+                                 force=bool(force))
+    state = reconfigure_node(node_name, mode, options, progress=say)
     req = pod_request(mode, state.get("gpu_model") or gpu_model, placement, resource=state.get("resource"))
     say(f"node {node_name} in {mode}: pods request {req['count']} x {req['resource']} each")
     return {**req, "node_selector": {HOSTNAME_LABEL: node_name}, "advertised": state, "reconfigured": True}
@@ -171,9 +169,7 @@ def restore(*, node_names: list[str], timeout_s: float = 600) -> list[dict[str, 
     if not names:
         say("no node_name: ran on this machine, no cluster; restore is a no-op")
         return []
-    from sharebench.node import restore as node_restore
-
-    return [node_restore(n, timeout_s=float(timeout_s), progress=say) for n in names]
+    return [restore_node(n, timeout_s=float(timeout_s), progress=say) for n in names]
 
 
 # ------------------------------------------------------------------ replicas
@@ -190,7 +186,7 @@ def schedule_start(*, mode: str, cell: int, particle_counts: list, repeats: int,
 def run_simpletrack(*, mode: str, particles: int, turns: int, repeat: int, replica: int, replicas: int,
                     processes: int, start_at: float, device: str, engine: str, lattice: str, seed: int,
                     out_path: str, workdir: str | None = None, placed: str = "") -> list[dict[str, Any]]:
-    """Run this pod's part of a cell; write its results rows (JSON list) to ``out_path``.
+    """Run this pod's part of a cell; write its results rows to ``out_path``.
 
     ``processes`` > 1 or an unshared mode: the whole cell runs here, as the local sweep runs
     it (the mode's sharing executor, N processes behind one start barrier). Otherwise this
@@ -198,38 +194,43 @@ def run_simpletrack(*, mode: str, particles: int, turns: int, repeat: int, repli
     that sleeps until ``start_at`` and tracks; its row is labelled with the cell's mode.
     ``placed``: what the pod requested, where (logged).
     """
-    import tempfile
-
-    from sharebench import sweep
-
     m = parse_mode(mode)
-    particles, turns, repeat = int(float(particles)), int(float(turns)), int(float(repeat))
-    replica, replicas, processes = int(float(replica)), int(float(replicas)), int(float(processes))
+    particles, turns, repeat = (whole_number(n, v, lo) for n, v, lo in
+                                (("particles", particles, 1), ("turns", turns, 1), ("repeat", repeat, -10**6)))
+    replica, replicas, processes = (whole_number(n, v, lo) for n, v, lo in
+                                    (("replica", replica, 0), ("replicas", replicas, 1), ("processes", processes, 1)))
     one_of_pods = processes == 1 and replicas > 1
     here = parse_mode("exclusive") if one_of_pods else m
-    config = sweep.SweepConfig(
+    config = SweepConfig(
         modes=[here.label], particles=[particles], turns=turns, repeats=1, warmup_repeats=0, device=device,
-        engine=engine, lattice=lattice or None, seed=int(float(seed)), progress=False, report=False,
+        engine=engine, lattice=lattice or None, seed=whole_number("seed", seed, 0), progress=False,
         run_options={"start_at": float(start_at)} if one_of_pods else {})
-    plan = sweep.validate(config)
-    cid = cell_id(m.label, particles, repeat)
+    cell = Cell(here, particles, repeat, id=cell_id(m.label, particles, repeat))
     if placed:
-        say(f"{cid}: {processes} process(es) here, {placed}")
-    wd = Path(workdir or tempfile.mkdtemp(prefix="sharebench-cell-"))
-    notes: list[str] = []
-    make_sampler = sweep._hook("sharebench.telemetry", "make_sampler")
-    rows = sweep._run_one(plan, config, wd, "", cid, here, particles, repeat, make_sampler, notes)
+        say(f"{cell.id}: {processes} process(es) here, {placed}")
+    result = measure_cell(validate(config), cell, Path(workdir or tempfile.mkdtemp(prefix="sharebench-cell-")))
+    rows = result.rows
     if one_of_pods:
         for row in rows:
             row.update(mode=m.label, mode_kind=m.kind, replicas=replicas, replica=replica)
-    for note in notes:
+    for note in result.notes:
         say(note)
     for row in rows:
-        say(f"{cid} replica {row.get('replica')}: {row.get('status')} track_s={row.get('track_s')} "
+        say(f"{cell.id} replica {row.get('replica')}: {row.get('status')} track_s={row.get('track_s')} "
             f"{row.get('error') or ''}".rstrip())
-    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
-    Path(out_path).write_text(json.dumps(rows, default=str))
+    write_rows(out_path, rows)
     return rows
+
+
+def write_rows(path: str | Path, rows: list[dict[str, Any]]) -> None:
+    """Results rows handed from one task to the next (a ``rows`` document)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, "rows", {"rows": rows})
+
+
+def read_rows(paths: list[str]) -> list[dict[str, Any]]:
+    """The rows of several tasks, in the order given."""
+    return [row for p in paths for row in read_json(p, "rows")["rows"]]
 
 
 def check_cell(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -252,54 +253,19 @@ def check_cell(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def merge_records(paths: list[str], out_path: str, *, cell: bool = False) -> int:
-    """Concatenate the JSON row lists at ``paths`` into one JSON list at ``out_path``;
-    ``cell``: the lists are the pods of one cell, checked together (:func:`check_cell`)."""
-    rows: list[dict[str, Any]] = []
-    for p in paths:
-        rows.extend(json.loads(Path(p).read_text()))
+    """Concatenate the rows at ``paths`` into one ``rows`` document at ``out_path``;
+    ``cell``: the rows are the pods of one cell, checked together (:func:`check_cell`)."""
+    rows = read_rows(paths)
     if cell:
         rows = check_cell(rows)
-    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
-    Path(out_path).write_text(json.dumps(rows))
+    write_rows(out_path, rows)
     say(f"merged {len(rows)} row(s) from {len(paths)} task(s)")
     return len(rows)
 
 
 # ------------------------------------------------------------------ results and report
-def collect_results(paths: list[str], results_dir: str, tables_md_path: str, *, node_name: str = "",
-                    gpu_model: str = "", sweep_id: str | None = None) -> dict[str, Any]:
-    """Write a results folder (results.csv, machine.json, tables/) from the modes' rows; return
-    the loss metrics (``loss_pct/<mode>/p<particles>``) and the tables as Markdown."""
-    from datetime import datetime, timezone
-
-    from sharebench import analysis
-    from sharebench.results import ResultsWriter, write_machine
-
-    rows: list[dict[str, Any]] = []
-    for p in paths:
-        rows.extend(json.loads(Path(p).read_text()))
-    if not rows:
-        raise UserError("no results rows reached collect_results: every cell was empty")
-    sid = sweep_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    for r in rows:
-        r["sweep_id"] = sid
-    out = Path(results_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    ResultsWriter(out).append(rows)
-    first = rows[0]
-    device = {"name": first.get("device_name"), "kind": first.get("device_class"), "backend": first.get("backend"),
-              "spec": first.get("device_spec"), "uuid": first.get("parent_uuid") or first.get("device_uuid"),
-              "node": node_name or None, "gpu_model": gpu_model or None}
-    write_machine(out, {k: v for k, v in device.items() if v}, ["kfp", "sharebench-sweep", f"node={node_name}"])
-    tables = analysis.analyse(out)
-    analysis.write_tables(tables, out)
-    md = [f"# sharebench results{f' on {node_name}' if node_name else ''}"
-          f"{f' ({gpu_model})' if gpu_model else ''}\n"]
-    for name, title in analysis.TABLE_TITLES.items():
-        t = tables.get(name)
-        if t is not None and not t.empty:
-            md.append(f"## {title}\n\n{analysis.to_markdown(analysis.display_table(name, t))}\n")
-    Path(tables_md_path).write_text("\n".join(md))
+def loss_metrics(tables: dict[str, Any]) -> dict[str, float]:
+    """``loss_pct/<mode>/p<particles>`` -> loss % (two decimals) of every loss computed."""
     metrics: dict[str, float] = {}
     for name in ("timeslice", "mps", "mig", "partition"):
         t = tables.get(name)
@@ -309,28 +275,49 @@ def collect_results(paths: list[str], results_dir: str, tables_md_path: str, *, 
             v = float(r["loss_pct"])
             if v == v:  # NaN: not computed (flagged in the report)
                 metrics[f"loss_pct/{r['mode']}/p{int(r['particles'])}"] = round(v, 2)
+    return metrics
+
+
+def collect_results(paths: list[str], results_dir: str, tables_md_path: str, *, node_name: str = "",
+                    gpu_model: str = "", sweep_id: str | None = None) -> dict[str, Any]:
+    """Write a results folder (results.csv, provenance.json, tables/) from the modes' rows; return
+    the loss metrics (``loss_pct/<mode>/p<particles>``) and the tables as Markdown."""
+    rows = read_rows(paths)
+    if not rows:
+        raise UserError("no results rows reached collect_results: every cell was empty")
+    sid = sweep_id or new_sweep_id()
+    for r in rows:
+        r["sweep_id"] = sid
+    out = Path(results_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    ResultsWriter(out).append(rows)
+    first = rows[0]
+    device = {"name": first.get("device_name"), "kind": first.get("device_class"), "backend": first.get("backend"),
+              "spec": first.get("device_spec"), "uuid": first.get("parent_uuid") or first.get("device_uuid"),
+              "node": node_name or None, "gpu_model": gpu_model or None}
+    prov = collect_provenance({k: v for k, v in device.items() if v}, command=["kfp", "sharebench-sweep", f"node={node_name}"],
+                              config={"node_name": node_name, "gpu_model": gpu_model, "sweep_id": sid},
+                              node=node_name or None)
+    write_provenance(out, prov)
+    tables = analyse(out)
+    write_tables(tables, out)
+    title = f"# sharebench results{f' on {node_name}' if node_name else ''}{f' ({gpu_model})' if gpu_model else ''}\n"
+    Path(tables_md_path).write_text("\n".join([title, tables_markdown(tables)]))
+    metrics = loss_metrics(tables)
     say(f"results: {len(rows)} row(s) in {out}; {len(metrics)} loss metric(s)")
     return {"metrics": metrics, "rows": len(rows), "results_dir": str(out)}
 
 
-def plot_loss(results_dirs: list[str], html_path: str, md_path: str, plots_dir: str) -> dict[str, str]:
+def write_report(results_dirs: list[str], html_path: str, md_path: str, plots_dir: str) -> dict[str, str]:
     """Report (HTML + Markdown) and plots of the first results folder; a second one is put
     beside it for comparison; further ones each get a comparison with the first, appended."""
-    import re
-    import shutil
-    import tempfile
-
-    from sharebench.report import build_report
-
     if not results_dirs:
         raise UserError("no results folder to report on")
-    from sharebench.results import read_machine
-
     work = Path(tempfile.mkdtemp(prefix="sharebench-report-"))
     copies: list[Path] = []
     for i, d in enumerate(results_dirs):
         # the copy's folder name is the report's label for it: the node's name where there is one
-        device = read_machine(d).get("device") or {}
+        device = (read_provenance(d) or {}).get("device") or {}
         name = re.sub(r"[^A-Za-z0-9._-]+", "-", str(device.get("node") or Path(d).name or f"results-{i}"))
         dst = work / name
         while dst.exists() or dst in copies:
@@ -348,17 +335,15 @@ def plot_loss(results_dirs: list[str], html_path: str, md_path: str, plots_dir: 
         md_parts.append(Path(paths["markdown"]).read_text())
         if j == 0:
             shutil.copytree(target / "plots", plots_dir, dirs_exist_ok=True)
-    html = html_parts[0] if len(html_parts) == 1 else _join_html(html_parts)
+    html = html_parts[0] if len(html_parts) == 1 else join_html(html_parts)
     Path(html_path).write_text(html)
     Path(md_path).write_text("\n\n---\n\n".join(md_parts))
     say(f"report: {html_path} ({len(results_dirs)} results folder(s))")
     return {"html": html_path, "md": md_path, "plots": plots_dir}
 
 
-def _join_html(docs: list[str]) -> str:
+def join_html(docs: list[str]) -> str:
     """Several self-contained HTML reports in one page (their bodies, one after the other)."""
-    import re
-
     head = re.search(r"(?is)^(.*?<body[^>]*>)", docs[0])
     bodies = [re.search(r"(?is)<body[^>]*>(.*)</body>", d) for d in docs]
     if not head or not all(bodies):

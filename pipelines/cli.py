@@ -17,9 +17,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import kfp
+import urllib3
 import yaml
+from kfp_server_api.exceptions import ApiException
 
 from sharebench.errors import UserError
+from sharebench.pipelines.compile import compile_all
 
 HERE = Path(__file__).resolve().parent
 PIPELINE_FILES = {"sweep": "sharebench_sweep.yaml", "multi-node": "sharebench_multi_node.yaml"}
@@ -152,8 +156,6 @@ def _number_or_str(v: str) -> Any:
 @contextlib.contextmanager
 def _api_errors(args: argparse.Namespace):
     """Connection and API failures of the KFP server as one-line UserErrors."""
-    import urllib3
-    from kfp_server_api.exceptions import ApiException
 
     where = args.host or "the in-cluster KFP API"
     try:
@@ -174,8 +176,6 @@ def _api_errors(args: argparse.Namespace):
 
 def make_client(args: argparse.Namespace):
     """kfp.Client from the auth options users already have."""
-    import kfp
-
     kwargs: dict[str, Any] = {}
     if args.host:
         if not re.match(r"^https?://", args.host):
@@ -255,8 +255,6 @@ def _list_runs(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
 
 # ------------------------------------------------------------------ commands
 def _cmd_compile(args: argparse.Namespace) -> int:
-    from sharebench.pipelines.compile import compile_all
-
     for path in compile_all(args.out):
         print(path)
     return 0
@@ -295,12 +293,17 @@ def _auth_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--experiment", default="sharebench", help="experiment name (default: sharebench)")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compile", help="compile the pipelines to YAML (committed under pipelines/)")
+def configure(name: str, p: argparse.ArgumentParser) -> None:
+    """The options of ``sharebench compile|submit|runs`` (listed by ``sharebench.pipelines.commands``)."""
+    {"compile": _configure_compile, "submit": _configure_submit, "runs": _configure_runs}[name](p)
+
+
+def _configure_compile(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default=str(HERE), help=f"output folder (default: {HERE})")
     p.set_defaults(func=_cmd_compile)
 
-    p = sub.add_parser("submit", help="run a pipeline on a Kubeflow cluster, once or on a schedule")
+
+def _configure_submit(p: argparse.ArgumentParser) -> None:
     _auth_options(p)
     p.add_argument("--pipeline", choices=sorted(PIPELINE_FILES), default="sweep",
                    help="which compiled pipeline (default: sweep)")
@@ -314,7 +317,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--wait", type=float, metavar="SECONDS", help="wait up to SECONDS for the run to finish")
     p.set_defaults(func=_cmd_submit)
 
-    p = sub.add_parser("runs", help="list runs and recurring runs on a Kubeflow cluster")
+
+def _configure_runs(p: argparse.ArgumentParser) -> None:
     _auth_options(p)
     p.set_defaults(experiment=None)
     p.add_argument("--limit", type=int, default=20, help="at most this many of each (default: 20)")

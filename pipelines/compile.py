@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kfp import compiler
+
+from sharebench.pipelines.sweep_pipeline import PIPELINES
+
 HERE = Path(__file__).resolve().parent
 
 
 def compile_all(out_dir: Path | str = HERE) -> list[Path]:
     """Write every pipeline's YAML into ``out_dir``; return the paths."""
-    from kfp import compiler
-
-    from sharebench.pipelines.sweep_pipeline import PIPELINES
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import kfp
+from kfp import local
+
 from sharebench.errors import UserError
+from sharebench.pipelines.cli import HERE, PIPELINE_FILES, parse_params, pipeline_parameters
+from sharebench.pipelines.sweep_pipeline import SWEEP_NAME, sweep_pipeline
 
 
 @dataclass
@@ -46,23 +51,19 @@ def param(name: str, default: Any) -> Any:
 def local_outputs(run_dir: Path | str) -> PipelineOutputs:
     """The artifacts of a kfp.local run of ``sharebench-sweep`` under its pipeline root."""
     run = Path(run_dir)
-    collect, plot = run / "collect-results", run / "plot-loss"
-    if not (collect / "executor_output.json").exists() or not (plot / "report_html").exists():
-        raise UserError(f"{run} holds no finished sweep (no collect-results/plot-loss outputs)")
+    collect, report = run / "collect-results", run / "write-report"
+    if not (collect / "executor_output.json").exists() or not (report / "report_html").exists():
+        raise UserError(f"{run} holds no finished sweep (no collect-results/write-report outputs)")
     out = json.loads((collect / "executor_output.json").read_text())
     metrics: dict[str, float] = {}
     for art in out.get("artifacts", {}).get("metrics", {}).get("artifacts", []):
         metrics.update(art.get("metadata", {}))
-    return PipelineOutputs(run, collect / "results", collect / "tables", plot / "report_html", plot / "report_md",
-                           plot / "plots", metrics)
+    return PipelineOutputs(run, collect / "results", collect / "tables", report / "report_html", report / "report_md",
+                           report / "plots", metrics)
 
 
 def run_local(pipeline_root: Path | str, **arguments: Any) -> PipelineOutputs:
     """Run ``sharebench-sweep`` with kfp.local (SubprocessRunner in this Python, no cluster)."""
-    from kfp import local
-
-    from sharebench.pipelines.sweep_pipeline import SWEEP_NAME, sweep_pipeline
-
     root = Path(pipeline_root).resolve()
     root.mkdir(parents=True, exist_ok=True)
     before = set(root.glob(f"{SWEEP_NAME}-*"))
@@ -76,12 +77,8 @@ def submit_and_wait(host: str | None, arguments: dict[str, Any], *, experiment: 
                     token: str | None = None, cookies: str | None = None, namespace: str | None = None,
                     service_account: str | None = None, timeout_s: float = 24 * 3600) -> dict[str, Any]:
     """Submit ``sharebench-sweep`` to a Kubeflow cluster and wait for it; returns the run's id and
-    final state. Its report is the ``report_html`` artifact of the run's plot-loss task (the
+    final state. Its report is the ``report_html`` artifact of the run's write-report task (the
     run's page in the Kubeflow UI shows it); its results folder is collect-results' ``results``."""
-    import kfp
-
-    from sharebench.pipelines.cli import HERE, PIPELINE_FILES, parse_params, pipeline_parameters
-
     package = HERE / PIPELINE_FILES["sweep"]
     known = pipeline_parameters(package)
     parse_params([f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in arguments.items()], known)

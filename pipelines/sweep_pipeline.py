@@ -14,7 +14,7 @@ Shape of ``sharebench-sweep`` (one node)::
             check_cell    (pods -> cell: a failed replica or split devices fail the cell)
           merge_records (cells -> mode)
         collect_results (modes -> results folder, loss tables, Metrics)
-        plot_loss       (HTML + Markdown report, plots)
+        write_report    (HTML + Markdown report, plots)
 
 ``sharebench-multi-node`` runs ``sweep_node`` for each node in a ParallelFor (side by side)
 and ``compare_nodes`` puts them in one report.
@@ -43,17 +43,18 @@ from kfp import dsl, kubernetes
 from kfp.dsl import Dataset
 
 from sharebench.components import steps
-from sharebench.components._image import IMAGE
+from sharebench.manifests.names import PART_OF_LABEL
+from sharebench.components.image import IMAGE
 from sharebench.components.check_cell import check_cell
 from sharebench.components.collect_results import collect_results
 from sharebench.components.compare_nodes import compare_nodes
 from sharebench.components.merge_records import merge_records
 from sharebench.components.plan_sweep import plan_sweep
-from sharebench.components.plot_loss import plot_loss
 from sharebench.components.reconfigure_node import reconfigure_node
 from sharebench.components.restore_node import restore_node
 from sharebench.components.run_simpletrack import run_simpletrack
 from sharebench.components.schedule_start import schedule_start
+from sharebench.components.write_report import write_report
 
 SWEEP_NAME = "sharebench-sweep"
 MULTI_NODE_NAME = "sharebench-multi-node"
@@ -81,7 +82,7 @@ def in_image(task: dsl.PipelineTask, image) -> dsl.PipelineTask:
     (a cached measurement or start instant would be a wrong one)."""
     task.set_container_image(image)
     task.set_caching_options(False)
-    kubernetes.add_pod_label(task, *steps.PART_OF_LABEL)
+    kubernetes.add_pod_label(task, *PART_OF_LABEL)
     return task
 
 
@@ -161,7 +162,7 @@ def sweep_node(image: str, node_name: str, gpu_model: str, modes: List[str], par
     collected = in_image(collect_results(records=swept.output, node_name=plan.outputs["node_name"],
                                          gpu_model=plan.outputs["gpu_model"],
                                          sweep_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER), image)
-    in_image(plot_loss(results=collected.outputs["results"]), image)
+    in_image(write_report(results=collected.outputs["results"]), image)
     return collected.outputs["results"]
 
 

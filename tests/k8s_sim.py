@@ -42,9 +42,11 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import yaml
+from kubernetes import config as k8s_config
 
 from sharebench.gpus import GPU_MODELS, GpuModel
-from sharebench.node import manifests as mf
+from sharebench.manifests import names, operator
+from sharebench.manifests.render import resolve_models
 
 LABEL_DP = "nvidia.com/device-plugin.config"
 LABEL_MIG = "nvidia.com/mig.config"
@@ -52,7 +54,7 @@ LABEL_MIG_STATE = "nvidia.com/mig.config.state"
 PLUGIN_DS = "nvidia-device-plugin-daemonset"
 GFD_DS = "gpu-feature-discovery"
 OPERANDS = {PLUGIN_DS: "nvidia-device-plugin", GFD_DS: "gpu-feature-discovery"}   # DaemonSet -> container
-SERVICE_ACCOUNT_USER = f"system:serviceaccount:{mf.RUN_NAMESPACE}:{mf.SERVICE_ACCOUNT}"
+SERVICE_ACCOUNT_USER = f"system:serviceaccount:{names.RUN_NAMESPACE}:{names.SERVICE_ACCOUNT}"
 
 KINDS = {  # resource -> (kind, namespaced, api group prefix)
     "nodes": ("Node", False, "/api/v1"),
@@ -216,14 +218,14 @@ class SimCluster:
     """Start with ``with SimCluster(tmp_path) as sim:``; ``sim.kubeconfig`` is the file to use."""
 
     def __init__(self, workdir: Path, *, delay_s: float = 0.03, mig_strategy: str = "mixed",
-                 operator_namespace: str = mf.OPERATOR_NAMESPACE, token: str = "sim-token",
+                 operator_namespace: str = names.OPERATOR_NAMESPACE, token: str = "sim-token",
                  gpus_models: tuple[str, ...] = ()):
         self.workdir = Path(workdir)
         self.delay_s = delay_s
         self.mig_strategy = mig_strategy
         self.ns = operator_namespace
         self.token = token
-        self.default_entry = mf.DEFAULT_ENTRY
+        self.default_entry = operator.DEFAULT_ENTRY
         self.lock = threading.RLock()
         self.objects: dict[tuple[str, str, str], dict] = {}
         self._rv = itertools.count(1000)
@@ -236,8 +238,8 @@ class SimCluster:
         self._server: ThreadingHTTPServer | None = None
         self.kubeconfig = self.workdir / "kubeconfig.yaml"
         # the operator's namespace objects, as applied from manifests/
-        self.put_object(mf.device_plugin_configmap(self.ns))
-        self.put_object(mf.mig_parted_configmap(mf.resolve_models(gpus_models), self.ns))
+        self.put_object(operator.device_plugin_configmap(self.ns))
+        self.put_object(operator.mig_parted_configmap(resolve_models(gpus_models), self.ns))
         for ds, container in OPERANDS.items():
             self.put_object({"apiVersion": "apps/v1", "kind": "DaemonSet",
                              "metadata": {"name": ds, "namespace": self.ns},
@@ -283,8 +285,7 @@ class SimCluster:
             self._server.server_close()
 
     def api_client(self):
-        from kubernetes import config
-        return config.new_client_from_config(config_file=str(self.kubeconfig))
+        return k8s_config.new_client_from_config(config_file=str(self.kubeconfig))
 
     # ------------------------------------------------------------ store
     def _key(self, obj: dict) -> tuple[str, str, str]:
@@ -312,7 +313,7 @@ class SimCluster:
     def node(self, name: str) -> dict:
         return self.get("nodes", "", name)
 
-    def configmap(self, name: str = mf.DEVICE_PLUGIN_CONFIGMAP, namespace: str | None = None) -> dict:
+    def configmap(self, name: str = names.DEVICE_PLUGIN_CONFIGMAP, namespace: str | None = None) -> dict:
         return self.get("configmaps", namespace or self.ns, name)
 
     def _update(self, resource: str, namespace: str, name: str, fn) -> None:
@@ -326,7 +327,7 @@ class SimCluster:
     def add_gpu_node(self, name: str, model: str = "H200", gpus: int = 2, *, mig_capable: bool = True,
                      labels: dict | None = None) -> dict:
         m = GPU_MODELS[model]
-        sn = SimGpuNode(name, m, gpus, PRODUCTS[model], mf.PCI_DEVICE_IDS[model][0], mig_capable)
+        sn = SimGpuNode(name, m, gpus, PRODUCTS[model], operator.PCI_DEVICE_IDS[model][0], mig_capable)
         base = {"kubernetes.io/hostname": name, "nvidia.com/gpu.present": "true",
                 "nvidia.com/gpu.product": sn.product, "nvidia.com/gpu.count": str(gpus),
                 "nvidia.com/gpu.replicas": "1", "nvidia.com/gpu.sharing-strategy": "none",
@@ -387,10 +388,10 @@ class SimCluster:
     def remove_mig_layout(self, layout: str) -> None:
         """Take a layout out of the mig-parted config (a site whose config lacks it)."""
         def edit(cm):
-            cfg = yaml.safe_load(cm["data"][mf.MIG_PARTED_KEY])
+            cfg = yaml.safe_load(cm["data"][operator.MIG_PARTED_KEY])
             cfg["mig-configs"].pop(layout, None)
-            cm["data"][mf.MIG_PARTED_KEY] = yaml.safe_dump(cfg)
-        self._update("configmaps", self.ns, mf.MIG_PARTED_CONFIGMAP, edit)
+            cm["data"][operator.MIG_PARTED_KEY] = yaml.safe_dump(cfg)
+        self._update("configmaps", self.ns, names.MIG_PARTED_CONFIGMAP, edit)
 
     def plugin_pods(self, node: str, ds: str = PLUGIN_DS) -> list[dict]:
         with self.lock:
@@ -460,10 +461,10 @@ class SimCluster:
         return out
 
     def _mig_item(self, sn: SimGpuNode, layout: str) -> dict | None:
-        cm = self.get("configmaps", self.ns, mf.MIG_PARTED_CONFIGMAP)
+        cm = self.get("configmaps", self.ns, names.MIG_PARTED_CONFIGMAP)
         if not cm:
             return None
-        cfg = yaml.safe_load(cm["data"][mf.MIG_PARTED_KEY]) or {}
+        cfg = yaml.safe_load(cm["data"][operator.MIG_PARTED_KEY]) or {}
         for item in (cfg.get("mig-configs") or {}).get(layout) or []:
             filt = item.get("device-filter")
             ids = [filt] if isinstance(filt, str) else list(filt or [])

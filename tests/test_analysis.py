@@ -24,6 +24,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 from sharebench import analysis
+from sharebench.report import write_tables
 from sharebench.results import ResultsWriter, load_results
 
 BASE = dict(sweep_id="crafted", engine="simpletrack", lattice="generated", turns=10, host="h",
@@ -187,7 +188,7 @@ def test_no_baseline_is_flagged_not_invented(tmp_path):
 
 
 def test_write_tables(tables, tmp_path):
-    d = analysis.write_tables(tables, tmp_path)
+    d = write_tables(tables, tmp_path)
     md = (d / "timeslice.md").read_text()
     assert "| 1,000 | timeslice:2 | 2 | 11.000 | [10.000, 12.000] | 22.000 | 23.000 |" in md
     back = __import__("pandas").read_csv(d / "mig.csv")

@@ -42,8 +42,8 @@ PARTICLES = "allowed: whole numbers > 0 such as 10000 or 5e6"
                                          "JSON.gz"),
 ])
 def test_run_bad_input(argv, message, capsys, tmp_path):
-    from sharebench.kernel import resolve_device
-    from sharebench.results import format_cpus
+    from sharebench.devices import resolve_device
+    from sharebench.parse import format_cpu_set as format_cpus
 
     cpu = resolve_device("cpu")
     cpus = sorted(os.sched_getaffinity(0))
@@ -111,5 +111,5 @@ def test_run_writes_a_results_folder(capsys, tmp_path):
                  "--no-progress", "--no-telemetry"]) == 0
     assert capsys.readouterr().out == (f"results: {out}/results.csv\n"
                                        f"report:  {out}/report.html  ({out}/report.md)\n")
-    for name in ("results.csv", "machine.json", "sweep.json", "report.md", "report.html", "tables/throughput.csv"):
+    for name in ("results.csv", "provenance.json", "sweep.json", "report.md", "report.html", "tables/throughput.csv"):
         assert (out / name).exists(), name

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("kfp", reason="kfp not installed (pip install -e '.[kfp]')")
 
 from sharebench.components import COMPONENTS, load, steps  # noqa: E402
-from sharebench.components._image import IMAGE  # noqa: E402
+from sharebench.components.image import IMAGE  # noqa: E402
 from sharebench.errors import UserError  # noqa: E402
 
 NODE = "gpu-node-1"
@@ -77,8 +77,8 @@ def test_plan_reads_name_equals_model_node_specs():
     ({"particle_counts": [0]}, "bad particle count 0; allowed: whole numbers > 0"),
     ({"particle_counts": ["many"]}, "bad particle count 'many'; allowed: whole numbers > 0"),
     ({"particle_counts": []}, "no particle count given"),
-    ({"repeats": 0}, "repeats must be >= 1"),
-    ({"warmup_repeats": -1}, "warmup_repeats must be >= 0"),
+    ({"repeats": 0}, "bad repeats 0; allowed: a whole number >= 1"),
+    ({"warmup_repeats": -1}, "bad warmup_repeats -1; allowed: a whole number >= 0"),
     ({"node_name": "=H200"}, "node '=H200': write NAME or NAME=GPU_MODEL"),
 ])
 def test_plan_refuses_bad_input_in_one_line(change, message):
@@ -154,12 +154,14 @@ def test_check_cell_fails_a_cell_as_a_whole(rows, cell_status, cell_error):
 
 def test_merge_records_keeps_loop_order_and_checks_cells(tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    a.write_text(json.dumps([_row(0)]))
-    b.write_text(json.dumps([_row(1, uuid="GPU-b")]))
+    steps.write_rows(a, [_row(0)])
+    steps.write_rows(b, [_row(1, uuid="GPU-b")])
     assert steps.merge_records([str(a), str(b)], str(tmp_path / "m.json")) == 2
-    assert [r["replica"] for r in json.loads((tmp_path / "m.json").read_text())] == [0, 1]
+    assert [r["replica"] for r in steps.read_rows([str(tmp_path / "m.json")])] == [0, 1]
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert (doc["kind"], doc["schema_version"]) == ("rows", 1)  # the one document convention
     steps.merge_records([str(a), str(b)], str(tmp_path / "c.json"), cell=True)
-    assert {r["cell_status"] for r in json.loads((tmp_path / "c.json").read_text())} == {"failed"}
+    assert {r["cell_status"] for r in steps.read_rows([str(tmp_path / "c.json")])} == {"failed"}
 
 
 # ------------------------------------------------------------------ node steps

@@ -138,7 +138,7 @@ def test_warm_up_command_runs_here(steps):
     import subprocess
     import sys
 
-    from sharebench.kernel import list_devices
+    from sharebench.devices import list_devices
 
     if "opencl" not in {d.backend for d in list_devices()}:
         pytest.skip("no OpenCL device here (PoCL: pip install -e '.[pocl]')")
@@ -161,7 +161,7 @@ def test_build_context_leaves_out_the_venv_and_git():
 
 
 def test_image_name_in_readme_matches_the_one_setting():
-    from sharebench.components._image import IMAGE_NAME, IMAGE_TAG
+    from sharebench.components.image import IMAGE_NAME, IMAGE_TAG
 
     readme = (ROOT / "docs" / "readme" / "kfp.md").read_text()
     assert f"docker build -t {IMAGE_NAME}:{IMAGE_TAG} ." in readme

@@ -1,10 +1,14 @@
 """The Simpletrack kernel: agreement with xtrack, contexts, one run, the
-replica process and its barrier, the kernel cache, memory checks, bad input."""
+replica process and its barrier, the kernel cache, memory checks, bad input,
+the engines and element classes, the benchmark."""
 
 from __future__ import annotations
 
+import copy
+import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,12 +20,32 @@ import pytest
 from numpy.testing import assert_allclose
 
 from sharebench.cli import main as cli_main
+from sharebench.devices import list_devices, resolve_device
 from sharebench.errors import UserError
-from sharebench.kernel import RunConfig, RunRecord, bytes_per_particle, check_fits, resolve_device, run_replica
+from sharebench.kernel import (
+    REPLICA_MODULE,
+    BenchConfig,
+    RunConfig,
+    RunRecord,
+    bytes_per_particle,
+    check_fits,
+    make_engine,
+    run_bench,
+    run_replica,
+)
+from sharebench.kernel.bench import to_markdown
+from sharebench.kernel.cache import cache_dir
 from sharebench.kernel.distribution import linear_optics, matched_gaussian
+from sharebench.kernel.elements import ELEMENTS, pack_line, track_numpy
+from sharebench.kernel.engines.simpletrack import (
+    SOURCE_PATH,
+    CpuBackend,
+    SimpletrackEngine,
+)
+from sharebench.kernel.engines.xtrack import XtrackEngine, optimize_on_host
 from sharebench.kernel.lattice import get_line_cached, get_packed, load_line
-from sharebench.kernel.simpletrack import COORDS, SimpletrackEngine, cache_dir, make_state, pack_line
-from sharebench.kernel.xtrack_engine import XtrackEngine
+from sharebench.kernel.state import COORDS, make_state
+from sharebench.results.store import read_json
 
 warnings.simplefilter("ignore", FutureWarning)
 
@@ -33,11 +57,20 @@ def _pocl():
         pytest.skip(f"no OpenCL device: {exc}")
 
 
-DEVICES = ["cpu", "opencl"]
+def _cuda():
+    pytest.importorskip("cupy", reason="CUDA runs need CuPy")
+    if not any(d.backend == "cuda" for d in list_devices()):
+        pytest.skip("no CUDA GPU here")
+    return resolve_device("cuda")
+
+
+CUDA = pytest.param("cuda", marks=pytest.mark.gpu)
+DEVICES = ["cpu", "opencl", CUDA]  # every context the kernel runs in
+ACCELERATORS = ["opencl", CUDA]  # the contexts compared with the CPU one
 
 
 def _device(spec):
-    return _pocl() if spec == "opencl" else resolve_device(spec)
+    return {"opencl": _pocl, "cuda": _cuda}.get(spec, lambda: resolve_device(spec))()
 
 
 @pytest.fixture(scope="session")
@@ -61,8 +94,8 @@ def _particles(line, n=96, n_lost=8, seed=3):
 
 
 def _xtrack_reference(line, x6, turns):
-    import xobjects as xo
-    import xtrack as xt
+    import xobjects as xo  # noqa: PLC0415 - slow to import: only the tests that track with xtrack
+    import xtrack as xt  # noqa: PLC0415 - slow to import: only the tests that track with xtrack
 
     if line.tracker is None:
         line.build_tracker(_context=xo.ContextCpu())
@@ -141,11 +174,7 @@ def test_xtrack_optimized_on_host_tracks_the_same(lines):
     """The GPU path of the xtrack engine: optimize_for_tracking on a host copy,
     then the tracker built in another context (here a second CPU context: the
     elements move buffers as they do into a CuPy one); same result as simpletrack."""
-    import copy
-
-    import xobjects as xo
-
-    from sharebench.kernel.xtrack_engine import optimize_on_host
+    import xobjects as xo  # noqa: PLC0415 - slow to import: only the tests that track with xtrack
 
     line = copy.deepcopy(lines["ring"])
     line.discard_tracker()
@@ -153,10 +182,10 @@ def test_xtrack_optimized_on_host_tracks_the_same(lines):
     packed, x6 = _particles(line)
     target = xo.ContextCpu()
     optimize_on_host(line, target)
-    assert line.tracker._context is target
+    assert line.tracker.io_buffer.context is target
     assert len(line.element_names) < n_before  # markers removed, drifts merged
     xe = XtrackEngine(resolve_device("cpu"), line, optimize=False)
-    xe._ctx = target
+    xe.context = target
     coords, counters = make_state(*x6, packed.beta0)
     xe.upload(coords, counters)
     xe.track(10)
@@ -165,23 +194,49 @@ def test_xtrack_optimized_on_host_tracks_the_same(lines):
     _assert_agree(end, cnt, ref_end, ref_counters, loss_element=False)
 
 
-def test_cross_context_pocl_vs_cpu(ring_line):
-    """The same source built for PoCL (OpenCL) and for the CPU (OpenMP) agrees over 30 turns."""
-    pocl = _pocl()
+@pytest.mark.parametrize("device", ACCELERATORS)
+def test_cross_context_vs_cpu(ring_line, device):
+    """The same source built for OpenCL (PoCL here) or CUDA and for the CPU (OpenMP) agrees over 30 turns."""
+    other = _device(device)
     packed, x6 = _particles(ring_line, n=64)
-    coords, counters = make_state(*x6, packed.beta0)
+    coords, _counters = make_state(*x6, packed.beta0)
     a = _simpletrack(resolve_device("cpu"), packed, coords, 30, packed.beta0)
-    b = _simpletrack(pocl, packed, coords, 30, packed.beta0)
+    b = _simpletrack(other, packed, coords, 30, packed.beta0)
     _assert_agree(b[0], b[1], a[0], a[1])
 
 
 def test_unsupported_element_is_named():
-    import xtrack as xt
+    import xtrack as xt  # noqa: PLC0415 - slow to import: only the tests that build lines
 
     line = xt.Line(elements=[xt.Drift(length=1.0), xt.Quadrupole(k1=0.01, length=1.0)], element_names=["d", "qf.thick"])
     line.particle_ref = xt.Particles(p0c=7e12)
     with pytest.raises(UserError, match=r"'qf.thick' has type Quadrupole.*supported: Drift, Multipole"):
         pack_line(line)
+
+
+@pytest.mark.parametrize(
+    "xtrack_type, options, message",
+    [
+        ("Multipole", {"knl": [0, 1e-3], "length": 1.0, "isthick": True, "model": "mat-kick-mat"},
+         ("element 'e' (thick Multipole) uses model mat-kick-mat/integrator adaptive; the simpletrack engine supports "
+          "drift-kick-drift-expanded with the uniform integrator")),
+        ("Multipole", {"knl": [0, 1e-3], "length": 1.0, "isthick": True, "integrator": "teapot"},
+         ("element 'e' (thick Multipole) uses model adaptive/integrator teapot; the simpletrack engine supports "
+          "drift-kick-drift-expanded with the uniform integrator")),
+        ("Cavity", {"voltage": 1e6, "frequency": 4e8, "model": "drift-kick-drift-exact"},
+         "element 'e' (Cavity) uses model drift-kick-drift-exact/integrator adaptive; only the defaults are supported"),
+        ("Multipole", {"knl": [0, 1e-3], "shift_x": 1e-3},
+         "element 'e' (Multipole) has shift_x=0.001: misaligned elements are not supported by the simpletrack engine"),
+    ],
+)
+def test_unmodelled_element_options_are_named(xtrack_type, options, message):
+    import xtrack as xt  # noqa: PLC0415 - slow to import: only the tests that build lines
+
+    line = xt.Line(elements=[getattr(xt, xtrack_type)(**options)], element_names=["e"])
+    line.particle_ref = xt.Particles(p0c=7e12)
+    with pytest.raises(UserError) as info:
+        pack_line(line)
+    assert str(info.value) == message
 
 
 # ---------------------------------------------------------------------------
@@ -201,14 +256,16 @@ def test_run_replica_record(device, tmp_path):
     assert_allclose(rec.element_passes_per_s, 256 * 3 * rec.elements / rec.track_s, rtol=1e-9)
     assert rec.device_uuid == dev.uuid != ""
     assert rec.setup_s >= rec.compile_s >= 0
+    assert "record_version" not in rec.to_dict()  # the store's schema_version versions a record
     again = RunRecord.from_dict(json.loads(json.dumps(rec.to_dict())))
     assert again == rec
 
 
-def test_same_seed_same_checksum_across_contexts():
-    pocl = _pocl()
+@pytest.mark.parametrize("device", ACCELERATORS)
+def test_same_seed_same_checksum_across_contexts(device):
+    other = _device(device)
     a = run_replica(RunConfig(device="cpu", particles=200, turns=2, seed=5))
-    b = run_replica(RunConfig(device=pocl.spec, particles=200, turns=2, seed=5))
+    b = run_replica(RunConfig(device=other.spec, particles=200, turns=2, seed=5))
     c = run_replica(RunConfig(device="cpu", particles=200, turns=2, seed=6))
     assert_allclose(b.checksum, a.checksum, rtol=1e-9)
     assert c.checksum != a.checksum
@@ -218,7 +275,7 @@ def _replica(cfg: dict, out, env=None):
     path = str(out) + ".cfg.json"
     with open(path, "w") as fh:
         json.dump(cfg, fh)
-    return subprocess.Popen([sys.executable, "-m", "sharebench.kernel.replica", "--config", path, "--out", str(out)],
+    return subprocess.Popen([sys.executable, "-m", REPLICA_MODULE, "--config", path, "--out", str(out)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -242,7 +299,7 @@ def test_replicas_start_together_at_the_barrier(tmp_path):
     for p in procs:
         _out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
-    recs = [json.loads((tmp_path / f"rec.{i}.json").read_text()) for i in range(2)]
+    recs = [read_json(tmp_path / f"rec.{i}.json", "record") for i in range(2)]
     starts = [r["track_start"] for r in recs]
     assert all(s >= instant for s in starts)
     assert max(starts) - min(starts) < 0.05
@@ -253,7 +310,8 @@ def test_replica_failure_writes_one_line_error(tmp_path):
     p = _replica({"device": "cpu", "particles": 10, "lattice": str(tmp_path / "missing.json")}, tmp_path / "rec.json")
     _out, err = p.communicate(timeout=120)
     assert p.returncode == 1
-    rec = json.loads((tmp_path / "rec.json").read_text())
+    assert list(json.loads((tmp_path / "rec.json").read_text())) == ["kind", "schema_version", "error"]
+    rec = read_json(tmp_path / "rec.json", "record")
     assert rec == {"error": f"lattice file '{tmp_path / 'missing.json'}' not found"}
     assert "Traceback" not in err
 
@@ -274,7 +332,7 @@ def test_kernel_built_once_per_machine(device, tmp_path):
         p = _replica({"device": dev.spec, "particles": 32, "turns": 1, "warmup_turns": 0}, tmp_path / f"rec{i}.json", env=env)
         _out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err
-        recs.append(json.loads((tmp_path / f"rec{i}.json").read_text()))
+        recs.append(read_json(tmp_path / f"rec{i}.json", "record"))
     first, second = recs
     assert first["extra"]["kernel_cache_hit"] is False
     assert second["extra"]["kernel_cache_hit"] is True
@@ -292,11 +350,11 @@ def test_cpu_kernel_builds_from_a_folder_with_a_broken_pyproject(tmp_path):
     env = dict(os.environ, SHAREBENCH_CACHE=str(tmp_path / "cache"))
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps({"device": "cpu", "particles": 16, "turns": 1, "warmup_turns": 0}))
-    out = subprocess.run([sys.executable, "-m", "sharebench.kernel.replica", "--config", str(cfg),
+    out = subprocess.run([sys.executable, "-m", REPLICA_MODULE, "--config", str(cfg),
                           "--out", str(tmp_path / "rec.json")], cwd=work, env=env, capture_output=True, text=True,
-                         timeout=300)
+                         timeout=300, check=False)
     assert out.returncode == 0, out.stderr
-    rec = json.loads((tmp_path / "rec.json").read_text())
+    rec = read_json(tmp_path / "rec.json", "record")
     assert rec["extra"]["kernel_cache_hit"] is False and rec["survived"] == 16
 
 
@@ -304,7 +362,7 @@ def test_cpu_kernel_builds_from_a_folder_with_a_broken_pyproject(tmp_path):
 # memory, devices, bad input
 # ---------------------------------------------------------------------------
 def test_bytes_per_particle_covers_xtrack_particles():
-    import xtrack as xt
+    import xtrack as xt  # noqa: PLC0415 - slow to import: only the tests that build particles
 
     n = 100_000
     p = xt.Particles(p0c=7e12, x=np.zeros(n))
@@ -343,19 +401,13 @@ def test_bad_device_spec(spec, fragment):
 
 
 def test_cuda_absent_is_a_user_error():
-    try:
-        import cupy  # noqa: F401
-
+    if importlib.util.find_spec("cupy") is not None:
         pytest.skip("CuPy is installed here")
-    except ImportError:
-        pass
     with pytest.raises(UserError, match="no CUDA GPU found"):
         resolve_device("cuda")
 
 
 def test_auto_and_device_list():
-    from sharebench.kernel import list_devices
-
     devs = list_devices()
     assert devs[-1].spec == "cpu" and devs[-1].kind == "cpu"
     auto = resolve_device("auto")
@@ -391,6 +443,108 @@ def test_unknown_config_field():
 
 
 # ---------------------------------------------------------------------------
+# engines and element types
+# ---------------------------------------------------------------------------
+def test_make_engine_picks_the_engine_and_backend(ring_line):
+    packed = get_packed(None)
+    cpu = resolve_device("cpu")
+    st = make_engine(RunConfig(engine="simpletrack", device="cpu", cpus=[0], block_size=64), cpu, None, packed)
+    assert isinstance(st, SimpletrackEngine) and isinstance(st.backend, CpuBackend)
+    assert (st.name, st.packed, st.backend.threads, st.compile_s, st.cache_hit) == ("simpletrack", packed, 1, 0.0, False)
+    xe = make_engine(RunConfig(engine="xtrack", device="cpu", optimize=False), cpu, ring_line, packed)
+    assert isinstance(xe, XtrackEngine) and (xe.name, xe.line, xe.optimize, xe.threads) == ("xtrack", ring_line, False, None)
+
+
+def test_every_element_type_names_its_c_code():
+    """Each element class's kind codes are the #defines of simpletrack.c, and its macros are there."""
+    source = SOURCE_PATH.read_text()
+    defines = {name: int(code) for name, code in re.findall(r"^#define (ST_[A-Z_]+) (\d+)$", source, re.MULTILINE)}
+    codes = {}
+    for element in ELEMENTS:
+        codes.update(element.kinds)
+        for macro in element.c_macros:
+            assert f"#define {macro}(" in source, (element.__name__, macro)
+    assert codes == defines
+
+
+def test_numpy_steps_agree_with_the_kernel():
+    """Every element type and variant (expanded and exact drift, thin, thick, empty thick and bent
+    multipoles, cavities with frequency or harmonic, shift, rotation, marker): the numpy steps and
+    the CPU kernel agree."""
+    import xtrack as xt  # noqa: PLC0415 - slow to import: only the tests that build lines
+
+    els = [xt.Drift(length=1.5), xt.Drift(length=0.7, model="exact"),
+           xt.Multipole(knl=[1e-4, 1e-3, 2e-2], ksl=[0, 0, 1e-3], length=2.0, isthick=True, hxl=1e-3,
+                        num_multipole_kicks=3),
+           xt.Multipole(knl=[0, 0], ksl=[0, 0], length=1.0, isthick=True),
+           xt.Multipole(knl=[1e-4, 1e-3, 0, 5.0], ksl=[1e-5, 0, 2e-2, 0], hxl=2e-4, length=0.5),
+           xt.Cavity(voltage=3e6, frequency=4e8, lag=170.0, length=0.4, num_kicks=2),
+           xt.Cavity(voltage=1e6, harmonic=35640, lag=180.0),
+           xt.XYShift(dx=1e-4, dy=-2e-4), xt.SRotation(angle=3.0), xt.Marker(), xt.Drift(length=2.0)]
+    line = xt.Line(elements=els, element_names=[f"e{i}" for i in range(len(els))])
+    line.particle_ref = xt.Particles(p0c=7e12)
+    packed = pack_line(line)
+    assert packed.n_elements == len(els) - 1  # the marker is dropped
+    assert packed.kinds.tolist() == [1, 2, 4, 4, 3, 5, 5, 6, 7, 1]
+    rng = np.random.default_rng(4)
+    x6 = rng.normal(size=(6, 20)) * np.array([1e-3, 1e-5, 1e-3, 1e-5, 1e-2, 1e-4])[:, None]
+    coords, _counters = make_state(*x6, packed.beta0)
+    end, cnt = _simpletrack(resolve_device("cpu"), packed, coords, 3, packed.beta0)
+    assert np.all(cnt[0] == 1) and np.all(cnt[1] == 3)
+    assert_allclose(track_numpy(packed, coords, 3), end, rtol=1e-12, atol=1e-15)
+
+
+# ---------------------------------------------------------------------------
+# the benchmark
+# ---------------------------------------------------------------------------
+def test_run_bench_writes_json_and_markdown(tmp_path):
+    """Both engines on the CPU, and a particle count over the memory limit kept as a cell not run."""
+    config = BenchConfig(engines="simpletrack, xtrack", devices=["cpu"], particles="64,1e6", turns=1, repeats=2,
+                         out_dir=tmp_path, optimize=False, mem_limit_bytes=100 * 2**20, command="sharebench bench x")
+    doc = run_bench(config)
+    assert read_json(tmp_path / "bench.json", "bench") == doc
+    assert list(json.loads((tmp_path / "bench.json").read_text()))[:3] == ["kind", "schema_version", "command"]
+    by = {(s["engine"], s["particles"]): s for s in doc["summary"]}
+    assert by[("simpletrack", 64)]["repeats"] == 2 and by[("simpletrack", 64)]["element_passes_per_s_median"] > 0
+    assert by[("simpletrack", 64)]["survived_min"] == 64
+    assert by[("xtrack", 64)]["elements"] == by[("simpletrack", 64)]["elements"]
+    assert "mem_limit_bytes" in by[("simpletrack", 1_000_000)]["error"]
+    assert [r["replica"] for r in doc["records"]] == [0, 1, 0, 1]
+    md = (tmp_path / "bench.md").read_text()
+    assert md == to_markdown(doc)
+    assert "Command: `sharebench bench x`" in md and "| simpletrack | cpu |" in md and "not run:" in md
+
+
+def test_bench_config_normalises_and_builds_run_configs():
+    config = BenchConfig(engines="simpletrack, XTRACK", devices="cpu, opencl:0.0", particles="1e3,64,1e3",
+                         cpus="0-1", turns="2", repeats=1)
+    assert (config.engines, config.devices, config.particles) == (["simpletrack", "xtrack"], ["cpu", "opencl:0.0"],
+                                                                  [1000, 64])
+    assert (config.cpus, config.turns) == ([0, 1], 2)
+    cfg = config.run_config("xtrack", "cpu", 64, replica=3)
+    assert (cfg.engine, cfg.device, cfg.particles, cfg.turns, cfg.replica, cfg.cpus) == ("xtrack", "cpu", 64, 2, 3, [0, 1])
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("engines", "sixtrack", "bad engine 'sixtrack': allowed are simpletrack, xtrack"),
+        ("engines", " , ", "no engines given; allowed: a comma-separated list of simpletrack, xtrack"),
+        ("devices", "gpu", "bad device 'gpu': allowed are auto, cpu, cuda[:N], opencl[:P.D]"),
+        ("particles", "100,0", "bad particle counts '0'; allowed: whole numbers > 0 such as 10000 or 5e6"),
+        ("repeats", 0, "bad repeats 0; allowed: a whole number >= 1"),
+        ("turns", 2.5, "bad turns 2.5; allowed: a whole number >= 1"),
+        ("cpus", "x", "bad cpus 'x'; allowed: a list of core numbers like 0-3,6"),
+        ("sigma_z", -1.0, "bad sigma_z -1.0: a number >= 0 is allowed"),
+    ],
+)
+def test_bad_bench_config(field, value, message):
+    with pytest.raises(UserError) as info:
+        BenchConfig(**{field: value})
+    assert str(info.value) == message
+
+
+# ---------------------------------------------------------------------------
 # CLI
 # ---------------------------------------------------------------------------
 def test_cli_devices_json(capsys):
@@ -405,8 +559,8 @@ def test_cli_devices_json(capsys):
         (["track", "--device", "tpu"], "sharebench: error: bad device 'tpu': allowed are auto, cpu, cuda[:N], opencl[:P.D]\n"),
         (["track", "--engine", "madx"], "sharebench: error: bad engine 'madx': allowed are simpletrack, xtrack\n"),
         (["track", "--particles", "2000000000", "--device", "cpu", "--mem-limit-bytes", "1000000000"],
-         "sharebench: error: 2,000,000,000 particles need 192,067,108,864 bytes with the simpletrack engine (96 B/particle + "
-         "67,108,864 B overhead) but the memory limit (mem_limit_bytes) is 1,000,000,000 bytes; at most 9,717,616 particles fit\n"),
+         ("sharebench: error: 2,000,000,000 particles need 192,067,108,864 bytes with the simpletrack engine (96 B/particle + "
+          "67,108,864 B overhead) but the memory limit (mem_limit_bytes) is 1,000,000,000 bytes; at most 9,717,616 particles fit\n")),
     ],
 )
 def test_cli_user_errors(argv, message, capsys):

@@ -15,7 +15,15 @@ from numpy.testing import assert_allclose
 from sharebench.cli import main as cli_main
 from sharebench.errors import UserError
 from sharebench.kernel import RunConfig, run_replica
-from sharebench.kernel.lattice import CIRCUMFERENCE_M, get_line_cached, load_line
+from sharebench.kernel.distribution import linear_optics
+from sharebench.kernel.elements import pack_line, track_numpy
+from sharebench.kernel.lattice import (
+    CIRCUMFERENCE_M,
+    generate_ring,
+    get_line_cached,
+    load_line,
+)
+from sharebench.kernel.state import energy_deviations
 
 warnings.simplefilter("ignore", FutureWarning)
 
@@ -47,9 +55,6 @@ def test_generated_ring_has_the_real_lhc_line_mix(ring, lhc_line_path):
 
 
 def test_generated_ring_is_deterministic(ring):
-    from sharebench.kernel.lattice import generate_ring
-    from sharebench.kernel.simpletrack import pack_line
-
     # the cached ring went through JSON: SRotation keeps its angle, sin/cos may move by 1 ulp
     assert_allclose(pack_line(generate_ring()).data, pack_line(ring).data, rtol=1e-15, atol=0)
 
@@ -86,7 +91,7 @@ def test_real_lhc_line_loads_without_nan_shifts(lhc_line_path):
 
 @pytest.mark.parametrize("suffix", [".json", ".json.gz"])
 def test_any_line_file_round_trips(tmp_path, suffix):
-    import xtrack as xt
+    import xtrack as xt  # noqa: PLC0415 - slow to import: only the tests that build lines
 
     line = xt.Line(elements=[xt.Drift(length=2.0), xt.Multipole(knl=[0.0, 1e-3]), xt.Drift(length=3.0)],
                    element_names=["d0", "q0", "d1"])
@@ -133,9 +138,6 @@ def test_missing_lattice_file_via_cli(tmp_path, capsys):
 
 def test_closed_orbit_is_found(ring):
     """The matched distribution is centred on the 4D closed orbit (the ring has misalignments)."""
-    from sharebench.kernel.distribution import linear_optics
-    from sharebench.kernel.simpletrack import energy_deviations, pack_line, track_numpy
-
     packed = pack_line(ring)
     optics = linear_optics(packed)
     co = optics["closed_orbit"]

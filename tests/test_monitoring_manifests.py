@@ -15,7 +15,11 @@ import pytest
 import yaml
 
 from sharebench.errors import UserError
-from sharebench.telemetry import monitoring, prometheus
+from sharebench.cli import main
+from sharebench.manifests import monitoring
+from sharebench.manifests.render import check
+from sharebench.results import ResultsWriter
+from sharebench.telemetry import grafana, prometheus
 
 ROOT = Path(__file__).resolve().parents[1]
 DIR = ROOT / "manifests" / "monitoring"
@@ -30,7 +34,7 @@ def _load(path: Path) -> dict:
 
 
 def test_committed_files_are_the_render():
-    assert monitoring.check(DIR) == [], "run: python -m sharebench.telemetry.monitoring render"
+    assert check(ROOT / "manifests") == [], "run: sharebench manifests render"
     assert [p.name for p in FILES] == [name for name, _ in monitoring.objects()]
 
 
@@ -105,7 +109,7 @@ def test_dashboard_is_sane():
     assert "DCGM_FI_PROF_SM_ACTIVE" in gpu and 'GPU_I_ID=""' in gpu
     assert "DCGM_FI_PROF_SM_ACTIVE" in mig and 'GPU_I_ID!=""' in mig and "GPU_I_PROFILE" in mig
     ann = [a for a in dash["annotations"]["list"] if a.get("target", {}).get("tags")]
-    assert ann and ann[0]["target"]["tags"] == [monitoring.ANNOTATION_TAG]
+    assert ann and ann[0]["target"]["tags"] == [grafana.ANNOTATION_TAG]
 
 
 def test_every_metric_in_the_dashboard_and_queries_is_in_the_csv():
@@ -175,7 +179,7 @@ def test_annotations_reach_grafana_as_regions():
     got: list[dict] = []
     srv = _grafana(got)
     try:
-        ids = monitoring.post_annotations(f"http://127.0.0.1:{srv.server_address[1]}", "tok", CELLS, run="r42")
+        ids = grafana.post_annotations(f"http://127.0.0.1:{srv.server_address[1]}", "tok", CELLS, run="r42")
     finally:
         srv.shutdown()
         srv.server_close()
@@ -188,17 +192,15 @@ def test_annotations_reach_grafana_as_regions():
 
 def test_a_backwards_cell_is_a_user_error():
     with pytest.raises(UserError, match=r"cell 'x' ends before it starts"):
-        monitoring.annotation_payloads([{"cell_id": "x", "mode": "exclusive", "start": 10, "end": 5}])
+        grafana.annotation_payloads([{"cell_id": "x", "mode": "exclusive", "start": 10, "end": 5}])
 
 
 def test_unreachable_grafana_is_a_user_error():
     with pytest.raises(UserError, match=r"Grafana at http://127.0.0.1:9 not reachable"):
-        monitoring.post_annotations("http://127.0.0.1:9", None, CELLS[:1], timeout_s=2)
+        grafana.post_annotations("http://127.0.0.1:9", None, CELLS[:1], timeout_s=2)
 
 
 def test_annotate_cli_writes_the_results_cells(tmp_path, monkeypatch, capsys):
-    from sharebench.results import ResultsWriter
-
     base = dict(sweep_id="s", engine="simpletrack", lattice="generated", turns=10, particles=1000, host="h",
                 status="ok", error="", cell_status="ok", cell_error="", device_class="cpu", backend="cpu",
                 warmup=False, repeat=1)
@@ -211,7 +213,7 @@ def test_annotate_cli_writes_the_results_cells(tmp_path, monkeypatch, capsys):
     srv = _grafana(got)
     monkeypatch.setenv("GRAFANA_TOKEN", "t0k")
     try:
-        rc = monitoring.main(["annotate", str(tmp_path), "--grafana", f"http://127.0.0.1:{srv.server_address[1]}"])
+        rc = main(["telemetry", "annotate", str(tmp_path), "--grafana", f"http://127.0.0.1:{srv.server_address[1]}"])
     finally:
         srv.shutdown()
         srv.server_close()

@@ -16,20 +16,33 @@ import sys
 import time
 from dataclasses import dataclass
 
+import kubernetes.config.incluster_config as incluster
 import pytest
 import yaml
 from k8s_sim import GFD_DS, LABEL_DP, LABEL_MIG, LABEL_MIG_STATE, SimCluster
+from kubernetes import client
 
 from sharebench.cli import main
 from sharebench.errors import UserError
 from sharebench.gpus import GPU_MODELS, resolve_layout
-from sharebench.node import NodeError, NodeTimeout, PermissionDenied, make_api_client, reconfigure, restore, status
-from sharebench.node import manifests as mf
-from sharebench.node.reconfiguration import ANNOTATION
+from sharebench.manifests import access, names, operator
+from sharebench.manifests.dump import dump_yaml
+from sharebench.node import (
+    NodeError,
+    NodeTimeout,
+    PermissionDenied,
+    ReconfigureOptions,
+    make_api_client,
+    reconfigure,
+    restore,
+    status,
+)
+from sharebench.node.prior import ANNOTATION
 
 NODE = "gpu-node-1"
 SIM_TIMEOUT_S = 5.0
 SIM_POLL_S = 0.01
+SIM_OPTIONS = ReconfigureOptions(timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
 
 ENV_KUBECONFIG = os.environ.get("SHAREBENCH_KUBECONFIG")
 ENV_NODE = os.environ.get("SHAREBENCH_NODE")
@@ -44,9 +57,11 @@ class Target:
     poll_s: float
     sim: SimCluster | None = None
 
-    def apply(self, mode: str, **kw) -> dict:
+    def apply(self, mode: str, progress=None, **kw) -> dict:
+        """``reconfigure`` with ``kw`` as its options (the target's timeout and poll unless given)."""
         kw.setdefault("timeout_s", self.timeout_s)
-        return reconfigure(self.node, mode, api_client=self.api, poll_s=self.poll_s, **kw)
+        options = ReconfigureOptions(poll_s=self.poll_s, **kw)
+        return reconfigure(self.node, mode, options, api_client=self.api, progress=progress)
 
     def restore(self, **kw) -> dict:
         kw.setdefault("timeout_s", self.timeout_s)
@@ -85,7 +100,6 @@ def target(request, tmp_path):
 
 
 def node_obj(t: Target):
-    from kubernetes import client
     return client.CoreV1Api(t.api).read_node(t.node)
 
 
@@ -171,7 +185,7 @@ def test_sweep_through_modes_records_prior_state_once(target: Target):
 def test_mig_layouts_per_model(tmp_path, model, mode, resource, per_gpu):
     with SimCluster(tmp_path) as sim:
         sim.add_gpu_node("n1", model, gpus=4)
-        res = reconfigure("n1", mode, api_client=sim.api_client(), timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+        res = reconfigure("n1", mode, SIM_OPTIONS, api_client=sim.api_client())
         assert res["gpu_model"] == model
         assert res["resources"][resource] == 4 * per_gpu
         assert res["resources"]["nvidia.com/gpu"] == 0
@@ -181,12 +195,12 @@ def test_mig_single_strategy(tmp_path):
     with SimCluster(tmp_path, mig_strategy="single") as sim:
         sim.add_gpu_node("n1", "H200", gpus=2)
         api = sim.api_client()
-        res = reconfigure("n1", "mig:1g", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+        res = reconfigure("n1", "mig:1g", SIM_OPTIONS, api_client=api)
         assert res["resource"] == "nvidia.com/gpu"
         assert res["resources"] == {"nvidia.com/gpu": 14}
         assert res["labels"]["nvidia.com/gpu.product"] == "NVIDIA-H200-MIG-1g.18gb"
         # GFD now reports 14 "GPUs": the physical count comes from the recorded prior state
-        res = reconfigure("n1", "timeslice:2", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+        res = reconfigure("n1", "timeslice:2", SIM_OPTIONS, api_client=api)
         assert res["gpus"] == 2 and res["resources"] == {"nvidia.com/gpu": 4}
         assert restore("n1", api_client=api, poll_s=SIM_POLL_S)["resources"] == {"nvidia.com/gpu": 2}
 
@@ -197,7 +211,7 @@ def test_mig_without_strategy_label_names_the_advertised_resource(tmp_path, stra
     with SimCluster(tmp_path, mig_strategy=strategy) as sim:
         sim.add_gpu_node("n1", "H200", gpus=2)
         sim._update("nodes", "", "n1", lambda n: n["metadata"]["labels"].pop("nvidia.com/mig.strategy"))
-        res = reconfigure("n1", "mig:1g", api_client=sim.api_client(), timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+        res = reconfigure("n1", "mig:1g", SIM_OPTIONS, api_client=sim.api_client())
         assert res["mig_strategy"] is None
         assert (res["resource"], res["resources"][resource]) == (resource, count)
 
@@ -206,7 +220,7 @@ def test_status_of_a_node_already_in_single_mig(tmp_path):
     with SimCluster(tmp_path, mig_strategy="single") as sim:
         sim.add_gpu_node("n1", "A100-40GB", gpus=3)
         api = sim.api_client()
-        reconfigure("n1", "mig:1g", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+        reconfigure("n1", "mig:1g", SIM_OPTIONS, api_client=api)
         # another process, annotation removed by hand: facts come from GFD's MIG labels
         sim._update("nodes", "", "n1", lambda n: n["metadata"]["annotations"].pop(ANNOTATION))
         st = status("n1", api_client=api)
@@ -229,8 +243,8 @@ def test_renamed_shared_resource(sim_target: Target):
 # ---------------------------------------------------------------- ConfigMap entries and plugin restarts
 def test_changed_entry_is_rewritten_plugin_restarted_and_restored(sim_target: Target):
     sim = sim_target.sim
-    site_entry = mf.dump_yaml(mf.device_plugin_config("timeslice", 3))
-    sim._update("configmaps", sim.ns, mf.DEVICE_PLUGIN_CONFIGMAP, lambda cm: cm["data"].update({"timeslice-4": site_entry}))
+    site_entry = dump_yaml(operator.device_plugin_config("timeslice", 3))
+    sim._update("configmaps", sim.ns, names.DEVICE_PLUGIN_CONFIGMAP, lambda cm: cm["data"].update({"timeslice-4": site_entry}))
     for ds in sim.gpu_nodes[NODE].starts:                                   # the site's operands read it
         sim.delete_pod(sim.ns, sim.plugin_pods(NODE, ds)[0]["metadata"]["name"])
     time.sleep(0.05)
@@ -245,7 +259,7 @@ def test_changed_entry_is_rewritten_plugin_restarted_and_restored(sim_target: Ta
     assert res["labels"]["nvidia.com/gpu.replicas"] == "4"
     assert res["resources"]["nvidia.com/gpu"] == 8
     assert res["previous"]["configmap"]["entries"] == {"timeslice-4": site_entry}
-    assert sim.configmap()["data"]["timeslice-4"] == mf.device_plugin_entries()["timeslice-4"]
+    assert sim.configmap()["data"]["timeslice-4"] == operator.device_plugin_entries()["timeslice-4"]
 
     sim_target.restore()
     assert sim.configmap()["data"]["timeslice-4"] == site_entry
@@ -258,8 +272,8 @@ def test_same_count_other_strategy_waits_for_the_switch(tmp_path, first, second,
     with SimCluster(tmp_path, delay_s=0.2) as sim:
         sim.add_gpu_node("n1", "H200", gpus=2)
         api = sim.api_client()
-        reconfigure("n1", first, api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
-        res = reconfigure("n1", second, api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+        reconfigure("n1", first, SIM_OPTIONS, api_client=api)
+        res = reconfigure("n1", second, SIM_OPTIONS, api_client=api)
         assert res["labels"]["nvidia.com/gpu.sharing-strategy"] == strategy
         assert res["elapsed_s"] >= 0.2
 
@@ -269,8 +283,8 @@ def test_mig_single_is_not_fooled_by_a_timeslice_leftover(tmp_path):
     with SimCluster(tmp_path, mig_strategy="single", delay_s=0.2) as sim:
         sim.add_gpu_node("n1", "H200", gpus=1)
         api = sim.api_client()
-        reconfigure("n1", "timeslice:7", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
-        res = reconfigure("n1", "mig:1g", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+        reconfigure("n1", "timeslice:7", SIM_OPTIONS, api_client=api)
+        res = reconfigure("n1", "mig:1g", SIM_OPTIONS, api_client=api)
         assert res["labels"]["nvidia.com/gpu.product"] == "NVIDIA-H200-MIG-1g.18gb"
         assert res["labels"]["nvidia.com/gpu.replicas"] == "1"
 
@@ -285,8 +299,8 @@ def test_unchanged_entry_needs_no_restart(sim_target: Target):
 
 def test_sim_operands_ignore_entry_changes_until_restarted(sim):
     """As the real operands: a label alone does not pick up an edited entry; each pod sees it after its restart."""
-    sim._update("configmaps", sim.ns, mf.DEVICE_PLUGIN_CONFIGMAP,
-                lambda cm: cm["data"].update({"timeslice-2": mf.dump_yaml(mf.device_plugin_config("timeslice", 5))}))
+    sim._update("configmaps", sim.ns, names.DEVICE_PLUGIN_CONFIGMAP,
+                lambda cm: cm["data"].update({"timeslice-2": dump_yaml(operator.device_plugin_config("timeslice", 5))}))
     sim._update("nodes", "", NODE, lambda n: n["metadata"]["labels"].update({LABEL_DP: "timeslice-2"}))
     sim.wait_settled(NODE)
     node = sim.node(NODE)
@@ -305,7 +319,7 @@ def test_sim_operands_ignore_entry_changes_until_restarted(sim):
 def test_missing_configmap(sim_target: Target):
     sim = sim_target.sim
     with sim.lock:
-        sim.objects.pop(("configmaps", sim.ns, mf.DEVICE_PLUGIN_CONFIGMAP))
+        sim.objects.pop(("configmaps", sim.ns, names.DEVICE_PLUGIN_CONFIGMAP))
     with pytest.raises(NodeError, match=r"ConfigMap gpu-operator/sharebench-device-plugin-config not found; apply manifests/operator/"):
         sim_target.apply("timeslice:2")
     assert ANNOTATION not in sim.node(NODE)["metadata"]["annotations"]
@@ -374,7 +388,7 @@ def test_restore_waits_for_the_prior_strategy_not_just_the_count(tmp_path):
         api = sim.api_client()
         sim._update("nodes", "", "n1", lambda n: n["metadata"]["labels"].update({LABEL_DP: "timeslice-2"}))
         sim.wait_settled("n1", timeout_s=2)
-        reconfigure("n1", "mps:2", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+        reconfigure("n1", "mps:2", SIM_OPTIONS, api_client=api)
         res = restore("n1", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
         assert res["labels"]["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
         assert res["labels"][LABEL_DP] == "timeslice-2" and res["elapsed_s"] >= 0.2
@@ -392,7 +406,7 @@ def test_restore_removes_mig_label_that_was_absent(tmp_path):
         sim.add_gpu_node("n1", "H100-80GB", gpus=1)
         sim._update("nodes", "", "n1", lambda n: [n["metadata"]["labels"].pop(k) for k in (LABEL_MIG, LABEL_MIG_STATE)])
         api = sim.api_client()
-        reconfigure("n1", "mig:7g", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+        reconfigure("n1", "mig:7g", SIM_OPTIONS, api_client=api)
         res = restore("n1", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
         assert LABEL_MIG not in res["labels"]
         assert sim.gpu_nodes["n1"].mig_applied == "all-disabled"
@@ -436,7 +450,7 @@ def test_not_mig_capable(tmp_path):
     with SimCluster(tmp_path) as sim:
         sim.add_gpu_node("n1", "H200", gpus=1, mig_capable=False)
         with pytest.raises(NodeError, match=r"NVIDIA-H200 GPUs on this node are not MIG capable"):
-            reconfigure("n1", "mig:1g", api_client=sim.api_client(), timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+            reconfigure("n1", "mig:1g", SIM_OPTIONS, api_client=sim.api_client())
 
 
 # ---------------------------------------------------------------- pre-flight refusals
@@ -470,7 +484,7 @@ def test_force_proceeds_with_foreign_pods(sim_target: Target):
 
 
 def test_operator_pods_are_not_foreign(sim_target: Target):
-    sim_target.sim.add_pod(mf.OPERATOR_NAMESPACE, "nvidia-cuda-validator-x", NODE)
+    sim_target.sim.add_pod(names.OPERATOR_NAMESPACE, "nvidia-cuda-validator-x", NODE)
     assert sim_target.apply("mps:2")["resources"]["nvidia.com/gpu"] == 4
 
 
@@ -483,7 +497,7 @@ def test_invalid_layout_for_model(tmp_path, model, mode, allowed):
     with SimCluster(tmp_path) as sim:
         sim.add_gpu_node("n1", model, gpus=1)
         with pytest.raises(NodeError) as exc:
-            reconfigure("n1", mode, api_client=sim.api_client(), timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+            reconfigure("n1", mode, SIM_OPTIONS, api_client=sim.api_client())
         assert str(exc.value).startswith(f"node n1, mode {mode}, state pre-flight: ")
         assert allowed in str(exc.value) and model in str(exc.value)
         assert writes(sim) == []
@@ -491,14 +505,14 @@ def test_invalid_layout_for_model(tmp_path, model, mode, allowed):
 
 def test_missing_node(sim_target: Target):
     with pytest.raises(NodeError) as exc:
-        reconfigure("nope", "timeslice:2", api_client=sim_target.api, timeout_s=1)
+        reconfigure("nope", "timeslice:2", ReconfigureOptions(timeout_s=1), api_client=sim_target.api)
     assert str(exc.value) == ("node nope, mode timeslice:2, state pre-flight: node 'nope' not found; "
                               f"nodes: cpu-node-1, {NODE}")
 
 
 def test_missing_node_on_target(target: Target):
     with pytest.raises(NodeError, match=r"state pre-flight: node 'sharebench-no-such-node' not found"):
-        reconfigure("sharebench-no-such-node", "mps:2", api_client=target.api, timeout_s=1)
+        reconfigure("sharebench-no-such-node", "mps:2", ReconfigureOptions(timeout_s=1), api_client=target.api)
 
 
 def test_invalid_layout_on_target(target: Target):
@@ -512,7 +526,7 @@ def test_invalid_layout_on_target(target: Target):
 def test_node_without_gpus(sim_target: Target):
     with pytest.raises(NodeError, match=r"node cpu-node-1, mode mps:2, state pre-flight: has no NVIDIA GPUs: labels "
                                         r"nvidia.com/gpu.product and nvidia.com/gpu.count are absent"):
-        reconfigure("cpu-node-1", "mps:2", api_client=sim_target.api, timeout_s=1)
+        reconfigure("cpu-node-1", "mps:2", ReconfigureOptions(timeout_s=1), api_client=sim_target.api)
 
 
 def test_unknown_product_needs_gpu_model(tmp_path):
@@ -520,8 +534,8 @@ def test_unknown_product_needs_gpu_model(tmp_path):
         sim.add_gpu_node("n1", "H100-80GB", gpus=1, labels={"nvidia.com/gpu.product": "NVIDIA-H100-SXM5-94GB-X"})
         api = sim.api_client()
         with pytest.raises(NodeError, match=r"unknown GPU model 'NVIDIA-H100-SXM5-94GB-X'.*pass gpu_model="):
-            reconfigure("n1", "mig:1g", api_client=api, timeout_s=1)
-        res = reconfigure("n1", "mig:1g", gpu_model="H100-80GB", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
+            reconfigure("n1", "mig:1g", ReconfigureOptions(timeout_s=1), api_client=api)
+        res = reconfigure("n1", "mig:1g", ReconfigureOptions(gpu_model="H100-80GB", timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S), api_client=api)
         assert res["resources"]["nvidia.com/mig-1g.10gb"] == 7
 
 
@@ -538,7 +552,7 @@ def test_modes_a_node_cannot_take(sim_target: Target, mode, message):
                                          ({"poll_s": -1}, "poll_s must be a number of seconds > 0 (got -1)")])
 def test_bad_times(sim_target: Target, kw, message):
     with pytest.raises(UserError, match=re.escape(message)):
-        reconfigure(NODE, "mps:2", api_client=sim_target.api, **kw)
+        reconfigure(NODE, "mps:2", ReconfigureOptions(**kw), api_client=sim_target.api)
     with pytest.raises(UserError, match=re.escape(message)):
         restore(NODE, api_client=sim_target.api, **kw)
 
@@ -587,7 +601,7 @@ def test_rbac_manifests_cover_every_request(sim_target: Target):
     with pytest.raises(NodeError, match="not found; nodes: "):   # the hint lists nodes
         status("nope", api_client=sim_target.api)
     rules = []
-    for _, obj in mf.rbac_objects():
+    for _, obj in access.rbac_objects():
         for rule in obj.get("rules", []):
             ns = obj["metadata"].get("namespace") if obj["kind"] == "Role" else None
             rules.append((ns, rule))
@@ -612,7 +626,7 @@ def test_unauthorized_token(sim_target: Target, tmp_path):
     path = tmp_path / "bad-kubeconfig.yaml"
     path.write_text(yaml.safe_dump(cfg))
     with pytest.raises(NodeError, match=r"state pre-flight: unauthorized: the API server refused the credentials"):
-        reconfigure(NODE, "mps:2", api_client=make_api_client(path), timeout_s=1)
+        reconfigure(NODE, "mps:2", ReconfigureOptions(timeout_s=1), api_client=make_api_client(path))
 
 
 def test_unreachable_api(tmp_path):
@@ -631,7 +645,6 @@ def test_unreachable_api(tmp_path):
 
 
 def test_in_cluster_credentials(tmp_path, monkeypatch):
-    import kubernetes.config.incluster_config as incluster
     token, cert = tmp_path / "token", tmp_path / "ca.crt"
     token.write_text("pod-token")
     cert.write_text("-----BEGIN CERTIFICATE-----\n")
@@ -708,7 +721,7 @@ def test_cli_apply_status_restore(sim, capsys):
     (["node", "apply", NODE, "fast:2"], f"sharebench: error: node {NODE}, mode fast:2, state pre-flight: unknown "
                                         "sharing mode 'fast:2'; allowed: exclusive, timeslice:N, mps:N[@PCT], "
                                         "mig:LAYOUT, partition:N\n"),
-    (["node", "apply", NODE, "mps:2", "--timeout", "0"], "sharebench: error: --timeout must be > 0 seconds (got 0)\n"),
+    (["node", "apply", NODE, "mps:2", "--timeout", "0"], "sharebench: error: --timeout must be a number of seconds > 0 (got 0.0)\n"),
     (["node", "status", "cpu-node-1"], "sharebench: error: node cpu-node-1, mode status, state pre-flight: has no NVIDIA GPUs"),
 ])
 def test_cli_user_errors_exit_2_with_one_line(sim, capsys, argv, message):

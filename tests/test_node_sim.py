@@ -9,7 +9,7 @@ from k8s_sim import GFD_DS, PLUGIN_DS, SimCluster, match_fields, match_labels
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from sharebench.node import manifests as mf
+from sharebench.manifests.names import DEVICE_PLUGIN_CONFIGMAP
 
 
 @pytest.fixture
@@ -64,7 +64,7 @@ def test_patch_kinds_the_client_sends(sim, core):
 
 
 def test_resource_versions_and_conflicts(sim, core):
-    cm = core.read_namespaced_config_map(mf.DEVICE_PLUGIN_CONFIGMAP, sim.ns)
+    cm = core.read_namespaced_config_map(DEVICE_PLUGIN_CONFIGMAP, sim.ns)
     stale = cm.metadata.resource_version
     cm.data["extra"] = "version: v1\n"
     new = core.replace_namespaced_config_map(cm.metadata.name, sim.ns, cm)

@@ -62,4 +62,4 @@ def test_notebook_runs_locally_top_to_bottom(tmp_path, monkeypatch):
     # the comparison with the earlier folder: side-by-side loss and a comparison report
     assert f"loss_pct {EARLIER.name}" in text and "comparison report:" in text
     (run_dir,) = (tmp_path / "root").glob("sharebench-sweep-*")
-    assert (run_dir / "plot-loss" / "report_html").exists()
+    assert (run_dir / "write-report" / "report_html").exists()

@@ -18,7 +18,8 @@ pytest.importorskip("kfp", reason="kfp not installed (pip install -e '.[kfp]')")
 
 from kfp import local  # noqa: E402
 
-from sharebench.results import load_results  # noqa: E402
+from sharebench.components import steps  # noqa: E402
+from sharebench.results import load_results, read_provenance, write_provenance  # noqa: E402
 
 MODES = ["exclusive", "timeslice:2"]
 
@@ -38,7 +39,7 @@ def tiny_lattice(path: Path, cells: int = 25) -> Path:
 
 
 def cpu_opencl_spec() -> str:
-    from sharebench.kernel import list_devices
+    from sharebench.devices import list_devices
 
     for d in list_devices():
         if d.backend == "opencl" and d.kind == "cpu":
@@ -111,7 +112,7 @@ def test_local_sweep_loss_table_and_metrics_match_the_rows(local_sweep):
 
 
 def test_local_sweep_report_artifacts(local_sweep):
-    plot = local_sweep / "plot-loss"
+    plot = local_sweep / "write-report"
     html = (plot / "report_html").read_text()
     md = (plot / "report_md").read_text()
     assert html.lstrip().lower().startswith("<!doctype html") and "data:image/png;base64," in html
@@ -125,7 +126,7 @@ def test_local_sweep_report_artifacts(local_sweep):
 def test_pods_placement_cell_starts_replicas_at_the_upstream_instant(tmp_path, lattice):
     """Placement 'pods': one task per replica (kfp.local runs two at once), each sleeping
     until the start instant it was given, then check_cell gathers them."""
-    from sharebench.components._image import IMAGE
+    from sharebench.components.image import IMAGE
     from sharebench.pipelines.sweep_pipeline import run_cell
 
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path))
@@ -134,7 +135,7 @@ def test_pods_placement_cell_starts_replicas_at_the_upstream_instant(tmp_path, l
                     pods=[0, 1], processes=1, replicas=2, resource="nvidia.com/gpu", resource_count=1,
                     node_selector={}, node_name="", device=cpu_opencl_spec(), engine="simpletrack",
                     lattice=str(lattice), seed=1)
-    rows = json.loads(Path(task.output.path).read_text())
+    rows = steps.read_rows([task.output.path])
     assert [r["replica"] for r in rows] == [0, 1]
     assert {r["mode"] for r in rows} == {"timeslice:2"} and {r["replicas"] for r in rows} == {2}
     assert {r["cell_id"] for r in rows} == {"timeslice:2_p300_r1"}
@@ -148,20 +149,17 @@ def test_compare_nodes_report_puts_other_results_beside_the_first(local_sweep, t
     """What compare_nodes does with the multi-node pipeline's results folders."""
     import shutil
 
-    from sharebench.components import steps
-    from sharebench.results import read_machine
-
     earlier = Path(__file__).resolve().parents[1] / "docs" / "results" / "cpu-example"
     if not (earlier / "results.csv").exists():
         pytest.skip(f"no second results folder at {earlier}")
     ours = local_sweep / "collect-results" / "results"
     third = tmp_path / "gpu-node-b"
     shutil.copytree(ours, third)
-    machine = read_machine(third)
-    machine["device"]["node"] = "gpu-node-b"
-    (third / "machine.json").write_text(json.dumps(machine))
+    prov = read_provenance(third)
+    prov["device"]["node"] = "gpu-node-b"
+    write_provenance(third, prov)
     html, md, plots = tmp_path / "r.html", tmp_path / "r.md", tmp_path / "plots"
-    steps.plot_loss([str(ours), str(earlier), str(third)], str(html), str(md), str(plots))
+    steps.write_report([str(ours), str(earlier), str(third)], str(html), str(md), str(plots))
     page = html.read_text()
     assert page.count("<body") == 1 and page.count("<hr>") == 1   # two comparisons, one page
     assert "cpu-example" in page and "gpu-node-b" in page

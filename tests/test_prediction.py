@@ -15,7 +15,13 @@ import math
 import pytest
 from numpy.testing import assert_allclose
 
-from sharebench import analysis, prediction, provenance
+from sharebench import analysis
+from sharebench.analysis import prediction
+from sharebench.analysis.telemetry import cell_telemetry
+from sharebench.report.render import Image, html_page, markdown
+from sharebench.report.sections import prediction_section
+from sharebench.results import write_provenance
+from sharebench.telemetry import collect_provenance
 from sharebench.errors import UserError
 from sharebench.results import ResultsWriter
 
@@ -108,7 +114,7 @@ def crafted(tmp_path):
 
 def test_predicted_vs_measured_on_a_crafted_sweep(crafted):
     tables = analysis.analyse(crafted)
-    tel = __import__("sharebench.telemetry.report", fromlist=["cell_telemetry"]).cell_telemetry(crafted)
+    tel = cell_telemetry(crafted)
     bounds = prediction.bounds_from_telemetry(tel)
     assert bounds[("gpu", 2000.0)][0] == "SM-bound"
     df = prediction.predicted_vs_measured(tables, gpu=prediction.gpu_of(crafted, tables), bounds=bounds)
@@ -130,17 +136,19 @@ def test_predicted_vs_measured_on_a_crafted_sweep(crafted):
 
 
 def test_report_section_has_the_table_and_the_plot(crafted):
-    provenance.write(crafted, provenance.collect({"kind": "gpu", "backend": "cuda", "name": "NVIDIA H200"},
+    write_provenance(crafted, collect_provenance({"kind": "gpu", "backend": "cuda", "name": "NVIDIA H200"},
                                                  "sharebench run", {}))
-    sec = prediction.report_section(crafted, analysis.analyse(crafted))
-    assert sec["title"] == "Predicted vs measured loss"
-    assert [p.name for p in sec["images"]] == ["prediction_vs_measured.png"]
-    assert all(p.stat().st_size > 1000 for p in sec["images"])
+    sec = prediction_section(crafted, analysis.analyse(crafted), "NVIDIA H200 (cuda)")
+    md, page = markdown([sec], crafted), html_page("", [sec])
+    images = [b.path for b in sec.blocks if isinstance(b, Image)]
+    assert sec.title == "Predicted vs measured loss"
+    assert [p.name for p in images] == ["prediction_vs_measured.png"]
+    assert all(p.stat().st_size > 1000 for p in images)
     assert (crafted / "plots" / "prediction_vs_measured.svg").stat().st_size > 1000
-    assert "| mig | mig:1g | 2k | T_mig vs T_full | 765.38 |" in sec["markdown"]
-    assert "| 725.00 | 40.38 | SM-bound |" in sec["markdown"]
-    assert "GPM: SM active 92.0%, DRAM bandwidth 21.0%" in sec["markdown"]
-    assert "<table>" in sec["html"] and "765.38" in sec["html"]
+    assert "| mig | mig:1g | 2k | T_mig vs T_full | 765.38 |" in md
+    assert "| 725.00 | 40.38 | SM-bound |" in md
+    assert "GPM: SM active 92.0%, DRAM bandwidth 21.0%" in md
+    assert "<table" in page and "765.38" in page
     assert (crafted / "prediction.csv").exists()
 
 

@@ -24,6 +24,12 @@ import pytest
 from numpy.testing import assert_allclose
 
 from sharebench.errors import UserError
+from sharebench import analysis
+from sharebench.analysis import prediction
+from sharebench.analysis import telemetry as tel_analysis
+from sharebench.report.render import markdown
+from sharebench.report.sections import telemetry_section
+from sharebench.results import DCGM_CSV, ResultsWriter
 from sharebench.telemetry import prometheus as prom_mod
 from sharebench.telemetry.prometheus import Prometheus, cell_summary, summarize_cells
 
@@ -248,10 +254,6 @@ def test_a_bad_query_names_prometheus_error(scraped):
 def test_attach_to_a_results_folder_and_report(scraped, tmp_path, monkeypatch):
     """Cells whose tracking windows are the two phases: dcgm.csv holds each phase's values, the
     telemetry section shows them and takes the energy from DCGM (no NVML here), the bound follows."""
-    from sharebench import analysis, prediction
-    from sharebench.results import ResultsWriter
-    from sharebench.telemetry import report as tel_report
-
     client, windows = scraped
     base = dict(sweep_id="s", engine="simpletrack", lattice="generated", turns=10, particles=1000, host="h",
                 status="ok", error="", cell_status="ok", cell_error="", device_class="gpu", backend="cuda",
@@ -266,13 +268,13 @@ def test_attach_to_a_results_folder_and_report(scraped, tmp_path, monkeypatch):
     df = prom_mod.attach_to_results(tmp_path, client.url, node="gpu-node-1", gpu_uuid=GPU_A, step_s=STEP_S)
     got = df.set_index("cell_id")
     assert_allclose(got.loc[["ex", "ts"], "dcgm_sm_active_mean"], [0.8, 0.4], rtol=1e-12)
-    assert (tmp_path / prom_mod.DCGM_CSV).exists()
+    assert (tmp_path / DCGM_CSV).exists()
 
-    cells = tel_report.cell_telemetry(tmp_path).set_index("cell_id")
+    cells = tel_analysis.cell_telemetry(tmp_path).set_index("cell_id")
     assert cells.loc["ex", "track_energy_source"] == "dcgm (Prometheus)"
     assert_allclose(cells.loc["ex", "track_energy_j"], got.loc["ex", "dcgm_energy_j"], rtol=1e-12)
-    monkeypatch.delenv(tel_report.PRICE_ENV, raising=False)
-    sec = tel_report.report_section(tmp_path, analysis.analyse(tmp_path))
-    assert "DCGM SM active %" in sec["markdown"] and "| 80.0 |" in sec["markdown"]
-    bound, evidence = prediction.bounds_from_telemetry(tel_report.cell_telemetry(tmp_path))[("gpu", 1000.0)]
+    monkeypatch.delenv(tel_analysis.PRICE_ENV, raising=False)
+    md = markdown([telemetry_section(tmp_path, analysis.analyse(tmp_path))], tmp_path)
+    assert "DCGM SM active %" in md and "| 80.0 |" in md
+    bound, evidence = prediction.bounds_from_telemetry(tel_analysis.cell_telemetry(tmp_path))[("gpu", 1000.0)]
     assert bound == "SM-bound" and evidence.startswith("DCGM: SM active 80.0%")

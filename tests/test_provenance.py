@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from sharebench import __version__, provenance
+from sharebench import __version__
+from sharebench.devices import resolve_device
+from sharebench.gpus import profile_name
+from sharebench.report.render import markdown
+from sharebench.report.render import html_page
+from sharebench.report.sections import provenance_section
+from sharebench.results import DOCUMENTS, PROVENANCE_JSON, read_provenance, write_provenance
+from sharebench.telemetry import provenance
 from sharebench.errors import UserError
 from sharebench.telemetry import nvml_status
 
@@ -29,7 +36,7 @@ DEVICES = {
 def test_collect_records_software_host_and_device(name, tmp_path):
     dev = DEVICES[name]
     prov = provenance.collect(dev, ["sharebench", "run", "--device", dev["spec"]], {"particles": [1000]})
-    assert prov["schema"] == provenance.SCHEMA
+    assert "schema" not in prov  # the store adds kind and version (one convention for every document)
     assert prov["sharebench"]["version"] == __version__
     for lib in ("xsuite", "xtrack", "xobjects", "xpart"):
         assert prov["libraries"][lib] == metadata.version(lib)
@@ -40,14 +47,15 @@ def test_collect_records_software_host_and_device(name, tmp_path):
         assert prov["opencl"]["platform"] == "Portable Computing Language"
     if name == "cuda":
         if NVML_OK:
-            assert prov["gpu"]["available"] and prov["gpu"]["driver_version"]
+            assert prov["gpu"]["available"] and prov["nvidia"]["driver_version"]
         else:  # the stated reason, not invented numbers
             assert prov["gpu"] == {"available": False, "reason": NVML_REASON}
     else:
         assert prov["gpu"] is None
     # round trip through the results folder
-    provenance.write(tmp_path, prov)
-    assert provenance.load(tmp_path) == json.loads(json.dumps(prov))
+    write_provenance(tmp_path, prov)
+    assert json.loads((tmp_path / PROVENANCE_JSON).read_text())["schema_version"] == DOCUMENTS["provenance"]
+    assert read_provenance(tmp_path) == json.loads(json.dumps(prov))
 
 
 def test_git_commit_is_the_checkout_head():
@@ -68,7 +76,7 @@ def test_config_hash_is_stable_and_sensitive():
     assert len(provenance.config_hash(CONFIG)) == 64
     # a fresh interpreter (another hash seed) gives the same hash
     out = subprocess.run(
-        [sys.executable, "-c", "import json,sys; from sharebench.provenance import config_hash; "
+        [sys.executable, "-c", "import json,sys; from sharebench.telemetry.provenance import config_hash; "
          "print(config_hash(json.loads(sys.argv[1])))", json.dumps(CONFIG)],
         capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": "123", "PATH": "/usr/bin:/bin"}
         | {k: v for k, v in __import__("os").environ.items() if k in ("PATH", "VIRTUAL_ENV")})
@@ -135,37 +143,36 @@ def test_unreachable_api_is_recorded_not_raised():
     (None, 16, 1, None),
 ])
 def test_mig_profile_from_sms_and_memory(model, sms, mem, want):
-    assert provenance.mig_profile_name(model, sms, mem) == want
+    assert profile_name(model, sms, mem) == want
 
 
 def test_report_section(tmp_path):
     prov = provenance.collect(DEVICES["cuda"], ["sharebench", "run"], CONFIG)
-    provenance.write(tmp_path, prov)
-    sec = provenance.report_section(tmp_path, {})
-    assert sec["title"] == "Provenance" and sec["images"] == []
-    assert prov["config_hash"] in sec["markdown"] and prov["config_hash"] in sec["html"]
-    assert "xtrack" in sec["markdown"] and metadata.version("xtrack") in sec["markdown"]
+    write_provenance(tmp_path, prov)
+    sec = provenance_section(read_provenance(tmp_path))
+    md, page = markdown([sec], tmp_path), html_page("", [sec])
+    assert sec.title == "Provenance"
+    assert prov["config_hash"] in md and prov["config_hash"] in page
+    assert "xtrack" in md and metadata.version("xtrack") in md
     if not NVML_OK:
-        assert "NVML Shared Library Not Found" in sec["markdown"] or NVML_REASON in sec["markdown"]
-    empty = provenance.report_section(tmp_path / "nothing", {})
-    assert "not recorded" in empty["markdown"]
+        assert "NVML Shared Library Not Found" in md or NVML_REASON in md
+    empty = provenance_section(read_provenance(tmp_path / "nothing"))
+    assert "not recorded" in markdown([empty], tmp_path)
 
 
 @pytest.mark.parametrize("content,match", [
     ("{not json", r"is not valid JSON"),
-    ('{"schema": "sharebench.provenance/99"}', r"has schema 'sharebench.provenance/99'; this sharebench reads"),
+    ('{"schema": "sharebench.provenance/99"}', r"has provenance schema version 99; this sharebench reads up to 2"),
 ])
 def test_a_bad_provenance_file_is_a_user_error(tmp_path, content, match):
-    (tmp_path / provenance.FILENAME).write_text(content)
+    (tmp_path / PROVENANCE_JSON).write_text(content)
     with pytest.raises(UserError, match=match):
-        provenance.load(tmp_path)
+        read_provenance(tmp_path)
 
 
 @pytest.mark.parametrize("spec", ["cpu", "opencl"])
 def test_collect_with_the_kernels_real_device(spec):
-    """A DeviceInfo from sharebench.kernel (the CPU, and PoCL's OpenCL device where present)."""
-    from sharebench.kernel import resolve_device
-
+    """A DeviceInfo from sharebench.devices (the CPU, and PoCL's OpenCL device where present)."""
     try:
         dev = resolve_device(spec)
     except UserError as exc:

@@ -39,7 +39,7 @@ def test_report_alone(folders):
     assert "| 1,000 | timeslice:2 | 2 | 11.000 | [10.000, 12.000] | 22.000 | 23.000 |" in md
     assert "| 4.55 | [-12.50, 20.00] |" in md and "| 40.91 | [25.00, 60.00] |" in md and "| 136.54 |" in md
     assert "overlap 50.00% < 95%: replicas did not track together; left out of the loss" in md
-    assert "no machine.json in this folder" in md
+    assert "no provenance.json in this folder" in md
     for name in ("loss_vs_particles", "time_vs_particles", "throughput"):
         assert f"![{name}](plots/{name}.png)" in md
         assert (a / "plots" / f"{name}.svg").read_text().lstrip().startswith("<?xml")

@@ -1,17 +1,29 @@
-"""Results CSV: schema, append-as-you-go, version checks, machine description."""
+"""Results storage: the CSV (schema, append-as-you-go, version checks) and the JSON documents
+(one version convention, legacy spellings read, newer versions refused, provenance absorbing machine.json)."""
 
 from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 
 from sharebench.errors import UserError
-from sharebench.results import (COLUMN_NAMES, COLUMNS, RESULTS_CSV, SCHEMA_VERSION, ResultsWriter, format_cpus,
-                                load_results, schema_markdown, write_machine)
+from sharebench.parse import format_cpu_set
+from sharebench.report import markdown_table
+from sharebench.results import (COLUMN_NAMES, COLUMNS, DOCUMENTS, RESULTS_CSV, SCHEMA_VERSION, ResultsWriter,
+                                load_results, read_json, read_provenance, schema_table, write_json)
+from sharebench.telemetry import collect_provenance
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def schema_markdown() -> str:
+    return markdown_table(pd.DataFrame(schema_table()))
 
 
 def row(i, **kw):
@@ -93,7 +105,7 @@ def test_bad_results_files(tmp_path, content, message):
 
 @pytest.mark.parametrize("cpus, text", [([], ""), ([3], "3"), ([0, 1, 2, 3], "0-3"), ([7, 0, 1, 4, 5], "0-1,4-5,7")])
 def test_format_cpus(cpus, text):
-    assert format_cpus(cpus) == text
+    assert format_cpu_set(cpus) == text
 
 
 def test_schema_documents_every_column():
@@ -104,18 +116,56 @@ def test_schema_documents_every_column():
     assert {c.unit for c in COLUMNS if c.name.endswith("_s") and "_per_" not in c.name} == {"s"}
 
 
-def test_machine_description(tmp_path):
-    p = write_machine(tmp_path, device={"spec": "cpu", "kind": "cpu"}, command=["sharebench", "run", "--x"])
-    m = json.loads(p.read_text())
-    assert m["command"] == ["sharebench", "run", "--x"]
-    assert m["cpu"]["logical_cores"] >= 1 and m["cpu"]["memory_bytes"] > 0
-    assert m["libraries"]["xtrack"] == "0.118.4"
+def test_provenance_describes_the_machine(tmp_path):
+    prov = collect_provenance({"spec": "cpu", "kind": "cpu", "backend": "cpu"}, command=["sharebench", "run", "--x"])
+    assert prov["command"] == ["sharebench", "run", "--x"]
+    assert prov["host"]["cpu_logical"] >= 1 and prov["host"]["mem_bytes"] > 0 and prov["host"]["usable_cores"] >= 1
+    assert prov["libraries"]["xtrack"] == "0.118.4"
     # no NVIDIA driver here: the reason is recorded, never a made-up GPU
-    assert m["nvidia"]["nvml"] == "ok" or m["nvidia"]["nvml"].startswith("unavailable")
+    assert prov["nvidia"]["available"] is True or prov["nvidia"]["reason"].startswith("NVML unavailable")
+
+
+def test_json_documents_carry_kind_and_version(tmp_path):
+    p = write_json(tmp_path / "sweep.json", "sweep", {"sweeps": [1]})
+    doc = json.loads(p.read_text())
+    assert list(doc)[:2] == ["kind", "schema_version"] and doc["schema_version"] == DOCUMENTS["sweep"]
+    assert read_json(p, "sweep") == {"sweeps": [1]}
+
+
+@pytest.mark.parametrize("content, kind, message", [
+    ("{", "sweep", "is not valid JSON (Expecting property name enclosed in double quotes at line 1); "
+     "re-run what wrote it or delete the file"),
+    ('{"kind": "bench", "schema_version": 1}', "sweep", "is not a sharebench sweep document (it holds 'bench')"),
+    ('{"kind": "sweep", "schema_version": 7}', "sweep",
+     "has sweep schema version 7; this sharebench reads up to 1: upgrade sharebench to read it"),
+    ('{"schema": "sharebench.provenance/99"}', "provenance",
+     "has provenance schema version 99; this sharebench reads up to 2: upgrade sharebench to read it"),
+])
+def test_bad_documents_say_what_to_do(tmp_path, content, kind, message):
+    p = tmp_path / "doc.json"
+    p.write_text(content)
+    with pytest.raises(UserError) as e:
+        read_json(p, kind)
+    assert str(e.value) == f"{p} {message}"
+
+
+def test_first_release_spellings_are_read(tmp_path):
+    (tmp_path / "record.json").write_text('{"record_version": 1, "track_s": 2.5}')
+    assert read_json(tmp_path / "record.json", "record") == {"track_s": 2.5}
+    (tmp_path / "sweep.json").write_text('{"sweeps": []}')
+    assert read_json(tmp_path / "sweep.json", "sweep") == {"sweeps": []}
+
+
+def test_committed_first_release_folders_read_as_current_provenance():
+    """docs/results was written by the first release: provenance schema 1 beside machine.json."""
+    prov = read_provenance(ROOT / "docs" / "results" / "h200" / "cuda")
+    assert prov["gpu"]["model_key"] == "H200" and prov["nvidia"]["driver_version"].startswith("580.")
+    assert prov["nvidia"]["gpus"][0]["name"] == "NVIDIA H200"
+    assert prov["host"]["usable_cores"] >= 1 and len(prov["host"]["load_avg_1m_5m_15m"]) == 3
+    assert prov["cuda_runtime"].startswith("CUDA runtime 13.")
+    assert prov["device"]["memory_bytes"] > 0
 
 
 def test_readme_section_holds_the_current_schema():
-    from pathlib import Path
-
-    doc = Path(__file__).resolve().parents[1] / "docs" / "readme" / "sweep.md"
-    assert schema_markdown() in doc.read_text(), "docs/readme/sweep.md: paste sharebench.results.schema_markdown()"
+    doc = ROOT / "docs" / "readme" / "sweep.md"
+    assert schema_markdown() in doc.read_text(), "docs/readme/sweep.md: paste the schema table (test_results)"

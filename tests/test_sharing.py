@@ -15,7 +15,8 @@ import pytest
 from sharebench.errors import UserError
 from sharebench.sharing import (MpsDaemon, ReplicaPlan, check_mps_available, find_mig_instances,
                                 parse_nvidia_smi_list, partition_cpus, plan_cell, run_cell, select_instances)
-from sharebench.sharing.executor import CellPlan, _device_check
+from sharebench.sharing import CellPlan
+from sharebench.sharing.executor import check_devices
 
 # `nvidia-smi -L` as printed by a driver with MIG on (format of NVIDIA's MIG user guide)
 SMI_L = """\
@@ -51,7 +52,7 @@ def lattice(tmp_path_factory) -> Path:
 
 
 def device(spec: str):
-    from sharebench.kernel import resolve_device
+    from sharebench.devices import resolve_device
 
     try:
         return resolve_device(spec)
@@ -180,13 +181,13 @@ def test_barrier_timeout(tmp_path, lattice):
     ("mig", ["MIG-a", "MIG-b"], ""),
     ("mig", ["MIG-a", "MIG-x"], "replicas not on their MIG instances: replica 1 on MIG-x instead of MIG-b"),
 ])
-def test_device_check(kind, uuids, message):
+def testcheck_devices(kind, uuids, message):
     from sharebench.modes import parse_mode
 
     mode = parse_mode("mig:3g" if kind == "mig" else "timeslice:2")
     reps = [ReplicaPlan(i, "cuda:0", mig_uuid=f"MIG-{'ab'[i]}" if kind == "mig" else "", parent_uuid="GPU-p")
             for i in range(2)]
-    assert _device_check(CellPlan(mode, {}, reps), [{"device_uuid": u} for u in uuids]) == message
+    assert check_devices(CellPlan(mode, {}, reps), [{"device_uuid": u} for u in uuids]) == message
 
 
 # --------------------------------------------------------------------------- MPS

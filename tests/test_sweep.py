@@ -12,6 +12,7 @@ from test_sharing import tiny_lattice
 
 from sharebench.errors import UserError
 from sharebench.results import load_results
+from sharebench.report import build_report
 from sharebench.sweep import SweepConfig, parse_particles, run_sweep, validate
 
 
@@ -22,7 +23,7 @@ def lattice(tmp_path_factory):
 
 def cfg(lattice_path, **kw):
     base = dict(device="cpu", modes=["exclusive"], particles=[2000], turns=20, repeats=1, warmup_repeats=0,
-                lattice=lattice_path, progress=False, report=False, telemetry_interval_s=None, command=["test"])
+                lattice=lattice_path, progress=False, telemetry_interval_s=None, command=["test"])
     base.update(kw)
     return SweepConfig(**base)
 
@@ -40,8 +41,8 @@ def test_parse_particles(text, values):
     (dict(particles="0"), "bad particle count '0'; allowed: whole numbers > 0 such as 10000 or 5e6"),
     (dict(particles="-5"), "bad particle count '-5'; allowed: whole numbers > 0 such as 10000 or 5e6"),
     (dict(particles="1.5"), "bad particle count '1.5'; allowed: whole numbers > 0 such as 10000 or 5e6"),
-    (dict(repeats=0), "bad repeats 0; allowed: an integer >= 1"),
-    (dict(turns=0), "bad turns 0; allowed: an integer >= 1"),
+    (dict(repeats=0), "bad repeats 0; allowed: a whole number >= 1"),
+    (dict(turns=0), "bad turns 0; allowed: a whole number >= 1"),
     (dict(modes=["mps:2"]), "mps:2 needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is cpu"),
     (dict(modes=["partition:64"]), "partition:64 needs at least 64 cores; this process may use"),
     (dict(modes=["mig:1g"]), "mig:1g needs an NVIDIA GPU through CUDA (--device cuda); the device is cpu"),
@@ -58,7 +59,7 @@ def test_bad_input_is_refused_before_anything_runs(lattice, tmp_path, change, me
 
 
 def test_too_many_particles_for_the_memory(lattice):
-    from sharebench.kernel import resolve_device
+    from sharebench.devices import resolve_device
 
     mem = resolve_device("cpu").memory_bytes
     # 96 B per particle with simpletrack (+ a fixed overhead): fits alone, not in half the memory
@@ -121,15 +122,15 @@ def _check_consistent(out, modes, particles, repeats, warmups):
     md = (out / "report.md").read_text()
     assert "## Time-slicing: N replicas on one device at once" in md and "## Partition scaling" in md
     assert "timeslice:2" in (out / "report.html").read_text()
-    m = json.loads((out / "machine.json").read_text())
-    assert m["command"] == ["test"]
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["command"] == ["test"] and prov["kind"] == "provenance"
     return df
 
 
 @pytest.mark.parametrize("device", ["opencl:0.0", "cpu"])
 def test_tiny_sweep_end_to_end(lattice, tmp_path, device):
     """CI's sweep: exclusive, timeslice:2, partition:2 on PoCL and on the CPU context, tables consistent."""
-    from sharebench.kernel import resolve_device
+    from sharebench.devices import resolve_device
 
     try:
         resolve_device(device)
@@ -141,7 +142,8 @@ def test_tiny_sweep_end_to_end(lattice, tmp_path, device):
     # PoCL: one warm-up + one measured repeat; CPU context: two measured repeats (CI budget)
     repeats, warmups = (1, 1) if device.startswith("opencl") else (2, 0)
     out = run_sweep(cfg(lattice, device=device, modes=modes, particles=[3000], turns=60, repeats=repeats,
-                        warmup_repeats=warmups, report=True, telemetry_interval_s=0.1), tmp_path / "r")
+                        warmup_repeats=warmups, telemetry_interval_s=0.1), tmp_path / "r")
+    build_report(out)
     df = _check_consistent(out, modes, [3000], repeats, warmups)
     assert set(df["device_class"]) == {"cpu"} and set(df["backend"]) == {device.split(":")[0]}
     if any(c.startswith("tel_") for c in df.columns):  # telemetry hook present: its summary is on every row
@@ -161,8 +163,8 @@ def test_resume_runs_only_what_is_missing_and_refuses_to_overwrite(lattice, tmp_
     assert_allclose(after["track_s"].iloc[0], first["track_s"].iloc[0])
     assert "resumed: 1 cell(s) already on disk" in (out / "notes.txt").read_text()
     assert len(json.loads((out / "sweep.json").read_text())["sweeps"]) == 2
-    # the first session's machine description stays; the second session's sits beside it
-    assert len(list(out.glob("machine-*.json"))) == 1 and (out / "machine.json").exists()
+    # the first session's provenance stays; the second session's sits beside it
+    assert len(list(out.glob("provenance-*.json"))) == 1 and (out / "provenance.json").exists()
 
 
 def test_stop_after_then_resume(lattice, tmp_path):

@@ -14,7 +14,7 @@ from numpy.testing import assert_allclose
 
 from sharebench.errors import UserError
 from sharebench.telemetry import SUMMARY_COLUMNS, make_sampler, nvml_status, summarize
-from sharebench.telemetry.nvml import normalise_uuid
+from sharebench.devices.nvml import normalise_uuid
 
 CPU_DEVICE = {"kind": "cpu", "backend": "cpu", "name": "host CPU", "uuid": None}
 GPU_DEVICE = {"kind": "gpu", "backend": "cuda", "name": "NVIDIA H200", "uuid": None, "spec": "cuda:0"}
@@ -177,7 +177,7 @@ def test_uuid_spelling(raw, want):
 
 @pytest.mark.parametrize("spec", ["cpu", "opencl"])
 def test_sampler_takes_the_kernels_device_info(spec):
-    from sharebench.kernel import resolve_device
+    from sharebench.devices import resolve_device
 
     try:
         dev = resolve_device(spec)

@@ -23,7 +23,9 @@ from numpy.testing import assert_allclose
 from sharebench import analysis
 from sharebench.errors import UserError
 from sharebench.results import ResultsWriter
-from sharebench.telemetry import report as tel_report
+from sharebench.analysis import telemetry as tel_analysis
+from sharebench.report.render import Image, markdown
+from sharebench.report.sections import telemetry_section
 
 BASE = dict(sweep_id="crafted", engine="simpletrack", lattice="generated", turns=10, particles=2000, host="h",
             status="ok", error="", cell_status="ok", cell_error="", device_class="gpu", backend="cuda",
@@ -59,7 +61,7 @@ def crafted(tmp_path):
 
 
 def test_energy_over_the_tracking_window(crafted):
-    cells = tel_report.cell_telemetry(crafted).set_index("cell_id")
+    cells = tel_analysis.cell_telemetry(crafted).set_index("cell_id")
     assert_allclose(cells.loc["exclusive_r1", "track_energy_j"], 1000.0, rtol=1e-9)
     assert cells.loc["exclusive_r1", "track_energy_source"] == "nvml_counter"
     assert_allclose(cells.loc["exclusive_r2", "track_energy_j"], 1300.0)
@@ -71,31 +73,32 @@ def test_energy_over_the_tracking_window(crafted):
 
 
 def test_energy_table_and_cost(crafted, monkeypatch):
-    monkeypatch.setenv(tel_report.PRICE_ENV, "3.6")
+    monkeypatch.setenv(tel_analysis.PRICE_ENV, "3.6")
     tables = analysis.analyse(crafted)
-    sec = tel_report.report_section(crafted, tables)
+    sec = telemetry_section(crafted, tables)
+    md = markdown([sec], crafted)
     summary = pd.read_csv(crafted / "telemetry_summary.csv").set_index("mode")
     assert_allclose(summary.loc["exclusive", "energy_j_per_mpt"], 50_000.0, rtol=1e-9)
     assert_allclose(summary.loc["timeslice:2", "energy_j_per_mpt"], 42_625.0, rtol=1e-9)
     assert_allclose(summary.loc["exclusive", "throughput_pt_per_s"], 20_000 / 5.2, rtol=1e-9)
     assert_allclose(summary.loc["exclusive", "cost_per_1e9_pt"], 3.6 / 3600 / (20_000 / 5.2) * 1e9, rtol=1e-9)
     assert_allclose(summary.loc["timeslice:2", "gain"], (40_000 / 11) / (20_000 / 5.2), rtol=1e-9)
-    assert "cost / 10⁹ pt" in sec["markdown"] and "| 260 |" in sec["markdown"]
-    assert "environment SHAREBENCH_PRICE_PER_GPU_HOUR" in sec["markdown"]
-    assert [p.name for p in sec["images"]] == ["energy_per_mpt.png"]
+    assert "cost / 10⁹ pt" in md and "| 260 |" in md
+    assert "environment SHAREBENCH_PRICE_PER_GPU_HOUR" in md
+    assert [b.path.name for b in sec.blocks if isinstance(b, Image)] == ["energy_per_mpt.png"]
 
 
 def test_no_price_no_cost_column(crafted, monkeypatch):
-    monkeypatch.delenv(tel_report.PRICE_ENV, raising=False)
-    sec = tel_report.report_section(crafted, analysis.analyse(crafted))
-    assert "cost / 10⁹ pt" not in sec["markdown"]
-    assert "No price given" in sec["markdown"]
+    monkeypatch.delenv(tel_analysis.PRICE_ENV, raising=False)
+    md = markdown([telemetry_section(crafted, analysis.analyse(crafted))], crafted)
+    assert "cost / 10⁹ pt" not in md
+    assert "No price given" in md
 
 
 def test_a_bad_price_is_a_user_error(crafted, monkeypatch):
-    monkeypatch.setenv(tel_report.PRICE_ENV, "cheap")
+    monkeypatch.setenv(tel_analysis.PRICE_ENV, "cheap")
     with pytest.raises(UserError, match=r"SHAREBENCH_PRICE_PER_GPU_HOUR='cheap' is not a price"):
-        tel_report.report_section(crafted, analysis.analyse(crafted))
+        telemetry_section(crafted, analysis.analyse(crafted))
 
 
 @pytest.mark.parametrize("t0,t1,want,source", [
@@ -104,7 +107,7 @@ def test_a_bad_price_is_a_user_error(crafted, monkeypatch):
 ])
 def test_window_energy_needs_covering_samples(t0, t1, want, source):
     t = np.arange(8.0, 16.5, 0.5)
-    got, src = tel_report.window_energy_j(pd.DataFrame({"t_epoch_s": t, "energy_mj": 200_000.0 * t}), t0, t1)
+    got, src = tel_analysis.window_energy_j(pd.DataFrame({"t_epoch_s": t, "energy_mj": 200_000.0 * t}), t0, t1)
     assert_allclose(got, want, rtol=1e-9)
     assert src == source
 
@@ -117,7 +120,7 @@ def test_window_means_use_only_samples_inside_the_tracking_window():
                             "mig1_sm_active_pct": np.where(inside, 90.0, 0.0),
                             "mig2_sm_active_pct": np.where(inside, 50.0, 0.0),
                             "power_w": np.where(inside, 300.0, 100.0)})
-    got = tel_report.window_means(samples, 10.0, 12.0)
+    got = tel_analysis.window_means(samples, 10.0, 12.0)
     assert_allclose([got["win_proc_busy_cores"], got["win_sm_active_pct"], got["win_power_w"]],
                     [1.0, 70.0, 300.0], rtol=1e-12)
     assert "win_gpu_util_pct" not in got  # not sampled, not invented

@@ -1,4 +1,17 @@
-"""The one error type for what a user can fix."""
+"""The one error type for what a user can fix, and the one way a message becomes one line."""
+
+from __future__ import annotations
+
+
+def one_line(text: object, limit: int | None = None) -> str:
+    """``text`` (a message or an exception) on one line, cut to ``limit`` characters with "...";
+    an exception with no message reads as its type's name."""
+    s = " ".join(str(text).split())
+    if not s and isinstance(text, BaseException):
+        s = type(text).__name__
+    if limit is not None and len(s) > limit:
+        s = s[: limit - 3] + "..."
+    return s
 
 
 class UserError(Exception):
@@ -10,5 +23,4 @@ class UserError(Exception):
     """
 
     def __init__(self, message: str):
-        message = " ".join(str(message).split())  # always one line
-        super().__init__(message)
+        super().__init__(one_line(message))

@@ -125,3 +125,22 @@ def layout_profiles(model: GpuModel | str, layout: str) -> list[MigProfile]:
         return []
     p = m.profile(name[4:])
     return [p] * p.max_count
+
+
+def models_with_profile(profile: str) -> list[GpuModel]:
+    """The models that have a MIG profile of this name (``1g.18gb`` exists on the H200 only)."""
+    return [m for m in GPU_MODELS.values() if any(p.name == profile for p in m.profiles)]
+
+
+def profile_name(model_key: str | None, sms: int | None, memory_bytes: int | None) -> str | None:
+    """The profile (``1g.18gb``) of a MIG instance of a model from its SMs and memory, or None."""
+    if not model_key or not sms:
+        return None
+    model = GPU_MODELS.get(model_key)
+    if model is None:
+        return None
+    cands = [p for p in model.profiles if p.sms == sms]
+    if len(cands) > 1 and memory_bytes:
+        gb = memory_bytes / 1e9
+        cands = [min(cands, key=lambda p: abs(p.mem_gb - gb))]
+    return cands[0].name if len(cands) == 1 else None

@@ -74,3 +74,12 @@ def parse_modes(text: str | list[str]) -> list[Mode]:
     if not modes:
         raise UserError("no sharing mode given; allowed: " + ALLOWED)
     return modes
+
+
+def mode_sort_key(mode: str) -> tuple:
+    """The order tables and plots list modes in: exclusive, time-slicing, MPS, MIG, partitions,
+    each by replica count (``timeslice:2`` before ``timeslice:8``)."""
+    kind, _, arg = str(mode).partition(":")
+    order = {"exclusive": 0, "timeslice": 1, "mps": 2, "mig": 3, "partition": 4}.get(kind, 9)
+    num = arg.split("@")[0]
+    return (order, int(num) if num.isdigit() else 0, arg)

@@ -1,21 +1,48 @@
-"""The Simpletrack workload: engines, contexts, lattice, one run, replica entry.
+"""The Simpletrack workload: LHC particle tracking on one device, as one replica of a sharing cell.
 
-See docs/architecture.md (Kernel) for the contract. Heavy imports (xtrack,
-pyopencl, cupy) happen only when a run or a lattice needs them.
+A replica (``python -m sharebench.kernel.replica --config CFG.json --out REC.json``, see
+:data:`REPLICA_MODULE`) resolves its device, checks the particles fit, loads the lattice, builds an
+engine, prepares matched particles, waits at the barrier, tracks (the timed window) and writes its
+:class:`RunRecord`. :func:`run_bench` runs engines x devices x particle counts for speed.
+See docs/architecture.md (Kernel) for the contract.
+
+Modules:
+
+* ``config``: RunConfig (what one replica does), RunRecord (what it measured);
+* ``run``: run_replica (set-up, barrier, track, record), pin_cpus;
+* ``replica``: the replica process entry;
+* ``bench``: BenchConfig, run_bench, summarize, to_markdown;
+* ``engines``: the Engine protocol, make_engine; ``engines.simpletrack`` (our kernel, its C source
+  ``engines/simpletrack.c`` and a backend class per context: CPU, OpenCL, CUDA), ``engines.xtrack``;
+* ``elements``: one class per element type (packer, decoder, numpy step); pack_line, track_numpy;
+* ``lattice``: the generated LHC-like ring, line files, the lattice caches;
+* ``distribution``: linear optics and the matched Gaussian distribution;
+* ``state``: the particle state arrays; ``memory``: bytes a run needs; ``cache``: the cache folder.
+
+Devices come from ``sharebench.devices``. Heavy imports (xtrack, xobjects, pyopencl, cupy) happen
+only when a run or a lattice needs them.
 """
 
+from sharebench.kernel.bench import BenchConfig, run_bench
 from sharebench.kernel.config import RunConfig, RunRecord
-from sharebench.kernel.devices import DeviceInfo, list_devices, resolve_device
+from sharebench.kernel.engines import ENGINES, Engine, check_engine, make_engine
 from sharebench.kernel.memory import bytes_per_particle, check_fits
-from sharebench.kernel.run import run_replica
+from sharebench.kernel.run import pin_cpus, run_replica
+
+REPLICA_MODULE = "sharebench.kernel.replica"  # python -m REPLICA_MODULE --config CFG.json --out REC.json
 
 __all__ = [
-    "DeviceInfo",
+    "ENGINES",
+    "REPLICA_MODULE",
+    "BenchConfig",
+    "Engine",
     "RunConfig",
     "RunRecord",
     "bytes_per_particle",
+    "check_engine",
     "check_fits",
-    "list_devices",
-    "resolve_device",
+    "make_engine",
+    "pin_cpus",
+    "run_bench",
     "run_replica",
 ]

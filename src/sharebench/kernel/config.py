@@ -1,13 +1,16 @@
-"""RunConfig (what one replica does) and RunRecord (what it measured)."""
+"""RunConfig (what one replica does) and RunRecord (what it measured).
+
+A record is stored as the JSON document of kind ``"record"`` (``sharebench.results.store``), whose
+``schema_version`` versions it."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
 
+from sharebench.devices import check_spec
 from sharebench.errors import UserError
-
-RECORD_VERSION = 1
+from sharebench.kernel.engines import check_engine
 
 
 @dataclass
@@ -38,9 +41,7 @@ class RunConfig:
         self.validate()
 
     def validate(self) -> None:
-        from sharebench.kernel.devices import check_spec
-        from sharebench.kernel.memory import check_engine
-
+        """UserError naming the first bad field and what is allowed; normalises engine, device, cpus."""
         self.engine = check_engine(self.engine)
         self.device = check_spec(self.device)
         for name, lo in (("particles", 1), ("turns", 1), ("warmup_turns", 0), ("block_size", 1)):
@@ -64,7 +65,7 @@ class RunConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "RunConfig":
+    def from_dict(cls, d: dict) -> RunConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
@@ -72,7 +73,7 @@ class RunConfig:
         return cls(**d)
 
     @classmethod
-    def from_json(cls, path) -> "RunConfig":
+    def from_json(cls, path) -> RunConfig:
         try:
             with open(path) as fh:
                 d = json.load(fh)
@@ -108,16 +109,13 @@ class RunRecord:
     pid: int
     replica: int
     compile_s: float = 0.0  # kernel build (part of setup_s); small when the cache is hit
-    record_version: int = RECORD_VERSION
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "RunRecord":
+    def from_dict(cls, d: dict) -> RunRecord:
+        """A record from its dict form (as ``read_json(path, "record")`` returns it); other keys are ignored."""
         known = {f.name for f in fields(cls)}
-        version = d.get("record_version", RECORD_VERSION)
-        if version > RECORD_VERSION:
-            raise UserError(f"run record version {version} is newer than this sharebench reads ({RECORD_VERSION}); upgrade sharebench")
         return cls(**{k: v for k, v in d.items() if k in known})

@@ -13,6 +13,8 @@ cost per turn matches that line's.
 from __future__ import annotations
 
 import gzip
+import hashlib
+import io
 import json
 import math
 import warnings
@@ -22,6 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from sharebench.errors import UserError
+from sharebench.files import write_atomic
+from sharebench.kernel.cache import cache_dir
+from sharebench.kernel.elements import SOURCE_DIR, PackedLine, pack_line
 
 CIRCUMFERENCE_M = 26658.8832
 P0C_EV = 7e12
@@ -52,7 +57,7 @@ def fix_missing_shifts(line, elements_dict: dict | None = None) -> int:
 
 def load_line(path):
     """Load an Xsuite line from JSON or JSON.gz; UserError if it is not one."""
-    import xtrack as xt
+    import xtrack as xt  # noqa: PLC0415 - slow to import: only where a line is built
 
     p = Path(path)
     if not p.is_file():
@@ -69,7 +74,7 @@ def load_line(path):
         _quiet()
         try:
             line = xt.Line.from_dict(data)
-        except Exception as exc:  # a malformed line: say so in one line
+        except Exception as exc:  # noqa: BLE001 - a malformed line: say so in one line
             raise UserError(f"lattice file {str(path)!r} could not be read as an Xsuite line: {type(exc).__name__}: {exc}") from None
     if line.particle_ref is None:
         raise UserError(f"lattice file {str(path)!r} has no reference particle (particle_ref)")
@@ -132,100 +137,126 @@ def _assign_orders(rng, min_orders: list[int]) -> list[int]:
     return out
 
 
-def _cells(rng, n_cells, k1l_qf, k1l_qd, k2l_sf, k2l_sd, errors=True):
-    """The ring's cells as lists of (kind, kwargs, drift_after_m); None drift: adjacent."""
-    # roles per cell: 2 quadrupoles (2 slices each), 2 sextupoles, 2 octupoles,
-    # 2 orbit correctors, dipole slices, and spool pieces / correctors
-    dip = np.full(n_cells, N_DIPOLE_SLICES // n_cells)
-    dip[rng.choice(n_cells, N_DIPOLE_SLICES - dip.sum(), replace=False)] += 1
-    fixed = 10
-    n_spool = N_MULTIPOLES - N_DIPOLE_SLICES - fixed * n_cells
-    spool = np.full(n_cells, n_spool // n_cells)
-    spool[rng.choice(n_cells, n_spool - spool.sum(), replace=False)] += 1
-    theta = 2 * math.pi / N_DIPOLE_SLICES
-    roles = []  # (cell, role, sign)
+ROLE_MIN_ORDER = {"quad": 1, "sext": 2, "oct": 3, "corr": 0, "dipole": 0, "spool": 0}
+FIXED_ROLES_PER_CELL = 10  # per sign: 2 quadrupole slices, a sextupole, an octupole, a corrector
+DRIFTED_ROLES = ("dipole", "quad")  # always followed by a drift
+DRIFT_AFTER_M = {"dipole": DIPOLE_SLICE_M, "quad": 0.8}  # any other role: 0.25 m
+DIPOLE_ANGLE_RAD = 2 * math.pi / N_DIPOLE_SLICES
+
+
+def _spread(rng, n_cells: int, total: int) -> np.ndarray:
+    """``total`` items over ``n_cells`` as evenly as possible, the remainder on random cells."""
+    per_cell = np.full(n_cells, total // n_cells)
+    per_cell[rng.choice(n_cells, total - per_cell.sum(), replace=False)] += 1
+    return per_cell
+
+
+def _cell_roles(rng, n_cells: int) -> tuple[list[tuple[int, str, int]], np.ndarray, np.ndarray]:
+    """Every multipole's (cell, role, sign): per cell 2 quadrupoles (2 slices each), 2 sextupoles,
+    2 octupoles, 2 orbit correctors, dipole slices, and spool pieces / correctors; with the dipole
+    slices and spool pieces per cell."""
+    dip = _spread(rng, n_cells, N_DIPOLE_SLICES)
+    spool = _spread(rng, n_cells, N_MULTIPOLES - N_DIPOLE_SLICES - FIXED_ROLES_PER_CELL * n_cells)
+    roles = []
     for c in range(n_cells):
         for sign in (1, -1):
             roles += [(c, "quad", sign), (c, "quad", sign), (c, "sext", sign), (c, "oct", sign), (c, "corr", sign)]
         roles += [(c, "dipole", 0)] * int(dip[c]) + [(c, "spool", 0)] * int(spool[c])
-    min_order = {"quad": 1, "sext": 2, "oct": 3, "corr": 0, "dipole": 0, "spool": 0}
-    orders = _assign_orders(rng, [min_order[r[1]] for r in roles])
-    # which multipoles are followed by a drift: all dipole and quadrupole slices,
-    # then a random choice among the others to reach N_DRIFTS
-    others = [i for i, r in enumerate(roles) if r[1] not in ("dipole", "quad")]
-    n_dr_other = N_DRIFTS - sum(1 for r in roles if r[1] in ("dipole", "quad"))
+    return roles, dip, spool
+
+
+def _drift_after(rng, roles: list[tuple[int, str, int]]) -> np.ndarray:
+    """Which multipoles a drift follows: all dipole and quadrupole slices, then a random choice among
+    the others to reach N_DRIFTS."""
+    others = [i for i, r in enumerate(roles) if r[1] not in DRIFTED_ROLES]
+    n_dr_other = N_DRIFTS - sum(1 for r in roles if r[1] in DRIFTED_ROLES)
     drift_after = np.zeros(len(roles), dtype=bool)
-    drift_after[[i for i, r in enumerate(roles) if r[1] in ("dipole", "quad")]] = True
+    drift_after[[i for i, r in enumerate(roles) if r[1] in DRIFTED_ROLES]] = True
     drift_after[rng.choice(others, n_dr_other, replace=False)] = True
+    return drift_after
 
-    def magnet(role, sign, order):
-        if role == "dipole":
-            knl, ksl = _errors(rng, order, theta) if errors else (np.zeros(order + 1), np.zeros(order + 1))
-            knl[0] = theta
-            return {"knl": knl, "ksl": ksl, "hxl": theta, "length": DIPOLE_SLICE_M}
-        knl, ksl = np.zeros(order + 1), np.zeros(order + 1)
-        if role == "quad":
-            k1l = (k1l_qf if sign > 0 else k1l_qd) / 2
-            if errors:
-                knl, ksl = _errors(rng, order, k1l, 0.5)
-            knl[1] = k1l
-        elif role == "sext":
-            knl[2] = k2l_sf if sign > 0 else k2l_sd
-        elif role == "oct":
-            knl[3] = 0.4 * sign
-        elif role == "corr":
-            knl[0], ksl[0] = rng.normal(size=2) * 1e-7 if errors else (0.0, 0.0)
-        elif errors:  # spool pieces: a small random component of their top order
-            knl[order] = rng.normal() * 1e-3 * math.factorial(order) / R_REF_M ** max(order - 2, 0)
-        return {"knl": knl, "ksl": ksl}
 
+def _magnet(rng, role: str, sign: int, order: int, strengths: tuple[float, float, float, float], errors: bool) -> dict:
+    """A multipole's knl/ksl (and, for a dipole slice, hxl and length) for its role."""
+    k1l_qf, k1l_qd, k2l_sf, k2l_sd = strengths
+    if role == "dipole":
+        theta = DIPOLE_ANGLE_RAD
+        knl, ksl = _errors(rng, order, theta) if errors else (np.zeros(order + 1), np.zeros(order + 1))
+        knl[0] = theta
+        return {"knl": knl, "ksl": ksl, "hxl": theta, "length": DIPOLE_SLICE_M}
+    knl, ksl = np.zeros(order + 1), np.zeros(order + 1)
+    if role == "quad":
+        k1l = (k1l_qf if sign > 0 else k1l_qd) / 2
+        if errors:
+            knl, ksl = _errors(rng, order, k1l, 0.5)
+        knl[1] = k1l
+    elif role == "sext":
+        knl[2] = k2l_sf if sign > 0 else k2l_sd
+    elif role == "oct":
+        knl[3] = 0.4 * sign
+    elif role == "corr":
+        knl[0], ksl[0] = rng.normal(size=2) * 1e-7 if errors else (0.0, 0.0)
+    elif errors:  # spool pieces: a small random component of their top order
+        knl[order] = rng.normal() * 1e-3 * math.factorial(order) / R_REF_M ** max(order - 2, 0)
+    return {"knl": knl, "ksl": ksl}
+
+
+def _cell_sequence(roles: list[tuple[int, str, int]], idx: list[int]) -> list[int]:
+    """One cell's multipoles in beam order: [QF a, QF b, SF, MO, MCB, half the dipoles and spools,
+    QD a, QD b, SD, MO, MCB, the rest], spool pieces interleaved after dipole slices."""
+    head_f, head_d = idx[0:5], idx[5:10]
+    body = idx[10:]
+    dips = [k for k in body if roles[k][1] == "dipole"]
+    spls = [k for k in body if roles[k][1] == "spool"]
+    order_body = []
+    per = max(1, len(dips))
+    for j, d in enumerate(dips):
+        order_body.append(d)
+        order_body += spls[j * len(spls) // per:(j + 1) * len(spls) // per]
+    half = len(order_body) // 2
+    return head_f + order_body[:half] + head_d + order_body[half:]
+
+
+def _fill_cell(cell: list[tuple], pre_qd: int, n_cells: int) -> None:
+    """Give the cell's remaining length to the drifts before each quadrupole (in place), keeping the
+    number of drifts."""
+    used = sum(e[2] for e in cell if e[2] is not None)
+    fill = (CIRCUMFERENCE_M / n_cells - used) / 2
+    for pos in (pre_qd, len(cell) - 1):
+        kind, kw, d, role = cell[pos]
+        cell[pos] = (kind, kw, (d or 0.0) + fill, role)
+        if d is None:  # gained a drift: take one away elsewhere to keep the count
+            for q in range(len(cell) - 2, -1, -1):
+                if cell[q][2] is not None and cell[q][3] in ("spool", "sext", "oct", "corr") and q != pre_qd:
+                    cell[q] = (cell[q][0], cell[q][1], None, cell[q][3])
+                    cell[pos] = (kind, kw, cell[pos][2] + 0.25, role)
+                    break
+
+
+def _cells(rng, n_cells, k1l_qf, k1l_qd, k2l_sf, k2l_sd, errors=True):
+    """The ring's cells as lists of (kind, kwargs, drift_after_m, role); None drift: adjacent."""
+    roles, dip, spool = _cell_roles(rng, n_cells)
+    orders = _assign_orders(rng, [ROLE_MIN_ORDER[r[1]] for r in roles])
+    drift_after = _drift_after(rng, roles)
+    strengths = (k1l_qf, k1l_qd, k2l_sf, k2l_sd)
     cells = []
     i = 0
     for c in range(n_cells):
-        idx = list(range(i, i + 10 + int(dip[c]) + int(spool[c])))
+        idx = list(range(i, i + FIXED_ROLES_PER_CELL + int(dip[c]) + int(spool[c])))
         i = idx[-1] + 1
-        # layout: [QF a, QF b, SF, MO, MCB, half the dipoles and spools, QD a, QD b, SD, MO, MCB, the rest]
-        head_f, head_d = idx[0:5], idx[5:10]
-        body = idx[10:]
-        dips = [k for k in body if roles[k][1] == "dipole"]
-        spls = [k for k in body if roles[k][1] == "spool"]
-        # interleave spool pieces after dipole slices
-        order_body = []
-        per = max(1, len(dips))
-        for j, d in enumerate(dips):
-            order_body.append(d)
-            order_body += spls[j * len(spls) // per:(j + 1) * len(spls) // per]
-        half = len(order_body) // 2
-        seq = head_f + order_body[:half] + head_d + order_body[half:]
+        seq = _cell_sequence(roles, idx)
         cell = []
         for k in seq:
             _c, role, sign = roles[k]
-            if role == "dipole":
-                d = DIPOLE_SLICE_M
-            elif role == "quad":
-                d = 0.8
-            else:
-                d = 0.25
-            cell.append(("Multipole", magnet(role, sign, orders[k]), d if drift_after[k] else None, role))
-        # fill: the remaining length goes to the drifts before each quadrupole
-        used = sum(e[2] for e in cell if e[2] is not None)
-        fill = (CIRCUMFERENCE_M / n_cells - used) / 2
-        pre_qd = seq.index(head_d[0]) - 1
-        for pos in (pre_qd, len(cell) - 1):
-            kind, kw, d, role = cell[pos]
-            cell[pos] = (kind, kw, (d or 0.0) + fill, role)
-            if d is None:  # gained a drift: take one away elsewhere to keep the count
-                for q in range(len(cell) - 2, -1, -1):
-                    if cell[q][2] is not None and cell[q][3] in ("spool", "sext", "oct", "corr") and q != pre_qd:
-                        cell[q] = (cell[q][0], cell[q][1], None, cell[q][3])
-                        cell[pos] = (kind, kw, cell[pos][2] + 0.25, role)
-                        break
+            drift_m = DRIFT_AFTER_M.get(role, 0.25) if drift_after[k] else None
+            cell.append(("Multipole", _magnet(rng, role, sign, orders[k], strengths, errors), drift_m, role))
+        _fill_cell(cell, seq.index(idx[5]) - 1, n_cells)
         cells.append(cell)
     return cells
 
 
 def _build(elements, names):
-    import xtrack as xt
+    import xtrack as xt  # noqa: PLC0415 - slow to import: only where a line is built
 
     with warnings.catch_warnings():
         _quiet()
@@ -236,7 +267,7 @@ def _build(elements, names):
 
 
 def _make(kind, kw):
-    import xtrack as xt
+    import xtrack as xt  # noqa: PLC0415 - slow to import: only where a line is built
 
     with warnings.catch_warnings():
         _quiet()
@@ -290,38 +321,28 @@ def generate_ring(seed: int = 20241021, k1l=None, k2l=None, n_cells: int = N_CEL
 # caches: the packed line (what the simpletrack engine reads) and the
 # generated ring as a line file, so that a replica's set-up stays short
 # ----------------------------------------------------------------------------
+def _source_files() -> list[Path]:
+    """The files the cached lattices depend on: this module and the element packers."""
+    return [Path(__file__), *sorted(SOURCE_DIR.glob("*.py"))]
+
+
 def _generator_key() -> str:
-    import hashlib
-
-    import xtrack
-
-    from sharebench.kernel import simpletrack
+    import xtrack  # noqa: PLC0415 - slow to import: only where a line is built
 
     h = hashlib.sha1()
-    for mod in (__file__, simpletrack.__file__):
-        h.update(Path(mod).read_bytes())
+    for path in _source_files():
+        h.update(path.read_bytes())
     h.update(xtrack.__version__.encode())
     return "generated-" + h.hexdigest()[:16]
 
 
 def _file_key(path) -> str:
-    import hashlib
-
-    from sharebench.kernel import simpletrack
-
     p = Path(path).resolve()
     st = p.stat()
     h = hashlib.sha1(f"{p}|{st.st_size}|{st.st_mtime_ns}".encode())
-    h.update(Path(simpletrack.__file__).read_bytes())
+    for source in _source_files()[1:]:
+        h.update(source.read_bytes())
     return "file-" + h.hexdigest()[:16]
-
-
-def _lattice_cache() -> Path:
-    from sharebench.kernel.simpletrack import cache_dir
-
-    d = cache_dir() / "lattices"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
 
 
 def _is_generated(lattice) -> bool:
@@ -333,43 +354,46 @@ def get_line_cached(lattice=None):
     line file in the cache."""
     if not _is_generated(lattice):
         return load_line(lattice)
-    path = _lattice_cache() / f"{_generator_key()}.json"
+    path = cache_dir("lattices") / f"{_generator_key()}.json"
     if path.exists():
         try:
             return load_line(path)
         except UserError:
             pass
     line = generate_ring()
-    tmp = path.with_suffix(f".{__import__('os').getpid()}.tmp")
+    text = io.StringIO()
     with warnings.catch_warnings():
         _quiet()
-        line.to_json(str(tmp))
-    __import__("os").replace(tmp, path)
+        line.to_json(text)
+    write_atomic(path, text.getvalue())
     return load_line(path)  # the same numbers whether cached or not
 
 
-def get_packed(lattice=None):
+def _read_packed(path: Path) -> PackedLine | None:
+    """The packed line cached at ``path``; None when it is missing or unreadable."""
+    try:
+        z = np.load(path)
+        return PackedLine(data=z["data"], n_elements=int(z["n_elements"]), kinds=z["kinds"],
+                          **{k: float(z[k]) for k in ("line_length", "p0c", "mass0", "q0", "beta0", "xy_limit")})
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def get_packed(lattice=None) -> PackedLine:
     """The packed line for the simpletrack engine, cached per lattice."""
-    import os
-
-    from sharebench.kernel.simpletrack import PackedLine, pack_line
-
     if not _is_generated(lattice) and not Path(lattice).is_file():
         raise UserError(f"lattice file {str(lattice)!r} not found")
     key = _generator_key() if _is_generated(lattice) else _file_key(lattice)
-    path = _lattice_cache() / f"{key}.npz"
+    path = cache_dir("lattices") / f"{key}.npz"
     if path.exists():
-        try:
-            z = np.load(path)
-            return PackedLine(data=z["data"], n_elements=int(z["n_elements"]), kinds=z["kinds"],
-                              **{k: float(z[k]) for k in ("line_length", "p0c", "mass0", "q0", "beta0", "xy_limit")})
-        except (OSError, KeyError, ValueError):
-            pass
+        packed = _read_packed(path)
+        if packed is not None:
+            return packed
     packed = pack_line(get_line_cached(lattice))
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
-    np.savez(tmp, data=packed.data, n_elements=packed.n_elements, kinds=packed.kinds, line_length=packed.line_length,
+    buf = io.BytesIO()
+    np.savez(buf, data=packed.data, n_elements=packed.n_elements, kinds=packed.kinds, line_length=packed.line_length,
              p0c=packed.p0c, mass0=packed.mass0, q0=packed.q0, beta0=packed.beta0, xy_limit=packed.xy_limit)
-    os.replace(tmp, path)
+    write_atomic(path, buf.getvalue())
     return packed
 
 
@@ -392,7 +416,7 @@ def describe(line, twiss: bool = True) -> dict:
         "q0": float(ref.q0),
     }
     if twiss:
-        import xobjects as xo
+        import xobjects as xo  # noqa: PLC0415 - slow to import: only where a line is built
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -400,7 +424,7 @@ def describe(line, twiss: bool = True) -> dict:
                 line.build_tracker(_context=xo.ContextCpu())
             try:
                 tw = line.twiss(method="6d")
-            except Exception as exc:  # an unstable line: say so rather than crash
+            except Exception as exc:  # noqa: BLE001 - an unstable line: say so rather than crash
                 raise UserError(f"twiss failed on this lattice ({type(exc).__name__}: {exc}); is it a stable ring?") from None
         out.update(qx=float(tw.qx), qy=float(tw.qy), qs=float(tw.qs), dqx=float(tw.dqx), dqy=float(tw.dqy),
                    betx_max_m=float(np.max(tw.betx)), bety_max_m=float(np.max(tw.bety)), dx_max_m=float(np.max(np.abs(tw.dx))))

@@ -3,31 +3,25 @@
 from __future__ import annotations
 
 from sharebench.errors import UserError
+from sharebench.kernel.engines import check_engine
+from sharebench.kernel.state import BYTES_PER_PARTICLE
 
-ENGINES = ("simpletrack", "xtrack")
-
-# simpletrack: 9 float64 coordinates + 3 int64 counters per particle.
+# simpletrack: 9 float64 coordinates + 3 int64 counters per particle (kernel.state).
 # xtrack: its Particles object (240 B per particle in xtrack 0.118.4, checked in
 # tests/test_kernel.py against a real Particles buffer) plus the per-particle
 # scratch the tracker keeps; we count 256 B to stay on the safe side.
-_BYTES = {"simpletrack": 96, "xtrack": 256}
+ENGINE_BYTES_PER_PARTICLE = {"simpletrack": BYTES_PER_PARTICLE, "xtrack": 256}
 # room for the line, kernel binaries and the runtime: fixed overhead per run
 OVERHEAD_BYTES = 64 * 1024**2
 
 
-def check_engine(engine: str) -> str:
-    e = str(engine).strip().lower()
-    if e not in ENGINES:
-        raise UserError(f"bad engine {engine!r}: allowed are {', '.join(ENGINES)}")
-    return e
-
-
 def bytes_per_particle(engine: str = "simpletrack") -> int:
     """Device bytes one particle takes with this engine."""
-    return _BYTES[check_engine(engine)]
+    return ENGINE_BYTES_PER_PARTICLE[check_engine(engine)]
 
 
 def bytes_needed(particles: int, engine: str = "simpletrack") -> int:
+    """Device bytes a run of ``particles`` needs with this engine, overhead included."""
     return int(particles) * bytes_per_particle(engine) + OVERHEAD_BYTES
 
 

@@ -1,17 +1,33 @@
-"""One replica run: build, particles, warm-up, barrier, track, synchronise."""
+"""One replica run: set up (device, memory check, lattice, engine, particles, warm-up), wait at the
+barrier, track (the timed window, synchronised), read back and record."""
 
 from __future__ import annotations
 
 import os
 import socket
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import psutil
 
+from sharebench.devices import DeviceInfo, resolve_device
 from sharebench.errors import UserError
 from sharebench.kernel.config import RunConfig, RunRecord
+from sharebench.kernel.distribution import (
+    linear_optics,
+    matched_gaussian,
+    xtrack_optics,
+)
+from sharebench.kernel.elements import PackedLine, pack_line
+from sharebench.kernel.engines import Engine, make_engine
+from sharebench.kernel.lattice import get_line_cached, get_packed
 from sharebench.kernel.memory import check_fits
+from sharebench.kernel.state import make_state
+
+WARMUP_PARTICLES = 4096  # particles the warm-up turns track (at most)
 
 
 def pin_cpus(cpus) -> None:
@@ -22,7 +38,7 @@ def pin_cpus(cpus) -> None:
     if not cpus:
         return
     try:
-        os.sched_setaffinity(0, set(int(c) for c in cpus))
+        os.sched_setaffinity(0, {int(c) for c in cpus})
     except (OSError, ValueError) as exc:
         allowed = sorted(os.sched_getaffinity(0))
         raise UserError(f"cannot pin to cpus {list(cpus)}: {exc}; this process may use {allowed}") from None
@@ -39,29 +55,33 @@ def wait_at_barrier(cfg: RunConfig) -> None:
         Path(cfg.ready_file).parent.mkdir(parents=True, exist_ok=True)
         Path(cfg.ready_file).write_text(f"{os.getpid()} {time.time():.6f}\n")
     if cfg.start_file:
-        path = Path(cfg.start_file)
-        while not path.exists():
-            time.sleep(0.0005)
-        instant = None
-        for _ in range(20):  # the writer may still be writing
-            try:
-                text = path.read_text().strip()
-            except OSError:
-                text = ""
-            if text:
-                try:
-                    instant = float(text.split()[0])
-                except ValueError:
-                    instant = None
-                break
-            time.sleep(0.001)
+        instant = read_start_instant(Path(cfg.start_file))
         if instant is not None:
-            _sleep_until(instant)
+            sleep_until(instant)
     if cfg.start_at is not None:
-        _sleep_until(float(cfg.start_at))
+        sleep_until(float(cfg.start_at))
 
 
-def _sleep_until(instant: float) -> None:
+def read_start_instant(path: Path) -> float | None:
+    """Wait for the start file; the epoch instant it holds, or None when it holds none."""
+    while not path.exists():
+        time.sleep(0.0005)
+    for _ in range(20):  # the writer may still be writing
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            text = ""
+        if text:
+            try:
+                return float(text.split()[0])
+            except ValueError:
+                return None
+        time.sleep(0.001)
+    return None
+
+
+def sleep_until(instant: float) -> None:
+    """Return at the epoch instant (at once if it has passed)."""
     while True:
         left = instant - time.time()
         if left <= 0:
@@ -69,102 +89,93 @@ def _sleep_until(instant: float) -> None:
         time.sleep(min(left, 0.05) if left > 0.002 else 0.0002)
 
 
-def available_bytes(device) -> int:
+def available_bytes(device: DeviceInfo) -> int:
+    """Memory a run may still allocate on ``device``: free host memory, free CUDA memory, or the
+    OpenCL device's size."""
     if device.kind == "cpu":
-        import psutil
-
         return int(psutil.virtual_memory().available)
     if device.backend == "cuda":
         try:
-            import cupy
+            import cupy  # noqa: PLC0415 - optional: CUDA through CuPy
 
             with cupy.cuda.Device(int(device.spec.split(":")[1])):
                 free, _total = cupy.cuda.runtime.memGetInfo()
             return int(free)
-        except Exception:
+        except Exception:  # noqa: BLE001 - no CUDA runtime answer: the device's size
             return int(device.memory_bytes)
     return int(device.memory_bytes)
 
 
-def make_engine(cfg: RunConfig, device, line, packed=None):
-    threads = len(cfg.cpus) if cfg.cpus else None
-    if cfg.engine == "simpletrack":
-        from sharebench.kernel.simpletrack import SimpletrackEngine, pack_line
-
-        return SimpletrackEngine(device, packed if packed is not None else pack_line(line), threads=threads,
-                                 block_size=cfg.block_size)
-    from sharebench.kernel.xtrack_engine import XtrackEngine
-
-    return XtrackEngine(device, line, threads=threads, optimize=cfg.optimize)
-
-
 def checksum(coords: np.ndarray, counters: np.ndarray) -> float:
+    """Sum of x, px, y, py, zeta, delta over the surviving particles."""
     alive = counters[0] > 0
     return float(np.sum(coords[:6, alive]))
 
 
-def run_replica(cfg: RunConfig) -> RunRecord:
-    """One run; raises UserError for bad input. See docs/architecture.md."""
-    from sharebench.kernel.devices import resolve_device
-    from sharebench.kernel.distribution import linear_optics, matched_gaussian, xtrack_optics
-    from sharebench.kernel.lattice import get_line_cached, get_packed
-    from sharebench.kernel.simpletrack import make_state, pack_line
+@dataclass
+class Prepared:
+    """A run set up and waiting at the barrier: its device, engine (particles loaded) and timings."""
 
-    if isinstance(cfg, dict):
-        cfg = RunConfig.from_dict(cfg)
-    cfg.validate()
-    pin_cpus(cfg.cpus)
+    device: DeviceInfo
+    engine: Engine
+    n_elements: int
+    setup_s: float  # lattice + build + particles + warm-up + upload
+    upload_s: float
+
+
+def line_for(cfg: RunConfig) -> tuple[Any, PackedLine | None]:
+    """The run's line (None for simpletrack, which reads the cached packed line) and packed line
+    (None when the line has elements simpletrack lacks)."""
+    if cfg.engine == "simpletrack":
+        return None, get_packed(cfg.lattice)  # cached; rejects unsupported elements
+    line = get_line_cached(cfg.lattice)
+    try:
+        return line, pack_line(line)
+    except UserError:  # elements simpletrack lacks: optics from xtrack's twiss
+        return line, None
+
+
+def reference_optics(line: Any, packed: PackedLine | None) -> tuple[dict, int, float, float]:
+    """The linear optics particles are matched to, the number of elements, beta0 and gamma0: from the
+    packed line, else from xtrack's twiss of the line (before any engine builds on it)."""
+    if packed is not None:
+        return linear_optics(packed), packed.n_elements, packed.beta0, packed.gamma0
+    ref = line.particle_ref
+    return xtrack_optics(line), len(line.element_names), float(ref.beta0[0]), float(ref.gamma0[0])
+
+
+def set_up(cfg: RunConfig) -> Prepared:
+    """Everything before the barrier: device, memory checks, lattice, engine build, particles,
+    warm-up turns, upload."""
     t_setup = time.perf_counter()
     device = resolve_device(cfg.device)
     # refuse before allocating anything large
     check_fits(cfg.particles, cfg.mem_limit_bytes, cfg.engine, what="memory limit (mem_limit_bytes)")
     check_fits(cfg.particles, available_bytes(device), cfg.engine, what=f"free memory of {device.spec} ({device.name})")
-
-    if cfg.engine == "simpletrack":
-        packed = get_packed(cfg.lattice)  # cached; rejects unsupported elements
-        line = None
-    else:
-        line = get_line_cached(cfg.lattice)
-        try:
-            packed = pack_line(line)
-        except UserError:  # elements simpletrack lacks: optics from xtrack's twiss
-            packed = None
-    if packed is not None:
-        optics = linear_optics(packed)
-        n_el, beta0, gamma0 = packed.n_elements, packed.beta0, packed.gamma0
-    else:
-        optics = xtrack_optics(line)
-        ref = line.particle_ref
-        n_el, beta0, gamma0 = len(line.element_names), float(ref.beta0[0]), float(ref.gamma0[0])
+    line, packed = line_for(cfg)
+    optics, n_el, beta0, gamma0 = reference_optics(line, packed)
     engine = make_engine(cfg, device, line, packed)
     engine.build()
-
     x6 = matched_gaussian(optics, beta0, gamma0, cfg.particles, cfg.seed, cfg.nemitt_x, cfg.nemitt_y, cfg.sigma_z,
                           cfg.sigma_delta)
     coords, counters = make_state(*x6, beta0)
     if cfg.warmup_turns > 0:
-        engine.upload(coords[:, : min(cfg.particles, 4096)], counters[:, : min(cfg.particles, 4096)])
+        n_warm = min(cfg.particles, WARMUP_PARTICLES)
+        engine.upload(coords[:, :n_warm], counters[:, :n_warm])
         engine.track(cfg.warmup_turns)
         engine.release()
     t0 = time.perf_counter()
     engine.upload(coords, counters)
     upload_s = time.perf_counter() - t0
-    setup_s = time.perf_counter() - t_setup
+    return Prepared(device, engine, n_el, time.perf_counter() - t_setup, upload_s)
 
-    wait_at_barrier(cfg)
 
-    track_start = time.time()
-    t0 = time.perf_counter()
-    engine.track(cfg.turns)
-    track_s = time.perf_counter() - t0
-    track_end = track_start + track_s
-
-    t0 = time.perf_counter()
-    out_coords, out_counters = engine.download()
-    download_s = time.perf_counter() - t0
-    engine.release()
-
+def record(cfg: RunConfig, run: Prepared, track_start: float, track_s: float, download_s: float,
+           coords: np.ndarray, counters: np.ndarray) -> RunRecord:
+    """The run's record from its timings and the particles read back."""
     pt = cfg.particles * cfg.turns
+    n_el = run.n_elements
+    device = run.device
     return RunRecord(
         engine=cfg.engine,
         context=device.backend,
@@ -174,18 +185,40 @@ def run_replica(cfg: RunConfig) -> RunRecord:
         particles=cfg.particles,
         turns=cfg.turns,
         elements=n_el,
-        setup_s=setup_s,
-        transfer_s=upload_s + download_s,
+        setup_s=run.setup_s,
+        transfer_s=run.upload_s + download_s,
         track_s=track_s,
         track_start=track_start,
-        track_end=track_end,
+        track_end=track_start + track_s,
         particle_turns_per_s=pt / track_s if track_s > 0 else float("inf"),
         element_passes_per_s=pt * n_el / track_s if track_s > 0 else float("inf"),
-        survived=int(np.sum(out_counters[0] > 0)),
-        checksum=checksum(out_coords, out_counters),
+        survived=int(np.sum(counters[0] > 0)),
+        checksum=checksum(coords, counters),
         host=socket.gethostname(),
         pid=os.getpid(),
         replica=cfg.replica,
-        compile_s=engine.compile_s,
-        extra={"kernel_cache_hit": bool(engine.cache_hit), "lattice": cfg.lattice or "generated"},
+        compile_s=run.engine.compile_s,
+        extra={"kernel_cache_hit": bool(run.engine.cache_hit), "lattice": cfg.lattice or "generated"},
     )
+
+
+def run_replica(cfg: RunConfig | dict) -> RunRecord:
+    """One run; raises UserError for bad input. See docs/architecture.md."""
+    if isinstance(cfg, dict):
+        cfg = RunConfig.from_dict(cfg)
+    cfg.validate()
+    pin_cpus(cfg.cpus)
+    run = set_up(cfg)
+
+    wait_at_barrier(cfg)
+
+    track_start = time.time()
+    t0 = time.perf_counter()
+    run.engine.track(cfg.turns)
+    track_s = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    coords, counters = run.engine.download()
+    download_s = time.perf_counter() - t0
+    run.engine.release()
+    return record(cfg, run, track_start, track_s, download_s, coords, counters)

@@ -1,17 +1,51 @@
-"""Node reconfiguration through the NVIDIA gpu-operator, and the manifests sharebench deploys.
+"""Node reconfiguration through the NVIDIA gpu-operator: move a GPU node between exclusive,
+time-slicing, MPS and MIG with the official kubernetes client, wait until it advertises the
+mode, and put it back as it was.
 
-See docs/architecture.md (Node) and docs/readme/node.md. The kubernetes client is
-imported on first use, so ``sharebench`` commands that do not touch a cluster stay fast.
+Modules, each importing only those above it:
+
+* ``client``: credentials (:func:`make_api_client`), the errors (:class:`NodeError`,
+  :class:`NodeTimeout`, :class:`PermissionDenied`), :func:`check_times`, and the per-operation
+  ``Session`` whose ``call`` turns API failures into one-line errors;
+* ``facts``: the gpu-operator's labels, allocatable GPU resources, GPU model and physical GPU
+  count of a node, the pods that use its GPUs, the device-plugin pods on it;
+* ``prior``: the node's state before the first change, kept as the annotation :data:`ANNOTATION`;
+* ``operands``: the device-plugin ConfigMap entries, restarting the device plugin, the MIG
+  manager's state, and the one polling loop every wait goes through;
+* ``targets``: what a mode requires of a node and the check that it advertises it;
+* ``reconfiguration``: :func:`reconfigure` (with :class:`ReconfigureOptions`), :func:`restore`
+  and :func:`status`.
+
+The manifests that set up the cluster for this (RBAC, ConfigMaps, Helm values) are in
+``sharebench.manifests``; see docs/architecture.md (Node) and docs/readme/node.md.
 """
 
 from __future__ import annotations
 
-import importlib
+from sharebench.node.client import (
+    NodeError,
+    NodeTimeout,
+    PermissionDenied,
+    check_times,
+    make_api_client,
+)
+from sharebench.node.prior import ANNOTATION
+from sharebench.node.reconfiguration import (
+    ReconfigureOptions,
+    reconfigure,
+    restore,
+    status,
+)
 
-__all__ = ["NodeError", "NodeTimeout", "PermissionDenied", "make_api_client", "reconfigure", "restore", "status"]
-
-
-def __getattr__(name: str):
-    if name in __all__:
-        return getattr(importlib.import_module("sharebench.node.reconfiguration"), name)
-    raise AttributeError(f"module 'sharebench.node' has no attribute {name!r}")
+__all__ = [
+    "ANNOTATION",
+    "NodeError",
+    "NodeTimeout",
+    "PermissionDenied",
+    "ReconfigureOptions",
+    "check_times",
+    "make_api_client",
+    "reconfigure",
+    "restore",
+    "status",
+]

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from sharebench.devices.host import usable_cpus
 from sharebench.errors import UserError
-from sharebench.results import format_cpus
-
-
-def usable_cpus() -> list[int]:
-    """The cores this process may run on (its affinity mask)."""
-    if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
+from sharebench.parse import format_cpu_set
 
 
 def _core_groups(cpus: list[int]) -> list[list[int]]:
@@ -43,7 +36,7 @@ def partition_cpus(n: int, cpus: list[int] | None = None) -> list[list[int]]:
         raise UserError(f"partition count must be >= 1 (got {n})")
     if n > len(cpus):
         raise UserError(f"partition:{n} needs at least {n} cores; this process may use {len(cpus)} "
-                        f"({format_cpus(cpus)})")
+                        f"({format_cpu_set(cpus)})")
     groups = _core_groups(cpus)
     if len(groups) >= n and len({len(g) for g in groups}) == 1:
         per = len(groups) // n

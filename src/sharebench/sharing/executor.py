@@ -10,154 +10,39 @@ future, so all N begin tracking at the same moment.
 
 from __future__ import annotations
 
-import dataclasses
+import ctypes
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from sharebench import gpus
-from sharebench.errors import UserError
-from sharebench.modes import Mode, parse_mode
-from sharebench.results import format_cpus
-from sharebench.sharing.cpus import partition_cpus, usable_cpus
-from sharebench.sharing.mig import MigInstance, find_mig_instances, select_instances
-from sharebench.sharing.mps import MpsDaemon, check_mps_available
+from sharebench.devices import DeviceInfo
+from sharebench.errors import UserError, one_line
+from sharebench.files import write_atomic
+from sharebench.kernel import REPLICA_MODULE, RunConfig
+from sharebench.modes import Mode
+from sharebench.parse import format_cpu_set
+from sharebench.results.store import read_json
+from sharebench.sharing.mps import MpsDaemon
+from sharebench.sharing.plan import CellPlan, plan_cell
 
-REPLICA_MODULE = "sharebench.kernel.replica"
 _STOPPED = "stopped: another replica of the cell failed first"
-
-
-@dataclass
-class ReplicaPlan:
-    replica: int
-    device: str                         # device spec the replica opens
-    env: dict[str, str] = field(default_factory=dict)  # extra environment
-    cpus: list[int] | None = None
-    mig_uuid: str = ""
-    parent_uuid: str = ""
-    mig_profile: str = ""
-    sms: int | None = None
-    cores: int | None = None
-    memory_bytes: int | None = None     # memory this replica may use (MIG instance), else None
-
-
-@dataclass
-class CellPlan:
-    mode: Mode
-    device: dict[str, Any]
-    replicas: list[ReplicaPlan]
-    mps: bool = False
-
-    @property
-    def n(self) -> int:
-        return len(self.replicas)
-
-
-def device_dict(device: Any) -> dict[str, Any]:
-    if device is None:
-        return {}
-    if isinstance(device, dict):
-        return dict(device)
-    if dataclasses.is_dataclass(device):
-        return dataclasses.asdict(device)
-    return {k: getattr(device, k) for k in ("spec", "kind", "backend", "name", "uuid", "memory_bytes", "platform")
-            if hasattr(device, k)}
-
-
-def _gpu_sms(name: str) -> int | None:
-    try:
-        return gpus.gpu_model(name).sms
-    except UserError:
-        return None
-
-
-def plan_cell(mode: Mode | str, device: Any, *, mig_instances: list[MigInstance] | None = None,
-              cpus: list[int] | None = None) -> CellPlan:
-    """Decide the replicas of one cell, or a one-line UserError if the mode cannot run on this device."""
-    m = parse_mode(mode) if isinstance(mode, str) else mode
-    dev = device_dict(device)
-    kind, backend, spec = dev.get("kind", ""), dev.get("backend", ""), dev.get("spec", "")
-    is_gpu = kind == "gpu"
-    sms = _gpu_sms(dev.get("name", "")) if is_gpu else None
-    all_cpus = sorted(cpus if cpus is not None else usable_cpus())
-    cores = None if is_gpu else len(all_cpus)
-    uuid = dev.get("uuid", "")
-
-    def same(n: int, env: dict[str, str] | None = None) -> list[ReplicaPlan]:
-        return [ReplicaPlan(i, spec, dict(env or {}), None, parent_uuid=uuid, sms=sms, cores=cores)
-                for i in range(n)]
-
-    if m.kind == "exclusive":
-        return CellPlan(m, dev, same(1))
-    if m.kind == "timeslice":
-        return CellPlan(m, dev, same(int(m.replicas)))
-    if m.kind == "mps":
-        check_mps_available(dev, m.label)
-        return CellPlan(m, dev, same(int(m.replicas)), mps=True)
-    if m.kind == "partition":
-        if is_gpu:
-            raise UserError(f"{m.label} is for the CPU (disjoint core sets); the device {spec} is a GPU: "
-                            "use mig:LAYOUT to partition a GPU")
-        sets = partition_cpus(int(m.replicas), all_cpus)
-        return CellPlan(m, dev, [ReplicaPlan(i, spec, {}, s, parent_uuid=uuid, cores=len(s))
-                                 for i, s in enumerate(sets)])
-    if m.kind == "mig":
-        if backend != "cuda":
-            raise UserError(f"{m.label} needs an NVIDIA GPU through CUDA (--device cuda); the device is "
-                            f"{spec or backend} ({dev.get('name', '')})")
-        how = ""
-        if mig_instances is None:
-            mig_instances, how = find_mig_instances()
-        gpu_index = None
-        if spec.startswith("cuda:") and not os.environ.get("CUDA_VISIBLE_DEVICES"):
-            gpu_index = int(spec.split(":")[1])
-        chosen = select_instances(m.layout or "", mig_instances, gpu_index, how)
-        reps = [ReplicaPlan(i, "cuda:0", {"CUDA_VISIBLE_DEVICES": inst.uuid}, None, mig_uuid=inst.uuid,
-                            parent_uuid=inst.parent_uuid, mig_profile=inst.profile, sms=inst.sms,
-                            memory_bytes=inst.memory_bytes)
-                for i, inst in enumerate(chosen)]
-        return CellPlan(Mode("mig", len(reps), layout=m.layout), dev, reps)
-    raise UserError(f"unknown sharing mode {m.label!r}")  # pragma: no cover - parse_mode rejects first
 
 
 # ----------------------------------------------------------------------- processes
 
 
-def _config_dict(cfg: Any) -> dict[str, Any]:
-    if isinstance(cfg, dict):
-        return dict(cfg)
-    if hasattr(cfg, "to_dict"):
-        return dict(cfg.to_dict())
-    if dataclasses.is_dataclass(cfg):
-        return dataclasses.asdict(cfg)
-    raise TypeError(f"run config must be a RunConfig or a dict, not {type(cfg).__name__}")
-
-
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
     """Linux: the replica gets SIGTERM if sharebench dies, so none waits at the barrier forever."""
     try:
-        import ctypes
-
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except Exception:
         pass
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def _one_line(text: str, limit: int = 400) -> str:
-    s = " ".join(str(text).split())
-    return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
 def _log_tail(path: Path, lines: int = 5) -> str:
@@ -184,7 +69,8 @@ def _stop(procs: list[subprocess.Popen], grace_s: float = 5.0) -> None:
             p.wait()
 
 
-def run_cell(mode: Mode | str, cfg: Any, workdir: Path | str, *, device: Any = None, plan: CellPlan | None = None,
+def run_cell(mode: Mode | str, cfg: RunConfig | dict[str, Any], workdir: Path | str, *,
+             device: DeviceInfo | dict[str, Any] | None = None, plan: CellPlan | None = None,
              ready_timeout_s: float = 900.0, run_timeout_s: float | None = None, start_delay_s: float = 0.5,
              python: str = sys.executable, poll_s: float = 0.02) -> list[dict[str, Any]]:
     """Run the N replicas of one cell; return one dict per replica (record or error).
@@ -201,7 +87,7 @@ def run_cell(mode: Mode | str, cfg: Any, workdir: Path | str, *, device: Any = N
         if device is None:
             raise TypeError("run_cell needs device= or plan=")
         plan = plan_cell(mode, device)
-    base = _config_dict(cfg)
+    base = (cfg if isinstance(cfg, RunConfig) else RunConfig.from_dict(dict(cfg))).to_dict()
     wd = Path(workdir)
     wd.mkdir(parents=True, exist_ok=True)
     if plan.mps:
@@ -266,7 +152,7 @@ def _run(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str], ready_
                 stopped = {rp.replica: "stopped before tracking: the cell's check failed (see cell_error)"
                            for rp in plan.replicas}
                 return _collect(plan, outs, logs, procs, stopped, cell_error=reason)
-            _write_atomic(start_file, repr(time.time() + start_delay_s))
+            write_atomic(start_file, repr(time.time() + start_delay_s))
             run_deadline = None if run_timeout_s is None else time.monotonic() + start_delay_s + run_timeout_s
             while any(p.poll() is None for p in procs):
                 if run_deadline is not None and time.monotonic() > run_deadline:
@@ -282,16 +168,21 @@ def _run(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str], ready_
     return _collect(plan, outs, logs, procs, errors)
 
 
-def _replica_error(out: Path, log: Path, rc: int | None, when: str = "") -> str:
+def _record(path: Path) -> dict[str, Any] | None:
+    """A replica's record (or its error record); None when it wrote none or a torn one."""
     try:
-        data = json.loads(out.read_text())
-        if isinstance(data, dict) and data.get("error"):
-            return _one_line(data["error"])
-    except (OSError, json.JSONDecodeError):
-        pass
+        return read_json(path, "record")
+    except UserError:
+        return None
+
+
+def _replica_error(out: Path, log: Path, rc: int | None, when: str = "") -> str:
+    data = _record(out)
+    if data and data.get("error"):
+        return one_line(data["error"], 400)
     tail = _log_tail(log)
     what = f"exited with status {rc}" + (f" {when}" if when else "")
-    return _one_line(f"{what}: {tail}" if tail else what)
+    return one_line(f"{what}: {tail}" if tail else what, 400)
 
 
 def _collect(plan: CellPlan, outs, logs, procs, errors: dict[int, str], cell_error: str = "") -> list[dict[str, Any]]:
@@ -300,18 +191,15 @@ def _collect(plan: CellPlan, outs, logs, procs, errors: dict[int, str], cell_err
         row: dict[str, Any] = {}
         err = errors.get(rp.replica)
         if err is None:
-            try:
-                data = json.loads(out.read_text())
-            except (OSError, json.JSONDecodeError):
-                data = None
-            if isinstance(data, dict) and not data.get("error") and p.returncode == 0:
+            data = _record(out)
+            if data and not data.get("error") and p.returncode == 0:
                 row.update(data)
             elif (errors or cell_error) and p.returncode is not None and p.returncode < 0:
                 err = _STOPPED
             else:
                 err = _replica_error(out, log, p.returncode)
-        row.update(replica=rp.replica, device_spec=plan.device.get("spec") or rp.device,
-                   cpus=format_cpus(rp.cpus) if rp.cpus else "", cores=rp.cores, sms=rp.sms,
+        row.update(replica=rp.replica, device_spec=plan.device.spec or rp.device,
+                   cpus=format_cpu_set(rp.cpus) if rp.cpus else "", cores=rp.cores, sms=rp.sms,
                    mig_profile=rp.mig_profile,
                    # the physical GPU: the MIG instance's parent, else the device the replica itself reported
                    parent_uuid=(rp.parent_uuid if rp.mig_uuid else row.get("device_uuid") or rp.parent_uuid),
@@ -323,14 +211,14 @@ def _collect(plan: CellPlan, outs, logs, procs, errors: dict[int, str], cell_err
     if not cell_error:
         cell_error = "; ".join(f"replica {r['replica']}: {r['error']}" for r in causes)
     if not cell_error:
-        cell_error = _device_check(plan, rows)
+        cell_error = check_devices(plan, rows)
     for r in rows:
         r["cell_status"] = "failed" if cell_error else "ok"
         r["cell_error"] = cell_error
     return rows
 
 
-def _device_check(plan: CellPlan, rows: list[dict[str, Any]]) -> str:
+def check_devices(plan: CellPlan, rows: list[dict[str, Any]]) -> str:
     """'' if all replicas ran on the same physical device (MIG: the assigned instances of one GPU)."""
     seen = [str(r.get("device_uuid") or "") for r in rows]
     if plan.mode.kind == "mig":

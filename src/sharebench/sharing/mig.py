@@ -13,6 +13,7 @@ import subprocess
 from dataclasses import dataclass
 
 from sharebench import gpus
+from sharebench.devices import nvml
 from sharebench.errors import UserError
 
 
@@ -55,50 +56,21 @@ def _table_sms(gpu_name: str, profile: str) -> int | None:
         return None
 
 
-def _s(v) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
-
-
 def _from_nvml() -> tuple[list[MigInstance], str]:
     try:
-        import pynvml
-    except ImportError as exc:
-        return [], f"NVML not importable ({exc})"
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        return [], f"NVML: {exc}"
-    out = []
-    try:
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            try:
-                current, _pending = pynvml.nvmlDeviceGetMigMode(h)
-            except pynvml.NVMLError:
-                continue
-            if not current:
-                continue
-            name, puuid = _s(pynvml.nvmlDeviceGetName(h)), _s(pynvml.nvmlDeviceGetUUID(h))
-            for j in range(pynvml.nvmlDeviceGetMaxMigDeviceCount(h)):
-                try:
-                    mh = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(h, j)
-                except pynvml.NVMLError:
-                    continue
-                mname = _s(pynvml.nvmlDeviceGetName(mh))
-                m = re.search(r"(\d+g\.\d+gb)", mname)
-                profile = m.group(1) if m else mname
-                try:
-                    sms = int(pynvml.nvmlDeviceGetAttributes(mh).multiprocessorCount)
-                except (pynvml.NVMLError, AttributeError):
-                    sms = _table_sms(name, profile)
-                try:
-                    mem = int(pynvml.nvmlDeviceGetMemoryInfo(mh).total)
-                except pynvml.NVMLError:
-                    mem = None
-                out.append(MigInstance(_s(pynvml.nvmlDeviceGetUUID(mh)), profile, puuid, i, name, sms, mem))
-    finally:
-        pynvml.nvmlShutdown()
-    return out, "NVML"
+        with nvml.session() as nv:
+            out = []
+            for i in range(nv.nvmlDeviceGetCount()):
+                h = nv.nvmlDeviceGetHandleByIndex(i)
+                name, puuid = nvml.text(nv.nvmlDeviceGetName(h)), nvml.text(nv.nvmlDeviceGetUUID(h))
+                for inst in nvml.mig_devices(nv, h):
+                    m = re.search(r"(\d+g\.\d+gb)", inst["name"] or "")
+                    profile = m.group(1) if m else (inst["name"] or "")
+                    sms = inst["sms"] if inst["sms"] is not None else _table_sms(name, profile)
+                    out.append(MigInstance(inst["uuid"], profile, puuid, i, name, sms, inst["memory_bytes"]))
+            return out, "NVML"
+    except nvml.NvmlUnavailable as exc:
+        return [], str(exc)
 
 
 def find_mig_instances() -> tuple[list[MigInstance], str]:

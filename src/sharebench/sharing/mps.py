@@ -28,28 +28,23 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
+
+from sharebench.devices import DeviceInfo, as_device
 from sharebench.errors import UserError
 
 CONTROL = "nvidia-cuda-mps-control"
 _SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s)
 
 
-def _field(device: Any, key: str, default: Any = "") -> Any:
-    if device is None:
-        return default
-    if isinstance(device, dict):
-        return device.get(key, default)
-    return getattr(device, key, default)
-
-
-def is_nvidia_gpu(device: Any) -> bool:
+def is_nvidia_gpu(device: DeviceInfo | dict[str, Any] | None) -> bool:
     """A CUDA device, or an NVIDIA GPU through NVIDIA's OpenCL (which runs on the CUDA driver; whether its
     contexts really join the MPS server is checked for every cell, see MpsDaemon.clients)."""
-    backend = _field(device, "backend")
-    if backend == "cuda":
+    dev = as_device(device)
+    if dev.backend == "cuda":
         return True
-    text = f"{_field(device, 'platform')} {_field(device, 'name')}".lower()
-    return backend == "opencl" and _field(device, "kind") == "gpu" and "nvidia" in text
+    text = f"{dev.platform} {dev.name}".lower()
+    return dev.backend == "opencl" and dev.kind == "gpu" and "nvidia" in text
 
 
 def mps_client_problem(servers: dict[int, list[int]], pids: list[int]) -> str:
@@ -64,9 +59,11 @@ def mps_client_problem(servers: dict[int, list[int]], pids: list[int]) -> str:
     return ""
 
 
-def check_mps_available(device: Any, mode_label: str = "mps", control: str = CONTROL) -> str:
+def check_mps_available(device: DeviceInfo | dict[str, Any] | None, mode_label: str = "mps",
+                        control: str = CONTROL) -> str:
     """The control program's path, or a one-line UserError saying why MPS cannot run here."""
-    backend, spec, name = _field(device, "backend"), _field(device, "spec"), _field(device, "name")
+    dev = as_device(device)
+    backend, spec, name = dev.backend, dev.spec, dev.name
     if not is_nvidia_gpu(device):
         raise UserError(f"{mode_label} needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is "
                         f"{spec or backend} ({name}): MPS exists only on NVIDIA GPUs")
@@ -190,8 +187,6 @@ class MpsDaemon:
 
     def _find_daemon_pids(self) -> list[int]:
         """Our daemon's process: the control program whose environment names our pipe folder."""
-        import psutil
-
         pids = []
         for p in psutil.process_iter(["name"]):
             try:
@@ -227,8 +222,6 @@ class MpsDaemon:
     def _wait_gone(self) -> None:
         if not self.daemon_pids:
             return
-        import psutil
-
         procs = []
         for pid in self.daemon_pids:
             try:

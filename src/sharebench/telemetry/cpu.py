@@ -10,19 +10,7 @@ from __future__ import annotations
 import os
 import time
 
-
-def cpu_model() -> str | None:
-    """The CPU's model name from /proc/cpuinfo (Linux), else what platform says."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or None
+import psutil
 
 
 class CpuUnavailable(RuntimeError):
@@ -35,10 +23,6 @@ class CpuReader:
     unlike the host's utilization leaves out whatever else runs on the machine."""
 
     def __init__(self, owner_pid: int | None = None) -> None:
-        try:
-            import psutil
-        except ImportError as exc:  # psutil is a declared dependency; say so if it is gone
-            raise CpuUnavailable(f"psutil not importable ({exc})") from exc
         self._ps = psutil
         try:
             first = psutil.cpu_percent(percpu=True)  # primes the per-core counters

@@ -27,12 +27,13 @@ memory and (on Hopper and later) per-instance GPM activity are what NVML gives.
 
 from __future__ import annotations
 
-import os
-import re
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from sharebench.telemetry.sampler import device_field
+from sharebench.devices import as_device, nvml
+from sharebench.devices.nvml import NvmlUnavailable
+from sharebench.errors import one_line
 
 # GPM metric ids (pynvml constants) -> our column suffix; resolved lazily so that
 # an older nvidia-ml-py without GPM simply has none of them.
@@ -43,141 +44,6 @@ _GPM_METRICS = (
     ("NVML_GPM_METRIC_DRAM_BW_UTIL", "dram_bw_util_pct"),
 )
 GPM_MIN_INTERVAL_S = 0.1  # NVML documents GPM samples at least 100 ms apart
-
-
-class NvmlUnavailable(RuntimeError):
-    """NVML cannot be used here; the message is the stated reason (recorded, not raised to users)."""
-
-
-def _err(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def load() -> Any:
-    """Import pynvml and initialise NVML, or raise NvmlUnavailable with the reason."""
-    try:
-        import pynvml
-    except ImportError as exc:
-        raise NvmlUnavailable(f"NVML unavailable: nvidia-ml-py not installed ({exc})") from exc
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        raise NvmlUnavailable(f"NVML unavailable: {_err(exc)}") from exc
-    return pynvml
-
-
-def status() -> tuple[bool, str]:
-    """(True, driver version) when NVML answers here, else (False, the reason)."""
-    try:
-        nv = load()
-    except NvmlUnavailable as exc:
-        return False, str(exc)
-    try:
-        return True, f"NVML driver {_text(nv.nvmlSystemGetDriverVersion())}"
-    except nv.NVMLError as exc:
-        return True, f"NVML initialised; driver version not reported ({_err(exc)})"
-    finally:
-        _shutdown(nv)
-
-
-def _shutdown(nv: Any) -> None:
-    try:
-        nv.nvmlShutdown()
-    except Exception:  # noqa: BLE001 - shutting down a library that is going away anyway
-        pass
-
-
-def normalise_uuid(uuid: Any) -> str | None:
-    """``GPU-…`` / ``MIG-…`` as NVML spells it; bare hex UUIDs get the ``GPU-`` prefix."""
-    if uuid is None:
-        return None
-    s = _text(uuid).strip()
-    if not s:
-        return None
-    if s.upper().startswith(("GPU-", "MIG-")):
-        return s[:3].upper() + s[3:]
-    hexpart = s.replace("-", "")
-    if re.fullmatch(r"[0-9a-fA-F]{32}", hexpart):
-        h = hexpart.lower()
-        return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-    return s
-
-
-def find_handle(nv: Any, device_info: Any) -> tuple[Any, list[str]]:
-    """The NVML handle of the device the replicas use (a MIG handle for a MIG UUID).
-
-    By UUID when the kernel recorded one; else a UUID in CUDA_VISIBLE_DEVICES; else the
-    only GPU; else a unique name match; else the CUDA index (with a note that NVML and
-    CUDA may order GPUs differently).
-    """
-    notes: list[str] = []
-    uuid = normalise_uuid(device_field(device_info, "uuid"))
-    if uuid and uuid.startswith(("GPU-", "MIG-")):
-        # CUDA reports a MIG instance's UUID in the GPU- spelling when it enumerates MIG devices
-        other = ("MIG-" if uuid.startswith("GPU-") else "GPU-") + uuid[4:]
-        for cand in (uuid, other):
-            try:
-                return nv.nvmlDeviceGetHandleByUUID(cand), notes
-            except nv.NVMLError as exc:
-                last = exc
-        notes.append(f"uuid {uuid} not found by NVML ({_err(last)})")
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
-    if visible.startswith(("GPU-", "MIG-")):
-        try:
-            return nv.nvmlDeviceGetHandleByUUID(visible), notes
-        except nv.NVMLError as exc:
-            notes.append(f"CUDA_VISIBLE_DEVICES={visible} not found by NVML ({_err(exc)})")
-    count = nv.nvmlDeviceGetCount()
-    if count == 0:
-        raise NvmlUnavailable("NVML sees no GPU")
-    if count == 1:
-        return nv.nvmlDeviceGetHandleByIndex(0), notes
-    name = device_field(device_info, "name")
-    if name:
-        matches = [i for i in range(count)
-                   if _text(nv.nvmlDeviceGetName(nv.nvmlDeviceGetHandleByIndex(i))) in str(name)
-                   or str(name) in _text(nv.nvmlDeviceGetName(nv.nvmlDeviceGetHandleByIndex(i)))]
-        if len(matches) == 1:
-            return nv.nvmlDeviceGetHandleByIndex(matches[0]), notes
-    spec = str(device_field(device_info, "spec") or "")
-    m = re.fullmatch(r"cuda:(\d+)", spec)
-    index = int(m.group(1)) if m else 0
-    if index >= count:
-        raise NvmlUnavailable(f"device {spec!r} has no NVML index (NVML sees {count} GPUs)")
-    notes.append(f"GPU chosen by index {index} (no UUID recorded; NVML and CUDA may order GPUs differently)")
-    return nv.nvmlDeviceGetHandleByIndex(index), notes
-
-
-def mig_instances(nv: Any, parent: Any) -> list[dict[str, Any]]:
-    """The MIG devices that exist on ``parent``: handle, uuid, gpu instance id, SMs, memory."""
-    out = []
-    try:
-        current, _pending = nv.nvmlDeviceGetMigMode(parent)
-    except nv.NVMLError:
-        return out
-    if current != nv.NVML_DEVICE_MIG_ENABLE:
-        return out
-    for i in range(nv.nvmlDeviceGetMaxMigDeviceCount(parent)):
-        try:
-            h = nv.nvmlDeviceGetMigDeviceHandleByIndex(parent, i)
-        except nv.NVMLError:  # NotFound for unused slots
-            continue
-        inst: dict[str, Any] = {"handle": h, "index": i}
-        for key, fn in (("uuid", lambda: _text(nv.nvmlDeviceGetUUID(h))),
-                        ("gpu_instance_id", lambda: int(nv.nvmlDeviceGetGpuInstanceId(h))),
-                        ("compute_instance_id", lambda: int(nv.nvmlDeviceGetComputeInstanceId(h))),
-                        ("sms", lambda: int(nv.nvmlDeviceGetAttributes(h).multiprocessorCount)),
-                        ("memory_bytes", lambda: int(nv.nvmlDeviceGetMemoryInfo(h).total))):
-            try:
-                inst[key] = fn()
-            except nv.NVMLError:
-                inst[key] = None
-        out.append(inst)
-    return out
 
 
 def _gi_label(inst: dict[str, Any]) -> str:
@@ -237,16 +103,16 @@ class NvmlReader:
     """Reads one GPU (or the GPU holding one MIG instance) and all its MIG instances."""
 
     def __init__(self, device_info: Any):
-        nv = load()
+        nv = nvml.start()
         self.nv = nv
         self.notes: list[str] = []
         try:
-            target, notes = find_handle(nv, device_info)
+            target, notes = nvml.find_handle(nv, as_device(device_info))
         except nv.NVMLError as exc:
-            _shutdown(nv)
-            raise NvmlUnavailable(f"NVML cannot find the device: {_err(exc)}") from exc
+            nvml.shutdown(nv)
+            raise NvmlUnavailable(f"NVML cannot find the device: {one_line(exc)}") from exc
         except NvmlUnavailable:
-            _shutdown(nv)
+            nvml.shutdown(nv)
             raise
         self.notes += notes
         is_mig_handle = False
@@ -255,13 +121,13 @@ class NvmlReader:
         except nv.NVMLError:
             pass
         self.parent = nv.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(target) if is_mig_handle else target
-        self.name = self._safe(lambda: _text(nv.nvmlDeviceGetName(self.parent)))
-        self.uuid = self._safe(lambda: _text(nv.nvmlDeviceGetUUID(self.parent)))
-        self.target_uuid = self._safe(lambda: _text(nv.nvmlDeviceGetUUID(target)))
+        self.name = self._safe(lambda: nvml.text(nv.nvmlDeviceGetName(self.parent)))
+        self.uuid = self._safe(lambda: nvml.text(nv.nvmlDeviceGetUUID(self.parent)))
+        self.target_uuid = self._safe(lambda: nvml.text(nv.nvmlDeviceGetUUID(target)))
         # one entry per GPU instance (a GPU instance split into compute instances has several
         # MIG devices sharing its memory and GPM counters)
         seen: set = set()
-        self.migs = [i for i in mig_instances(nv, self.parent)
+        self.migs = [i for i in nvml.mig_devices(nv, self.parent)
                      if (key := _gi_label(i)) not in seen and not seen.add(key)]
         self.mig = bool(self.migs)
         if self.mig:
@@ -302,10 +168,10 @@ class NvmlReader:
             fn()
             return True
         except self.nv.NVMLError as exc:
-            self.notes.append(f"{what}: {_err(exc)}")
+            self.notes.append(f"{what}: {one_line(exc)}")
             return False
         except Exception as exc:  # noqa: BLE001 - a binding mismatch must not stop sampling
-            self.notes.append(f"{what}: {type(exc).__name__}: {_err(exc)}")
+            self.notes.append(f"{what}: {type(exc).__name__}: {one_line(exc)}")
             return False
 
     def _open_gpm(self) -> None:
@@ -319,7 +185,7 @@ class NvmlReader:
                 self.notes.append("GPM (SM/DRAM activity): not supported on this GPU (Hopper or later)")
                 return
         except Exception as exc:  # noqa: BLE001
-            self.notes.append(f"GPM: {_err(exc)}")
+            self.notes.append(f"GPM: {one_line(exc)}")
             return
         scopes: list[tuple[str, int | None]] = (
             [(f"mig{_gi_label(i)}_", i.get("gpu_instance_id")) for i in self.migs]
@@ -330,7 +196,7 @@ class NvmlReader:
             try:
                 self._gpm.append((prefix, _Gpm(nv, self.parent, gi, metrics)))
             except Exception as exc:  # noqa: BLE001
-                self.notes.append(f"GPM {prefix or 'gpu'}: {_err(exc)}")
+                self.notes.append(f"GPM {prefix or 'gpu'}: {one_line(exc)}")
 
     def read(self) -> dict[str, float | None]:
         nv = self.nv
@@ -358,4 +224,4 @@ class NvmlReader:
     def close(self) -> None:
         for _p, g in self._gpm:
             g.close()
-        _shutdown(self.nv)
+        nvml.shutdown(self.nv)

@@ -23,9 +23,13 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from sharebench.errors import UserError
+import pandas as pd
+
+from sharebench.errors import UserError, one_line
+from sharebench.results import DCGM_CSV, load_results
 
 
 @dataclass(frozen=True)
@@ -60,10 +64,6 @@ POD_LABELS = ("pod", "namespace", "container")
 DEFAULT_NODE_LABEL = "node"  # added by the ServiceMonitor from __meta_kubernetes_pod_node_name
 
 
-def _one_line(s: Any) -> str:
-    return " ".join(str(s).split())
-
-
 class Prometheus:
     """A small client for Prometheus' HTTP API (urllib, no extra dependency)."""
 
@@ -84,12 +84,12 @@ class Prometheus:
                 err = json.loads(exc.read().decode()).get("error", exc.reason)
             except (ValueError, AttributeError):
                 err = exc.reason
-            raise UserError(f"Prometheus at {self.url} refused the query ({exc.code}): {_one_line(err)}") from exc
+            raise UserError(f"Prometheus at {self.url} refused the query ({exc.code}): {one_line(err)}") from exc
         except (urllib.error.URLError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise UserError(f"Prometheus at {self.url} not reachable: {_one_line(reason)}") from exc
+            raise UserError(f"Prometheus at {self.url} not reachable: {one_line(reason)}") from exc
         if body.get("status") != "success":
-            raise UserError(f"Prometheus at {self.url}: {_one_line(body.get('error', body))}")
+            raise UserError(f"Prometheus at {self.url}: {one_line(body.get('error', body))}")
         return body["data"]
 
     def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
@@ -218,14 +218,9 @@ def summarize_cells(prom: Prometheus, cells: list[dict[str, Any]], **kw: Any) ->
     return rows
 
 
-DCGM_CSV = "dcgm.csv"
-
-
-def cell_windows(results_dir: Any) -> list[dict[str, Any]]:
+def cell_windows(results_dir: Path | str) -> list[dict[str, Any]]:
     """One ``{"cell_id", "mode", "start", "end"}`` per measured cell of a results folder:
     the tracking window (first track_start to last track_end)."""
-    from sharebench.results import load_results
-
     df = load_results(results_dir)
     out = []
     for (_sweep, cell_id), g in df.groupby(["sweep_id", "cell_id"], sort=False, dropna=False):
@@ -235,47 +230,15 @@ def cell_windows(results_dir: Any) -> list[dict[str, Any]]:
     return out
 
 
-def attach_to_results(results_dir: Any, url: str, *, node: str | None = None,
+def attach_to_results(results_dir: Path | str, url: str, *, node: str | None = None,
                       node_label: str = DEFAULT_NODE_LABEL, gpu_uuid: str | None = None,
                       step_s: float = 1.0) -> Any:
     """Query DCGM for every cell of a results folder; write ``dcgm.csv`` (one row per cell,
     ``dcgm_*`` columns) beside results.csv and return it as a DataFrame. The telemetry and
     prediction report sections use it when present."""
-    from pathlib import Path
-
-    import pandas as pd
-
     prom = Prometheus(url)
     rows = summarize_cells(prom, cell_windows(results_dir), node=node, node_label=node_label,
                            gpu_uuid=gpu_uuid, step_s=step_s)
     df = pd.DataFrame(rows)
     df.to_csv(Path(results_dir) / DCGM_CSV, index=False)
     return df
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-    import sys
-
-    p = argparse.ArgumentParser(prog="python -m sharebench.telemetry.prometheus",
-                                description="Attach DCGM metrics from Prometheus to each cell of a results folder "
-                                            "(writes dcgm.csv there).")
-    p.add_argument("results", help="results folder (results.csv)")
-    p.add_argument("--url", required=True, help="Prometheus base URL, e.g. http://prometheus.monitoring:9090")
-    p.add_argument("--node", help="node name (the ServiceMonitor's node label)")
-    p.add_argument("--node-label", default=DEFAULT_NODE_LABEL)
-    p.add_argument("--gpu-uuid", help="only this GPU (UUID label)")
-    p.add_argument("--step", type=float, default=1.0, help="query step (s)")
-    a = p.parse_args(argv)
-    try:
-        df = attach_to_results(a.results, a.url, node=a.node, node_label=a.node_label, gpu_uuid=a.gpu_uuid,
-                               step_s=a.step)
-    except UserError as exc:
-        print(f"sharebench: error: {exc}", file=sys.stderr)
-        return 2
-    print(f"{len(df)} cells -> {a.results}/{DCGM_CSV}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

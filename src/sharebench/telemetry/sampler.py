@@ -30,6 +30,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sharebench.devices import DeviceInfo, as_device
+from sharebench.devices.host import cpu_model
+from sharebench.errors import UserError
+from sharebench.telemetry.cpu import CpuReader, CpuUnavailable
+from sharebench.telemetry.nvml import NvmlReader, NvmlUnavailable
+
 # Flat per-cell summary columns (always all present; None = not measured here).
 SUMMARY_COLUMNS = (
     "tel_source",              # "nvml" (GPU + host CPU), "psutil" (host CPU only), "none"
@@ -64,21 +70,6 @@ SUMMARY_COLUMNS = (
 
 _START_TIMEOUT_S = 30.0
 _STOP_TIMEOUT_S = 15.0
-
-
-def device_field(info: Any, key: str) -> Any:
-    """A field of a DeviceInfo object or of its dict form (None when absent)."""
-    if isinstance(info, dict):
-        return info.get(key)
-    return getattr(info, key, None)
-
-
-def device_spec(device_info: Any) -> dict[str, Any]:
-    """The JSON-able part of a DeviceInfo (object or dict) the sampler needs."""
-    if device_info is None:
-        return {"kind": "cpu", "backend": "cpu", "name": None, "uuid": None, "spec": None}
-    return {k: (None if device_field(device_info, k) is None else str(device_field(device_info, k)))
-            for k in ("kind", "backend", "name", "uuid", "spec")}
 
 
 def empty_summary(source: str, note: str, interval_s: float | None = None) -> dict[str, Any]:
@@ -154,19 +145,16 @@ def summarize(samples: list[dict], meta: dict[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- child process
 
-def _open_readers(dev: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-    from sharebench.telemetry.cpu import CpuReader, CpuUnavailable, cpu_model
-    from sharebench.telemetry.nvml import NvmlReader, NvmlUnavailable
-
+def _open_readers(dev: DeviceInfo) -> tuple[list[Any], dict[str, Any]]:
     readers: list[Any] = []
     notes: list[str] = []
-    meta: dict[str, Any] = {"source": "none", "device_name": dev.get("name"), "device_uuid": None,
+    meta: dict[str, Any] = {"source": "none", "device_name": dev.name or None, "device_uuid": None,
                             "mig_instances": None}
-    wants_gpu = dev.get("kind") == "gpu" and (dev.get("backend") in ("cuda", "opencl", None))
+    wants_gpu = dev.kind == "gpu" and dev.backend in ("cuda", "opencl", "")
     if wants_gpu:
-        name = (dev.get("name") or "").lower()
-        if dev.get("backend") == "opencl" and name and "nvidia" not in name and not dev.get("uuid"):
-            notes.append(f"GPU telemetry: NVML covers NVIDIA GPUs only (device {dev.get('name')!r})")
+        name = dev.name.lower()
+        if dev.backend == "opencl" and name and "nvidia" not in name and not dev.uuid:
+            notes.append(f"GPU telemetry: NVML covers NVIDIA GPUs only (device {dev.name!r})")
         else:
             try:
                 r = NvmlReader(dev)
@@ -181,8 +169,8 @@ def _open_readers(dev: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
         readers.append(c)
         if meta["source"] == "none":
             meta["source"] = "psutil"
-            if dev.get("kind") != "gpu":
-                meta["device_name"] = dev.get("name") or cpu_model()
+            if dev.kind != "gpu":
+                meta["device_name"] = dev.name or cpu_model()
     except CpuUnavailable as exc:
         notes.append(f"CPU telemetry not recorded: {exc}")
     meta["note"] = "; ".join(notes)
@@ -205,7 +193,7 @@ def child_main(config: dict[str, Any]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     interval = float(config.get("interval_s") or 0.1)
     out_path = config.get("out_path")
-    readers, meta = _open_readers(config.get("device") or {})
+    readers, meta = _open_readers(DeviceInfo.from_dict(config.get("device") or {"kind": "cpu", "backend": "cpu"}))
     meta["interval_s"] = interval
     meta["raw_file"] = str(out_path) if out_path else ""
     columns = ["t_epoch_s"] + [c for r in readers for c in r.columns]
@@ -264,12 +252,11 @@ class Sampler:
     (``tel_source="none"``, ``tel_note``) and the cell's measurements are unaffected.
     """
 
-    def __init__(self, device_info: Any, interval_s: float = 0.1, out_path: str | Path | None = None):
-        from sharebench.errors import UserError
-
+    def __init__(self, device_info: DeviceInfo | dict[str, Any] | None, interval_s: float = 0.1,
+                 out_path: str | Path | None = None):
         if not (isinstance(interval_s, (int, float)) and 0.01 <= float(interval_s) <= 3600):
             raise UserError(f"telemetry interval {interval_s!r} s out of range; allowed: 0.01 .. 3600 s")
-        self.device = device_spec(device_info)
+        self.device = as_device(device_info)
         self.interval_s = float(interval_s)
         self.out_path = Path(out_path) if out_path else None
         self._proc: subprocess.Popen | None = None
@@ -281,7 +268,7 @@ class Sampler:
         """Start the sampling process and wait until it has taken its first sample."""
         if self._proc is not None:
             return self
-        cfg = {"device": self.device, "interval_s": self.interval_s,
+        cfg = {"device": self.device.to_dict(), "interval_s": self.interval_s,
                "out_path": str(self.out_path) if self.out_path else None}
         self._stderr = tempfile.TemporaryFile(mode="w+")  # a file, so a chatty child never blocks
         try:
@@ -372,7 +359,7 @@ class Sampler:
         self.stop()
 
 
-def make_sampler(device_info: Any, interval_s: float = 0.1, out_path: str | Path | None = None) -> Sampler:
+def make_sampler(device_info: DeviceInfo | dict[str, Any] | None, interval_s: float = 0.1, out_path: str | Path | None = None) -> Sampler:
     """A sampler for the device the replicas use (see :class:`Sampler`)."""
     return Sampler(device_info, interval_s=interval_s, out_path=out_path)
 

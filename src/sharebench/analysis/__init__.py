@@ -1,0 +1,37 @@
+"""Statistics over results: the study's tables (``tables``), their confidence intervals
+(``statistics``), how they print (``format``), telemetry per cell with energy and cost
+(``telemetry``), and the loss each cell should show with no interference (``prediction``).
+
+Everything here reads a results folder and returns DataFrames; nothing writes or plots.
+"""
+
+from sharebench.analysis.format import (
+    display_table,
+    fmt_ci,
+    fmt_int,
+    fmt_num,
+    fmt_particles,
+    fmt_pct,
+    fmt_sec,
+    fmt_spec,
+    significant,
+    summary_table,
+)
+from sharebench.analysis.prediction import (
+    bounds_from_telemetry,
+    classify_bound,
+    gpu_of,
+    predict_cell,
+    predicted_vs_measured,
+    predicted_vs_measured_of,
+)
+from sharebench.analysis.statistics import cv_pct, median_ci, ratio_loss_ci
+from sharebench.analysis.tables import TABLES, WORK_KEYS, analyse, build_tables, cell_summary
+from sharebench.analysis.telemetry import cell_telemetry, energy_table, price_per_hour
+
+__all__ = [
+    "TABLES", "WORK_KEYS", "analyse", "bounds_from_telemetry", "build_tables", "cell_summary", "cell_telemetry",
+    "classify_bound", "cv_pct", "display_table", "energy_table", "fmt_ci", "fmt_int", "fmt_num", "fmt_particles",
+    "fmt_pct", "fmt_sec", "fmt_spec", "gpu_of", "median_ci", "predict_cell", "predicted_vs_measured",
+    "predicted_vs_measured_of", "price_per_hour", "ratio_loss_ci", "significant", "summary_table",
+]

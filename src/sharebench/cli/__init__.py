@@ -1,0 +1,85 @@
+"""The ``sharebench`` command: parses, validates and dispatches; the library does the work.
+
+One module per command group (``cli/kernel.py``: devices, lattice, track, bench; ``cli/sweep.py``:
+run, report; ``cli/node.py``; ``cli/manifests.py``; ``cli/telemetry.py``), each with a
+``configure(name, parser)`` that adds a command's options and its ``func``. A group is imported only
+when one of its commands runs, so ``sharebench --help`` stays fast; other packages add command
+groups through the entry-point group ``sharebench.commands`` (the KFP pipelines add ``compile``,
+``submit`` and ``runs`` that way, so the library never imports kfp).
+
+The one error boundary: a :class:`~sharebench.errors.UserError` prints one line and exits 2;
+Ctrl-C exits 130; anything else keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from importlib.metadata import entry_points
+from types import ModuleType
+
+from sharebench import __version__
+from sharebench.errors import UserError
+
+# command -> (module, one-line help), in the order `sharebench --help` lists them
+COMMANDS: dict[str, tuple[str, str]] = {
+    "devices": ("sharebench.cli.kernel", "list the devices a run can use"),
+    "lattice": ("sharebench.cli.kernel", "element mix, circumference, tunes and chromaticities of a lattice"),
+    "track": ("sharebench.cli.kernel", "one tracking run; prints its record"),
+    "bench": ("sharebench.cli.kernel", "speed benchmark: engines x devices, writes JSON and markdown"),
+    "run": ("sharebench.cli.sweep", "measure every sharing mode on this machine (a local sweep) and write tables, "
+                                    "plots, report"),
+    "report": ("sharebench.cli.sweep", "rebuild tables, plots and report.md/report.html of a results folder"),
+    "node": ("sharebench.cli.node", "reconfigure a GPU node through the gpu-operator (exclusive, timeslice, mps, mig)"),
+    "manifests": ("sharebench.cli.manifests", "render or check the Kubernetes manifests sharebench deploys"),
+    "telemetry": ("sharebench.cli.telemetry", "sample this machine, attach DCGM metrics, annotate Grafana"),
+}
+PLUGIN_GROUP = "sharebench.commands"
+
+
+def plugin_commands() -> dict[str, tuple[str, str]]:
+    """Commands other installed packages add: each entry point of the group ``sharebench.commands``
+    names a light module whose ``COMMANDS`` has the shape of :data:`COMMANDS`."""
+    out: dict[str, tuple[str, str]] = {}
+    for ep in entry_points(group=PLUGIN_GROUP):
+        out.update(importlib.import_module(ep.value).COMMANDS)
+    return out
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; the options of ``command`` (its group's module imported) when one is given."""
+    parser = argparse.ArgumentParser(
+        prog="sharebench",
+        description="Measure what GPU sharing (time-slicing, MPS, MIG) costs the Simpletrack workload.",
+    )
+    parser.add_argument("--version", action="version", version=f"sharebench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in {**COMMANDS, **plugin_commands()}.items():
+        p = sub.add_parser(name, help=help_text)
+        if name == command:
+            module: ModuleType = importlib.import_module(module_name)
+            module.configure(name, p)
+    return parser
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command named in argv (its first word that is not an option)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command(argv))
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"sharebench: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("sharebench: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,75 @@
+"""Namespaces and least-privilege RBAC for ``sharebench node apply/restore/status``."""
+
+from __future__ import annotations
+
+from sharebench.manifests.names import (
+    DEVICE_PLUGIN_CONFIGMAP,
+    OPERATOR_NAMESPACE,
+    RUN_NAMESPACE,
+    SERVICE_ACCOUNT,
+    metadata,
+)
+
+
+def namespace_objects(operator_namespace: str = OPERATOR_NAMESPACE,
+                      run_namespace: str = RUN_NAMESPACE) -> list[tuple[str, dict]]:
+    return [
+        (f"0100_namespace_{operator_namespace}.yaml", {
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": operator_namespace, "labels": {
+                # the operator's driver/toolkit pods are privileged
+                "pod-security.kubernetes.io/enforce": "privileged"}},
+        }),
+        (f"0110_namespace_{run_namespace}.yaml", {
+            "apiVersion": "v1", "kind": "Namespace", "metadata": metadata(run_namespace),
+        }),
+    ]
+
+
+def rbac_objects(operator_namespace: str = OPERATOR_NAMESPACE,
+                 run_namespace: str = RUN_NAMESPACE) -> list[tuple[str, dict]]:
+    """Least privilege for ``sharebench node apply/restore/status``.
+
+    Cluster scope: nodes get/list/patch (labels, prior-state annotation, cordon),
+    pods list (refuse when a foreign pod uses the node's GPUs; find the device-plugin
+    pod). Operator namespace: the device-plugin ConfigMap get/update (by name) and
+    pods delete (restart the device-plugin and GFD pods so they re-read a changed entry).
+    No create: the ConfigMap is applied from manifests/operator/, never created by
+    the tool.
+    """
+    name = SERVICE_ACCOUNT
+    subject = [{"kind": "ServiceAccount", "name": name, "namespace": run_namespace}]
+    return [
+        ("0100_serviceaccount_sharebench-node.yaml", {
+            "apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(name, run_namespace),
+        }),
+        ("0200_clusterrole_sharebench-node.yaml", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": metadata(name),
+            "rules": [
+                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+            ],
+        }),
+        ("0210_role_sharebench-node.yaml", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": metadata(name, operator_namespace),
+            "rules": [
+                {"apiGroups": [""], "resources": ["configmaps"],
+                 "resourceNames": [DEVICE_PLUGIN_CONFIGMAP], "verbs": ["get", "update"]},
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
+            ],
+        }),
+        ("0300_clusterrolebinding_sharebench-node.yaml", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": metadata(name),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": subject,
+        }),
+        ("0310_rolebinding_sharebench-node.yaml", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": metadata(name, operator_namespace),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": subject,
+        }),
+    ]

@@ -1,0 +1,20 @@
+"""The names sharebench gives its Kubernetes objects, and the label that marks its pods."""
+
+OPERATOR_NAMESPACE = "gpu-operator"     # the NVIDIA gpu-operator's namespace
+RUN_NAMESPACE = "sharebench"            # where the pipeline's pods and the service account live
+MONITORING_NAMESPACE = "monitoring"     # kube-prometheus-stack and its Grafana
+SERVICE_ACCOUNT = "sharebench-node"
+DEVICE_PLUGIN_CONFIGMAP = "sharebench-device-plugin-config"
+MIG_PARTED_CONFIGMAP = "sharebench-mig-parted-config"
+DCGM_METRICS_CONFIGMAP = "sharebench-dcgm-metrics"
+# every object and pod of sharebench carries it; the node step spares pods that have it
+PART_OF_LABEL = ("app.kubernetes.io/part-of", "sharebench")
+
+
+def metadata(name: str, namespace: str | None = None, **labels: str) -> dict:
+    """``metadata`` of a sharebench object: its name, namespace (if namespaced) and labels."""
+    meta: dict = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    meta["labels"] = {PART_OF_LABEL[0]: PART_OF_LABEL[1], **labels}
+    return meta

@@ -1,0 +1,156 @@
+"""The gpu-operator's configuration that sharebench deploys and edits: the device-plugin config
+entries (exclusive, time-slicing and MPS ×2/4/8), the mig-parted layouts of every known GPU model,
+and the gpu-operator Helm values.
+
+The node reconfiguration builds its device-plugin entries with the same functions, so a ConfigMap
+applied from ``manifests/operator/`` and one edited by ``sharebench node apply`` hold identical
+entries.
+"""
+
+from __future__ import annotations
+
+from sharebench.errors import UserError
+from sharebench.gpus import GpuModel
+from sharebench.manifests.dump import dump_yaml
+from sharebench.manifests.names import (
+    DCGM_METRICS_CONFIGMAP,
+    DEVICE_PLUGIN_CONFIGMAP,
+    MIG_PARTED_CONFIGMAP,
+    OPERATOR_NAMESPACE,
+    metadata,
+)
+
+MIG_PARTED_KEY = "config.yaml"          # the key the mig-manager reads
+DEFAULT_ENTRY = "exclusive"             # device-plugin config entry with no sharing
+SHARED_REPLICAS = (2, 4, 8)             # entries shipped in the ConfigMap
+MIG_STRATEGIES = ("single", "mixed")
+DEFAULT_MIG_STRATEGY = "mixed"          # explicit nvidia.com/mig-<profile> resources
+
+# PCI device ids (device-filter in mig-parted configs), as in NVIDIA's
+# default-mig-parted-config of the gpu-operator. Not part of gpus.py's table:
+# only the mig-parted config needs them.
+PCI_DEVICE_IDS: dict[str, tuple[str, ...]] = {
+    "A100-40GB": ("0x20B010DE", "0x20B110DE", "0x20F110DE"),
+    "A100-80GB": ("0x20B210DE", "0x20B510DE"),
+    "H100-80GB": ("0x233010DE", "0x233110DE"),
+    "H100-NVL": ("0x232110DE",),
+    "H200": ("0x233510DE", "0x233B10DE"),
+}
+
+
+# ---------------------------------------------------------------- device-plugin config
+def entry_name(kind: str, replicas: int = 1, *, rename: bool = False) -> str:
+    """Name of a device-plugin config entry: ``exclusive``, ``timeslice-4``, ``mps-2-shared``."""
+    if kind == "exclusive":
+        return DEFAULT_ENTRY
+    if kind not in ("timeslice", "mps"):
+        raise UserError(f"no device-plugin config entry for sharing kind {kind!r}; allowed: exclusive, timeslice, mps")
+    return f"{kind}-{replicas}" + ("-shared" if rename else "")
+
+
+def device_plugin_config(kind: str, replicas: int = 1, *, rename: bool = False) -> dict:
+    """One device-plugin config (``version: v1``) as the k8s-device-plugin reads it.
+
+    ``exclusive`` has no ``sharing`` section: one pod per GPU. ``timeslice``/``mps``
+    replicate ``nvidia.com/gpu`` ``replicas`` times; with ``rename`` the shared
+    resource is advertised as ``nvidia.com/gpu.shared``. The MIG strategy is
+    not set here: the operator passes ``mig.strategy`` to the plugin.
+    """
+    if kind == "exclusive":
+        return {"version": "v1"}
+    if not isinstance(replicas, int) or replicas < 2:
+        raise UserError(f"{kind} needs at least 2 replicas (got {replicas!r}); use 'exclusive' for one")
+    key = {"timeslice": "timeSlicing", "mps": "mps"}.get(kind)
+    if key is None:
+        raise UserError(f"no device-plugin config for sharing kind {kind!r}; allowed: exclusive, timeslice, mps")
+    return {
+        "version": "v1",
+        "sharing": {
+            key: {
+                "renameByDefault": bool(rename),
+                # a pod asking for 2 replicas would not get twice the GPU: refuse it
+                "failRequestsGreaterThanOne": True,
+                "resources": [{"name": "nvidia.com/gpu", "replicas": replicas}],
+            }
+        },
+    }
+
+
+def device_plugin_entries() -> dict[str, str]:
+    """The entries of the device-plugin ConfigMap: the default plus time-slicing and MPS 2/4/8."""
+    entries = {DEFAULT_ENTRY: dump_yaml(device_plugin_config("exclusive"))}
+    for kind in ("timeslice", "mps"):
+        for n in SHARED_REPLICAS:
+            entries[entry_name(kind, n)] = dump_yaml(device_plugin_config(kind, n))
+    return entries
+
+
+# ---------------------------------------------------------------- mig-parted config
+def mig_layouts(model: GpuModel) -> list[str]:
+    """The layouts the sweep can ask for on a model: ``all-<profile>`` for every profile."""
+    return [f"all-{p.name}" for p in model.profiles]
+
+
+def mig_parted_config(models: list[GpuModel]) -> dict:
+    """A mig-parted config (``version: v1``, ``mig-configs``) for these models.
+
+    Each ``all-<profile>`` layout holds one item per model that has that profile,
+    restricted by ``device-filter`` to the model's PCI ids, so a name shared by two
+    models (``all-1g.10gb``: 4 instances on an A100-40GB, 7 on an H100-80GB) is right
+    on both.
+    """
+    configs: dict[str, list] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
+    for model in models:
+        for p in model.profiles:
+            item = {
+                "device-filter": list(PCI_DEVICE_IDS[model.key]),
+                "devices": "all",
+                "mig-enabled": True,
+                "mig-devices": {p.name: p.max_count},
+            }
+            configs.setdefault(f"all-{p.name}", []).append(item)
+    return {"version": "v1", "mig-configs": configs}
+
+
+# ---------------------------------------------------------------- Helm values
+def helm_values(mig_strategy: str = DEFAULT_MIG_STRATEGY) -> dict:
+    """The gpu-operator Helm values sharebench needs (everything else: chart defaults)."""
+    if mig_strategy not in MIG_STRATEGIES:
+        raise UserError(f"unknown MIG strategy {mig_strategy!r}; allowed: {', '.join(MIG_STRATEGIES)}")
+    return {
+        "mig": {"strategy": mig_strategy},
+        "devicePlugin": {
+            "config": {"create": False, "name": DEVICE_PLUGIN_CONFIGMAP, "default": DEFAULT_ENTRY},
+        },
+        "migManager": {
+            "enabled": True,
+            "config": {"create": False, "name": MIG_PARTED_CONFIGMAP, "default": "all-disabled"},
+            "env": [{"name": "WITH_REBOOT", "value": "false"}],
+        },
+        "gfd": {"enabled": True},
+        # dcgm-exporter reads sharebench's metrics list (profiling metrics: SM activity, FP64, DRAM;
+        # manifests/monitoring/) and samples every second: the 30 s default is coarser than a cell
+        "dcgmExporter": {
+            "config": {"name": DCGM_METRICS_CONFIGMAP},
+            "env": [
+                {"name": "DCGM_EXPORTER_COLLECTORS", "value": "/etc/dcgm-exporter/dcgm-metrics.csv"},
+                {"name": "DCGM_EXPORTER_INTERVAL", "value": "1000"},
+            ],
+        },
+    }
+
+
+def device_plugin_configmap(namespace: str = OPERATOR_NAMESPACE) -> dict:
+    return {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": metadata(DEVICE_PLUGIN_CONFIGMAP, namespace),
+        "data": device_plugin_entries(),
+    }
+
+
+def mig_parted_configmap(models: list[GpuModel], namespace: str = OPERATOR_NAMESPACE) -> dict:
+    return {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": metadata(MIG_PARTED_CONFIGMAP, namespace),
+        "data": {MIG_PARTED_KEY: dump_yaml(mig_parted_config(models))},
+    }

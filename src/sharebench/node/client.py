@@ -1,0 +1,181 @@
+"""The Kubernetes API as the node operations use it: credentials, one-line errors, one session per call.
+
+A :class:`Session` is one operation (reconfigure, restore, status) on one node: it holds the API
+client, the state named in error messages, the deadline and the progress callback. Its
+:meth:`Session.call` turns ``ApiException`` and urllib3 errors into one-line :class:`NodeError`\\ s
+(403: :class:`PermissionDenied` naming the RBAC verb and resource), except 404, which it raises as
+:class:`NotFound` for the caller to name the missing object.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import urllib3
+import yaml
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from sharebench.errors import UserError
+
+log = logging.getLogger("sharebench.node")
+
+POLL_S = 2.0
+
+Progress = Callable[[str], None]
+
+
+# ---------------------------------------------------------------- errors
+class NodeError(UserError):
+    """A reconfiguration failed: one line naming node, mode and state."""
+
+    def __init__(self, node: str, mode: str, state: str, what: str):
+        self.node, self.mode, self.state = node, mode, state
+        super().__init__(f"node {node}, mode {mode}, state {state}: {what}")
+
+
+class NodeTimeout(NodeError):
+    """A wait ran past its deadline."""
+
+
+class PermissionDenied(NodeError):
+    """The API server answered 403: the service account lacks an RBAC verb."""
+
+
+class NotFound(Exception):
+    """The API server answered 404; the caller turns it into a :class:`NodeError` naming the object."""
+
+
+def check_times(timeout_s: float, poll_s: float | None, names: tuple[str, str] = ("timeout_s", "poll_s")) -> None:
+    """Raise a ``UserError`` unless ``timeout_s`` (and ``poll_s``, when given) are seconds > 0; ``names``:
+    how the caller calls them (the CLI: ``--timeout``, ``--poll``)."""
+    if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
+        raise UserError(f"{names[0]} must be a number of seconds > 0 (got {timeout_s!r})")
+    if poll_s is not None and not (isinstance(poll_s, (int, float)) and poll_s > 0):
+        raise UserError(f"{names[1]} must be a number of seconds > 0 (got {poll_s!r})")
+
+
+# ---------------------------------------------------------------- client
+def make_api_client(kubeconfig: str | os.PathLike | None = None, context: str | None = None) -> k8s.ApiClient:
+    """An API client from ``kubeconfig`` (or ``$KUBECONFIG``, ``~/.kube/config``), else in-cluster config."""
+    if kubeconfig is not None:
+        path = Path(kubeconfig).expanduser()
+        if not path.is_file():
+            raise UserError(f"kubeconfig {str(path)!r} does not exist; pass an existing file to --kubeconfig")
+        try:
+            return k8s_config.new_client_from_config(config_file=str(path), context=context)
+        except (k8s_config.ConfigException, yaml.YAMLError, KeyError, TypeError) as exc:
+            raise UserError(f"cannot use kubeconfig {str(path)!r}: {exc}") from exc
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        first = Path(env.split(os.pathsep)[0]).expanduser()
+        if not first.is_file():
+            raise UserError(f"KUBECONFIG={env!r} names no file; point it at a kubeconfig or unset it")
+        return make_api_client(first, context)
+    default = Path("~/.kube/config").expanduser()
+    if default.is_file():
+        return make_api_client(default, context)
+    cfg = k8s.Configuration()
+    try:
+        k8s_config.load_incluster_config(client_configuration=cfg)
+    except k8s_config.ConfigException as exc:
+        raise UserError("no Kubernetes credentials: pass --kubeconfig, set KUBECONFIG, "
+                        "or run in a pod with a service account") from exc
+    return k8s.ApiClient(cfg)
+
+
+# ---------------------------------------------------------------- session
+class Session:
+    """One operation on one node: the API, the current state for messages, progress."""
+
+    def __init__(self, node: str, mode: str, api_client, progress: Progress | None,
+                 timeout_s: float, poll_s: float | None):
+        self.node, self.mode = node, mode
+        self.state = "pre-flight"
+        try:
+            self.api_client = api_client if api_client is not None else make_api_client()
+        except UserError as exc:
+            raise self.error(str(exc)) from None
+        self.core = k8s.CoreV1Api(self.api_client)
+        self.progress = progress
+        self.t0 = time.monotonic()
+        self.timeout_s = float(timeout_s)
+        self.deadline = self.t0 + self.timeout_s
+        self.poll_s = POLL_S if poll_s is None else float(poll_s)
+
+    # -- messages
+    def say(self, msg: str) -> None:
+        """Log ``msg`` prefixed with the node and pass it to the progress callback."""
+        line = f"{self.node}: {msg}"
+        log.info(line)
+        if self.progress is not None:
+            self.progress(line)
+
+    def error(self, what: str, cls: type[NodeError] = NodeError) -> NodeError:
+        """A ``cls`` error naming this node, mode and current state."""
+        return cls(self.node, self.mode, self.state, what)
+
+    # -- API calls with one-line errors
+    def call(self, verb: str, resource: str, fn, *args, namespace: str | None = None, **kwargs):
+        """``fn(*args, **kwargs)``; API failures become one-line errors naming ``verb`` and ``resource``."""
+        where = f" in namespace {namespace}" if namespace else ""
+        try:
+            return fn(*args, **kwargs)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise NotFound(_status_message(exc)) from None
+            if exc.status == 403:
+                raise self.error(
+                    f"permission denied: cannot {verb} {resource}{where} "
+                    f"(RBAC: grant verb {verb!r} on resource {resource!r}; see manifests/rbac/)",
+                    PermissionDenied) from None
+            if exc.status == 401:
+                raise self.error("unauthorized: the API server refused the credentials "
+                                 "(check the kubeconfig or service account token)") from None
+            raise self.error(f"{verb} {resource}{where} failed: HTTP {exc.status} "
+                             f"{exc.reason}: {_status_message(exc)}") from None
+        except urllib3.exceptions.HTTPError as exc:
+            host = getattr(self.api_client.configuration, "host", "?")
+            raise self.error(f"cannot reach the Kubernetes API at {host}: {type(exc).__name__}") from None
+
+    def read_node(self) -> k8s.V1Node:
+        """The node; a missing one is an error that lists some existing nodes when it may."""
+        try:
+            return self.call("get", "nodes", self.core.read_node, self.node)
+        except NotFound:
+            raise self.error(f"node {self.node!r} not found{self._nodes_hint()}") from None
+
+    def _nodes_hint(self) -> str:
+        try:
+            names = [n.metadata.name for n in self.core.list_node(limit=20).items]
+        except Exception:  # noqa: BLE001 - the hint is optional (list may be denied)
+            return ""
+        return f"; nodes: {', '.join(names) or 'none'}"
+
+    def patch_node(self, body: dict) -> k8s.V1Node:
+        """Patch the node with ``body`` (a strategic merge patch); returns the patched node."""
+        try:
+            return self.call("patch", "nodes", self.core.patch_node, self.node, body)
+        except NotFound:
+            raise self.error(f"node {self.node!r} disappeared") from None
+
+    def remaining_s(self) -> float:
+        """Seconds left before the deadline (negative once past it)."""
+        return self.deadline - time.monotonic()
+
+    def elapsed_s(self) -> float:
+        """Seconds since the session started."""
+        return time.monotonic() - self.t0
+
+
+def _status_message(exc: ApiException) -> str:
+    try:
+        return " ".join(str(json.loads(exc.body).get("message", "")).split()) or str(exc.reason)
+    except (TypeError, ValueError, AttributeError):
+        return str(exc.reason)

@@ -1,0 +1,86 @@
+"""The node's state before sharebench's first change, kept as a JSON annotation on the node
+(``sharebench.io/prior-state``) so that a restore works from any process."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+
+from sharebench.node.client import NodeError, Session
+from sharebench.node.facts import (
+    LABEL_DP,
+    LABEL_MIG,
+    LABEL_PRODUCT,
+    LABEL_REPLICAS,
+    LABEL_SHARING,
+    GpuFacts,
+    gpu_resources,
+    node_annotations,
+    node_labels,
+)
+
+ANNOTATION = "sharebench.io/prior-state"
+STATE_VERSION = 1
+RESTORED_LABELS = (LABEL_DP, LABEL_MIG)
+ADVERTISED_LABELS = (LABEL_PRODUCT, LABEL_REPLICAS, LABEL_SHARING)
+
+
+def read_prior(sess: Session, node) -> dict | None:
+    """The recorded prior state of ``node``; None when there is none, an error when it is unreadable."""
+    raw = node_annotations(node).get(ANNOTATION)
+    if raw is None:
+        return None
+    try:
+        prior = json.loads(raw)
+        if not isinstance(prior, dict) or prior.get("version") != STATE_VERSION:
+            raise ValueError("unknown version")
+        return prior
+    except ValueError:
+        raise sess.error(f"annotation {ANNOTATION} is unreadable; inspect it and remove it with "
+                         f"'kubectl annotate node {sess.node} {ANNOTATION}-'") from None
+
+
+def _prior_of(node, facts: GpuFacts, namespace: str, configmap: str) -> dict:
+    labels = node_labels(node)
+    return {
+        "version": STATE_VERSION,
+        "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "labels": {k: labels.get(k) for k in RESTORED_LABELS},
+        "unschedulable": bool(node.spec.unschedulable) if node.spec else False,
+        "gpu_model": facts.model.key,
+        "gpus": facts.gpus,
+        "allocatable": gpu_resources(node),
+        # what GFD said then; restore waits for these too (counts alone can coincide)
+        "advertised_labels": {k: labels[k] for k in ADVERTISED_LABELS if k in labels},
+        "configmap": {"namespace": namespace, "name": configmap, "entries": {}},
+    }
+
+
+def record_prior(sess: Session, node, facts: GpuFacts, namespace: str, configmap: str) -> tuple[object, dict]:
+    """Store the node's state before the first change (once: later calls keep the first record)."""
+    for _ in range(5):
+        prior = read_prior(sess, node)
+        if prior is not None:
+            return node, prior
+        prior = _prior_of(node, facts, namespace, configmap)
+        body = {"metadata": {"resourceVersion": node.metadata.resource_version,
+                             "annotations": {ANNOTATION: json.dumps(prior, sort_keys=True)}}}
+        try:
+            node = sess.call("patch", "nodes", sess.core.patch_node, sess.node, body)
+            sess.say(f"recorded prior state in annotation {ANNOTATION}")
+            return node, prior
+        except NodeError as exc:
+            if "HTTP 409" not in str(exc):
+                raise
+            node = sess.read_node()
+    raise sess.error("could not record the prior state: the node kept changing (HTTP 409)")
+
+
+def save_prior(sess: Session, prior: dict) -> None:
+    """Overwrite the recorded prior state with ``prior``."""
+    sess.patch_node({"metadata": {"annotations": {ANNOTATION: json.dumps(prior, sort_keys=True)}}})
+
+
+def remove_prior(sess: Session):
+    """Remove the prior-state annotation; returns the patched node."""
+    return sess.patch_node({"metadata": {"annotations": {ANNOTATION: None}}})

@@ -1,0 +1,96 @@
+"""What sharebench writes, and in which version: the results CSV's columns and every JSON document.
+
+One convention for every file (as asv and pyperf keep one): a results CSV carries its version in
+the ``schema_version`` column of every row; a JSON document carries ``"kind"`` and
+``"schema_version"`` as its first two keys. :data:`DOCUMENTS` lists each kind and the version this
+sharebench writes; ``sharebench.results.store`` reads older versions (and the first release's
+spellings) and refuses newer ones with a message saying what to do.
+
+History of the JSON documents:
+
+* ``provenance`` 2: absorbs the former ``machine.json`` (host load and usable cores, every NVIDIA GPU
+  NVML lists, the CUDA runtime); version 1 spelled its version ``"schema": "sharebench.provenance/1"``.
+* ``sweep`` 1 (``sweep.json``: the sweeps that wrote into a results folder); the first release wrote
+  it without a version.
+* ``record`` 1 (a replica's record, ``cells/<cell>/record.<i>.json``); the first release spelled its
+  version ``"record_version"``.
+* ``bench`` 1 (``bench.json`` of ``sharebench bench``).
+* ``rows`` 1: results rows (``{"rows": [...]}``, each in the CSV's schema) handed from one KFP task to
+  the next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCHEMA_VERSION = 1  # results.csv
+DOCUMENTS: dict[str, int] = {"provenance": 2, "sweep": 1, "record": 1, "bench": 1, "rows": 1}
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: str      # "str", "int", "float", "bool"
+    unit: str       # "" when dimensionless or text
+    doc: str
+
+
+# Every column, in file order. Extra columns are only allowed with the prefix
+# ``tel_`` (telemetry summaries, see sharebench.telemetry).
+COLUMNS: tuple[Column, ...] = (
+    Column("schema_version", "int", "", "version of this schema (1); a loader refuses other versions"),
+    Column("sweep_id", "str", "", "identifier of the sweep that wrote the row (UTC start time)"),
+    Column("cell_id", "str", "", "one cell = one mode x particle count x repeat, e.g. `timeslice:2_p10000_r1`"),
+    Column("mode", "str", "", "sharing mode, lowercase: exclusive, timeslice:N, mps:N[@PCT], mig:LAYOUT, partition:N"),
+    Column("mode_kind", "str", "", "exclusive, timeslice, mps, mig or partition"),
+    Column("replicas", "int", "", "N: replicas that ran concurrently in the cell"),
+    Column("replica", "int", "", "index of this replica in the cell, 0..N-1"),
+    Column("repeat", "int", "", "repeat index; 0 is the discarded warm-up, 1..R are measured"),
+    Column("warmup", "bool", "", "true for warm-up rows (kept on disk, left out of every statistic)"),
+    Column("device_class", "str", "", "gpu or cpu: the class of device the replicas shared"),
+    Column("backend", "str", "", "cuda, opencl or cpu"),
+    Column("device_spec", "str", "", "device as requested, e.g. cuda:0, opencl:0.0, cpu"),
+    Column("engine", "str", "", "workload engine: simpletrack or xtrack"),
+    Column("context", "str", "", "Xsuite/compute context the replica used"),
+    Column("device_name", "str", "", "device name as the replica saw it"),
+    Column("device_uuid", "str", "", "device UUID the replica ran on (MIG UUID under MIG; a host id on the CPU)"),
+    Column("parent_uuid", "str", "", "physical GPU UUID (the MIG instance's parent; equals device_uuid otherwise)"),
+    Column("mig_profile", "str", "", "MIG profile of the instance (e.g. 1g.18gb); empty when not MIG"),
+    Column("sms", "int", "SMs", "streaming multiprocessors available to the replica (GPU, when known)"),
+    Column("cores", "int", "cores", "CPU cores the replica could run on (CPU device)"),
+    Column("cpus", "str", "", "core set the replica was pinned to (partition), e.g. 0-3; empty: all"),
+    Column("thread_pct", "int", "%", "MPS active-thread percentage per client; empty: not set"),
+    Column("lattice", "str", "", "lattice file name, or `generated` for the built-in LHC-like ring"),
+    Column("particles", "int", "particles", "particles tracked by this replica"),
+    Column("turns", "int", "turns", "turns tracked"),
+    Column("elements", "int", "elements", "elements in the line"),
+    Column("setup_s", "float", "s", "build + compile + particle generation time"),
+    Column("transfer_s", "float", "s", "host-device transfer time"),
+    Column("track_s", "float", "s", "tracking time alone (the timed window, synchronised)"),
+    Column("track_start", "float", "s (Unix epoch)", "wall-clock start of the tracking window"),
+    Column("track_end", "float", "s (Unix epoch)", "wall-clock end of the tracking window"),
+    Column("particle_turns_per_s", "float", "particle-turns/s", "particles x turns / track_s"),
+    Column("element_passes_per_s", "float", "element-passes/s", "particles x turns x elements / track_s"),
+    Column("survived", "int", "particles", "particles alive at the end"),
+    Column("checksum", "str", "", "checksum of the final coordinates"),
+    Column("host", "str", "", "host name"),
+    Column("pid", "int", "", "process id of the replica"),
+    Column("status", "str", "", "ok or failed (this replica)"),
+    Column("error", "str", "", "one-line error of a failed replica; empty when ok"),
+    Column("cell_status", "str", "", "ok or failed (any replica of the cell failed, or they ran on different devices)"),
+    Column("cell_error", "str", "", "why the cell failed; empty when ok"),
+)
+COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
+DTYPES: dict[str, str] = {c.name: c.dtype for c in COLUMNS}
+EXTRA_PREFIX = "tel_"
+
+
+
+
+def schema_table() -> list[dict[str, str]]:
+    """The CSV schema as rows (column, type, unit, meaning) for the README and the report."""
+    rows = [{"column": f"`{c.name}`", "type": c.dtype, "unit": c.unit or "-", "meaning": c.doc} for c in COLUMNS]
+    rows.append({"column": f"`{EXTRA_PREFIX}*`", "type": "float/str", "unit": "in the name",
+                 "meaning": "telemetry summary of the cell (sharebench.telemetry), same value on each replica row; "
+                            "absent: not measured"})
+    return rows

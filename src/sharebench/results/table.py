@@ -1,0 +1,147 @@
+"""The results CSV: one row per replica run, versioned, written as it comes.
+
+"Failed" and "not measured" are different things: a replica that ran and
+crashed has a row with ``status = failed`` and its one-line ``error``; its
+sibling replicas keep their numbers but carry ``cell_status = failed`` so the
+analysis leaves the whole cell out. A number that was never measured (a cell
+not reached because the sweep was interrupted, a MIG column on a non-MIG run,
+telemetry where no sampler exists) is simply absent: no row, or an empty field.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sharebench.errors import UserError
+from sharebench.files import write_atomic
+from sharebench.parse import format_cpu_set
+from sharebench.results.folder import RESULTS_CSV
+from sharebench.results.schema import COLUMN_NAMES, DTYPES, EXTRA_PREFIX, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if value != value:  # NaN: not measured
+            return ""
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return format_cpu_set(value)
+    return " ".join(str(value).split()) if isinstance(value, str) else str(value)
+
+
+class ResultsWriter:
+    """Appends rows to results.csv, flushing and fsyncing after each batch.
+
+    The header is the schema's columns plus any ``tel_*`` columns seen so far.
+    A new ``tel_*`` column rewrites the file once with the wider header
+    (atomically: temporary file + rename), so nothing written is lost.
+    """
+
+    def __init__(self, results_dir: Path | str):
+        self.path = Path(results_dir) / RESULTS_CSV
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.header: list[str] = list(COLUMN_NAMES)
+        if self.path.exists() and self.path.stat().st_size > 0:
+            with self.path.open(newline="") as f:
+                existing = next(csv.reader(f), [])
+            _check_header(existing, self.path)
+            self.header = existing
+
+    def append(self, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        for row in rows:
+            unknown = [k for k in row if k not in DTYPES and not k.startswith(EXTRA_PREFIX)]
+            if unknown:
+                raise ValueError(f"results row has columns outside the schema: {unknown}")
+        extra = sorted({k for r in rows for k in r if k.startswith(EXTRA_PREFIX)} - set(self.header))
+        if extra and self.path.exists() and self.path.stat().st_size > 0:
+            self._widen(self.header + extra)
+        elif extra:
+            self.header = self.header + extra
+        new_file = not self.path.exists() or self.path.stat().st_size == 0
+        with self.path.open("a", newline="") as f:
+            w = csv.writer(f)
+            if new_file:
+                w.writerow(self.header)
+            for row in rows:
+                full = {"schema_version": SCHEMA_VERSION, **row}
+                w.writerow([_fmt(full.get(k)) for k in self.header])
+            f.flush()
+            os.fsync(f.fileno())
+
+    def _widen(self, header: list[str]) -> None:
+        with self.path.open(newline="") as f:
+            old = list(csv.DictReader(f))
+        text = io.StringIO()
+        w = csv.DictWriter(text, fieldnames=header)
+        w.writeheader()
+        for r in old:
+            w.writerow({k: r.get(k, "") for k in header})
+        write_atomic(self.path, text.getvalue(), fsync=True)
+        self.header = header
+
+
+def _check_header(header: list[str], path: Path) -> None:
+    if "schema_version" not in header:
+        raise UserError(f"{path} is not a sharebench results CSV (no schema_version column)")
+
+
+def load_results(results: Path | str) -> pd.DataFrame:
+    """Load results.csv (a file or a results folder) as typed columns.
+
+    A file written with another schema version fails with a message saying
+    what to do; missing optional columns are not an error (older writers of
+    the same version never leave any out).
+    """
+    import pandas as pd  # noqa: PLC0415 - slow to import; replicas and the sampler import this package
+
+    path = Path(results)
+    if path.is_dir():
+        path = path / RESULTS_CSV
+    if not path.exists():
+        raise UserError(f"no results file at {path}; run `sharebench run --out DIR` first")
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        raise UserError(f"{path} is empty; run `sharebench run --out DIR` first") from None
+    _check_header(list(df.columns), path)
+    versions = sorted(set(df["schema_version"]) - {""})
+    bad = [v for v in versions if v != str(SCHEMA_VERSION)]
+    if bad:
+        v = bad[0]
+        try:
+            newer = int(v) > SCHEMA_VERSION
+        except ValueError:
+            newer = False
+        what = ("upgrade sharebench to read it" if newer
+                else f"re-run the sweep, or convert it to schema {SCHEMA_VERSION} (columns in README)")
+        raise UserError(f"{path} has results schema version {v}; this sharebench reads version "
+                        f"{SCHEMA_VERSION}: {what}")
+    missing = [c for c in ("mode", "particles", "track_s", "replica", "cell_id") if c not in df.columns]
+    if missing:
+        raise UserError(f"{path} lacks required column(s) {', '.join(missing)}; see the schema in README")
+    for c in COLUMN_NAMES:
+        if c not in df.columns:
+            df[c] = ""
+    for c in df.columns:
+        kind = DTYPES.get(c, "float" if c.startswith(EXTRA_PREFIX) else "str")
+        if kind in ("int", "float"):
+            num = pd.to_numeric(df[c].replace("", None), errors="coerce")
+            if c.startswith(EXTRA_PREFIX) and num.isna().all() and (df[c] != "").any():
+                continue  # a text telemetry column (tel_source, tel_note)
+            df[c] = num.astype("float64") if kind == "float" or num.isna().any() else num.astype("int64")
+        elif kind == "bool":
+            df[c] = df[c].str.lower().isin(["true", "1", "yes"])
+    return df

@@ -1,0 +1,103 @@
+"""The plan of one cell: which replicas run, on which device, pinned how.
+
+``plan_cell(mode, device)`` decides, before anything runs, how a mode lays its replicas out on a
+device (the same device N times; disjoint core sets for ``partition:N``; one existing MIG
+instance each for ``mig:LAYOUT``), or says in one line why the mode cannot run there.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from sharebench import gpus
+from sharebench.devices import DeviceInfo, as_device
+from sharebench.devices.host import usable_cpus
+from sharebench.errors import UserError
+from sharebench.modes import Mode, parse_mode
+from sharebench.sharing.cpus import partition_cpus
+from sharebench.sharing.mig import MigInstance, find_mig_instances, select_instances
+from sharebench.sharing.mps import check_mps_available
+
+
+@dataclass
+class ReplicaPlan:
+    replica: int
+    device: str                         # device spec the replica opens
+    env: dict[str, str] = field(default_factory=dict)  # extra environment
+    cpus: list[int] | None = None
+    mig_uuid: str = ""
+    parent_uuid: str = ""
+    mig_profile: str = ""
+    sms: int | None = None
+    cores: int | None = None
+    memory_bytes: int | None = None     # memory this replica may use (MIG instance), else None
+
+
+@dataclass
+class CellPlan:
+    mode: Mode
+    device: DeviceInfo
+    replicas: list[ReplicaPlan]
+    mps: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.replicas)
+
+
+def gpu_sms(name: str) -> int | None:
+    try:
+        return gpus.gpu_model(name).sms
+    except UserError:
+        return None
+
+
+def plan_cell(mode: Mode | str, device: DeviceInfo | dict[str, Any], *, mig_instances: list[MigInstance] | None = None,
+              cpus: list[int] | None = None) -> CellPlan:
+    """Decide the replicas of one cell, or a one-line UserError if the mode cannot run on this device."""
+    m = parse_mode(mode) if isinstance(mode, str) else mode
+    dev = as_device(device)
+    backend, spec = dev.backend, dev.spec
+    is_gpu = dev.is_gpu
+    sms = gpu_sms(dev.name) if is_gpu else None
+    all_cpus = sorted(cpus if cpus is not None else usable_cpus())
+    cores = None if is_gpu else len(all_cpus)
+    uuid = dev.uuid
+
+    def same(n: int, env: dict[str, str] | None = None) -> list[ReplicaPlan]:
+        return [ReplicaPlan(i, spec, dict(env or {}), None, parent_uuid=uuid, sms=sms, cores=cores)
+                for i in range(n)]
+
+    if m.kind == "exclusive":
+        return CellPlan(m, dev, same(1))
+    if m.kind == "timeslice":
+        return CellPlan(m, dev, same(int(m.replicas)))
+    if m.kind == "mps":
+        check_mps_available(dev, m.label)
+        return CellPlan(m, dev, same(int(m.replicas)), mps=True)
+    if m.kind == "partition":
+        if is_gpu:
+            raise UserError(f"{m.label} is for the CPU (disjoint core sets); the device {spec} is a GPU: "
+                            "use mig:LAYOUT to partition a GPU")
+        sets = partition_cpus(int(m.replicas), all_cpus)
+        return CellPlan(m, dev, [ReplicaPlan(i, spec, {}, s, parent_uuid=uuid, cores=len(s))
+                                 for i, s in enumerate(sets)])
+    if m.kind == "mig":
+        if backend != "cuda":
+            raise UserError(f"{m.label} needs an NVIDIA GPU through CUDA (--device cuda); the device is "
+                            f"{spec or backend} ({dev.name})")
+        how = ""
+        if mig_instances is None:
+            mig_instances, how = find_mig_instances()
+        gpu_index = None
+        if spec.startswith("cuda:") and not os.environ.get("CUDA_VISIBLE_DEVICES"):
+            gpu_index = int(spec.split(":")[1])
+        chosen = select_instances(m.layout or "", mig_instances, gpu_index, how)
+        reps = [ReplicaPlan(i, "cuda:0", {"CUDA_VISIBLE_DEVICES": inst.uuid}, None, mig_uuid=inst.uuid,
+                            parent_uuid=inst.parent_uuid, mig_profile=inst.profile, sms=inst.sms,
+                            memory_bytes=inst.memory_bytes)
+                for i, inst in enumerate(chosen)]
+        return CellPlan(Mode("mig", len(reps), layout=m.layout), dev, reps)
+    raise UserError(f"unknown sharing mode {m.label!r}")  # pragma: no cover - parse_mode rejects first

@@ -1,0 +1,26 @@
+"""A sweep: sharing modes x particle counts x repeats on one machine, written as it goes.
+
+``plan``: the configuration, validated in full before anything runs, and its cells; ``runner``:
+``run_sweep`` over every cell and ``measure_cell`` for one (the step the KFP components run).
+"""
+
+from sharebench.sweep.plan import (
+    DEFAULT_PARTICLES,
+    DEFAULT_REPEATS,
+    DEFAULT_TURNS,
+    Cell,
+    SweepConfig,
+    SweepPlan,
+    cell_id,
+    default_modes,
+    describe_plan,
+    parse_particles,
+    validate,
+)
+from sharebench.sweep.runner import CellResult, measure_cell, new_sweep_id, run_sweep
+
+__all__ = [
+    "DEFAULT_PARTICLES", "DEFAULT_REPEATS", "DEFAULT_TURNS", "Cell", "CellResult", "SweepConfig", "SweepPlan",
+    "cell_id", "default_modes", "describe_plan", "measure_cell", "new_sweep_id", "parse_particles", "run_sweep",
+    "validate",
+]

@@ -1,0 +1,220 @@
+"""What a sweep will run: its configuration, checked in full before anything runs, and its cells.
+
+``validate(config)`` resolves the device, the modes (adding ``exclusive``, the T_1 baseline every
+loss needs), the particle counts and turns, plans every mode's replicas on the device and checks
+that every size fits in memory and that the lattice loads: a one-line UserError before any replica
+starts. A sweep is the cells of :meth:`SweepPlan.cells` in the order repeat -> particle count ->
+mode, so slow drifts of the machine spread over all modes; repeats <= 0 are discarded warm-ups.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sharebench.devices import DeviceInfo, resolve_device
+from sharebench.errors import UserError
+from sharebench.kernel import RunConfig, check_engine, check_fits
+from sharebench.kernel.lattice import get_line_cached, get_packed
+from sharebench.modes import Mode, parse_modes
+from sharebench.parse import counts, whole_number
+from sharebench.sharing import CellPlan, check_mps_available, plan_cell
+
+# `sharebench run` with no options: sizes per device class that finish in a few minutes
+# (CPU: 5.5 min for the whole default sweep on 2 cores of an AMD EPYC, docs/results/cpu-example; GPU: the
+# kernel's H200 figure, 1e6 particles x 10 turns in 1.45 s with CUDA (docs/results/kernel.md), makes the
+# largest exclusive run here about 3 s)
+DEFAULT_PARTICLES = {"cpu": [500, 1000], "gpu": [1_000_000, 2_000_000]}
+DEFAULT_TURNS = {"cpu": 10, "gpu": 10}
+DEFAULT_REPEATS = 3
+
+
+@dataclass
+class SweepConfig:
+    modes: list[str] | None = None          # None: the default set for the device
+    particles: list[int] | str | None = None  # None: the default sizes for the device class
+    turns: int | None = None                # None: the default for the device class
+    repeats: int = DEFAULT_REPEATS          # measured repeats per cell
+    warmup_repeats: int = 1                 # discarded warm-up repeats before them
+    device: str = "auto"
+    engine: str = "simpletrack"
+    lattice: str | None = None              # None: the generated LHC-like ring
+    seed: int = 1
+    ready_timeout_s: float = 900.0          # barrier: longest setup (build, compile) allowed
+    run_timeout_s: float | None = None      # longest tracking allowed per cell (None: no limit)
+    telemetry_interval_s: float | None = 0.1  # None: no telemetry sampler
+    resume: bool = False                    # continue an existing results folder
+    stop_after_s: float | None = None       # start no new cell after this many seconds (resume later)
+    progress: bool = True
+    command: list[str] | None = None        # recorded in provenance.json (default: sys.argv)
+    run_options: dict[str, Any] = field(default_factory=dict)  # extra RunConfig fields (nemitt_x, ...)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of a sweep: a mode at a particle count, one repeat (<= 0: a warm-up).
+
+    ``id`` names the cell in the results (``timeslice:2_p10000_r1``); a KFP pod that runs one
+    replica of a shared cell runs the mode ``exclusive`` under the shared cell's id.
+    """
+
+    mode: Mode
+    particles: int
+    repeat: int
+    id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            object.__setattr__(self, "id", cell_id(self.mode, self.particles, self.repeat))
+
+    @property
+    def warmup(self) -> bool:
+        return self.repeat <= 0
+
+    @property
+    def folder(self) -> str:
+        """The cell's folder under ``cells/``: its id made safe for a file name."""
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "-", self.id.replace("@", "at"))
+        return safe + ("_warmup" if self.warmup else "")
+
+
+def cell_id(mode: Mode, particles: int, repeat: int) -> str:
+    return f"{mode.label}_p{particles}_r{repeat}"
+
+
+@dataclass
+class SweepPlan:
+    config: SweepConfig
+    device: DeviceInfo
+    modes: list[Mode]
+    plans: dict[str, CellPlan]
+    particles: list[int]
+    turns: int
+    notes: list[str]
+
+    def cells(self) -> list[Cell]:
+        """Every cell in run order: repeat -> particle count -> mode; repeats <= 0 are warm-ups."""
+        first = 1 - self.config.warmup_repeats
+        return [Cell(m, p, r) for r in range(first, self.config.repeats + 1) for p in self.particles
+                for m in self.modes]
+
+    def run_config(self, particles: int) -> RunConfig:
+        """What each replica of a cell of ``particles`` does."""
+        c = self.config
+        return RunConfig(engine=c.engine, device=self.device.spec or c.device, lattice=c.lattice,
+                         particles=particles, turns=self.turns, seed=c.seed, **dict(c.run_options))
+
+    def replicas(self, mode: Mode) -> int:
+        return self.plans[mode.label].n
+
+
+def describe_plan(plan: SweepPlan) -> str:
+    """What a sweep would run, and its cost in exclusive-run equivalents (a cell of N replicas lasts
+    about N exclusive runs when sharing is fair and lossless)."""
+    d, c = plan.device, plan.config
+    per = sum(plan.replicas(m) for m in plan.modes)
+    reps = c.repeats + c.warmup_repeats
+    cells = plan.cells()
+    lines = [
+        f"device:    {d.spec} ({d.name}; {d.kind}, {d.backend})",
+        f"engine:    {c.engine}, lattice {c.lattice or 'generated LHC-like ring'}",
+        "modes:     " + ", ".join(f"{m.label} ({plan.replicas(m)} replica{'s' if plan.replicas(m) > 1 else ''})"
+                                  for m in plan.modes),
+        f"particles: {', '.join(f'{p:,}' for p in plan.particles)} per replica, {plan.turns} turns",
+        f"repeats:   {c.repeats} measured + {c.warmup_repeats} warm-up",
+        f"cells:     {len(cells)} ({sum(plan.replicas(cell.mode) for cell in cells)} replica runs)",
+        f"cost:      about {per} exclusive runs per particle count and repeat; {per * reps} per particle count "
+        f"in all ({', '.join(f'{per * reps} x {p:,}' for p in plan.particles)})",
+    ]
+    for m in plan.modes:
+        for rp in plan.plans[m.label].replicas:
+            if rp.mig_uuid:
+                lines.append(f"  {m.label} replica {rp.replica}: {rp.mig_uuid} ({rp.mig_profile}, {rp.sms} SMs)")
+            elif rp.cpus:
+                lines.append(f"  {m.label} replica {rp.replica}: cores {rp.cpus}")
+    lines += [f"note: {n}" for n in plan.notes]
+    return "\n".join(lines)
+
+
+def default_modes(device: DeviceInfo) -> list[str]:
+    """exclusive, timeslice:2, timeslice:4, and partition:2 on the CPU or mps:2 where MPS can run."""
+    modes = ["exclusive", "timeslice:2", "timeslice:4"]
+    if device.kind == "cpu":
+        modes.append("partition:2")
+    elif device.kind == "gpu":
+        try:
+            check_mps_available(device, "mps:2")
+            modes.append("mps:2")
+        except UserError:
+            pass
+    return modes
+
+
+def parse_particles(text: str | list) -> list[int]:
+    """"5e6,1e7,1.5e7" -> [5000000, 10000000, 15000000]; each must be a whole number > 0."""
+    return counts("particle count", text)
+
+
+def _resolve_modes(config: SweepConfig, device: DeviceInfo, notes: list[str]) -> list[Mode]:
+    modes = parse_modes(config.modes if config.modes is not None else default_modes(device))
+    modes = list({m.label: m for m in modes}.values())
+    if any(m.kind != "exclusive" for m in modes) and not any(m.kind == "exclusive" for m in modes) \
+            and not all(m.kind == "mig" for m in modes):
+        modes.insert(0, Mode("exclusive", 1))
+        notes.append("added 'exclusive': every loss needs the T_1 baseline")
+    return modes
+
+
+def _check_memory(config: SweepConfig, device: DeviceInfo, plans: dict[str, CellPlan], particles: list[int]) -> None:
+    """Every size of every mode fits: a MIG instance's memory, or the device's share of each replica."""
+    mem = device.memory_bytes
+    for plan in plans.values():
+        for p in particles:
+            try:
+                if plan.mode.kind == "mig":
+                    for rp in plan.replicas:
+                        check_fits(p, rp.memory_bytes, config.engine, what=f"memory of MIG instance {rp.mig_uuid}")
+                elif mem:
+                    n = plan.n
+                    check_fits(p, int(mem) // n, config.engine,
+                               what="device memory" if n == 1 else f"1/{n} share of the device memory ({int(mem):,} bytes)")
+            except UserError as exc:
+                raise UserError(f"{plan.mode.label} at {p:,} particles: {exc}") from None
+
+
+def _check_lattice(config: SweepConfig) -> None:
+    """Load (and cache, once for all replicas) the lattice: a bad file or element fails here, not per cell."""
+    with contextlib.redirect_stdout(sys.stderr):  # xtrack's loader chatter stays off our stdout
+        if config.engine == "simpletrack":
+            get_packed(config.lattice)
+        else:
+            get_line_cached(config.lattice)
+
+
+def validate(config: SweepConfig) -> SweepPlan:
+    """Everything checked before anything runs; a one-line UserError otherwise."""
+    notes: list[str] = []
+    check_engine(config.engine)
+    config = dataclasses.replace(config, repeats=whole_number("repeats", config.repeats, 1),
+                                 warmup_repeats=whole_number("warm-up repeats", config.warmup_repeats, 0))
+    if config.lattice is not None and not Path(config.lattice).is_file():
+        raise UserError(f"lattice file {config.lattice!r} not found; give an Xsuite line JSON or JSON.gz")
+    device = resolve_device(config.device)
+    dclass = device.kind or "cpu"
+    particles = parse_particles(config.particles) if config.particles is not None else DEFAULT_PARTICLES[dclass]
+    turns = whole_number("turns", config.turns if config.turns is not None else DEFAULT_TURNS[dclass], 1)
+    modes = _resolve_modes(config, device, notes)
+    plans = {m.label: plan_cell(m, device) for m in modes}
+    _check_memory(config, device, plans, particles)
+    plan = SweepPlan(config, device, modes, plans, particles, turns, notes)
+    plan.run_config(particles[0])  # the run config itself (engine, device grammar, emittances ...)
+    _check_lattice(config)
+    return plan

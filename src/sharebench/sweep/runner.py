@@ -1,0 +1,208 @@
+"""Running a sweep: cell after cell, each cell's rows appended to ``results.csv`` as it ends.
+
+``run_sweep(config, out_dir)`` validates everything first (``sharebench.sweep.plan``), records the
+sweep and its provenance, then measures the cells in run order. Ctrl-C stops the running cell; what
+is on disk stays, and ``--resume`` continues the folder later. ``measure_cell`` is the step the KFP
+components run for one cell (or one pod's part of it): the same code as the local sweep.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from sharebench.devices.host import load_average
+from sharebench.errors import UserError
+from sharebench.results import (
+    CELLS_DIR,
+    COLUMN_NAMES,
+    EXTRA_PREFIX,
+    PROVENANCE_JSON,
+    RESULTS_CSV,
+    ResultsWriter,
+    append_notes,
+    append_sweep,
+    load_results,
+    write_provenance,
+)
+from sharebench.sharing import run_cell
+from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, validate
+from sharebench.telemetry import collect_provenance, make_sampler
+
+
+@dataclass
+class CellResult:
+    """What measuring one cell gave: its rows in the results schema (one per replica, failed ones
+    included) and what the sweep should note (telemetry that did not start, ...)."""
+
+    rows: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.rows) and all(r.get("cell_status") == "ok" for r in self.rows)
+
+
+def new_sweep_id() -> str:
+    """A sweep's id: its UTC start time."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+
+
+def _start_sampler(plan: SweepPlan, cdir: Path, notes: list[str]) -> Any:
+    """The cell's telemetry sampler, started; None (and a note) if it cannot start."""
+    interval = plan.config.telemetry_interval_s
+    if not interval:
+        return None
+    try:
+        sampler = make_sampler(plan.device, interval_s=interval, out_path=cdir / "telemetry.csv")
+        cdir.mkdir(parents=True, exist_ok=True)
+        return sampler.start()
+    except Exception as exc:  # noqa: BLE001 - telemetry is optional: the measurement goes on without it
+        notes.append(f"telemetry: sampler failed to start ({type(exc).__name__}: {exc})")
+        return None
+
+
+def _stop_sampler(sampler: Any, notes: list[str]) -> dict[str, Any]:
+    if sampler is None:
+        return {}
+    try:
+        summary = dict(sampler.stop() or {})
+    except Exception as exc:  # noqa: BLE001 - telemetry is optional
+        notes.append(f"telemetry: sampler failed to stop ({type(exc).__name__}: {exc})")
+        return {}
+    return {k: v for k, v in summary.items() if k.startswith(EXTRA_PREFIX)}
+
+
+def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: str = "") -> CellResult:
+    """Run one cell (its replicas behind one start barrier, telemetry around them) under
+    ``out_dir/cells/<cell>/``; returns its rows in the results schema. A failed replica never
+    raises: its rows say so (``status``, ``cell_status``)."""
+    cell_plan = plan.plans[cell.mode.label]
+    cdir = Path(out_dir) / CELLS_DIR / cell.folder
+    notes: list[str] = []
+    sampler = _start_sampler(plan, cdir, notes)
+    summary: dict[str, Any] = {}
+    try:
+        recs = run_cell(cell.mode, plan.run_config(cell.particles), cdir, plan=cell_plan,
+                        ready_timeout_s=plan.config.ready_timeout_s, run_timeout_s=plan.config.run_timeout_s)
+    finally:
+        summary = _stop_sampler(sampler, notes)
+    lattice = Path(plan.config.lattice).name if plan.config.lattice else "generated"
+    rows = []
+    for rec in recs:
+        row = {k: v for k, v in rec.items() if k in COLUMN_NAMES}
+        row.setdefault("engine", plan.config.engine)
+        row.setdefault("particles", cell.particles)
+        row.setdefault("turns", plan.turns)
+        row.update(sweep_id=sweep_id, cell_id=cell.id, mode=cell_plan.mode.label, mode_kind=cell.mode.kind,
+                   replicas=cell_plan.n, repeat=cell.repeat, warmup=cell.warmup,
+                   device_class=plan.device.kind, backend=plan.device.backend, lattice=lattice, **summary)
+        rows.append(row)
+    return CellResult(rows, notes)
+
+
+def _check_resume(out: Path, plan: SweepPlan, notes: list[str]) -> set[str]:
+    """Cells already measured (ok) in out; refuses to mix another device model or class into the folder."""
+    if not (out / RESULTS_CSV).exists():
+        return set()
+    df = load_results(out)
+    dev = plan.device
+
+    def model(name: Any) -> str:  # "NVIDIA H200 MIG 1g.18gb" is an H200
+        return re.sub(r"\s+MIG\s.*$", "", str(name or "")).strip()
+
+    for r in df[["device_class", "backend", "device_name"]].drop_duplicates().itertuples():
+        if (r.device_class, r.backend) != (dev.kind, dev.backend) or \
+                (model(r.device_name) and model(dev.name) and model(r.device_name) != model(dev.name)):
+            raise UserError(f"{out} holds results measured on {r.device_name or '?'} ({r.backend}, {r.device_class}); "
+                            f"this run's device is {dev.name} ({dev.backend}, {dev.kind}): "
+                            "use another --out (and compare the two with sharebench report --compare)")
+    uuids = sorted({u for u in df["parent_uuid"] if isinstance(u, str) and u})
+    if dev.uuid and uuids and dev.uuid not in uuids and dev.kind == "gpu":
+        notes.append(f"resumed on another physical device of the same model ({dev.uuid}; before: "
+                     f"{', '.join(uuids)})")
+    return set(df.loc[df["cell_status"] == "ok", "cell_id"])
+
+
+def _record(out: Path, sweep_id: str, plan: SweepPlan) -> list[str]:
+    """The sweep's entry in sweep.json and its provenance (a resumed folder keeps its first
+    provenance.json; later sessions add their own beside it). Notes what could not be recorded."""
+    config = plan.config
+    append_sweep(out, {"sweep_id": sweep_id, "config": config.to_dict(), "device": plan.device.to_dict(),
+                       "modes": [m.label for m in plan.modes], "particles": plan.particles,
+                       "turns": plan.turns, "started_unix": time.time()})
+    name = PROVENANCE_JSON if not (out / PROVENANCE_JSON).exists() else f"provenance-{sweep_id}.json"
+    try:
+        prov = collect_provenance(plan.device, command=config.command if config.command is not None else sys.argv,
+                                  config=config.to_dict())
+    except Exception as exc:  # noqa: BLE001 - provenance never costs the measurement
+        return [f"provenance: collect failed ({type(exc).__name__}: {exc})"]
+    write_provenance(out, prov, name=name)
+    return []
+
+
+def _weight(plan: SweepPlan, cell: Cell) -> float:
+    """A cell's work in millions of particle-turns (what the progress bar counts)."""
+    return plan.replicas(cell.mode) * cell.particles * plan.turns / 1e6
+
+
+def _progress(cells: list[Cell], plan: SweepPlan) -> tqdm | None:
+    if not plan.config.progress:
+        return None
+    return tqdm(total=sum(_weight(plan, c) for c in cells), unit="M particle-turns", unit_scale=False,
+                dynamic_ncols=True, file=sys.stderr,
+                bar_format="{l_bar}{bar}| {n:.3g}/{total:.3g} {unit} [{elapsed}<{remaining}{postfix}]")
+
+
+def run_sweep(config: SweepConfig, out_dir: Path | str, *,
+              on_cell: Callable[[list[dict[str, Any]]], None] | None = None) -> Path:
+    """Run the sweep into out_dir (results.csv, provenance.json, sweep.json, notes.txt, cells/); returns
+    out_dir. The report is built from it by ``sharebench.report.build_report``."""
+    out = Path(out_dir)
+    if (out / RESULTS_CSV).exists() and not config.resume:
+        raise UserError(f"{out} already holds {RESULTS_CSV}; use --resume to continue it, or another --out")
+    plan = validate(config)
+    out.mkdir(parents=True, exist_ok=True)
+    writer = ResultsWriter(out)
+    sweep_id = new_sweep_id()
+    notes = list(plan.notes)
+    done = _check_resume(out, plan, notes) if config.resume else set()
+    notes += _record(out, sweep_id, plan)
+    cells = [c for c in plan.cells() if c.id not in done]
+    if done:
+        notes.append(f"resumed: {len(done)} cell(s) already on disk were kept and not re-run")
+    bar = _progress(cells, plan)
+    t0 = time.monotonic()
+    try:
+        for i, cell in enumerate(cells):
+            if config.stop_after_s is not None and time.monotonic() - t0 > config.stop_after_s:
+                msg = (f"stopped after {config.stop_after_s:g} s (--stop-after): {len(cells) - i} of {len(cells)} "
+                       f"cell(s) not run; continue with --resume --out {out}")
+                notes.append(msg)
+                print(f"sharebench: {msg}", file=sys.stderr)
+                break
+            if bar is not None:
+                bar.set_postfix_str(cell.id, refresh=True)
+            result = measure_cell(plan, cell, out, sweep_id=sweep_id)
+            notes += result.notes
+            writer.append(result.rows)
+            if on_cell is not None:
+                on_cell(result.rows)
+            if bar is not None:
+                bar.update(_weight(plan, cell))
+    finally:
+        if bar is not None:
+            bar.close()
+        load = load_average()
+        if load:  # how busy the machine was: other jobs distort shared-mode timings
+            notes.append("load average at the end: " + " / ".join(f"{v:.2f}" for v in load) + " (1, 5, 15 min)")
+        append_notes(out, sweep_id, notes)
+    return out
