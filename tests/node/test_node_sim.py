@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from k8s_sim import GFD_DS, PLUGIN_DS, SimCluster, match_fields, match_labels
+from support.k8s_sim import GFD_DS, PLUGIN_DS, SimCluster, match_fields, match_labels
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 

@@ -7,10 +7,11 @@ import subprocess
 import sys
 
 import pytest
-from test_analysis import crafted_rows
+from support.crafted import crafted_rows
 
 from sharebench.cli import main
 from sharebench.results import ResultsWriter
+from support.lattices import tiny_lattice
 
 MODES = "exclusive, timeslice:N, mps:N[@PCT], mig:LAYOUT, partition:N"
 PARTICLES = "allowed: whole numbers > 0 such as 10000 or 5e6"
@@ -84,8 +85,6 @@ def test_entry_point_prints_one_line_without_traceback(tmp_path):
 
 
 def test_dry_run_prints_the_plan_and_runs_nothing(capsys, tmp_path):
-    from test_sharing import tiny_lattice
-
     lat = tiny_lattice(tmp_path / "fodo.json")
     out = tmp_path / "out"
     assert main(["run", "--dry-run", "--device", "cpu", "--modes", "timeslice:4", "--particles", "1e3,2e3",
@@ -102,8 +101,6 @@ def test_dry_run_prints_the_plan_and_runs_nothing(capsys, tmp_path):
 
 
 def test_run_writes_a_results_folder(capsys, tmp_path):
-    from test_sharing import tiny_lattice
-
     lat = tiny_lattice(tmp_path / "fodo.json")
     out = tmp_path / "out"
     assert main(["run", "--device", "cpu", "--modes", "exclusive", "--particles", "2000", "--turns", "20",

@@ -19,8 +19,9 @@ pytest.importorskip("kfp", reason="kfp not installed (pip install -e '.[kfp]')")
 from sharebench.cli import main  # noqa: E402
 from sharebench.errors import UserError  # noqa: E402
 from sharebench.pipelines.cli import validate_cron  # noqa: E402
+from support.paths import ROOT  # noqa: E402 - after the kfp importorskip above
 
-PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
+PIPELINES = ROOT / "pipelines"
 API = "/apis/v2beta1"
 
 

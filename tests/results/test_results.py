@@ -18,8 +18,8 @@ from sharebench.report import markdown_table
 from sharebench.results import (COLUMN_NAMES, COLUMNS, DOCUMENTS, RESULTS_CSV, SCHEMA_VERSION, ResultsWriter,
                                 load_results, read_json, read_provenance, schema_table, write_json)
 from sharebench.telemetry import collect_provenance
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def schema_markdown() -> str:

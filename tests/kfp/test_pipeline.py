@@ -18,8 +18,8 @@ from kfp.kubernetes import kubernetes_executor_config_pb2 as k8s_pb2  # noqa: E4
 from kfp.pipeline_spec import pipeline_spec_pb2  # noqa: E402
 
 from sharebench.components import steps  # noqa: E402
+from support.paths import ROOT  # noqa: E402 - after the kfp importorskip above
 
-ROOT = Path(__file__).resolve().parents[1]
 PIPELINES = ROOT / "pipelines"
 FILES = ["sharebench_sweep.yaml", "sharebench_multi_node.yaml"]
 

@@ -20,36 +20,10 @@ from kfp import local  # noqa: E402
 
 from sharebench.components import steps  # noqa: E402
 from sharebench.results import load_results, read_provenance, write_provenance  # noqa: E402
+from support.contexts import cpu_opencl_spec  # noqa: E402 - after the kfp importorskip above
+from support.paths import ROOT  # noqa: E402 - after the kfp importorskip above
 
 MODES = ["exclusive", "timeslice:2"]
-
-
-def tiny_lattice(path: Path, cells: int = 25) -> Path:
-    """A small real Xsuite line (thin FODO ring) so replica setup stays short."""
-    import xtrack as xt
-
-    els = []
-    for _ in range(cells):
-        els += [xt.Multipole(knl=[0, 1 / 12]), xt.Drift(length=10.0), xt.Multipole(knl=[0, -1 / 12]),
-                xt.Drift(length=10.0)]
-    line = xt.Line(elements=els)
-    line.particle_ref = xt.Particles(p0c=7e12, mass0=xt.PROTON_MASS_EV)
-    line.to_json(str(path))
-    return path
-
-
-def cpu_opencl_spec() -> str:
-    from sharebench.devices import list_devices
-
-    for d in list_devices():
-        if d.backend == "opencl" and d.kind == "cpu":
-            return d.spec
-    pytest.skip("no CPU OpenCL device (PoCL) here: pip install -e '.[pocl]'")
-
-
-@pytest.fixture(scope="module")
-def lattice(tmp_path_factory) -> Path:
-    return tiny_lattice(tmp_path_factory.mktemp("lattice") / "fodo.json")
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +123,7 @@ def test_compare_nodes_report_puts_other_results_beside_the_first(local_sweep, t
     """What compare_nodes does with the multi-node pipeline's results folders."""
     import shutil
 
-    earlier = Path(__file__).resolve().parents[1] / "docs" / "results" / "cpu-example"
+    earlier = ROOT / "docs" / "results" / "cpu-example"
     if not (earlier / "results.csv").exists():
         pytest.skip(f"no second results folder at {earlier}")
     ours = local_sweep / "collect-results" / "results"

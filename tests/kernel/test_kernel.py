@@ -46,31 +46,11 @@ from sharebench.kernel.engines.xtrack import XtrackEngine, optimize_on_host
 from sharebench.kernel.lattice import get_line_cached, get_packed, load_line
 from sharebench.kernel.state import COORDS, make_state
 from sharebench.results.store import read_json
+from support.contexts import ACCELERATORS, CONTEXTS, device_of
 
 warnings.simplefilter("ignore", FutureWarning)
 
 
-def _pocl():
-    try:
-        return resolve_device("opencl")
-    except UserError as exc:
-        pytest.skip(f"no OpenCL device: {exc}")
-
-
-def _cuda():
-    pytest.importorskip("cupy", reason="CUDA runs need CuPy")
-    if not any(d.backend == "cuda" for d in list_devices()):
-        pytest.skip("no CUDA GPU here")
-    return resolve_device("cuda")
-
-
-CUDA = pytest.param("cuda", marks=pytest.mark.gpu)
-DEVICES = ["cpu", "opencl", CUDA]  # every context the kernel runs in
-ACCELERATORS = ["opencl", CUDA]  # the contexts compared with the CPU one
-
-
-def _device(spec):
-    return {"opencl": _pocl, "cuda": _cuda}.get(spec, lambda: resolve_device(spec))()
 
 
 @pytest.fixture(scope="session")
@@ -146,13 +126,13 @@ def xtrack_reference(lines):
     return get
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CONTEXTS)
 @pytest.mark.parametrize("lattice", ["ring", "lhc"])
 def test_simpletrack_agrees_with_xtrack(xtrack_reference, lattice, device):
     """Every coordinate within 1e-9 of its RMS spread after 10 turns, identical survival."""
     packed, x6, start, ref_end, ref_counters = xtrack_reference(lattice)
     assert 0 < np.sum(ref_counters[0] <= 0) < len(x6[0]), "the test needs both lost and surviving particles"
-    end, counters = _simpletrack(_device(device), packed, start, 10, packed.beta0)
+    end, counters = _simpletrack(device_of(device), packed, start, 10, packed.beta0)
     _assert_agree(end, counters, ref_end, ref_counters)
 
 
@@ -197,7 +177,7 @@ def test_xtrack_optimized_on_host_tracks_the_same(lines):
 @pytest.mark.parametrize("device", ACCELERATORS)
 def test_cross_context_vs_cpu(ring_line, device):
     """The same source built for OpenCL (PoCL here) or CUDA and for the CPU (OpenMP) agrees over 30 turns."""
-    other = _device(device)
+    other = device_of(device)
     packed, x6 = _particles(ring_line, n=64)
     coords, _counters = make_state(*x6, packed.beta0)
     a = _simpletrack(resolve_device("cpu"), packed, coords, 30, packed.beta0)
@@ -242,9 +222,9 @@ def test_unmodelled_element_options_are_named(xtrack_type, options, message):
 # ---------------------------------------------------------------------------
 # one run, records, the replica process and its barrier
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CONTEXTS)
 def test_run_replica_record(device, tmp_path):
-    dev = _device(device)
+    dev = device_of(device)
     cfg = RunConfig(device=dev.spec, particles=256, turns=3, ready_file=str(tmp_path / "ready"))
     rec = run_replica(cfg)
     assert (tmp_path / "ready").exists()
@@ -263,7 +243,7 @@ def test_run_replica_record(device, tmp_path):
 
 @pytest.mark.parametrize("device", ACCELERATORS)
 def test_same_seed_same_checksum_across_contexts(device):
-    other = _device(device)
+    other = device_of(device)
     a = run_replica(RunConfig(device="cpu", particles=200, turns=2, seed=5))
     b = run_replica(RunConfig(device=other.spec, particles=200, turns=2, seed=5))
     c = run_replica(RunConfig(device="cpu", particles=200, turns=2, seed=6))
@@ -316,10 +296,10 @@ def test_replica_failure_writes_one_line_error(tmp_path):
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CONTEXTS)
 def test_kernel_built_once_per_machine(device, tmp_path):
     """A second process with the same (empty at first) cache reuses the compiled kernel."""
-    dev = _device(device)
+    dev = device_of(device)
     # fresh kernel caches: ours (CPU .so, pyopencl binaries) and PoCL's own
     env = dict(os.environ, SHAREBENCH_CACHE=str(tmp_path / "cache"), POCL_CACHE_DIR=str(tmp_path / "pocl"))
     # a fresh kernel cache, but the (slow to generate) lattice caches copied in

@@ -13,6 +13,7 @@ pytest.importorskip("kfp", reason="kfp not installed (pip install -e '.[kfp]')")
 from sharebench.components import COMPONENTS, load, steps  # noqa: E402
 from sharebench.components.image import IMAGE  # noqa: E402
 from sharebench.errors import UserError  # noqa: E402
+from support.k8s_sim import SimCluster  # noqa: E402 - after the kfp importorskip above
 
 NODE = "gpu-node-1"
 
@@ -176,8 +177,7 @@ def test_without_a_node_reconfigure_and_restore_are_no_ops_that_say_so(capsys):
 @pytest.fixture
 def sim(tmp_path, monkeypatch):
     """The node engineer's simulated cluster (real HTTP API server + simulated gpu-operator)."""
-    k8s_sim = pytest.importorskip("k8s_sim", reason="tests/k8s_sim.py (simulated cluster) not present")
-    with k8s_sim.SimCluster(tmp_path) as cluster:
+    with SimCluster(tmp_path) as cluster:
         cluster.add_gpu_node(NODE, "H200", gpus=1)
         monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig))
         yield cluster

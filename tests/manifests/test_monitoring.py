@@ -20,8 +20,8 @@ from sharebench.manifests import monitoring
 from sharebench.manifests.render import check
 from sharebench.results import ResultsWriter
 from sharebench.telemetry import grafana, prometheus
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DIR = ROOT / "manifests" / "monitoring"
 FILES = sorted(DIR.glob("*.yaml"))
 K8S_VERSION = "1.31.0"

@@ -21,8 +21,8 @@ from sharebench.results import DOCUMENTS, PROVENANCE_JSON, read_provenance, writ
 from sharebench.telemetry import provenance
 from sharebench.errors import UserError
 from sharebench.telemetry import nvml_status
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 NVML_OK, NVML_REASON = nvml_status()
 DEVICES = {
     "cpu": {"kind": "cpu", "backend": "cpu", "name": "host CPU", "uuid": None, "spec": "cpu"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_analysis import crafted_rows
+from support.crafted import crafted_rows
 
 from sharebench.errors import UserError
 from sharebench.report import build_report

@@ -1,4 +1,4 @@
-"""Node reconfiguration against a simulated cluster (tests/k8s_sim.py) or, opted in, a real one.
+"""Node reconfiguration against a simulated cluster (tests/support/k8s_sim.py) or, opted in, a real one.
 
 The code under test uses the official kubernetes client through a kubeconfig file. The
 simulated cluster is a real HTTP server with a simulated gpu-operator; tests marked
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import kubernetes.config.incluster_config as incluster
 import pytest
 import yaml
-from k8s_sim import GFD_DS, LABEL_DP, LABEL_MIG, LABEL_MIG_STATE, SimCluster
+from support.k8s_sim import GFD_DS, LABEL_DP, LABEL_MIG, LABEL_MIG_STATE, SimCluster
 from kubernetes import client
 
 from sharebench.cli import main

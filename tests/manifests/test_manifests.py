@@ -16,9 +16,9 @@ from sharebench.errors import UserError
 from sharebench.gpus import GPU_MODELS, resolve_layout
 from sharebench.manifests import access, names, operator, render
 
-import operator_schemas as schemas
+from support import operator_schemas as schemas
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 MANIFESTS = ROOT / "manifests"
 RENDER = render.render()
 K8S_VERSIONS = ["1.33", major_minor(latest_version())]  # a current one, and the newest shipped (offline)

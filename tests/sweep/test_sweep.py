@@ -8,17 +8,11 @@ import os
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
-from test_sharing import tiny_lattice
 
 from sharebench.errors import UserError
 from sharebench.results import load_results
 from sharebench.report import build_report
 from sharebench.sweep import SweepConfig, parse_particles, run_sweep, validate
-
-
-@pytest.fixture(scope="module")
-def lattice(tmp_path_factory):
-    return str(tiny_lattice(tmp_path_factory.mktemp("lat") / "fodo.json"))
 
 
 def cfg(lattice_path, **kw):

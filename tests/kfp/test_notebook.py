@@ -12,9 +12,10 @@ pytest.importorskip("kfp", reason="kfp not installed (pip install -e '.[kfp]')")
 nbclient = pytest.importorskip("nbclient", reason="nbclient not installed (pip install -e '.[test]')")
 nbformat = pytest.importorskip("nbformat", reason="nbformat not installed (pip install -e '.[test]')")
 
-from test_pipeline_local import cpu_opencl_spec, tiny_lattice  # noqa: E402
+from support.contexts import cpu_opencl_spec  # noqa: E402 - after the importorskip above
+from support.lattices import tiny_lattice  # noqa: E402 - after the importorskip above
+from support.paths import ROOT  # noqa: E402 - after the importorskip above
 
-ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "sharing_experiment.ipynb"
 EARLIER = ROOT / "docs" / "results" / "cpu-example"
 

@@ -13,6 +13,8 @@ import psutil
 import pytest
 
 from sharebench.errors import UserError
+from sharebench.kernel import RunConfig
+from support.contexts import device_of
 from sharebench.sharing import (MpsDaemon, ReplicaPlan, check_mps_available, find_mig_instances,
                                 parse_nvidia_smi_list, partition_cpus, plan_cell, run_cell, select_instances)
 from sharebench.sharing import CellPlan
@@ -32,36 +34,7 @@ CUDA_DEV = {"spec": "cuda:0", "kind": "gpu", "backend": "cuda", "name": "NVIDIA 
             "uuid": "GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77", "memory_bytes": 40 * 2**30, "platform": "CUDA"}
 
 
-def tiny_lattice(path: Path, cells: int = 25) -> Path:
-    """A small real Xsuite line (thin FODO ring) so replica setup stays short."""
-    import xtrack as xt
-
-    els = []
-    for _ in range(cells):
-        els += [xt.Multipole(knl=[0, 1 / 12]), xt.Drift(length=10.0), xt.Multipole(knl=[0, -1 / 12]),
-                xt.Drift(length=10.0)]
-    line = xt.Line(elements=els)
-    line.particle_ref = xt.Particles(p0c=7e12, mass0=xt.PROTON_MASS_EV)
-    line.to_json(str(path))
-    return path
-
-
-@pytest.fixture(scope="session")
-def lattice(tmp_path_factory) -> Path:
-    return tiny_lattice(tmp_path_factory.mktemp("lattice") / "fodo.json")
-
-
-def device(spec: str):
-    from sharebench.devices import resolve_device
-
-    try:
-        return resolve_device(spec)
-    except UserError as exc:
-        pytest.skip(f"device {spec} absent here: {exc}")
-
-
 def run_config(spec: str, lattice: Path, particles: int = 2000, turns: int = 20):
-    from sharebench.kernel import RunConfig
 
     return RunConfig(device=spec, lattice=str(lattice), particles=particles, turns=turns)
 
@@ -69,12 +42,15 @@ def run_config(spec: str, lattice: Path, particles: int = 2000, turns: int = 20)
 # --------------------------------------------------------------------------- real cells
 
 
-@pytest.mark.parametrize("spec, mode", [("cpu", "exclusive"), ("opencl:0.0", "timeslice:2"), ("cpu", "partition:2")])
+@pytest.mark.parametrize("spec, mode", [
+    ("cpu", "exclusive"), ("opencl", "timeslice:2"), ("cpu", "partition:2"),
+    pytest.param("cuda", "timeslice:2", marks=pytest.mark.gpu), pytest.param("cuda", "mps:2", marks=pytest.mark.gpu),
+])
 def test_cell_replicas_start_together(tmp_path, lattice, spec, mode):
-    dev = device(spec)
+    dev = device_of(spec)
     if mode == "partition:2" and len(os.sched_getaffinity(0)) < 2:
         pytest.skip("partition:2 needs 2 cores")
-    recs = run_cell(mode, run_config(spec, lattice), tmp_path, device=dev)
+    recs = run_cell(mode, run_config(dev.spec, lattice), tmp_path, device=dev)
     n = 1 if mode == "exclusive" else 2
     assert [r["replica"] for r in recs] == list(range(n))
     assert all(r["status"] == "ok" and r["cell_status"] == "ok" for r in recs), recs
@@ -93,7 +69,7 @@ def test_cell_replicas_start_together(tmp_path, lattice, spec, mode):
 
 
 def test_a_replica_that_fails_at_setup_fails_the_cell_fast(tmp_path, lattice):
-    dev = device("cpu")
+    dev = device_of("cpu")
     plan = plan_cell("timeslice:2", dev)
     plan.replicas[1].device = "opencl:9.9"  # this replica cannot open its device
     t0 = time.monotonic()
@@ -134,7 +110,7 @@ def _when_started(workdir: Path, action, timeout_s: float = 120) -> threading.Th
 
 
 def test_a_crash_while_tracking_keeps_the_other_replicas_record(tmp_path, lattice):
-    dev = device("cpu")
+    dev = device_of("cpu")
     # long enough to be killed mid-run: ~4e6 particle-turns on a 100-element ring
     cfg = run_config("cpu", lattice, particles=20000, turns=200)
     _when_started(tmp_path, lambda: os.kill(_replica_pid(tmp_path, 1), signal.SIGKILL))
@@ -145,7 +121,7 @@ def test_a_crash_while_tracking_keeps_the_other_replicas_record(tmp_path, lattic
 
 
 def test_ctrl_c_stops_every_replica(tmp_path, lattice):
-    dev = device("cpu")
+    dev = device_of("cpu")
     cfg = run_config("cpu", lattice, particles=20000, turns=400)
     _when_started(tmp_path, lambda: os.kill(os.getpid(), signal.SIGINT))
     with pytest.raises(KeyboardInterrupt):
@@ -154,7 +130,7 @@ def test_ctrl_c_stops_every_replica(tmp_path, lattice):
 
 
 def test_run_timeout_stops_a_cell_that_tracks_too_long(tmp_path, lattice):
-    dev = device("cpu")
+    dev = device_of("cpu")
     cfg = run_config("cpu", lattice, particles=20000, turns=400)
     recs = run_cell("timeslice:2", cfg, tmp_path, device=dev, run_timeout_s=0.5)
     assert [r["status"] for r in recs] == ["failed", "failed"]
@@ -163,7 +139,7 @@ def test_run_timeout_stops_a_cell_that_tracks_too_long(tmp_path, lattice):
 
 
 def test_barrier_timeout(tmp_path, lattice):
-    dev = device("cpu")
+    dev = device_of("cpu")
     # 10 ms: less than a Python interpreter needs to start and import numpy, so never ready in time
     # (0.3 s was flaky: with warm kernel and lattice caches a replica can be ready sooner)
     recs = run_cell("exclusive", run_config("cpu", lattice), tmp_path, device=dev, ready_timeout_s=0.01)
