@@ -9,21 +9,21 @@ import warnings
 
 import numpy as np
 
-from sharebench.kernel import lattice as L
+from sharebench.kernel import lattice
 
 warnings.simplefilter("ignore")
 
 
 def evaluate(k):
-    line = L.generate_ring(k1l=k[:2], k2l=k[2:])
+    line = lattice.generate_ring(k1l=k[:2], k2l=k[2:])
     line.build_tracker()
     tw = line.twiss(method="6d")
     return np.array([tw.qx, tw.qy, tw.dqx, tw.dqy])
 
 
 def main(iterations: int = 2):
-    k = np.array([L.K1L_QF, L.K1L_QD, L.K2L_SF, L.K2L_SD])
-    target = np.array([*L.TARGET_Q, *L.TARGET_DQ])
+    k = np.array([lattice.K1L_QF, lattice.K1L_QD, lattice.K2L_SF, lattice.K2L_SD])
+    target = np.array([*lattice.TARGET_Q, *lattice.TARGET_DQ])
     f0 = evaluate(k)
     print("start", k.tolist(), f0)
     steps = [1e-5, 1e-5, 1e-3, 1e-3]

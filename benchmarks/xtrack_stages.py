@@ -20,10 +20,10 @@ def log(msg):
     print(f"[{time.perf_counter() - t0:8.2f}s] {msg}", flush=True)
 
 
-import xobjects as xo  # noqa: E402
-import xtrack as xt  # noqa: E402
+import xobjects as xo  # noqa: E402 - after t0: the import time is on the timeline
+import xtrack as xt  # noqa: E402 - after t0: the import time is on the timeline
 
-from sharebench.kernel.lattice import load_line  # noqa: E402
+from sharebench.kernel.lattice import load_line  # noqa: E402 - after t0: the import time is on the timeline
 
 ctxname, n, opt, path = sys.argv[1], int(float(sys.argv[2])), sys.argv[3] == "1", sys.argv[4]
 ctx = xo.ContextCupy() if ctxname == "cuda" else xo.ContextCpu()

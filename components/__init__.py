@@ -6,12 +6,12 @@ import kfp; import the component modules (``sharebench.components.run_simpletrac
 or :func:`load` for the components themselves.
 """
 
+import importlib
+
 COMPONENTS = ("plan_sweep", "reconfigure_node", "schedule_start", "run_simpletrack", "check_cell", "merge_records",
               "collect_results", "write_report", "compare_nodes", "restore_node")
 
 
 def load() -> dict:
     """name -> component, for every component (imports kfp)."""
-    import importlib
-
     return {name: getattr(importlib.import_module(f"sharebench.components.{name}"), name) for name in COMPONENTS}

@@ -295,7 +295,8 @@ def collect_results(paths: list[str], results_dir: str, tables_md_path: str, *, 
     device = {"name": first.get("device_name"), "kind": first.get("device_class"), "backend": first.get("backend"),
               "spec": first.get("device_spec"), "uuid": first.get("parent_uuid") or first.get("device_uuid"),
               "node": node_name or None, "gpu_model": gpu_model or None}
-    prov = collect_provenance({k: v for k, v in device.items() if v}, command=["kfp", "sharebench-sweep", f"node={node_name}"],
+    prov = collect_provenance({k: v for k, v in device.items() if v},
+                              command=["kfp", "sharebench-sweep", f"node={node_name}"],
                               config={"node_name": node_name, "gpu_model": gpu_model, "sweep_id": sid},
                               node=node_name or None)
     write_provenance(out, prov)

@@ -72,7 +72,8 @@ def _check_cron_field(expr: str, text: str, name: str, lo: int, hi: int, names: 
     for part in text.split(","):
         base, _, step = part.partition("/")
         if step and (not step.isdigit() or int(step) < 1):
-            raise UserError(f"cron {expr!r}: {name} field {text!r} has a bad step {step!r}; allowed: a positive integer")
+            raise UserError(f"cron {expr!r}: {name} field {text!r} has a bad step {step!r}; "
+                            "allowed: a positive integer")
         if base == "*":
             continue
         a, dash, b = base.partition("-")
@@ -107,7 +108,8 @@ def parse_params(items: list[str], params: dict[str, dict[str, Any]]) -> dict[st
         if not sep or not key:
             raise UserError(f"--param {item!r}: write NAME=VALUE, e.g. --param node_name=gpu-node-1")
         if key not in params:
-            raise UserError(f"--param {key!r} is not a parameter of this pipeline; allowed: {', '.join(sorted(params))}")
+            raise UserError(f"--param {key!r} is not a parameter of this pipeline; "
+                            f"allowed: {', '.join(sorted(params))}")
         out[key] = _typed(key, raw.strip(), params[key].get("parameterType", "STRING"))
     return out
 

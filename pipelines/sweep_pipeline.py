@@ -37,17 +37,14 @@ Why this shape (what KFP 2.17 really compiles and runs, on a cluster and in kfp.
 
 # no `from __future__ import annotations`: KFP reads the annotations as types
 
-from typing import List
-
 from kfp import dsl, kubernetes
 from kfp.dsl import Dataset
 
 from sharebench.components import steps
-from sharebench.manifests.names import PART_OF_LABEL
-from sharebench.components.image import IMAGE
 from sharebench.components.check_cell import check_cell
 from sharebench.components.collect_results import collect_results
 from sharebench.components.compare_nodes import compare_nodes
+from sharebench.components.image import IMAGE
 from sharebench.components.merge_records import merge_records
 from sharebench.components.plan_sweep import plan_sweep
 from sharebench.components.reconfigure_node import reconfigure_node
@@ -55,6 +52,7 @@ from sharebench.components.restore_node import restore_node
 from sharebench.components.run_simpletrack import run_simpletrack
 from sharebench.components.schedule_start import schedule_start
 from sharebench.components.write_report import write_report
+from sharebench.manifests.names import PART_OF_LABEL
 
 SWEEP_NAME = "sharebench-sweep"
 MULTI_NODE_NAME = "sharebench-multi-node"
@@ -96,7 +94,7 @@ def request_gpu(task: dsl.PipelineTask, resource, count, node_selector) -> dsl.P
 
 @dsl.pipeline(name="sharebench-cell", description="The replicas of one cell, started together.")
 def run_cell(image: str, mode: str, particles: int, turns: int, repeat: int, start_at: float,
-             pods: List[int], processes: int, replicas: int, resource: str, resource_count: int,
+             pods: list[int], processes: int, replicas: int, resource: str, resource_count: int,
              node_selector: dict, node_name: str, device: str, engine: str, lattice: str, seed: int) -> Dataset:
     with Loop(pods, name="replicas") as replica:
         run = run_simpletrack(mode=mode, particles=particles, turns=turns, repeat=repeat, replica=replica,
@@ -109,9 +107,9 @@ def run_cell(image: str, mode: str, particles: int, turns: int, repeat: int, sta
 
 
 @dsl.pipeline(name="sharebench-cells", description="The cells of one mode, one after the other.")
-def run_cells(image: str, mode: str, cells: List[int], particle_counts: List[int], repeats: int,
+def run_cells(image: str, mode: str, cells: list[int], particle_counts: list[int], repeats: int,
               warmup_repeats: int, turns: int,
-              start_delay_s: float, pods: List[int], processes: int, replicas: int, resource: str, resource_count: int,
+              start_delay_s: float, pods: list[int], processes: int, replicas: int, resource: str, resource_count: int,
               node_selector: dict, node_name: str, device: str, engine: str, lattice: str, seed: int) -> Dataset:
     with Loop(cells, name="cells", parallelism=1) as cell:
         start = in_image(schedule_start(mode=mode, cell=cell, particle_counts=particle_counts, repeats=repeats,
@@ -126,10 +124,10 @@ def run_cells(image: str, mode: str, cells: List[int], particle_counts: List[int
 
 
 @dsl.pipeline(name="sharebench-modes", description="Each mode in order: reconfigure the node, run its cells.")
-def sweep_modes(image: str, node_name: str, gpu_model: str, modes: List[str], cells: List[int],
-                particle_counts: List[int], repeats: int, warmup_repeats: int, turns: int, placement: str,
+def sweep_modes(image: str, node_name: str, gpu_model: str, modes: list[str], cells: list[int],
+                particle_counts: list[int], repeats: int, warmup_repeats: int, turns: int, placement: str,
                 start_delay_s: float, device: str, engine: str, lattice: str, seed: int, operator_namespace: str,
-                reconfigure_timeout_s: float, force: bool) -> List[Dataset]:
+                reconfigure_timeout_s: float, force: bool) -> list[Dataset]:
     with Loop(modes, name="modes", parallelism=1) as mode:
         node = in_image(reconfigure_node(node_name=node_name, mode=mode, gpu_model=gpu_model, placement=placement,
                                          namespace=operator_namespace, timeout_s=reconfigure_timeout_s,
@@ -146,17 +144,17 @@ def sweep_modes(image: str, node_name: str, gpu_model: str, modes: List[str], ce
 
 
 @dsl.pipeline(name="sharebench-node", description="The whole sweep of one node, and its report.")
-def sweep_node(image: str, node_name: str, gpu_model: str, modes: List[str], particle_counts: List[int],
-               repeats: int, warmup_repeats: int, turns: int, placement: str, start_delay_s: float, device: str, engine: str,
-               lattice: str, seed: int, operator_namespace: str, reconfigure_timeout_s: float,
+def sweep_node(image: str, node_name: str, gpu_model: str, modes: list[str], particle_counts: list[int],
+               repeats: int, warmup_repeats: int, turns: int, placement: str, start_delay_s: float, device: str,
+               engine: str, lattice: str, seed: int, operator_namespace: str, reconfigure_timeout_s: float,
                force: bool) -> Dataset:
     plan = in_image(plan_sweep(modes=modes, gpu_model=gpu_model, particle_counts=particle_counts, repeats=repeats,
                                turns=turns, placement=placement, node_name=node_name,
                                warmup_repeats=warmup_repeats), image)
     swept = sweep_modes(image=image, node_name=plan.outputs["node_name"], gpu_model=plan.outputs["gpu_model"],
                         modes=plan.outputs["modes"], cells=plan.outputs["cells"], particle_counts=particle_counts,
-                        repeats=repeats, warmup_repeats=warmup_repeats, turns=turns, placement=placement, start_delay_s=start_delay_s,
-                        device=device, engine=engine, lattice=lattice, seed=seed,
+                        repeats=repeats, warmup_repeats=warmup_repeats, turns=turns, placement=placement,
+                        start_delay_s=start_delay_s, device=device, engine=engine, lattice=lattice, seed=seed,
                         operator_namespace=operator_namespace, reconfigure_timeout_s=reconfigure_timeout_s,
                         force=force)
     collected = in_image(collect_results(records=swept.output, node_name=plan.outputs["node_name"],
@@ -173,8 +171,8 @@ def sweep_node(image: str, node_name: str, gpu_model: str, modes: List[str], par
 def sweep_pipeline(
     node_name: str = "",
     gpu_model: str = "H200",
-    modes: List[str] = steps.DEFAULT_MODES,
-    particle_counts: List[int] = steps.DEFAULT_PARTICLE_COUNTS,
+    modes: list[str] = steps.DEFAULT_MODES,
+    particle_counts: list[int] = steps.DEFAULT_PARTICLE_COUNTS,
     repeats: int = 3,
     warmup_repeats: int = 1,
     turns: int = 10,
@@ -214,8 +212,8 @@ def sweep_pipeline(
     with dsl.ExitHandler(restore, name="sweep"):
         sweep_node(image=image, node_name=node_name, gpu_model=gpu_model, modes=modes,
                    particle_counts=particle_counts, repeats=repeats, warmup_repeats=warmup_repeats, turns=turns,
-                   placement=placement, start_delay_s=start_delay_s, device=device, engine=engine, lattice=lattice, seed=seed,
-                   operator_namespace=operator_namespace, reconfigure_timeout_s=reconfigure_timeout_s,
+                   placement=placement, start_delay_s=start_delay_s, device=device, engine=engine, lattice=lattice,
+                   seed=seed, operator_namespace=operator_namespace, reconfigure_timeout_s=reconfigure_timeout_s,
                    force=force)
 
 
@@ -224,9 +222,10 @@ def sweep_pipeline(
     description="The sharebench sweep on several GPU nodes side by side, compared in one report.",
 )
 def multi_node_pipeline(
-    nodes: List[str] = ["gpu-node-a=A100-40GB", "gpu-node-b=H100-80GB"],
-    modes: List[str] = steps.DEFAULT_MODES,
-    particle_counts: List[int] = steps.DEFAULT_PARTICLE_COUNTS,
+    nodes: list[str] = [  # noqa: B006 - KFP reads the default into the spec; the body never mutates it
+        "gpu-node-a=A100-40GB", "gpu-node-b=H100-80GB"],
+    modes: list[str] = steps.DEFAULT_MODES,
+    particle_counts: list[int] = steps.DEFAULT_PARTICLE_COUNTS,
     repeats: int = 3,
     warmup_repeats: int = 1,
     turns: int = 10,
@@ -266,8 +265,8 @@ def multi_node_pipeline(
         with Loop(nodes, name="nodes") as node:
             swept = sweep_node(image=image, node_name=node, gpu_model="", modes=modes,
                                particle_counts=particle_counts, repeats=repeats, warmup_repeats=warmup_repeats,
-                               turns=turns, placement=placement, start_delay_s=start_delay_s, device=device, engine=engine, lattice=lattice,
-                               seed=seed, operator_namespace=operator_namespace,
+                               turns=turns, placement=placement, start_delay_s=start_delay_s, device=device,
+                               engine=engine, lattice=lattice, seed=seed, operator_namespace=operator_namespace,
                                reconfigure_timeout_s=reconfigure_timeout_s, force=force)
         in_image(compare_nodes(results=dsl.Collected(swept.output)), image)
 

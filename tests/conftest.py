@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _print_restored() -> Iterator[None]:
+    """kfp.local indents its tasks' output by swapping ``builtins.print`` in and out; two ParallelFor
+    iterations on two threads can leave its indenting print behind (kfp 2.17, logging_utils.indented_print).
+    Every test gets back the print it started with, so no test sees another's leftovers."""
+    before = builtins.print
+    yield
+    builtins.print = before
 
 
 @pytest.fixture(scope="session")

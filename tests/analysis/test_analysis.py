@@ -26,7 +26,8 @@ from numpy.testing import assert_allclose
 from sharebench import analysis
 from sharebench.report import write_tables
 from sharebench.results import ResultsWriter, load_results
-from support.crafted import CPU, GPU, cell, crafted_rows
+from support.crafted import crafted_rows
+
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):

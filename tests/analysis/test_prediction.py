@@ -18,12 +18,11 @@ from numpy.testing import assert_allclose
 from sharebench import analysis
 from sharebench.analysis import prediction
 from sharebench.analysis.telemetry import cell_telemetry
+from sharebench.errors import UserError
 from sharebench.report.render import Image, html_page, markdown
 from sharebench.report.sections import prediction_section
-from sharebench.results import write_provenance
+from sharebench.results import ResultsWriter, write_provenance
 from sharebench.telemetry import collect_provenance
-from sharebench.errors import UserError
-from sharebench.results import ResultsWriter
 
 
 @pytest.mark.parametrize("mode,gpu,bound,pct,lost", [

@@ -21,11 +21,11 @@ import pytest
 from numpy.testing import assert_allclose
 
 from sharebench import analysis
-from sharebench.errors import UserError
-from sharebench.results import ResultsWriter
 from sharebench.analysis import telemetry as tel_analysis
+from sharebench.errors import UserError
 from sharebench.report.render import Image, markdown
 from sharebench.report.sections import telemetry_section
+from sharebench.results import ResultsWriter
 
 BASE = dict(sweep_id="crafted", engine="simpletrack", lattice="generated", turns=10, particles=2000, host="h",
             status="ok", error="", cell_status="ok", cell_error="", device_class="gpu", backend="cuda",

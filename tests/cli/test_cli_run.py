@@ -7,10 +7,10 @@ import subprocess
 import sys
 
 import pytest
-from support.crafted import crafted_rows
 
 from sharebench.cli import main
 from sharebench.results import ResultsWriter
+from support.crafted import crafted_rows
 from support.lattices import tiny_lattice
 
 MODES = "exclusive, timeslice:N, mps:N[@PCT], mig:LAYOUT, partition:N"

@@ -91,7 +91,7 @@ def test_real_lhc_line_loads_without_nan_shifts(lhc_line_path):
 
 @pytest.mark.parametrize("suffix", [".json", ".json.gz"])
 def test_any_line_file_round_trips(tmp_path, suffix):
-    import xtrack as xt  # noqa: PLC0415 - slow to import: only the tests that build lines
+    import xtrack as xt
 
     line = xt.Line(elements=[xt.Drift(length=2.0), xt.Multipole(knl=[0.0, 1e-3]), xt.Drift(length=3.0)],
                    element_names=["d0", "q0", "d1"])

@@ -10,10 +10,10 @@ import pytest
 
 pytest.importorskip("kfp", reason="kfp not installed (pip install -e '.[kfp]')")
 
-from sharebench.components import COMPONENTS, load, steps  # noqa: E402
-from sharebench.components.image import IMAGE  # noqa: E402
-from sharebench.errors import UserError  # noqa: E402
-from support.k8s_sim import SimCluster  # noqa: E402 - after the kfp importorskip above
+from sharebench.components import COMPONENTS, load, steps
+from sharebench.components.image import IMAGE
+from sharebench.errors import UserError
+from support.k8s_sim import SimCluster
 
 NODE = "gpu-node-1"
 

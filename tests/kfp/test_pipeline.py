@@ -13,12 +13,12 @@ from google.protobuf import json_format
 
 pytest.importorskip("kfp", reason="kfp not installed (pip install -e '.[kfp]')")
 
-from kfp import components as kfp_components  # noqa: E402
-from kfp.kubernetes import kubernetes_executor_config_pb2 as k8s_pb2  # noqa: E402
-from kfp.pipeline_spec import pipeline_spec_pb2  # noqa: E402
+from kfp import components as kfp_components
+from kfp.kubernetes import kubernetes_executor_config_pb2 as k8s_pb2
+from kfp.pipeline_spec import pipeline_spec_pb2
 
-from sharebench.components import steps  # noqa: E402
-from support.paths import ROOT  # noqa: E402 - after the kfp importorskip above
+from sharebench.components import steps
+from support.paths import ROOT
 
 PIPELINES = ROOT / "pipelines"
 FILES = ["sharebench_sweep.yaml", "sharebench_multi_node.yaml"]
@@ -73,7 +73,8 @@ def test_image_is_one_setting_overridable_at_compile_time(tmp_path):
     doc = yaml.safe_load_all((tmp_path / "sharebench_sweep.yaml").read_text())
     executors = next(doc)["deploymentSpec"]["executors"]
     # every task runs the image the run names; the run's default is the compile-time setting
-    assert {e["container"]["image"] for e in executors.values()} == {"{{$.inputs.parameters['pipelinechannel--image']}}"}
+    assert ({e["container"]["image"] for e in executors.values()}
+            == {"{{$.inputs.parameters['pipelinechannel--image']}}"})
     assert spec.root.input_definitions.parameters["image"].default_value.string_value == \
         "registry.example.org/team/sharebench:test-1"
 
@@ -100,7 +101,7 @@ def test_yaml_parses_back_into_pipeline_and_platform_specs(name):
 
     # modes and cells strictly one at a time; a cell's replicas all at once
     limits = {}
-    for cname, comp in spec.components.items():
+    for comp in spec.components.values():
         if comp.WhichOneof("implementation") != "dag":
             continue
         for t in comp.dag.tasks.values():

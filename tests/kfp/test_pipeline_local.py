@@ -16,12 +16,12 @@ from numpy.testing import assert_allclose
 
 pytest.importorskip("kfp", reason="kfp not installed (pip install -e '.[kfp]')")
 
-from kfp import local  # noqa: E402
+from kfp import local
 
-from sharebench.components import steps  # noqa: E402
-from sharebench.results import load_results, read_provenance, write_provenance  # noqa: E402
-from support.contexts import cpu_opencl_spec  # noqa: E402 - after the kfp importorskip above
-from support.paths import ROOT  # noqa: E402 - after the kfp importorskip above
+from sharebench.components import steps
+from sharebench.results import load_results, read_provenance, write_provenance
+from support.contexts import cpu_opencl_spec
+from support.paths import ROOT
 
 MODES = ["exclusive", "timeslice:2"]
 

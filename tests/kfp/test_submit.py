@@ -8,7 +8,6 @@ import threading
 import uuid
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -16,10 +15,10 @@ import yaml
 
 pytest.importorskip("kfp", reason="kfp not installed (pip install -e '.[kfp]')")
 
-from sharebench.cli import main  # noqa: E402
-from sharebench.errors import UserError  # noqa: E402
-from sharebench.pipelines.cli import validate_cron  # noqa: E402
-from support.paths import ROOT  # noqa: E402 - after the kfp importorskip above
+from sharebench.cli import main
+from sharebench.errors import UserError
+from sharebench.pipelines.cli import validate_cron
+from support.paths import ROOT
 
 PIPELINES = ROOT / "pipelines"
 API = "/apis/v2beta1"
@@ -253,7 +252,8 @@ def test_unreachable_or_refusing_server_is_one_line(kfp_server, capsys):
 def test_notebook_cluster_path_submits_and_waits(kfp_server):
     from sharebench.pipelines.notebook import submit_and_wait
 
-    out = submit_and_wait(kfp_server.url, {"node_name": "gpu-node-7", "gpu_model": "H200", "modes": ["exclusive", "mps:2"],
+    out = submit_and_wait(kfp_server.url, {"node_name": "gpu-node-7", "gpu_model": "H200",
+                                           "modes": ["exclusive", "mps:2"],
                                            "particle_counts": [10000], "placement": "pods"},
                           experiment="notebook", service_account="sharebench-node", timeout_s=60)
     (run,) = kfp_server.runs.values()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import jsonschema
 import kubernetes_validate
@@ -15,7 +14,6 @@ from sharebench.cli import main
 from sharebench.errors import UserError
 from sharebench.gpus import GPU_MODELS, resolve_layout
 from sharebench.manifests import access, names, operator, render
-
 from support import operator_schemas as schemas
 from support.paths import ROOT
 
@@ -78,7 +76,8 @@ def test_kubernetes_validation_catches_broken_objects(broken, where):
 # ---------------------------------------------------------------- operator configs
 def test_device_plugin_entries():
     entries = DP_CM["data"]
-    assert sorted(entries) == sorted(["exclusive", "timeslice-2", "timeslice-4", "timeslice-8", "mps-2", "mps-4", "mps-8"])
+    assert sorted(entries) == sorted(["exclusive", "timeslice-2", "timeslice-4", "timeslice-8",
+                                      "mps-2", "mps-4", "mps-8"])
     for name, text in entries.items():
         cfg = yaml.safe_load(text)
         schemas.validate("device-plugin config", cfg, name)
@@ -114,7 +113,8 @@ def test_shared_layout_name_has_one_item_per_model():
 def test_helm_values_point_at_the_configmaps():
     schemas.validate("gpu-operator Helm values", VALUES)
     assert VALUES["mig"]["strategy"] == "mixed"
-    assert VALUES["devicePlugin"]["config"] == {"create": False, "name": DP_CM["metadata"]["name"], "default": "exclusive"}
+    assert VALUES["devicePlugin"]["config"] == {"create": False, "name": DP_CM["metadata"]["name"],
+                                                "default": "exclusive"}
     assert VALUES["devicePlugin"]["config"]["default"] in DP_CM["data"]
     assert VALUES["migManager"]["config"]["name"] == MIG_CM["metadata"]["name"]
     assert VALUES["migManager"]["config"]["default"] in MIG_CFG["mig-configs"]
@@ -135,8 +135,10 @@ def test_helm_values_point_dcgm_exporter_at_the_monitoring_metrics():
 @pytest.mark.parametrize("kind, doc, problem", [
     ("device-plugin config", {"version": "v2"}, "version: 'v1' was expected"),
     ("device-plugin config", {"version": "v1", "sharing": {"timeSlicing": {"resources": [
-        {"name": "nvidia.com/gpu", "replicas": 0}]}}}, "sharing.timeSlicing.resources.0.replicas: 0 is less than the minimum of 1"),
-    ("device-plugin config", {"version": "v1", "sharing": {"timeslicing": {"resources": []}}}, "sharing: Additional properties"),
+        {"name": "nvidia.com/gpu", "replicas": 0}]}}},
+     "sharing.timeSlicing.resources.0.replicas: 0 is less than the minimum of 1"),
+    ("device-plugin config", {"version": "v1", "sharing": {"timeslicing": {"resources": []}}},
+     "sharing: Additional properties"),
     ("device-plugin config", {"version": "v1", "sharing": {
         "timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]},
         "mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]}}}, "sharing: "),
@@ -149,11 +151,14 @@ def test_helm_values_point_dcgm_exporter_at_the_monitoring_metrics():
     ("mig-parted config", {"version": "v1", "mig-configs": {"x": [{"devices": "all", "mig-enabled": True}]}},
      "'mig-devices' is a required property"),
     ("mig-parted config", {"version": "v1", "mig-configs": {"x": [{"device-filter": "20B010DE", "devices": "all",
-                                                                   "mig-enabled": True, "mig-devices": {"1g.5gb": 7}}]}},
+                                                                   "mig-enabled": True,
+                                                                   "mig-devices": {"1g.5gb": 7}}]}},
      "mig-configs.x.0.device-filter"),
     ("mig-parted config", {"version": "v1", "mig-configs": {"x": [{"devices": "all", "mig-enabled": True,
-                                                                   "mig-devices": {"1g": 7}}]}}, "mig-configs.x.0.mig-devices"),
-    ("gpu-operator Helm values", {**operator.helm_values(), "mig": {"strategy": "none"}}, "mig.strategy: 'none' is not one of"),
+                                                                   "mig-devices": {"1g": 7}}]}},
+     "mig-configs.x.0.mig-devices"),
+    ("gpu-operator Helm values", {**operator.helm_values(), "mig": {"strategy": "none"}},
+     "mig.strategy: 'none' is not one of"),
     ("gpu-operator Helm values", {**operator.helm_values(), "devicePlugin": {"config": {"name": "x"}}},
      "devicePlugin.config: 'default' is a required property"),
 ])
@@ -171,11 +176,13 @@ def test_schemas_are_valid_json_schemas():
 @pytest.mark.parametrize("item, problems", [
     ({"device-filter": ["0x233510DE"], "devices": "all", "mig-enabled": True, "mig-devices": {"1g.18gb": 8}},
      ["8 x 1g.18gb > 7 on H200", "8 compute slices > 7 on H200"]),
-    ({"device-filter": "0x20B010DE", "devices": "all", "mig-enabled": True, "mig-devices": {"4g.20gb": 1, "7g.40gb": 1}},
+    ({"device-filter": "0x20B010DE", "devices": "all", "mig-enabled": True,
+      "mig-devices": {"4g.20gb": 1, "7g.40gb": 1}},
      ["11 compute slices > 7 on A100-40GB"]),
     ({"device-filter": ["0x233010DE"], "devices": "all", "mig-enabled": True, "mig-devices": {"1g.5gb": 7}},
      ["profile 1g.5gb does not exist on H100-80GB"]),
-    ({"device-filter": ["0x233010DE"], "devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 1, "4g.40gb": 1}},
+    ({"device-filter": ["0x233010DE"], "devices": "all", "mig-enabled": True,
+      "mig-devices": {"3g.40gb": 1, "4g.40gb": 1}},
      []),
 ], ids=["too-many", "too-many-slices", "foreign-profile", "fits"])
 def test_mig_parted_semantics(item, problems):
@@ -206,9 +213,11 @@ def test_rbac_bindings_point_at_the_service_account():
     assert sa["namespace"] == names.RUN_NAMESPACE
     for kind, role in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
         b = objs[kind]
-        assert b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role, "name": objs[role]["metadata"]["name"]}
+        assert b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role,
+                                "name": objs[role]["metadata"]["name"]}
         assert b["subjects"] == [{"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}]
-    assert objs["Role"]["metadata"]["namespace"] == objs["RoleBinding"]["metadata"]["namespace"] == names.OPERATOR_NAMESPACE
+    assert (objs["Role"]["metadata"]["namespace"] == objs["RoleBinding"]["metadata"]["namespace"]
+            == names.OPERATOR_NAMESPACE)
 
 
 # ---------------------------------------------------------------- CLI
@@ -248,7 +257,8 @@ def test_cli_check_reports_drift(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["manifests", "render", "--gpu", "V100"], "sharebench: error: unknown GPU model 'V100'; known: "),
-    (["manifests", "check", "--dir", "/nonexistent/m"], "sharebench: error: manifests folder '/nonexistent/m' does not exist"),
+    (["manifests", "check", "--dir", "/nonexistent/m"],
+     "sharebench: error: manifests folder '/nonexistent/m' does not exist"),
 ])
 def test_cli_manifest_errors(capsys, tmp_path, argv, message):
     assert main(argv + (["--out", str(tmp_path)] if argv[1] == "render" else [])) == 2
@@ -264,7 +274,7 @@ def test_render_for_other_namespaces(tmp_path):
     for rel in ("rbac/0210_role_sharebench-node.yaml", "rbac/0310_rolebinding_sharebench-node.yaml",
                 "operator/0100_configmap_sharebench-device-plugin-config.yaml"):
         assert objs[rel]["metadata"]["namespace"] == "nvidia-gpu"
-    for rel, obj in objs.items():
+    for obj in objs.values():
         if not obj["apiVersion"].startswith(CRD_GROUPS):
             kubernetes_validate.validate(obj, K8S_VERSIONS[0], strict=True)
     with pytest.raises(UserError, match=r"namespace 'Kubeflow' is not a valid Kubernetes name"):

@@ -14,8 +14,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from sharebench.errors import UserError
 from sharebench.cli import main
+from sharebench.errors import UserError
 from sharebench.manifests import monitoring
 from sharebench.manifests.render import check
 from sharebench.results import ResultsWriter
@@ -157,7 +157,7 @@ def _grafana(got: list[dict]) -> ThreadingHTTPServer:
     """A loopback HTTP endpoint that records what is POSTed to it and answers like Grafana."""
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             got.append({"path": self.path, "auth": self.headers.get("Authorization"),
                         "body": json.loads(self.rfile.read(int(self.headers["Content-Length"])))})
             body = json.dumps({"id": len(got), "message": "Annotation added"}).encode()

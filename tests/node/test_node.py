@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import kubernetes.config.incluster_config as incluster
 import pytest
 import yaml
-from support.k8s_sim import GFD_DS, LABEL_DP, LABEL_MIG, LABEL_MIG_STATE, SimCluster
 from kubernetes import client
 
 from sharebench.cli import main
@@ -38,6 +37,7 @@ from sharebench.node import (
     status,
 )
 from sharebench.node.prior import ANNOTATION
+from support.k8s_sim import GFD_DS, LABEL_DP, LABEL_MIG, LABEL_MIG_STATE, SimCluster
 
 NODE = "gpu-node-1"
 SIM_TIMEOUT_S = 5.0
@@ -151,7 +151,8 @@ def test_every_mode_then_restore(target: Target, mode: str):
 
     back = target.restore()
     assert back["restored"] is True
-    assert {k: v for k, v in back["resources"].items() if v > 0} == {k: v for k, v in before["resources"].items() if v > 0}
+    assert ({k: v for k, v in back["resources"].items() if v > 0}
+            == {k: v for k, v in before["resources"].items() if v > 0})
     after_labels = gpu_labels(target)
     for key in (LABEL_DP, LABEL_MIG):
         assert after_labels.get(key) == before_labels.get(key)
@@ -210,7 +211,7 @@ def test_mig_single_strategy(tmp_path):
 def test_mig_without_strategy_label_names_the_advertised_resource(tmp_path, strategy, resource, count):
     with SimCluster(tmp_path, mig_strategy=strategy) as sim:
         sim.add_gpu_node("n1", "H200", gpus=2)
-        sim._update("nodes", "", "n1", lambda n: n["metadata"]["labels"].pop("nvidia.com/mig.strategy"))
+        sim.edit("nodes", "", "n1", lambda n: n["metadata"]["labels"].pop("nvidia.com/mig.strategy"))
         res = reconfigure("n1", "mig:1g", SIM_OPTIONS, api_client=sim.api_client())
         assert res["mig_strategy"] is None
         assert (res["resource"], res["resources"][resource]) == (resource, count)
@@ -222,7 +223,7 @@ def test_status_of_a_node_already_in_single_mig(tmp_path):
         api = sim.api_client()
         reconfigure("n1", "mig:1g", SIM_OPTIONS, api_client=api)
         # another process, annotation removed by hand: facts come from GFD's MIG labels
-        sim._update("nodes", "", "n1", lambda n: n["metadata"]["annotations"].pop(ANNOTATION))
+        sim.edit("nodes", "", "n1", lambda n: n["metadata"]["annotations"].pop(ANNOTATION))
         st = status("n1", api_client=api)
         assert (st["gpu_model"], st["gpus"], st["resources"]) == ("A100-40GB", 3, {"nvidia.com/gpu": 21})
 
@@ -244,7 +245,8 @@ def test_renamed_shared_resource(sim_target: Target):
 def test_changed_entry_is_rewritten_plugin_restarted_and_restored(sim_target: Target):
     sim = sim_target.sim
     site_entry = dump_yaml(operator.device_plugin_config("timeslice", 3))
-    sim._update("configmaps", sim.ns, names.DEVICE_PLUGIN_CONFIGMAP, lambda cm: cm["data"].update({"timeslice-4": site_entry}))
+    sim.edit("configmaps", sim.ns, names.DEVICE_PLUGIN_CONFIGMAP,
+             lambda cm: cm["data"].update({"timeslice-4": site_entry}))
     for ds in sim.gpu_nodes[NODE].starts:                                   # the site's operands read it
         sim.delete_pod(sim.ns, sim.plugin_pods(NODE, ds)[0]["metadata"]["name"])
     time.sleep(0.05)
@@ -266,7 +268,8 @@ def test_changed_entry_is_rewritten_plugin_restarted_and_restored(sim_target: Ta
     assert sim.gpu_nodes[NODE].plugin_starts == starts + 2
 
 
-@pytest.mark.parametrize("first, second, strategy", [("timeslice:2", "mps:2", "mps"), ("mps:4", "timeslice:4", "time-slicing")])
+@pytest.mark.parametrize("first, second, strategy",
+                         [("timeslice:2", "mps:2", "mps"), ("mps:4", "timeslice:4", "time-slicing")])
 def test_same_count_other_strategy_waits_for_the_switch(tmp_path, first, second, strategy):
     """timeslice:2 and mps:2 advertise the same count: the wait also reads GFD's sharing-strategy label."""
     with SimCluster(tmp_path, delay_s=0.2) as sim:
@@ -299,17 +302,19 @@ def test_unchanged_entry_needs_no_restart(sim_target: Target):
 
 def test_sim_operands_ignore_entry_changes_until_restarted(sim):
     """As the real operands: a label alone does not pick up an edited entry; each pod sees it after its restart."""
-    sim._update("configmaps", sim.ns, names.DEVICE_PLUGIN_CONFIGMAP,
+    sim.edit("configmaps", sim.ns, names.DEVICE_PLUGIN_CONFIGMAP,
                 lambda cm: cm["data"].update({"timeslice-2": dump_yaml(operator.device_plugin_config("timeslice", 5))}))
-    sim._update("nodes", "", NODE, lambda n: n["metadata"]["labels"].update({LABEL_DP: "timeslice-2"}))
+    sim.edit("nodes", "", NODE, lambda n: n["metadata"]["labels"].update({LABEL_DP: "timeslice-2"}))
     sim.wait_settled(NODE)
     node = sim.node(NODE)
-    assert (node["status"]["allocatable"]["nvidia.com/gpu"], node["metadata"]["labels"]["nvidia.com/gpu.replicas"]) == ("4", "2")
+    assert (node["status"]["allocatable"]["nvidia.com/gpu"],
+            node["metadata"]["labels"]["nvidia.com/gpu.replicas"]) == ("4", "2")
     sim.delete_pod(sim.ns, sim.plugin_pods(NODE)[0]["metadata"]["name"])            # the device plugin only
     time.sleep(0.05)
     sim.wait_settled(NODE)
     node = sim.node(NODE)
-    assert (node["status"]["allocatable"]["nvidia.com/gpu"], node["metadata"]["labels"]["nvidia.com/gpu.replicas"]) == ("10", "2")
+    assert (node["status"]["allocatable"]["nvidia.com/gpu"],
+            node["metadata"]["labels"]["nvidia.com/gpu.replicas"]) == ("10", "2")
     sim.delete_pod(sim.ns, sim.plugin_pods(NODE, GFD_DS)[0]["metadata"]["name"])    # then GFD
     time.sleep(0.05)
     sim.wait_settled(NODE)
@@ -320,7 +325,8 @@ def test_missing_configmap(sim_target: Target):
     sim = sim_target.sim
     with sim.lock:
         sim.objects.pop(("configmaps", sim.ns, names.DEVICE_PLUGIN_CONFIGMAP))
-    with pytest.raises(NodeError, match=r"ConfigMap gpu-operator/sharebench-device-plugin-config not found; apply manifests/operator/"):
+    with pytest.raises(NodeError, match=r"ConfigMap gpu-operator/sharebench-device-plugin-config not found; "
+                                        r"apply manifests/operator/"):
         sim_target.apply("timeslice:2")
     assert ANNOTATION not in sim.node(NODE)["metadata"]["annotations"]
 
@@ -338,8 +344,8 @@ def test_timeout_names_node_mode_state(sim_target: Target):
         sim_target.apply("timeslice:2", timeout_s=0.3)
     assert time.monotonic() - t0 < 2.0
     msg = str(exc.value)
-    assert msg.startswith(f"node {NODE}, mode timeslice:2, state waiting for nvidia.com/gpu=4 and nvidia.com/gpu.replicas=2: "
-                          "timed out after 0.3 s waiting for nvidia.com/gpu=4")
+    assert msg.startswith(f"node {NODE}, mode timeslice:2, state waiting for nvidia.com/gpu=4 and "
+                          "nvidia.com/gpu.replicas=2: timed out after 0.3 s waiting for nvidia.com/gpu=4")
     assert "last seen: allocatable nvidia.com/gpu=2; nvidia.com/gpu.replicas=1" in msg
     assert "\n" not in msg
 
@@ -363,7 +369,8 @@ def test_restore_after_failure_mid_sweep_from_another_process(sim_target: Target
     assert res["resources"]["nvidia.com/gpu"] == 2
     assert {k: v for k, v in res["resources"].items() if v > 0} == {"nvidia.com/gpu": 2}
     after = gpu_labels(sim_target)
-    assert (after.get(LABEL_DP), after[LABEL_MIG], after[LABEL_MIG_STATE]) == (before.get(LABEL_DP), "all-disabled", "success")
+    assert ((after.get(LABEL_DP), after[LABEL_MIG], after[LABEL_MIG_STATE])
+            == (before.get(LABEL_DP), "all-disabled", "success"))
     assert ANNOTATION not in sim.node(NODE)["metadata"]["annotations"]
 
 
@@ -386,7 +393,7 @@ def test_restore_waits_for_the_prior_strategy_not_just_the_count(tmp_path):
     with SimCluster(tmp_path, delay_s=0.2) as sim:
         sim.add_gpu_node("n1", "H200", gpus=2)
         api = sim.api_client()
-        sim._update("nodes", "", "n1", lambda n: n["metadata"]["labels"].update({LABEL_DP: "timeslice-2"}))
+        sim.edit("nodes", "", "n1", lambda n: n["metadata"]["labels"].update({LABEL_DP: "timeslice-2"}))
         sim.wait_settled("n1", timeout_s=2)
         reconfigure("n1", "mps:2", SIM_OPTIONS, api_client=api)
         res = restore("n1", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
@@ -404,7 +411,7 @@ def test_restore_removes_mig_label_that_was_absent(tmp_path):
     """A node without nvidia.com/mig.config: MIG is disabled before the label is dropped again."""
     with SimCluster(tmp_path) as sim:
         sim.add_gpu_node("n1", "H100-80GB", gpus=1)
-        sim._update("nodes", "", "n1", lambda n: [n["metadata"]["labels"].pop(k) for k in (LABEL_MIG, LABEL_MIG_STATE)])
+        sim.edit("nodes", "", "n1", lambda n: [n["metadata"]["labels"].pop(k) for k in (LABEL_MIG, LABEL_MIG_STATE)])
         api = sim.api_client()
         reconfigure("n1", "mig:7g", SIM_OPTIONS, api_client=api)
         res = restore("n1", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
@@ -421,7 +428,7 @@ def test_cordon_and_restore(sim_target: Target):
 
 
 def test_restore_keeps_a_cordon_that_was_there(sim_target: Target):
-    sim_target.sim._update("nodes", "", NODE, lambda n: n["spec"].update({"unschedulable": True}))
+    sim_target.sim.edit("nodes", "", NODE, lambda n: n["spec"].update({"unschedulable": True}))
     sim_target.apply("timeslice:2", cordon=True)
     assert sim_target.restore()["cordoned"] is True
 
@@ -535,7 +542,9 @@ def test_unknown_product_needs_gpu_model(tmp_path):
         api = sim.api_client()
         with pytest.raises(NodeError, match=r"unknown GPU model 'NVIDIA-H100-SXM5-94GB-X'.*pass gpu_model="):
             reconfigure("n1", "mig:1g", ReconfigureOptions(timeout_s=1), api_client=api)
-        res = reconfigure("n1", "mig:1g", ReconfigureOptions(gpu_model="H100-80GB", timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S), api_client=api)
+        res = reconfigure("n1", "mig:1g",
+                          ReconfigureOptions(gpu_model="H100-80GB", timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S),
+                          api_client=api)
         assert res["resources"]["nvidia.com/mig-1g.10gb"] == 7
 
 
@@ -558,7 +567,8 @@ def test_bad_times(sim_target: Target, kw, message):
 
 
 def test_bad_mode_string(sim_target: Target):
-    with pytest.raises(NodeError, match=rf"^node {NODE}, mode timeslicing:2, state pre-flight: unknown sharing mode 'timeslicing:2'"):
+    with pytest.raises(NodeError, match=rf"^node {NODE}, mode timeslicing:2, state pre-flight: "
+                                        r"unknown sharing mode 'timeslicing:2'"):
         sim_target.apply("timeslicing:2")
 
 
@@ -585,7 +595,8 @@ def test_permission_denied_names_verb_and_resource(sim_target: Target, verb, res
 def test_permission_denied_on_restore(sim_target: Target):
     sim_target.apply("timeslice:2")
     sim_target.sim.deny("patch", "nodes")
-    with pytest.raises(PermissionDenied, match=r"mode restore, state restoring labels: permission denied: cannot patch nodes"):
+    with pytest.raises(PermissionDenied,
+                       match=r"mode restore, state restoring labels: permission denied: cannot patch nodes"):
         sim_target.restore()
     sim_target.sim.allow()
     assert sim_target.restore()["restored"] is True
@@ -697,7 +708,8 @@ def run_cli(capsys, *argv) -> tuple[int, str, str]:
 
 def test_cli_apply_status_restore(sim, capsys):
     k = str(sim.kubeconfig)
-    code, out, err = run_cli(capsys, "node", "apply", NODE, "timeslice:4", "--kubeconfig", k, "--timeout", "5", "--poll", "0.01")
+    code, out, err = run_cli(capsys, "node", "apply", NODE, "timeslice:4", "--kubeconfig", k, "--timeout", "5",
+                             "--poll", "0.01")
     assert code == 0, err
     assert "resources: nvidia.com/gpu=8" in out.splitlines()
     assert "device_plugin_config: timeslice-4" in out.splitlines()
@@ -712,17 +724,19 @@ def test_cli_apply_status_restore(sim, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["node", "apply", "nope", "mps:2"], "sharebench: error: node nope, mode mps:2, state pre-flight: node 'nope' not found; "
-                                          f"nodes: cpu-node-1, {NODE}\n"),
+    (["node", "apply", "nope", "mps:2"], "sharebench: error: node nope, mode mps:2, state pre-flight: "
+                                          f"node 'nope' not found; nodes: cpu-node-1, {NODE}\n"),
     (["node", "apply", NODE, "mig:big"], f"sharebench: error: node {NODE}, mode mig:big, state pre-flight: bad MIG "
                                          "layout in 'mig:big'; allowed: mig:7g, mig:1g, mig:1g.18gb, mig:all-1g.5gb\n"),
-    (["node", "apply", NODE, "mig:9g"], f"sharebench: error: node {NODE}, mode mig:9g, state pre-flight: MIG layout '9g' "
-                                        "has no profile on H200; allowed sizes: 1g, 2g, 3g, 4g, 7g\n"),
+    (["node", "apply", NODE, "mig:9g"], f"sharebench: error: node {NODE}, mode mig:9g, state pre-flight: "
+                                        "MIG layout '9g' has no profile on H200; allowed sizes: 1g, 2g, 3g, 4g, 7g\n"),
     (["node", "apply", NODE, "fast:2"], f"sharebench: error: node {NODE}, mode fast:2, state pre-flight: unknown "
                                         "sharing mode 'fast:2'; allowed: exclusive, timeslice:N, mps:N[@PCT], "
                                         "mig:LAYOUT, partition:N\n"),
-    (["node", "apply", NODE, "mps:2", "--timeout", "0"], "sharebench: error: --timeout must be a number of seconds > 0 (got 0.0)\n"),
-    (["node", "status", "cpu-node-1"], "sharebench: error: node cpu-node-1, mode status, state pre-flight: has no NVIDIA GPUs"),
+    (["node", "apply", NODE, "mps:2", "--timeout", "0"],
+     "sharebench: error: --timeout must be a number of seconds > 0 (got 0.0)\n"),
+    (["node", "status", "cpu-node-1"],
+     "sharebench: error: node cpu-node-1, mode status, state pre-flight: has no NVIDIA GPUs"),
 ])
 def test_cli_user_errors_exit_2_with_one_line(sim, capsys, argv, message):
     code, out, err = run_cli(capsys, *argv, "--kubeconfig", str(sim.kubeconfig))
@@ -734,8 +748,8 @@ def test_cli_permission_denied(sim, capsys):
     sim.deny("patch", "nodes")
     code, _, err = run_cli(capsys, "node", "apply", NODE, "mps:2", "--kubeconfig", str(sim.kubeconfig))
     assert code == 2
-    assert err == (f"sharebench: error: node {NODE}, mode mps:2, state recording prior state: permission denied: cannot "
-                   "patch nodes (RBAC: grant verb 'patch' on resource 'nodes'; see manifests/rbac/)\n")
+    assert err == (f"sharebench: error: node {NODE}, mode mps:2, state recording prior state: permission denied: "
+                   "cannot patch nodes (RBAC: grant verb 'patch' on resource 'nodes'; see manifests/rbac/)\n")
 
 
 def test_cli_refusal_then_force(sim, capsys):

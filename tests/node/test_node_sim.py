@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.k8s_sim import GFD_DS, PLUGIN_DS, SimCluster, match_fields, match_labels
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from sharebench.manifests.names import DEVICE_PLUGIN_CONFIGMAP
+from support.k8s_sim import GFD_DS, PLUGIN_DS, SimCluster, match_fields, match_labels
 
 
 @pytest.fixture
@@ -102,11 +102,13 @@ def test_daemonset_recreates_a_deleted_plugin_pod(sim, core):
     apps = client.AppsV1Api(sim.api_client())
     ds = apps.read_namespaced_daemon_set(PLUGIN_DS, sim.ns)
     assert [d.metadata.name for d in apps.list_daemon_set_for_all_namespaces().items] == [GFD_DS, PLUGIN_DS]
-    pods = core.list_namespaced_pod(sim.ns, label_selector=f"app={PLUGIN_DS}", field_selector="spec.nodeName=gpu-b").items
+    pods = core.list_namespaced_pod(sim.ns, label_selector=f"app={PLUGIN_DS}",
+                                    field_selector="spec.nodeName=gpu-b").items
     assert len(pods) == 1 and pods[0].metadata.owner_references[0].uid == ds.metadata.uid
     core.delete_namespaced_pod(pods[0].metadata.name, sim.ns)
     sim.wait_settled("gpu-b")
-    again = core.list_namespaced_pod(sim.ns, label_selector=f"app={PLUGIN_DS}", field_selector="spec.nodeName=gpu-b").items
+    again = core.list_namespaced_pod(sim.ns, label_selector=f"app={PLUGIN_DS}",
+                                     field_selector="spec.nodeName=gpu-b").items
     assert len(again) == 1 and again[0].metadata.uid != pods[0].metadata.uid
 
 
@@ -125,4 +127,5 @@ def test_rbac_denial(sim, core):
 def test_selector_helpers():
     assert match_labels("a=1,b in (x, y)", {"a": "1", "b": "y"})
     assert not match_labels("a=1,b in (x, y)", {"a": "1", "b": "z"})
-    assert match_fields("metadata.name=n,metadata.namespace!=kube-system", {"metadata": {"name": "n", "namespace": "d"}})
+    assert match_fields("metadata.name=n,metadata.namespace!=kube-system",
+                        {"metadata": {"name": "n", "namespace": "d"}})

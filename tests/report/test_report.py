@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from support.crafted import crafted_rows
 
 from sharebench.errors import UserError
 from sharebench.report import build_report
 from sharebench.results import ResultsWriter
+from support.crafted import crafted_rows
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,11 +14,21 @@ from numpy.testing import assert_allclose
 from sharebench.errors import UserError
 from sharebench.parse import format_cpu_set
 from sharebench.report import markdown_table
-from sharebench.results import (COLUMN_NAMES, COLUMNS, DOCUMENTS, RESULTS_CSV, SCHEMA_VERSION, ResultsWriter,
-                                load_results, read_json, read_provenance, schema_table, write_json)
+from sharebench.results import (
+    COLUMN_NAMES,
+    COLUMNS,
+    DOCUMENTS,
+    RESULTS_CSV,
+    SCHEMA_VERSION,
+    ResultsWriter,
+    load_results,
+    read_json,
+    read_provenance,
+    schema_table,
+    write_json,
+)
 from sharebench.telemetry import collect_provenance
 from support.paths import ROOT
-
 
 
 def schema_markdown() -> str:

@@ -14,11 +14,20 @@ import pytest
 
 from sharebench.errors import UserError
 from sharebench.kernel import RunConfig
-from support.contexts import device_of
-from sharebench.sharing import (MpsDaemon, ReplicaPlan, check_mps_available, find_mig_instances,
-                                parse_nvidia_smi_list, partition_cpus, plan_cell, run_cell, select_instances)
-from sharebench.sharing import CellPlan
+from sharebench.sharing import (
+    CellPlan,
+    MpsDaemon,
+    ReplicaPlan,
+    check_mps_available,
+    find_mig_instances,
+    parse_nvidia_smi_list,
+    partition_cpus,
+    plan_cell,
+    run_cell,
+    select_instances,
+)
 from sharebench.sharing.executor import check_devices
+from support.contexts import device_of
 
 # `nvidia-smi -L` as printed by a driver with MIG on (format of NVIDIA's MIG user guide)
 SMI_L = """\
@@ -212,9 +221,8 @@ def test_mps_refused_without_control_program():
 def test_mps_daemon_failing_to_start_leaves_nothing_behind(tmp_path):
     before = signal.getsignal(signal.SIGTERM)
     d = MpsDaemon(CUDA_DEV)
-    with pytest.raises(UserError, match="needs nvidia-cuda-mps-control"):
-        with d:
-            raise AssertionError("the body must not run")
+    with pytest.raises(UserError, match="needs nvidia-cuda-mps-control"), d:
+        raise AssertionError("the body must not run")
     assert d.root is None and not d.running
     assert signal.getsignal(signal.SIGTERM) is before
 
@@ -323,7 +331,7 @@ def test_mps_daemon_turns_sigterm_into_an_interrupt_while_it_runs():
     """While a daemon runs, SIGTERM unwinds like Ctrl-C, so the `with` block still sends quit."""
     before = signal.getsignal(signal.SIGTERM)
     d = MpsDaemon(CUDA_DEV)
-    d._install_signal_handlers()
+    d.install_signal_handlers()
     try:
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGTERM)

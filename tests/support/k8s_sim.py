@@ -204,7 +204,7 @@ class SimGpuNode:
     snapshot: dict = field(default_factory=dict)
     up: dict = field(default_factory=dict)
     due: dict = field(default_factory=dict)
-    starts: dict = field(default_factory=lambda: {ds: 0 for ds in OPERANDS})
+    starts: dict = field(default_factory=lambda: dict.fromkeys(OPERANDS, 0))
     advertised: tuple | None = None     # (allocatable from the plugin, labels from GFD)
     pending: tuple | None = None
     pending_due: float = 0.0
@@ -241,17 +241,16 @@ class SimCluster:
         self.put_object(operator.device_plugin_configmap(self.ns))
         self.put_object(operator.mig_parted_configmap(resolve_models(gpus_models), self.ns))
         for ds, container in OPERANDS.items():
+            pod_spec = {"containers": [{"name": container, "image": "nvcr.io/nvidia/k8s-device-plugin"}]}
             self.put_object({"apiVersion": "apps/v1", "kind": "DaemonSet",
                              "metadata": {"name": ds, "namespace": self.ns},
                              "spec": {"selector": {"matchLabels": {"app": ds}},
-                                      "template": {"metadata": {"labels": {"app": ds}},
-                                                   "spec": {"containers": [{"name": container,
-                                                                            "image": "nvcr.io/nvidia/k8s-device-plugin"}]}}},
+                                      "template": {"metadata": {"labels": {"app": ds}}, "spec": pod_spec}},
                              "status": {"desiredNumberScheduled": 0, "numberReady": 0,
                                         "currentNumberScheduled": 0, "numberMisscheduled": 0}})
 
     # ------------------------------------------------------------ lifecycle
-    def __enter__(self) -> "SimCluster":
+    def __enter__(self) -> SimCluster:
         self.start()
         return self
 
@@ -316,7 +315,10 @@ class SimCluster:
     def configmap(self, name: str = names.DEVICE_PLUGIN_CONFIGMAP, namespace: str | None = None) -> dict:
         return self.get("configmaps", namespace or self.ns, name)
 
-    def _update(self, resource: str, namespace: str, name: str, fn) -> None:
+    def edit(self, resource: str, namespace: str, name: str, fn) -> None:
+        """Change a stored object in place: ``fn(obj)``, then store it back (under the lock, as one
+        read-modify-write); nothing when there is no such object. Tests use it to change the
+        cluster behind the code's back."""
         with self.lock:
             obj = self.get(resource, namespace, name)
             if obj is not None:
@@ -391,7 +393,7 @@ class SimCluster:
             cfg = yaml.safe_load(cm["data"][operator.MIG_PARTED_KEY])
             cfg["mig-configs"].pop(layout, None)
             cm["data"][operator.MIG_PARTED_KEY] = yaml.safe_dump(cfg)
-        self._update("configmaps", self.ns, names.MIG_PARTED_CONFIGMAP, edit)
+        self.edit("configmaps", self.ns, names.MIG_PARTED_CONFIGMAP, edit)
 
     def plugin_pods(self, node: str, ds: str = PLUGIN_DS) -> list[dict]:
         with self.lock:
@@ -456,7 +458,7 @@ class SimCluster:
                 continue
             for c in o["spec"].get("containers", []):
                 lim = (c.get("resources") or {}).get("limits") or {}
-                if any(k.startswith("nvidia.com/gpu") or k.startswith("nvidia.com/mig-") for k in lim):
+                if any(k.startswith(("nvidia.com/gpu", "nvidia.com/mig-")) for k in lim):
                     out.append(f"{ns}/{name}")
         return out
 
@@ -480,7 +482,7 @@ class SimCluster:
                     lab.pop(k, None)
                 else:
                     lab[k] = v
-        self._update("nodes", "", sn.name, edit)
+        self.edit("nodes", "", sn.name, edit)
 
     def _reconcile(self, sn: SimGpuNode) -> None:
         now = time.monotonic()
@@ -581,7 +583,7 @@ class SimCluster:
             for k in [k for k in labels if re.fullmatch(r"nvidia\.com/mig-.*\.count", k)]:
                 del labels[k]
             labels.update(lab)
-        self._update("nodes", "", sn.name, edit)
+        self.edit("nodes", "", sn.name, edit)
         sn.advertised, sn.pending = desired, None
 
     # ------------------------------------------------------------ API dispatch
@@ -645,7 +647,8 @@ class SimCluster:
                                        "the object has been modified", name, resource)
                     new = merge_patch(cur, patch)
                 else:
-                    raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {ctype}")
+                    raise ApiError(415, "UnsupportedMediaType",
+                                   f"the body of the request was in an unknown format: {ctype}")
             new.setdefault("metadata", {})["name"] = name
             if namespaced:
                 new["metadata"]["namespace"] = ns

@@ -10,9 +10,10 @@ import pytest
 from numpy.testing import assert_allclose
 
 from sharebench.errors import UserError
-from sharebench.results import load_results
 from sharebench.report import build_report
+from sharebench.results import load_results
 from sharebench.sweep import SweepConfig, parse_particles, run_sweep, validate
+from support.contexts import cpu_opencl_spec, device_of
 
 
 def cfg(lattice_path, **kw):
@@ -76,7 +77,7 @@ def test_defaults_for_this_machine(lattice):
 
 def _check_consistent(out, modes, particles, repeats, warmups):
     df = load_results(out)
-    n_rep = {"exclusive": 1, "timeslice:2": 2, "partition:2": 2}
+    n_rep = {"exclusive": 1, "timeslice:2": 2, "partition:2": 2, "mps:2": 2}
     assert len(df) == sum(n_rep[m] for m in modes) * len(particles) * (repeats + warmups)
     assert set(df["status"]) == {"ok"} and set(df["cell_status"]) == {"ok"}, df["error"].tolist()
     assert df["warmup"].sum() == sum(n_rep[m] for m in modes) * len(particles) * warmups
@@ -121,25 +122,22 @@ def _check_consistent(out, modes, particles, repeats, warmups):
     return df
 
 
-@pytest.mark.parametrize("device", ["opencl:0.0", "cpu"])
-def test_tiny_sweep_end_to_end(lattice, tmp_path, device):
-    """CI's sweep: exclusive, timeslice:2, partition:2 on PoCL and on the CPU context, tables consistent."""
-    from sharebench.devices import resolve_device
-
-    try:
-        resolve_device(device)
-    except UserError as exc:
-        pytest.skip(str(exc))
-    if len(os.sched_getaffinity(0)) < 2:
+@pytest.mark.parametrize("context", ["pocl", "cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_tiny_sweep_end_to_end(lattice, tmp_path, context):
+    """CI's sweep: exclusive, timeslice:2, partition:2 on PoCL and on the CPU context (exclusive,
+    timeslice:2, mps:2 on a CUDA GPU), tables consistent with the rows."""
+    device = device_of(context if context != "pocl" else cpu_opencl_spec())
+    gpu = device.kind == "gpu"
+    if not gpu and len(os.sched_getaffinity(0)) < 2:
         pytest.skip("partition:2 needs 2 cores")
-    modes = ["exclusive", "timeslice:2", "partition:2"]
+    modes = ["exclusive", "timeslice:2", "mps:2" if gpu else "partition:2"]
     # PoCL: one warm-up + one measured repeat; CPU context: two measured repeats (CI budget)
-    repeats, warmups = (1, 1) if device.startswith("opencl") else (2, 0)
-    out = run_sweep(cfg(lattice, device=device, modes=modes, particles=[3000], turns=60, repeats=repeats,
+    repeats, warmups = (1, 1) if device.backend != "cpu" else (2, 0)
+    out = run_sweep(cfg(lattice, device=device.spec, modes=modes, particles=[3000], turns=60, repeats=repeats,
                         warmup_repeats=warmups, telemetry_interval_s=0.1), tmp_path / "r")
     build_report(out)
     df = _check_consistent(out, modes, [3000], repeats, warmups)
-    assert set(df["device_class"]) == {"cpu"} and set(df["backend"]) == {device.split(":")[0]}
+    assert set(df["device_class"]) == {device.kind} and set(df["backend"]) == {device.backend}
     if any(c.startswith("tel_") for c in df.columns):  # telemetry hook present: its summary is on every row
         assert (df["tel_source"] != "").all()
 

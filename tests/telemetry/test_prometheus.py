@@ -23,10 +23,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from numpy.testing import assert_allclose
 
-from sharebench.errors import UserError
 from sharebench import analysis
 from sharebench.analysis import prediction
 from sharebench.analysis import telemetry as tel_analysis
+from sharebench.errors import UserError
 from sharebench.report.render import markdown
 from sharebench.report.sections import telemetry_section
 from sharebench.results import DCGM_CSV, ResultsWriter
@@ -72,7 +72,7 @@ class _Exporter:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - http.server's name
+            def do_GET(self):
                 body = exposition(outer.state).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -129,42 +129,41 @@ scrape_configs:
       - targets: ["127.0.0.1:{node2.port}"]
         labels: {{node: gpu-node-2}}
 """)
-    log = open(tmp / "prometheus.log", "w")
-    proc = subprocess.Popen([PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
-                             f"--storage.tsdb.path={tmp / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=log, stderr=subprocess.STDOUT)
-    try:
-        client = Prometheus(f"http://127.0.0.1:{port}", timeout_s=5)
-
-        def ready():
-            try:
-                return client.query('DCGM_FI_PROF_SM_ACTIVE{node="gpu-node-1",UUID="%s"}' % GPU_A)
-            except UserError:
-                return None
-        _wait(ready, 20, "Prometheus to scrape the exporter")
-        t1 = time.time()
-        time.sleep(2.6)
-        t_switch = time.time()
-        node1.state.update(sm_a=0.4, power_a=500.0)
-
-        def phase2():
-            r = client.query('DCGM_FI_PROF_SM_ACTIVE{node="gpu-node-1",UUID="%s"}' % GPU_A)
-            return r and all(abs(float(s["value"][1]) - 0.4) < 1e-9 for s in r)
-        _wait(phase2, 10, "the second phase to be scraped")
-        t2 = time.time()
-        time.sleep(2.6)
-        t3 = time.time()
-        yield client, {"phase1": (t1, t_switch - 0.3), "phase2": (t2, t3)}
-    finally:
-        proc.terminate()
+    with open(tmp / "prometheus.log", "w") as log:
+        proc = subprocess.Popen([PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
+                                 f"--storage.tsdb.path={tmp / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+                                stdout=log, stderr=subprocess.STDOUT)
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-        node1.close()
-        node2.close()
+            client = Prometheus(f"http://127.0.0.1:{port}", timeout_s=5)
+
+            def ready():
+                try:
+                    return client.query(f'DCGM_FI_PROF_SM_ACTIVE{{node="gpu-node-1",UUID="{GPU_A}"}}')
+                except UserError:
+                    return None
+            _wait(ready, 20, "Prometheus to scrape the exporter")
+            t1 = time.time()
+            time.sleep(2.6)
+            t_switch = time.time()
+            node1.state.update(sm_a=0.4, power_a=500.0)
+
+            def phase2():
+                r = client.query(f'DCGM_FI_PROF_SM_ACTIVE{{node="gpu-node-1",UUID="{GPU_A}"}}')
+                return r and all(abs(float(s["value"][1]) - 0.4) < 1e-9 for s in r)
+            _wait(phase2, 10, "the second phase to be scraped")
+            t2 = time.time()
+            time.sleep(2.6)
+            t3 = time.time()
+            yield client, {"phase1": (t1, t_switch - 0.3), "phase2": (t2, t3)}
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            node1.close()
+            node2.close()
 
 
 def _points(window) -> int:

@@ -6,21 +6,18 @@ import json
 import subprocess
 import sys
 from importlib import metadata
-from pathlib import Path
 
 import pytest
 from kubernetes import client
 
 from sharebench import __version__
 from sharebench.devices import resolve_device
+from sharebench.errors import UserError
 from sharebench.gpus import profile_name
-from sharebench.report.render import markdown
-from sharebench.report.render import html_page
+from sharebench.report.render import html_page, markdown
 from sharebench.report.sections import provenance_section
 from sharebench.results import DOCUMENTS, PROVENANCE_JSON, read_provenance, write_provenance
-from sharebench.telemetry import provenance
-from sharebench.errors import UserError
-from sharebench.telemetry import nvml_status
+from sharebench.telemetry import nvml_status, provenance
 from support.paths import ROOT
 
 NVML_OK, NVML_REASON = nvml_status()

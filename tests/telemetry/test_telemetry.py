@@ -12,9 +12,9 @@ import psutil
 import pytest
 from numpy.testing import assert_allclose
 
+from sharebench.devices.nvml import normalise_uuid
 from sharebench.errors import UserError
 from sharebench.telemetry import SUMMARY_COLUMNS, make_sampler, nvml_status, summarize
-from sharebench.devices.nvml import normalise_uuid
 
 CPU_DEVICE = {"kind": "cpu", "backend": "cpu", "name": "host CPU", "uuid": None}
 GPU_DEVICE = {"kind": "gpu", "backend": "cuda", "name": "NVIDIA H200", "uuid": None, "spec": "cuda:0"}
@@ -68,7 +68,7 @@ def test_psutil_sampler_records_a_busy_core(tmp_path):
 def test_sampler_costs_the_replicas_almost_nothing():
     """The sampling process uses < 10% of one core at 100 ms (it also runs at nice +10)."""
     sampler = make_sampler(CPU_DEVICE, interval_s=0.1).start()
-    child = psutil.Process(sampler._proc.pid)
+    child = psutil.Process(sampler.process.pid)
     assert child.nice() >= 10
     t0, c0 = time.monotonic(), sum(child.cpu_times()[:2])
     time.sleep(1.0)
@@ -109,8 +109,8 @@ def test_nvml_sampler_on_a_real_gpu(tmp_path):
 
 def test_a_dead_sampler_says_so_and_does_not_raise():
     sampler = make_sampler(CPU_DEVICE, interval_s=0.1).start()
-    sampler._proc.kill()
-    sampler._proc.wait()
+    sampler.process.kill()
+    sampler.process.wait()
     summary = sampler.stop()
     assert summary["tel_source"] == "none"
     assert summary["tel_note"].startswith("telemetry sampler failed: ")
@@ -190,9 +190,9 @@ def test_ctrl_c_to_the_group_does_not_kill_the_sampler():
     import signal
 
     sampler = make_sampler(CPU_DEVICE, interval_s=0.1).start()
-    sampler._proc.send_signal(signal.SIGINT)
+    sampler.process.send_signal(signal.SIGINT)
     time.sleep(0.3)
-    assert sampler._proc.poll() is None
+    assert sampler.process.poll() is None
     summary = sampler.stop()
     assert summary["tel_source"] == "psutil" and summary["tel_samples"] >= 3
 
@@ -201,7 +201,7 @@ def test_the_sampler_ends_when_the_sweep_dies():
     """The sweep process is SIGKILLed: the sampler sees EOF on its stdin and exits (no orphan)."""
     code = ("import sys, time\nfrom sharebench.telemetry import make_sampler\n"
             "s = make_sampler({'kind': 'cpu'}, interval_s=0.1).start()\n"
-            "print(s._proc.pid, flush=True)\ntime.sleep(60)\n")
+            "print(s.process.pid, flush=True)\ntime.sleep(60)\n")
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         child = psutil.Process(int(parent.stdout.readline()))

@@ -81,8 +81,10 @@ def classify_bound(tel: dict[str, Any] | None, device_class: str = "gpu",
     src = "GPM"
     if sm is None and telemetry_value(tel, "dcgm_sm_active_mean") is not None:
         sm = 100 * telemetry_value(tel, "dcgm_sm_active_mean")
-        dram = None if telemetry_value(tel, "dcgm_dram_active_mean") is None else 100 * telemetry_value(tel, "dcgm_dram_active_mean")
-        fp64 = None if telemetry_value(tel, "dcgm_fp64_active_mean") is None else 100 * telemetry_value(tel, "dcgm_fp64_active_mean")
+        dram = (None if telemetry_value(tel, "dcgm_dram_active_mean") is None
+                else 100 * telemetry_value(tel, "dcgm_dram_active_mean"))
+        fp64 = (None if telemetry_value(tel, "dcgm_fp64_active_mean") is None
+                else 100 * telemetry_value(tel, "dcgm_fp64_active_mean"))
         src = "DCGM"
     if sm is not None:
         ev = f"{src}: SM active {sm:.1f}%" + (f", DRAM bandwidth {dram:.1f}%" if dram is not None else "") + (
@@ -214,7 +216,8 @@ def predicted_vs_measured(tables: dict[str, Any], gpu: GpuModel | str | None = N
                 pred = {"metric": "T_mig vs T_full" if name == "mig" else "", "predicted_pct": math.nan,
                         "compute_share_lost_pct": math.nan, "basis": f"no prediction: {exc}"}
             if name == "partition":  # the ideal already holds the SM/core fraction: 0 excess predicted
-                unit, full, part = r.get("unit") or "units", number_or_nan(r.get("full_units")), number_or_nan(r.get("slice_units"))
+                unit = r.get("unit") or "units"
+                full, part = number_or_nan(r.get("full_units")), number_or_nan(r.get("slice_units"))
                 pred = {"metric": "T_slice vs ideal", "predicted_pct": 0.0, "compute_share_lost_pct": 0.0,
                         "basis": (f"ideal = T_full × {full:g}/{part:g} {unit}: 0% excess"
                                   if math.isfinite(full) and math.isfinite(part) else

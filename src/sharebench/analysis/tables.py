@@ -30,10 +30,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sharebench.analysis.statistics import cv_pct, median_ci, ratio_loss_ci
 from sharebench.gpus import models_with_profile
 from sharebench.modes import mode_sort_key
 from sharebench.results import load_results
-from sharebench.analysis.statistics import cv_pct, median_ci, ratio_loss_ci
 
 OVERLAP_MIN_PCT = 95.0
 CV_WARN_PCT = 10.0

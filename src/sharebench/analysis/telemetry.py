@@ -89,7 +89,8 @@ def window_means(samples: pd.DataFrame, t0: float, t1: float) -> dict[str, float
     out: dict[str, float] = {}
     for col in WINDOW_COLUMNS:
         cols = [c for c in inside.columns if c == col or re.fullmatch(rf"migx?\d+_{col}", c)]
-        vals = pd.concat([pd.to_numeric(inside[c], errors="coerce") for c in cols]) if cols else pd.Series([], dtype=float)
+        vals = (pd.concat([pd.to_numeric(inside[c], errors="coerce") for c in cols]) if cols
+                else pd.Series([], dtype=float))
         vals = vals[np.isfinite(vals)]
         if len(vals):
             out[f"win_{col}"] = float(vals.mean())
@@ -111,7 +112,8 @@ def cell_telemetry(results_dir: Path | str) -> pd.DataFrame:
         row = {"sweep_id": sweep_id, "cell_id": cell_id, "mode": first["mode"], "mode_kind": first["mode_kind"],
                "device_class": first["device_class"], "particles": number_or_nan(first["particles"]),
                "turns": number_or_nan(first["turns"]), "replicas": len(g), "warmup": bool(first["warmup"]), "ok": ok,
-               "cores": number_or_nan(g["cores"].astype(float).median()), "sms": number_or_nan(g["sms"].astype(float).median()),
+               "cores": number_or_nan(g["cores"].astype(float).median()),
+               "sms": number_or_nan(g["sms"].astype(float).median()),
                "work_particle_turns": float((g["particles"].astype(float) * g["turns"].astype(float)).sum()),
                "track_window_s": t1 - t0 if math.isfinite(t0) and math.isfinite(t1) else math.nan}
         for c in tel_cols:
@@ -165,7 +167,8 @@ def energy_table(cells: pd.DataFrame, throughput: pd.DataFrame | None,
                  price: float | None = None) -> pd.DataFrame:
     """Per mode × particle count: telemetry medians over measured cells, J/Mpt, throughput, gain, cost."""
     cols = ["mode", "device_class", "particles", "cells", "tel_source", "gpu_util_pct", "sm_clock_mhz",
-            "sm_active_pct", "dram_bw_util_pct", "power_w", "mem_used_bytes_max", "cpu_busy_cores", "proc_busy_cores", "dcgm_sm_active_pct", "dcgm_fp64_active_pct",
+            "sm_active_pct", "dram_bw_util_pct", "power_w", "mem_used_bytes_max", "cpu_busy_cores", "proc_busy_cores",
+            "dcgm_sm_active_pct", "dcgm_fp64_active_pct",
             "track_energy_j", "energy_j_per_mpt", "energy_source", "throughput_pt_per_s", "gain",
             "cost_per_1e9_pt"]
     if cells is None or cells.empty:
@@ -173,7 +176,7 @@ def energy_table(cells: pd.DataFrame, throughput: pd.DataFrame | None,
     good = cells[(~cells["warmup"].astype(bool)) & cells["ok"].astype(bool)]
     rows = []
     for (mode, dc, particles), g in good.groupby(["mode", "device_class", "particles"], sort=False, dropna=False):
-        def med(c: str) -> float:
+        def med(c: str, g: pd.DataFrame = g) -> float:
             """Median over the cells; the tracking-window value (win_*) where the raw samples had it."""
             stem = c[4:-5] if c.startswith("tel_") and c.endswith("_mean") else None
             if stem and f"win_{stem}" in g:

@@ -81,7 +81,8 @@ def cmd_lattice(args: argparse.Namespace) -> int:
     print(f"elements        {info['elements']:,}  " + ", ".join(f"{k} {v:,}" for k, v in info["element_types"].items()))
     print("multipoles      orders " + ", ".join(f"{k}: {v:,}" for k, v in info["multipole_orders"].items()))
     print(f"circumference   {info['circumference_m']:.4f} m")
-    print(f"reference       p0c {info['p0c_ev'] / 1e12:g} TeV, mass {info['mass0_ev'] / 1e6:.3f} MeV, q0 {info['q0']:g}")
+    print(f"reference       p0c {info['p0c_ev'] / 1e12:g} TeV, mass {info['mass0_ev'] / 1e6:.3f} MeV, "
+          f"q0 {info['q0']:g}")
     if "qx" in info:
         print(f"tunes (6d)      Qx {info['qx']:.4f}  Qy {info['qy']:.4f}  Qs {info['qs']:.5f}")
         print(f"chromaticities  Q'x {info['dqx']:.2f}  Q'y {info['dqy']:.2f}")
@@ -124,7 +125,8 @@ def configure_devices(p: argparse.ArgumentParser) -> None:
 
 
 def configure_lattice(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--lattice", default=None, metavar="FILE", help="Xsuite line JSON/JSON.gz (default: the generated ring)")
+    p.add_argument("--lattice", default=None, metavar="FILE",
+                   help="Xsuite line JSON/JSON.gz (default: the generated ring)")
     p.add_argument("--no-twiss", action="store_true", help="skip xtrack's twiss (tunes, chromaticities)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_lattice)

@@ -54,8 +54,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if problems:
         for line in problems:
             print(line, file=sys.stderr)
-        print(f"sharebench: manifests in {args.dir} are out of sync; run 'sharebench manifests render --out {args.dir}'",
-              file=sys.stderr)
+        print(f"sharebench: manifests in {args.dir} are out of sync; "
+              f"run 'sharebench manifests render --out {args.dir}'", file=sys.stderr)
         return 1
     print(f"manifests in {args.dir} match the render")
     return 0

@@ -27,7 +27,8 @@ def configure_run(run: argparse.ArgumentParser) -> None:
     run.add_argument("--engine", default="simpletrack", help="simpletrack (default) or xtrack")
     run.add_argument("--modes", default=None,
                      help="comma-separated: exclusive, timeslice:N, mps:N[@PCT], mig:LAYOUT, partition:N "
-                          "(default: exclusive,timeslice:2,timeslice:4 + mps:2 on an NVIDIA GPU / partition:2 on the CPU)")
+                          "(default: exclusive,timeslice:2,timeslice:4 + mps:2 on an NVIDIA GPU "
+                          "/ partition:2 on the CPU)")
     run.add_argument("--particles", default=None,
                      help="comma-separated particle counts per replica, e.g. 5e6,1e7,1.5e7 "
                           "(default: 500,1000 on the CPU; 1e6,2e6 on a GPU)")
@@ -81,7 +82,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         modes=args.modes.split(",") if args.modes is not None else None,
         particles=args.particles, turns=turns, repeats=repeats, warmup_repeats=warmup,
         device=args.device, engine=args.engine, lattice=args.lattice, resume=args.resume,
-        ready_timeout_s=args.ready_timeout, run_timeout_s=args.run_timeout, telemetry_interval_s=None if args.no_telemetry else 0.1,
+        ready_timeout_s=args.ready_timeout, run_timeout_s=args.run_timeout,
+        telemetry_interval_s=None if args.no_telemetry else 0.1,
         progress=not args.no_progress, command=list(sys.argv), stop_after_s=args.stop_after,
     )
     if args.dry_run:

@@ -53,12 +53,12 @@ def _nvidia_uuid_for_pci(bus: int, slot: int) -> str:
 
 def _cuda_devices() -> list[DeviceInfo]:
     try:
-        import cupy
+        import cupy  # noqa: PLC0415 - optional: CUDA through CuPy where it is installed
     except ImportError:
         return []
     try:
         count = cupy.cuda.runtime.getDeviceCount()
-    except Exception:  # no driver / no device
+    except Exception:  # noqa: BLE001 - no driver / no device
         return []
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     visible_ids = [v.strip() for v in visible.split(",") if v.strip()]
@@ -90,18 +90,18 @@ def _cuda_devices() -> list[DeviceInfo]:
 
 def _opencl_devices() -> list[DeviceInfo]:
     try:
-        import pyopencl as cl
+        import pyopencl as cl  # noqa: PLC0415 - optional: OpenCL through pyopencl where it is installed
     except ImportError:
         return []
     try:
         platforms = cl.get_platforms()
-    except Exception:  # no ICD
+    except Exception:  # noqa: BLE001 - no ICD
         return []
     out = []
     for ip, plat in enumerate(platforms):
         try:
             devices = plat.get_devices()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a platform that cannot list its devices offers none
             continue
         for idev, dev in enumerate(devices):
             is_gpu = bool(dev.type & cl.device_type.GPU)
@@ -112,14 +112,14 @@ def _opencl_devices() -> list[DeviceInfo]:
                 try:
                     if "cl_khr_device_uuid" in dev.extensions:
                         uuid = nvml.format_uuid(dev.get_info(cl.device_info.UUID_KHR))
-                except Exception:
+                except Exception:  # noqa: BLE001 - the UUID extension is optional: try the PCI address next
                     uuid = ""
                 if not uuid:
                     try:
                         bus = int(dev.get_info(cl.device_info.PCI_BUS_ID_NV))
                         slot = int(dev.get_info(cl.device_info.PCI_SLOT_ID_NV))
                         uuid = _nvidia_uuid_for_pci(bus, slot) or f"pci-{bus:02x}:{slot:02x}"
-                    except Exception:
+                    except Exception:  # noqa: BLE001 - no NVIDIA PCI address: named by its OpenCL index
                         uuid = f"opencl-{ip}.{idev}"
             out.append(
                 DeviceInfo(
@@ -164,7 +164,8 @@ def resolve_device(spec: str = "auto") -> DeviceInfo:
     if s.startswith("opencl"):
         devs = _opencl_devices()
         if not devs:
-            raise UserError(f"device {spec!r}: no OpenCL platform found (install pocl-binary-distribution or a GPU driver's ICD)")
+            raise UserError(f"device {spec!r}: no OpenCL platform found "
+                            "(install pocl-binary-distribution or a GPU driver's ICD)")
         if ":" not in s:
             gpus = [d for d in devs if d.kind == "gpu"]
             return (gpus or devs)[0]

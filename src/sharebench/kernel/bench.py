@@ -115,16 +115,19 @@ def to_markdown(doc: dict) -> str:
         f"Command: `{doc['command']}`  ",
         f"Host: {doc['host']}, {doc['date_utc']}; lattice: {doc['lattice']}",
         "",
-        "| engine | device | name | particles | turns | elements | track s (median) | element passes/s (median) | particle-turns/s | survived | repeats |",
+        "| engine | device | name | particles | turns | elements | track s (median) | element passes/s (median) "
+        "| particle-turns/s | survived | repeats |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in doc["summary"]:
         if "error" in s:
-            lines.append(f"| {s['engine']} | {s['device']} | | {s['particles']:,} | | | not run: {s['error']} | | | | |")
+            lines.append(f"| {s['engine']} | {s['device']} | | {s['particles']:,} | | "
+                         f"| not run: {s['error']} | | | | |")
             continue
         lines.append(
-            f"| {s['engine']} | {s['device']} | {s['device_name']} | {s['particles']:,} | {s['turns']} | {s['elements']:,} "
-            f"| {s['track_s_median']:.3f} | {s['element_passes_per_s_median']:.3e} | {s['particle_turns_per_s_median']:.3e} "
+            f"| {s['engine']} | {s['device']} | {s['device_name']} | {s['particles']:,} | {s['turns']} "
+            f"| {s['elements']:,} | {s['track_s_median']:.3f} | {s['element_passes_per_s_median']:.3e} "
+            f"| {s['particle_turns_per_s_median']:.3e} "
             f"| {s['survived_min']:,} | {s['repeats']} |"
         )
     return "\n".join(lines) + "\n"

@@ -67,15 +67,18 @@ def load_line(path):
         with opener(p, "rt") as fh:
             data = json.load(fh)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, EOFError) as exc:
-        raise UserError(f"lattice file {str(path)!r} is not an Xsuite line (JSON or JSON.gz): {type(exc).__name__}") from None
+        raise UserError(f"lattice file {str(path)!r} is not an Xsuite line (JSON or JSON.gz): "
+                        f"{type(exc).__name__}") from None
     if not isinstance(data, dict) or "elements" not in data or "element_names" not in data:
-        raise UserError(f"lattice file {str(path)!r} is not an Xsuite line: no 'elements'/'element_names' (save one with line.to_json)")
+        raise UserError(f"lattice file {str(path)!r} is not an Xsuite line: no 'elements'/'element_names' "
+                        "(save one with line.to_json)")
     with warnings.catch_warnings():
         _quiet()
         try:
             line = xt.Line.from_dict(data)
         except Exception as exc:  # noqa: BLE001 - a malformed line: say so in one line
-            raise UserError(f"lattice file {str(path)!r} could not be read as an Xsuite line: {type(exc).__name__}: {exc}") from None
+            raise UserError(f"lattice file {str(path)!r} could not be read as an Xsuite line: "
+                            f"{type(exc).__name__}: {exc}") from None
     if line.particle_ref is None:
         raise UserError(f"lattice file {str(path)!r} has no reference particle (particle_ref)")
     elements = data["elements"] if isinstance(data["elements"], dict) else {}
@@ -294,7 +297,7 @@ def generate_ring(seed: int = 20241021, k1l=None, k2l=None, n_cells: int = N_CEL
     beta0 = P0C_EV / math.sqrt(P0C_EV**2 + PROTON_MASS_EV**2)
     f_rf = HARMONIC * beta0 * 299792458.0 / CIRCUMFERENCE_M
     for icell, cell in enumerate(cells):
-        for i, (kind, kw, drift, role) in enumerate(cell):
+        for i, (kind, kw, drift, _role) in enumerate(cell):
             if icell in roll_cells and i == 0:  # a rolled QF (both slices)
                 roll = float(rng.normal() * 0.02)  # degrees
                 add("SRotation", {"angle": roll})
@@ -402,7 +405,8 @@ def describe(line, twiss: bool = True) -> dict:
     chromaticities from xtrack's 6d twiss (on the CPU) when twiss=True."""
     counts = Counter(type(line.element_dict[n]).__name__ for n in line.element_names)
     orders = Counter(
-        int(line.element_dict[n].order) for n in line.element_names if type(line.element_dict[n]).__name__ == "Multipole"
+        int(line.element_dict[n].order) for n in line.element_names
+        if type(line.element_dict[n]).__name__ == "Multipole"
     )
     ref = line.particle_ref
     out = {
@@ -425,7 +429,9 @@ def describe(line, twiss: bool = True) -> dict:
             try:
                 tw = line.twiss(method="6d")
             except Exception as exc:  # noqa: BLE001 - an unstable line: say so rather than crash
-                raise UserError(f"twiss failed on this lattice ({type(exc).__name__}: {exc}); is it a stable ring?") from None
+                raise UserError(f"twiss failed on this lattice ({type(exc).__name__}: {exc}); "
+                                "is it a stable ring?") from None
         out.update(qx=float(tw.qx), qy=float(tw.qy), qs=float(tw.qs), dqx=float(tw.dqx), dqy=float(tw.dqy),
-                   betx_max_m=float(np.max(tw.betx)), bety_max_m=float(np.max(tw.bety)), dx_max_m=float(np.max(np.abs(tw.dx))))
+                   betx_max_m=float(np.max(tw.betx)), bety_max_m=float(np.max(tw.bety)),
+                   dx_max_m=float(np.max(np.abs(tw.dx))))
     return out

@@ -7,7 +7,7 @@ import yaml
 
 
 class _Dumper(yaml.SafeDumper):
-    def increase_indent(self, flow: bool = False, indentless: bool = False):  # noqa: ARG002 - yaml's signature
+    def increase_indent(self, flow: bool = False, indentless: bool = False):
         return super().increase_indent(flow, False)
 
 

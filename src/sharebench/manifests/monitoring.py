@@ -53,8 +53,10 @@ _EXTRA_FIELDS = (
     ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
     ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
     ("DCGM_FI_PROF_PIPE_FP32_ACTIVE", "gauge", "Ratio of cycles the FP32 pipe is active."),
-    ("DCGM_FI_PROF_PCIE_TX_BYTES", "counter", "The number of bytes of active PCIe tx data including both header and payload."),
-    ("DCGM_FI_PROF_PCIE_RX_BYTES", "counter", "The number of bytes of active PCIe rx data including both header and payload."),
+    ("DCGM_FI_PROF_PCIE_TX_BYTES", "counter",
+     "The number of bytes of active PCIe tx data including both header and payload."),
+    ("DCGM_FI_PROF_PCIE_RX_BYTES", "counter",
+     "The number of bytes of active PCIe rx data including both header and payload."),
 )
 
 
@@ -135,8 +137,8 @@ def dashboard() -> dict[str, Any]:
     n = f'{DEFAULT_NODE_LABEL}=~"$node"'
     gpu_by = f"max by ({DEFAULT_NODE_LABEL}, gpu, UUID, modelName)"
     mig_by = f"max by ({DEFAULT_NODE_LABEL}, gpu, UUID, GPU_I_PROFILE, GPU_I_ID)"
-    gpu_leg = "{{%s}} GPU {{gpu}} {{modelName}}" % DEFAULT_NODE_LABEL
-    mig_leg = "{{%s}} GPU {{gpu}} GI {{GPU_I_ID}} ({{GPU_I_PROFILE}})" % DEFAULT_NODE_LABEL
+    gpu_leg = "{{" + DEFAULT_NODE_LABEL + "}} GPU {{gpu}} {{modelName}}"
+    mig_leg = "{{" + DEFAULT_NODE_LABEL + "}} GPU {{gpu}} GI {{GPU_I_ID}} ({{GPU_I_PROFILE}})"
     panels = [
         _panel(1, "SM activity per GPU", [_target(f'{gpu_by} (DCGM_FI_PROF_SM_ACTIVE{{{n}, GPU_I_ID=""}})',
                                                   gpu_leg, "A")], "percentunit", 0, 0, max_=1,

@@ -19,8 +19,18 @@ import pandas as pd
 from sharebench.analysis import analyse, display_table, summary_table
 from sharebench.errors import UserError
 from sharebench.report.plots import make_plots
-from sharebench.report.render import Bullets, Compare, Heading, Image, Section, Table, Text, html_page, markdown
-from sharebench.report.render import markdown_table
+from sharebench.report.render import (
+    Bullets,
+    Compare,
+    Heading,
+    Image,
+    Section,
+    Table,
+    Text,
+    html_page,
+    markdown,
+    markdown_table,
+)
 from sharebench.report.sections import machine_table, prediction_section, provenance_section, telemetry_section
 from sharebench.results import read_notes, read_provenance
 

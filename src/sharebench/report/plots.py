@@ -12,19 +12,18 @@ the throughput bars are drawn side by side, one panel per folder.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import math
+from pathlib import Path
 
 import matplotlib
 import numpy as np
 import pandas as pd
 
 matplotlib.use("Agg")  # before pyplot: figures are files, never windows
-import matplotlib.pyplot as plt  # noqa: E402 - must come after matplotlib.use
+import matplotlib.pyplot as plt
 
-from sharebench.analysis import fmt_particles, median_ci  # noqa: E402 - see matplotlib.use above
-from sharebench.modes import mode_sort_key  # noqa: E402 - see matplotlib.use above
+from sharebench.analysis import fmt_particles, median_ci
+from sharebench.modes import mode_sort_key
 
 FORMATS = ("png", "svg")
 PREDICTION_PLOT = "prediction_vs_measured"

@@ -113,7 +113,8 @@ def _markdown_block(block: object, base: Path) -> list[str]:
             lines.append(f"(also [SVG]({Path(rel).with_suffix('.svg').as_posix()}))")
         return [*lines, ""]
     if isinstance(block, Section):
-        return _markdown_block(Heading(block.title), base) + [ln for b in block.blocks for ln in _markdown_block(b, base)]
+        return (_markdown_block(Heading(block.title), base)
+                + [ln for b in block.blocks for ln in _markdown_block(b, base)])
     if isinstance(block, Compare):
         if block.right is None:
             return [ln for b in block.left for ln in _markdown_block(b, base)]

@@ -235,7 +235,8 @@ def telemetry_section(results_dir: Path, tables: dict[str, pd.DataFrame]) -> Sec
         section.blocks.append(Text(f"No price given (sweep config `price_per_gpu_hour` or `{PRICE_ENV}`): "
                                    "no cost column."))
     section.blocks.append(Table(telemetry_display(table, price)))
-    notes = sorted({str(n) for col in ("tel_note", "dcgm_note") for n in cells.get(col, []) if isinstance(n, str) and n})
+    notes = sorted({str(n) for col in ("tel_note", "dcgm_note") for n in cells.get(col, [])
+                    if isinstance(n, str) and n})
     if notes:
         section.blocks += [Text("Telemetry notes:"), Bullets(notes)]
     section.blocks += [Image(p) for p in plot_energy(table, results_dir / "plots")[:1]]

@@ -88,7 +88,8 @@ def merge_legacy_machine(prov: dict[str, Any] | None, machine: dict[str, Any]) -
         device.update((k, v) for k, v in (out.get("device") or {}).items() if k not in device)
         out["device"] = device
     out["libraries"] = {**(machine.get("libraries") or {}),
-                        **{k: v for k, v in (out.get("libraries") or {}).items() if k not in (machine.get("libraries") or {})}}
+                        **{k: v for k, v in (out.get("libraries") or {}).items()
+                           if k not in (machine.get("libraries") or {})}}
     out.setdefault("command", machine.get("command"))
     out.setdefault("created_utc", machine.get("written_utc"))
     return out

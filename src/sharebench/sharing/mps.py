@@ -128,11 +128,11 @@ class MpsDaemon:
         self.pipe_dir.mkdir()
         self.log_dir.mkdir()
 
-    def start(self) -> "MpsDaemon":
+    def start(self) -> MpsDaemon:
         path = check_mps_available(self.device, self.mode_label, self.control)
         self.make_dirs()
         try:
-            self._install_signal_handlers()
+            self.install_signal_handlers()
             atexit.register(self.stop)
             out = subprocess.run([path, "-d"], env=self.daemon_env(), capture_output=True, text=True,
                                  timeout=self.start_timeout_s)
@@ -190,9 +190,9 @@ class MpsDaemon:
         pids = []
         for p in psutil.process_iter(["name"]):
             try:
-                if p.info["name"] and p.info["name"].startswith("nvidia-cuda-mps"):
-                    if p.environ().get("CUDA_MPS_PIPE_DIRECTORY") == str(self.pipe_dir):
-                        pids.append(p.pid)
+                if (p.info["name"] and p.info["name"].startswith("nvidia-cuda-mps")
+                        and p.environ().get("CUDA_MPS_PIPE_DIRECTORY") == str(self.pipe_dir)):
+                    pids.append(p.pid)
             except (psutil.Error, OSError):
                 continue
         return pids
@@ -215,7 +215,7 @@ class MpsDaemon:
                 self._restore_signal_handlers()
                 try:
                     atexit.unregister(self.stop)
-                except Exception:  # pragma: no cover - interpreter shutting down
+                except Exception:  # pragma: no cover  # noqa: BLE001 - interpreter shutting down
                     pass
                 self._cleanup_dirs()
 
@@ -250,7 +250,10 @@ class MpsDaemon:
 
     # -- signals -------------------------------------------------------------------
 
-    def _install_signal_handlers(self) -> None:
+    def install_signal_handlers(self) -> None:
+        """Make SIGTERM and SIGHUP raise KeyboardInterrupt, so that a ``with`` block around the daemon
+        unwinds and :meth:`stop` still sends quit; :meth:`stop` puts the previous handlers back.
+        :meth:`start` calls it; main thread only (elsewhere it does nothing)."""
         if threading.current_thread() is not threading.main_thread():
             return
 
@@ -273,7 +276,7 @@ class MpsDaemon:
                 pass
         self._old_handlers.clear()
 
-    def __enter__(self) -> "MpsDaemon":
+    def __enter__(self) -> MpsDaemon:
         return self.start()
 
     def __exit__(self, *exc) -> None:

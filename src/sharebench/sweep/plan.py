@@ -185,7 +185,8 @@ def _check_memory(config: SweepConfig, device: DeviceInfo, plans: dict[str, Cell
                 elif mem:
                     n = plan.n
                     check_fits(p, int(mem) // n, config.engine,
-                               what="device memory" if n == 1 else f"1/{n} share of the device memory ({int(mem):,} bytes)")
+                               what="device memory" if n == 1
+                               else f"1/{n} share of the device memory ({int(mem):,} bytes)")
             except UserError as exc:
                 raise UserError(f"{plan.mode.label} at {p:,} particles: {exc}") from None
 

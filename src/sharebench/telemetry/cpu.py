@@ -26,7 +26,7 @@ class CpuReader:
         self._ps = psutil
         try:
             first = psutil.cpu_percent(percpu=True)  # primes the per-core counters
-        except Exception as exc:  # noqa: BLE001 - any failure here means: no CPU telemetry
+        except Exception as exc:
             raise CpuUnavailable(f"psutil cannot read CPU times: {exc}") from exc
         self.cores = len(first)
         self._freq = True

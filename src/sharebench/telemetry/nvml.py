@@ -184,7 +184,7 @@ class NvmlReader:
             if not nv.nvmlGpmQueryDeviceSupport(self.parent).isSupportedDevice:
                 self.notes.append("GPM (SM/DRAM activity): not supported on this GPU (Hopper or later)")
                 return
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - GPM is optional: its failure becomes a note
             self.notes.append(f"GPM: {one_line(exc)}")
             return
         scopes: list[tuple[str, int | None]] = (
@@ -195,7 +195,7 @@ class NvmlReader:
                 continue
             try:
                 self._gpm.append((prefix, _Gpm(nv, self.parent, gi, metrics)))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - GPM is optional: its failure becomes a note
                 self.notes.append(f"GPM {prefix or 'gpu'}: {one_line(exc)}")
 
     def read(self) -> dict[str, float | None]:

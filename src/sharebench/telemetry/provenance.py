@@ -251,7 +251,7 @@ def image_tag(image: str) -> str | None:
 
 def operand_versions(pods: list[Any]) -> dict[str, str | None]:
     """gpu-operator / device-plugin / dcgm-exporter / driver / mig-manager image tags from pods."""
-    out: dict[str, str | None] = {k: None for k in OPERAND_IMAGES}
+    out: dict[str, str | None] = dict.fromkeys(OPERAND_IMAGES)
     for pod in pods:
         containers = list(pod.spec.containers or []) + list(pod.spec.init_containers or [])
         for c in containers:
@@ -267,7 +267,8 @@ def cluster_from_api(node_name: str | None, api_client: Any = None,
     """Ask the Kubernetes API (in-cluster config, or SHAREBENCH_KUBECONFIG) about the node and
     the operator's pods. Returns what it learned, with ``error`` when the API refused."""
     try:
-        from kubernetes import client, config as kconfig
+        from kubernetes import client  # noqa: PLC0415 - optional: only where a cluster is asked
+        from kubernetes import config as kconfig  # noqa: PLC0415 - optional: only where a cluster is asked
     except ImportError as exc:
         return {"error": f"kubernetes client not installed ({exc})"}
     try:

@@ -17,6 +17,7 @@ Run by hand: ``python -m sharebench.telemetry.sampler '{"device": {...}, "interv
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
@@ -73,7 +74,7 @@ _STOP_TIMEOUT_S = 15.0
 
 
 def empty_summary(source: str, note: str, interval_s: float | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {c: None for c in SUMMARY_COLUMNS}
+    out: dict[str, Any] = dict.fromkeys(SUMMARY_COLUMNS)
     out.update(tel_source=source, tel_note=note, tel_interval_s=interval_s, tel_samples=0, tel_raw_file="")
     return out
 
@@ -197,48 +198,47 @@ def child_main(config: dict[str, Any]) -> int:
     meta["interval_s"] = interval
     meta["raw_file"] = str(out_path) if out_path else ""
     columns = ["t_epoch_s"] + [c for r in readers for c in r.columns]
-    fh = writer = None
-    if out_path:
-        Path(out_path).parent.mkdir(parents=True, exist_ok=True)
-        fh = open(out_path, "w", newline="")
-        writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
     samples: list[dict[str, Any]] = []
+    with contextlib.ExitStack() as files:  # the raw file, where there is one, closes before the summary
+        fh = writer = None
+        if out_path:
+            Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+            fh = files.enter_context(open(out_path, "w", newline=""))
+            writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
+            writer.writeheader()
 
-    def take() -> None:
-        row: dict[str, Any] = {"t_epoch_s": time.time()}
+        def take() -> None:
+            row: dict[str, Any] = {"t_epoch_s": time.time()}
+            for r in readers:
+                try:
+                    row.update(r.read())
+                except Exception as exc:  # noqa: BLE001 - one bad read must not end the cell's telemetry
+                    meta["note"] = (meta["note"] + "; " if meta["note"] else "") + f"read failed once: {exc}"
+            samples.append(row)
+            if writer:
+                writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+                fh.flush()
+
+        take()
+        _emit({"ready": True, "source": meta["source"], "note": meta["note"]})
+        next_t = time.monotonic() + interval
+        stdin = sys.stdin
+        while True:
+            timeout = max(0.0, next_t - time.monotonic())
+            ready, _, _ = select.select([stdin], [], [], timeout)
+            if ready:
+                stdin.readline()  # a line or EOF: stop
+                break
+            take()
+            next_t += interval
+            if next_t < time.monotonic():  # fell behind (niced, busy host): do not burst
+                next_t = time.monotonic() + interval
+        take()  # a last sample at the stop instant closes the window
         for r in readers:
             try:
-                row.update(r.read())
-            except Exception as exc:  # noqa: BLE001 - one bad read must not end the cell's telemetry
-                meta["note"] = (meta["note"] + "; " if meta["note"] else "") + f"read failed once: {exc}"
-        samples.append(row)
-        if writer:
-            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
-            fh.flush()
-
-    take()
-    _emit({"ready": True, "source": meta["source"], "note": meta["note"]})
-    next_t = time.monotonic() + interval
-    stdin = sys.stdin
-    while True:
-        timeout = max(0.0, next_t - time.monotonic())
-        ready, _, _ = select.select([stdin], [], [], timeout)
-        if ready:
-            stdin.readline()  # a line or EOF: stop
-            break
-        take()
-        next_t += interval
-        if next_t < time.monotonic():  # fell behind (niced, busy host): do not burst
-            next_t = time.monotonic() + interval
-    take()  # a last sample at the stop instant closes the window
-    for r in readers:
-        try:
-            r.close()
-        except Exception:  # noqa: BLE001
-            pass
-    if fh:
-        fh.close()
+                r.close()
+            except Exception:  # noqa: BLE001 - closing a reader is best effort: the summary still goes out
+                pass
     _emit({"summary": summarize(samples, meta)})
     return 0
 
@@ -264,13 +264,19 @@ class Sampler:
         self._summary: dict[str, Any] | None = None
         self.ready_info: dict[str, Any] = {}
 
-    def start(self) -> "Sampler":
+    @property
+    def process(self) -> subprocess.Popen | None:
+        """The sampling process, read-only: None before :meth:`start`, or where it could not be started."""
+        return self._proc
+
+    def start(self) -> Sampler:
         """Start the sampling process and wait until it has taken its first sample."""
         if self._proc is not None:
             return self
         cfg = {"device": self.device.to_dict(), "interval_s": self.interval_s,
                "out_path": str(self.out_path) if self.out_path else None}
-        self._stderr = tempfile.TemporaryFile(mode="w+")  # a file, so a chatty child never blocks
+        # a file, so a chatty child never blocks
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - kept past start(): stop() closes it
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "sharebench.telemetry.sampler", json.dumps(cfg)],
@@ -352,14 +358,15 @@ class Sampler:
             self._summary = {c: summary.get(c) for c in SUMMARY_COLUMNS}
         return dict(self._summary)
 
-    def __enter__(self) -> "Sampler":
+    def __enter__(self) -> Sampler:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
 
 
-def make_sampler(device_info: DeviceInfo | dict[str, Any] | None, interval_s: float = 0.1, out_path: str | Path | None = None) -> Sampler:
+def make_sampler(device_info: DeviceInfo | dict[str, Any] | None, interval_s: float = 0.1,
+                 out_path: str | Path | None = None) -> Sampler:
     """A sampler for the device the replicas use (see :class:`Sampler`)."""
     return Sampler(device_info, interval_s=interval_s, out_path=out_path)
 

@@ -179,7 +179,8 @@ class OpenclBackend:
         options = ["-cl-std=CL1.2"]
         # pyopencl keeps the binary per (source, options, device); a marker of
         # ours makes a cache hit observable in the run record
-        key = hashlib.sha256("|".join([src, *options, dev.name, dev.platform.name, dev.driver_version]).encode()).hexdigest()[:20]
+        key_text = "|".join([src, *options, dev.name, dev.platform.name, dev.driver_version])
+        key = hashlib.sha256(key_text.encode()).hexdigest()[:20]
         marker = cache / f"sharebench-{key}.built"
         hit = marker.exists()
         prg = cl.Program(self._clctx, src).build(options=options, cache_dir=str(cache))
