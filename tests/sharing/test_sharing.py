@@ -14,6 +14,7 @@ import pytest
 
 from sharebench.errors import UserError
 from sharebench.kernel import RunConfig
+from sharebench.parse import cpu_set
 from sharebench.sharing import (
     CellPlan,
     MpsDaemon,
@@ -73,7 +74,7 @@ def test_cell_replicas_start_together(tmp_path, lattice, spec, mode):
         import json
 
         sets = [json.loads((tmp_path / f"config.{i}.json").read_text())["cpus"] for i in range(2)]
-        assert set(sets[0]).isdisjoint(sets[1]) and [r["cpus"] for r in recs] == [",".join(map(str, s)) for s in sets]
+        assert set(sets[0]).isdisjoint(sets[1]) and [cpu_set(r["cpus"]) for r in recs] == sets
         assert [r["cores"] for r in recs] == [len(s) for s in sets]
 
 
