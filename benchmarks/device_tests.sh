@@ -3,7 +3,7 @@
 # private MPS daemon, NVML), through the device tool:
 #   device run: bash benchmarks/device_tests.sh        (carry: .whl .devcarry)
 # .whl holds cp312 wheels of what the machine's image lacks (xtrack, xobjects, xpart, xdeps, xfields,
-# pyopencl, kubernetes and their needs); .devcarry the real LHC line. The KFP,
+# xsuite (for its version in provenance), pyopencl, kubernetes and their needs); .devcarry the real LHC line. The KFP,
 # Kubernetes and notebook tests need no GPU and run in CI; they are left out here.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
