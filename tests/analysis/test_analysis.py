@@ -1,21 +1,5 @@
-"""The study's tables against hand-computed values from a crafted results CSV.
-
-The crafted sweep (written with the real ResultsWriter, read back with load_results):
-
-CPU, 1,000 particles x 10 turns
-  exclusive     r0 (warm-up) 50 s; r1..r3 track_s 10, 11, 12          -> T_1 = 11
-  timeslice:2   r1 windows [100,121] [100.1,120.5]  span 21
-                r2 windows [200,224] [200,223]      span 24
-                r3 windows [300,323] [300,322]      span 23
-                r4 windows [400,420] [410,430]      overlap 50%  -> flagged, excluded
-  mps:2         r1 replica 1 crashed -> failed, excluded
-                r2 span 30, r3 span 32 (only 2 measured repeats -> flagged)
-  partition:2   1 core each (exclusive had 2); mean replica track_s 21, 23, 24
-GPU (cuda), 2,000 particles x 10 turns, an H200 (132 SMs)
-  exclusive     5.0, 5.2, 5.4 -> T_full = 5.2
-  mig:3g        2 instances of 3g.71gb (60 SMs); mean track_s 12.1, 12.4, 12.3
-                r4 replicas report different parent GPUs -> excluded
-"""
+"""The study's tables against hand-computed values from the crafted results CSV of
+``support.crafted`` (its docstring lays the sweep out row by row)."""
 
 from __future__ import annotations
 
