@@ -28,7 +28,7 @@ def collect_results(
         sweep_id: Identifier written into every row (the KFP run id); empty: the UTC time.
 
     Returns:
-        results: A results folder (results.csv in the versioned schema, machine.json,
+        results: A results folder (results.csv in the versioned schema, provenance.json,
             tables/*.csv) that `sharebench report` reads.
         tables: The loss tables (time-slicing, MPS, MIG, partition) as Markdown.
         metrics: Loss % per mode and particle count (e.g. loss_pct/timeslice:2/p10000).

@@ -29,7 +29,7 @@ class PipelineOutputs:
     """Where a finished sweep's artifacts are, and its metrics."""
 
     run_dir: Path
-    results_dir: Path          # collect_results' results folder (results.csv, machine.json, tables/)
+    results_dir: Path          # collect_results' results folder (results.csv, provenance.json, tables/)
     tables_md: Path
     report_html: Path
     report_md: Path
