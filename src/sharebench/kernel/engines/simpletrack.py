@@ -183,7 +183,17 @@ class OpenclBackend:
         key = hashlib.sha256(key_text.encode()).hexdigest()[:20]
         marker = cache / f"sharebench-{key}.built"
         hit = marker.exists()
-        prg = cl.Program(self._clctx, src).build(options=options, cache_dir=str(cache))
+        try:
+            prg = cl.Program(self._clctx, src).build(options=options, cache_dir=str(cache))
+        except cl.RuntimeError as exc:
+            if "unknown target CPU" not in str(exc):
+                raise
+            version = " ".join(dev.platform.version.split()[:4])
+            raise UserError(
+                f"device {spec} ({version}): its compiler does not know this CPU "
+                "(a PoCL older than the processor); use another OpenCL device (sharebench devices), "
+                "a newer PoCL (Debian: apt install pocl-opencl-icd) or --device cpu"
+            ) from None
         marker.touch()
         self._kernel = getattr(prg, KERNEL_NAME)
         return hit
