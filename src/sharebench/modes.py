@@ -41,6 +41,10 @@ class Mode:
         return self.label
 
 
+# replicas one cell may run at once (what one device can hold; partition:N is bounded by the cores)
+MAX_REPLICAS = 64
+
+
 def parse_mode(text: str) -> Mode:
     s = text.strip().lower()
     if s == "exclusive":
@@ -60,6 +64,8 @@ def parse_mode(text: str) -> Mode:
         pct = int(pct_s)
     if not re.fullmatch(r"-?\d+", arg):
         raise UserError(f"bad replica count in {text!r}; allowed: an integer N >= 1")
+    if len(arg) > 6 or (kind != "partition" and int(arg) > MAX_REPLICAS):
+        raise UserError(f"replica count too large in {text!r}; allowed: 1..{MAX_REPLICAS} replicas per cell")
     n = int(arg)
     if n < 1:
         raise UserError(f"replica count must be >= 1 in {text!r}")

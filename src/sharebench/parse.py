@@ -9,18 +9,31 @@ from typing import Any
 from sharebench.errors import UserError
 
 
-def whole_number(name: str, value: Any, lo: int = 0) -> int:
+def whole_number(name: str, value: Any, lo: int = 0, hi: int | None = None) -> int:
     """``value`` (an int, ``"3"``, ``"1e6"`` or a float with no fraction, as KFP passes numbers) as an
-    int >= ``lo``; a bool is refused."""
+    int >= ``lo`` (and <= ``hi`` when given); a bool is refused."""
+    allowed = f"a whole number >= {lo}" if hi is None else f"a whole number {lo}..{hi}"
     if isinstance(value, bool):
-        raise UserError(f"bad {name} {value!r}; allowed: a whole number >= {lo}")
+        raise UserError(f"bad {name} {value!r}; allowed: {allowed}")
     try:
         number = float(str(value).strip().replace("_", ""))
-    except ValueError:
+    except (ValueError, OverflowError):
         number = math.nan
-    if not math.isfinite(number) or number != int(number) or int(number) < lo:
-        raise UserError(f"bad {name} {value!r}; allowed: a whole number >= {lo}")
+    if not math.isfinite(number) or number != int(number) or int(number) < lo or (hi is not None and number > hi):
+        raise UserError(f"bad {name} {value!r}; allowed: {allowed}")
     return int(number)
+
+
+def seconds(name: str, value: Any, lo: float = 0.0, hi: float = 10**7) -> float:
+    """A duration in seconds: finite, > ``lo`` (>= 0 when ``lo`` is 0 and zero is meant), <= ``hi``;
+    nan and inf are refused (they would switch a limit off)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = math.nan
+    if not math.isfinite(number) or number < lo or number > hi:
+        raise UserError(f"bad {name} {value!r}; allowed: seconds {lo:g}..{hi:g}")
+    return number
 
 
 def counts(name: str, values: str | list[Any], example: str = "5e6,1e7") -> list[int]:

@@ -24,8 +24,8 @@ PARTICLES = "allowed: whole numbers > 0 such as 10000 or 5e6"
     (["--particles", "0"], f"bad particle count '0'; {PARTICLES}"),
     (["--particles=-5"], f"bad particle count '-5'; {PARTICLES}"),
     (["--particles", "1e4,lots"], f"bad particle count 'lots'; {PARTICLES}"),
-    (["--turns", "0"], "bad --turns '0'; allowed: a whole number >= 1"),
-    (["--repeats", "x"], "bad --repeats 'x'; allowed: a whole number >= 1"),
+    (["--turns", "0"], "bad --turns '0'; allowed: a whole number 1..1000000000"),
+    (["--repeats", "x"], "bad --repeats 'x'; allowed: a whole number 1..1000"),
     (["--device", "tpu"], "bad device 'tpu': allowed are auto, cpu, cuda[:N], opencl[:P.D]"),
     (["--device", "cpu", "--modes", "mps:2"],
      "mps:2 needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is cpu ({cpu}): MPS exists only "

@@ -7,11 +7,20 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sharebench.errors import UserError
-from sharebench.parse import whole_number
+from sharebench.parse import seconds, whole_number
 from sharebench.report import build_report
 from sharebench.results import RESULTS_CSV
-from sharebench.sweep import SweepConfig, describe_plan, run_sweep, validate
+from sharebench.sweep import (
+    MAX_REPEATS,
+    MAX_TURNS,
+    Stopped,
+    SweepConfig,
+    describe_plan,
+    inherit_options,
+    run_sweep,
+    stop_on_signals,
+    validate,
+)
 
 
 def configure(name: str, parser: argparse.ArgumentParser) -> None:
@@ -23,8 +32,8 @@ def configure_run(run: argparse.ArgumentParser) -> None:
                     "as it goes, then the tables, plots and report.md/report.html. With no options: the best device "
                     "found (auto), exclusive, timeslice:2, timeslice:4 and mps:2 where available (partition:2 on "
                        "the CPU), at sizes that finish in a few minutes.")
-    run.add_argument("--device", default="auto", help="auto, cpu, cuda[:N], opencl[:P.D] (default: auto)")
-    run.add_argument("--engine", default="simpletrack", help="simpletrack (default) or xtrack")
+    run.add_argument("--device", default=None, help="auto, cpu, cuda[:N], opencl[:P.D] (default: auto)")
+    run.add_argument("--engine", default=None, help="simpletrack (default) or xtrack")
     run.add_argument("--modes", default=None,
                      help="comma-separated: exclusive, timeslice:N, mps:N[@PCT], mig:LAYOUT, partition:N "
                           "(default: exclusive,timeslice:2,timeslice:4 + mps:2 on an NVIDIA GPU "
@@ -34,20 +43,21 @@ def configure_run(run: argparse.ArgumentParser) -> None:
                           "(default: 500,1000 on the CPU; 1e6,2e6 on a GPU)")
     run.add_argument("--turns", default=None,
                      help="turns per run (default: 10)")
-    run.add_argument("--repeats", default="3", help="measured repeats (default 3)")
-    run.add_argument("--warmup-repeats", default="1",
+    run.add_argument("--repeats", default=None, help="measured repeats, 1..1000 (default 3)")
+    run.add_argument("--warmup-repeats", default=None,
                      help="discarded warm-up repeats before them (default 1)")
     run.add_argument("--lattice", default=None, help="Xsuite line JSON/JSON.gz (default: the generated LHC-like ring)")
     run.add_argument("--out", default=None,
                      help="results folder (default: sharebench-results/<UTC time>); must not hold results "
                           "unless --resume")
     run.add_argument("--resume", action="store_true",
-                     help="continue an existing results folder: cells already measured are kept and skipped")
-    run.add_argument("--ready-timeout", type=float, default=900.0, metavar="S",
+                     help="continue an existing results folder with its own options (those given must match "
+                          "it): cells already measured are kept and skipped")
+    run.add_argument("--ready-timeout", default=None, metavar="S",
                      help="longest a replica may take to build and warm up before the start barrier (s)")
-    run.add_argument("--run-timeout", type=float, default=None, metavar="S",
+    run.add_argument("--run-timeout", default=None, metavar="S",
                      help="longest a cell may track before its replicas are stopped and the cell marked failed (s)")
-    run.add_argument("--stop-after", type=float, default=None, metavar="S",
+    run.add_argument("--stop-after", default=None, metavar="S",
                      help="start no new cell after S seconds (what is done is kept; continue with --resume)")
     run.add_argument("--dry-run", action="store_true",
                      help="check everything and print what would run (cells, replicas, cost), run nothing")
@@ -69,34 +79,41 @@ def configure_report(rep: argparse.ArgumentParser) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("sharebench-results") / datetime.now(timezone.utc).strftime(
         "%Y%m%dT%H%M%SZ")
-    turns = whole_number("--turns", args.turns, 1) if args.turns is not None else None
-    repeats = whole_number("--repeats", args.repeats, 1)
-    warmup = whole_number("--warmup-repeats", args.warmup_repeats, 0)
-    if args.stop_after is not None and args.stop_after < 0:
-        raise UserError(f"bad --stop-after {args.stop_after!r}; allowed: seconds >= 0")
-    if args.run_timeout is not None and args.run_timeout <= 0:
-        raise UserError(f"bad --run-timeout {args.run_timeout!r}; allowed: seconds > 0")
-    if args.ready_timeout <= 0:
-        raise UserError(f"bad --ready-timeout {args.ready_timeout!r}; allowed: seconds > 0")
+    given = {
+        "turns": whole_number("--turns", args.turns, 1, MAX_TURNS) if args.turns is not None else None,
+        "repeats": whole_number("--repeats", args.repeats, 1, MAX_REPEATS) if args.repeats is not None else None,
+        "warmup_repeats": (whole_number("--warmup-repeats", args.warmup_repeats, 0, MAX_REPEATS)
+                           if args.warmup_repeats is not None else None),
+        "ready_timeout_s": seconds("--ready-timeout", args.ready_timeout, 0.001) if args.ready_timeout else None,
+        "run_timeout_s": seconds("--run-timeout", args.run_timeout, 0.001) if args.run_timeout is not None else None,
+        "modes": args.modes.split(",") if args.modes is not None else None,
+        "particles": args.particles, "device": args.device, "engine": args.engine, "lattice": args.lattice,
+    }
+    stop_after = seconds("--stop-after", args.stop_after) if args.stop_after is not None else None
+    if args.resume:  # the folder's own sweep: what the user did not give comes from its sweep.json
+        given = inherit_options(out, given)
     cfg = SweepConfig(
-        modes=args.modes.split(",") if args.modes is not None else None,
-        particles=args.particles, turns=turns, repeats=repeats, warmup_repeats=warmup,
-        device=args.device, engine=args.engine, lattice=args.lattice, resume=args.resume,
-        ready_timeout_s=args.ready_timeout, run_timeout_s=args.run_timeout,
+        **{k: v for k, v in given.items() if v is not None}, resume=args.resume,
         telemetry_interval_s=None if args.no_telemetry else 0.1,
-        progress=not args.no_progress, command=list(sys.argv), stop_after_s=args.stop_after,
+        progress=not args.no_progress, command=list(sys.argv), stop_after_s=stop_after,
     )
     if args.dry_run:
         print(describe_plan(validate(cfg)))
         return 0
     try:
-        run_sweep(cfg, out)
-        if (out / RESULTS_CSV).exists():
-            build_report(out)
-    except KeyboardInterrupt:
+        with stop_on_signals():
+            run_sweep(cfg, out)
+            if (out / RESULTS_CSV).exists():
+                build_report(out)
+    except KeyboardInterrupt as exc:
         print(f"sharebench: interrupted; the cells finished so far are in {out}/results.csv "
               f"(continue with --resume --out {out}, or `sharebench report {out}`)", file=sys.stderr)
-        return 130
+        return exc.exit_status if isinstance(exc, Stopped) else 130
+    except OSError as exc:  # disk full, read-only folder: what is on disk stays, the message names the file
+        print(f"sharebench: error: cannot write {exc.filename or out}: {exc.strerror or exc}; the cells finished "
+              f"so far are in {out}/results.csv (free space or fix the folder, then --resume --out {out})",
+              file=sys.stderr)
+        return 1
     print(f"results: {out}/results.csv\nreport:  {out}/report.html  ({out}/report.md)")
     return 0
 

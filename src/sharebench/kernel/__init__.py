@@ -26,6 +26,7 @@ only when a run or a lattice needs them.
 from sharebench.kernel.bench import BenchConfig, run_bench
 from sharebench.kernel.config import RunConfig, RunRecord
 from sharebench.kernel.engines import ENGINES, Engine, check_engine, make_engine
+from sharebench.kernel.engines.xtrack import check_xtrack_device
 from sharebench.kernel.memory import bytes_per_particle, check_fits
 from sharebench.kernel.run import pin_cpus, run_replica
 
@@ -41,6 +42,7 @@ __all__ = [
     "bytes_per_particle",
     "check_engine",
     "check_fits",
+    "check_xtrack_device",
     "make_engine",
     "pin_cpus",
     "run_bench",

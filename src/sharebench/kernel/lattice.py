@@ -83,7 +83,32 @@ def load_line(path):
         raise UserError(f"lattice file {str(path)!r} has no reference particle (particle_ref)")
     elements = data["elements"] if isinstance(data["elements"], dict) else {}
     fix_missing_shifts(line, elements)
+    check_line_numbers(line, str(path))
     return line
+
+
+def check_line_numbers(line, path: str) -> None:
+    """A line a sweep can track: at least one element, every name it lists defined, every length
+    and strength finite; otherwise a one-line UserError naming the file and the element."""
+    names = list(line.element_names)
+    if not names:
+        raise UserError(f"lattice file {path!r} has no elements; give a line with at least one element")
+    for name in names:
+        element = line.element_dict.get(name)
+        if element is None:
+            raise UserError(f"lattice file {path!r} lists element {name!r} in element_names but does not define "
+                            "it in elements")
+        for attr in ("length", "knl", "ksl", "k1", "k2", "k3", "angle", "voltage", "frequency"):
+            value = getattr(element, attr, None)
+            if value is None:
+                continue
+            try:
+                finite = bool(np.all(np.isfinite(np.asarray(value, dtype=float))))
+            except (TypeError, ValueError):
+                continue
+            if not finite:
+                raise UserError(f"lattice file {path!r}: element {name!r} has a non-finite {attr} ({value!r}); "
+                                "every length and strength must be a finite number")
 
 
 # ----------------------------------------------------------------------------

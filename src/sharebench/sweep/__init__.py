@@ -8,6 +8,8 @@ from sharebench.sweep.plan import (
     DEFAULT_PARTICLES,
     DEFAULT_REPEATS,
     DEFAULT_TURNS,
+    MAX_REPEATS,
+    MAX_TURNS,
     Cell,
     SweepConfig,
     SweepPlan,
@@ -17,10 +19,13 @@ from sharebench.sweep.plan import (
     parse_particles,
     validate,
 )
+from sharebench.sweep.resume import inherit_options
 from sharebench.sweep.runner import CellResult, measure_cell, new_sweep_id, run_sweep
+from sharebench.sweep.signals import Stopped, stop_on_signals
 
 __all__ = [
-    "DEFAULT_PARTICLES", "DEFAULT_REPEATS", "DEFAULT_TURNS", "Cell", "CellResult", "SweepConfig", "SweepPlan",
-    "cell_id", "default_modes", "describe_plan", "measure_cell", "new_sweep_id", "parse_particles", "run_sweep",
-    "validate",
+    "DEFAULT_PARTICLES", "DEFAULT_REPEATS", "DEFAULT_TURNS", "MAX_REPEATS", "MAX_TURNS", "Cell", "CellResult",
+    "Stopped", "SweepConfig",
+    "SweepPlan", "cell_id", "default_modes", "describe_plan", "inherit_options", "measure_cell", "new_sweep_id",
+    "parse_particles", "run_sweep", "stop_on_signals", "validate",
 ]

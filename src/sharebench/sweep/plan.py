@@ -19,7 +19,7 @@ from typing import Any
 
 from sharebench.devices import DeviceInfo, resolve_device
 from sharebench.errors import UserError
-from sharebench.kernel import RunConfig, check_engine, check_fits
+from sharebench.kernel import RunConfig, check_engine, check_fits, check_xtrack_device
 from sharebench.kernel.lattice import get_line_cached, get_packed
 from sharebench.modes import Mode, parse_modes
 from sharebench.parse import counts, whole_number
@@ -32,6 +32,9 @@ from sharebench.sharing import CellPlan, check_mps_available, plan_cell
 DEFAULT_PARTICLES = {"cpu": [500, 1000], "gpu": [1_000_000, 2_000_000]}
 DEFAULT_TURNS = {"cpu": 10, "gpu": 10}
 DEFAULT_REPEATS = 3
+# bounds checked before anything is allocated: a typo must not start a sweep of years
+MAX_REPEATS = 1000
+MAX_TURNS = 10**9
 
 
 @dataclass
@@ -204,14 +207,17 @@ def validate(config: SweepConfig) -> SweepPlan:
     """Everything checked before anything runs; a one-line UserError otherwise."""
     notes: list[str] = []
     check_engine(config.engine)
-    config = dataclasses.replace(config, repeats=whole_number("repeats", config.repeats, 1),
-                                 warmup_repeats=whole_number("warm-up repeats", config.warmup_repeats, 0))
+    config = dataclasses.replace(config, repeats=whole_number("repeats", config.repeats, 1, MAX_REPEATS),
+                                 warmup_repeats=whole_number("warm-up repeats", config.warmup_repeats, 0,
+                                                             MAX_REPEATS))
     if config.lattice is not None and not Path(config.lattice).is_file():
         raise UserError(f"lattice file {config.lattice!r} not found; give an Xsuite line JSON or JSON.gz")
     device = resolve_device(config.device)
+    if check_engine(config.engine) == "xtrack":  # a doomed sweep fails here, not in every cell
+        check_xtrack_device(device)
     dclass = device.kind or "cpu"
     particles = parse_particles(config.particles) if config.particles is not None else DEFAULT_PARTICLES[dclass]
-    turns = whole_number("turns", config.turns if config.turns is not None else DEFAULT_TURNS[dclass], 1)
+    turns = whole_number("turns", config.turns if config.turns is not None else DEFAULT_TURNS[dclass], 1, MAX_TURNS)
     modes = _resolve_modes(config, device, notes)
     plans = {m.label: plan_cell(m, device) for m in modes}
     _check_memory(config, device, plans, particles)

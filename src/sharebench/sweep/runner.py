@@ -33,8 +33,10 @@ from sharebench.results import (
     load_results,
     write_provenance,
 )
+from sharebench.results.guard import check_new_folder, check_out_path, claim_folder, set_aside_torn_tail
 from sharebench.sharing import run_cell
 from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, validate
+from sharebench.sweep.resume import check_same_work, identity, work_key
 from sharebench.telemetry import collect_provenance, make_sampler
 
 
@@ -96,6 +98,7 @@ def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: 
     finally:
         summary = _stop_sampler(sampler, notes)
     lattice = Path(plan.config.lattice).name if plan.config.lattice else "generated"
+    shared = identity(plan.config, plan.turns)
     rows = []
     for rec in recs:
         row = {k: v for k, v in rec.items() if k in COLUMN_NAMES}
@@ -105,6 +108,7 @@ def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: 
         row.update(sweep_id=sweep_id, cell_id=cell.id, mode=cell_plan.mode.label, mode_kind=cell.mode.kind,
                    replicas=cell_plan.n, repeat=cell.repeat, warmup=cell.warmup,
                    device_class=plan.device.kind, backend=plan.device.backend, lattice=lattice, **summary)
+        row["work_key"] = work_key(shared, cell.id, plan.device.name or plan.device.kind)
         rows.append(row)
     return CellResult(rows, notes)
 
@@ -138,7 +142,7 @@ def _record(out: Path, sweep_id: str, plan: SweepPlan) -> list[str]:
     config = plan.config
     append_sweep(out, {"sweep_id": sweep_id, "config": config.to_dict(), "device": plan.device.to_dict(),
                        "modes": [m.label for m in plan.modes], "particles": plan.particles,
-                       "turns": plan.turns, "started_unix": time.time()})
+                       "turns": plan.turns, "identity": identity(config, plan.turns), "started_unix": time.time()})
     name = PROVENANCE_JSON if not (out / PROVENANCE_JSON).exists() else f"provenance-{sweep_id}.json"
     try:
         prov = collect_provenance(plan.device, command=config.command if config.command is not None else sys.argv,
@@ -170,10 +174,23 @@ def run_sweep(config: SweepConfig, out_dir: Path | str, *,
     if (out / RESULTS_CSV).exists() and not config.resume:
         raise UserError(f"{out} already holds {RESULTS_CSV}; use --resume to continue it, or another --out")
     plan = validate(config)
-    out.mkdir(parents=True, exist_ok=True)
+    check_out_path(out)
+    with claim_folder(out):  # one sweep at a time; results.guard says what the folder keeps safe
+        if config.resume:
+            check_same_work(out, identity(config, plan.turns))
+            torn = set_aside_torn_tail(out)
+        else:
+            check_new_folder(out)
+            torn = None
+        return _sweep(plan, out, on_cell, [torn] if torn else [])
+
+
+def _sweep(plan: SweepPlan, out: Path, on_cell: Callable[[list[dict[str, Any]]], None] | None,
+           notes: list[str]) -> Path:
+    config = plan.config
     writer = ResultsWriter(out)
     sweep_id = new_sweep_id()
-    notes = list(plan.notes)
+    notes = list(plan.notes) + notes
     done = _check_resume(out, plan, notes) if config.resume else set()
     notes += _record(out, sweep_id, plan)
     cells = [c for c in plan.cells() if c.id not in done]

@@ -38,6 +38,22 @@ def optimize_on_host(line: Any, context: Any) -> None:
     line.build_tracker(_context=context)
 
 
+def check_xtrack_device(device: DeviceInfo) -> None:
+    """The xtrack engine can run on ``device`` (the CPU, CUDA); a one-line UserError otherwise."""
+    if device.backend in ("cpu", "cuda"):
+        return
+    if device.kind == "cpu" or "portable computing language" in device.platform.lower():
+        raise UserError(
+            f"the xtrack engine does not build on {device.spec} ({device.platform}): xtrack needs the OpenCL generic "
+            "address space, which PoCL lacks; use --engine simpletrack or --device cpu"
+        )
+    if os.environ.get("SHAREBENCH_XTRACK_OPENCL") != "1":
+        raise UserError(
+            f"the xtrack engine on OpenCL ({device.spec}, {device.name}) is not supported: its build did not finish "
+            "in 7 minutes on an NVIDIA H200; use --device cuda (or set SHAREBENCH_XTRACK_OPENCL=1 to try)"
+        )
+
+
 def xtrack_context(device: DeviceInfo, threads: int | None = None) -> Any:
     """The xobjects context xtrack runs in on ``device``; UserError where it does not build."""
     import xobjects as xo  # noqa: PLC0415 - slow to import: only to build
@@ -51,16 +67,7 @@ def xtrack_context(device: DeviceInfo, threads: int | None = None) -> Any:
         return xo.ContextCpu()
     if device.backend == "cuda":
         return xo.ContextCupy(device=int(device.spec.split(":")[1]))
-    if device.kind == "cpu" or "portable computing language" in device.platform.lower():
-        raise UserError(
-            f"the xtrack engine does not build on {device.spec} ({device.platform}): xtrack needs the OpenCL generic "
-            "address space, which PoCL lacks; use --engine simpletrack or --device cpu"
-        )
-    if os.environ.get("SHAREBENCH_XTRACK_OPENCL") != "1":
-        raise UserError(
-            f"the xtrack engine on OpenCL ({device.spec}, {device.name}) is not supported: its build did not finish "
-            "in 7 minutes on an NVIDIA H200; use --device cuda (or set SHAREBENCH_XTRACK_OPENCL=1 to try)"
-        )
+    check_xtrack_device(device)
     return xo.ContextPyopencl(device=device.spec.split(":")[1])
 
 

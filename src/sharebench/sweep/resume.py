@@ -1,0 +1,81 @@
+"""Resuming a results folder: the folder's own sweep, continued exactly.
+
+A cell's work is its whole identity: mode, particle count and repeat (its id) and what every cell
+of the sweep shares: turns, engine, lattice content, seed, the run options and the device model.
+:func:`work_key` hashes it into the ``work_key`` column. ``--resume`` takes every option the user
+did not give from the folder's last sweep in ``sweep.json`` (:func:`inherit_options`), and
+:func:`check_same_work` refuses, in one line naming the difference, a run whose shared identity
+differs from the folder's: its cells would be kept beside cells measured under other settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from sharebench.errors import UserError
+from sharebench.results import read_sweeps
+
+# options a resumed run takes from the folder when the user does not give them
+INHERITED = ("modes", "particles", "turns", "repeats", "warmup_repeats", "device", "engine", "lattice", "seed",
+             "run_options", "ready_timeout_s", "run_timeout_s")
+# what every cell of a sweep shares: a resumed run must match the folder on each
+IDENTITY = ("turns", "engine", "lattice_sha256", "seed", "run_options")
+OPTION_NAMES = {"turns": "--turns", "engine": "--engine", "lattice_sha256": "--lattice (its content)",
+                "seed": "seed", "run_options": "run options"}
+
+
+def lattice_digest(lattice: str | None) -> str:
+    """The lattice's content hash ("generated" for the generated ring)."""
+    if lattice is None or str(lattice) in ("", "generated", "lhc-like"):
+        return "generated"
+    try:
+        return hashlib.sha256(Path(lattice).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise UserError(f"cannot read lattice file {lattice}: {exc.strerror or exc}") from None
+
+
+def identity(config: Any, turns: int) -> dict[str, Any]:
+    """The shared identity of a sweep's cells (JSON-normalised, so that it compares with sweep.json)."""
+    return json.loads(json.dumps({"turns": turns, "engine": config.engine,
+                                  "lattice_sha256": lattice_digest(config.lattice), "seed": config.seed,
+                                  "run_options": dict(config.run_options)}, default=str))
+
+
+def work_key(shared: dict[str, Any], cell_id: str, device_model: str) -> str:
+    """A cell's whole work identity, hashed (16 hex digits)."""
+    text = json.dumps({**shared, "cell": cell_id, "device": device_model}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _last_sweep(out: Path) -> dict[str, Any] | None:
+    sweeps = read_sweeps(out)  # a torn or foreign sweep.json is a one-line error naming it
+    return sweeps[-1] if sweeps else None
+
+
+def inherit_options(out: Path, given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` (SweepConfig fields, None where the user gave nothing) with the folder's own values
+    filled in where the user gave none."""
+    last = _last_sweep(out) if out.is_dir() else None
+    if last is None:
+        return given
+    before = last.get("config") or {}
+    filled = dict(given)
+    for key in INHERITED:
+        if filled.get(key) is None and before.get(key) is not None:
+            filled[key] = before[key]
+    return filled
+
+
+def check_same_work(out: Path, shared: dict[str, Any]) -> None:
+    """Refuse to resume ``out`` with a shared identity other than its last sweep's."""
+    last = _last_sweep(out)
+    if last is None or "identity" not in last:
+        return  # a folder of the first releases: its device check (results.csv) is all there is
+    before = last["identity"]
+    for key in IDENTITY:
+        if key in before and before[key] != shared.get(key):
+            raise UserError(f"--resume: {out} was measured with {OPTION_NAMES[key]} {before[key]!r}, this run has "
+                            f"{shared.get(key)!r}; resume without changing it, or give another --out")
