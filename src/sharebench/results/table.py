@@ -20,6 +20,7 @@ from sharebench.errors import UserError
 from sharebench.files import write_atomic
 from sharebench.parse import format_cpu_set
 from sharebench.results.folder import RESULTS_CSV
+from sharebench.results.guard import complete_rows
 from sharebench.results.schema import COLUMN_NAMES, DTYPES, EXTRA_PREFIX, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -113,9 +114,15 @@ def load_results(results: Path | str) -> pd.DataFrame:
     if not path.exists():
         raise UserError(f"no results file at {path}; run `sharebench run --out DIR` first")
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        whole, _torn = complete_rows(path.read_bytes())  # a torn last row is never parsed into results
+        df = pd.read_csv(io.BytesIO(whole), dtype=str, keep_default_na=False, encoding="utf-8")
     except pd.errors.EmptyDataError:
         raise UserError(f"{path} is empty; run `sharebench run --out DIR` first") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        raise UserError(f"{path} is not a readable results CSV ({type(exc).__name__}); restore it from a copy, "
+                        "or move it aside and re-run the sweep") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
     _check_header(list(df.columns), path)
     versions = sorted(set(df["schema_version"]) - {""})
     bad = [v for v in versions if v != str(SCHEMA_VERSION)]
