@@ -101,8 +101,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(describe_plan(validate(cfg)))
         return 0
     try:
-        with stop_on_signals():
-            run_sweep(cfg, out)
+        with stop_on_signals() as watch:
+            run_sweep(cfg, out, on_cell=watch.check)
+            watch.check()
             if (out / RESULTS_CSV).exists():
                 build_report(out)
     except KeyboardInterrupt as exc:
