@@ -26,6 +26,9 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, *, fsync: bool = Fa
                 fh.flush()
                 os.fsync(fh.fileno())
         os.replace(tmp, target)
+    except OSError as exc:  # a full or read-only disk: the message names the file meant, not the temporary one
+        tmp.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(target)) from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -120,6 +120,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    paths = build_report(Path(args.dir), compare=Path(args.compare) if args.compare else None)
+    try:
+        paths = build_report(Path(args.dir), compare=Path(args.compare) if args.compare else None)
+    except OSError as exc:
+        print(f"sharebench: error: cannot write {exc.filename or args.dir}: {exc.strerror or exc}; results.csv is "
+              "unchanged (free space or fix the folder, then run sharebench report again)", file=sys.stderr)
+        return 1
     print(f"report: {paths['html']}  ({paths['markdown']})")
     return 0
