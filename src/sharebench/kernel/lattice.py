@@ -82,6 +82,10 @@ def load_line(path):
     if line.particle_ref is None:
         raise UserError(f"lattice file {str(path)!r} has no reference particle (particle_ref)")
     elements = data["elements"] if isinstance(data["elements"], dict) else {}
+    missing = [n for n in line.element_names if n not in line.element_dict]
+    if missing:
+        raise UserError(f"lattice file {str(path)!r} lists element {missing[0]!r} in element_names but does not "
+                        "define it in elements")
     fix_missing_shifts(line, elements)
     check_line_numbers(line, str(path))
     return line
@@ -103,11 +107,12 @@ def check_line_numbers(line, path: str) -> None:
             if value is None:
                 continue
             try:
-                finite = bool(np.all(np.isfinite(np.asarray(value, dtype=float))))
+                numbers = np.asarray(value, dtype=float)
             except (TypeError, ValueError):
                 continue
-            if not finite:
-                raise UserError(f"lattice file {path!r}: element {name!r} has a non-finite {attr} ({value!r}); "
+            if not np.all(np.isfinite(numbers)):
+                raise UserError(f"lattice file {path!r}: element {name!r} has a non-finite {attr} "
+                                f"({numbers.tolist()}); "
                                 "every length and strength must be a finite number")
 
 
