@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sharebench.errors import UserError
 from sharebench.parse import whole_number
-from sharebench.report import build_report
+from sharebench.report import build_report, end_screen
 from sharebench.results import RESULTS_CSV
 from sharebench.sweep import SweepConfig, describe_plan, run_sweep, validate
 
@@ -57,12 +57,10 @@ def configure_run(run: argparse.ArgumentParser) -> None:
 
 
 def configure_report(rep: argparse.ArgumentParser) -> None:
-    rep.description = ("Rebuild tables/, plots/, report.md and report.html from DIR/results.csv; "
-                       "with --compare, put a second results folder beside it.")
+    rep.description = "Rebuild tables/, plots/, report.md and report.html from DIR/results.csv."
     rep.add_argument("dir", metavar="DIR", help="results folder (holds results.csv)")
     rep.add_argument("--compare", metavar="DIR2", default=None,
-                     help="a second results folder (another GPU, or figures typed in from a publication in the "
-                          "same CSV schema) shown beside the first")
+                     help="refused: use `sharebench compare DIR DIR2`, which never overwrites DIR's report")
     rep.set_defaults(func=cmd_report)
 
 
@@ -98,10 +96,15 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"(continue with --resume --out {out}, or `sharebench report {out}`)", file=sys.stderr)
         return 130
     print(f"results: {out}/results.csv\nreport:  {out}/report.html  ({out}/report.md)")
-    return 0
+    screen, status = end_screen(out)
+    print(screen)
+    return status
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    paths = build_report(Path(args.dir), compare=Path(args.compare) if args.compare else None)
+    if args.compare:
+        raise UserError(f"report --compare is gone: run `sharebench compare {args.dir} {args.compare}` "
+                        "(differences per cell, never overwriting a report)")
+    paths = build_report(Path(args.dir))
     print(f"report: {paths['html']}  ({paths['markdown']})")
     return 0

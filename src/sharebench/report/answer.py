@@ -94,18 +94,34 @@ def plot_decision(rows: pd.DataFrame, out_dir: Path, machine: str = "") -> list[
     return save_figure(fig, out_dir, DECISION_PLOT)
 
 
-def end_screen(results_dir: Path | str) -> str:
-    """What ``sharebench run`` prints at the end: the Answer lines (from tables/answer.csv and
-    tables/choices.csv, as the report wrote them) and the count of flags."""
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def end_screen(results_dir: Path | str) -> tuple[str, int]:
+    """What ``sharebench run`` prints at the end, and its exit status.
+
+    The text: the Answer lines (from tables/answer.csv and tables/choices.csv, as the report wrote them),
+    the count of failed cells and of flags. The status: 0 when every measured cell is ok, 1 when any
+    cell failed or nothing was measured (2 stays for user errors, raised before anything runs)."""
     d = Path(results_dir) / "tables"
-    try:
-        rows = pd.read_csv(d / "answer.csv")
-        picks = pd.read_csv(d / "choices.csv")
-    except (FileNotFoundError, pd.errors.EmptyDataError):
-        return "Answer: none (nothing was measured)"
-    flags = pd.read_csv(d / "flags.csv") if (d / "flags.csv").exists() else pd.DataFrame()
-    plain = [verdict_line(r).replace("**", "") for _, r in rows.iterrows()]
-    plain += [f"{c['pattern']}: {c['mode']}: {c['reason']}" for _, c in picks.iterrows()]
+    cells = _read(d / "cells.csv")
+    measured = cells[~cells["warmup"].astype(bool)] if len(cells) else cells
+    failed = int(measured["flags"].fillna("").astype(str).str.startswith("failed").sum()) if len(measured) else 0
+    good = int((~measured["excluded"].astype(bool)).sum()) if len(measured) else 0
+    rows, picks, flags = _read(d / "answer.csv"), _read(d / "choices.csv"), _read(d / "flags.csv")
+    lines = ["Answer:"]
+    lines += [f"  {verdict_line(r).replace('**', '')}" for _, r in rows.iterrows()]
+    lines += [f"  {c['pattern']}: {c['mode']}: {c['reason']}" for _, c in picks.iterrows()]
+    if rows.empty:
+        lines.append("  none: no cell was measured")
     untrusted = int((rows["trust"] != "ok").sum()) if len(rows) else 0
-    return "\n".join(["Answer:", *(f"  {line}" for line in plain),
-                      f"flags: {len(flags)} in the flags table, {untrusted} mode(s) not to be trusted as measured"])
+    lines.append(f"cells: {good} measured, {failed} failed; flags: {len(flags)} (see the report), "
+                 f"{untrusted} mode(s) not to be trusted as measured")
+    return "\n".join(lines), EXIT_OK if failed == 0 and good > 0 else EXIT_FAILED
+
+
+def _read(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except (FileNotFoundError, pd.errors.EmptyDataError):
+        return pd.DataFrame()
