@@ -75,8 +75,9 @@ def _trust(mode: str, work: dict, repeats: int, tables: dict[str, pd.DataFrame])
         f = flags[(flags["mode"].isin([mode, "exclusive"])) & (flags["particles"] == work["particles"])]
         texts = [str(x) for x in f["flag"]]
         if any(x.startswith("disturbed") for x in texts):
-            reasons.append("disturbed: " + sorted({x for x in texts if x.startswith("disturbed")})[0]
-                           .removeprefix("disturbed: "))
+            first = sorted({x for x in texts if x.startswith("disturbed")})[0]
+            n = sum(x.startswith("disturbed") for x in texts)
+            reasons.append(f"{n} cell(s) disturbed ({first.removeprefix('disturbed: ').split(', busiest')[0]})")
         if any(x.startswith("CV of") for x in texts):
             reasons.append(f"spread: CV > {CV_WARN_PCT:.0f}%")
         n_excl = int(f[(f["mode"] == mode) & f["excluded"].astype(bool)]["cell_id"].nunique())

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sharebench.analysis.disturbance import disturbed_flags
 from sharebench.analysis.statistics import MIN_CI_REPEATS, cv_pct, mean_ci, ratio_ci, ratio_loss_ci
 from sharebench.gpus import models_with_profile
 from sharebench.modes import mode_sort_key
@@ -302,7 +303,7 @@ def build_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
     cells = cell_summary(df)
     measured = cells[~cells["warmup"].astype(bool)] if len(cells) else cells
     good = measured[~measured["excluded"].astype(bool)] if len(measured) else measured
-    flags = cell_flags(measured)
+    flags = cell_flags(measured) + disturbed_flags(df, measured)
     rows: dict[str, list[dict]] = {"timeslice": [], "mps": [], "mig": [], "partition": [], "throughput": []}
     for group in work_groups(good):
         flags += coverage_flags(group)

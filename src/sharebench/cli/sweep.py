@@ -12,6 +12,7 @@ from sharebench.parse import whole_number
 from sharebench.report import build_report, end_screen
 from sharebench.results import RESULTS_CSV
 from sharebench.sweep import SweepConfig, describe_plan, run_sweep, validate
+from sharebench.telemetry.disturbance import Disturbed, check_quiet, strict_guard
 
 
 def configure(name: str, parser: argparse.ArgumentParser) -> None:
@@ -53,6 +54,8 @@ def configure_run(run: argparse.ArgumentParser) -> None:
                      help="check everything and print what would run (cells, replicas, cost), run nothing")
     run.add_argument("--no-telemetry", action="store_true", help="do not sample GPU/CPU telemetry")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--strict", action="store_true",
+                     help="refuse to start on a busy host, stop after a cell measured under disturbance (exit 1)")
     run.set_defaults(func=cmd_run)
 
 
@@ -87,10 +90,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(describe_plan(validate(cfg)))
         return 0
+    if args.strict:
+        check_quiet()
     try:
-        run_sweep(cfg, out)
+        run_sweep(cfg, out, on_cell=strict_guard if args.strict else None)
         if (out / RESULTS_CSV).exists():
             build_report(out)
+    except Disturbed as exc:
+        build_report(out)  # what was measured is kept, its report too
+        print(f"sharebench: {exc}; the cells measured so far are in {out}/results.csv", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"sharebench: interrupted; the cells finished so far are in {out}/results.csv "
               f"(continue with --resume --out {out}, or `sharebench report {out}`)", file=sys.stderr)

@@ -36,6 +36,7 @@ from sharebench.results import (
 from sharebench.sharing import run_cell
 from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, validate
 from sharebench.telemetry import collect_provenance, make_sampler
+from sharebench.telemetry.disturbance import Probe
 
 
 @dataclass
@@ -90,11 +91,12 @@ def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: 
     notes: list[str] = []
     sampler = _start_sampler(plan, cdir, notes)
     summary: dict[str, Any] = {}
+    probe = Probe()  # what else kept the host busy during the cell (sharebench.telemetry.disturbance)
     try:
         recs = run_cell(cell.mode, plan.run_config(cell.particles), cdir, plan=cell_plan,
                         ready_timeout_s=plan.config.ready_timeout_s, run_timeout_s=plan.config.run_timeout_s)
     finally:
-        summary = _stop_sampler(sampler, notes)
+        summary = {**_stop_sampler(sampler, notes), **probe.stop()}
     lattice = Path(plan.config.lattice).name if plan.config.lattice else "generated"
     rows = []
     for rec in recs:
