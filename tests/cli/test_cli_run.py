@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -118,7 +119,9 @@ def test_run_writes_a_results_folder(capsys, tmp_path):
     # the end screen: the Answer's lines (one repeat: no interval, not trusted) and the counts
     assert printed[3].startswith("  exclusive (2,000 particles): the baseline, throughput 1.00×")
     assert "trust: 1 repeat(s) < 3: no interval" in printed[3]
-    assert printed[-1].startswith("cells: 1 measured, 0 failed; flags: 1 (see the report), 1 mode(s) not")
+    # flags: the few-repeats one, and a 'disturbed' one where other jobs keep this machine busy
+    assert re.fullmatch(r"cells: 1 measured, 0 failed; flags: [12] \(see the report\), 1 mode\(s\) not to be "
+                        r"trusted as measured", printed[-1]), printed[-1]
     for name in ("results.csv", "provenance.json", "sweep.json", "report.md", "report.html", "tables/throughput.csv"):
         assert (out / name).exists(), name
 
