@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
+from scipy import stats
 
 from sharebench import analysis
 from sharebench.report import write_tables
@@ -27,50 +28,60 @@ def one(t, **where):
     return t.iloc[0]
 
 
+T975_2 = 4.302652729749462  # Student t, 97.5% quantile, 2 degrees of freedom (3 repeats)
+
+
 def test_timeslice_table(tables):
     r = one(tables["timeslice"], mode="timeslice:2")
-    # T_1 = median(10, 11, 12) = 11; warm-up 50 s left out; bootstrap CI of a median of 3 = [min, max]
-    assert_allclose([r.T1_s, r.T1_ci_low, r.T1_ci_high], [11, 10, 12])
+    # T_1 = mean(10, 11, 12) = 11; warm-up 50 s left out; Student-t CI: 11 ± t(2)·sd/√3 with sd = 1
+    assert_allclose([r.T1_s, r.T1_ci_low, r.T1_ci_high], [11, 11 - T975_2 / np.sqrt(3), 11 + T975_2 / np.sqrt(3)])
     assert_allclose(r.NT1_s, 22)
-    # T_N = median(21, 24, 23) = 23 (the 50%-overlap cell is excluded)
-    assert_allclose([r.TN_s, r.TN_ci_low, r.TN_ci_high], [23, 21, 24], rtol=1e-12)
-    # loss = (23 - 22) / 22 = 4.5454...%; CI: (21 - 2*12)/(2*12) = -12.5%, (24 - 2*10)/(2*10) = 20%
-    assert_allclose([r.loss_pct, r.loss_ci_low, r.loss_ci_high], [100 / 22, -12.5, 20.0], rtol=1e-12)
+    # T_N = mean(21, 24, 23) = 68/3 (the 50%-overlap cell is excluded); sd = sqrt(7/3)
+    half = T975_2 * np.sqrt(7 / 3) / np.sqrt(3)
+    assert_allclose([r.TN_s, r.TN_ci_low, r.TN_ci_high], [68 / 3, 68 / 3 - half, 68 / 3 + half], rtol=1e-12)
+    # loss = (68/3 - 22) / 22 = 3.0303%; CI of the ratio: delta method on its log, Welch df (3.69 here)
+    ra, rb = (7 / 3) / (3 * (68 / 3) ** 2), 1 / (3 * 11 ** 2)
+    df = (ra + rb) ** 2 / (ra ** 2 / 2 + rb ** 2 / 2)
+    h = stats.t.ppf(0.975, df) * np.sqrt(ra + rb)
+    ratio = (68 / 3) / 22
+    assert_allclose([r.loss_pct, r.loss_ci_low, r.loss_ci_high],
+                    [100 / 33, 100 * (ratio * np.exp(-h) - 1), 100 * (ratio * np.exp(h) - 1)], rtol=1e-12)
+    assert_allclose([r.loss_ci_low, r.loss_ci_high], [-14.594, 24.292], atol=1e-3)
     # CV of T_1: sd(10,11,12) = 1, mean 11 -> 9.0909%; of T_N: sd(21,24,23) = sqrt(7/3), mean 68/3
     assert_allclose([r.cv_T1_pct, r.cv_TN_pct], [100 / 11, 100 * np.sqrt(7 / 3) / (68 / 3)])
     # fairness per cell: 21/20.4, 24/23, 23/22 -> median 24/23... sorted: 1.0294, 1.0435, 1.0455
     assert_allclose(r.fairness, 24 / 23)
     assert r.repeats == 3 and r.t1_repeats == 3
     shown = analysis.display_table("timeslice", tables["timeslice"]).iloc[0]
-    assert (shown["loss %"], shown["loss 95% CI"], shown["≠ 0?"]) == ("4.55", "[-12.50, 20.00]", "no")
-    # MPS: CI [25, 60] excludes 0
-    assert analysis.display_table("mps", tables["mps"]).iloc[0]["≠ 0?"] == "yes"
+    assert (shown["loss %"], shown["loss 95% CI"], shown["≠ 0?"]) == ("3.03", "[-14.59, 24.29]", "no")
 
 
 def test_mps_table_leaves_out_the_failed_cell(tables):
     r = one(tables["mps"], mode="mps:2")
-    # only r2 (span 30) and r3 (span 32): median 31; loss (31 - 22)/22 = 40.9090...%
+    # only r2 (span 30) and r3 (span 32): mean 31; loss (31 - 22)/22 = 40.9090...%
     assert_allclose([r.TN_s, r.loss_pct], [31, 900 / 22])
-    # CI with 2 and 3 samples: (30 - 24)/24 = 25%, (32 - 20)/20 = 60%
-    assert_allclose([r.loss_ci_low, r.loss_ci_high], [25.0, 60.0])
+    # two repeats: no interval (it could not have 95% coverage) and so no "≠ 0?" claim
+    assert np.isnan(r.loss_ci_low) and np.isnan(r.loss_ci_high)
     assert r.repeats == 2
+    shown = analysis.display_table("mps", tables["mps"]).iloc[0]
+    assert (shown["loss 95% CI"], shown["≠ 0?"]) == ("", "")
 
 
 def test_mig_table(tables):
     r = one(tables["mig"], mode="mig:3g")
-    # T_mig = median of the per-cell mean track_s (12.1, 12.4, 12.3) = 12.3; T_full = 5.2
-    assert_allclose([r.full_s, r.mig_s], [5.2, 12.3])
-    # MIG loss = (12.3 - 5.2) / 5.2 = 136.538...%
-    assert_allclose(r.loss_pct, 100 * 7.1 / 5.2)
+    # T_mig = mean of the per-cell mean track_s (12.1, 12.4, 12.3) = 36.8/3; T_full = mean(5.0, 5.2, 5.4) = 5.2
+    assert_allclose([r.full_s, r.mig_s], [5.2, 36.8 / 3])
+    # MIG loss = (36.8/3 - 5.2) / 5.2 = 135.897...%
+    assert_allclose(r.loss_pct, 100 * (36.8 / 3 - 5.2) / 5.2)
     assert r.mig_profile == "3g.71gb" and r.instances == 2
-    assert analysis.display_table("mig", tables["mig"]).iloc[0]["loss %"] == "136.54"
+    assert analysis.display_table("mig", tables["mig"]).iloc[0]["loss %"] == "135.90"
 
 
 @pytest.mark.parametrize("mode, full, slice_, ideal, measured", [
-    # CPU: 2 cores -> 1 core each: ideal = 11 * 2/1 = 22; measured median(21, 23, 24) = 23
-    ("partition:2", 2, 1, 22.0, 23.0),
-    # GPU: 132 SMs -> 60 SMs: ideal = 5.2 * 132/60 = 11.44; measured 12.3
-    ("mig:3g", 132, 60, 5.2 * 132 / 60, 12.3),
+    # CPU: 2 cores -> 1 core each: ideal = 11 * 2/1 = 22; measured mean(21, 23, 24) = 68/3
+    ("partition:2", 2, 1, 22.0, 68 / 3),
+    # GPU: 132 SMs -> 60 SMs: ideal = 5.2 * 132/60 = 11.44; measured mean(12.1, 12.4, 12.3)
+    ("mig:3g", 132, 60, 5.2 * 132 / 60, 36.8 / 3),
 ])
 def test_partition_scaling(tables, mode, full, slice_, ideal, measured):
     r = one(tables["partition"], mode=mode)
@@ -83,10 +94,15 @@ def test_throughput_and_gain(tables):
     t = tables["throughput"]
     ex = one(t, mode="exclusive", particles=1000)
     ts = one(t, mode="timeslice:2", particles=1000)
-    # exclusive: 1000*10 / median(10, 11, 12); timeslice:2: 2*1000*10 / median(21, 24, 23)
-    assert_allclose([ex.throughput_pt_per_s, ts.throughput_pt_per_s], [10000 / 11, 20000 / 23])
-    # gain = (20000/23) / (10000/11) = 22/23
-    assert_allclose([ex.gain, ts.gain], [1.0, 22 / 23])
+    # exclusive: 1000*10 / mean(10, 11, 12); timeslice:2: 2*1000*10 / mean(21, 24, 23)
+    assert_allclose([ex.throughput_pt_per_s, ts.throughput_pt_per_s], [10000 / 11, 20000 / (68 / 3)])
+    # gain = (20000/(68/3)) / (10000/11) = 2·T_1 / T_N = 66/68 = 1 / (1 + loss)
+    assert_allclose([ex.gain, ts.gain], [1.0, 66 / 68])
+    t_lo, t_hi = 68 / 3 - T975_2 * np.sqrt(7 / 9), 68 / 3 + T975_2 * np.sqrt(7 / 9)
+    assert_allclose([ts.throughput_ci_low, ts.throughput_ci_high], [20000 / t_hi, 20000 / t_lo])
+    loss = one(tables["timeslice"], mode="timeslice:2")
+    assert_allclose([ts.gain_ci_low, ts.gain_ci_high],
+                    [100 / (100 + loss.loss_ci_high), 100 / (100 + loss.loss_ci_low)])
 
 
 @pytest.mark.parametrize("mode, text, excluded", [
@@ -125,9 +141,9 @@ def test_no_baseline_is_flagged_not_invented(tmp_path):
 def test_write_tables(tables, tmp_path):
     d = write_tables(tables, tmp_path)
     md = (d / "timeslice.md").read_text()
-    assert "| 1,000 | timeslice:2 | 2 | 11.000 | [10.000, 12.000] | 22.000 | 23.000 |" in md
+    assert "| 1,000 | timeslice:2 | 2 | 11.000 | [8.516, 13.484] | 22.000 | 22.667 |" in md
     back = __import__("pandas").read_csv(d / "mig.csv")
-    assert_allclose(back["loss_pct"], [100 * 7.1 / 5.2])
+    assert_allclose(back["loss_pct"], [100 * (36.8 / 3 - 5.2) / 5.2])
 
 
 def test_summary_table(tables):
@@ -136,9 +152,10 @@ def test_summary_table(tables):
     assert list(s.columns) == ["work", "particles", "timeslice:2", "mps:2", "mig:3g", "mig:3g vs ideal",
                                "partition:2 vs ideal"]
     cpu = s[s["particles"] == "1,000"].iloc[0]
-    assert (cpu["timeslice:2"], cpu["mps:2"]) == ("4.55 [-12.50, 20.00]", "40.91 [25.00, 60.00]")
-    # partition: (23 - 22)/22 = 4.55% over the ideal; no MIG on the CPU
-    assert cpu["partition:2 vs ideal"].startswith("4.55 ") and cpu["mig:3g"] == ""
+    # mps:2 has two repeats: no interval
+    assert (cpu["timeslice:2"], cpu["mps:2"]) == ("3.03 [-14.59, 24.29]", "40.91")
+    # partition: (68/3 - 22)/22 = 3.03% over the ideal; no MIG on the CPU
+    assert cpu["partition:2 vs ideal"].startswith("3.03 ") and cpu["mig:3g"] == ""
     gpu = s[s["particles"] == "2,000"].iloc[0]
-    # MIG: (12.3 - 5.2)/5.2 = 136.54%; vs ideal (12.3 - 11.44)/11.44 = 7.52%
-    assert gpu["mig:3g"].startswith("136.54 [") and gpu["mig:3g vs ideal"].startswith("7.52 [")
+    # MIG: (36.8/3 - 5.2)/5.2 = 135.90%; vs ideal (36.8/3 - 11.44)/11.44 = 7.23%
+    assert gpu["mig:3g"].startswith("135.90 [") and gpu["mig:3g vs ideal"].startswith("7.23 [")

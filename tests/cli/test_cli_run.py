@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -67,8 +68,14 @@ def test_report_command(capsys, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     ResultsWriter(a).append(crafted_rows())
     ResultsWriter(b).append(crafted_rows())
-    assert main(["report", str(a), "--compare", str(b)]) == 0
+    assert main(["report", str(a)]) == 0
     assert capsys.readouterr().out == f"report: {a}/report.html  ({a}/report.md)\n"
+    # --compare used to overwrite a's report with b beside it: refused, pointing at `sharebench compare`
+    before = (a / "report.md").read_text()
+    assert main(["report", str(a), "--compare", str(b)]) == 2
+    assert capsys.readouterr().err == (f"sharebench: error: report --compare is gone: run `sharebench compare {a} "
+                                       f"{b}` (differences per cell, never overwriting a report)\n")
+    assert (a / "report.md").read_text() == before
     assert main(["report", str(tmp_path / "none")]) == 2
     assert capsys.readouterr().err == f"sharebench: error: results folder {tmp_path}/none does not exist\n"
     (tmp_path / "empty").mkdir()
@@ -106,7 +113,28 @@ def test_run_writes_a_results_folder(capsys, tmp_path):
     assert main(["run", "--device", "cpu", "--modes", "exclusive", "--particles", "2000", "--turns", "20",
                  "--repeats", "1", "--warmup-repeats", "0", "--lattice", str(lat), "--out", str(out),
                  "--no-progress", "--no-telemetry"]) == 0
-    assert capsys.readouterr().out == (f"results: {out}/results.csv\n"
-                                       f"report:  {out}/report.html  ({out}/report.md)\n")
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:3] == [f"results: {out}/results.csv", f"report:  {out}/report.html  ({out}/report.md)",
+                           "Answer:"]
+    # the end screen: the Answer's lines (one repeat: no interval, not trusted) and the counts
+    assert printed[3].startswith("  exclusive (2,000 particles): the baseline, throughput 1.00×")
+    assert "trust: 1 repeat(s) < 3: no interval" in printed[3]
+    # flags: the few-repeats one, and a 'disturbed' one where other jobs keep this machine busy
+    assert re.fullmatch(r"cells: 1 measured, 0 failed; flags: [12] \(see the report\), 1 mode\(s\) not to be "
+                        r"trusted as measured", printed[-1]), printed[-1]
     for name in ("results.csv", "provenance.json", "sweep.json", "report.md", "report.html", "tables/throughput.csv"):
         assert (out / name).exists(), name
+
+
+def test_run_where_every_cell_failed_exits_1(capsys, tmp_path):
+    """Every cell stopped by --run-timeout: the sweep still writes its report, prints why, and exits 1."""
+    lat = tiny_lattice(tmp_path / "fodo.json")
+    out = tmp_path / "out"
+    status = main(["run", "--device", "cpu", "--modes", "exclusive,timeslice:2", "--particles", "20000",
+                   "--turns", "100000", "--repeats", "1", "--warmup-repeats", "0", "--lattice", str(lat),
+                   "--run-timeout", "0.5", "--out", str(out), "--no-progress", "--no-telemetry"])
+    printed = capsys.readouterr().out.splitlines()
+    assert status == 1, printed
+    assert "  none: no cell was measured" in printed
+    assert printed[-1].startswith("cells: 0 measured, 2 failed;")
+    assert (out / "report.md").read_text().split("\n## ")[1].startswith("Answer\n\nNo mode was measured")

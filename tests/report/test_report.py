@@ -35,9 +35,14 @@ def test_report_alone(folders):
                   "MIG: one replica per MIG instance against the full GPU", "Partition scaling against the ideal",
                   "Aggregate throughput per physical device and sharing gain", "Flags", "Machine", "Definitions"):
         assert f"## {title}" in md
-    # the numbers of the crafted sweep (see test_analysis): 4.55% time-slicing, 40.91% MPS, 136.54% MIG loss
-    assert "| 1,000 | timeslice:2 | 2 | 11.000 | [10.000, 12.000] | 22.000 | 23.000 |" in md
-    assert "| 4.55 | [-12.50, 20.00] |" in md and "| 40.91 | [25.00, 60.00] |" in md and "| 136.54 |" in md
+    # the numbers of the crafted sweep (see test_analysis): 3.03% time-slicing, 40.91% MPS (2 repeats: no
+    # interval, no "≠ 0?"), 135.90% MIG loss
+    assert "| 1,000 | timeslice:2 | 2 | 11.000 | [8.516, 13.484] | 22.000 | 22.667 |" in md
+    assert "| 3.03 | [-14.59, 24.29] | no |" in md and "| 40.91 |  |  |" in md and "| 135.90 |" in md
+    # the Answer is the first section, with its decision plot and its CSVs
+    assert md.split("\n## ")[1].startswith("Answer\n")
+    assert "![decision](plots/decision.png)" in md
+    assert (a / "tables" / "answer.csv").exists() and (a / "tables" / "choices.csv").exists()
     assert "overlap 50.00% < 95%: replicas did not track together; left out of the loss" in md
     assert "no provenance.json in this folder" in md
     for name in ("loss_vs_particles", "time_vs_particles", "throughput"):
@@ -57,7 +62,7 @@ def test_html_is_self_contained(folders):
     srcs = re.findall(r"src='([^']*)'", page) + re.findall(r'src="([^"]*)"', page)
     assert len(srcs) >= 3 and all(s.startswith("data:image/") for s in srcs)
     assert "<link" not in page and "http://" not in page and "https://" not in page
-    assert page.count("<table") >= 6 and "136.54" in page
+    assert page.count("<table") >= 6 and "135.90" in page
 
 
 def test_report_beside_a_second_folder(folders):
@@ -65,9 +70,9 @@ def test_report_beside_a_second_folder(folders):
     md = build_report(a, compare=b)["markdown"].read_text()
     assert f"Compared with **{b.name}**." in md
     # the slower folder: T_1 = 11 * 1.1 = 12.1, same loss (all times scaled alike)
-    assert "| 1,000 | timeslice:2 | 2 | 12.100 | [11.000, 13.200] | 24.200 | 25.300 |" in md
+    assert "| 1,000 | timeslice:2 | 2 | 12.100 | [9.367, 14.833] | 24.200 | 24.933 |" in md
     section = md.split("## Time-slicing")[1].split("\n## ")[0]
-    assert section.count("| 4.55 | [-12.50, 20.00] |") == 2
+    assert section.count("| 3.03 | [-14.59, 24.29] |") == 2
     page = (a / "report.html").read_text()
     assert "<div class='side'>" in page and b.name in page
 
@@ -87,10 +92,10 @@ def test_typed_in_publication_figures(tmp_path, folders):
                                               t=t2))
     (pub / "results.csv").write_text("\n".join(lines) + "\n")
     md = build_report(pub, compare=a)["markdown"].read_text()
-    # without windows, T_N is the longest replica time: median(60, 61, 59) = 60; T_1 = 26;
-    # loss = (60 - 52) / 52 = 15.38%
-    assert "| 5,000,000 | timeslice:2 | 2 | 26.000 | [25.800, 26.400] | 52.000 | 60.000 |" in md
-    assert "| 15.38 |" in md
+    # without windows, T_N is the longest replica time: mean(60, 61, 59) = 60; T_1 = mean(26, 26.4, 25.8);
+    # loss = (60 - 52.133) / 52.133 = 15.09%
+    assert "| 5,000,000 | timeslice:2 | 2 | 26.067 | [25.308, 26.826] | 52.133 | 60.000 |" in md
+    assert "| 15.09 |" in md
 
 
 @pytest.mark.parametrize("which, message", [

@@ -1,4 +1,4 @@
-"""Statistics over results: the study's tables (``tables``), their confidence intervals
+"""Statistics over results: the study's tables (``tables``), their Student-t confidence intervals
 (``statistics``), how they print (``format``), telemetry per cell with energy and cost
 (``telemetry``), and the loss each cell should show with no interference (``prediction``).
 
@@ -25,13 +25,14 @@ from sharebench.analysis.prediction import (
     predicted_vs_measured,
     predicted_vs_measured_of,
 )
-from sharebench.analysis.statistics import cv_pct, median_ci, ratio_loss_ci
+from sharebench.analysis.statistics import MIN_CI_REPEATS, cv_pct, mean_ci, ratio_ci, ratio_loss_ci
 from sharebench.analysis.tables import TABLES, WORK_KEYS, analyse, build_tables, cell_summary
 from sharebench.analysis.telemetry import cell_telemetry, energy_table, price_per_hour
 
 __all__ = [
-    "TABLES", "WORK_KEYS", "analyse", "bounds_from_telemetry", "build_tables", "cell_summary", "cell_telemetry",
+    "MIN_CI_REPEATS", "TABLES", "WORK_KEYS",
+    "analyse", "bounds_from_telemetry", "build_tables", "cell_summary", "cell_telemetry",
     "classify_bound", "cv_pct", "display_table", "energy_table", "fmt_ci", "fmt_int", "fmt_num", "fmt_particles",
-    "fmt_pct", "fmt_sec", "fmt_spec", "gpu_of", "median_ci", "predict_cell", "predicted_vs_measured",
-    "predicted_vs_measured_of", "price_per_hour", "ratio_loss_ci", "significant", "summary_table",
+    "fmt_pct", "fmt_sec", "fmt_spec", "gpu_of", "mean_ci", "predict_cell", "predicted_vs_measured",
+    "predicted_vs_measured_of", "price_per_hour", "ratio_ci", "ratio_loss_ci", "significant", "summary_table",
 ]

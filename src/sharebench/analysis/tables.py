@@ -1,6 +1,6 @@
-"""The study's tables from a results CSV, with bootstrap CIs and flags: one builder per table.
+"""The study's tables from a results CSV, with Student-t CIs and flags: one builder per table.
 
-Definitions (times in seconds, medians over the measured repeats):
+Definitions (times in seconds, means over the measured repeats):
 
 * T_1: ``track_s`` of the one replica of an ``exclusive`` cell.
 * T_N: span of a cell's N concurrent tracking windows, max(track_end) - min(track_start).
@@ -12,12 +12,12 @@ Definitions (times in seconds, medians over the measured repeats):
   (each replica does the full cell's work on its own instance), T_full = T_1.
 * partition scaling: T_slice (mean replica ``track_s``) against the ideal
   T_full x full units / slice units (SMs from sharebench.gpus on a GPU, cores on the CPU).
-* aggregate throughput: total particle-turns of the cell / T_N, per physical device;
-  sharing gain = throughput / exclusive throughput.
+* aggregate throughput: total particle-turns of the cell / mean T_N, per physical device;
+  sharing gain = throughput / exclusive throughput (= N·T_1 / T_N for time-slicing and MPS).
 * fairness: slowest / fastest replica ``track_s`` in a cell (1.00 = fair).
 
-Every median comes with a 95% bootstrap CI (``sharebench.analysis.statistics``) when there are
-at least two samples, and a coefficient of variation. Warm-up rows and failed cells never enter a
+Every mean comes with a 95% Student-t CI (``sharebench.analysis.statistics``) when there are
+at least three samples, and a coefficient of variation. Warm-up rows and failed cells never enter a
 statistic.
 """
 
@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sharebench.analysis.statistics import cv_pct, median_ci, ratio_loss_ci
+from sharebench.analysis.disturbance import disturbed_flags
+from sharebench.analysis.statistics import MIN_CI_REPEATS, cv_pct, mean_ci, ratio_ci, ratio_loss_ci
 from sharebench.gpus import models_with_profile
 from sharebench.modes import mode_sort_key
 from sharebench.results import load_results
@@ -38,7 +39,7 @@ from sharebench.results import load_results
 OVERLAP_MIN_PCT = 95.0
 CV_WARN_PCT = 10.0
 FAIRNESS_WARN = 1.25
-MIN_REPEATS = 3
+MIN_REPEATS = MIN_CI_REPEATS
 
 # what makes two cells "the same work": they may be compared with each other
 WORK_KEYS = ["engine", "backend", "device_class", "lattice", "particles", "turns"]
@@ -186,14 +187,15 @@ def coverage_flags(group: WorkGroup) -> list[dict]:
     """Too few repeats for a trustworthy CI; no exclusive baseline to compute a loss against."""
     flags = []
     if group.repeats < MIN_REPEATS:
-        flags.append(group.flag(f"only {group.repeats} measured repeat(s) (< {MIN_REPEATS}): CI is wide or missing"))
+        flags.append(group.flag(f"only {group.repeats} measured repeat(s) (< {MIN_REPEATS}): "
+                                "no 95% interval, no ≠ 0 claim"))
     if group.kind != "exclusive" and group.t1.size == 0:
         flags.append(group.flag("no exclusive baseline for this work: loss not computed"))
     return flags
 
 
 def spread_flags(group: WorkGroup, cvs: dict[str, float]) -> list[dict]:
-    return [group.flag(f"CV of {name} {cv:.2f}% > {CV_WARN_PCT:.0f}%: spread is large, trust the median less")
+    return [group.flag(f"CV of {name} {cv:.2f}% > {CV_WARN_PCT:.0f}%: spread is large, trust the mean less")
             for name, cv in cvs.items() if np.isfinite(cv) and cv > CV_WARN_PCT]
 
 
@@ -205,24 +207,28 @@ def fairness_flags(group: WorkGroup) -> list[dict]:
 
 
 def throughput_row(group: WorkGroup) -> dict:
-    """Aggregate throughput per physical device and the gain over exclusive use (every mode)."""
+    """Aggregate throughput per physical device and the gain over exclusive use (every mode).
+
+    Throughput = the cell's particle-turns / mean span, so that gain = N·T_1 / T_N for time-slicing and
+    MPS: the gain and the loss tell one story. Intervals: that of the mean span, and of the ratio."""
     work = group.work
-    ex_thr = (work["particles"] * work["turns"]) / group.t1 if group.t1.size else np.array([])
-    thr = group.cells["throughput_pt_per_s"].to_numpy(float)
-    thr_med, thr_lo, thr_hi = median_ci(thr)
-    gain, gain_lo, gain_hi = ratio_loss_ci(thr, ex_thr) if ex_thr.size else (math.nan,) * 3
-    return dict(**work, mode=group.mode, replicas=group.replicas, repeats=group.repeats, throughput_pt_per_s=thr_med,
-                throughput_ci_low=thr_lo, throughput_ci_high=thr_hi,
-                gain=1 + gain / 100, gain_ci_low=1 + gain_lo / 100, gain_ci_high=1 + gain_hi / 100,
-                fairness=group.fairness())
+    w = float(np.nanmedian(group.cells["work_particle_turns"])) if len(group.cells) else math.nan
+    w1 = float(work["particles"] * work["turns"])
+    span = group.cells["span_s"].to_numpy(float)
+    s_mean, s_lo, s_hi = mean_ci(span)
+    thr = (w / s_mean, w / s_hi, w / s_lo) if s_mean > 0 else (math.nan,) * 3
+    gain = ratio_ci(group.t1, span, factor=w1 / w) if group.t1.size and w > 0 else (math.nan,) * 3
+    return dict(**work, mode=group.mode, replicas=group.replicas, repeats=group.repeats, throughput_pt_per_s=thr[0],
+                throughput_ci_low=thr[1], throughput_ci_high=thr[2],
+                gain=gain[0], gain_ci_low=gain[1], gain_ci_high=gain[2], fairness=group.fairness())
 
 
 def shared_row(group: WorkGroup) -> tuple[dict, list[dict]]:
     """Time-slicing or MPS: T_N against N·T_1, and the flags of its spread and fairness."""
     g, n, t1 = group.cells, group.replicas, group.t1
-    t1_med, t1_lo, t1_hi = median_ci(t1)
+    t1_med, t1_lo, t1_hi = mean_ci(t1)
     tn = g["span_s"].to_numpy(float)
-    tn_med, tn_lo, tn_hi = median_ci(tn)
+    tn_med, tn_lo, tn_hi = mean_ci(tn)
     loss, lo, hi = ratio_loss_ci(tn, t1, factor=n)
     cv_tn, cv_t1 = cv_pct(tn), cv_pct(t1)
     row = dict(
@@ -239,9 +245,9 @@ def shared_row(group: WorkGroup) -> tuple[dict, list[dict]]:
 def mig_row(group: WorkGroup) -> tuple[dict, list[dict]]:
     """MIG: one replica per instance against the full GPU, and the flag of its spread."""
     g, t1 = group.cells, group.t1
-    t1_med, t1_lo, t1_hi = median_ci(t1)
+    t1_med, t1_lo, t1_hi = mean_ci(t1)
     tm = g["mean_track_s"].to_numpy(float)
-    tm_med, tm_lo, tm_hi = median_ci(tm)
+    tm_med, tm_lo, tm_hi = mean_ci(tm)
     loss, lo, hi = ratio_loss_ci(tm, t1)
     profile = ", ".join(sorted({str(p) for p in g["mig_profile"] if isinstance(p, str) and p})) or "?"
     row = dict(**group.work, mode=group.mode, layout=group.mode.partition(":")[2], mig_profile=profile,
@@ -265,7 +271,7 @@ def partition_row(group: WorkGroup, good: pd.DataFrame) -> tuple[dict, list[dict
     """A slice (MIG instance, core set) against the ideal T_full × full units / slice units."""
     work, g, t1 = group.work, group.cells, group.t1
     slice_s = g["mean_track_s"].to_numpy(float)
-    s_med, s_lo, s_hi = median_ci(slice_s)
+    s_med, s_lo, s_hi = mean_ci(slice_s)
     gpu = work["device_class"] == "gpu"
     unit, col = ("SMs", "sms") if gpu else ("cores", "cores")
     ex = good[(good["mode_kind"] == "exclusive")]
@@ -275,7 +281,7 @@ def partition_row(group: WorkGroup, good: pd.DataFrame) -> tuple[dict, list[dict
     if gpu and not np.isfinite(full_units) and len(g):
         full_units = full_sms_from_profile(g["mig_profile"])
     slice_units = float(g[col].median()) if g[col].notna().any() else math.nan
-    t1_med = float(np.median(t1)) if t1.size else math.nan
+    t1_med = float(np.mean(t1)) if t1.size else math.nan
     ideal = t1_med * full_units / slice_units if slice_units and np.isfinite(slice_units) else math.nan
     flags = []
     if not np.isfinite(ideal) and t1.size:
@@ -297,7 +303,7 @@ def build_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
     cells = cell_summary(df)
     measured = cells[~cells["warmup"].astype(bool)] if len(cells) else cells
     good = measured[~measured["excluded"].astype(bool)] if len(measured) else measured
-    flags = cell_flags(measured)
+    flags = cell_flags(measured) + disturbed_flags(df, measured)
     rows: dict[str, list[dict]] = {"timeslice": [], "mps": [], "mig": [], "partition": [], "throughput": []}
     for group in work_groups(good):
         flags += coverage_flags(group)

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("sharebench.cli.sweep", "measure every sharing mode on this machine (a local sweep) and write tables, "
                                     "plots, report"),
     "report": ("sharebench.cli.sweep", "rebuild tables, plots and report.md/report.html of a results folder"),
+    "compare": ("sharebench.cli.compare", "differences between results folders, per cell, with intervals and verdicts"),
     "node": ("sharebench.cli.node", "reconfigure a GPU node through the gpu-operator (exclusive, timeslice, mps, mig)"),
     "manifests": ("sharebench.cli.manifests", "render or check the Kubernetes manifests sharebench deploys"),
     "telemetry": ("sharebench.cli.telemetry", "sample this machine, attach DCGM metrics, annotate Grafana"),

@@ -7,8 +7,9 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from sharebench.errors import UserError
 from sharebench.parse import seconds, whole_number
-from sharebench.report import build_report
+from sharebench.report import build_report, end_screen
 from sharebench.results import RESULTS_CSV
 from sharebench.sweep import (
     MAX_REPEATS,
@@ -21,6 +22,7 @@ from sharebench.sweep import (
     stop_on_signals,
     validate,
 )
+from sharebench.telemetry.disturbance import Disturbed, check_quiet, strict_guard
 
 
 def configure(name: str, parser: argparse.ArgumentParser) -> None:
@@ -63,16 +65,16 @@ def configure_run(run: argparse.ArgumentParser) -> None:
                      help="check everything and print what would run (cells, replicas, cost), run nothing")
     run.add_argument("--no-telemetry", action="store_true", help="do not sample GPU/CPU telemetry")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--strict", action="store_true",
+                     help="refuse to start on a busy host, stop after a cell measured under disturbance (exit 1)")
     run.set_defaults(func=cmd_run)
 
 
 def configure_report(rep: argparse.ArgumentParser) -> None:
-    rep.description = ("Rebuild tables/, plots/, report.md and report.html from DIR/results.csv; "
-                       "with --compare, put a second results folder beside it.")
+    rep.description = "Rebuild tables/, plots/, report.md and report.html from DIR/results.csv."
     rep.add_argument("dir", metavar="DIR", help="results folder (holds results.csv)")
     rep.add_argument("--compare", metavar="DIR2", default=None,
-                     help="a second results folder (another GPU, or figures typed in from a publication in the "
-                          "same CSV schema) shown beside the first")
+                     help="refused: use `sharebench compare DIR DIR2`, which never overwrites DIR's report")
     rep.set_defaults(func=cmd_report)
 
 
@@ -100,12 +102,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(describe_plan(validate(cfg)))
         return 0
+    if args.strict:
+        check_quiet()
     try:
         with stop_on_signals() as watch:
-            run_sweep(cfg, out, on_cell=watch.check)
+            def on_cell(rows: list[dict]) -> None:
+                watch.check()
+                if args.strict:
+                    strict_guard(rows)
+            run_sweep(cfg, out, on_cell=on_cell)
             watch.check()
             if (out / RESULTS_CSV).exists():
                 build_report(out)
+    except Disturbed as exc:
+        build_report(out)  # what was measured is kept, its report too
+        print(f"sharebench: {exc}; the cells measured so far are in {out}/results.csv", file=sys.stderr)
+        return 1
     except KeyboardInterrupt as exc:
         print(f"sharebench: interrupted; the cells finished so far are in {out}/results.csv "
               f"(continue with --resume --out {out}, or `sharebench report {out}`)", file=sys.stderr)
@@ -116,12 +128,17 @@ def cmd_run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     print(f"results: {out}/results.csv\nreport:  {out}/report.html  ({out}/report.md)")
-    return 0
+    screen, status = end_screen(out)
+    print(screen)
+    return status
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    if args.compare:
+        raise UserError(f"report --compare is gone: run `sharebench compare {args.dir} {args.compare}` "
+                        "(differences per cell, never overwriting a report)")
     try:
-        paths = build_report(Path(args.dir), compare=Path(args.compare) if args.compare else None)
+        paths = build_report(Path(args.dir))
     except OSError as exc:
         print(f"sharebench: error: cannot write {exc.filename or args.dir}: {exc.strerror or exc}; results.csv is "
               "unchanged (free space or fix the folder, then run sharebench report again)", file=sys.stderr)

@@ -18,6 +18,7 @@ import pandas as pd
 
 from sharebench.analysis import analyse, display_table, summary_table
 from sharebench.errors import UserError
+from sharebench.report.answer import Answer
 from sharebench.report.plots import make_plots
 from sharebench.report.render import (
     Bullets,
@@ -54,9 +55,10 @@ DEFINITIONS = [
     "a GPU, cores on the CPU); efficiency = ideal / T_slice.",
     "**throughput**: particle-turns of all replicas / T_N, per physical device; **gain** = against exclusive.",
     "**fairness**: slowest / fastest replica tracking time in a cell (1.00 = fair).",
-    "Every figure is a median over the measured repeats (warm-up left out) with a 95% bootstrap confidence "
-    "interval; CV = coefficient of variation of the repeats; **≠ 0?** says whether the loss's CI excludes 0 "
-    "(yes: a real loss or gain at that level; no: not distinguishable from 0).",
+    "Every figure is a mean over the measured repeats (warm-up left out) with a 95% Student-t confidence "
+    "interval (none below 3 repeats; ratios: delta method on the log, Welch degrees of freedom); "
+    "CV = coefficient of variation of the repeats; **≠ 0?** says whether the loss's CI excludes 0 (yes: a real "
+    "loss or gain at that level; no: not distinguishable from 0; empty: no interval).",
 ]
 
 FLAGS_HELP = (
@@ -166,8 +168,10 @@ def build_report(results_dir: Path | str, compare: Path | str | None = None) -> 
     plots = make_plots(this.tables, this.path / "plots", other.tables if other else None,
                        (this.label, other.label if other else ""))
     sections, section_notes = _sections(this)
+    answer = Answer(this.path, this.tables, device_label(this.provenance))
     # what the sweep noted (added modes, resumed cells, absent telemetry ...), then the report's own
-    blocks = report_blocks(this, other, plots, sections, read_notes(this.path) + section_notes)
+    blocks = answer.blocks(answer.write()) + report_blocks(this, other, plots, sections,
+                                                           read_notes(this.path) + section_notes)
     title = f"sharebench report: {this.label}"
     (this.path / "report.md").write_text(f"# {title}\n\n" + markdown(blocks, this.path))
     (this.path / "report.html").write_text(html_page(title, blocks))

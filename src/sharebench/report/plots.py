@@ -22,7 +22,7 @@ import pandas as pd
 matplotlib.use("Agg")  # before pyplot: figures are files, never windows
 import matplotlib.pyplot as plt
 
-from sharebench.analysis import fmt_particles, median_ci
+from sharebench.analysis import fmt_particles, mean_ci
 from sharebench.modes import mode_sort_key
 
 FORMATS = ("png", "svg")
@@ -166,7 +166,7 @@ def _time_series(tables) -> list[Series]:
         ex = cells[(cells["mode_kind"] == "exclusive") & ~cells["warmup"].astype(bool)
                    & ~cells["excluded"].astype(bool)]
         if not ex.empty:
-            rows = [(p, *median_ci(g["mean_track_s"])) for p, g in ex.groupby("particles")]
+            rows = [(p, *mean_ci(g["mean_track_s"])) for p, g in ex.groupby("particles")]
             a = np.array(rows, dtype=float)
             out.append(("exclusive: T_1", a[:, 0], a[:, 1], a[:, 2], a[:, 3]))
     out.sort(key=lambda s: mode_sort_key(s[0].rsplit(":", 1)[0]))

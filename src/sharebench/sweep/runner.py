@@ -38,6 +38,7 @@ from sharebench.sharing import run_cell
 from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, validate
 from sharebench.sweep.resume import check_same_work, identity, work_key
 from sharebench.telemetry import collect_provenance, make_sampler
+from sharebench.telemetry.disturbance import Probe
 
 
 @dataclass
@@ -92,11 +93,12 @@ def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: 
     notes: list[str] = []
     sampler = _start_sampler(plan, cdir, notes)
     summary: dict[str, Any] = {}
+    probe = Probe()  # what else kept the host busy during the cell (sharebench.telemetry.disturbance)
     try:
         recs = run_cell(cell.mode, plan.run_config(cell.particles), cdir, plan=cell_plan,
                         ready_timeout_s=plan.config.ready_timeout_s, run_timeout_s=plan.config.run_timeout_s)
     finally:
-        summary = _stop_sampler(sampler, notes)
+        summary = {**_stop_sampler(sampler, notes), **probe.stop()}
     lattice = Path(plan.config.lattice).name if plan.config.lattice else "generated"
     shared = identity(plan.config, plan.turns)
     rows = []

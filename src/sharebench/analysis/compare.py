@@ -1,0 +1,109 @@
+"""Differences between results folders, per cell, in pyperf's ``compare_to`` style.
+
+For every (work, mode) that folder A and folder B both measured, the cell time is compared: T_1 for
+exclusive, T_N (the span) for time-slicing and MPS, the mean replica time for MIG and partition.
+
+* **change** = mean(B) / mean(A) − 1 in %, with the 95% interval of the ratio (delta method on the log,
+  Welch degrees of freedom; ``sharebench.analysis.statistics.ratio_ci``); none below 3 repeats;
+* **verdict**: *same within noise* when the interval holds 0, *faster* / *slower* (B against A) when it
+  lies wholly below / above 0, *no interval* with fewer than 3 repeats on either side;
+* each folder's own loss (time-slicing, MPS, MIG) with its within-run interval, and the
+  **between-run spread** of the loss, B − A in percentage points, beside them: two runs of the same
+  cell that differ by more than their intervals allow show it here.
+
+``ignore`` drops work keys from the match (``backend``: CUDA against OpenCL on the same GPU).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from sharebench.analysis.statistics import ratio_ci
+from sharebench.analysis.tables import WORK_KEYS
+from sharebench.errors import UserError
+from sharebench.modes import mode_sort_key
+
+IGNORABLE = ("engine", "backend", "lattice", "device_class")
+COMPARE_COLUMNS = ["particles", "turns", "mode", "repeats_a", "repeats_b", "time_a_s", "time_b_s", "change_pct",
+                   "change_ci_low", "change_ci_high", "verdict", "loss_a_pct", "loss_a_ci", "loss_b_pct",
+                   "loss_b_ci", "loss_spread_pts"]
+
+
+def _times(cells: pd.DataFrame) -> pd.DataFrame:
+    good = cells[~cells["warmup"].astype(bool) & ~cells["excluded"].astype(bool)].copy()
+    kind = good["mode_kind"].astype(str)
+    good["time_s"] = np.where(kind.isin(["timeslice", "mps"]), good["span_s"], good["mean_track_s"])
+    return good
+
+
+def _losses(tables: dict[str, pd.DataFrame], keys: list[str]) -> dict[tuple, tuple[float, float, float]]:
+    out = {}
+    for name in ("timeslice", "mps", "mig"):
+        t = tables.get(name)
+        if t is None or t.empty:
+            continue
+        for _, r in t.iterrows():
+            out[tuple(r[k] for k in keys) + (r["mode"],)] = (r["loss_pct"], r["loss_ci_low"], r["loss_ci_high"])
+    return out
+
+
+def verdict(lo: float, hi: float) -> str:
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "no interval (< 3 repeats)"
+    if lo <= 0 <= hi:
+        return "same within noise"
+    return "faster" if hi < 0 else "slower"
+
+
+def _ci(lo: float, hi: float) -> str:
+    return f"[{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) and math.isfinite(hi) else ""
+
+
+def compare_tables(a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame],
+                   ignore: tuple[str, ...] = ()) -> pd.DataFrame:
+    """One row per (work, mode) measured in both (columns :data:`COMPARE_COLUMNS`); B against A."""
+    bad = [k for k in ignore if k not in IGNORABLE]
+    if bad:
+        raise UserError(f"bad --ignore {','.join(bad)!r}; allowed: {', '.join(IGNORABLE)}")
+    keys = [k for k in WORK_KEYS if k not in ignore]
+    ta, tb = _times(a["cells"]), _times(b["cells"])
+    la, lb = _losses(a, keys), _losses(b, keys)
+    rows = []
+    groups_b = dict(list(tb.groupby(keys + ["mode"], sort=False, dropna=False)))
+    for key, ga in ta.groupby(keys + ["mode"], sort=False, dropna=False):
+        gb = groups_b.get(key)
+        if gb is None:
+            continue
+        xa, xb = ga["time_s"].to_numpy(float), gb["time_s"].to_numpy(float)
+        r, lo, hi = ratio_ci(xb, xa)
+        loss_a = la.get(key, (math.nan,) * 3)
+        loss_b = lb.get(key, (math.nan,) * 3)
+        work = dict(zip(keys, key[:-1]))
+        rows.append(dict(particles=work["particles"], turns=work["turns"], mode=key[-1], repeats_a=len(xa),
+                         repeats_b=len(xb), time_a_s=float(np.mean(xa)), time_b_s=float(np.mean(xb)),
+                         change_pct=(r - 1) * 100, change_ci_low=(lo - 1) * 100, change_ci_high=(hi - 1) * 100,
+                         verdict=verdict((lo - 1) * 100, (hi - 1) * 100), loss_a_pct=loss_a[0],
+                         loss_a_ci=_ci(*loss_a[1:]), loss_b_pct=loss_b[0], loss_b_ci=_ci(*loss_b[1:]),
+                         loss_spread_pts=loss_b[0] - loss_a[0]))
+    out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
+    order = sorted(range(len(out)), key=lambda i: (mode_sort_key(out["mode"].iloc[i]), out["particles"].iloc[i]))
+    return out.iloc[order].reset_index(drop=True)
+
+
+def display_compare(t: pd.DataFrame, labels: tuple[str, str]) -> pd.DataFrame:
+    """The comparison as printed: times, change with its interval, verdict, the losses and their spread."""
+    a, b = labels
+
+    def pct(v: float) -> str:
+        return f"{v:+.2f}" if math.isfinite(v) else ""
+
+    return pd.DataFrame([{
+        "particles": f"{int(r.particles):,}", "mode": r["mode"], f"{a} [s]": f"{r.time_a_s:.3f}",
+        f"{b} [s]": f"{r.time_b_s:.3f}", "change %": pct(r.change_pct),
+        "95% CI": _ci(r.change_ci_low, r.change_ci_high), "verdict": r.verdict,
+        f"loss {a} %": " ".join(x for x in (pct(r.loss_a_pct), r.loss_a_ci) if x),
+        f"loss {b} %": " ".join(x for x in (pct(r.loss_b_pct), r.loss_b_ci) if x),
+        "loss spread [pts]": pct(r.loss_spread_pts)} for _, r in t.iterrows()])

@@ -1,0 +1,58 @@
+"""``sharebench compare A B [C …]``: per cell, B (C …) against A, printed and optionally written to a folder."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from sharebench.analysis import analyse
+from sharebench.analysis.compare import compare_tables, display_compare
+from sharebench.errors import UserError
+from sharebench.report import markdown_table
+
+
+def configure(name: str, parser: argparse.ArgumentParser) -> None:
+    parser.description = ("Compare results folders cell by cell: for each (work, mode) measured in A and in B, "
+                          "the change of the cell time with its 95%% interval and a verdict (same within noise / "
+                          "faster / slower), each folder's loss with its interval and the between-run spread. "
+                          "Never writes into A or B.")
+    parser.add_argument("dirs", metavar="DIR", nargs="+", help="results folders: A, then B [C …] compared with A")
+    parser.add_argument("--out", default=None, help="also write compare.md and compare.csv into this folder")
+    parser.add_argument("--ignore", default="", help="work keys not to match on, comma-separated "
+                                                     "(engine, backend, lattice, device_class)")
+    parser.set_defaults(func=cmd_compare)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    if len(args.dirs) < 2:
+        raise UserError(f"compare needs at least two results folders, got {len(args.dirs)}: {args.dirs[0]}")
+    dirs = [Path(d) for d in args.dirs]
+    for d in dirs:
+        if not (d / "results.csv").is_file():
+            raise UserError(f"results folder {d} has no results.csv; give folders written by `sharebench run`")
+    out = Path(args.out) if args.out else None
+    if out is not None and any(out.resolve() == d.resolve() for d in dirs):
+        raise UserError(f"--out {out} is one of the compared folders; give a folder of its own")
+    ignore = tuple(k for k in args.ignore.split(",") if k)
+    base = analyse(dirs[0])
+    parts, frames = [], []
+    for other in dirs[1:]:
+        t = compare_tables(base, analyse(other), ignore)
+        labels = (dirs[0].name or str(dirs[0]), other.name or str(other))
+        if labels[0] == labels[1]:
+            labels = (str(dirs[0]), str(other))
+        title = f"## {labels[1]} against {labels[0]}"
+        if t.empty:
+            parts.append(f"{title}\n\nNo cell measured in both (same work: engine, backend, device class, lattice, "
+                         "particles, turns; see --ignore).\n")
+        else:
+            parts.append(f"{title}\n\n{markdown_table(display_compare(t, labels))}\n")
+        frames.append(t.assign(a=str(dirs[0]), b=str(other)))
+    text = "\n".join(parts)
+    print(text)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.md").write_text(f"# sharebench compare\n\n{text}")
+        __import__("pandas").concat(frames).to_csv(out / "compare.csv", index=False)
+        print(f"written: {out}/compare.md  ({out}/compare.csv)")
+    return 0

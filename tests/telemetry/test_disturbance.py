@@ -1,0 +1,93 @@
+"""A cell measured beside a real CPU hog is flagged, named, and stops a --strict sweep."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from sharebench.cli import main
+from sharebench.telemetry.disturbance import FOREIGN_CORES_MAX, Probe, verdict
+from support.lattices import tiny_lattice
+
+
+@pytest.fixture
+def hogs():
+    """Two busy loops, orphaned (not this process's children, as another job's would be); stopped after."""
+    pids = []
+    for _ in range(2):
+        p = subprocess.run(["sh", "-c", f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
+                           capture_output=True, text=True, check=True)
+        pids.append(int(p.stdout.strip()))
+    time.sleep(0.5)
+    yield pids
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def named(text: str, pids: list[int]) -> bool:
+    return any(f"(pid {pid})" in text for pid in pids)
+
+
+def test_verdict_rules():
+    assert verdict({"tel_foreign_cpu_cores": 0.1, "tel_steal_pct": 0.0}) == ""
+    assert verdict({"tel_foreign_cpu_cores": 1.2, "tel_busy_processes": "x (pid 7) 1.00"}) == (
+        f"other processes used 1.20 cores (> {FOREIGN_CORES_MAX}), busiest: x (pid 7) 1.00")
+    assert verdict({"tel_steal_pct": 12.5}) == "CPU steal 12.5% (> 5%)"
+
+
+def test_probe_names_the_hog(hogs):
+    probe = Probe()
+    time.sleep(2.0)
+    d = probe.stop()
+    assert d["tel_foreign_cpu_cores"] > FOREIGN_CORES_MAX
+    assert named(d["tel_busy_processes"], hogs), d
+    assert d["tel_disturbed"].startswith("other processes used")
+
+
+def _run(tmp_path, *extra):
+    lat = tiny_lattice(tmp_path / "fodo.json")
+    out = tmp_path / "out"
+    return out, main(["run", "--device", "cpu", "--modes", "exclusive,timeslice:2", "--particles", "2000",
+                      "--turns", "20", "--repeats", "1", "--warmup-repeats", "0", "--lattice", str(lat),
+                      "--out", str(out), "--no-progress", "--no-telemetry", *extra])
+
+
+def test_cells_beside_a_hog_are_flagged_in_the_answer(hogs, tmp_path, capsys):
+    out, status = _run(tmp_path)
+    printed = capsys.readouterr().out
+    assert status == 0  # disturbed is a warning: the cells themselves are ok
+    flags = pd.read_csv(out / "tables" / "flags.csv")
+    disturbed = flags[flags["flag"].str.startswith("disturbed: other processes used")]
+    assert set(disturbed["cell_id"]) == {"exclusive_p2000_r1", "timeslice:2_p2000_r1"}
+    assert any(named(f, hogs) for f in disturbed["flag"])
+    answer = pd.read_csv(out / "tables" / "answer.csv").set_index("mode")
+    assert "cell(s) disturbed (other processes used" in answer.loc["timeslice:2", "trust"]
+    assert "cell(s) disturbed" in printed  # the end screen says it too
+
+
+def test_strict_refuses_to_start_on_a_busy_host(hogs, tmp_path, capsys):
+    out, status = _run(tmp_path, "--strict")
+    err = capsys.readouterr().err
+    assert status == 2 and not (out / "results.csv").exists()
+    assert err.startswith("sharebench: error: --strict: the host is busy before the sweep starts (other processes "
+                          "used") and err.count("\n") == 1
+
+
+def test_strict_stops_after_a_disturbed_cell(hogs, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("sharebench.cli.sweep.check_quiet", lambda: None)  # the hog starts after the check
+    out, status = _run(tmp_path, "--strict")
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "sharebench: --strict: cell exclusive_p2000_r1 was measured under disturbance (other processes" in err
+    # the disturbed cell is kept (results and report), the next one never ran
+    assert set(pd.read_csv(out / "results.csv")["cell_id"]) == {"exclusive_p2000_r1"}
+    assert (out / "report.md").exists()
