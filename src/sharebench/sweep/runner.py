@@ -34,6 +34,7 @@ from sharebench.results import (
     write_provenance,
 )
 from sharebench.sharing import run_cell
+from sharebench.sharing.timeslice import gpu_timeslice
 from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, validate
 from sharebench.telemetry import collect_provenance, make_sampler
 
@@ -91,8 +92,9 @@ def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: 
     sampler = _start_sampler(plan, cdir, notes)
     summary: dict[str, Any] = {}
     try:
-        recs = run_cell(cell.mode, plan.run_config(cell.particles), cdir, plan=cell_plan,
-                        ready_timeout_s=plan.config.ready_timeout_s, run_timeout_s=plan.config.run_timeout_s)
+        with gpu_timeslice(plan.device, cell_plan.mode, allowed=plan.config.allow_gpu_settings, say=notes.append):
+            recs = run_cell(cell.mode, plan.run_config(cell.particles), cdir, plan=cell_plan,
+                            ready_timeout_s=plan.config.ready_timeout_s, run_timeout_s=plan.config.run_timeout_s)
     finally:
         summary = _stop_sampler(sampler, notes)
     lattice = Path(plan.config.lattice).name if plan.config.lattice else "generated"
