@@ -32,7 +32,7 @@ from kubernetes.client.exceptions import ApiException
 
 from sharebench.errors import UserError
 from sharebench.manifests import dra
-from sharebench.manifests.names import RUN_NAMESPACE
+from sharebench.manifests.names import PART_OF_LABEL, RUN_NAMESPACE
 from sharebench.modes import Mode, parse_mode
 from sharebench.node.client import make_api_client
 
@@ -139,11 +139,14 @@ def _delete(api: k8s.CustomObjectsApi, namespace: str, name: str) -> bool:
     return True
 
 
-def delete_claims(cell_id: str, *, namespace: str = RUN_NAMESPACE, api_client=None, timeout_s: float = 60.0,
+def delete_claims(cell_id: str | None, *, namespace: str = RUN_NAMESPACE, api_client=None, timeout_s: float = 60.0,
                   poll_s: float = 0.5, progress: Progress | None = None) -> list[str]:
-    """Delete every claim of the cell (by its label) and wait until they are gone; idempotent."""
+    """Delete every claim of the cell (by its label; ``cell_id`` None: every sharebench claim in the
+    namespace, what a sweep's exit step leaves nothing behind with) and wait until they are gone;
+    idempotent."""
     api = k8s.CustomObjectsApi(api_client if api_client is not None else make_api_client())
-    selector = f"{CELL_LABEL}={cell_label(cell_id)}"
+    selector = f"{CELL_LABEL}={cell_label(cell_id)}" if cell_id is not None else "=".join(PART_OF_LABEL)
+    cell_id = cell_id if cell_id is not None else f"claims {selector}"
 
     def names() -> list[str]:
         found = _call("list", f"ResourceClaims {selector} in {namespace}", api.list_namespaced_custom_object,
