@@ -127,3 +127,31 @@ def test_invalid_config_is_never_allocated(sim):
     wait_for(lambda: name in sim.dra.errors)
     assert "invalid GpuConfig" in sim.dra.errors[name]
     assert not (sim.get("resourceclaims", NS, name).get("status") or {}).get("allocation")
+
+
+def test_templates_from_manifests_create_get_delete(sim):
+    """The simulated API serves ResourceClaimTemplates: the committed manifests/dra/ ones go in and out
+    through the official client's generic API."""
+    import yaml
+    from kubernetes import client as k8s
+
+    from support.paths import ROOT
+
+    api = k8s.CustomObjectsApi(sim.api_client())
+    files = sorted((ROOT / "manifests" / "dra").glob("1*_resourceclaimtemplate_*.yaml"))
+    assert files
+    for f in files:
+        api.create_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaimtemplates",
+                                            yaml.safe_load(f.read_text()))
+    got = api.get_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaimtemplates",
+                                           "sharebench-timeslice-4-long")
+    assert got["apiVersion"] == "resource.k8s.io/v1" and got["kind"] == "ResourceClaimTemplate"
+    config = got["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]
+    assert config["sharing"]["timeSlicingConfig"] == {"interval": "Long"}
+    listed = api.list_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaimtemplates",
+                                               label_selector="sharebench.io/mode=mps-2")
+    assert [o["metadata"]["name"] for o in listed["items"]] == ["sharebench-mps-2"]
+    for f in files:
+        api.delete_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaimtemplates",
+                                            yaml.safe_load(f.read_text())["metadata"]["name"])
+    assert not [k for k in sim.objects if k[0] == "resourceclaimtemplates"]

@@ -219,3 +219,27 @@ def test_plan_refuses_interval_on_the_cpu():
     with pytest.raises(UserError, match="sets an NVIDIA GPU's time-slice interval"):
         plan_cell("timeslice:2/long", {"spec": "cpu", "kind": "cpu", "backend": "cpu", "name": "x"})
     assert plan_cell("timeslice:2/long", GPU.to_dict()).n == 2
+
+
+def test_sweep_cell_runs_between_set_and_restore(fake_smi, tmp_path, lattice):
+    """The runner's hook: a real cell (two replicas on PoCL) whose plan's device is an NVIDIA GPU, so the
+    fake nvidia-smi is asked to set the interval before the replicas and to put it back after them."""
+    from sharebench.sharing import CellPlan, ReplicaPlan
+    from sharebench.sweep import Cell, SweepConfig, measure_cell
+    from sharebench.sweep.plan import SweepPlan
+    from support.contexts import cpu_opencl_spec
+
+    spec = cpu_opencl_spec()
+    mode = parse_mode("timeslice:2/long")
+    config = SweepConfig(modes=[mode.label], particles=[200], turns=2, repeats=1, warmup_repeats=0, device=spec,
+                         lattice=str(lattice), telemetry_interval_s=None, progress=False, allow_gpu_settings=True)
+    plan = SweepPlan(config, GPU, [mode], {mode.label: CellPlan(mode, GPU, [ReplicaPlan(i, spec) for i in range(2)])},
+                     [200], 2, [])
+    fake_smi.set(1)
+    result = measure_cell(plan, Cell(mode, 200, 1), tmp_path / "out")
+    assert [r["status"] for r in result.rows] == ["ok", "ok"]
+    assert {r["mode"] for r in result.rows} == {"timeslice:2/long"}
+    assert fake_smi.calls() == [f"compute-policy -l -i {UUID}", f"compute-policy -i {UUID} --set-timeslice=3",
+                                f"compute-policy -i {UUID} --set-timeslice=1"]
+    assert f"GPU {UUID}: time-slice interval short -> long for timeslice:2/long" in result.notes
+    assert fake_smi.interval() == 1
