@@ -84,6 +84,10 @@ def plan_sweep(*, modes: list[str], gpu_model: str, particle_counts: list, repea
             raise UserError(f"mode {label!r} is a CPU-only local mode: it needs placement 'processes' and no node_name")
         if kind == "mig" and not gpu_model:
             raise UserError(f"mode {label!r} needs gpu_model (e.g. H200, A100-40GB) to know the MIG instances")
+        if parse_mode(label).interval is not None and placement != "dra":
+            raise UserError(f"mode {label!r} sets the GPU's time-slice interval: in the pipeline only placement 'dra' "
+                            "can (the DRA driver applies it per claim); on one machine use sharebench run "
+                            "--allow-gpu-settings")
     counts = parse_particles(particle_counts)
     repeats = whole_number("repeats", repeats, 1)
     whole_number("turns", turns, 1)
