@@ -155,3 +155,18 @@ def test_templates_from_manifests_create_get_delete(sim):
         api.delete_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaimtemplates",
                                             yaml.safe_load(f.read_text())["metadata"]["name"])
     assert not [k for k in sim.objects if k[0] == "resourceclaimtemplates"]
+
+
+def test_mig_claims_get_distinct_devices_of_the_profile(tmp_path):
+    with SimCluster(tmp_path, delay_s=0.01) as s:
+        migs = {"gpu-0-mig-0": "1g.18gb", "gpu-0-mig-1": "1g.18gb", "gpu-0-mig-2": "7g.141gb"}
+        driver = SimDraDriver(s, node="gpu-node-a", gpus=1, mig_devices=migs)
+        client = s.api_client()
+        with cell_claims("mig:1g", "mig:1g.18gb_p1000_r1", pods=2, namespace=NS, gpu_model="H200",
+                         api_client=client) as names:
+            for i, name in enumerate(names):
+                driver.claim_pod(NS, f"replica-{i}", name)
+            wait_for(lambda: len(driver.applied) == 2)
+            assert sorted(a.device for a in driver.applied) == ["gpu-0-mig-0", "gpu-0-mig-1"]
+            assert all(a.sharing is None for a in driver.applied)
+        assert claims_in(s) == []
