@@ -4,7 +4,7 @@ Attach it with ``SimDraDriver(sim, node="gpu-node-a", gpus=2)``; the cluster's b
 calls :meth:`SimDraDriver.reconcile`, which, like the scheduler and the driver's kubelet plugin:
 
 * checks every ResourceClaim (``resource.k8s.io/v1``): its request must name device class
-  ``gpu.nvidia.com`` (or ``mig.nvidia.com`` with a ``profile`` selector, when the node has MIG
+  ``gpu.nvidia.com`` (or ``mig.nvidia.com`` with a ``profile`` selector evaluated by cel-python, when the node has MIG
   devices), its opaque config for driver ``gpu.nvidia.com`` must be a valid GpuConfig
   (support/dra_schemas.py) -- a bad one is recorded in ``errors`` and never allocated;
 * allocates one free GPU of the node to a claim as soon as a pod references it
@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import celpy
+
 from support.dra_schemas import gpu_config_problems
 
 DRIVER = "gpu.nvidia.com"
@@ -32,6 +34,13 @@ class Applied:
     device: str
     sharing: dict[str, Any] | None
     pods: list[str] = field(default_factory=list)
+
+
+def _selects(expression: str, profile: str) -> bool:
+    """A device selector's CEL expression, evaluated (cel-python) on a MIG device of ``profile``."""
+    env = celpy.Environment()
+    device = celpy.json_to_cel({"driver": DRIVER, "attributes": {DRIVER: {"profile": profile}}})
+    return bool(env.program(env.compile(expression)).evaluate({"device": device}))
 
 
 class SimDraDriver:
@@ -75,8 +84,8 @@ class SimDraDriver:
 
     def _free(self, exactly: dict) -> str | None:
         if exactly.get("deviceClassName") == "mig.nvidia.com":
-            wanted = " ".join(s.get("cel", {}).get("expression", "") for s in exactly.get("selectors") or [])
-            pool = [d for d, prof in self.mig_devices.items() if f"'{prof}'" in wanted]
+            exprs = [s.get("cel", {}).get("expression", "") for s in exactly.get("selectors") or []]
+            pool = [d for d, prof in self.mig_devices.items() if all(_selects(e, prof) for e in exprs)]
         else:
             pool = self.devices
         return next((d for d in pool if d not in self.owner), None)
