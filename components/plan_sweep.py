@@ -29,7 +29,8 @@ def plan_sweep(
         particle_counts: Particles per replica, one cell per count and repeat.
         repeats: Measured repeats per particle count.
         turns: Turns tracked per replica.
-        placement: 'pods' (one replica per pod) or 'processes' (N processes in one pod).
+        placement: 'pods' (one replica per pod), 'processes' (N processes in one pod) or 'dra'
+            (one replica per pod, the GPU from the cell's ResourceClaim).
         node_name: Kubernetes node to sweep, as NAME or NAME=GPU_MODEL; empty runs on this
             machine (kfp.local).
         warmup_repeats: Discarded warm-up repeats before the measured ones.

@@ -27,7 +27,7 @@ def reconfigure_node(
         node_name: Kubernetes node to reconfigure; empty for a run without a cluster.
         mode: exclusive, timeslice:N, mps:N or mig:LAYOUT (resolved, e.g. mig:1g.18gb).
         gpu_model: GPU model of the node; empty reads it from the node's labels.
-        placement: 'pods' or 'processes'; decides how many pods a cell has.
+        placement: 'pods', 'processes' or 'dra' (no node change); decides how many pods a cell has.
         namespace: Namespace of the gpu-operator and its device-plugin ConfigMap.
         timeout_s: Longest wait for the node to advertise the mode, in seconds.
         force: Reconfigure even when pods outside sharebench use the node's GPUs.

@@ -14,6 +14,8 @@ def restore_node(
     node_name: str = "",
     node_names: List[str] = [],
     timeout_s: float = 600.0,
+    placement: str = "pods",
+    claims_namespace: str = "sharebench",
 ) -> List[dict]:
     """Puts each node back in the state it had before the sweep; idempotent.
 
@@ -25,6 +27,8 @@ def restore_node(
         node_names: Nodes to restore (NAME or NAME=GPU_MODEL; the multi-node pipeline).
         status: Final status of the sweep (logged).
         timeout_s: Longest wait for the operator to settle, in seconds.
+        placement: 'dra': also delete every ResourceClaim a failed cell left (the node was never changed).
+        claims_namespace: Namespace of the claims (dra).
 
     Returns:
         Output: What each restored node advertises now (empty without a node).
@@ -33,4 +37,7 @@ def restore_node(
 
     nodes = [node_name, *node_names]
     steps.say(f"sweep finished with state {status.state}; restoring {[n for n in nodes if n] or 'nothing'}")
+    steps.release_all(placement=placement, namespace=claims_namespace)
+    if placement == "dra":
+        return []
     return steps.restore(node_names=nodes, timeout_s=timeout_s)

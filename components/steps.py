@@ -23,11 +23,12 @@ from sharebench.analysis import analyse
 from sharebench.errors import UserError
 from sharebench.gpus import gpu_model as find_gpu_model
 from sharebench.gpus import layout_profiles, resolve_layout
-from sharebench.manifests.names import OPERATOR_NAMESPACE
+from sharebench.manifests.names import OPERATOR_NAMESPACE, RUN_NAMESPACE
 from sharebench.modes import parse_mode
 from sharebench.node import ReconfigureOptions
 from sharebench.node import reconfigure as reconfigure_node
 from sharebench.node import restore as restore_node
+from sharebench.node.claims import create_claims, delete_claims
 from sharebench.parse import whole_number
 from sharebench.report import build_report, tables_markdown, write_tables
 from sharebench.results import ResultsWriter, read_json, read_provenance, write_json, write_provenance
@@ -38,7 +39,7 @@ from sharebench.telemetry import collect_provenance
 DEFAULT_MODES = ["exclusive", "timeslice:2", "timeslice:4", "timeslice:8",
                  "mps:2", "mps:4", "mig:7g", "mig:1g"]
 DEFAULT_PARTICLE_COUNTS = [5_000_000, 10_000_000, 15_000_000]
-PLACEMENTS = ("pods", "processes")
+PLACEMENTS = ("pods", "processes", "dra")  # dra: one pod per replica, the GPU from the cell's ResourceClaim
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 WARMUP_REPEATS = 1   # default: repeat 0 of every (mode, particle count) is a discarded warm-up
 
@@ -79,10 +80,14 @@ def plan_sweep(*, modes: list[str], gpu_model: str, particle_counts: list, repea
     resolved = [resolve_mode(m, gpu_model) for m in modes]
     for label in resolved:
         kind = parse_mode(label).kind
-        if kind == "partition" and (node_name or placement == "pods"):
+        if kind == "partition" and (node_name or placement != "processes"):
             raise UserError(f"mode {label!r} is a CPU-only local mode: it needs placement 'processes' and no node_name")
         if kind == "mig" and not gpu_model:
             raise UserError(f"mode {label!r} needs gpu_model (e.g. H200, A100-40GB) to know the MIG instances")
+        if parse_mode(label).interval is not None and placement != "dra":
+            raise UserError(f"mode {label!r} sets the GPU's time-slice interval: in the pipeline only placement 'dra' "
+                            "can (the DRA driver applies it per claim); on one machine use sharebench run "
+                            "--allow-gpu-settings")
     counts = parse_particles(particle_counts)
     repeats = whole_number("repeats", repeats, 1)
     whole_number("turns", turns, 1)
@@ -122,6 +127,8 @@ def pod_request(mode: str, gpu_model: str, placement: str, resource: str | None 
     else:
         n = int(m.replicas or 1)
         res = resource or "nvidia.com/gpu"
+    if placement == "dra":   # no extended resource: the cell's ResourceClaim gives the GPU
+        return {"resource": "", "count": 0, "pods": list(range(n)), "processes": 1}
     if placement == "pods":
         return {"resource": res, "count": 1 if res else 0, "pods": list(range(n)), "processes": 1}
     return {"resource": res, "count": (n if m.kind == "mig" else 1) if res else 0, "pods": [0], "processes": n}
@@ -151,6 +158,11 @@ def reconfigure(*, node_name: str, mode: str, gpu_model: str, placement: str,
     Without a node (``node_name`` empty: kfp.local on this machine) nothing is changed and
     the step says so.
     """
+    if placement == "dra":
+        say(f"placement dra: the node is not reconfigured; each cell of {mode} claims its GPU (ResourceClaim)")
+        req = pod_request(mode, gpu_model, placement)
+        return {**req, "node_selector": {HOSTNAME_LABEL: node_name} if node_name else {}, "advertised": {},
+                "reconfigured": False}
     if not node_name:
         say(f"no node_name: running on this machine, no cluster; reconfigure to {mode} is a no-op")
         req = pod_request(mode, gpu_model, placement)
@@ -170,6 +182,33 @@ def restore(*, node_names: list[str], timeout_s: float = 600) -> list[dict[str, 
         say("no node_name: ran on this machine, no cluster; restore is a no-op")
         return []
     return [restore_node(n, timeout_s=float(timeout_s), progress=say) for n in names]
+
+
+# ------------------------------------------------------------------ claims (placement dra)
+def claim_cell(*, placement: str, mode: str, cell_id: str, pods: int, gpu_model: str = "",
+               namespace: str = RUN_NAMESPACE) -> list[str]:
+    """Placement dra: create the cell's ResourceClaim(s) (sharebench.node.claims); other placements: none."""
+    if placement != "dra":
+        return []
+    return create_claims(mode, cell_id, pods=whole_number("pods", pods, 1), namespace=namespace,
+                         gpu_model=gpu_model, progress=say)
+
+
+def release_cell(*, placement: str, rows_path: str, namespace: str = RUN_NAMESPACE) -> list[str]:
+    """Placement dra: delete the claims of the cell whose rows are at ``rows_path``."""
+    if placement != "dra":
+        return []
+    ids = sorted({str(r.get("cell_id")) for r in read_rows([rows_path]) if r.get("cell_id")})
+    return [n for cell in ids for n in delete_claims(cell, namespace=namespace, progress=say)]
+
+
+def release_all(*, placement: str, namespace: str = RUN_NAMESPACE) -> list[str]:
+    """Placement dra, the sweep's exit step: delete every sharebench claim left (a failed cell's)."""
+    if placement != "dra":
+        return []
+    gone = delete_claims(None, namespace=namespace, progress=say)
+    say(f"placement dra: {len(gone)} leftover ResourceClaim(s) deleted in {namespace}")
+    return gone
 
 
 # ------------------------------------------------------------------ replicas

@@ -95,14 +95,15 @@ def request_gpu(task: dsl.PipelineTask, resource, count, node_selector) -> dsl.P
 @dsl.pipeline(name="sharebench-cell", description="The replicas of one cell, started together.")
 def run_cell(image: str, mode: str, particles: int, turns: int, repeat: int, start_at: float,
              pods: list[int], processes: int, replicas: int, resource: str, resource_count: int,
-             node_selector: dict, node_name: str, device: str, engine: str, lattice: str, seed: int) -> Dataset:
+             node_selector: dict, node_name: str, device: str, engine: str, lattice: str, seed: int,
+             placement: str = "pods") -> Dataset:
     with Loop(pods, name="replicas") as replica:
         run = run_simpletrack(mode=mode, particles=particles, turns=turns, repeat=repeat, replica=replica,
                               replicas=replicas, processes=processes, start_at=start_at, device=device, engine=engine,
                               lattice=lattice, seed=seed, resource=resource, resource_count=resource_count,
                               node_name=node_name)
         request_gpu(in_image(run, image), resource, resource_count, node_selector)
-    checked = in_image(check_cell(records=dsl.Collected(run.outputs["records"])), image)
+    checked = in_image(check_cell(records=dsl.Collected(run.outputs["records"]), placement=placement), image)
     return checked.outputs["cell"]
 
 
@@ -110,15 +111,17 @@ def run_cell(image: str, mode: str, particles: int, turns: int, repeat: int, sta
 def run_cells(image: str, mode: str, cells: list[int], particle_counts: list[int], repeats: int,
               warmup_repeats: int, turns: int,
               start_delay_s: float, pods: list[int], processes: int, replicas: int, resource: str, resource_count: int,
-              node_selector: dict, node_name: str, device: str, engine: str, lattice: str, seed: int) -> Dataset:
+              node_selector: dict, node_name: str, device: str, engine: str, lattice: str, seed: int,
+              placement: str, gpu_model: str) -> Dataset:
     with Loop(cells, name="cells", parallelism=1) as cell:
         start = in_image(schedule_start(mode=mode, cell=cell, particle_counts=particle_counts, repeats=repeats,
-                                        start_delay_s=start_delay_s, warmup_repeats=warmup_repeats), image)
+                                        start_delay_s=start_delay_s, warmup_repeats=warmup_repeats,
+                                        placement=placement, pods=pods, gpu_model=gpu_model), image)
         one = run_cell(image=image, mode=mode, particles=start.outputs["particles"], turns=turns,
                        repeat=start.outputs["repeat"], start_at=start.outputs["start_at"], pods=pods,
                        processes=processes, replicas=replicas, resource=resource, resource_count=resource_count,
                        node_selector=node_selector, node_name=node_name, device=device, engine=engine,
-                       lattice=lattice, seed=seed)
+                       lattice=lattice, seed=seed, placement=placement)
     merged = in_image(merge_records(records=dsl.Collected(one.output)), image)
     return merged.outputs["merged"]
 
@@ -139,7 +142,8 @@ def sweep_modes(image: str, node_name: str, gpu_model: str, modes: list[str], ce
                                   replicas=node.outputs["replicas"],
                                   resource=node.outputs["resource"], resource_count=node.outputs["count"],
                                   node_selector=node.outputs["node_selector"], node_name=node_name,
-                                  device=device, engine=engine, lattice=lattice, seed=seed)
+                                  device=device, engine=engine, lattice=lattice, seed=seed, placement=placement,
+                                  gpu_model=gpu_model)
     return dsl.Collected(cells_of_mode.output)
 
 
@@ -197,7 +201,8 @@ def sweep_pipeline(
         repeats: Measured repeats per particle count.
         warmup_repeats: Discarded warm-up repeats before them (each its own cell).
         turns: Turns tracked per replica.
-        placement: 'pods' (each replica a pod) or 'processes' (N processes in one pod).
+        placement: 'pods' (each replica a pod), 'processes' (N processes in one pod) or 'dra' (each
+            replica a pod; each cell's GPU from one ResourceClaim, the node never reconfigured).
         image: Container image of every task.
         lattice: Xsuite line JSON inside the image; '' uses the generated LHC-like ring.
         device: Device spec inside a replica: auto, cuda[:N], opencl[:P.D], cpu.
@@ -208,7 +213,7 @@ def sweep_pipeline(
         reconfigure_timeout_s: Longest wait for the node to advertise a mode.
         force: Reconfigure even when pods outside sharebench use the node's GPUs.
     """
-    restore = in_image(restore_node(node_name=node_name), image)
+    restore = in_image(restore_node(node_name=node_name, placement=placement), image)
     with dsl.ExitHandler(restore, name="sweep"):
         sweep_node(image=image, node_name=node_name, gpu_model=gpu_model, modes=modes,
                    particle_counts=particle_counts, repeats=repeats, warmup_repeats=warmup_repeats, turns=turns,
@@ -249,7 +254,8 @@ def multi_node_pipeline(
         repeats: Measured repeats per particle count.
         warmup_repeats: Discarded warm-up repeats before them (each its own cell).
         turns: Turns tracked per replica.
-        placement: 'pods' (each replica a pod) or 'processes' (N processes in one pod).
+        placement: 'pods' (each replica a pod), 'processes' (N processes in one pod) or 'dra' (each
+            replica a pod; each cell's GPU from one ResourceClaim, the node never reconfigured).
         image: Container image of every task.
         lattice: Xsuite line JSON inside the image; '' uses the generated LHC-like ring.
         device: Device spec inside a replica: auto, cuda[:N], opencl[:P.D], cpu.
@@ -260,7 +266,7 @@ def multi_node_pipeline(
         reconfigure_timeout_s: Longest wait for a node to advertise a mode.
         force: Reconfigure even when pods outside sharebench use a node's GPUs.
     """
-    restore = in_image(restore_node(node_names=nodes), image)
+    restore = in_image(restore_node(node_names=nodes, placement=placement), image)
     with dsl.ExitHandler(restore, name="sweeps"):
         with Loop(nodes, name="nodes") as node:
             swept = sweep_node(image=image, node_name=node, gpu_model="", modes=modes,

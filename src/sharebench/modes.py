@@ -3,7 +3,8 @@
 Grammar (lowercase)::
 
     exclusive             one replica alone on the device (T_1)
-    timeslice:N           N concurrent processes sharing the device
+    timeslice:N[/INTERVAL] N concurrent processes sharing the device; INTERVAL (default, short,
+                          medium, long) is the time-slice length the GPU is set to for the cell
     mps:N[@PCT]           N MPS clients, optional active-thread percentage each
     mig:LAYOUT            one replica per MIG instance (LAYOUT: 7g, 1g, 1g.18gb, all-1g.5gb)
     partition:N           CPU only: N replicas on disjoint core sets
@@ -17,7 +18,8 @@ from dataclasses import dataclass
 from sharebench.errors import UserError
 
 KINDS = ("exclusive", "timeslice", "mps", "mig", "partition")
-ALLOWED = "exclusive, timeslice:N, mps:N[@PCT], mig:LAYOUT, partition:N"
+ALLOWED = "exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], mig:LAYOUT, partition:N"
+INTERVALS = ("default", "short", "medium", "long")  # nvidia-smi compute-policy --set-timeslice 0..3
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,7 @@ class Mode:
     replicas: int | None = 1     # None for mig until the layout is resolved
     layout: str | None = None    # mig only, as written by the user
     thread_pct: int | None = None  # mps only
+    interval: str | None = None    # timeslice only: one of INTERVALS; None leaves the GPU's setting alone
 
     @property
     def label(self) -> str:
@@ -35,6 +38,8 @@ class Mode:
             return f"mig:{self.layout}"
         if self.kind == "mps" and self.thread_pct is not None:
             return f"mps:{self.replicas}@{self.thread_pct}"
+        if self.kind == "timeslice" and self.interval is not None:
+            return f"timeslice:{self.replicas}/{self.interval}"
         return f"{self.kind}:{self.replicas}"
 
     def __str__(self) -> str:
@@ -56,7 +61,14 @@ def parse_mode(text: str) -> Mode:
         if not re.fullmatch(r"(all-)?(\d+g(\.\d+gb)?|disabled)", arg):
             raise UserError(f"bad MIG layout in {text!r}; allowed: mig:7g, mig:1g, mig:1g.18gb, mig:all-1g.5gb")
         return Mode("mig", None, layout=arg)
-    pct = None
+    pct = interval = None
+    if "/" in arg:
+        if kind != "timeslice":
+            raise UserError(f"only timeslice takes a /INTERVAL (got {text!r}); allowed: {ALLOWED}")
+        arg, _, interval = arg.partition("/")
+        if interval not in INTERVALS:
+            raise UserError(f"bad time-slice interval in {text!r}; allowed: {', '.join(INTERVALS)} "
+                            "(e.g. timeslice:2/long)")
     if kind == "mps" and "@" in arg:
         arg, _, pct_s = arg.partition("@")
         if not pct_s.isdigit() or not 1 <= int(pct_s) <= 100:
@@ -71,7 +83,7 @@ def parse_mode(text: str) -> Mode:
         raise UserError(f"replica count must be >= 1 in {text!r}")
     if kind == "exclusive":
         raise UserError(f"'exclusive' takes no count (got {text!r}); allowed: {ALLOWED}")
-    return Mode(kind, n, thread_pct=pct)
+    return Mode(kind, n, thread_pct=pct, interval=interval)
 
 
 def parse_modes(text: str | list[str]) -> list[Mode]:
@@ -84,8 +96,10 @@ def parse_modes(text: str | list[str]) -> list[Mode]:
 
 def mode_sort_key(mode: str) -> tuple:
     """The order tables and plots list modes in: exclusive, time-slicing, MPS, MIG, partitions,
-    each by replica count (``timeslice:2`` before ``timeslice:8``)."""
+    each by replica count (``timeslice:2`` before ``timeslice:8``), then by time-slice interval
+    (none given, then default, short, medium, long)."""
     kind, _, arg = str(mode).partition(":")
     order = {"exclusive": 0, "timeslice": 1, "mps": 2, "mig": 3, "partition": 4}.get(kind, 9)
-    num = arg.split("@")[0]
-    return (order, int(num) if num.isdigit() else 0, arg)
+    num, _, interval = arg.split("@")[0].partition("/")
+    rank = INTERVALS.index(interval) + 1 if interval in INTERVALS else 0
+    return (order, int(num) if num.isdigit() else 0, rank, arg)

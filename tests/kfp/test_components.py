@@ -67,7 +67,7 @@ def test_plan_reads_name_equals_model_node_specs():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"placement": "pod"}, "placement 'pod' is not allowed; allowed: pods, processes"),
+    ({"placement": "pod"}, "placement 'pod' is not allowed; allowed: pods, processes, dra"),
     ({"modes": ["timeslice:0"]}, "replica count must be >= 1"),
     ({"modes": ["spatial:2"]}, "unknown sharing mode 'spatial:2'"),
     ({"modes": []}, "modes: empty"),

@@ -23,6 +23,9 @@ K8S_VERSIONS = ["1.33", major_minor(latest_version())]  # a current one, and the
 # ServiceMonitor is a CRD of kube-prometheus-stack: kubernetes-validate has no schema for it
 # (test_monitoring_manifests checks it field by field)
 CRD_GROUPS = ("monitoring.coreos.com/",)
+# resource.k8s.io/v1 (DRA claim templates) is GA from 1.34: tests/manifests/test_dra_manifests.py checks them
+# against >= 1.34 schemas
+CRD_GROUPS += ("resource.k8s.io/",)
 OBJECTS = [(rel, obj) for rel, obj in render.kubernetes_objects(RENDER) if not obj["apiVersion"].startswith(CRD_GROUPS)]
 
 

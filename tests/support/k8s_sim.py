@@ -61,7 +61,11 @@ KINDS = {  # resource -> (kind, namespaced, api group prefix)
     "configmaps": ("ConfigMap", True, "/api/v1"),
     "pods": ("Pod", True, "/api/v1"),
     "daemonsets": ("DaemonSet", True, "/apis/apps/v1"),
+    # Dynamic Resource Allocation (resource.k8s.io/v1); the allocating driver is support/dra_sim.py
+    "resourceclaims": ("ResourceClaim", True, "/apis/resource.k8s.io/v1"),
+    "resourceclaimtemplates": ("ResourceClaimTemplate", True, "/apis/resource.k8s.io/v1"),
 }
+API_VERSIONS = {"/api/v1": "v1", "/apis/apps/v1": "apps/v1", "/apis/resource.k8s.io/v1": "resource.k8s.io/v1"}
 PRODUCTS = {"A100-40GB": "NVIDIA-A100-SXM4-40GB", "A100-80GB": "NVIDIA-A100-SXM4-80GB",
             "H100-80GB": "NVIDIA-H100-80GB-HBM3", "H100-NVL": "NVIDIA-H100-NVL", "H200": "NVIDIA-H200"}
 
@@ -234,6 +238,7 @@ class SimCluster:
         self.failures: list[list] = []          # [verb, resource, status, times]
         self.requests: list[tuple[str, str, str]] = []
         self.operator_paused = False
+        self.dra = None                         # a support.dra_sim.SimDraDriver, when one is attached
         self._stop = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self.kubeconfig = self.workdir / "kubeconfig.yaml"
@@ -447,6 +452,8 @@ class SimCluster:
                 with self.lock:
                     for sn in list(self.gpu_nodes.values()):
                         self._reconcile(sn)
+                    if self.dra is not None:
+                        self.dra.reconcile()
             time.sleep(0.003)
 
     def _foreign_gpu_pods(self, node: str) -> list[str]:
@@ -593,7 +600,8 @@ class SimCluster:
             raise ApiError(401, "Unauthorized", "Unauthorized")
         if path == "/version":
             return 200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0-sim"}
-        m = re.fullmatch(r"(/api/v1|/apis/apps/v1)(?:/namespaces/([^/]+))?/([a-z]+)(?:/([^/]+))?", path)
+        m = re.fullmatch(r"(/api/v1|/apis/apps/v1|/apis/resource\.k8s\.io/v1)(?:/namespaces/([^/]+))?/([a-z]+)"
+                         r"(?:/([^/]+))?", path)
         if not m or m.group(3) not in KINDS or KINDS[m.group(3)][2] != m.group(1):
             raise ApiError(404, "NotFound", f"the server could not find the requested resource ({path})")
         _, namespace, resource, name = m.groups()
@@ -613,7 +621,7 @@ class SimCluster:
                 if namespaced:
                     obj["metadata"]["namespace"] = ns
                 obj.setdefault("kind", kind)
-                obj.setdefault("apiVersion", "v1" if m.group(1) == "/api/v1" else "apps/v1")
+                obj.setdefault("apiVersion", API_VERSIONS[m.group(1)])
                 if self.get(resource, ns, obj["metadata"].get("name", "")):
                     raise ApiError(409, "AlreadyExists", f'{resource} "{obj["metadata"]["name"]}" already exists',
                                    obj["metadata"]["name"], resource)
@@ -653,7 +661,7 @@ class SimCluster:
             if namespaced:
                 new["metadata"]["namespace"] = ns
             new["kind"], new["apiVersion"] = cur["kind"], cur["apiVersion"]
-            if resource in ("nodes", "pods", "daemonsets"):
+            if resource in ("nodes", "pods", "daemonsets", "resourceclaims"):
                 new["status"] = cur.get("status", {})   # status is a subresource
             return 200, self.put_object(new)
 

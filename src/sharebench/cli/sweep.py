@@ -37,7 +37,7 @@ def configure_run(run: argparse.ArgumentParser) -> None:
     run.add_argument("--device", default=None, help="auto, cpu, cuda[:N], opencl[:P.D] (default: auto)")
     run.add_argument("--engine", default=None, help="simpletrack (default) or xtrack")
     run.add_argument("--modes", default=None,
-                     help="comma-separated: exclusive, timeslice:N, mps:N[@PCT], mig:LAYOUT, partition:N "
+                     help="comma-separated: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], mig:LAYOUT, partition:N "
                           "(default: exclusive,timeslice:2,timeslice:4 + mps:2 on an NVIDIA GPU "
                           "/ partition:2 on the CPU)")
     run.add_argument("--particles", default=None,
@@ -61,6 +61,9 @@ def configure_run(run: argparse.ArgumentParser) -> None:
                      help="longest a cell may track before its replicas are stopped and the cell marked failed (s)")
     run.add_argument("--stop-after", default=None, metavar="S",
                      help="start no new cell after S seconds (what is done is kept; continue with --resume)")
+    run.add_argument("--allow-gpu-settings", action="store_true",
+                     help="let timeslice:N/INTERVAL set the GPU's time-slice interval (nvidia-smi compute-policy), "
+                          "put back after each cell; refused without it")
     run.add_argument("--dry-run", action="store_true",
                      help="check everything and print what would run (cells, replicas, cost), run nothing")
     run.add_argument("--no-telemetry", action="store_true", help="do not sample GPU/CPU telemetry")
@@ -98,6 +101,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         **{k: v for k, v in given.items() if v is not None}, resume=args.resume,
         telemetry_interval_s=None if args.no_telemetry else 0.1,
         progress=not args.no_progress, command=list(sys.argv), stop_after_s=stop_after,
+        allow_gpu_settings=args.allow_gpu_settings,
     )
     if args.dry_run:
         print(describe_plan(validate(cfg)))

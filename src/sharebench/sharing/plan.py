@@ -19,6 +19,7 @@ from sharebench.modes import Mode, parse_mode
 from sharebench.sharing.cpus import partition_cpus
 from sharebench.sharing.mig import MigInstance, find_mig_instances, select_instances
 from sharebench.sharing.mps import check_mps_available
+from sharebench.sharing.timeslice import gpu_target
 
 
 @dataclass
@@ -73,6 +74,8 @@ def plan_cell(mode: Mode | str, device: DeviceInfo | dict[str, Any], *, mig_inst
     if m.kind == "exclusive":
         return CellPlan(m, dev, same(1))
     if m.kind == "timeslice":
+        if m.interval is not None:
+            gpu_target(dev, m.label)  # an NVIDIA GPU nvidia-smi can name, or a one-line refusal
         return CellPlan(m, dev, same(int(m.replicas)))
     if m.kind == "mps":
         check_mps_available(dev, m.label)

@@ -24,6 +24,7 @@ from sharebench.kernel.lattice import get_line_cached, get_packed
 from sharebench.modes import Mode, parse_modes
 from sharebench.parse import counts, whole_number
 from sharebench.sharing import CellPlan, check_mps_available, plan_cell
+from sharebench.sharing.timeslice import check_allowed
 
 # `sharebench run` with no options: sizes per device class that finish in a few minutes
 # (CPU: 5.5 min for the whole default sweep on 2 cores of an AMD EPYC, docs/results/cpu-example; GPU: the
@@ -56,6 +57,7 @@ class SweepConfig:
     progress: bool = True
     command: list[str] | None = None        # recorded in provenance.json (default: sys.argv)
     run_options: dict[str, Any] = field(default_factory=dict)  # extra RunConfig fields (nemitt_x, ...)
+    allow_gpu_settings: bool = False        # timeslice:N/INTERVAL may set (and restore) the GPU's interval
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -219,6 +221,7 @@ def validate(config: SweepConfig) -> SweepPlan:
     particles = parse_particles(config.particles) if config.particles is not None else DEFAULT_PARTICLES[dclass]
     turns = whole_number("turns", config.turns if config.turns is not None else DEFAULT_TURNS[dclass], 1, MAX_TURNS)
     modes = _resolve_modes(config, device, notes)
+    check_allowed(modes, config.allow_gpu_settings)
     plans = {m.label: plan_cell(m, device) for m in modes}
     _check_memory(config, device, plans, particles)
     plan = SweepPlan(config, device, modes, plans, particles, turns, notes)

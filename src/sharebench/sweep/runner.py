@@ -35,6 +35,7 @@ from sharebench.results import (
 )
 from sharebench.results.guard import check_new_folder, check_out_path, claim_folder, set_aside_torn_tail
 from sharebench.sharing import run_cell
+from sharebench.sharing.timeslice import gpu_timeslice
 from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, validate
 from sharebench.sweep.resume import check_same_work, identity, work_key
 from sharebench.telemetry import collect_provenance, make_sampler
@@ -95,8 +96,9 @@ def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: 
     summary: dict[str, Any] = {}
     probe = Probe()  # what else kept the host busy during the cell (sharebench.telemetry.disturbance)
     try:
-        recs = run_cell(cell.mode, plan.run_config(cell.particles), cdir, plan=cell_plan,
-                        ready_timeout_s=plan.config.ready_timeout_s, run_timeout_s=plan.config.run_timeout_s)
+        with gpu_timeslice(plan.device, cell_plan.mode, allowed=plan.config.allow_gpu_settings, say=notes.append):
+            recs = run_cell(cell.mode, plan.run_config(cell.particles), cdir, plan=cell_plan,
+                            ready_timeout_s=plan.config.ready_timeout_s, run_timeout_s=plan.config.run_timeout_s)
     finally:
         summary = {**_stop_sampler(sampler, notes), **probe.stop()}
     lattice = Path(plan.config.lattice).name if plan.config.lattice else "generated"
