@@ -377,10 +377,11 @@ def test_restore_after_failure_mid_sweep_from_another_process(sim_target: Target
 def test_restore_after_injected_api_failure(sim_target: Target):
     sim = sim_target.sim
     sim_target.apply("mps:2")
-    sim.fail_next("update", "configmaps", status=500)
+    sim.fail_next("update", "configmaps", status=500, times=10_000)   # 5xx are retried: a lasting failure
     with pytest.raises(NodeError, match=r"state writing device-plugin entry mps-3: update configmaps in namespace "
-                                        r"gpu-operator failed: HTTP 500"):
-        sim_target.apply("mps:3")
+                                        r"gpu-operator failed: HTTP 500.*sharebench node restore gpu-node-1"):
+        sim_target.apply("mps:3", timeout_s=0.5)
+    sim.failures.clear()
     fresh = Target(sim.api_client(), NODE, SIM_TIMEOUT_S, SIM_POLL_S, sim)   # a new client, as a new process
     res = fresh.restore()
     assert res["restored"] is True and res["resources"] == {"nvidia.com/gpu": 2}

@@ -22,7 +22,7 @@ the official ``kubernetes`` client through a generated kubeconfig:
     ``failed`` for a layout absent from the mig-parted ConfigMap (or with no item for
     the node's PCI id); stuck ``pending`` while a foreign pod uses the node's GPUs.
 * Fault injection: ``deny(verb, resource)`` (RBAC 403), ``fail_next(verb, resource, status)``,
-  ``pause_operator()``.
+  ``pause_operator()``, ``freeze()`` / ``thaw()`` (requests get no answer).
 """
 
 from __future__ import annotations
@@ -234,6 +234,8 @@ class SimCluster:
         self.failures: list[list] = []          # [verb, resource, status, times]
         self.requests: list[tuple[str, str, str]] = []
         self.operator_paused = False
+        self.thawed = threading.Event()        # issue 14: freeze() holds every request until thaw()
+        self.thawed.set()
         self._stop = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self.kubeconfig = self.workdir / "kubeconfig.yaml"
@@ -279,6 +281,7 @@ class SimCluster:
 
     def stop(self) -> None:
         self._stop.set()
+        self.thawed.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -383,6 +386,13 @@ class SimCluster:
 
     def fail_next(self, verb: str, resource: str, status: int = 500, times: int = 1) -> None:
         self.failures.append([verb, resource, status, times])
+
+    def freeze(self) -> None:
+        """A frozen API server: requests are accepted and get no answer until :meth:`thaw`."""
+        self.thawed.clear()
+
+    def thaw(self) -> None:
+        self.thawed.set()
 
     def pause_operator(self, paused: bool = True) -> None:
         self.operator_paused = paused
@@ -699,6 +709,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         self.cluster.requests.append((method, self.path, self.headers.get("Content-Type", "")))
+        self.cluster.thawed.wait()
         try:
             code, obj = self.cluster.handle(method, url.path, parse_qs(url.query), self.headers, body)
         except ApiError as exc:
@@ -707,8 +718,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass   # the client gave up (a read timeout against a frozen server)
 
     def do_GET(self) -> None:
         self._serve("GET")

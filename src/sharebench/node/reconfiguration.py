@@ -81,8 +81,16 @@ def reconfigure(node: str, mode: str, options: ReconfigureOptions = ReconfigureO
         raise NodeError(node, str(mode), "pre-flight", str(exc)) from None
     sess = Session(node, m.label, api_client, progress, options.timeout_s, options.poll_s)
     n, facts, t = _preflight(sess, m, options)
-    prior, restarted, mig_changed = _apply(sess, n, facts, t, options)
-    _wait_advertised(sess, t, facts, mig_changed, options.namespace)
+    try:
+        prior, restarted, mig_changed = _apply(sess, n, facts, t, options)
+        _wait_advertised(sess, t, facts, mig_changed, options.namespace)
+    except NodeError as exc:
+        if not sess.changed:
+            raise
+        # past the pre-flight the node may be half-configured: say how to put it back
+        raise type(exc)(exc.node, exc.mode, exc.state,
+                        f"{exc.what}; the node may be half-configured: run "
+                        f"'sharebench node restore {node}' to put it back as it was") from None
     return _reconfigured(sess, facts, t, prior, restarted)
 
 
@@ -116,6 +124,7 @@ def _apply(sess: Session, n, facts: GpuFacts, t: Target, options: ReconfigureOpt
     """Steps 2-4: record the prior state, cordon, write the entry, label; (prior, plugin restarted, MIG changed)."""
     sess.state = "recording prior state"
     n, prior = record_prior(sess, n, facts, options.namespace, options.configmap)
+    sess.changed = True
     if options.cordon and not (n.spec and n.spec.unschedulable):
         sess.state = "cordoning"
         sess.patch_node({"spec": {"unschedulable": True}})
