@@ -83,6 +83,10 @@ def plan_sweep(*, modes: list[str], gpu_model: str, particle_counts: list, repea
             raise UserError(f"mode {label!r} is a CPU-only local mode: it needs placement 'processes' and no node_name")
         if kind == "mig" and not gpu_model:
             raise UserError(f"mode {label!r} needs gpu_model (e.g. H200, A100-40GB) to know the MIG instances")
+        if kind != "exclusive" and placement == "pods" and not node_name:
+            # replica pods would ask the cluster for a shared/MIG resource on a node nobody reconfigured
+            raise UserError(f"mode {label!r} with placement 'pods' needs node_name (NAME or NAME=GPU_MODEL): "
+                            "sharebench reconfigures that node; or use placement 'processes' to run on this machine")
     counts = parse_particles(particle_counts)
     repeats = whole_number("repeats", repeats, 1)
     whole_number("turns", turns, 1)
