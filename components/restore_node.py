@@ -14,6 +14,7 @@ def restore_node(
     node_name: str = "",
     node_names: List[str] = [],
     timeout_s: float = 600.0,
+    run_id: str = "",
 ) -> List[dict]:
     """Puts each node back in the state it had before the sweep; idempotent.
 
@@ -25,6 +26,7 @@ def restore_node(
         node_names: Nodes to restore (NAME or NAME=GPU_MODEL; the multi-node pipeline).
         status: Final status of the sweep (logged).
         timeout_s: Longest wait for the operator to settle, in seconds.
+        run_id: The run that holds the nodes' Leases; another run's node is refused, not reset.
 
     Returns:
         Output: What each restored node advertises now (empty without a node).
@@ -33,4 +35,4 @@ def restore_node(
 
     nodes = [node_name, *node_names]
     steps.say(f"sweep finished with state {status.state}; restoring {[n for n in nodes if n] or 'nothing'}")
-    return steps.restore(node_names=nodes, timeout_s=timeout_s)
+    return steps.restore(node_names=nodes, timeout_s=timeout_s, run_id=run_id)

@@ -192,7 +192,12 @@ def test_mig_parted_semantics(item, problems):
 
 # ---------------------------------------------------------------- RBAC
 def test_rbac_least_privilege():
-    rules = {obj["kind"]: obj.get("rules") for _, obj in access.rbac_objects()}
+    rules = {obj["kind"]: obj.get("rules") for _, obj in access.rbac_objects()
+             if obj["metadata"]["name"] == names.SERVICE_ACCOUNT}
+    leases = [obj for _, obj in access.rbac_objects() if obj["kind"] == "Role"
+              and obj["metadata"]["namespace"] == names.SYSTEM_NAMESPACE]
+    assert [o["rules"] for o in leases] == [[{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                                              "verbs": ["get", "create", "update", "delete"]}]]
     assert rules["ClusterRole"] == [
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
@@ -208,7 +213,7 @@ def test_rbac_least_privilege():
 
 
 def test_rbac_bindings_point_at_the_service_account():
-    objs = {obj["kind"]: obj for _, obj in access.rbac_objects()}
+    objs = {obj["kind"]: obj for _, obj in access.rbac_objects() if obj["metadata"]["name"] == names.SERVICE_ACCOUNT}
     sa = objs["ServiceAccount"]["metadata"]
     assert sa["namespace"] == names.RUN_NAMESPACE
     for kind, role in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):

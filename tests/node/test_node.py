@@ -466,18 +466,18 @@ def test_not_mig_capable(tmp_path):
     (dict(gpu=1), True),
     (dict(gpu=1, resource="nvidia.com/mig-1g.18gb"), True),
     (dict(gpu=1, phase="Pending"), True),
-    (dict(gpu=1, labels={"app.kubernetes.io/part-of": "sharebench"}), False),
+    (dict(gpu=1, labels={"app.kubernetes.io/part-of": "sharebench", "pipeline/runid": "run-1"}), False),
     (dict(gpu=1, phase="Succeeded"), False),
     (dict(gpu=None), False),
 ], ids=["gpu-pod", "mig-pod", "pending-gpu-pod", "sharebench-pod", "finished-pod", "cpu-pod"])
 def test_refuses_foreign_gpu_pods(sim_target: Target, pod, refused):
     sim_target.sim.add_pod("team-a", "job-1", NODE, **pod)
     if not refused:
-        assert sim_target.apply("timeslice:2")["resources"]["nvidia.com/gpu"] == 4
+        assert sim_target.apply("timeslice:2", holder="run-1")["resources"]["nvidia.com/gpu"] == 4
         return
     with pytest.raises(NodeError) as exc:
         sim_target.apply("timeslice:2")
-    assert str(exc.value) == (f"node {NODE}, mode timeslice:2, state pre-flight: refusing: pods outside sharebench use "
+    assert str(exc.value) == (f"node {NODE}, mode timeslice:2, state pre-flight: refusing: pods outside this run use "
                               "this node's GPUs (team-a/job-1); a reconfiguration would disturb or evict them; "
                               "pass --force to proceed anyway")
     assert writes(sim_target.sim) == []
@@ -749,15 +749,17 @@ def test_cli_permission_denied(sim, capsys):
     sim.deny("patch", "nodes")
     code, _, err = run_cli(capsys, "node", "apply", NODE, "mps:2", "--kubeconfig", str(sim.kubeconfig))
     assert code == 2
-    assert err == (f"sharebench: error: node {NODE}, mode mps:2, state recording prior state: permission denied: "
-                   "cannot patch nodes (RBAC: grant verb 'patch' on resource 'nodes'; see manifests/rbac/)\n")
+    assert err.splitlines(keepends=True)[-1] == (
+        f"sharebench: error: node {NODE}, mode mps:2, state recording prior state: permission denied: "
+        "cannot patch nodes (RBAC: grant verb 'patch' on resource 'nodes'; see manifests/rbac/)\n")
+    assert sim.get("leases", names.SYSTEM_NAMESPACE, f"sharebench-node-{NODE}") is None   # nothing changed: released
 
 
 def test_cli_refusal_then_force(sim, capsys):
     sim.add_pod("team-a", "job-1", NODE)
     args = ["node", "apply", NODE, "mps:4", "--kubeconfig", str(sim.kubeconfig), "--poll", "0.01", "--timeout", "5"]
     code, _, err = run_cli(capsys, *args)
-    assert code == 2 and "refusing: pods outside sharebench use this node's GPUs (team-a/job-1)" in err
+    assert code == 2 and "refusing: pods outside this run use this node's GPUs (team-a/job-1)" in err
     code, out, _ = run_cli(capsys, *args, "--force")
     assert code == 0 and "resources: nvidia.com/gpu=8" in out.splitlines()
 

@@ -61,6 +61,7 @@ KINDS = {  # resource -> (kind, namespaced, api group prefix)
     "configmaps": ("ConfigMap", True, "/api/v1"),
     "pods": ("Pod", True, "/api/v1"),
     "daemonsets": ("DaemonSet", True, "/apis/apps/v1"),
+    "leases": ("Lease", True, "/apis/coordination.k8s.io/v1"),     # issue 14: one reconfiguration per node
 }
 PRODUCTS = {"A100-40GB": "NVIDIA-A100-SXM4-40GB", "A100-80GB": "NVIDIA-A100-SXM4-80GB",
             "H100-80GB": "NVIDIA-H100-80GB-HBM3", "H100-NVL": "NVIDIA-H100-NVL", "H200": "NVIDIA-H200"}
@@ -603,7 +604,8 @@ class SimCluster:
             raise ApiError(401, "Unauthorized", "Unauthorized")
         if path == "/version":
             return 200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0-sim"}
-        m = re.fullmatch(r"(/api/v1|/apis/apps/v1)(?:/namespaces/([^/]+))?/([a-z]+)(?:/([^/]+))?", path)
+        groups = r"/api/v1|/apis/apps/v1|/apis/coordination\.k8s\.io/v1"
+        m = re.fullmatch(rf"({groups})(?:/namespaces/([^/]+))?/([a-z]+)(?:/([^/]+))?", path)
         if not m or m.group(3) not in KINDS or KINDS[m.group(3)][2] != m.group(1):
             raise ApiError(404, "NotFound", f"the server could not find the requested resource ({path})")
         _, namespace, resource, name = m.groups()
@@ -623,7 +625,7 @@ class SimCluster:
                 if namespaced:
                     obj["metadata"]["namespace"] = ns
                 obj.setdefault("kind", kind)
-                obj.setdefault("apiVersion", "v1" if m.group(1) == "/api/v1" else "apps/v1")
+                obj.setdefault("apiVersion", "v1" if m.group(1) == "/api/v1" else m.group(1)[len("/apis/"):])
                 if self.get(resource, ns, obj["metadata"].get("name", "")):
                     raise ApiError(409, "AlreadyExists", f'{resource} "{obj["metadata"]["name"]}" already exists',
                                    obj["metadata"]["name"], resource)

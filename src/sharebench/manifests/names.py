@@ -2,6 +2,7 @@
 
 OPERATOR_NAMESPACE = "gpu-operator"     # the NVIDIA gpu-operator's namespace
 RUN_NAMESPACE = "sharebench"            # where the pipeline's pods and the service account live
+SYSTEM_NAMESPACE = "sharebench-system"  # sharebench's own: the per-node Leases (one reconfiguration per node)
 MONITORING_NAMESPACE = "monitoring"     # kube-prometheus-stack and its Grafana
 SERVICE_ACCOUNT = "sharebench-node"
 DEVICE_PLUGIN_CONFIGMAP = "sharebench-device-plugin-config"
