@@ -76,15 +76,15 @@ def test_kubernetes_validation_catches_broken_objects(broken, where):
 # ---------------------------------------------------------------- operator configs
 def test_device_plugin_entries():
     entries = DP_CM["data"]
-    assert sorted(entries) == sorted(["exclusive", "timeslice-2", "timeslice-4", "timeslice-8",
-                                      "mps-2", "mps-4", "mps-8"])
+    assert sorted(entries) == sorted(f"sharebench-{e}" for e in ["exclusive", "timeslice-2", "timeslice-4",
+                                                                  "timeslice-8", "mps-2", "mps-4", "mps-8"])
     for name, text in entries.items():
         cfg = yaml.safe_load(text)
         schemas.validate("device-plugin config", cfg, name)
-        if name == "exclusive":
+        if name == "sharebench-exclusive":
             assert cfg == {"version": "v1"}
             continue
-        kind, n = name.split("-")
+        _, kind, n = name.split("-")
         key = {"timeslice": "timeSlicing", "mps": "mps"}[kind]
         assert cfg["sharing"][key]["resources"] == [{"name": "nvidia.com/gpu", "replicas": int(n)}]
         assert cfg["sharing"][key]["renameByDefault"] is False
@@ -110,15 +110,13 @@ def test_shared_layout_name_has_one_item_per_model():
                       operator.PCI_DEVICE_IDS["H100-80GB"]: 7}
 
 
-def test_helm_values_point_at_the_configmaps():
+def test_helm_values_change_none_of_the_sites_defaults():
     schemas.validate("gpu-operator Helm values", VALUES)
     assert VALUES["mig"]["strategy"] == "mixed"
-    assert VALUES["devicePlugin"]["config"] == {"create": False, "name": DP_CM["metadata"]["name"],
-                                                "default": "exclusive"}
-    assert VALUES["devicePlugin"]["config"]["default"] in DP_CM["data"]
-    assert VALUES["migManager"]["config"]["name"] == MIG_CM["metadata"]["name"]
-    assert VALUES["migManager"]["config"]["default"] in MIG_CFG["mig-configs"]
-    assert DP_CM["metadata"]["namespace"] == MIG_CM["metadata"]["namespace"] == names.OPERATOR_NAMESPACE
+    # no repointing: a `helm upgrade --reuse-values -f` keeps the site's ConfigMaps and default entries
+    assert "config" not in VALUES.get("devicePlugin", {}) and "config" not in VALUES["migManager"]
+    text = (MANIFESTS / "helm/gpu-operator-values.yaml").read_text()
+    assert f"--version {operator.GPU_OPERATOR_CHART_VERSION}" in text and operator.GPU_OPERATOR_CHART in text
 
 
 def test_helm_values_point_dcgm_exporter_at_the_monitoring_metrics():

@@ -46,11 +46,11 @@ def test_second_run_is_refused_naming_the_holder(sim):
                           f"the node is being reconfigured by run-a (Lease {SYSTEM_NAMESPACE}/{LEASE}, expires in ")
     assert "\n" not in msg
     assert len([r for r in sim.requests if r[0] != "GET"]) == writes_before    # nothing changed
-    assert sim.node(NODE)["metadata"]["labels"][LABEL_DP] == "timeslice-2"
+    assert sim.node(NODE)["metadata"]["labels"][LABEL_DP] == "sharebench-timeslice-2"
     # run-b's restore cannot reset run-a's node either
     with pytest.raises(NodeError, match="refusing: the node's Lease .* is held by run-a, not run-b"):
         restore(NODE, api_client=sim.api_client(), timeout_s=5, poll_s=0.01, holder="run-b")
-    assert sim.node(NODE)["metadata"]["labels"][LABEL_DP] == "timeslice-2"
+    assert sim.node(NODE)["metadata"]["labels"][LABEL_DP] == "sharebench-timeslice-2"
 
 
 def test_holder_renews_and_restore_releases(sim):

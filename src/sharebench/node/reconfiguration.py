@@ -234,9 +234,10 @@ def restore(node: str, *, timeout_s: float = 600, poll_s: float | None = None, a
         sess.say("no recorded prior state: nothing to restore")
         release(sess, holder)
         return {"node": node, "restored": False, "resources": gpu_resources(n), "labels": nvidia_labels(n)}
-    ns, left = _restore_entries(sess, prior)
+    ns, added = _restore_entries(sess, prior)
     _restore_labels(sess, prior, ns)
     _wait_restored(sess, prior)
+    left = _remove_added_entries(sess, prior, added)
     sess.state = "removing the prior-state annotation"
     final = remove_prior(sess)
     sess.say("restored; prior-state annotation removed")
@@ -262,13 +263,31 @@ def _restore_entries(sess: Session, prior: dict) -> tuple[str, list[str]]:
     sess.state = "restoring ConfigMap entries"
     for entry, text in sorted(cm.get("entries", {}).items()):
         if text is None:
-            left.append(entry)  # added by sharebench; harmless, maybe used by another node: left
+            left.append(entry)  # added by sharebench: removed once the node no longer uses it
             continue
         changed |= set_entry(sess, ns, cm_name, entry, text)
     if changed:
         sess.state = "restarting the device plugin"
         restart_device_plugin(sess, ns)
     return ns, left
+
+
+def _remove_added_entries(sess: Session, prior: dict, added: list[str]) -> list[str]:
+    """Remove the entries sharebench added to the site's ConfigMap, except those a node still uses
+    (another node's run); returns those left."""
+    cm = prior.get("configmap", {})
+    ns, cm_name = cm.get("namespace", OPERATOR_NAMESPACE), cm.get("name", DEVICE_PLUGIN_CONFIGMAP)
+    sess.state = "removing sharebench's ConfigMap entries"
+    left = []
+    for entry in added:
+        users = sess.call("list", "nodes", sess.core.list_node, label_selector=f"{LABEL_DP}={entry}").items
+        if users:
+            left.append(entry)
+            sess.say(f"ConfigMap {ns}/{cm_name}: entry {entry} left, node(s) "
+                     f"{', '.join(u.metadata.name for u in users)} use it")
+            continue
+        set_entry(sess, ns, cm_name, entry, None)
+    return left
 
 
 def _restore_labels(sess: Session, prior: dict, ns: str) -> None:
