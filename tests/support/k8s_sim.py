@@ -23,6 +23,8 @@ the official ``kubernetes`` client through a generated kubeconfig:
     the node's PCI id); stuck ``pending`` while a foreign pod uses the node's GPUs.
 * Fault injection: ``deny(verb, resource)`` (RBAC 403), ``fail_next(verb, resource, status)``,
   ``pause_operator()``, ``freeze()`` / ``thaw()`` (requests get no answer).
+* Admission: policies appended to ``admission`` (``support.admission.AdmissionPolicy``) judge
+  every update and delete, as the API server's ValidatingAdmissionPolicy does (422 when denied).
 """
 
 from __future__ import annotations
@@ -235,6 +237,7 @@ class SimCluster:
         self.failures: list[list] = []          # [verb, resource, status, times]
         self.requests: list[tuple[str, str, str]] = []
         self.operator_paused = False
+        self.admission: list = []               # issue 14: support.admission.AdmissionPolicy, enforced
         self.thawed = threading.Event()        # issue 14: freeze() holds every request until thaw()
         self.thawed.set()
         self._stop = threading.Event()
@@ -636,6 +639,7 @@ class SimCluster:
             if method == "GET":
                 return 200, cur
             if method == "DELETE":
+                self.admit(resource, "DELETE", None, cur)
                 self.objects.pop((resource, ns if namespaced else "", name), None)
                 if resource == "pods":
                     self._on_pod_deleted(cur)
@@ -667,7 +671,17 @@ class SimCluster:
             new["kind"], new["apiVersion"] = cur["kind"], cur["apiVersion"]
             if resource in ("nodes", "pods", "daemonsets"):
                 new["status"] = cur.get("status", {})   # status is a subresource
+            self.admit(resource, "UPDATE", new, cur)
             return 200, self.put_object(new)
+
+    def admit(self, resource: str, operation: str, new: dict | None, old: dict) -> None:
+        """The enforced admission policies (every request is the ServiceAccount's): 422 when one denies."""
+        for policy in self.admission:
+            denied = policy.denials(resource=resource, operation=operation, user=SERVICE_ACCOUNT_USER,
+                                    obj=new, old=old)
+            if denied:
+                raise ApiError(422, "Invalid", f"ValidatingAdmissionPolicy '{policy.name}' with binding "
+                               f"'{policy.name}' denied request: {denied[0]}", old["metadata"]["name"], resource)
 
     def _authorize(self, verb: str, resource: str, namespace: str | None, name: str | None) -> None:
         for f in self.failures:
