@@ -17,6 +17,7 @@ def reconfigure_node(
     namespace: str = "gpu-operator",
     timeout_s: float = 600.0,
     force: bool = False,
+    run_id: str = "",
 ) -> NamedTuple("NodeMode", resource=str, count=int, pods=List[int], processes=int, replicas=int,
                 node_selector=dict, advertised=dict):
     """Puts a node in a sharing mode through the NVIDIA gpu-operator and waits until it advertises it.
@@ -30,7 +31,8 @@ def reconfigure_node(
         placement: 'pods', 'processes' or 'dra' (no node change); decides how many pods a cell has.
         namespace: Namespace of the gpu-operator and its device-plugin ConfigMap.
         timeout_s: Longest wait for the node to advertise the mode, in seconds.
-        force: Reconfigure even when pods outside sharebench use the node's GPUs.
+        force: Reconfigure even when pods outside this run use the node's GPUs.
+        run_id: The run holding the node's Lease (one reconfiguration per node); its pods are not foreign.
 
     Returns:
         resource: Extended resource each replica pod requests (nvidia.com/gpu, nvidia.com/mig-1g.18gb).
@@ -46,7 +48,7 @@ def reconfigure_node(
     from sharebench.components import steps
 
     r = steps.reconfigure(node_name=node_name, mode=mode, gpu_model=gpu_model, placement=placement,
-                          namespace=namespace, timeout_s=timeout_s, force=force)
+                          namespace=namespace, timeout_s=timeout_s, force=force, run_id=run_id)
     return namedtuple("NodeMode", ["resource", "count", "pods", "processes", "replicas", "node_selector",
                                   "advertised"])(
         r["resource"], r["count"], r["pods"], r["processes"], len(r["pods"]) * r["processes"], r["node_selector"],

@@ -16,6 +16,7 @@ def restore_node(
     timeout_s: float = 600.0,
     placement: str = "pods",
     claims_namespace: str = "sharebench",
+    run_id: str = "",
 ) -> List[dict]:
     """Puts each node back in the state it had before the sweep; idempotent.
 
@@ -29,6 +30,7 @@ def restore_node(
         timeout_s: Longest wait for the operator to settle, in seconds.
         placement: 'dra': also delete every ResourceClaim a failed cell left (the node was never changed).
         claims_namespace: Namespace of the claims (dra).
+        run_id: The run that holds the nodes' Leases; another run's node is refused, not reset.
 
     Returns:
         Output: What each restored node advertises now (empty without a node).
@@ -40,4 +42,4 @@ def restore_node(
     steps.release_all(placement=placement, namespace=claims_namespace)
     if placement == "dra":
         return []
-    return steps.restore(node_names=nodes, timeout_s=timeout_s)
+    return steps.restore(node_names=nodes, timeout_s=timeout_s, run_id=run_id)

@@ -88,6 +88,10 @@ def plan_sweep(*, modes: list[str], gpu_model: str, particle_counts: list, repea
             raise UserError(f"mode {label!r} sets the GPU's time-slice interval: in the pipeline only placement 'dra' "
                             "can (the DRA driver applies it per claim); on one machine use sharebench run "
                             "--allow-gpu-settings")
+        if kind != "exclusive" and placement == "pods" and not node_name:
+            # replica pods would ask the cluster for a shared/MIG resource on a node nobody reconfigured
+            raise UserError(f"mode {label!r} with placement 'pods' needs node_name (NAME or NAME=GPU_MODEL): "
+                            "sharebench reconfigures that node; or use placement 'processes' to run on this machine")
     counts = parse_particles(particle_counts)
     repeats = whole_number("repeats", repeats, 1)
     whole_number("turns", turns, 1)
@@ -152,7 +156,8 @@ def cell_id(mode: str, particles: int, repeat: int) -> str:
 
 # ------------------------------------------------------------------ node
 def reconfigure(*, node_name: str, mode: str, gpu_model: str, placement: str,
-                namespace: str = OPERATOR_NAMESPACE, timeout_s: float = 600, force: bool = False) -> dict[str, Any]:
+                namespace: str = OPERATOR_NAMESPACE, timeout_s: float = 600, force: bool = False,
+                run_id: str = "") -> dict[str, Any]:
     """Put the node in ``mode`` and say how the mode's pods must request it.
 
     Without a node (``node_name`` empty: kfp.local on this machine) nothing is changed and
@@ -168,20 +173,20 @@ def reconfigure(*, node_name: str, mode: str, gpu_model: str, placement: str,
         req = pod_request(mode, gpu_model, placement)
         return {**req, "node_selector": {}, "advertised": {}, "reconfigured": False}
     options = ReconfigureOptions(gpu_model=gpu_model or None, namespace=namespace, timeout_s=float(timeout_s),
-                                 force=bool(force))
+                                 force=bool(force), holder=run_id or None)
     state = reconfigure_node(node_name, mode, options, progress=say)
     req = pod_request(mode, state.get("gpu_model") or gpu_model, placement, resource=state.get("resource"))
     say(f"node {node_name} in {mode}: pods request {req['count']} x {req['resource']} each")
     return {**req, "node_selector": {HOSTNAME_LABEL: node_name}, "advertised": state, "reconfigured": True}
 
 
-def restore(*, node_names: list[str], timeout_s: float = 600) -> list[dict[str, Any]]:
+def restore(*, node_names: list[str], timeout_s: float = 600, run_id: str = "") -> list[dict[str, Any]]:
     """Put every node back as it was (idempotent); no node: a no-op that says so."""
     names = [split_node(n)[0] for n in (node_names or []) if n]
     if not names:
         say("no node_name: ran on this machine, no cluster; restore is a no-op")
         return []
-    return [restore_node(n, timeout_s=float(timeout_s), progress=say) for n in names]
+    return [restore_node(n, timeout_s=float(timeout_s), progress=say, holder=run_id or None) for n in names]
 
 
 # ------------------------------------------------------------------ claims (placement dra)

@@ -134,7 +134,7 @@ def sweep_modes(image: str, node_name: str, gpu_model: str, modes: list[str], ce
     with Loop(modes, name="modes", parallelism=1) as mode:
         node = in_image(reconfigure_node(node_name=node_name, mode=mode, gpu_model=gpu_model, placement=placement,
                                          namespace=operator_namespace, timeout_s=reconfigure_timeout_s,
-                                         force=force), image)
+                                         force=force, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER), image)
         cells_of_mode = run_cells(image=image, mode=mode, cells=cells, particle_counts=particle_counts,
                                   repeats=repeats, warmup_repeats=warmup_repeats, turns=turns,
                                   start_delay_s=start_delay_s,
@@ -213,7 +213,8 @@ def sweep_pipeline(
         reconfigure_timeout_s: Longest wait for the node to advertise a mode.
         force: Reconfigure even when pods outside sharebench use the node's GPUs.
     """
-    restore = in_image(restore_node(node_name=node_name, placement=placement), image)
+    restore = in_image(restore_node(node_name=node_name, placement=placement,
+                                    run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER), image)
     with dsl.ExitHandler(restore, name="sweep"):
         sweep_node(image=image, node_name=node_name, gpu_model=gpu_model, modes=modes,
                    particle_counts=particle_counts, repeats=repeats, warmup_repeats=warmup_repeats, turns=turns,
@@ -266,7 +267,8 @@ def multi_node_pipeline(
         reconfigure_timeout_s: Longest wait for a node to advertise a mode.
         force: Reconfigure even when pods outside sharebench use a node's GPUs.
     """
-    restore = in_image(restore_node(node_names=nodes, placement=placement), image)
+    restore = in_image(restore_node(node_names=nodes, placement=placement,
+                                    run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER), image)
     with dsl.ExitHandler(restore, name="sweeps"):
         with Loop(nodes, name="nodes") as node:
             swept = sweep_node(image=image, node_name=node, gpu_model="", modes=modes,

@@ -55,7 +55,7 @@ def test_image_is_named_in_one_place():
 ])
 def test_plan_resolves_modes_for_the_gpu_model(gpu, modes, resolved):
     plan = steps.plan_sweep(modes=modes, gpu_model=gpu, particle_counts=[5e6, 1e7], repeats=3, turns=10,
-                            placement="pods", node_name="n1" if gpu else "")
+                            placement="pods", node_name="n1")
     assert plan["modes"] == resolved
     assert plan["cells"] == list(range(2 * (3 + 1)))
 
@@ -81,6 +81,11 @@ def test_plan_reads_name_equals_model_node_specs():
     ({"repeats": 0}, "bad repeats 0; allowed: a whole number >= 1"),
     ({"warmup_repeats": -1}, "bad warmup_repeats -1; allowed: a whole number >= 0"),
     ({"node_name": "=H200"}, "node '=H200': write NAME or NAME=GPU_MODEL"),
+    # the Kubeflow UI's defaults (no node, placement pods): refused before any pod starts
+    ({"node_name": "", "modes": ["exclusive", "mig:7g", "mig:1g"]},
+     "mode 'mig:7g.141gb' with placement 'pods' needs node_name (NAME or NAME=GPU_MODEL)"),
+    ({"node_name": ""}, "mode 'timeslice:2' with placement 'pods' needs node_name"),
+    ({"node_name": "", "modes": ["mps:2"], "gpu_model": ""}, "mode 'mps:2' with placement 'pods' needs node_name"),
 ])
 def test_plan_refuses_bad_input_in_one_line(change, message):
     kw = dict(modes=["exclusive", "timeslice:2"], gpu_model="H200", particle_counts=[1000], repeats=1, turns=1,

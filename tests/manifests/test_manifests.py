@@ -79,15 +79,15 @@ def test_kubernetes_validation_catches_broken_objects(broken, where):
 # ---------------------------------------------------------------- operator configs
 def test_device_plugin_entries():
     entries = DP_CM["data"]
-    assert sorted(entries) == sorted(["exclusive", "timeslice-2", "timeslice-4", "timeslice-8",
-                                      "mps-2", "mps-4", "mps-8"])
+    assert sorted(entries) == sorted(f"sharebench-{e}" for e in ["exclusive", "timeslice-2", "timeslice-4",
+                                                                  "timeslice-8", "mps-2", "mps-4", "mps-8"])
     for name, text in entries.items():
         cfg = yaml.safe_load(text)
         schemas.validate("device-plugin config", cfg, name)
-        if name == "exclusive":
+        if name == "sharebench-exclusive":
             assert cfg == {"version": "v1"}
             continue
-        kind, n = name.split("-")
+        _, kind, n = name.split("-")
         key = {"timeslice": "timeSlicing", "mps": "mps"}[kind]
         assert cfg["sharing"][key]["resources"] == [{"name": "nvidia.com/gpu", "replicas": int(n)}]
         assert cfg["sharing"][key]["renameByDefault"] is False
@@ -113,15 +113,13 @@ def test_shared_layout_name_has_one_item_per_model():
                       operator.PCI_DEVICE_IDS["H100-80GB"]: 7}
 
 
-def test_helm_values_point_at_the_configmaps():
+def test_helm_values_change_none_of_the_sites_defaults():
     schemas.validate("gpu-operator Helm values", VALUES)
     assert VALUES["mig"]["strategy"] == "mixed"
-    assert VALUES["devicePlugin"]["config"] == {"create": False, "name": DP_CM["metadata"]["name"],
-                                                "default": "exclusive"}
-    assert VALUES["devicePlugin"]["config"]["default"] in DP_CM["data"]
-    assert VALUES["migManager"]["config"]["name"] == MIG_CM["metadata"]["name"]
-    assert VALUES["migManager"]["config"]["default"] in MIG_CFG["mig-configs"]
-    assert DP_CM["metadata"]["namespace"] == MIG_CM["metadata"]["namespace"] == names.OPERATOR_NAMESPACE
+    # no repointing: a `helm upgrade --reuse-values -f` keeps the site's ConfigMaps and default entries
+    assert "config" not in VALUES.get("devicePlugin", {}) and "config" not in VALUES["migManager"]
+    text = (MANIFESTS / "helm/gpu-operator-values.yaml").read_text()
+    assert f"--version {operator.GPU_OPERATOR_CHART_VERSION}" in text and operator.GPU_OPERATOR_CHART in text
 
 
 def test_helm_values_point_dcgm_exporter_at_the_monitoring_metrics():
@@ -195,7 +193,12 @@ def test_mig_parted_semantics(item, problems):
 
 # ---------------------------------------------------------------- RBAC
 def test_rbac_least_privilege():
-    rules = {obj["kind"]: obj.get("rules") for _, obj in access.rbac_objects()}
+    rules = {obj["kind"]: obj.get("rules") for _, obj in access.rbac_objects()
+             if obj["metadata"]["name"] == names.SERVICE_ACCOUNT}
+    leases = [obj for _, obj in access.rbac_objects() if obj["kind"] == "Role"
+              and obj["metadata"]["namespace"] == names.SYSTEM_NAMESPACE]
+    assert [o["rules"] for o in leases] == [[{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                                              "verbs": ["get", "create", "update", "delete"]}]]
     assert rules["ClusterRole"] == [
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
@@ -211,7 +214,7 @@ def test_rbac_least_privilege():
 
 
 def test_rbac_bindings_point_at_the_service_account():
-    objs = {obj["kind"]: obj for _, obj in access.rbac_objects()}
+    objs = {obj["kind"]: obj for _, obj in access.rbac_objects() if obj["metadata"]["name"] == names.SERVICE_ACCOUNT}
     sa = objs["ServiceAccount"]["metadata"]
     assert sa["namespace"] == names.RUN_NAMESPACE
     for kind, role in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):

@@ -232,12 +232,13 @@ def test_renamed_shared_resource(sim_target: Target):
     sim = sim_target.sim
     starts = sim.gpu_nodes[NODE].plugin_starts
     res = sim_target.apply("timeslice:4", rename_shared=True)
-    assert res["device_plugin_config"] == "timeslice-4-shared"
+    assert res["device_plugin_config"] == "sharebench-timeslice-4-shared"
     assert res["resources"]["nvidia.com/gpu.shared"] == 8
     assert res["resources"]["nvidia.com/gpu"] == 0
     assert res["plugin_restarted"] is True and sim.gpu_nodes[NODE].plugin_starts == starts + 1
     back = sim_target.restore()
-    assert back["entries_left"] == ["timeslice-4-shared"]     # added entries stay (unused)
+    assert back["entries_left"] == []     # the entry sharebench added, unused now, is removed
+    assert "sharebench-timeslice-4-shared" not in sim_target.sim.configmap()["data"]
     assert back["resources"]["nvidia.com/gpu"] == 2
 
 
@@ -246,7 +247,7 @@ def test_changed_entry_is_rewritten_plugin_restarted_and_restored(sim_target: Ta
     sim = sim_target.sim
     site_entry = dump_yaml(operator.device_plugin_config("timeslice", 3))
     sim.edit("configmaps", sim.ns, names.DEVICE_PLUGIN_CONFIGMAP,
-             lambda cm: cm["data"].update({"timeslice-4": site_entry}))
+             lambda cm: cm["data"].update({"sharebench-timeslice-4": site_entry}))
     for ds in sim.gpu_nodes[NODE].starts:                                   # the site's operands read it
         sim.delete_pod(sim.ns, sim.plugin_pods(NODE, ds)[0]["metadata"]["name"])
     time.sleep(0.05)
@@ -260,11 +261,12 @@ def test_changed_entry_is_rewritten_plugin_restarted_and_restored(sim_target: Ta
     assert sim.gpu_nodes[NODE].starts[GFD_DS] == gfd_starts + 1
     assert res["labels"]["nvidia.com/gpu.replicas"] == "4"
     assert res["resources"]["nvidia.com/gpu"] == 8
-    assert res["previous"]["configmap"]["entries"] == {"timeslice-4": site_entry}
-    assert sim.configmap()["data"]["timeslice-4"] == operator.device_plugin_entries()["timeslice-4"]
+    assert res["previous"]["configmap"]["entries"] == {"sharebench-timeslice-4": site_entry}
+    entry = "sharebench-timeslice-4"
+    assert sim.configmap()["data"][entry] == operator.device_plugin_entries()[entry]
 
     sim_target.restore()
-    assert sim.configmap()["data"]["timeslice-4"] == site_entry
+    assert sim.configmap()["data"]["sharebench-timeslice-4"] == site_entry
     assert sim.gpu_nodes[NODE].plugin_starts == starts + 2
 
 
@@ -303,8 +305,9 @@ def test_unchanged_entry_needs_no_restart(sim_target: Target):
 def test_sim_operands_ignore_entry_changes_until_restarted(sim):
     """As the real operands: a label alone does not pick up an edited entry; each pod sees it after its restart."""
     sim.edit("configmaps", sim.ns, names.DEVICE_PLUGIN_CONFIGMAP,
-                lambda cm: cm["data"].update({"timeslice-2": dump_yaml(operator.device_plugin_config("timeslice", 5))}))
-    sim.edit("nodes", "", NODE, lambda n: n["metadata"]["labels"].update({LABEL_DP: "timeslice-2"}))
+                lambda cm: cm["data"].update(
+                    {"sharebench-timeslice-2": dump_yaml(operator.device_plugin_config("timeslice", 5))}))
+    sim.edit("nodes", "", NODE, lambda n: n["metadata"]["labels"].update({LABEL_DP: "sharebench-timeslice-2"}))
     sim.wait_settled(NODE)
     node = sim.node(NODE)
     assert (node["status"]["allocatable"]["nvidia.com/gpu"],
@@ -377,15 +380,16 @@ def test_restore_after_failure_mid_sweep_from_another_process(sim_target: Target
 def test_restore_after_injected_api_failure(sim_target: Target):
     sim = sim_target.sim
     sim_target.apply("mps:2")
-    sim.fail_next("update", "configmaps", status=500)
-    with pytest.raises(NodeError, match=r"state writing device-plugin entry mps-3: update configmaps in namespace "
-                                        r"gpu-operator failed: HTTP 500"):
-        sim_target.apply("mps:3")
+    sim.fail_next("update", "configmaps", status=500, times=10_000)   # 5xx are retried: a lasting failure
+    with pytest.raises(NodeError, match=r"state writing device-plugin entry sharebench-mps-3: update configmaps in "
+                                        r"namespace gpu-operator failed: HTTP 500.*sharebench node restore gpu-node-1"):
+        sim_target.apply("mps:3", timeout_s=0.5)
+    sim.failures.clear()
     fresh = Target(sim.api_client(), NODE, SIM_TIMEOUT_S, SIM_POLL_S, sim)   # a new client, as a new process
     res = fresh.restore()
     assert res["restored"] is True and res["resources"] == {"nvidia.com/gpu": 2}
     assert LABEL_DP not in sim.node(NODE)["metadata"]["labels"]
-    assert "mps-3" not in sim.configmap()["data"]   # never written
+    assert "sharebench-mps-3" not in sim.configmap()["data"]   # never written
 
 
 def test_restore_waits_for_the_prior_strategy_not_just_the_count(tmp_path):
@@ -393,12 +397,12 @@ def test_restore_waits_for_the_prior_strategy_not_just_the_count(tmp_path):
     with SimCluster(tmp_path, delay_s=0.2) as sim:
         sim.add_gpu_node("n1", "H200", gpus=2)
         api = sim.api_client()
-        sim.edit("nodes", "", "n1", lambda n: n["metadata"]["labels"].update({LABEL_DP: "timeslice-2"}))
+        sim.edit("nodes", "", "n1", lambda n: n["metadata"]["labels"].update({LABEL_DP: "sharebench-timeslice-2"}))
         sim.wait_settled("n1", timeout_s=2)
         reconfigure("n1", "mps:2", SIM_OPTIONS, api_client=api)
         res = restore("n1", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
         assert res["labels"]["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
-        assert res["labels"][LABEL_DP] == "timeslice-2" and res["elapsed_s"] >= 0.2
+        assert res["labels"][LABEL_DP] == "sharebench-timeslice-2" and res["elapsed_s"] >= 0.2
 
 
 def test_restore_without_record_changes_nothing(sim_target: Target):
@@ -465,18 +469,18 @@ def test_not_mig_capable(tmp_path):
     (dict(gpu=1), True),
     (dict(gpu=1, resource="nvidia.com/mig-1g.18gb"), True),
     (dict(gpu=1, phase="Pending"), True),
-    (dict(gpu=1, labels={"app.kubernetes.io/part-of": "sharebench"}), False),
+    (dict(gpu=1, labels={"app.kubernetes.io/part-of": "sharebench", "pipeline/runid": "run-1"}), False),
     (dict(gpu=1, phase="Succeeded"), False),
     (dict(gpu=None), False),
 ], ids=["gpu-pod", "mig-pod", "pending-gpu-pod", "sharebench-pod", "finished-pod", "cpu-pod"])
 def test_refuses_foreign_gpu_pods(sim_target: Target, pod, refused):
     sim_target.sim.add_pod("team-a", "job-1", NODE, **pod)
     if not refused:
-        assert sim_target.apply("timeslice:2")["resources"]["nvidia.com/gpu"] == 4
+        assert sim_target.apply("timeslice:2", holder="run-1")["resources"]["nvidia.com/gpu"] == 4
         return
     with pytest.raises(NodeError) as exc:
         sim_target.apply("timeslice:2")
-    assert str(exc.value) == (f"node {NODE}, mode timeslice:2, state pre-flight: refusing: pods outside sharebench use "
+    assert str(exc.value) == (f"node {NODE}, mode timeslice:2, state pre-flight: refusing: pods outside this run use "
                               "this node's GPUs (team-a/job-1); a reconfiguration would disturb or evict them; "
                               "pass --force to proceed anyway")
     assert writes(sim_target.sim) == []
@@ -578,7 +582,7 @@ def test_bad_mode_string(sim_target: Target):
     ("list", "pods", "timeslice:2", "pre-flight"),
     ("get", "configmaps", "timeslice:2", "pre-flight"),
     ("patch", "nodes", "timeslice:2", "recording prior state"),
-    ("update", "configmaps", "timeslice:3", "writing device-plugin entry timeslice-3"),
+    ("update", "configmaps", "timeslice:3", "writing device-plugin entry sharebench-timeslice-3"),
     ("delete", "pods", "timeslice:3", "restarting the device plugin"),
 ])
 def test_permission_denied_names_verb_and_resource(sim_target: Target, verb, resource, mode, state):
@@ -712,11 +716,12 @@ def test_cli_apply_status_restore(sim, capsys):
                              "--poll", "0.01")
     assert code == 0, err
     assert "resources: nvidia.com/gpu=8" in out.splitlines()
-    assert "device_plugin_config: timeslice-4" in out.splitlines()
-    assert f"{NODE}: labelled nvidia.com/device-plugin.config=timeslice-4" in err
+    assert "device_plugin_config: sharebench-timeslice-4" in out.splitlines()
+    assert f"{NODE}: labelled nvidia.com/device-plugin.config=sharebench-timeslice-4" in err
     code, out, _ = run_cli(capsys, "node", "status", NODE, "--kubeconfig", k, "--json")
     st = json.loads(out)
-    assert code == 0 and st["device_plugin_config"] == "timeslice-4" and st["prior_state"]["labels"][LABEL_DP] is None
+    assert code == 0 and st["device_plugin_config"] == "sharebench-timeslice-4"
+    assert st["prior_state"]["labels"][LABEL_DP] is None
     code, out, _ = run_cli(capsys, "node", "restore", NODE, "--kubeconfig", k, "--poll", "0.01")
     assert code == 0 and "restored: True" in out.splitlines()
     code, out, _ = run_cli(capsys, "node", "restore", NODE, "--kubeconfig", k, "--poll", "0.01")
@@ -748,15 +753,17 @@ def test_cli_permission_denied(sim, capsys):
     sim.deny("patch", "nodes")
     code, _, err = run_cli(capsys, "node", "apply", NODE, "mps:2", "--kubeconfig", str(sim.kubeconfig))
     assert code == 2
-    assert err == (f"sharebench: error: node {NODE}, mode mps:2, state recording prior state: permission denied: "
-                   "cannot patch nodes (RBAC: grant verb 'patch' on resource 'nodes'; see manifests/rbac/)\n")
+    assert err.splitlines(keepends=True)[-1] == (
+        f"sharebench: error: node {NODE}, mode mps:2, state recording prior state: permission denied: "
+        "cannot patch nodes (RBAC: grant verb 'patch' on resource 'nodes'; see manifests/rbac/)\n")
+    assert sim.get("leases", names.SYSTEM_NAMESPACE, f"sharebench-node-{NODE}") is None   # nothing changed: released
 
 
 def test_cli_refusal_then_force(sim, capsys):
     sim.add_pod("team-a", "job-1", NODE)
     args = ["node", "apply", NODE, "mps:4", "--kubeconfig", str(sim.kubeconfig), "--poll", "0.01", "--timeout", "5"]
     code, _, err = run_cli(capsys, *args)
-    assert code == 2 and "refusing: pods outside sharebench use this node's GPUs (team-a/job-1)" in err
+    assert code == 2 and "refusing: pods outside this run use this node's GPUs (team-a/job-1)" in err
     code, out, _ = run_cli(capsys, *args, "--force")
     assert code == 0 and "resources: nvidia.com/gpu=8" in out.splitlines()
 

@@ -22,7 +22,9 @@ the official ``kubernetes`` client through a generated kubeconfig:
     ``failed`` for a layout absent from the mig-parted ConfigMap (or with no item for
     the node's PCI id); stuck ``pending`` while a foreign pod uses the node's GPUs.
 * Fault injection: ``deny(verb, resource)`` (RBAC 403), ``fail_next(verb, resource, status)``,
-  ``pause_operator()``.
+  ``pause_operator()``, ``freeze()`` / ``thaw()`` (requests get no answer).
+* Admission: policies appended to ``admission`` (``support.admission.AdmissionPolicy``) judge
+  every update and delete, as the API server's ValidatingAdmissionPolicy does (422 when denied).
 """
 
 from __future__ import annotations
@@ -64,8 +66,10 @@ KINDS = {  # resource -> (kind, namespaced, api group prefix)
     # Dynamic Resource Allocation (resource.k8s.io/v1); the allocating driver is support/dra_sim.py
     "resourceclaims": ("ResourceClaim", True, "/apis/resource.k8s.io/v1"),
     "resourceclaimtemplates": ("ResourceClaimTemplate", True, "/apis/resource.k8s.io/v1"),
+    "leases": ("Lease", True, "/apis/coordination.k8s.io/v1"),     # issue 14: one reconfiguration per node
 }
-API_VERSIONS = {"/api/v1": "v1", "/apis/apps/v1": "apps/v1", "/apis/resource.k8s.io/v1": "resource.k8s.io/v1"}
+API_VERSIONS = {"/api/v1": "v1", "/apis/apps/v1": "apps/v1", "/apis/resource.k8s.io/v1": "resource.k8s.io/v1",
+                "/apis/coordination.k8s.io/v1": "coordination.k8s.io/v1"}
 PRODUCTS = {"A100-40GB": "NVIDIA-A100-SXM4-40GB", "A100-80GB": "NVIDIA-A100-SXM4-80GB",
             "H100-80GB": "NVIDIA-H100-80GB-HBM3", "H100-NVL": "NVIDIA-H100-NVL", "H200": "NVIDIA-H200"}
 
@@ -239,6 +243,9 @@ class SimCluster:
         self.requests: list[tuple[str, str, str]] = []
         self.operator_paused = False
         self.dra = None                         # a support.dra_sim.SimDraDriver, when one is attached
+        self.admission: list = []               # issue 14: support.admission.AdmissionPolicy, enforced
+        self.thawed = threading.Event()        # issue 14: freeze() holds every request until thaw()
+        self.thawed.set()
         self._stop = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self.kubeconfig = self.workdir / "kubeconfig.yaml"
@@ -284,6 +291,7 @@ class SimCluster:
 
     def stop(self) -> None:
         self._stop.set()
+        self.thawed.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -388,6 +396,13 @@ class SimCluster:
 
     def fail_next(self, verb: str, resource: str, status: int = 500, times: int = 1) -> None:
         self.failures.append([verb, resource, status, times])
+
+    def freeze(self) -> None:
+        """A frozen API server: requests are accepted and get no answer until :meth:`thaw`."""
+        self.thawed.clear()
+
+    def thaw(self) -> None:
+        self.thawed.set()
 
     def pause_operator(self, paused: bool = True) -> None:
         self.operator_paused = paused
@@ -600,8 +615,8 @@ class SimCluster:
             raise ApiError(401, "Unauthorized", "Unauthorized")
         if path == "/version":
             return 200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0-sim"}
-        m = re.fullmatch(r"(/api/v1|/apis/apps/v1|/apis/resource\.k8s\.io/v1)(?:/namespaces/([^/]+))?/([a-z]+)"
-                         r"(?:/([^/]+))?", path)
+        groups = r"/api/v1|/apis/apps/v1|/apis/resource\.k8s\.io/v1|/apis/coordination\.k8s\.io/v1"
+        m = re.fullmatch(rf"({groups})(?:/namespaces/([^/]+))?/([a-z]+)(?:/([^/]+))?", path)
         if not m or m.group(3) not in KINDS or KINDS[m.group(3)][2] != m.group(1):
             raise ApiError(404, "NotFound", f"the server could not find the requested resource ({path})")
         _, namespace, resource, name = m.groups()
@@ -632,6 +647,7 @@ class SimCluster:
             if method == "GET":
                 return 200, cur
             if method == "DELETE":
+                self.admit(resource, "DELETE", None, cur)
                 self.objects.pop((resource, ns if namespaced else "", name), None)
                 if resource == "pods":
                     self._on_pod_deleted(cur)
@@ -663,7 +679,17 @@ class SimCluster:
             new["kind"], new["apiVersion"] = cur["kind"], cur["apiVersion"]
             if resource in ("nodes", "pods", "daemonsets", "resourceclaims"):
                 new["status"] = cur.get("status", {})   # status is a subresource
+            self.admit(resource, "UPDATE", new, cur)
             return 200, self.put_object(new)
+
+    def admit(self, resource: str, operation: str, new: dict | None, old: dict) -> None:
+        """The enforced admission policies (every request is the ServiceAccount's): 422 when one denies."""
+        for policy in self.admission:
+            denied = policy.denials(resource=resource, operation=operation, user=SERVICE_ACCOUNT_USER,
+                                    obj=new, old=old)
+            if denied:
+                raise ApiError(422, "Invalid", f"ValidatingAdmissionPolicy '{policy.name}' with binding "
+                               f"'{policy.name}' denied request: {denied[0]}", old["metadata"]["name"], resource)
 
     def _authorize(self, verb: str, resource: str, namespace: str | None, name: str | None) -> None:
         for f in self.failures:
@@ -707,6 +733,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         self.cluster.requests.append((method, self.path, self.headers.get("Content-Type", "")))
+        self.cluster.thawed.wait()
         try:
             code, obj = self.cluster.handle(method, url.path, parse_qs(url.query), self.headers, body)
         except ApiError as exc:
@@ -715,8 +742,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass   # the client gave up (a read timeout against a frozen server)
 
     def do_GET(self) -> None:
         self._serve("GET")

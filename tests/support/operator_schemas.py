@@ -142,19 +142,17 @@ HELM_VALUES = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "gpu-operator Helm values: the subset sharebench sets",
     "type": "object",
-    "required": ["mig", "devicePlugin", "migManager"],
+    "required": ["mig", "migManager"],      # the config names are the site's (issue 14): optional
     "properties": {
         "mig": {"type": "object", "required": ["strategy"], "additionalProperties": False,
                 "properties": {"strategy": {"enum": ["single", "mixed"]}}},
         "devicePlugin": {
             "type": "object",
-            "required": ["config"],
             "properties": {"enabled": {"type": "boolean"},
                            "config": {**_CONFIG_REF, "required": ["name", "default"]}},
         },
         "migManager": {
             "type": "object",
-            "required": ["config"],
             "properties": {
                 "enabled": {"type": "boolean"},
                 "config": {**_CONFIG_REF, "required": ["name", "default"]},

@@ -7,6 +7,7 @@ from sharebench.manifests.names import (
     OPERATOR_NAMESPACE,
     RUN_NAMESPACE,
     SERVICE_ACCOUNT,
+    SYSTEM_NAMESPACE,
     metadata,
 )
 
@@ -22,6 +23,10 @@ def namespace_objects(operator_namespace: str = OPERATOR_NAMESPACE,
         }),
         (f"0110_namespace_{run_namespace}.yaml", {
             "apiVersion": "v1", "kind": "Namespace", "metadata": metadata(run_namespace),
+        }),
+        # sharebench's own: the per-node Leases (one reconfiguration per node)
+        (f"0120_namespace_{SYSTEM_NAMESPACE}.yaml", {
+            "apiVersion": "v1", "kind": "Namespace", "metadata": metadata(SYSTEM_NAMESPACE),
         }),
     ]
 
@@ -60,6 +65,15 @@ def rbac_objects(operator_namespace: str = OPERATOR_NAMESPACE,
                 {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
             ],
         }),
+        # one reconfiguration per node: a Lease per node, in sharebench's own namespace only
+        ("0220_role_sharebench-node-leases.yaml", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": metadata(f"{name}-leases", SYSTEM_NAMESPACE),
+            "rules": [
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                 "verbs": ["get", "create", "update", "delete"]},
+            ],
+        }),
         ("0300_clusterrolebinding_sharebench-node.yaml", {
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
             "metadata": metadata(name),
@@ -70,6 +84,12 @@ def rbac_objects(operator_namespace: str = OPERATOR_NAMESPACE,
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
             "metadata": metadata(name, operator_namespace),
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": subject,
+        }),
+        ("0320_rolebinding_sharebench-node-leases.yaml", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": metadata(f"{name}-leases", SYSTEM_NAMESPACE),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{name}-leases"},
             "subjects": subject,
         }),
     ]

@@ -15,13 +15,14 @@ from sharebench.manifests.dump import dump_yaml
 from sharebench.manifests.names import (
     DCGM_METRICS_CONFIGMAP,
     DEVICE_PLUGIN_CONFIGMAP,
+    ENTRY_PREFIX,
     MIG_PARTED_CONFIGMAP,
     OPERATOR_NAMESPACE,
     metadata,
 )
 
 MIG_PARTED_KEY = "config.yaml"          # the key the mig-manager reads
-DEFAULT_ENTRY = "exclusive"             # device-plugin config entry with no sharing
+DEFAULT_ENTRY = f"{ENTRY_PREFIX}exclusive"   # sharebench's device-plugin config entry with no sharing
 SHARED_REPLICAS = (2, 4, 8)             # entries shipped in the ConfigMap
 MIG_STRATEGIES = ("single", "mixed")
 DEFAULT_MIG_STRATEGY = "mixed"          # explicit nvidia.com/mig-<profile> resources
@@ -40,12 +41,13 @@ PCI_DEVICE_IDS: dict[str, tuple[str, ...]] = {
 
 # ---------------------------------------------------------------- device-plugin config
 def entry_name(kind: str, replicas: int = 1, *, rename: bool = False) -> str:
-    """Name of a device-plugin config entry: ``exclusive``, ``timeslice-4``, ``mps-2-shared``."""
+    """Name of sharebench's device-plugin config entry: ``sharebench-exclusive``, ``sharebench-timeslice-4``,
+    ``sharebench-mps-2-shared``; the prefix keeps them apart from the site's own entries."""
     if kind == "exclusive":
         return DEFAULT_ENTRY
     if kind not in ("timeslice", "mps"):
         raise UserError(f"no device-plugin config entry for sharing kind {kind!r}; allowed: exclusive, timeslice, mps")
-    return f"{kind}-{replicas}" + ("-shared" if rename else "")
+    return f"{ENTRY_PREFIX}{kind}-{replicas}" + ("-shared" if rename else "")
 
 
 def device_plugin_config(kind: str, replicas: int = 1, *, rename: bool = False) -> dict:
@@ -113,18 +115,27 @@ def mig_parted_config(models: list[GpuModel]) -> dict:
 
 
 # ---------------------------------------------------------------- Helm values
+# The gpu-operator chart these values were written for (nvidia/gpu-operator from NVIDIA's Helm
+# repository https://helm.ngc.nvidia.com/nvidia; the version NVIDIA's install guide pinned when this
+# was written). Install or upgrade with `--version` equal to it.
+GPU_OPERATOR_CHART = "nvidia/gpu-operator"
+GPU_OPERATOR_CHART_VERSION = "v25.3.0"
+
+
 def helm_values(mig_strategy: str = DEFAULT_MIG_STRATEGY) -> dict:
-    """The gpu-operator Helm values sharebench needs (everything else: chart defaults)."""
+    """The gpu-operator Helm values sharebench needs (everything else: chart defaults).
+
+    They change none of the site's defaults: no ``devicePlugin.config`` / ``migManager.config``
+    (a ``helm upgrade --reuse-values`` with them keeps the site's ConfigMaps and default entries);
+    sharebench adds its own ``sharebench-...`` entries to those ConfigMaps at run time. A site
+    without a device-plugin ConfigMap applies ``manifests/operator/`` and points the chart at it.
+    """
     if mig_strategy not in MIG_STRATEGIES:
         raise UserError(f"unknown MIG strategy {mig_strategy!r}; allowed: {', '.join(MIG_STRATEGIES)}")
     return {
         "mig": {"strategy": mig_strategy},
-        "devicePlugin": {
-            "config": {"create": False, "name": DEVICE_PLUGIN_CONFIGMAP, "default": DEFAULT_ENTRY},
-        },
         "migManager": {
             "enabled": True,
-            "config": {"create": False, "name": MIG_PARTED_CONFIGMAP, "default": "all-disabled"},
             "env": [{"name": "WITH_REBOOT", "value": "false"}],
         },
         "gfd": {"enabled": True},

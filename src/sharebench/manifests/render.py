@@ -17,7 +17,7 @@ import yaml
 
 from sharebench.errors import UserError
 from sharebench.gpus import GPU_MODELS, GpuModel, gpu_model
-from sharebench.manifests import access, dra, monitoring, operator
+from sharebench.manifests import access, dra, monitoring, operator, policy
 from sharebench.manifests.dump import dump_yaml
 from sharebench.manifests.names import DEVICE_PLUGIN_CONFIGMAP, MIG_PARTED_CONFIGMAP, OPERATOR_NAMESPACE, RUN_NAMESPACE
 
@@ -61,6 +61,7 @@ def render(options: RenderOptions = RenderOptions()) -> dict[str, str]:
     objects: list[tuple[str, object]] = [
         *((f"namespace/{name}", obj) for name, obj in access.namespace_objects(ops, runs)),
         *((f"rbac/{name}", obj) for name, obj in access.rbac_objects(ops, runs)),
+        *((f"rbac/{name}", obj) for name, obj in policy.policy_objects(ops, runs)),
         (f"operator/0100_configmap_{DEVICE_PLUGIN_CONFIGMAP}.yaml", operator.device_plugin_configmap(ops)),
         (f"operator/0200_configmap_{MIG_PARTED_CONFIGMAP}.yaml", operator.mig_parted_configmap(models, ops)),
         ("helm/gpu-operator-values.yaml", operator.helm_values(options.mig_strategy)),
@@ -69,7 +70,10 @@ def render(options: RenderOptions = RenderOptions()) -> dict[str, str]:
         *((f"dra/{name}", obj) for name, obj in dra.objects(runs)),
         ("helm/dra-driver-values.yaml", dra.helm_values()),
     ]
-    return {rel: HEADER + dump_yaml(obj) for rel, obj in objects}
+    chart = (f"# For the chart {operator.GPU_OPERATOR_CHART} {operator.GPU_OPERATOR_CHART_VERSION}: "
+             f"helm upgrade --install --version {operator.GPU_OPERATOR_CHART_VERSION} -f <this file>\n")
+    return {rel: HEADER + (chart if rel == "helm/gpu-operator-values.yaml" else "") + dump_yaml(obj)
+            for rel, obj in objects}
 
 
 def write(out_dir: str | Path, options: RenderOptions = RenderOptions()) -> list[Path]:

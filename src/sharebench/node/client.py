@@ -27,6 +27,12 @@ from sharebench.errors import UserError
 log = logging.getLogger("sharebench.node")
 
 POLL_S = 2.0
+# every API request: (connect, read) timeout in seconds, so a frozen API server cannot hang a call
+CONNECT_TIMEOUT_S = 5.0
+READ_TIMEOUT_S = 10.0
+# 429 and 5xx (and timeouts) are retried with exponential backoff while the deadline allows
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 4.0)
 
 Progress = Callable[[str], None]
 
@@ -36,7 +42,7 @@ class NodeError(UserError):
     """A reconfiguration failed: one line naming node, mode and state."""
 
     def __init__(self, node: str, mode: str, state: str, what: str):
-        self.node, self.mode, self.state = node, mode, state
+        self.node, self.mode, self.state, self.what = node, mode, state, what
         super().__init__(f"node {node}, mode {mode}, state {state}: {what}")
 
 
@@ -46,6 +52,17 @@ class NodeTimeout(NodeError):
 
 class PermissionDenied(NodeError):
     """The API server answered 403: the service account lacks an RBAC verb."""
+
+
+class _Retryable(Exception):
+    """A 429, 5xx or timeout: :meth:`Session.call` tries again while the deadline allows."""
+
+    def __init__(self, what: str):
+        super().__init__(what)
+        self.what = what
+
+
+MAX_ATTEMPTS = 50   # an upper bound besides the deadline
 
 
 class NotFound(Exception):
@@ -68,10 +85,13 @@ def make_api_client(kubeconfig: str | os.PathLike | None = None, context: str | 
         path = Path(kubeconfig).expanduser()
         if not path.is_file():
             raise UserError(f"kubeconfig {str(path)!r} does not exist; pass an existing file to --kubeconfig")
+        cfg = k8s.Configuration()
         try:
-            return k8s_config.new_client_from_config(config_file=str(path), context=context)
+            k8s_config.load_kube_config(config_file=str(path), context=context, client_configuration=cfg,
+                                        persist_config=False)
         except (k8s_config.ConfigException, yaml.YAMLError, KeyError, TypeError) as exc:
             raise UserError(f"cannot use kubeconfig {str(path)!r}: {exc}") from exc
+        return _client(cfg)
     env = os.environ.get("KUBECONFIG")
     if env:
         first = Path(env.split(os.pathsep)[0]).expanduser()
@@ -87,6 +107,13 @@ def make_api_client(kubeconfig: str | os.PathLike | None = None, context: str | 
     except k8s_config.ConfigException as exc:
         raise UserError("no Kubernetes credentials: pass --kubeconfig, set KUBECONFIG, "
                         "or run in a pod with a service account") from exc
+    return _client(cfg)
+
+
+def _client(cfg: k8s.Configuration) -> k8s.ApiClient:
+    # no urllib3 retries underneath: Session.call retries itself, bounded by the deadline, so a
+    # frozen API server costs one read timeout a try, not four
+    cfg.retries = False
     return k8s.ApiClient(cfg)
 
 
@@ -98,6 +125,7 @@ class Session:
                  timeout_s: float, poll_s: float | None):
         self.node, self.mode = node, mode
         self.state = "pre-flight"
+        self.changed = False    # True once the node or its ConfigMaps were changed
         try:
             self.api_client = api_client if api_client is not None else make_api_client()
         except UserError as exc:
@@ -123,7 +151,23 @@ class Session:
 
     # -- API calls with one-line errors
     def call(self, verb: str, resource: str, fn, *args, namespace: str | None = None, **kwargs):
-        """``fn(*args, **kwargs)``; API failures become one-line errors naming ``verb`` and ``resource``."""
+        """``fn(*args, **kwargs)`` with a connect and read timeout; API failures become one-line errors
+        naming ``verb`` and ``resource``. 429, 5xx and timeouts are retried with backoff until the
+        session's deadline (at least once more when the deadline has passed: a wait's last look)."""
+        attempt = 0
+        while True:
+            kwargs["_request_timeout"] = (CONNECT_TIMEOUT_S, READ_TIMEOUT_S)
+            try:
+                return self._call_once(verb, resource, fn, args, kwargs, namespace)
+            except _Retryable as exc:
+                pause = BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)]
+                if self.remaining_s() < pause or attempt >= MAX_ATTEMPTS - 1:
+                    raise self.error(f"{exc.what} (after {attempt + 1} attempt{'s' if attempt else ''})") from None
+                log.info("%s: %s; retrying in %.1f s", self.node, exc.what, pause)
+                time.sleep(pause)
+                attempt += 1
+
+    def _call_once(self, verb: str, resource: str, fn, args, kwargs, namespace: str | None):
         where = f" in namespace {namespace}" if namespace else ""
         try:
             return fn(*args, **kwargs)
@@ -138,11 +182,19 @@ class Session:
             if exc.status == 401:
                 raise self.error("unauthorized: the API server refused the credentials "
                                  "(check the kubeconfig or service account token)") from None
-            raise self.error(f"{verb} {resource}{where} failed: HTTP {exc.status} "
-                             f"{exc.reason}: {_status_message(exc)}") from None
+            what = f"{verb} {resource}{where} failed: HTTP {exc.status} {exc.reason}: {_status_message(exc)}"
+            if exc.status in RETRY_STATUSES:
+                raise _Retryable(what) from None
+            raise self.error(what) from None
         except urllib3.exceptions.HTTPError as exc:
             host = getattr(self.api_client.configuration, "host", "?")
-            raise self.error(f"cannot reach the Kubernetes API at {host}: {type(exc).__name__}") from None
+            cause = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
+            if isinstance(cause, urllib3.exceptions.NewConnectionError) or not isinstance(
+                    cause, (urllib3.exceptions.TimeoutError, urllib3.exceptions.ProtocolError)):
+                raise self.error(f"cannot reach the Kubernetes API at {host}: {type(exc).__name__}") from None
+            raise _Retryable(f"{verb} {resource}{where}: no answer from the Kubernetes API at {host} "
+                             f"within {CONNECT_TIMEOUT_S:g} s (connect) / {READ_TIMEOUT_S:g} s (read): "
+                             f"{type(cause).__name__}") from None
 
     def read_node(self) -> k8s.V1Node:
         """The node; a missing one is an error that lists some existing nodes when it may."""

@@ -129,8 +129,13 @@ def _uses_gpu(pod) -> bool:
     return False
 
 
-def gpu_pods(sess: Session, operator_ns: str) -> list[str]:
-    """``namespace/name`` of running or pending pods on the node that use its GPUs, not sharebench's."""
+RUN_LABEL = "pipeline/runid"   # the Kubeflow Pipelines run a pod belongs to
+
+
+def gpu_pods(sess: Session, operator_ns: str, run: str | None = None) -> list[str]:
+    """``namespace/name`` of running or pending pods on the node that use its GPUs, except the
+    operator's and this run's own (labelled part-of=sharebench and ``pipeline/runid=<run>``):
+    another run's sharebench pods count as foreign."""
     pods = sess.call("list", "pods", sess.core.list_pod_for_all_namespaces,
                      field_selector=f"spec.nodeName={sess.node}")
     out = []
@@ -139,7 +144,8 @@ def gpu_pods(sess: Session, operator_ns: str) -> list[str]:
             continue
         if p.metadata.namespace == operator_ns:
             continue
-        if (p.metadata.labels or {}).get(PART_OF_LABEL[0]) == PART_OF_LABEL[1]:
+        labels = p.metadata.labels or {}
+        if run and labels.get(PART_OF_LABEL[0]) == PART_OF_LABEL[1] and labels.get(RUN_LABEL) == run:
             continue
         if _uses_gpu(p):
             out.append(f"{p.metadata.namespace}/{p.metadata.name}")

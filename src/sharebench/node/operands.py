@@ -18,15 +18,13 @@ from sharebench.node.facts import (
     pod_ready,
 )
 
-REPORT_EVERY_S = 15.0
-
 Check = Callable[[], tuple[bool, str, str | None]]   # (ok, what is seen, failure or None)
 
 
 # ---------------------------------------------------------------- waiting
 def wait(sess: Session, what: str, check: Check, stuck_hint: Callable[[], str] | None = None) -> None:
     """Poll ``check`` until it holds; it returns (ok, what is seen, failure or None)."""
-    last_seen, last_report = None, 0.0
+    last_seen = None
     while True:
         ok, seen, failure = check()
         if failure:
@@ -34,10 +32,9 @@ def wait(sess: Session, what: str, check: Check, stuck_hint: Callable[[], str] |
         if ok:
             sess.say(f"ok: {seen} ({sess.elapsed_s():.1f} s)")
             return
-        now = time.monotonic()
-        if seen != last_seen or now - last_report >= REPORT_EVERY_S:
+        if seen != last_seen:   # a line only when the state changes
             sess.say(f"waiting for {what}: {seen}")
-            last_seen, last_report = seen, now
+            last_seen = seen
         if sess.remaining_s() <= 0:
             hint = stuck_hint() if stuck_hint else ""
             raise sess.error(f"timed out after {sess.timeout_s:g} s waiting for {what}; last seen: {seen}{hint}",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 
+from sharebench.manifests.names import ENTRY_PREFIX, PRIOR_STATE_ANNOTATION
 from sharebench.node.client import NodeError, Session
 from sharebench.node.facts import (
     LABEL_DP,
@@ -19,7 +20,7 @@ from sharebench.node.facts import (
     node_labels,
 )
 
-ANNOTATION = "sharebench.io/prior-state"
+ANNOTATION = PRIOR_STATE_ANNOTATION
 STATE_VERSION = 1
 RESTORED_LABELS = (LABEL_DP, LABEL_MIG)
 ADVERTISED_LABELS = (LABEL_PRODUCT, LABEL_REPLICAS, LABEL_SHARING)
@@ -34,10 +35,41 @@ def read_prior(sess: Session, node) -> dict | None:
         prior = json.loads(raw)
         if not isinstance(prior, dict) or prior.get("version") != STATE_VERSION:
             raise ValueError("unknown version")
-        return prior
     except ValueError:
         raise sess.error(f"annotation {ANNOTATION} is unreadable; inspect it and remove it with "
                          f"'kubectl annotate node {sess.node} {ANNOTATION}-'") from None
+    problem = prior_problem(prior)
+    if problem:
+        raise sess.error(f"annotation {ANNOTATION} holds {problem}; restore applies only sharebench's own "
+                         f"keys, so it refuses: inspect the annotation and remove it with "
+                         f"'kubectl annotate node {sess.node} {ANNOTATION}-'")
+    return prior
+
+
+def prior_problem(prior: dict) -> str | None:
+    """What in a recorded prior state lies outside the allow-list restore may apply (the same one the
+    admission policy enforces: the sharing labels, sharebench's own ConfigMap entries); None when fine."""
+    labels = prior.get("labels", {})
+    if not isinstance(labels, dict):
+        return "labels that are not a map"
+    for k, v in labels.items():
+        if k not in RESTORED_LABELS:
+            return f"label {k!r} (allowed: {', '.join(RESTORED_LABELS)})"
+        if v is not None and not isinstance(v, str):
+            return f"a non-text value for label {k!r}"
+    cm = prior.get("configmap", {})
+    entries = cm.get("entries", {}) if isinstance(cm, dict) else None
+    if not isinstance(entries, dict):
+        return "ConfigMap entries that are not a map"
+    for k, v in entries.items():
+        if not str(k).startswith(ENTRY_PREFIX):
+            return f"ConfigMap entry {k!r} (allowed: sharebench's own, {ENTRY_PREFIX}...)"
+        if v is not None and not isinstance(v, str):
+            return f"a non-text value for ConfigMap entry {k!r}"
+    for k in prior.get("advertised_labels", {}) or {}:
+        if k not in ADVERTISED_LABELS:
+            return f"advertised label {k!r} (allowed: {', '.join(ADVERTISED_LABELS)})"
+    return None
 
 
 def _prior_of(node, facts: GpuFacts, namespace: str, configmap: str) -> dict:

@@ -39,6 +39,7 @@ from sharebench.node.facts import (
     node_labels,
     nvidia_labels,
 )
+from sharebench.node.lease import LEASE_DURATION_S, acquire, check_release, default_holder, holder_of, release
 from sharebench.node.operands import (
     read_configmap,
     restart_device_plugin,
@@ -63,6 +64,8 @@ class ReconfigureOptions:
     force: bool = False                         # proceed although foreign pods use the node's GPUs
     cordon: bool = False                        # mark the node unschedulable (restore undoes it)
     rename_shared: bool = False                 # advertise shared GPUs as nvidia.com/gpu.shared
+    holder: str | None = None                   # who holds the node's Lease (a run id); None: this machine
+    lease_s: float = LEASE_DURATION_S           # the Lease lasts this long unless renewed (every apply)
 
 
 # ---------------------------------------------------------------- reconfigure
@@ -81,8 +84,20 @@ def reconfigure(node: str, mode: str, options: ReconfigureOptions = ReconfigureO
         raise NodeError(node, str(mode), "pre-flight", str(exc)) from None
     sess = Session(node, m.label, api_client, progress, options.timeout_s, options.poll_s)
     n, facts, t = _preflight(sess, m, options)
-    prior, restarted, mig_changed = _apply(sess, n, facts, t, options)
-    _wait_advertised(sess, t, facts, mig_changed, options.namespace)
+    try:
+        prior, restarted, mig_changed = _apply(sess, n, facts, t, options)
+        _wait_advertised(sess, t, facts, mig_changed, options.namespace)
+    except NodeError as exc:
+        if not sess.changed:   # nothing changed: give the node back to other runs
+            try:
+                release(sess, options.holder or default_holder())
+            except NodeError:
+                pass   # it expires by itself
+            raise
+        # past the pre-flight the node may be half-configured: say how to put it back
+        raise type(exc)(exc.node, exc.mode, exc.state,
+                        f"{exc.what}; the node may be half-configured: run "
+                        f"'sharebench node restore {node}' to put it back as it was") from None
     return _reconfigured(sess, facts, t, prior, restarted)
 
 
@@ -102,13 +117,15 @@ def _preflight(sess: Session, m: Mode, options: ReconfigureOptions) -> tuple[obj
         raise sess.error(str(exc)) from None
     if t.mig_layout not in (None, "all-disabled") and facts.mig_capable is False:
         raise sess.error(f"{facts.product} GPUs on this node are not MIG capable ({LABEL_MIG_CAPABLE}=false)")
-    foreign = gpu_pods(sess, options.namespace)
+    foreign = gpu_pods(sess, options.namespace, options.holder)
     if foreign:
         if not options.force:
-            raise sess.error(f"refusing: pods outside sharebench use this node's GPUs ({', '.join(foreign)}); "
+            raise sess.error(f"refusing: pods outside this run use this node's GPUs ({', '.join(foreign)}); "
                              "a reconfiguration would disturb or evict them; pass --force to proceed anyway")
         sess.say(f"--force: proceeding although GPU pods run here: {', '.join(foreign)}")
     read_configmap(sess, options.namespace, options.configmap)  # exists and is readable, before any change
+    # one reconfiguration per node: the last check, and the first write
+    acquire(sess, options.holder or default_holder(), options.lease_s)
     return n, facts, t
 
 
@@ -116,6 +133,7 @@ def _apply(sess: Session, n, facts: GpuFacts, t: Target, options: ReconfigureOpt
     """Steps 2-4: record the prior state, cordon, write the entry, label; (prior, plugin restarted, MIG changed)."""
     sess.state = "recording prior state"
     n, prior = record_prior(sess, n, facts, options.namespace, options.configmap)
+    sess.changed = True
     if options.cordon and not (n.spec and n.spec.unschedulable):
         sess.state = "cordoning"
         sess.patch_node({"spec": {"unschedulable": True}})
@@ -196,7 +214,7 @@ def _reconfigured(sess: Session, facts: GpuFacts, t: Target, prior: dict, restar
 
 # ---------------------------------------------------------------- restore
 def restore(node: str, *, timeout_s: float = 600, poll_s: float | None = None, api_client=None,
-            progress: Progress | None = None) -> dict:
+            progress: Progress | None = None, holder: str | None = None) -> dict:
     """Put the node back as it was before sharebench's first change; idempotent.
 
     Reads the prior state from the node's annotation (so it works from another process
@@ -210,16 +228,20 @@ def restore(node: str, *, timeout_s: float = 600, poll_s: float | None = None, a
         raise NodeError(node, "restore", "pre-flight", str(exc)) from None
     sess = Session(node, "restore", api_client, progress, timeout_s, poll_s)
     n = sess.read_node()
+    check_release(sess, holder)     # another run's node: refused before any change
     prior = read_prior(sess, n)
     if prior is None:
         sess.say("no recorded prior state: nothing to restore")
+        release(sess, holder)
         return {"node": node, "restored": False, "resources": gpu_resources(n), "labels": nvidia_labels(n)}
-    ns, left = _restore_entries(sess, prior)
+    ns, added = _restore_entries(sess, prior)
     _restore_labels(sess, prior, ns)
     _wait_restored(sess, prior)
+    left = _remove_added_entries(sess, prior, added)
     sess.state = "removing the prior-state annotation"
     final = remove_prior(sess)
     sess.say("restored; prior-state annotation removed")
+    release(sess, holder)
     return {
         "node": node,
         "restored": True,
@@ -241,13 +263,31 @@ def _restore_entries(sess: Session, prior: dict) -> tuple[str, list[str]]:
     sess.state = "restoring ConfigMap entries"
     for entry, text in sorted(cm.get("entries", {}).items()):
         if text is None:
-            left.append(entry)  # added by sharebench; harmless, maybe used by another node: left
+            left.append(entry)  # added by sharebench: removed once the node no longer uses it
             continue
         changed |= set_entry(sess, ns, cm_name, entry, text)
     if changed:
         sess.state = "restarting the device plugin"
         restart_device_plugin(sess, ns)
     return ns, left
+
+
+def _remove_added_entries(sess: Session, prior: dict, added: list[str]) -> list[str]:
+    """Remove the entries sharebench added to the site's ConfigMap, except those a node still uses
+    (another node's run); returns those left."""
+    cm = prior.get("configmap", {})
+    ns, cm_name = cm.get("namespace", OPERATOR_NAMESPACE), cm.get("name", DEVICE_PLUGIN_CONFIGMAP)
+    sess.state = "removing sharebench's ConfigMap entries"
+    left = []
+    for entry in added:
+        users = sess.call("list", "nodes", sess.core.list_node, label_selector=f"{LABEL_DP}={entry}").items
+        if users:
+            left.append(entry)
+            sess.say(f"ConfigMap {ns}/{cm_name}: entry {entry} left, node(s) "
+                     f"{', '.join(u.metadata.name for u in users)} use it")
+            continue
+        set_entry(sess, ns, cm_name, entry, None)
+    return left
 
 
 def _restore_labels(sess: Session, prior: dict, ns: str) -> None:
@@ -314,4 +354,5 @@ def status(node: str, *, namespace: str = OPERATOR_NAMESPACE, gpu_model: str | N
         "cordoned": bool(n.spec and n.spec.unschedulable),
         "gpu_pods": gpu_pods(sess, namespace),
         "prior_state": prior,
+        "lease": holder_of(sess),
     }

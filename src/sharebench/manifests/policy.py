@@ -1,0 +1,116 @@
+"""Least privilege the API server enforces: a ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1)
+and its binding, for requests of sharebench's ServiceAccount.
+
+RBAC cannot say *which* labels of a node a ``patch`` may change, nor which pods of a namespace a
+``delete`` may remove; this policy can. For the ServiceAccount, the API server admits:
+
+* on nodes, changes to the sharing labels only (:data:`~sharebench.manifests.names.SHARING_LABELS`),
+  to sharebench's own annotations only (``sharebench.io/...``) and to ``spec.unschedulable``
+  (cordon) - never a ``node-restriction.kubernetes.io/`` label, a taint or another field's value;
+* on ConfigMaps, changes to sharebench's own entries only (keys ``sharebench-...``): the site's
+  default and other entries stay byte for byte;
+* pod deletion of the device-plugin and GPU-feature-discovery pods only.
+
+The expressions are plain CEL over ``object``/``oldObject``; tests/manifests/test_policy.py evaluates
+them with cel-python on allowed and denied requests.
+"""
+
+from __future__ import annotations
+
+from sharebench.manifests.names import (
+    ENTRY_PREFIX,
+    OPERATOR_NAMESPACE,
+    RUN_NAMESPACE,
+    SERVICE_ACCOUNT,
+    SHARING_LABELS,
+    metadata,
+)
+
+POLICY = "sharebench-node"
+ANNOTATION_PREFIX = "sharebench.io/"
+OPERAND_APPS = ("nvidia-device-plugin-daemonset", "gpu-feature-discovery")
+
+
+def _cel_list(items) -> str:
+    return "[" + ", ".join(f"'{i}'" for i in items) + "]"
+
+
+def _map(expr: str) -> str:
+    """``expr`` (a map field that may be absent) or ``{}``."""
+    obj, _, field = expr.rpartition(".")
+    return f"(has({obj}.{field}) ? {obj}.{field} : {{}})"
+
+
+def _only_keys_change(new: str, old: str, allowed: str) -> str:
+    """CEL: every key added, removed or changed between maps ``old`` and ``new`` satisfies ``allowed(k)``."""
+    return (f"{new}.all(k, {allowed} || (k in {old} && {old}[k] == {new}[k])) && "
+            f"{old}.all(k, {allowed} || k in {new})")
+
+
+def variables() -> list[dict]:
+    return [
+        {"name": "newLabels", "expression": _map("object.metadata.labels")},
+        {"name": "oldLabels", "expression": _map("oldObject.metadata.labels")},
+        {"name": "newAnnotations", "expression": _map("object.metadata.annotations")},
+        {"name": "oldAnnotations", "expression": _map("oldObject.metadata.annotations")},
+        {"name": "newData", "expression": _map("object.data")},
+        {"name": "oldData", "expression": _map("oldObject.data")},
+    ]
+
+
+def validations(operator_namespace: str = OPERATOR_NAMESPACE) -> list[dict]:
+    nodes = "request.resource.resource != 'nodes'"
+    return [
+        {"expression": f"{nodes} || " + _only_keys_change(
+            "variables.newLabels", "variables.oldLabels", f"k in {_cel_list(SHARING_LABELS)}"),
+         "message": f"sharebench may change only the node labels {', '.join(SHARING_LABELS)}"},
+        {"expression": f"{nodes} || " + _only_keys_change(
+            "variables.newAnnotations", "variables.oldAnnotations", f"k.startsWith('{ANNOTATION_PREFIX}')"),
+         "message": f"sharebench may change only its own node annotations ({ANNOTATION_PREFIX}...)"},
+        {"expression": f"{nodes} || ((has(object.spec.taints) ? object.spec.taints : []) == "
+                       "(has(oldObject.spec.taints) ? oldObject.spec.taints : []))",
+         "message": "sharebench may not change a node's taints"},
+        {"expression": "request.resource.resource != 'configmaps' || " + _only_keys_change(
+            "variables.newData", "variables.oldData", f"k.startsWith('{ENTRY_PREFIX}')"),
+         "message": f"sharebench may change only its own ConfigMap entries ({ENTRY_PREFIX}...)"},
+        {"expression": "request.resource.resource != 'pods' || "
+                       f"(oldObject.metadata.namespace == '{operator_namespace}' && "
+                       "has(oldObject.metadata.labels) && 'app' in oldObject.metadata.labels && "
+                       f"oldObject.metadata.labels['app'] in {_cel_list(OPERAND_APPS)})",
+         "message": "sharebench may delete only the device-plugin and GPU-feature-discovery pods"},
+    ]
+
+
+def service_account_user(run_namespace: str = RUN_NAMESPACE) -> str:
+    return f"system:serviceaccount:{run_namespace}:{SERVICE_ACCOUNT}"
+
+
+def policy_objects(operator_namespace: str = OPERATOR_NAMESPACE,
+                   run_namespace: str = RUN_NAMESPACE) -> list[tuple[str, dict]]:
+    """The policy and its binding (``Deny``), as (file name, object)."""
+    rules = [
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["nodes"]},
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["configmaps"]},
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"], "resources": ["pods"]},
+    ]
+    return [
+        (f"0400_validatingadmissionpolicy_{POLICY}.yaml", {
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": metadata(POLICY),
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": rules},
+                # only sharebench's ServiceAccount: the site's own users and controllers are untouched
+                "matchConditions": [{"name": "sharebench-service-account",
+                                     "expression": f"request.userInfo.username == "
+                                                   f"'{service_account_user(run_namespace)}'"}],
+                "variables": variables(),
+                "validations": validations(operator_namespace),
+            },
+        }),
+        (f"0410_validatingadmissionpolicybinding_{POLICY}.yaml", {
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": metadata(POLICY),
+            "spec": {"policyName": POLICY, "validationActions": ["Deny"]},
+        }),
+    ]

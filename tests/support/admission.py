@@ -1,0 +1,48 @@
+"""A ValidatingAdmissionPolicy evaluated the way the API server does, with a real CEL engine
+(cel-python): match constraints (resource and operation), match conditions, variables in order,
+then every validation; a validation that is false denies the request with its message."""
+
+from __future__ import annotations
+
+import celpy
+from celpy import celtypes
+
+
+class AdmissionPolicy:
+    def __init__(self, policy: dict):
+        self.name = policy["metadata"]["name"]
+        spec = policy["spec"]
+        self.env = celpy.Environment()
+        self.rules = spec["matchConstraints"]["resourceRules"]
+        self.conditions = [self._program(c["expression"]) for c in spec.get("matchConditions", [])]
+        self.variables = [(v["name"], self._program(v["expression"])) for v in spec.get("variables", [])]
+        self.validations = [(self._program(v["expression"]), v["message"]) for v in spec["validations"]]
+
+    def _program(self, expr: str):
+        return self.env.program(self.env.compile(expr))
+
+    def matches(self, resource: str, operation: str) -> bool:
+        return any(resource in r["resources"] and operation in r["operations"] for r in self.rules)
+
+    def denials(self, *, resource: str, operation: str, user: str, obj: dict | None, old: dict | None) -> list[str]:
+        """The messages of the validations that deny this request ([] when admitted or not matched)."""
+        if not self.matches(resource, operation):
+            return []
+        act = {
+            "request": celpy.json_to_cel({"resource": {"group": "", "version": "v1", "resource": resource},
+                                          "operation": operation, "userInfo": {"username": user}}),
+            "object": celpy.json_to_cel(obj),
+            "oldObject": celpy.json_to_cel(old),
+        }
+        if not all(bool(c.evaluate(act)) for c in self.conditions):
+            return []
+        variables = celtypes.MapType({})
+        for name, prog in self.variables:
+            variables[celtypes.StringType(name)] = prog.evaluate({**act, "variables": variables})
+        act["variables"] = variables
+        out = []
+        for prog, message in self.validations:
+            result = prog.evaluate(act)
+            if isinstance(result, Exception) or not bool(result):
+                out.append(message)
+        return out
