@@ -114,8 +114,11 @@ def docker_api(image, tmp_path_factory):
     service.wait(timeout=30)
 
 
-@pytest.fixture
-def docker_local(docker_api, image, tmp_path, monkeypatch):
+RAN: dict[str, list[str]] = {}   # function -> the command its container ran (kfp.local's DockerRunner)
+
+
+@pytest.fixture(scope="module")
+def docker_local(docker_api, image, tmp_path_factory):
     """kfp.local set up for containers; returns the pipeline root (writable for the image's uid 1000)."""
     from kfp import local
     from kfp.local import docker_task_handler
@@ -124,6 +127,7 @@ def docker_local(docker_api, image, tmp_path, monkeypatch):
         if image.startswith("{{") or image == COMPONENT_IMAGE:
             image = IMAGE
         run_args.pop("auto_remove", None)
+        RAN[command[command.index("--function_to_execute") + 1]] = command[:command.index("--executor_input")]
         container = client.containers.run(image=image, command=command, detach=True, volumes=volumes, **run_args)
         try:
             for line in container.logs(stream=True, follow=True):
@@ -132,13 +136,14 @@ def docker_local(docker_api, image, tmp_path, monkeypatch):
         finally:
             container.remove(force=True)
 
-    monkeypatch.setattr(docker_task_handler, "run_docker_container", run_container)
-    root = tmp_path / "pipeline_root"
+    root = tmp_path_factory.mktemp("container") / "pipeline_root"
     root.mkdir()
     root.chmod(0o777)
     old_umask = os.umask(0)   # what kfp.local makes under the root, the container's uid 1000 writes into
-    local.init(runner=local.DockerRunner(network_mode="none"), pipeline_root=str(root))
-    yield root
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(docker_task_handler, "run_docker_container", run_container)
+        local.init(runner=local.DockerRunner(network_mode="none"), pipeline_root=str(root))
+        yield root
     os.umask(old_umask)
 
 
@@ -149,26 +154,80 @@ def container_lattice(root: Path) -> str:
     return str(tiny_lattice(root / "fodo.json"))
 
 
-def test_sweep_pipeline_runs_with_every_task_in_a_container(docker_local, container_opencl_spec):
+@pytest.fixture(scope="module")
+def docker_sweep(docker_local, container_opencl_spec) -> Path:
+    """The sweep pipeline, every task in a container (2 modes, 1 size, no warm-up: 7 tasks + 3 cells)."""
     from sharebench.pipelines.sweep_pipeline import sweep_pipeline
-    from sharebench.results import load_results
 
     lattice = container_lattice(docker_local)
     sweep_pipeline(node_name="", gpu_model="", modes=["exclusive", "timeslice:2"], particle_counts=[300],
-                   repeats=1, turns=20, placement="processes", lattice=lattice, device=container_opencl_spec,
-                   start_delay_s=2.0, image=IMAGE)
+                   repeats=1, warmup_repeats=0, turns=20, placement="processes", lattice=lattice,
+                   device=container_opencl_spec, start_delay_s=2.0, image=IMAGE)
     (run,) = docker_local.glob("sharebench-sweep-*")
-    df = load_results(run / "collect-results" / "results")
-    assert sorted(df["cell_id"].unique()) == ["exclusive_p300_r0", "exclusive_p300_r1",
-                                              "timeslice:2_p300_r0", "timeslice:2_p300_r1"]
-    assert len(df) == 6
+    return run
+
+
+def test_sweep_pipeline_runs_with_every_task_in_a_container(docker_sweep):
+    from sharebench.results import load_results
+
+    df = load_results(docker_sweep / "collect-results" / "results")
+    assert sorted(df["cell_id"]) == ["exclusive_p300_r1", "timeslice:2_p300_r1", "timeslice:2_p300_r1"]
     assert set(df["status"]) == {"ok"} and set(df["cell_status"]) == {"ok"}
     assert set(df["backend"]) == {"opencl"} and set(df["device_class"]) == {"cpu"}
-    assert (df["survived"] == 300).all()
-    html = (run / "write-report" / "report_html").read_text()
+    assert (df["survived"] == 300).all() and (df["turns"] == 20).all()
+    assert sorted(df.loc[df["mode"] == "timeslice:2", "replica"]) == [0, 1]
+    html = (docker_sweep / "write-report" / "report_html").read_text()
     assert html.lstrip().lower().startswith("<!doctype html") and "timeslice:2" in html
-    restored = json.loads((run / "restore-node" / "executor_output.json").read_text())
+    restored = json.loads((docker_sweep / "restore-node" / "executor_output.json").read_text())
     assert restored["parameterValues"]["Output"] == []
+
+
+def committed_executors() -> dict[str, dict]:
+    """function -> container spec, of every executor of the committed pipeline YAML."""
+    import yaml
+
+    out = {}
+    for name in ("sharebench_sweep.yaml", "sharebench_multi_node.yaml"):
+        spec = next(yaml.safe_load_all((ROOT / "pipelines" / name).read_text()))
+        for ex in spec["deploymentSpec"]["executors"].values():
+            args = ex["container"]["args"]
+            out[args[args.index("--function_to_execute") + 1]] = ex["container"]
+    return out
+
+
+def test_every_executor_of_the_committed_yaml_runs_in_the_image(docker_sweep, image):
+    """Each executor's program (command) of the committed YAML ran in a container: the sweep's through
+    DockerRunner (the same command, compared here), compare_nodes (multi-node only) with `podman run`
+    as a pod runs it, its executor input in place of {{$}}."""
+    executors = committed_executors()
+    for function, container in executors.items():
+        if function in RAN:
+            assert RAN[function] == container["command"], f"{function}: not the committed YAML's program"
+    assert set(executors) - set(RAN) == {"compare_nodes"}
+
+    results = docker_sweep / "collect-results" / "results"
+    out = docker_sweep / "compare-by-podman"
+    out.mkdir(mode=0o777)
+
+    def artifact(uri: str, schema: str) -> dict:
+        return {"artifacts": [{"uri": uri, "metadata": {}, "type": {"schemaTitle": schema}}]}
+
+    executor_input = {
+        "inputs": {"artifacts": {"results": {"artifacts": [
+            {"uri": str(results), "metadata": {}, "type": {"schemaTitle": "system.Dataset"}}] * 2}}},
+        "outputs": {"artifacts": {"report_html": artifact(str(out / "report_html"), "system.HTML"),
+                                  "report_md": artifact(str(out / "report_md"), "system.Markdown"),
+                                  "plots": artifact(str(out / "plots"), "system.Dataset")},
+                    "outputFile": str(out / "executor_output.json")},
+    }
+    c = executors["compare_nodes"]
+    args = [json.dumps(executor_input) if a == "{{$}}" else a for a in c["args"]]
+    assert c["image"] == "{{$.inputs.parameters['pipelinechannel--image']}}"   # the run's `image` parameter
+    podman("run", "--rm", "--network", "none", "--user", UID, "--volume", f"{docker_sweep}:{docker_sweep}",
+           "--entrypoint", c["command"][0], image, *c["command"][1:], *args)
+    page = (out / "report_html").read_text()
+    assert page.lstrip().lower().startswith("<!doctype html") and "data:image/png;base64," in page
+    assert any((out / "plots").glob("*.png"))
 
 
 def test_a_failing_component_is_reported_failed(docker_local):
@@ -181,6 +240,7 @@ def test_a_failing_component_is_reported_failed(docker_local):
 
 
 def test_pods_placement_cell_runs_replicas_in_two_containers(docker_local, container_opencl_spec):
+    """(After the sweep, whose executors the test above counts; this one adds none.)"""
     """Placement 'pods': two replica containers on one CPU are one device, so the cell passes."""
     from sharebench.components import steps
     from sharebench.pipelines.sweep_pipeline import run_cell

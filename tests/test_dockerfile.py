@@ -1,5 +1,6 @@
-"""The project image: CI has no Docker engine, so the Dockerfile is read and checked against the
-project itself (package set, sources, OpenCL ICD, user, caches, build context)."""
+"""The project image's Dockerfile, read and checked against the project itself (package set, layer
+order, CUDA variants, sources, OpenCL ICD, user, caches, build context). tests/test_container.py builds
+and runs it."""
 
 from __future__ import annotations
 
