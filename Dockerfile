@@ -1,14 +1,18 @@
 # The one image every sharebench KFP component runs in (see components/image.py for its name).
 #
-#   docker build -t ghcr.io/sharebench/sharebench:0.1.0 .
+#   docker build -t ghcr.io/sharebench/sharebench:0.1.0 .                       # CUDA 13 (driver R580+)
+#   docker build -t ghcr.io/sharebench/sharebench:0.1.0-cuda12 \
+#       --build-arg CUDA_MAJOR=12 --build-arg CUDA_IMAGE=nvidia/cuda:12.8.1-runtime-ubuntu24.04 .  # R535-R570
 #   docker push ghcr.io/sharebench/sharebench:0.1.0
 #
 # CUDA runtime + Python + sharebench with the same extras the test suite installs
-# (`.[test]`, which pulls kfp, kfp-kubernetes and PoCL) plus CuPy for CUDA 13;
-# pyopencl sees the NVIDIA GPU through the NVIDIA OpenCL ICD registered below, and
-# the CPU through PoCL. Runs as a non-root user.
+# (`.[test]`, which pulls kfp, kfp-kubernetes and PoCL) plus CuPy for the CUDA major version
+# (extra cuda12 or cuda13); pyopencl sees the NVIDIA GPU through the NVIDIA OpenCL ICD registered
+# below, and the CPU through PoCL. Runs as a non-root user. CI builds this same file on a Debian
+# bookworm base made locally (.ci/image): no CUDA base can be pulled there.
 ARG CUDA_IMAGE=nvidia/cuda:13.0.2-runtime-ubuntu24.04
 FROM ${CUDA_IMAGE}
+ARG CUDA_MAJOR=13
 
 ENV DEBIAN_FRONTEND=noninteractive \
     PYTHONUNBUFFERED=1 \
@@ -25,22 +29,28 @@ ENV DEBIAN_FRONTEND=noninteractive \
 # (capability "compute"), and this file registers it with the loader.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 python3-venv python3-dev ocl-icd-libopencl1 \
-        gcc libc6-dev ca-certificates \
+        pocl-opencl-icd gcc libc6-dev ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && mkdir -p /etc/OpenCL/vendors \
  && echo "libnvidia-opencl.so.1" > /etc/OpenCL/vendors/nvidia.icd
 
+# The package set of the tests (`pip install -e '.[test]'` in the Makefile), from pyproject.toml,
+# plus the CUDA extra; no separate requirement list to drift. Dependencies first, in a layer of
+# their own (read from pyproject.toml by docker/requirements.py), so that a source change
+# rebuilds in seconds instead of downloading them again.
 WORKDIR /opt/sharebench/src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml ./
+COPY docker/requirements.py ./docker/
+RUN python3 -m venv "$VIRTUAL_ENV" \
+ && pip install --upgrade pip \
+ && python3 docker/requirements.py pyproject.toml "test,cuda${CUDA_MAJOR}" > /tmp/requirements.txt \
+ && pip install -r /tmp/requirements.txt \
+ && rm /tmp/requirements.txt
+COPY README.md ./
 COPY src ./src
 COPY components ./components
 COPY pipelines ./pipelines
-
-# The package set of the tests (`pip install -e '.[test]'` in the Makefile), from pyproject.toml,
-# plus the CUDA extra; no separate requirement list to drift.
-RUN python3 -m venv "$VIRTUAL_ENV" \
- && pip install --upgrade pip \
- && pip install ".[test,cuda]"
+RUN pip install --no-deps ".[test,cuda${CUDA_MAJOR}]"
 
 # Non-root user; the kernel caches (sharebench's compiled CPU kernels, PoCL's OpenCL binaries)
 # are filled at build time by a tiny run on each CPU path and stay writable for the user.

@@ -24,6 +24,7 @@ from kfp_server_api.exceptions import ApiException
 
 from sharebench.errors import UserError
 from sharebench.pipelines.compile import compile_all
+from sharebench.pipelines.fetch import Store, fetch_results
 
 HERE = Path(__file__).resolve().parent
 PIPELINE_FILES = {"sweep": "sharebench_sweep.yaml", "multi-node": "sharebench_multi_node.yaml"}
@@ -255,6 +256,18 @@ def _list_runs(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
     }
 
 
+def fetch(args: argparse.Namespace) -> list[Path]:
+    """A run's results folder(s) from the deployment's object store into ``--out``
+    (``sharebench.pipelines.fetch``); the KFP API names the run's pipeline and state."""
+    with _api_errors(args):
+        run = make_client(args).get_run(args.run_id)
+    spec = run.pipeline_spec if isinstance(run.pipeline_spec, dict) else {}
+    spec = spec.get("pipeline_spec") or spec   # with a platform spec (kfp-kubernetes), the two side by side
+    name = (spec.get("pipelineInfo") or {}).get("name")
+    store = Store(endpoint=args.s3_endpoint, bucket=args.s3_bucket, root=args.s3_root)
+    return fetch_results(store, args.run_id, Path(args.out), pipeline_name=name, state=str(run.state))
+
+
 # ------------------------------------------------------------------ commands
 def _cmd_compile(args: argparse.Namespace) -> int:
     for path in compile_all(args.out):
@@ -283,6 +296,12 @@ def _cmd_runs(args: argparse.Namespace) -> int:
         print(f"\n{'recurring run id':38} {'status':10} {'cron':26} name")
         for r in out["recurring_runs"]:
             print(f"{r['recurring_run_id']:38} {str(r['status']):10} {str(r['cron']):26} {r['name']}")
+    return 0
+
+
+def _cmd_fetch(args: argparse.Namespace) -> int:
+    for folder in fetch(args):
+        print(f"{folder}   (sharebench report {folder})")
     return 0
 
 
@@ -326,3 +345,18 @@ def _configure_runs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, default=20, help="at most this many of each (default: 20)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_runs)
+    sub = p.add_subparsers(dest="runs_command", metavar="fetch", title="subcommand (none: list the runs)")
+    f = sub.add_parser("fetch", help="copy a run's results folder(s) from the object store KFP uses",
+                       description="Copy a run's collect-results results folder(s) from the object store of the "
+                                   "KFP deployment (S3 API; credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) "
+                                   "into --out, for `sharebench report`.")
+    _auth_options(f)
+    f.add_argument("run_id", metavar="RUN_ID", help="the run's id (sharebench runs lists them)")
+    f.add_argument("--out", required=True, help="local folder; the multi-node pipeline's nodes go to node-1, node-2, …")
+    f.add_argument("--s3-endpoint", help="S3 API URL of the object store, e.g. http://localhost:9000 "
+                                         "(kubectl -n kubeflow port-forward svc/minio-service 9000:9000); "
+                                         "omitted: AWS S3")
+    f.add_argument("--s3-bucket", default="mlpipeline", help="bucket (default: mlpipeline, KFP's default)")
+    f.add_argument("--s3-root", default="v2/artifacts",
+                   help="the pipeline root inside the bucket (default: v2/artifacts, KFP's default)")
+    f.set_defaults(func=_cmd_fetch)

@@ -1,5 +1,6 @@
-"""The project image: CI has no Docker engine, so the Dockerfile is read and checked against the
-project itself (package set, sources, OpenCL ICD, user, caches, build context)."""
+"""The project image's Dockerfile, read and checked against the project itself (package set, layer
+order, CUDA variants, sources, OpenCL ICD, user, caches, build context). tests/test_container.py builds
+and runs it."""
 
 from __future__ import annotations
 
@@ -82,21 +83,64 @@ def test_base_is_a_cuda_runtime_image(steps):
     assert re.fullmatch(r"nvidia/cuda:\d+\.\d+\.\d+-runtime-ubuntu\d\d\.\d\d", image), image
 
 
+def build_args(steps) -> dict[str, str]:
+    return dict(a.split("=", 1) for op, a in steps if op == "ARG" and "=" in a)
+
+
 def test_installs_the_package_set_the_tests_use_from_pyproject(steps, pyproject):
     installs = pip_installs(steps)
-    project = [w for words in installs for w in words if re.fullmatch(r"\.(\[[a-z,]+\])?", w)]
+    project = [w for words in installs for w in words if re.fullmatch(r"\.\[[a-z0-9,${}_A-Z]+\]", w)]
     assert len(project) == 1, f"the project is installed once from its pyproject: {installs}"
-    extras = set(re.fullmatch(r"\.\[([a-z,]+)\]", project[0]).group(1).split(","))
+    cuda_major = build_args(steps)["CUDA_MAJOR"]
+    extras = set(project[0][2:-1].replace("${CUDA_MAJOR}", cuda_major).split(","))
     # the test suite's set (Makefile: pip install -e '.[test]') ...
     assert "test" in extras
     assert "'.[test]'" in (ROOT / "Makefile").read_text()
     assert extras <= set(pyproject["project"]["optional-dependencies"])
-    assert {"kfp", "kfp-kubernetes", "pocl-binary-distribution", "pytest"} <= extras_closure(pyproject, extras)
-    # ... and no package list of its own that could drift from it
-    others = [w for words in installs for w in words if w not in project and w != "pip"]
+    assert {"kfp", "kfp-kubernetes", "pocl-binary-distribution", "pytest", "docker"} <= extras_closure(
+        pyproject, extras)
+    # ... its dependencies read from pyproject.toml by docker/requirements.py for the same extras, and no
+    # package list of its own that could drift from it
+    runs = " ".join(a for op, a in steps if op == "RUN")
+    extras_arg = project[0][2:-1]
+    assert f'docker/requirements.py pyproject.toml "{extras_arg}" > /tmp/requirements.txt' in runs
+    others = [w for words in installs for w in words if w not in project and w not in ("pip", "/tmp/requirements.txt")]
     assert others == [], f"packages installed outside pyproject: {others}"
-    # the CUDA path of the kernel (CuPy) is there too
-    assert "cuda" in extras and any(n.startswith("cupy") for n in extras_closure(pyproject, {"cuda"}))
+    # the CUDA path of the kernel (CuPy) is there too, for the CUDA major version of the build
+    assert any(n.startswith(f"cupy-cuda{cuda_major}") for n in extras_closure(pyproject, extras))
+
+
+def test_cuda_major_build_arg_picks_cupy_for_the_driver(steps, pyproject):
+    """CUDA_MAJOR=12 (drivers R535-R570) and 13 (R580+) each name an extra with the matching CuPy wheel."""
+    assert build_args(steps)["CUDA_MAJOR"] == "13"
+    for major in ("12", "13"):
+        assert extras_closure(pyproject, {f"cuda{major}"}) == {f"cupy-cuda{major}x"}
+    assert extras_closure(pyproject, {"cuda"}) == {"cupy-cuda13x"}
+
+
+def test_dependencies_are_installed_before_the_sources_are_copied(steps):
+    """A source change rebuilds only the layers after the sources, not the 300 MB of dependencies."""
+    copy_src = min(i for i, (op, a) in enumerate(steps) if op == "COPY" and shlex.split(a)[0] == "src")
+    deps = [i for i, (op, a) in enumerate(steps) if op == "RUN" and "-r /tmp/requirements.txt" in a]
+    project = [i for i, (op, a) in enumerate(steps) if op == "RUN" and "--no-deps" in a]
+    assert deps and project and deps[0] < copy_src < project[0]
+    copied_before = {shlex.split(a)[0] for op, a in steps[:deps[0]] if op == "COPY"}
+    assert copied_before == {"pyproject.toml", "docker/requirements.py"}, "README and sources come after"
+
+
+def test_requirements_script_follows_pyproject(pyproject):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("requirements", ROOT / "docker" / "requirements.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    reqs = module.requirements(pyproject, ["test", "cuda12"])
+    names = {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].lower() for r in reqs}
+    assert names == {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].lower() for r in pyproject["project"]["dependencies"]} \
+        | extras_closure(pyproject, {"test", "cuda12"})
+    assert not any(r.startswith("sharebench") for r in reqs)
+    with pytest.raises(SystemExit, match="no extra 'cuda11'"):
+        module.requirements(pyproject, ["cuda11"])
 
 
 def test_copies_every_source_folder_the_package_needs(steps, pyproject):
@@ -116,6 +160,8 @@ def test_registers_the_nvidia_opencl_icd(steps):
     runs = " ".join(a for op, a in steps if op == "RUN")
     assert re.search(r'echo "?libnvidia-opencl\.so\.1"? > /etc/OpenCL/vendors/nvidia\.icd', runs)
     assert "ocl-icd-libopencl1" in runs
+    # Debian's PoCL (3.1, LLVM 15) for the CPU: pyopencl's bundled PoCL 3.0 refuses newer CPUs
+    assert "pocl-opencl-icd" in runs
     env = " ".join(a for op, a in steps if op == "ENV")
     assert re.search(r"NVIDIA_DRIVER_CAPABILITIES=\S*compute", env)
 

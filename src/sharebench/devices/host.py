@@ -20,10 +20,18 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "cpu"
 
 
-def host_id() -> str:
-    """A stable id of this host (machine-id if present, else the host name)."""
+# Where host_id() reads its seed, first found first. The kernel's boot id comes first: it is the same
+# in every container on one kernel (a container image often has no /etc/machine-id, and its host name
+# is the container's), so two replicas in two containers on one CPU are one device; it changes at a
+# reboot, which no sweep spans.
+ID_SOURCES = ("/proc/sys/kernel/random/boot_id", "/etc/machine-id", "/var/lib/dbus/machine-id")
+
+
+def host_id(sources: tuple[str, ...] = ID_SOURCES) -> str:
+    """An id of this host, the same inside and outside its containers (boot id, else machine-id,
+    else the host name)."""
     seed = ""
-    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+    for path in sources:
         try:
             with open(path) as fh:
                 seed = fh.read().strip()
