@@ -99,7 +99,8 @@ def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: 
     rows = []
     for rec in recs:
         row = {k: v for k, v in rec.items() if k in COLUMN_NAMES}
-        row.setdefault("engine", plan.config.engine)
+        row.setdefault("engine", plan.workload)
+        row.setdefault("exec_timing", plan.exec_timing)
         row.setdefault("particles", cell.particles)
         row.setdefault("turns", plan.turns)
         row.update(sweep_id=sweep_id, cell_id=cell.id, mode=cell_plan.mode.label, mode_kind=cell.mode.kind,
