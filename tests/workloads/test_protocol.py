@@ -141,3 +141,16 @@ def test_cli_runs_a_workload(capsys, tmp_path):
                  "--warmup-repeats", "0", "--no-telemetry", "--out", str(out), "--no-progress"]) == 0
     df = load_results(out)
     assert df["engine"].tolist() == ["sqrt-sh"] and df["cell_status"].tolist() == ["ok"]
+
+
+def test_workloads_resumed_into_one_folder_are_compared(tmp_path):
+    out = tmp_path / "out"
+    run_sweep(exec_cfg(f"{EXAMPLES}/sum_sqrt.sh", [300_000], modes=["exclusive", "timeslice:2"]), out)
+    run_sweep(exec_cfg(f"python3 {EXAMPLES}/hash_chain.py", [100_000], modes=["exclusive", "timeslice:2"],
+                       resume=True), out)
+    df = load_results(out)
+    assert sorted(set(df["engine"])) == ["hash_chain", "sum_sqrt"] and len(df) == 6  # no cell skipped as done
+    build_report(out)
+    table = pd.read_csv(out / "tables" / "workloads.csv")
+    assert sorted(set(table["workload"])) == ["hash_chain", "sum_sqrt"]
+    assert (table.loc[table["mode"] == "exclusive", "gain"] == 1).all()
