@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test install install-test clean
+.PHONY: run test install install-test install-ml clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,9 @@ install: $(BIN)/python
 
 install-test: $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[test]'
+
+install-ml: $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[ml]'
 
 run: install
 	$(BIN)/sharebench run $(ARGS)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-ORDER = ["_intro.md", "_results.md", "sweep.md", "kernel.md", "node.md", "dra.md", "kfp.md", "telemetry.md",
+ORDER = ["_intro.md", "_results.md", "sweep.md", "kernel.md", "workloads.md", "node.md", "dra.md", "kfp.md",
+         "telemetry.md",
          "_develop.md"]
 
 

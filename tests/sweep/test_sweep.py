@@ -43,7 +43,7 @@ def test_parse_particles(text, values):
     (dict(modes=["partition:64"]), "partition:64 needs at least 64 cores; this process may use"),
     (dict(modes=["mig:1g"]), "mig:1g needs an NVIDIA GPU through CUDA (--device cuda); the device is cpu"),
     (dict(lattice="/nonexistent/line.json"), "lattice file '/nonexistent/line.json' not found"),
-    (dict(engine="sixtrack"), "bad engine 'sixtrack': allowed are simpletrack, xtrack"),
+    (dict(engine="sixtrack"), "bad engine 'sixtrack': allowed are simpletrack, xtrack, exec"),
     (dict(device="tpu"), "bad device 'tpu': allowed are auto, cpu, cuda[:N], opencl[:P.D]"),
 ])
 def test_bad_input_is_refused_before_anything_runs(lattice, tmp_path, change, message):

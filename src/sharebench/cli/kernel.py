@@ -10,7 +10,7 @@ import sys
 
 from sharebench.devices import list_devices, resolve_device
 from sharebench.errors import UserError
-from sharebench.kernel import BenchConfig, RunConfig, run_bench, run_replica
+from sharebench.kernel import BenchConfig, RunConfig, check_engine, run_bench, run_replica
 from sharebench.kernel.bench import to_markdown
 from sharebench.kernel.lattice import describe, get_line_cached
 from sharebench.parse import cpu_set
@@ -90,6 +90,7 @@ def cmd_lattice(args: argparse.Namespace) -> int:
 
 
 def cmd_track(args: argparse.Namespace) -> int:
+    check_engine(args.engine)  # a tracker: the exec engine runs under `sharebench run`
     with contextlib.redirect_stdout(sys.stderr):  # xtrack's chatter
         rec = run_replica(RunConfig(engine=args.engine, device=args.device, particles=args.particles,
                                     turns=args.turns, **run_options(args)))

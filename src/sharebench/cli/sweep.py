@@ -7,6 +7,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from sharebench.cli.workloads import add_exec_options, exec_options
 from sharebench.errors import UserError
 from sharebench.parse import seconds, whole_number
 from sharebench.report import build_report, end_screen
@@ -35,13 +36,14 @@ def configure_run(run: argparse.ArgumentParser) -> None:
                     "found (auto), exclusive, timeslice:2, timeslice:4 and mps:2 where available (partition:2 on "
                        "the CPU), at sizes that finish in a few minutes.")
     run.add_argument("--device", default=None, help="auto, cpu, cuda[:N], opencl[:P.D] (default: auto)")
-    run.add_argument("--engine", default=None, help="simpletrack (default) or xtrack")
+    run.add_argument("--engine", default=None,
+                     help="simpletrack (default), xtrack, or exec (any program: --exec)")
     run.add_argument("--modes", default=None,
                      help="comma-separated: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], mig:LAYOUT, partition:N "
                           "(default: exclusive,timeslice:2,timeslice:4 + mps:2 on an NVIDIA GPU "
                           "/ partition:2 on the CPU)")
-    run.add_argument("--particles", default=None,
-                     help="comma-separated particle counts per replica, e.g. 5e6,1e7,1.5e7 "
+    run.add_argument("--particles", "--work", dest="particles", default=None,
+                     help="comma-separated particle counts (--engine exec: work sizes) per replica, e.g. 5e6,1e7 "
                           "(default: 500,1000 on the CPU; 1e6,2e6 on a GPU)")
     run.add_argument("--turns", default=None,
                      help="turns per run (default: 10)")
@@ -70,6 +72,7 @@ def configure_run(run: argparse.ArgumentParser) -> None:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--strict", action="store_true",
                      help="refuse to start on a busy host, stop after a cell measured under disturbance (exit 1)")
+    add_exec_options(run)
     run.set_defaults(func=cmd_run)
 
 
@@ -101,7 +104,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         **{k: v for k, v in given.items() if v is not None}, resume=args.resume,
         telemetry_interval_s=None if args.no_telemetry else 0.1,
         progress=not args.no_progress, command=list(sys.argv), stop_after_s=stop_after,
-        allow_gpu_settings=args.allow_gpu_settings,
+        allow_gpu_settings=args.allow_gpu_settings, run_options=exec_options(args),
     )
     if args.dry_run:
         print(describe_plan(validate(cfg)))

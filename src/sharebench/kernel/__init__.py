@@ -25,7 +25,7 @@ only when a run or a lattice needs them.
 
 from sharebench.kernel.bench import BenchConfig, run_bench
 from sharebench.kernel.config import RunConfig, RunRecord
-from sharebench.kernel.engines import ENGINES, Engine, check_engine, make_engine
+from sharebench.kernel.engines import ENGINES, RUN_ENGINES, Engine, check_engine, make_engine
 from sharebench.kernel.engines.xtrack import check_xtrack_device
 from sharebench.kernel.memory import bytes_per_particle, check_fits
 from sharebench.kernel.run import pin_cpus, run_replica
@@ -35,6 +35,7 @@ REPLICA_MODULE = "sharebench.kernel.replica"  # python -m REPLICA_MODULE --confi
 __all__ = [
     "ENGINES",
     "REPLICA_MODULE",
+    "RUN_ENGINES",
     "BenchConfig",
     "Engine",
     "RunConfig",

@@ -10,7 +10,15 @@ from dataclasses import asdict, dataclass, field, fields
 
 from sharebench.devices import check_spec
 from sharebench.errors import UserError
-from sharebench.kernel.engines import check_engine
+from sharebench.kernel.engines import RUN_ENGINES, check_engine
+
+
+def check_exec(command: str | None, timing: str) -> None:
+    """The exec engine's options: a command given, a known timing; UserError naming the bad one."""
+    if command is None or not str(command).strip():
+        raise UserError("--engine exec needs a command: --exec 'CMD ARGS'")
+    if timing not in ("protocol", "process"):
+        raise UserError(f"bad exec timing {timing!r}; allowed: protocol, process")
 
 
 @dataclass
@@ -36,13 +44,17 @@ class RunConfig:
     replica: int = 0
     optimize: bool = True  # xtrack engine: line.optimize_for_tracking()
     block_size: int = 128  # GPU work-group / block size (simpletrack)
+    replicas: int = 1  # replicas in the cell (SHAREBENCH_REPLICAS of the exec engine)
+    exec_command: str | None = None  # exec engine: the program (sharebench.kernel.protocol)
+    exec_timing: str = "protocol"  # exec engine: protocol (its own result) or process (the whole process)
+    exec_name: str | None = None  # exec engine: the workload's name in the tables (default: from the command)
 
     def __post_init__(self):
         self.validate()
 
     def validate(self) -> None:
         """UserError naming the first bad field and what is allowed; normalises engine, device, cpus."""
-        self.engine = check_engine(self.engine)
+        self.engine = check_engine(self.engine, RUN_ENGINES)
         self.device = check_spec(self.device)
         for name, lo in (("particles", 1), ("turns", 1), ("warmup_turns", 0), ("block_size", 1)):
             v = getattr(self, name)
@@ -62,6 +74,8 @@ class RunConfig:
             self.cpus = list(self.cpus)
         if self.lattice is not None:
             self.lattice = str(self.lattice)
+        if self.engine == "exec":
+            check_exec(self.exec_command, self.exec_timing)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -111,6 +125,7 @@ class RunRecord:
     pid: int
     replica: int
     compile_s: float = 0.0  # kernel build (part of setup_s); small when the cache is hit
+    exec_timing: str = ""  # exec engine: protocol (the program's own window) or process (the whole process)
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:

@@ -15,6 +15,7 @@ import traceback
 
 from sharebench.errors import UserError
 from sharebench.kernel.config import RunConfig
+from sharebench.kernel.protocol import run_exec
 from sharebench.kernel.run import pin_cpus, run_replica
 from sharebench.results.store import write_json
 
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = RunConfig.from_json(args.config)
         pin_cpus(cfg.cpus)  # before anything creates an OpenCL or OpenMP runtime
-        rec = run_replica(cfg)
+        rec = run_exec(cfg) if cfg.engine == "exec" else run_replica(cfg)
     except BaseException as exc:  # noqa: BLE001 - any failure becomes the one-line error record
         msg = one_line_error(exc)
         write_json(args.out, "record", {"error": msg})

@@ -33,6 +33,7 @@ from sharebench.report.render import (
     markdown_table,
 )
 from sharebench.report.sections import machine_table, prediction_section, provenance_section, telemetry_section
+from sharebench.report.workloads import workloads_section
 from sharebench.results import read_notes, read_provenance
 
 TABLE_TITLES = {
@@ -114,6 +115,7 @@ def _sections(folder: Folder) -> tuple[list[Section], list[str]]:
     makers: list[tuple[str, Callable[[], Section]]] = [
         ("prediction", lambda: prediction_section(folder.path, folder.tables, device_label(folder.provenance))),
         ("telemetry", lambda: telemetry_section(folder.path, folder.tables)),
+        ("workloads", lambda: workloads_section(folder.path, folder.tables)),
         ("provenance", lambda: provenance_section(folder.provenance)),
     ]
     sections, notes = [], []

@@ -52,7 +52,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("device_class", "str", "", "gpu or cpu: the class of device the replicas shared"),
     Column("backend", "str", "", "cuda, opencl or cpu"),
     Column("device_spec", "str", "", "device as requested, e.g. cuda:0, opencl:0.0, cpu"),
-    Column("engine", "str", "", "workload engine: simpletrack or xtrack"),
+    Column("engine", "str", "", "workload: simpletrack, xtrack, or the exec engine's workload name"),
     Column("context", "str", "", "Xsuite/compute context the replica used"),
     Column("device_name", "str", "", "device name as the replica saw it"),
     Column("device_uuid", "str", "", "device UUID the replica ran on (MIG UUID under MIG; a host id on the CPU)"),
@@ -63,7 +63,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("cpus", "str", "", "core set the replica was pinned to (partition), e.g. 0-3; empty: all"),
     Column("thread_pct", "int", "%", "MPS active-thread percentage per client; empty: not set"),
     Column("lattice", "str", "", "lattice file name, or `generated` for the built-in LHC-like ring"),
-    Column("particles", "int", "particles", "particles tracked by this replica"),
+    Column("particles", "int", "particles", "particles tracked by this replica (exec engine: SHAREBENCH_WORK)"),
     Column("turns", "int", "turns", "turns tracked"),
     Column("elements", "int", "elements", "elements in the line"),
     Column("setup_s", "float", "s", "build + compile + particle generation time"),
@@ -81,6 +81,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("error", "str", "", "one-line error of a failed replica; empty when ok"),
     Column("cell_status", "str", "", "ok or failed (any replica of the cell failed, or they ran on different devices)"),
     Column("cell_error", "str", "", "why the cell failed; empty when ok"),
+    Column("exec_timing", "str", "", "exec engine: `protocol` (the program's own timed window) or `process` "
+                                     "(the whole process from the barrier instant); empty for the trackers"),
 )
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
 DTYPES: dict[str, str] = {c.name: c.dtype for c in COLUMNS}

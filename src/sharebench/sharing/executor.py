@@ -28,7 +28,7 @@ from sharebench.kernel import REPLICA_MODULE, RunConfig
 from sharebench.modes import Mode
 from sharebench.parse import format_cpu_set
 from sharebench.results.store import read_json
-from sharebench.sharing.mps import MpsDaemon
+from sharebench.sharing.mps import MpsDaemon, exec_client_check
 from sharebench.sharing.plan import CellPlan, plan_cell
 
 _STOPPED = "stopped: another replica of the cell failed first"
@@ -96,6 +96,8 @@ def run_cell(mode: Mode | str, cfg: RunConfig | dict[str, Any], workdir: Path | 
             # all replicas created their GPU contexts before the barrier: each must be an MPS client
             # (SHAREBENCH_MPS_CHECK=0 skips the check, e.g. where the daemon sees other PID namespaces)
             check = None if os.environ.get("SHAREBENCH_MPS_CHECK", "1") == "0" else mps.check_clients
+            if base.get("engine") == "exec":  # the clients are the programs the replicas started
+                check = exec_client_check(check, base.get("exec_timing"))
             return _run(plan, base, wd, env, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s,
                         check_ready=check)
     return _run(plan, base, wd, {}, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s)
@@ -112,8 +114,9 @@ def _run(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str], ready_
     errors: dict[int, str] = {}
     try:
         for rp in plan.replicas:
-            cfg = dict(base, replica=rp.replica, device=rp.device, ready_file=str(wd / f"ready.{rp.replica}"),
-                       start_file=str(start_file), start_at=base.get("start_at"), cpus=rp.cpus)
+            cfg = dict(base, replica=rp.replica, replicas=plan.n, device=rp.device,
+                       ready_file=str(wd / f"ready.{rp.replica}"), start_file=str(start_file),
+                       start_at=base.get("start_at"), cpus=rp.cpus)
             if rp.memory_bytes and not cfg.get("mem_limit_bytes"):
                 cfg["mem_limit_bytes"] = rp.memory_bytes
             cfg_path, out_path, log_path = (wd / f"config.{rp.replica}.json", wd / f"record.{rp.replica}.json",

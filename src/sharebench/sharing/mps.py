@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,28 @@ def mps_client_problem(servers: dict[int, list[int]], pids: list[int]) -> str:
         return (f"replica process(es) {missing} are not clients of the MPS server {sorted(servers)} "
                 f"(clients: {sorted(joined)}): they did not run under MPS")
     return ""
+
+
+def exec_client_check(check: Callable[[list[int]], str] | None,
+                      timing: str | None) -> Callable[[list[int]], str] | None:
+    """The MPS check for exec replicas: each replica's program (one of its descendants) must be a client.
+    None under process timing, where the program starts only at the barrier instant."""
+    if check is None or timing == "process":
+        return None
+
+    def check_descendants(pids: list[int]) -> str:
+        problems = []
+        for pid in pids:
+            try:
+                kids = [c.pid for c in psutil.Process(pid).children(recursive=True)]
+            except psutil.Error:
+                kids = []
+            # a replica passes when one of its programs' processes is a client
+            if not kids or all(check([k]) for k in kids):
+                problems.append(f"no process started by replica process {pid} ({kids}) is an MPS client")
+        return "; ".join(problems) + (": they did not run under MPS" if problems else "")
+
+    return check_descendants
 
 
 def check_mps_available(device: DeviceInfo | dict[str, Any] | None, mode_label: str = "mps",

@@ -19,8 +19,9 @@ from typing import Any
 
 from sharebench.devices import DeviceInfo, resolve_device
 from sharebench.errors import UserError
-from sharebench.kernel import RunConfig, check_engine, check_fits, check_xtrack_device
+from sharebench.kernel import RUN_ENGINES, RunConfig, check_engine, check_fits, check_xtrack_device
 from sharebench.kernel.lattice import get_line_cached, get_packed
+from sharebench.kernel.protocol import workload_name
 from sharebench.modes import Mode, parse_modes
 from sharebench.parse import counts, whole_number
 from sharebench.sharing import CellPlan, check_mps_available, plan_cell
@@ -117,6 +118,21 @@ class SweepPlan:
         return RunConfig(engine=c.engine, device=self.device.spec or c.device, lattice=c.lattice,
                          particles=particles, turns=self.turns, seed=c.seed, **dict(c.run_options))
 
+    @property
+    def workload(self) -> str:
+        """The workload's name in the tables: the engine, or the exec engine's program name."""
+        if self.config.engine != "exec":
+            return self.config.engine
+        opts = self.config.run_options
+        return opts.get("exec_name") or workload_name(opts.get("exec_command"))
+
+    @property
+    def exec_timing(self) -> str:
+        """The exec engine's timing (protocol or process); '' for the trackers."""
+        if self.config.engine != "exec":
+            return ""
+        return self.config.run_options.get("exec_timing") or "protocol"
+
     def replicas(self, mode: Mode) -> int:
         return self.plans[mode.label].n
 
@@ -208,8 +224,8 @@ def _check_lattice(config: SweepConfig) -> None:
 def validate(config: SweepConfig) -> SweepPlan:
     """Everything checked before anything runs; a one-line UserError otherwise."""
     notes: list[str] = []
-    check_engine(config.engine)
-    config = dataclasses.replace(config, repeats=whole_number("repeats", config.repeats, 1, MAX_REPEATS),
+    config = dataclasses.replace(config, engine=check_engine(config.engine, RUN_ENGINES),
+                                 repeats=whole_number("repeats", config.repeats, 1, MAX_REPEATS),
                                  warmup_repeats=whole_number("warm-up repeats", config.warmup_repeats, 0,
                                                              MAX_REPEATS))
     if config.lattice is not None and not Path(config.lattice).is_file():
@@ -223,8 +239,14 @@ def validate(config: SweepConfig) -> SweepPlan:
     modes = _resolve_modes(config, device, notes)
     check_allowed(modes, config.allow_gpu_settings)
     plans = {m.label: plan_cell(m, device) for m in modes}
-    _check_memory(config, device, plans, particles)
+    if config.engine == "exec":
+        if config.particles is None:
+            raise UserError("--engine exec needs --work N[,N...]: the sizes SHAREBENCH_WORK gives the program")
+        turns = 1  # a program's work is SHAREBENCH_WORK alone; memory and lattice are the program's business
+    else:
+        _check_memory(config, device, plans, particles)
     plan = SweepPlan(config, device, modes, plans, particles, turns, notes)
     plan.run_config(particles[0])  # the run config itself (engine, device grammar, emittances ...)
-    _check_lattice(config)
+    if config.engine != "exec":
+        _check_lattice(config)
     return plan

@@ -106,7 +106,8 @@ def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: 
     rows = []
     for rec in recs:
         row = {k: v for k, v in rec.items() if k in COLUMN_NAMES}
-        row.setdefault("engine", plan.config.engine)
+        row.setdefault("engine", plan.workload)
+        row.setdefault("exec_timing", plan.exec_timing)
         row.setdefault("particles", cell.particles)
         row.setdefault("turns", plan.turns)
         row.update(sweep_id=sweep_id, cell_id=cell.id, mode=cell_plan.mode.label, mode_kind=cell.mode.kind,
@@ -137,7 +138,8 @@ def _check_resume(out: Path, plan: SweepPlan, notes: list[str]) -> set[str]:
     if dev.uuid and uuids and dev.uuid not in uuids and dev.kind == "gpu":
         notes.append(f"resumed on another physical device of the same model ({dev.uuid}; before: "
                      f"{', '.join(uuids)})")
-    return set(df.loc[df["cell_status"] == "ok", "cell_id"])
+    # another workload resumed into the folder has its own cells under the same ids
+    return set(df.loc[(df["cell_status"] == "ok") & (df["engine"] == plan.workload), "cell_id"])
 
 
 def _record(out: Path, sweep_id: str, plan: SweepPlan) -> list[str]:

@@ -18,6 +18,7 @@ from sharebench.kernel.engines.simpletrack import SimpletrackEngine
 from sharebench.kernel.engines.xtrack import XtrackEngine
 
 ENGINES = ("simpletrack", "xtrack")
+RUN_ENGINES = (*ENGINES, "exec")  # what a replica runs: a tracker, or any program (sharebench.kernel.protocol)
 
 
 class Engine(Protocol):
@@ -57,11 +58,11 @@ class EngineOptions(Protocol):
     optimize: bool
 
 
-def check_engine(engine: str) -> str:
+def check_engine(engine: str, allowed: tuple[str, ...] = ENGINES) -> str:
     """The engine name, lowercased; UserError naming the allowed ones."""
     e = str(engine).strip().lower()
-    if e not in ENGINES:
-        raise UserError(f"bad engine {engine!r}: allowed are {', '.join(ENGINES)}")
+    if e not in allowed:
+        raise UserError(f"bad engine {engine!r}: allowed are {', '.join(allowed)}")
     return e
 
 

@@ -1,0 +1,102 @@
+"""The workloads comparison: per workload and mode, the loss, the worst job's slowdown and the
+throughput gain over exclusive use, and which mode a site should pick for each workload.
+
+A workload is the ``engine`` column (simpletrack, xtrack, or the exec engine's program name, see
+``sharebench.kernel.protocol``); one results folder may hold several (sweeps resumed into it with
+another ``--engine``/``--exec``), and ``merge_workloads`` joins the tables of several folders.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from sharebench.analysis.tables import WORK_KEYS
+
+WORKLOAD_COLUMNS = ["workload", "timing", "backend", "particles", "mode", "replicas", "loss_pct", "loss_ci_low",
+                    "loss_ci_high", "loss_metric", "worst_slowdown", "gain", "gain_ci_low", "gain_ci_high",
+                    "repeats"]
+ANSWER_COLUMNS = ["workload", "timing", "backend", "particles", "best_mode", "gain", "worst_slowdown",
+                  "loss_pct", "why"]
+
+
+def _key(row: dict) -> tuple:
+    return tuple(row[k] for k in WORK_KEYS) + (row["mode"],)
+
+
+def _losses(tables: dict[str, pd.DataFrame]) -> dict[tuple, tuple[float, float, float, str]]:
+    """(loss, CI low, CI high, what it compares) per work and mode, from the loss tables."""
+    out: dict[tuple, tuple[float, float, float, str]] = {}
+    for name, metric in (("timeslice", "T_N vs N·T_1"), ("mps", "T_N vs N·T_1"), ("mig", "MIG vs full GPU")):
+        for r in tables.get(name, pd.DataFrame()).to_dict("records"):
+            out[_key(r)] = (r["loss_pct"], r["loss_ci_low"], r["loss_ci_high"], metric)
+    for r in tables.get("partition", pd.DataFrame()).to_dict("records"):
+        out.setdefault(_key(r), (r["excess_pct"], r["excess_ci_low"], r["excess_ci_high"], "slice vs ideal share"))
+    return out
+
+
+def _worst_slowdowns(cells: pd.DataFrame) -> dict[tuple, float]:
+    """Median over the repeats of the slowest replica's time / the median exclusive time of that work."""
+    if cells.empty:
+        return {}
+    good = cells[~cells["warmup"].astype(bool) & ~cells["excluded"].astype(bool)]
+    ex = good[good["mode"] == "exclusive"].groupby(WORK_KEYS, dropna=False)["mean_track_s"].median()
+    out: dict[tuple, float] = {}
+    for keys, g in good.groupby([*WORK_KEYS, "mode"], dropna=False):
+        t1 = ex.get(tuple(keys[:-1]), math.nan)
+        if isinstance(t1, float) and math.isfinite(t1) and t1 > 0:
+            out[tuple(keys)] = float(np.median(g["max_track_s"].to_numpy(float) / t1))
+    return out
+
+
+def workload_table(tables: dict[str, pd.DataFrame], timings: dict[str, str] | None = None) -> pd.DataFrame:
+    """One row per workload x work size x mode (``tables`` from ``build_tables``; ``timings``: the
+    exec engine's timing per workload, ``protocol`` or ``process``; the trackers are ``kernel``)."""
+    losses, worst = _losses(tables), _worst_slowdowns(tables.get("cells", pd.DataFrame()))
+    rows = []
+    for r in tables.get("throughput", pd.DataFrame()).to_dict("records"):
+        key = _key(r)
+        loss = losses.get(key, (math.nan, math.nan, math.nan, "" if r["mode"] != "exclusive" else "baseline"))
+        rows.append(dict(workload=r["engine"], timing=(timings or {}).get(r["engine"]) or "kernel",
+                         backend=r["backend"], particles=r["particles"], mode=r["mode"], replicas=r["replicas"],
+                         loss_pct=loss[0], loss_ci_low=loss[1], loss_ci_high=loss[2], loss_metric=loss[3],
+                         worst_slowdown=worst.get(key, math.nan), gain=r["gain"], gain_ci_low=r["gain_ci_low"],
+                         gain_ci_high=r["gain_ci_high"], repeats=r["repeats"]))
+    df = pd.DataFrame(rows, columns=WORKLOAD_COLUMNS)
+    return df.sort_values(["workload", "particles", "replicas", "mode"], kind="stable").reset_index(drop=True)
+
+
+def workload_answers(table: pd.DataFrame) -> pd.DataFrame:
+    """Per workload and size: the shared mode with the largest throughput gain (ties: the smaller
+    worst-job slowdown), or exclusive when no shared mode gains."""
+    rows = []
+    for (wl, timing, backend, particles), g in table.groupby(["workload", "timing", "backend", "particles"],
+                                                             dropna=False, sort=True):
+        shared = g[(g["mode"] != "exclusive") & g["gain"].notna()]
+        if shared.empty:
+            continue
+        best = shared.sort_values(["gain", "worst_slowdown"], ascending=[False, True]).iloc[0]
+        if best["gain"] > 1:
+            why = (f"{best['mode']} does {best['gain']:.2f}x the work of exclusive use per unit time; "
+                   f"its slowest job takes {best['worst_slowdown']:.2f}x its time alone")
+            mode = best["mode"]
+        else:
+            why = f"no shared mode gains throughput (best: {best['mode']} at {best['gain']:.2f}x)"
+            mode = "exclusive"
+        rows.append(dict(workload=wl, timing=timing, backend=backend, particles=particles, best_mode=mode,
+                         gain=best["gain"], worst_slowdown=best["worst_slowdown"], loss_pct=best["loss_pct"], why=why))
+    return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
+
+
+def exec_timings(df: pd.DataFrame) -> dict[str, str]:
+    """The exec timing of each workload in a results frame (protocol / process), from ``exec_timing``."""
+    if "exec_timing" not in df.columns:
+        return {}
+    out = {}
+    for wl, g in df.groupby("engine"):
+        vals = sorted({str(v) for v in g["exec_timing"] if str(v)})
+        if vals:
+            out[str(wl)] = "/".join(vals)
+    return out

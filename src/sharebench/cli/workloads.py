@@ -1,0 +1,39 @@
+"""``sharebench run --engine exec``: the options that run any program as the replicas (the replica
+protocol, ``sharebench.kernel.protocol``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from sharebench.errors import UserError
+from sharebench.kernel.protocol import check_exec_timing
+
+
+def add_exec_options(run: argparse.ArgumentParser) -> None:
+    """--exec, --exec-timing, --exec-name on the run command."""
+    run.add_argument("--exec", dest="exec_command", default=None, metavar="CMD",
+                     help="--engine exec: the program each replica runs, e.g. 'python3 my_job.py' (POSIX quoting, "
+                          "no shell); it follows the replica protocol (README, 'Any workload') and gets the "
+                          "--work size as SHAREBENCH_WORK")
+    run.add_argument("--exec-timing", default="protocol", metavar="HOW",
+                     help="--engine exec: protocol (the program reports its timed window; default) or process "
+                          "(the whole process, started at the barrier instant, for programs without the protocol)")
+    run.add_argument("--exec-name", default=None, metavar="NAME",
+                     help="--engine exec: the workload's name in the tables (default: from the command)")
+
+
+def exec_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The RunConfig fields the exec options give (none for the trackers); UserError on a bad combination."""
+    given = args.exec_command is not None or args.exec_name is not None or args.exec_timing != "protocol"
+    if str(args.engine).strip().lower() != "exec":
+        if given:
+            raise UserError(f"--exec, --exec-timing and --exec-name need --engine exec; the engine is {args.engine!r}")
+        return {}
+    if args.exec_command is None or not args.exec_command.strip():
+        raise UserError("--engine exec needs a command: --exec 'CMD ARGS'")
+    timing = check_exec_timing(args.exec_timing)
+    opts: dict[str, Any] = {"exec_command": args.exec_command, "exec_timing": timing}
+    if args.exec_name:
+        opts["exec_name"] = args.exec_name
+    return opts

@@ -1,0 +1,271 @@
+"""The replica protocol: how any program, in any language, runs as one replica of a sharing cell.
+
+The harness (``python -m sharebench.kernel.replica`` with ``engine="exec"``) starts the program with
+these environment variables, beside the device pinning every replica gets (CUDA_VISIBLE_DEVICES under
+MIG, the MPS client settings, the core set under ``partition:N``):
+
+* ``SHAREBENCH_READY_FILE``: touch it when set-up is done;
+* ``SHAREBENCH_START_FILE``: wait until it exists and holds an epoch instant, then until that instant;
+* ``SHAREBENCH_RESULT_FILE``: write ``{"start": <epoch s>, "end": <epoch s>, "work": <number>,
+  "unit": "<name>"}`` there after the timed work (other keys are kept, under the record's ``extra``);
+* ``SHAREBENCH_REPLICA`` / ``SHAREBENCH_REPLICAS``: this replica's index and the cell's replica count;
+* ``SHAREBENCH_WORK``: the size the sweep asks for (``--work``);
+* ``SHAREBENCH_DEVICE``: the device spec the sweep runs on (cpu, cuda:0, opencl:0.0).
+
+A program that cannot follow the protocol runs with ``exec_timing="process"``: the harness waits at
+the barrier itself, starts the program at the barrier instant and times the whole process; every
+table says so (the ``exec_timing`` column: ``protocol`` or ``process``).
+
+Python programs may use :func:`ready`, :func:`wait_for_start` and :func:`write_result` (what
+``sharebench.kernel.train`` does); ``examples/workloads/`` holds a shell and a Python program that
+follow the protocol by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from sharebench.devices import resolve_device
+from sharebench.errors import UserError, one_line
+from sharebench.files import write_atomic
+from sharebench.kernel.config import RunConfig, RunRecord
+from sharebench.kernel.run import read_start_instant, sleep_until, wait_at_barrier
+
+READY_FILE = "SHAREBENCH_READY_FILE"
+START_FILE = "SHAREBENCH_START_FILE"
+RESULT_FILE = "SHAREBENCH_RESULT_FILE"
+REPLICA = "SHAREBENCH_REPLICA"
+REPLICAS = "SHAREBENCH_REPLICAS"
+WORK = "SHAREBENCH_WORK"
+DEVICE = "SHAREBENCH_DEVICE"
+EXEC_TIMINGS = ("protocol", "process")
+RESULT_KEYS = ("start", "end", "work", "unit")
+# result keys that fill the record's own fields rather than its extras
+RECORD_KEYS = ("device_name", "device_uuid", "context")
+
+
+# ----------------------------------------------------------------- the program's side (Python)
+
+
+def ready() -> None:
+    """Set-up is done: touch the ready file (no-op outside a sharebench cell)."""
+    path = os.environ.get(READY_FILE)
+    if path:
+        Path(path).write_text(f"{os.getpid()} {time.time():.6f}\n")
+
+
+def wait_for_start() -> float:
+    """Wait for the start file and its instant; returns time.time() at the start (at once outside a cell)."""
+    path = os.environ.get(START_FILE)
+    if path:
+        instant = read_start_instant(Path(path))
+        if instant is not None:
+            sleep_until(instant)
+    return time.time()
+
+
+def write_result(start: float, end: float, work: float, unit: str, **extra: Any) -> None:
+    """Write the result file (stdout when run outside a cell)."""
+    doc = {"start": start, "end": end, "work": work, "unit": unit, **extra}
+    path = os.environ.get(RESULT_FILE)
+    if path:
+        write_atomic(Path(path), json.dumps(doc))
+    else:
+        print(json.dumps(doc))
+
+
+def work_size(default: int) -> int:
+    """SHAREBENCH_WORK as a whole number > 0 (default outside a cell); UserError naming a bad value."""
+    text = os.environ.get(WORK, "")
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value < 1 or value != int(value):
+        raise UserError(f"bad {WORK} {text!r}; allowed: a whole number > 0")
+    return int(value)
+
+
+# ----------------------------------------------------------------- the harness's side
+
+
+def check_exec_timing(value: str) -> str:
+    v = str(value).strip().lower()
+    if v not in EXEC_TIMINGS:
+        raise UserError(f"bad exec timing {value!r}; allowed: {', '.join(EXEC_TIMINGS)}")
+    return v
+
+
+def split_command(command: str | None) -> list[str]:
+    """The command as argv (POSIX shell quoting, no shell: wrap in ``sh -c '...'`` for pipes);
+    UserError when empty or unparsable."""
+    if command is None or not str(command).strip():
+        raise UserError("--engine exec needs a command: --exec 'CMD ARGS'")
+    try:
+        argv = shlex.split(str(command))
+    except ValueError as exc:
+        raise UserError(f"bad --exec {command!r}: {exc}") from None
+    return argv
+
+
+def workload_name(command: str | None) -> str:
+    """A short name for a command: ``python -m pkg.mod`` -> ``mod``, ``path/to/x.sh`` -> ``x``."""
+    try:
+        argv = split_command(command)
+    except UserError:
+        return "exec"
+    first = Path(argv[0]).name
+    if first.startswith("python") and len(argv) >= 3 and argv[1] == "-m":
+        return argv[2].rsplit(".", 1)[-1]
+    if first.startswith(("python", "sh", "bash")) and len(argv) >= 2 and not argv[1].startswith("-"):
+        first = Path(argv[1]).name
+    return Path(first).stem or "exec"
+
+
+def parse_result(doc: Any, where: str) -> dict[str, Any]:
+    """The result document checked: start <= end (epoch s), work > 0, unit a name; UserError naming the fault."""
+    if not isinstance(doc, dict):
+        raise UserError(f"malformed result in {where}: a JSON object with {', '.join(RESULT_KEYS)} is needed, "
+                        f"got {type(doc).__name__}")
+    missing = [k for k in RESULT_KEYS if k not in doc]
+    if missing:
+        raise UserError(f"malformed result in {where}: missing {', '.join(missing)} "
+                        f"(needed: {', '.join(RESULT_KEYS)})")
+    for k in ("start", "end", "work"):
+        v = doc[k]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise UserError(f"malformed result in {where}: {k} {v!r} is not a finite number")
+    if doc["end"] < doc["start"]:
+        raise UserError(f"malformed result in {where}: end {doc['end']!r} before start {doc['start']!r}")
+    if doc["work"] <= 0:
+        raise UserError(f"malformed result in {where}: work {doc['work']!r}; allowed: a number > 0")
+    if not isinstance(doc["unit"], str) or not doc["unit"].strip():
+        raise UserError(f"malformed result in {where}: unit {doc['unit']!r}; allowed: a non-empty name")
+    return doc
+
+
+def read_result(path: Path) -> dict[str, Any]:
+    """The program's result file, checked; UserError when absent, not JSON or malformed."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise UserError(f"the program wrote no result to {path} ({RESULT_FILE})") from None
+    except OSError as exc:
+        raise UserError(f"result file {path} unreadable: {exc}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"malformed result in {path}: not JSON ({exc}): {one_line(text, 80)!r}") from None
+    return parse_result(doc, str(path))
+
+
+def program_env(cfg: RunConfig, result_file: Path) -> dict[str, str]:
+    """The program's environment: ours (device pinning, MPS, OMP_NUM_THREADS) plus the protocol's."""
+    env = dict(os.environ)
+    env.update({READY_FILE: cfg.ready_file or "", START_FILE: cfg.start_file or "", RESULT_FILE: str(result_file),
+                REPLICA: str(cfg.replica), REPLICAS: str(cfg.replicas), WORK: str(cfg.particles),
+                DEVICE: cfg.device})
+    return env
+
+
+def _child_setup() -> None:  # pragma: no cover - runs in the child before exec
+    try:
+        import ctypes  # noqa: PLC0415
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # die with the harness
+    except Exception:  # noqa: BLE001 - no glibc prctl: the harness still stops it on SIGTERM
+        pass
+
+
+def _stop(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _stderr_tail(path: Path) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return one_line(" | ".join(lines[-3:]), 240)
+
+
+def run_exec(cfg: RunConfig) -> RunRecord:
+    """Run ``cfg.exec_command`` as this replica (protocol or process timing); its record. UserError with a
+    one-line reason when the command is missing, exits non-zero, or writes no or a malformed result."""
+    argv = split_command(cfg.exec_command)
+    if shutil.which(argv[0]) is None:
+        raise UserError(f"command {argv[0]!r} not found (--exec {cfg.exec_command!r}): give a program on the PATH "
+                        "or a path to an executable file")
+    timing = check_exec_timing(cfg.exec_timing)
+    base = Path(cfg.ready_file).parent if cfg.ready_file else Path.cwd()
+    result_file = base / f"result.{cfg.replica}.json"
+    log_file = base / f"program.{cfg.replica}.log"
+    result_file.unlink(missing_ok=True)
+    env = program_env(cfg, result_file)
+    t_setup = time.perf_counter()
+    if timing == "process":
+        wait_at_barrier(cfg)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        with log_file.open("w") as log:
+            start = time.time()
+            proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    preexec_fn=_child_setup)
+        try:
+            rc = proc.wait()
+        finally:
+            _stop(proc)
+        end = time.time()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if rc != 0:
+        tail = _stderr_tail(log_file)
+        raise UserError(f"command {argv[0]!r} exited with status {rc}" + (f": {tail}" if tail else ""))
+    if timing == "process":
+        doc: dict[str, Any] = {"start": start, "end": end, "work": cfg.particles, "unit": "work"}
+        setup_s = 0.0
+    else:
+        doc = read_result(result_file)
+        setup_s = max(0.0, doc["start"] - start) if start else time.perf_counter() - t_setup
+    return exec_record(cfg, doc, timing, setup_s)
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def exec_record(cfg: RunConfig, doc: dict[str, Any], timing: str, setup_s: float) -> RunRecord:
+    """The replica's record from a checked result document."""
+    track_s = float(doc["end"]) - float(doc["start"])
+    work = float(doc["work"])
+    extra = {k: v for k, v in doc.items() if k not in RESULT_KEYS and k not in RECORD_KEYS}
+    extra.update(unit=doc["unit"], work=work, command=cfg.exec_command)
+    name, uuid = str(doc.get("device_name") or ""), str(doc.get("device_uuid") or "")
+    if cfg.device == "cpu" and not (name or uuid):  # the host's CPU (a GPU is the program's to report)
+        cpu = resolve_device("cpu")
+        name, uuid = cpu.name, cpu.uuid
+    return RunRecord(
+        engine=cfg.exec_name or workload_name(cfg.exec_command), context=str(doc.get("context") or cfg.device),
+        device=cfg.device, device_name=name, device_uuid=uuid, particles=cfg.particles, turns=1, elements=0,
+        setup_s=setup_s, transfer_s=0.0, track_s=track_s, track_start=float(doc["start"]),
+        track_end=float(doc["end"]), particle_turns_per_s=work / track_s if track_s > 0 else float("inf"),
+        element_passes_per_s=0.0, survived=0, checksum=0.0,
+        host=socket.gethostname(), pid=os.getpid(), replica=cfg.replica, extra=extra, exec_timing=timing)

@@ -1,0 +1,156 @@
+"""The replica protocol and ``--engine exec``: a shell and a Python workload measured for real in every
+local mode on the CPU, process timing, and each failure failing its cell (the sweep goes on)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pandas as pd
+import psutil
+import pytest
+
+from sharebench.cli import main
+from sharebench.errors import UserError
+from sharebench.kernel.protocol import parse_result, workload_name
+from sharebench.report import build_report
+from sharebench.results import load_results
+from sharebench.sweep import SweepConfig, run_sweep
+from support.paths import ROOT
+
+EXAMPLES = ROOT / "examples" / "workloads"
+LOCAL_MODES = ["exclusive", "timeslice:2", "partition:2"]
+
+
+def exec_cfg(command: str, work, modes=None, timing="protocol", **kw) -> SweepConfig:
+    base = dict(device="cpu", engine="exec", modes=modes or ["exclusive"], particles=work, repeats=1,
+                warmup_repeats=0, progress=False, telemetry_interval_s=None, command=["test"],
+                run_options={"exec_command": command, "exec_timing": timing})
+    base.update(kw)
+    return SweepConfig(**base)
+
+
+@pytest.mark.parametrize("command, name, unit, work", [
+    (f"{EXAMPLES}/sum_sqrt.sh", "sum_sqrt", "sqrt", 400_000),
+    (f"python3 {EXAMPLES}/hash_chain.py", "hash_chain", "hash", 200_000),
+])
+def test_workload_in_every_local_mode(command, name, unit, work, tmp_path):
+    out = run_sweep(exec_cfg(command, [work], modes=LOCAL_MODES), tmp_path / "out")
+    df = load_results(out)
+    assert sorted(set(df["mode"])) == sorted(LOCAL_MODES)
+    assert len(df) == 1 + 2 + 2
+    assert (df["cell_status"] == "ok").all(), df["cell_error"].tolist()
+    assert set(df["engine"]) == {name} and set(df["exec_timing"]) == {"protocol"}
+    assert (df["particles"] == work).all() and (df["track_s"] > 0).all()
+    assert (df["track_end"] >= df["track_start"]).all()
+    # partition:2 pinned each replica (and so its program) to its own core
+    assert sorted(df.loc[df["mode"] == "partition:2", "cpus"]) == ["0", "1"]
+    for mode in ("timeslice:2", "partition:2"):  # the barrier: both programs started within a few ms
+        starts = df.loc[df["mode"] == mode, "track_start"]
+        assert starts.max() - starts.min() < 0.25, (mode, starts.tolist())
+    rec = json.loads(next((out / "cells").glob("timeslice-2_*")).joinpath("record.1.json").read_text())
+    assert rec["extra"]["unit"] == unit and rec["extra"]["work"] == work and rec["exec_timing"] == "protocol"
+    if name == "hash_chain":  # SHAREBENCH_REPLICA reached the program: each replica hashed its own seed
+        digests = {json.loads(p.read_text())["extra"]["digest"] for p in
+                   next((out / "cells").glob("timeslice-2_*")).glob("record.*.json")}
+        assert len(digests) == 2
+    report = build_report(out)["markdown"].read_text()
+    assert "## Workloads: which mode suits which workload" in report and f"| {name} | protocol |" in report
+    table = pd.read_csv(out / "tables" / "workloads.csv")
+    assert set(table["workload"]) == {name} and "exclusive" in set(table["mode"])
+
+
+def test_process_timing_times_the_whole_program(tmp_path):
+    out = run_sweep(exec_cfg("sleep 0.4", [1], modes=["exclusive", "timeslice:2"], timing="process"),
+                    tmp_path / "out")
+    df = load_results(out)
+    assert (df["cell_status"] == "ok").all(), df["cell_error"].tolist()
+    assert set(df["exec_timing"]) == {"process"} and set(df["engine"]) == {"sleep"}
+    assert (df["track_s"] >= 0.4).all() and (df["track_s"] < 5).all()
+
+
+@pytest.mark.parametrize("command, reason", [
+    ("no-such-program-sharebench --x", "command 'no-such-program-sharebench' not found"),
+    ("sh -c 'echo boom >&2; exit 3'", "command 'sh' exited with status 3: boom"),
+    ("true", "the program wrote no result to"),
+    ("sh -c 'echo not json > \"$SHAREBENCH_RESULT_FILE\"'", "malformed result in"),
+    ("sh -c 'echo {\\\"start\\\": 1} > \"$SHAREBENCH_RESULT_FILE\"'", "missing end, work, unit"),
+    ("sh -c 'echo {\\\"start\\\": 2, \\\"end\\\": 1, \\\"work\\\": 1, \\\"unit\\\": \\\"x\\\"} > "
+     "\"$SHAREBENCH_RESULT_FILE\"'", "end 1 before start 2"),
+])
+def test_a_failing_program_fails_its_cell_and_the_sweep_goes_on(command, reason, tmp_path):
+    out = run_sweep(exec_cfg(command, [1, 2]), tmp_path / "out")
+    df = load_results(out)
+    assert sorted(df["particles"]) == [1, 2]  # both cells ran: the first failure did not stop the sweep
+    assert (df["cell_status"] == "failed").all()
+    for err in df["cell_error"]:
+        assert reason in err and "\n" not in err and "Traceback" not in err, err
+
+
+def test_a_program_that_never_gets_ready_is_stopped(tmp_path):
+    t0 = time.monotonic()
+    out = run_sweep(exec_cfg("sleep 60", [1], ready_timeout_s=1.5), tmp_path / "out")
+    assert time.monotonic() - t0 < 30
+    df = load_results(out)
+    assert df["cell_error"].iloc[0] == "replica 0: not ready after 1.5 s (setup too slow or hung)"
+    time.sleep(0.5)
+    left = [p for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[:2] == ["sleep", "60"]
+            and p.ppid() == 1]
+    assert not left, "the program outlived its replica"
+
+
+@pytest.mark.parametrize("doc, message", [
+    ([], "a JSON object with start, end, work, unit is needed, got list"),
+    ({"start": 1, "end": 2, "work": 0, "unit": "x"}, "work 0; allowed: a number > 0"),
+    ({"start": "a", "end": 2, "work": 1, "unit": "x"}, "start 'a' is not a finite number"),
+    ({"start": 1, "end": 2, "work": 1, "unit": ""}, "unit ''; allowed: a non-empty name"),
+])
+def test_parse_result_names_the_fault(doc, message):
+    with pytest.raises(UserError) as e:
+        parse_result(doc, "f.json")
+    assert str(e.value) == f"malformed result in f.json: {message}"
+
+
+def test_workload_names():
+    assert workload_name("python -m sharebench.kernel.train --amp") == "train"
+    assert workload_name("python3 examples/workloads/hash_chain.py") == "hash_chain"
+    assert workload_name("/x/sum_sqrt.sh") == "sum_sqrt"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--engine", "exec", "--work", "10"], "--engine exec needs a command: --exec 'CMD ARGS'"),
+    (["--engine", "exec", "--exec", "true"], "--engine exec needs --work N[,N...]: the sizes SHAREBENCH_WORK "
+                                             "gives the program"),
+    (["--engine", "exec", "--exec", "true", "--work", "10", "--exec-timing", "wall"],
+     "bad exec timing 'wall'; allowed: protocol, process"),
+    (["--exec", "true"], "--exec, --exec-timing and --exec-name need --engine exec; the engine is 'simpletrack'"),
+    (["--engine", "exec", "--exec", "true", "--work", "0"],
+     "bad particle count '0'; allowed: whole numbers > 0 such as 10000 or 5e6"),
+])
+def test_cli_bad_exec_input(argv, message, capsys, tmp_path):
+    out = tmp_path / "out"
+    assert main(["run", "--device", "cpu", "--out", str(out), "--no-progress", *argv]) == 2
+    assert capsys.readouterr().err == f"sharebench: error: {message}\n"
+    assert not out.exists()
+
+
+def test_cli_runs_a_workload(capsys, tmp_path):
+    out = tmp_path / "out"
+    assert main(["run", "--device", "cpu", "--engine", "exec", "--exec", f"{EXAMPLES}/sum_sqrt.sh",
+                 "--exec-name", "sqrt-sh", "--work", "1000", "--modes", "exclusive", "--repeats", "1",
+                 "--warmup-repeats", "0", "--no-telemetry", "--out", str(out), "--no-progress"]) == 0
+    df = load_results(out)
+    assert df["engine"].tolist() == ["sqrt-sh"] and df["cell_status"].tolist() == ["ok"]
+
+
+def test_workloads_resumed_into_one_folder_are_compared(tmp_path):
+    out = tmp_path / "out"
+    run_sweep(exec_cfg(f"{EXAMPLES}/sum_sqrt.sh", [300_000], modes=["exclusive", "timeslice:2"]), out)
+    run_sweep(exec_cfg(f"python3 {EXAMPLES}/hash_chain.py", [100_000], modes=["exclusive", "timeslice:2"],
+                       resume=True), out)
+    df = load_results(out)
+    assert sorted(set(df["engine"])) == ["hash_chain", "sum_sqrt"] and len(df) == 6  # no cell skipped as done
+    build_report(out)
+    table = pd.read_csv(out / "tables" / "workloads.csv")
+    assert sorted(set(table["workload"])) == ["hash_chain", "sum_sqrt"]
+    assert (table.loc[table["mode"] == "exclusive", "gain"] == 1).all()
