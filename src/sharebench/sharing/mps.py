@@ -32,7 +32,7 @@ from typing import Any
 import psutil
 
 from sharebench.devices import DeviceInfo, as_device
-from sharebench.errors import UserError
+from sharebench.errors import Stopped, UserError
 
 CONTROL = "nvidia-cuda-mps-control"
 _SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s)
@@ -281,7 +281,7 @@ class MpsDaemon:
             return
 
         def handler(signum, _frame):
-            raise KeyboardInterrupt(f"signal {signum}")
+            raise Stopped(signum)  # a KeyboardInterrupt: the sweep exits 128 + signum
 
         for sig in _SIGNALS:
             try:

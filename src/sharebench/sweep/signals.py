@@ -13,16 +13,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from sharebench.errors import Stopped
+
 CAUGHT = (signal.SIGTERM, signal.SIGHUP)
-
-
-class Stopped(KeyboardInterrupt):
-    """The sweep was stopped by a signal; ``exit_status`` is 128 + its number."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-        self.exit_status = 128 + signum
 
 
 class SignalWatch:
