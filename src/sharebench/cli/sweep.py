@@ -12,6 +12,7 @@ from sharebench.errors import UserError
 from sharebench.parse import seconds, whole_number
 from sharebench.report import build_report, end_screen
 from sharebench.results import RESULTS_CSV
+from sharebench.sharing import stop_orphans
 from sharebench.sweep import (
     MAX_REPEATS,
     MAX_TURNS,
@@ -27,7 +28,7 @@ from sharebench.telemetry.disturbance import Disturbed, check_quiet, strict_guar
 
 
 def configure(name: str, parser: argparse.ArgumentParser) -> None:
-    {"run": configure_run, "report": configure_report}[name](parser)
+    {"run": configure_run, "report": configure_report, "cleanup": configure_cleanup}[name](parser)
 
 
 def configure_run(run: argparse.ArgumentParser) -> None:
@@ -82,6 +83,19 @@ def configure_report(rep: argparse.ArgumentParser) -> None:
     rep.add_argument("--compare", metavar="DIR2", default=None,
                      help="refused: use `sharebench compare DIR DIR2`, which never overwrites DIR's report")
     rep.set_defaults(func=cmd_report)
+
+
+def configure_cleanup(cleanup: argparse.ArgumentParser) -> None:
+    cleanup.description = ("Stop the MPS daemons a killed sweep left on this machine (their folders "
+                           "$TMPDIR/sbmps-* name a sweep pid that is gone) and remove their folders. "
+                           "The next MPS cell does the same on its own.")
+    cleanup.set_defaults(func=cmd_cleanup)
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    done = stop_orphans()
+    print("\n".join(done) if done else "nothing to clean up: no MPS daemon folder of a sweep that is gone")
+    return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
