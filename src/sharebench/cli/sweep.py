@@ -110,6 +110,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "run_timeout_s": seconds("--run-timeout", args.run_timeout, 0.001) if args.run_timeout is not None else None,
         "modes": args.modes.split(",") if args.modes is not None else None,
         "particles": args.particles, "device": args.device, "engine": args.engine, "lattice": args.lattice,
+        "run_options": exec_options(args) or None,  # None: none given (a resumed folder keeps its own)
     }
     stop_after = seconds("--stop-after", args.stop_after) if args.stop_after is not None else None
     if args.resume:  # the folder's own sweep: what the user did not give comes from its sweep.json
@@ -118,7 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         **{k: v for k, v in given.items() if v is not None}, resume=args.resume,
         telemetry_interval_s=None if args.no_telemetry else 0.1,
         progress=not args.no_progress, command=list(sys.argv), stop_after_s=stop_after,
-        allow_gpu_settings=args.allow_gpu_settings, run_options=exec_options(args),
+        allow_gpu_settings=args.allow_gpu_settings,
     )
     if args.dry_run:
         print(describe_plan(validate(cfg)))
