@@ -24,3 +24,12 @@ class UserError(Exception):
 
     def __init__(self, message: str):
         super().__init__(one_line(message))
+
+
+class Stopped(KeyboardInterrupt):
+    """Stopped by a signal (SIGTERM, SIGHUP): unwinds like Ctrl-C; ``exit_status`` is 128 + its number."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+        self.exit_status = 128 + signum

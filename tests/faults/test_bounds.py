@@ -101,7 +101,7 @@ def test_any_mode_text_is_a_mode_list_or_one_line(text):
     except UserError as exc:
         assert "\n" not in str(exc)
     else:
-        assert all(m.n is None or 1 <= m.n <= 10**6 for m in modes)
+        assert all(m.replicas is None or 1 <= m.replicas <= (10**6 if m.kind == "partition" else 64) for m in modes)
 
 
 @settings(max_examples=300, deadline=1000)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import subprocess
 
 import pytest
@@ -29,13 +31,14 @@ def disk(tmp_path):
 def fill(mnt):
     """Write until the disk says ENOSPC; returns the filler file."""
     filler = mnt / "filler"
-    with filler.open("wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
     return filler
 
 

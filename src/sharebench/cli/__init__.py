@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                     "plots, report"),
     "report": ("sharebench.cli.sweep", "rebuild tables, plots and report.md/report.html of a results folder"),
     "compare": ("sharebench.cli.compare", "differences between results folders, per cell, with intervals and verdicts"),
+    "cleanup": ("sharebench.cli.sweep", "stop MPS daemons (and remove their folders) that a killed sweep left behind"),
     "node": ("sharebench.cli.node", "reconfigure a GPU node through the gpu-operator (exclusive, timeslice, mps, mig)"),
     "manifests": ("sharebench.cli.manifests", "render or check the Kubernetes manifests sharebench deploys"),
     "telemetry": ("sharebench.cli.telemetry", "sample this machine, attach DCGM metrics, annotate Grafana"),

@@ -12,6 +12,7 @@ from sharebench.errors import UserError
 from sharebench.parse import seconds, whole_number
 from sharebench.report import build_report, end_screen
 from sharebench.results import RESULTS_CSV
+from sharebench.sharing import stop_orphans
 from sharebench.sweep import (
     MAX_REPEATS,
     MAX_TURNS,
@@ -27,7 +28,7 @@ from sharebench.telemetry.disturbance import Disturbed, check_quiet, strict_guar
 
 
 def configure(name: str, parser: argparse.ArgumentParser) -> None:
-    {"run": configure_run, "report": configure_report}[name](parser)
+    {"run": configure_run, "report": configure_report, "cleanup": configure_cleanup}[name](parser)
 
 
 def configure_run(run: argparse.ArgumentParser) -> None:
@@ -84,6 +85,19 @@ def configure_report(rep: argparse.ArgumentParser) -> None:
     rep.set_defaults(func=cmd_report)
 
 
+def configure_cleanup(cleanup: argparse.ArgumentParser) -> None:
+    cleanup.description = ("Stop the MPS daemons a killed sweep left on this machine (their folders "
+                           "$TMPDIR/sbmps-* name a sweep pid that is gone) and remove their folders. "
+                           "The next MPS cell does the same on its own.")
+    cleanup.set_defaults(func=cmd_cleanup)
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    done = stop_orphans()
+    print("\n".join(done) if done else "nothing to clean up: no MPS daemon folder of a sweep that is gone")
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("sharebench-results") / datetime.now(timezone.utc).strftime(
         "%Y%m%dT%H%M%SZ")
@@ -96,7 +110,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "run_timeout_s": seconds("--run-timeout", args.run_timeout, 0.001) if args.run_timeout is not None else None,
         "modes": args.modes.split(",") if args.modes is not None else None,
         "particles": args.particles, "device": args.device, "engine": args.engine, "lattice": args.lattice,
-        "run_options": exec_options(args) or None,   # --engine exec's command; on --resume the folder's own
+        "run_options": exec_options(args) or None,  # None: none given (a resumed folder keeps its own)
     }
     stop_after = seconds("--stop-after", args.stop_after) if args.stop_after is not None else None
     if args.resume:  # the folder's own sweep: what the user did not give comes from its sweep.json

@@ -18,6 +18,7 @@ import io
 import json
 import math
 import warnings
+import zipfile
 from collections import Counter
 from pathlib import Path
 
@@ -408,7 +409,7 @@ def _read_packed(path: Path) -> PackedLine | None:
         z = np.load(path)
         return PackedLine(data=z["data"], n_elements=int(z["n_elements"]), kinds=z["kinds"],
                           **{k: float(z[k]) for k in ("line_length", "p0c", "mass0", "q0", "beta0", "xy_limit")})
-    except (OSError, KeyError, ValueError):
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):  # torn or foreign: rebuilt
         return None
 
 

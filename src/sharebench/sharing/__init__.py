@@ -10,9 +10,11 @@ from sharebench.sharing.cpus import partition_cpus
 from sharebench.sharing.executor import run_cell
 from sharebench.sharing.mig import MigInstance, find_mig_instances, parse_nvidia_smi_list, select_instances
 from sharebench.sharing.mps import MpsDaemon, check_mps_available
+from sharebench.sharing.orphans import find_orphans, stop_orphans
 from sharebench.sharing.plan import CellPlan, ReplicaPlan, plan_cell
 
 __all__ = [
     "CellPlan", "MigInstance", "MpsDaemon", "ReplicaPlan", "check_mps_available", "find_mig_instances",
-    "parse_nvidia_smi_list", "partition_cpus", "plan_cell", "run_cell", "select_instances",
+    "find_orphans", "parse_nvidia_smi_list", "partition_cpus", "plan_cell", "run_cell", "select_instances",
+    "stop_orphans",
 ]

@@ -32,7 +32,8 @@ from typing import Any
 import psutil
 
 from sharebench.devices import DeviceInfo, as_device
-from sharebench.errors import UserError
+from sharebench.errors import Stopped, UserError
+from sharebench.sharing.orphans import stop_orphans, write_owner
 
 CONTROL = "nvidia-cuda-mps-control"
 _SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s)
@@ -150,9 +151,12 @@ class MpsDaemon:
         self.log_dir = self.root / "log"
         self.pipe_dir.mkdir()
         self.log_dir.mkdir()
+        write_owner(self.root)  # a daemon a SIGKILLed sweep leaves is found by its dead owner (orphans)
 
     def start(self) -> MpsDaemon:
         path = check_mps_available(self.device, self.mode_label, self.control)
+        for line in stop_orphans(control=self.control):  # what a killed sweep left on this machine
+            print(f"sharebench: {line}", file=sys.stderr)
         self.make_dirs()
         try:
             self.install_signal_handlers()
@@ -281,7 +285,7 @@ class MpsDaemon:
             return
 
         def handler(signum, _frame):
-            raise KeyboardInterrupt(f"signal {signum}")
+            raise Stopped(signum)  # a KeyboardInterrupt: the sweep exits 128 + signum
 
         for sig in _SIGNALS:
             try:
