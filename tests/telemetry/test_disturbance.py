@@ -71,7 +71,7 @@ def test_cells_beside_a_hog_are_flagged_in_the_answer(hogs, tmp_path, capsys):
     assert any(named(f, hogs) for f in disturbed["flag"])
     answer = pd.read_csv(out / "tables" / "answer.csv").set_index("mode")
     assert "cell(s) of it or its baseline disturbed (other processes used" in answer.loc["timeslice:2", "trust"]
-    assert "cell(s) disturbed" in printed  # the end screen says it too
+    assert "cell(s) of it or its baseline disturbed" in printed  # the end screen says it too
 
 
 def test_strict_refuses_to_start_on_a_busy_host(hogs, tmp_path, capsys):
