@@ -19,6 +19,7 @@ below, which the README states in words (docs/readme/sweep.md, "How the Answer i
   :data:`FAIRNESS_WARN`) the one with the smallest worst-job slowdown per replica
   (slowdown / N, 1 = a fair share at no cost); an unfair mode is named with its fairness (its jobs
   queue behind each other). None fair: exclusive.
+* a choice whose mode is not trusted as measured says so ("caution: …") with the reasons;
 * **isolation required**: the measured MIG mode with the highest gain; on the CPU the partition mode;
   otherwise MIG as predicted (``predict_cell``) or, where the device has no MIG, none.
 """
@@ -77,7 +78,8 @@ def _trust(mode: str, work: dict, repeats: int, tables: dict[str, pd.DataFrame])
         if any(x.startswith("disturbed") for x in texts):
             first = sorted({x for x in texts if x.startswith("disturbed")})[0]
             n = sum(x.startswith("disturbed") for x in texts)
-            reasons.append(f"{n} cell(s) disturbed ({first.removeprefix('disturbed: ').split(', busiest')[0]})")
+            what = first.removeprefix("disturbed: ").split(", busiest")[0]
+            reasons.append(f"{n} cell(s) of it or its baseline disturbed ({what})")
         if any(x.startswith("CV of") for x in texts):
             reasons.append(f"spread: CV > {CV_WARN_PCT:.0f}%")
         n_excl = int(f[(f["mode"] == mode) & f["excluded"].astype(bool)]["cell_id"].nunique())
@@ -184,6 +186,10 @@ def choices(rows: pd.DataFrame, gpu: str | None = None) -> pd.DataFrame:
     if rows.empty:
         return pd.DataFrame(columns=CHOICE_COLUMNS)
     made = [_batch(rows), _interactive(rows), _isolation(rows, gpu)]
+    trust = dict(zip(rows["mode"], rows["trust"]))
+    for c in made:  # a choice resting on numbers not to be trusted says so
+        if trust.get(c["mode"], "ok") != "ok":
+            c["reason"] += f"; caution, not trusted as measured: {trust[c['mode']]}"
     return pd.DataFrame([dict(pattern=p, **c) for p, c in zip(PATTERNS, made)], columns=CHOICE_COLUMNS)
 
 

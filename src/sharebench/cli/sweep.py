@@ -45,7 +45,8 @@ def configure_run(run: argparse.ArgumentParser) -> None:
                           "/ partition:2 on the CPU)")
     run.add_argument("--particles", "--work", dest="particles", default=None,
                      help="comma-separated particle counts (--engine exec: work sizes) per replica, e.g. 5e6,1e7 "
-                          "(default: 500,1000 on the CPU; 1e6,2e6 on a GPU)")
+                          "(default: on the CPU one size calibrated for about 2 s of exclusive tracking; 1e6,2e6 "
+                          "on a GPU)")
     run.add_argument("--turns", default=None,
                      help="turns per run (default: 10)")
     run.add_argument("--repeats", default=None, help="measured repeats, 1..1000 (default 3)")

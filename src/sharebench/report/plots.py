@@ -21,6 +21,7 @@ import pandas as pd
 
 matplotlib.use("Agg")  # before pyplot: figures are files, never windows
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from sharebench.analysis import fmt_particles, mean_ci
 from sharebench.modes import mode_sort_key
@@ -138,9 +139,10 @@ def plot_loss(tables, out_dir: Path, compare=None, labels=("this", "compare")) -
     ax.axhline(0, color="0.5", lw=0.8)
     ax.set_xlabel("particles per replica")
     ax.set_ylabel("loss [%]  (0 = no cost of sharing)")
-    ax.set_title("Cost of sharing against exclusive use (median, 95% CI)")
+    ax.set_title("Cost of sharing against exclusive use (mean, 95% CI)")
+    _particle_axis(ax)
     if drawn:
-        ax.legend(fontsize=8)
+        _legend_outside(ax)
     else:
         ax.text(0.5, 0.5, "no shared-mode cells measured", transform=ax.transAxes, ha="center")
     ax.grid(alpha=0.3)
@@ -180,8 +182,9 @@ def plot_time(tables, out_dir: Path, compare=None, labels=("this", "compare")) -
     ax.set_xlabel("particles per replica")
     ax.set_ylabel("time [s]")
     ax.set_title("Tracking time per mode (T_N: span of the N concurrent replicas)")
+    _particle_axis(ax)
     if drawn:
-        ax.legend(fontsize=8)
+        _legend_outside(ax)
     ax.grid(alpha=0.3)
     _subtitle(fig, tables)
     return save_figure(fig, out_dir, "time_vs_particles")
@@ -203,16 +206,27 @@ def plot_throughput(tables, out_dir: Path, compare=None, labels=("this", "compar
             y = g["throughput_pt_per_s"].to_numpy(float)
             ax.bar(np.arange(len(modes)) + (j - (len(parts) - 1) / 2) * width, y, width,
                    yerr=_err(g["throughput_ci_low"].to_numpy(float), g["throughput_ci_high"].to_numpy(float), y),
-                   capsize=2, label=f"{int(p):,} particles", color=f"C{j % 10}")
+                   capsize=2, label=f"{fmt_particles(p)} particles", color=f"C{j % 10}")
         ax.set_xticks(np.arange(len(modes)), modes, rotation=30, ha="right")
         ax.set_xlabel("sharing mode")
         ax.set_title(f"Aggregate throughput per device ({lab})" if compare is not None
                      else "Aggregate throughput per physical device")
-        ax.legend(fontsize=8)
+        _legend_outside(ax)
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("particle-turns / s (all replicas)")
     _subtitle(fig, tables)
     return save_figure(fig, out_dir, "throughput")
+
+
+def _particle_axis(ax) -> None:
+    """Particle counts as 500, 2k, 5M: no 1e7 offset to read off the corner."""
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt_particles(v) if v > 0 else "0"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _legend_outside(ax) -> None:
+    """The legend right of the axes, never over the data."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
 def _subtitle(fig, tables) -> None:

@@ -27,8 +27,8 @@ from sharebench.parse import counts, whole_number
 from sharebench.sharing import CellPlan, check_mps_available, plan_cell
 from sharebench.sharing.timeslice import check_allowed
 
-# `sharebench run` with no options: sizes per device class that finish in a few minutes
-# (CPU: 5.5 min for the whole default sweep on 2 cores of an AMD EPYC, docs/results/cpu-example; GPU: the
+# `sharebench run` with no options: sizes per device class that finish in a few minutes (CPU: what
+# --dry-run shows; the run itself sizes one particle count by a calibration, sharebench.sweep.calibrate; GPU: the
 # kernel's H200 figure, 1e6 particles x 10 turns in 1.45 s with CUDA (docs/results/kernel.md), makes the
 # largest exclusive run here about 3 s)
 DEFAULT_PARTICLES = {"cpu": [500, 1000], "gpu": [1_000_000, 2_000_000]}

@@ -36,6 +36,7 @@ from sharebench.results import (
 from sharebench.results.guard import check_new_folder, check_out_path, claim_folder, set_aside_torn_tail
 from sharebench.sharing import run_cell
 from sharebench.sharing.timeslice import gpu_timeslice
+from sharebench.sweep.calibrate import calibrate
 from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, validate
 from sharebench.sweep.resume import check_same_work, identity, work_key
 from sharebench.telemetry import collect_provenance, make_sampler
@@ -197,6 +198,8 @@ def _sweep(plan: SweepPlan, out: Path, on_cell: Callable[[list[dict[str, Any]]],
     writer = ResultsWriter(out)
     sweep_id = new_sweep_id()
     notes = list(plan.notes) + notes
+    if config.particles is None and plan.device.kind == "cpu" and config.engine != "exec":  # sweep.calibrate
+        notes.append(calibrate(plan, out if config.resume else None))
     done = _check_resume(out, plan, notes) if config.resume else set()
     notes += _record(out, sweep_id, plan)
     cells = [c for c in plan.cells() if c.id not in done]

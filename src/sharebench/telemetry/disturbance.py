@@ -110,6 +110,7 @@ class Probe:
         self.own0 = _own_seconds()
         self.load0 = _load()
         self.procs0 = _processes()
+        self.others: dict[int, tuple[str, float]] = {}
 
     def stop(self) -> dict[str, Any]:
         wall = max(time.monotonic() - self.t0, 1e-6)
@@ -128,6 +129,7 @@ class Probe:
         ours = _ours(procs1, os.getpid())
         busiest = sorted(((procs1[p][2] - self.procs0[p][2]) / _HZ / wall, procs1[p][0], p)
                          for p in procs1 if p in self.procs0 and p not in ours and procs1[p][0] == self.procs0[p][0])
+        self.others = {pid: (name, cores) for cores, name, pid in busiest}  # every other process, in cores
         top = [f"{name} (pid {pid}) {cores:.2f}" for cores, name, pid in reversed(busiest[-5:]) if cores >= 0.05]
         out["tel_busy_processes"] = "; ".join(top)
         out[COLUMN] = verdict(out)

@@ -1,0 +1,47 @@
+"""Size the default CPU sweep from a short calibration run, so that set-up and launch noise are small.
+
+With no ``--particles`` on the CPU, :func:`calibrate` tracks :data:`PROBE_PARTICLES` particles for the
+sweep's turns once in this process (which also builds the kernel into the cache the replicas then
+reuse), takes its rate, and picks the one particle count at which an exclusive run tracks for about
+:data:`TARGET_TRACK_S` seconds (two significant digits, at least the probe's size). A resumed folder
+keeps the sizes it already has, so that its cells match.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+
+from sharebench.kernel import run_replica
+from sharebench.results import RESULTS_CSV, load_results
+
+TARGET_TRACK_S = 2.0
+PROBE_PARTICLES = 1000
+MAX_PARTICLES = 1_000_000  # a tiny test lattice tracks fast: never more than ~100 MB of particles per replica
+
+
+def round2(x: float) -> int:
+    """Two significant digits: 12,345 -> 12,000."""
+    if x <= 0 or not math.isfinite(x):
+        return PROBE_PARTICLES
+    k = 10 ** max(0, int(math.floor(math.log10(x))) - 1)
+    return int(round(x / k) * k)
+
+
+def calibrate(plan, out) -> str:
+    """Set ``plan.particles`` to the calibrated size (CPU, no --particles); returns the note to record."""
+    if out is not None and (out / RESULTS_CSV).exists():
+        df = load_results(out)
+        sizes = sorted({int(p) for p in df["particles"].dropna()})
+        if sizes:
+            plan.particles = sizes
+            return f"calibration: kept the folder's particle counts {', '.join(f'{p:,}' for p in sizes)}"
+    with contextlib.redirect_stdout(sys.stderr):
+        rec = run_replica(plan.run_config(PROBE_PARTICLES))
+    rate = PROBE_PARTICLES * plan.turns / rec.track_s if rec.track_s > 0 else math.inf
+    particles = min(MAX_PARTICLES, max(PROBE_PARTICLES, round2(rate * TARGET_TRACK_S / plan.turns)))
+    plan.particles = [particles]
+    return (f"calibration: {PROBE_PARTICLES:,} particles x {plan.turns} turns tracked in {rec.track_s:.3f} s "
+            f"({rate:,.0f} particle-turns/s): {particles:,} particles for about {TARGET_TRACK_S:g} s of exclusive "
+            f"tracking per cell (kept between {PROBE_PARTICLES:,} and {MAX_PARTICLES:,})")
