@@ -41,7 +41,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("schema_version", "int", "", "version of this schema (1); a loader refuses other versions"),
     Column("sweep_id", "str", "", "identifier of the sweep that wrote the row (UTC start time)"),
     Column("cell_id", "str", "", "one cell = one mode x particle count x repeat, e.g. `timeslice:2_p10000_r1`"),
-    Column("mode", "str", "", "sharing mode, lowercase: exclusive, timeslice:N, mps:N[@PCT], mig:LAYOUT, partition:N"),
+    Column("mode", "str", "", "sharing mode, lowercase: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], "
+                              "mig:LAYOUT, partition:N"),
     Column("mode_kind", "str", "", "exclusive, timeslice, mps, mig or partition"),
     Column("replicas", "int", "", "N: replicas that ran concurrently in the cell"),
     Column("replica", "int", "", "index of this replica in the cell, 0..N-1"),
