@@ -55,7 +55,8 @@ def test_dra_sweep_claims_each_cell_and_leaves_no_claim(cluster, tmp_path, latti
     shared = [a.sharing for a in cluster.dra.applied]
     assert shared == [None, {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}]
     assert cluster.dra.timeslice["gpu-0"] == 3
-    assert claims_in(cluster) == []                     # deleted by check_cell after each cell
+    assert cluster.dra.most_at_once == 1                # check_cell deleted each cell's claim before the next
+    assert claims_in(cluster) == []
     (run,) = root.glob("sharebench-sweep-*")
     (csv,) = run.rglob("results.csv")
     df = load_results(csv.parent)

@@ -170,3 +170,17 @@ def test_mig_claims_get_distinct_devices_of_the_profile(tmp_path):
             assert sorted(a.device for a in driver.applied) == ["gpu-0-mig-0", "gpu-0-mig-1"]
             assert all(a.sharing is None for a in driver.applied)
         assert claims_in(s) == []
+
+
+def test_device_plugin_path_refuses_an_interval_before_any_change(tmp_path):
+    from sharebench.node import NodeError, ReconfigureOptions, reconfigure
+
+    with SimCluster(tmp_path, delay_s=0.01) as s:
+        s.add_gpu_node("gpu-a", "H200", gpus=1)
+        before = s.node("gpu-a")["metadata"]["resourceVersion"]
+        with pytest.raises(NodeError) as err:
+            reconfigure("gpu-a", "timeslice:2/long", ReconfigureOptions(timeout_s=5), api_client=s.api_client())
+        assert str(err.value) == ("node gpu-a, mode timeslice:2/long, state pre-flight: the device plugin cannot set "
+                                  "the time-slice interval; use timeslice:N here, or the pipeline's placement dra "
+                                  "(the DRA driver sets it per claim)")
+        assert s.node("gpu-a")["metadata"]["resourceVersion"] == before

@@ -55,6 +55,7 @@ class SimDraDriver:
         self.errors: dict[str, str] = {}                  # claim -> why it is not allocated
         self.created: list[str] = []                      # every claim seen, in order
         self.released: list[str] = []
+        self.most_at_once = 0                             # the most claims that existed together
         sim.dra = self
 
     # ------------------------------------------------------------ helpers
@@ -94,6 +95,7 @@ class SimDraDriver:
     def reconcile(self) -> None:
         sim = self.sim
         claims = {(ns, name): o for (r, ns, name), o in sim.objects.items() if r == "resourceclaims"}
+        self.most_at_once = max(self.most_at_once, len(claims))
         for key, (ns, name) in list(self.owner.items()):
             if (ns, name) not in claims:
                 del self.owner[key]

@@ -31,7 +31,7 @@ def test_parse_particles(text, values):
 
 
 @pytest.mark.parametrize("change, message", [
-    (dict(modes=["bogus"]), "unknown sharing mode 'bogus'; allowed: exclusive, timeslice:N, mps:N[@PCT], "
+    (dict(modes=["bogus"]), "unknown sharing mode 'bogus'; allowed: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], "
                             "mig:LAYOUT, partition:N"),
     (dict(modes=["timeslice:0"]), "replica count must be >= 1 in 'timeslice:0'"),
     (dict(particles="0"), "bad particle count '0'; allowed: whole numbers > 0 such as 10000 or 5e6"),

@@ -107,6 +107,9 @@ def _preflight(sess: Session, m: Mode, options: ReconfigureOptions) -> tuple[obj
         raise sess.error("partition:N is a CPU-only local mode; a node takes exclusive, timeslice:N, mps:N, mig:LAYOUT")
     if m.kind == "mps" and m.thread_pct is not None:
         raise sess.error("the device plugin sets the MPS thread share itself (100/N); use mps:N without @PCT")
+    if m.interval is not None:
+        raise sess.error("the device plugin cannot set the time-slice interval; use timeslice:N here, or the "
+                         "pipeline's placement dra (the DRA driver sets it per claim)")
     n = sess.read_node()
     prior_seen = read_prior(sess, n)
     facts = gpu_facts(sess, n, options.gpu_model, prior_seen)

@@ -43,7 +43,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("cell_id", "str", "", "one cell = one mode x particle count x repeat, e.g. `timeslice:2_p10000_r1`"),
     Column("work_key", "str", "", "hash of the cell's whole work identity: cell id, turns, engine, lattice "
            "content, seed, run options, device model (sharebench.sweep.resume)"),
-    Column("mode", "str", "", "sharing mode, lowercase: exclusive, timeslice:N, mps:N[@PCT], mig:LAYOUT, partition:N"),
+    Column("mode", "str", "", "sharing mode, lowercase: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], "
+                              "mig:LAYOUT, partition:N"),
     Column("mode_kind", "str", "", "exclusive, timeslice, mps, mig or partition"),
     Column("replicas", "int", "", "N: replicas that ran concurrently in the cell"),
     Column("replica", "int", "", "index of this replica in the cell, 0..N-1"),

@@ -1,4 +1,4 @@
-"""Local sharing executors: exclusive, timeslice:N, mps:N[@PCT], mig:LAYOUT, partition:N.
+"""Local sharing executors: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], mig:LAYOUT, partition:N.
 
 ``plan_cell(mode, device)`` checks, before anything runs, that a mode can run on a device and lays
 its replicas out (``plan``); ``run_cell(mode, cfg, workdir, plan=...)`` runs the N replica
