@@ -246,13 +246,13 @@ def test_cli_check_reports_drift(tmp_path, capsys):
     assert main(["manifests", "check", "--dir", str(out)]) == 0
     (out / "rbac/0200_clusterrole_sharebench-node.yaml").write_text("# hand edit\n")
     (out / "rbac/0900_extra.yaml").write_text("kind: Secret\n")
-    (out / "namespace/0110_namespace_sharebench.yaml").unlink()
+    (out / "namespace/0120_namespace_sharebench-system.yaml").unlink()
     (out / "dashboards").mkdir()
     (out / "dashboards/0100_other_area.yaml").write_text("kind: ServiceMonitor\n")   # not ours: ignored
     capsys.readouterr()
     assert main(["manifests", "check", "--dir", str(out)]) == 1
     err = capsys.readouterr().err.splitlines()
-    assert err[:3] == ["missing: namespace/0110_namespace_sharebench.yaml",
+    assert err[:3] == ["missing: namespace/0120_namespace_sharebench-system.yaml",
                        "differs: rbac/0200_clusterrole_sharebench-node.yaml",
                        "not rendered (stale or hand-made): rbac/0900_extra.yaml"]
     # a render brings it back in sync and leaves other areas' folders alone
@@ -274,7 +274,8 @@ def test_cli_manifest_errors(capsys, tmp_path, argv, message):
 def test_render_for_other_namespaces(tmp_path):
     files = render.render(render.RenderOptions(operator_namespace="nvidia-gpu", run_namespace="kubeflow-user-a"))
     objs = dict(render.kubernetes_objects(files))
-    assert objs["namespace/0110_namespace_kubeflow-user-a.yaml"]["metadata"]["name"] == "kubeflow-user-a"
+    # the profile's namespace is the profile controller's: no Namespace object for it
+    assert not any(o["kind"] == "Namespace" and o["metadata"]["name"] == "kubeflow-user-a" for o in objs.values())
     assert objs["rbac/0100_serviceaccount_sharebench-node.yaml"]["metadata"]["namespace"] == "kubeflow-user-a"
     assert objs["rbac/0300_clusterrolebinding_sharebench-node.yaml"]["subjects"][0]["namespace"] == "kubeflow-user-a"
     for rel in ("rbac/0210_role_sharebench-node.yaml", "rbac/0310_rolebinding_sharebench-node.yaml",

@@ -32,6 +32,7 @@ from sharebench.node.client import (
 from sharebench.node.prior import ANNOTATION
 from sharebench.node.reconfiguration import (
     ReconfigureOptions,
+    preview,
     reconfigure,
     restore,
     status,
@@ -45,6 +46,7 @@ __all__ = [
     "ReconfigureOptions",
     "check_times",
     "make_api_client",
+    "preview",
     "reconfigure",
     "restore",
     "status",
