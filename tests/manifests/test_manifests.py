@@ -107,6 +107,17 @@ def test_mig_parted_config_covers_every_layout_of_every_model():
             assert items[0]["mig-devices"] == {prof.name: prof.max_count}
 
 
+@pytest.mark.parametrize("model, devices", [
+    ("A100-40GB", {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}),
+    ("H100-80GB", {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}),
+    ("H200", {"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1}),
+])
+def test_mixed_profile_layouts_beside_the_single_ones(model, devices):
+    items = [i for i in MIG_CFG["mig-configs"]["all-balanced"]
+             if operator.PCI_DEVICE_IDS[model][0] in i["device-filter"]]
+    assert [i["mig-devices"] for i in items] == [devices]     # and mig_parted_problems found it fits
+
+
 def test_shared_layout_name_has_one_item_per_model():
     counts = {tuple(i["device-filter"]): i["mig-devices"]["1g.10gb"] for i in MIG_CFG["mig-configs"]["all-1g.10gb"]}
     assert counts == {operator.PCI_DEVICE_IDS["A100-40GB"]: 4, operator.PCI_DEVICE_IDS["A100-80GB"]: 7,
@@ -234,7 +245,8 @@ def test_cli_render_for_one_gpu_then_check(tmp_path, capsys):
                          ["data"]["config.yaml"])
     filters = {f for items in cfg["mig-configs"].values() for i in items for f in i.get("device-filter", [])}
     assert filters == set(operator.PCI_DEVICE_IDS["H200"])
-    assert sorted(cfg["mig-configs"]) == sorted(["all-disabled"] + operator.mig_layouts(GPU_MODELS["H200"]))
+    assert sorted(cfg["mig-configs"]) == sorted(["all-disabled", *operator.MIXED_LAYOUTS,
+                                                 *operator.mig_layouts(GPU_MODELS["H200"])])
     capsys.readouterr()
     assert main(["manifests", "check", "--dir", str(out)]) == 1          # narrower than the default render
     assert "differs: operator/0200_configmap_sharebench-mig-parted-config.yaml" in capsys.readouterr().err
