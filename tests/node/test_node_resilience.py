@@ -28,7 +28,8 @@ def apply(sim, mode, timeout_s=5.0, progress=None):
 
 
 @pytest.mark.parametrize("status", [429, 500, 503])
-def test_transient_errors_while_waiting_are_retried(sim, status):
+def test_transient_errors_while_waiting_are_retried(sim, status, monkeypatch):
+    monkeypatch.setattr(node_client, "BACKOFF_S", (0.01, 0.02, 0.05))
     sim.fail_next("get", "nodes", status=status, times=3)
     sim.fail_next("list", "pods", status=status, times=2)
     res = apply(sim, "timeslice:2")
