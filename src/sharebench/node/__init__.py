@@ -29,6 +29,7 @@ from sharebench.node.client import (
     check_times,
     make_api_client,
 )
+from sharebench.node.lease import renew as renew_lease
 from sharebench.node.prior import ANNOTATION
 from sharebench.node.reconfiguration import (
     ReconfigureOptions,
@@ -48,6 +49,7 @@ __all__ = [
     "make_api_client",
     "preview",
     "reconfigure",
+    "renew_lease",
     "restore",
     "status",
 ]
