@@ -20,6 +20,8 @@ def schedule_start(
     pods: List[int] = [],
     gpu_model: str = "",
     claims_namespace: str = "sharebench",
+    node_name: str = "",
+    run_id: str = "",
 ) -> NamedTuple("Cell", particles=int, repeat=int, start_at=float, cell_id=str, claims=List[str]):
     """Picks one cell's particle count and repeat and the instant its replicas start tracking.
 
@@ -37,6 +39,8 @@ def schedule_start(
         pods: Replica index of each pod of the cell (dra: how many pods share the claim).
         gpu_model: GPU model (dra: MPS pinned-memory limit, MIG profile of the claim).
         claims_namespace: Namespace of the claims and the replica pods (dra).
+        node_name: The swept node; with run_id, the run's Lease on it is renewed (one run per node).
+        run_id: The run holding the node's Lease.
 
     Returns:
         particles: Particles per replica in this cell.
@@ -50,7 +54,8 @@ def schedule_start(
     from sharebench.components import steps
 
     c = steps.schedule_start(mode=mode, cell=cell, particle_counts=particle_counts, repeats=repeats,
-                             start_delay_s=start_delay_s, warmup_repeats=warmup_repeats)
+                             start_delay_s=start_delay_s, warmup_repeats=warmup_repeats, node_name=node_name,
+                             run_id=run_id)
     claims = steps.claim_cell(placement=placement, mode=mode, cell_id=c["cell_id"], pods=max(len(pods), 1),
                               gpu_model=gpu_model, namespace=claims_namespace)
     return namedtuple("Cell", ["particles", "repeat", "start_at", "cell_id", "claims"])(

@@ -25,7 +25,7 @@ from sharebench.gpus import gpu_model as find_gpu_model
 from sharebench.gpus import layout_profiles, resolve_layout
 from sharebench.manifests.names import OPERATOR_NAMESPACE, RUN_NAMESPACE
 from sharebench.modes import parse_mode
-from sharebench.node import ReconfigureOptions
+from sharebench.node import ReconfigureOptions, renew_lease
 from sharebench.node import reconfigure as reconfigure_node
 from sharebench.node import restore as restore_node
 from sharebench.node.claims import create_claims, delete_claims
@@ -218,8 +218,11 @@ def release_all(*, placement: str, namespace: str = RUN_NAMESPACE) -> list[str]:
 
 # ------------------------------------------------------------------ replicas
 def schedule_start(*, mode: str, cell: int, particle_counts: list, repeats: int, start_delay_s: float,
-                   warmup_repeats: int = WARMUP_REPEATS) -> dict[str, Any]:
-    """The cell's particle count, repeat and the instant its replicas start tracking together."""
+                   warmup_repeats: int = WARMUP_REPEATS, node_name: str = "", run_id: str = "") -> dict[str, Any]:
+    """The cell's particle count, repeat and the instant its replicas start tracking together; with a
+    node and a run id, the run's Lease on the node is renewed first (held for the whole run)."""
+    if node_name and run_id:
+        renew_lease(split_node(node_name)[0], run_id, progress=say)
     particles, repeat = cell_of(cell, particle_counts, repeats, warmup_repeats)
     start_at = time.time() + float(start_delay_s)
     say(f"cell {cell_id(mode, particles, repeat)}: replicas start tracking at {start_at:.3f} (epoch s)")

@@ -116,7 +116,8 @@ def run_cells(image: str, mode: str, cells: list[int], particle_counts: list[int
     with Loop(cells, name="cells", parallelism=1) as cell:
         start = in_image(schedule_start(mode=mode, cell=cell, particle_counts=particle_counts, repeats=repeats,
                                         start_delay_s=start_delay_s, warmup_repeats=warmup_repeats,
-                                        placement=placement, pods=pods, gpu_model=gpu_model), image)
+                                        placement=placement, pods=pods, gpu_model=gpu_model, node_name=node_name,
+                                        run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER), image)
         one = run_cell(image=image, mode=mode, particles=start.outputs["particles"], turns=turns,
                        repeat=start.outputs["repeat"], start_at=start.outputs["start_at"], pods=pods,
                        processes=processes, replicas=replicas, resource=resource, resource_count=resource_count,

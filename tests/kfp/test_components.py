@@ -188,6 +188,25 @@ def sim(tmp_path, monkeypatch):
         yield cluster
 
 
+def test_each_cell_renews_the_runs_lease_and_another_run_is_refused(sim):
+    """The run holds the node for its whole length: schedule_start renews the Lease before every cell."""
+    from kubernetes import client as k8s
+    steps.reconfigure(node_name=NODE, mode="timeslice:2", gpu_model="H200", placement="pods", timeout_s=30,
+                      run_id="run-a")
+    leases = k8s.CoordinationV1Api(sim.api_client())
+
+    def renewed():
+        return leases.read_namespaced_lease(f"sharebench-node-{NODE}", "sharebench-system").spec.renew_time
+    before = renewed()
+    cell = steps.schedule_start(mode="timeslice:2", cell=0, particle_counts=[100], repeats=1, start_delay_s=0,
+                                node_name=f"{NODE}=H200", run_id="run-a")
+    assert cell["particles"] == 100 and renewed() > before
+    with pytest.raises(UserError, match=r"refusing: the node is being reconfigured by run-a"):
+        steps.schedule_start(mode="timeslice:2", cell=0, particle_counts=[100], repeats=1, start_delay_s=0,
+                             node_name=NODE, run_id="run-b")
+    assert steps.restore(node_names=[NODE], timeout_s=30, run_id="run-a")[0]["restored"] is True
+
+
 def test_reconfigure_step_on_the_simulated_cluster_then_restore(sim):
     r = steps.reconfigure(node_name=NODE, mode="mig:1g.18gb", gpu_model="H200", placement="pods", timeout_s=30)
     assert r["reconfigured"] is True

@@ -107,6 +107,17 @@ def test_mig_parted_config_covers_every_layout_of_every_model():
             assert items[0]["mig-devices"] == {prof.name: prof.max_count}
 
 
+@pytest.mark.parametrize("model, devices", [
+    ("A100-40GB", {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}),
+    ("H100-80GB", {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}),
+    ("H200", {"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1}),
+])
+def test_mixed_profile_layouts_beside_the_single_ones(model, devices):
+    items = [i for i in MIG_CFG["mig-configs"]["all-balanced"]
+             if operator.PCI_DEVICE_IDS[model][0] in i["device-filter"]]
+    assert [i["mig-devices"] for i in items] == [devices]     # and mig_parted_problems found it fits
+
+
 def test_shared_layout_name_has_one_item_per_model():
     counts = {tuple(i["device-filter"]): i["mig-devices"]["1g.10gb"] for i in MIG_CFG["mig-configs"]["all-1g.10gb"]}
     assert counts == {operator.PCI_DEVICE_IDS["A100-40GB"]: 4, operator.PCI_DEVICE_IDS["A100-80GB"]: 7,
@@ -234,7 +245,8 @@ def test_cli_render_for_one_gpu_then_check(tmp_path, capsys):
                          ["data"]["config.yaml"])
     filters = {f for items in cfg["mig-configs"].values() for i in items for f in i.get("device-filter", [])}
     assert filters == set(operator.PCI_DEVICE_IDS["H200"])
-    assert sorted(cfg["mig-configs"]) == sorted(["all-disabled"] + operator.mig_layouts(GPU_MODELS["H200"]))
+    assert sorted(cfg["mig-configs"]) == sorted(["all-disabled", *operator.MIXED_LAYOUTS,
+                                                 *operator.mig_layouts(GPU_MODELS["H200"])])
     capsys.readouterr()
     assert main(["manifests", "check", "--dir", str(out)]) == 1          # narrower than the default render
     assert "differs: operator/0200_configmap_sharebench-mig-parted-config.yaml" in capsys.readouterr().err
@@ -246,13 +258,13 @@ def test_cli_check_reports_drift(tmp_path, capsys):
     assert main(["manifests", "check", "--dir", str(out)]) == 0
     (out / "rbac/0200_clusterrole_sharebench-node.yaml").write_text("# hand edit\n")
     (out / "rbac/0900_extra.yaml").write_text("kind: Secret\n")
-    (out / "namespace/0110_namespace_sharebench.yaml").unlink()
+    (out / "namespace/0120_namespace_sharebench-system.yaml").unlink()
     (out / "dashboards").mkdir()
     (out / "dashboards/0100_other_area.yaml").write_text("kind: ServiceMonitor\n")   # not ours: ignored
     capsys.readouterr()
     assert main(["manifests", "check", "--dir", str(out)]) == 1
     err = capsys.readouterr().err.splitlines()
-    assert err[:3] == ["missing: namespace/0110_namespace_sharebench.yaml",
+    assert err[:3] == ["missing: namespace/0120_namespace_sharebench-system.yaml",
                        "differs: rbac/0200_clusterrole_sharebench-node.yaml",
                        "not rendered (stale or hand-made): rbac/0900_extra.yaml"]
     # a render brings it back in sync and leaves other areas' folders alone
@@ -274,7 +286,8 @@ def test_cli_manifest_errors(capsys, tmp_path, argv, message):
 def test_render_for_other_namespaces(tmp_path):
     files = render.render(render.RenderOptions(operator_namespace="nvidia-gpu", run_namespace="kubeflow-user-a"))
     objs = dict(render.kubernetes_objects(files))
-    assert objs["namespace/0110_namespace_kubeflow-user-a.yaml"]["metadata"]["name"] == "kubeflow-user-a"
+    # the profile's namespace is the profile controller's: no Namespace object for it
+    assert not any(o["kind"] == "Namespace" and o["metadata"]["name"] == "kubeflow-user-a" for o in objs.values())
     assert objs["rbac/0100_serviceaccount_sharebench-node.yaml"]["metadata"]["namespace"] == "kubeflow-user-a"
     assert objs["rbac/0300_clusterrolebinding_sharebench-node.yaml"]["subjects"][0]["namespace"] == "kubeflow-user-a"
     for rel in ("rbac/0210_role_sharebench-node.yaml", "rbac/0310_rolebinding_sharebench-node.yaml",

@@ -28,7 +28,8 @@ def apply(sim, mode, timeout_s=5.0, progress=None):
 
 
 @pytest.mark.parametrize("status", [429, 500, 503])
-def test_transient_errors_while_waiting_are_retried(sim, status):
+def test_transient_errors_while_waiting_are_retried(sim, status, monkeypatch):
+    monkeypatch.setattr(node_client, "BACKOFF_S", (0.01, 0.02, 0.05))
     sim.fail_next("get", "nodes", status=status, times=3)
     sim.fail_next("list", "pods", status=status, times=2)
     res = apply(sim, "timeslice:2")
@@ -84,3 +85,25 @@ def test_waiting_prints_a_line_only_when_the_state_changes(sim):
         apply(sim, "timeslice:2", timeout_s=0.6, progress=lines.append)
     waiting = [ln for ln in lines if "waiting for nvidia.com/gpu=4" in ln]
     assert len(waiting) == 1, lines          # ~60 polls of an unchanged node: one line
+
+
+def test_dry_run_prints_the_changes_and_changes_nothing(sim, capsys):
+    from sharebench.cli import main
+    before = [r for r in sim.requests if r[0] != "GET"]
+    code = main(["node", "apply", NODE, "timeslice:3", "--dry-run", "--kubeconfig", str(sim.kubeconfig)])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert "dry_run: True" in out
+    assert "entry: sharebench-timeslice-3: add" in out
+    assert "label_changes: nvidia.com/device-plugin.config=(absent) -> sharebench-timeslice-3" in out
+    assert "restarts_device_plugin: True" in out
+    assert any(line.startswith("lease: taken by sharebench-cli@") for line in out)
+    assert [r for r in sim.requests if r[0] != "GET"] == before          # nothing written
+    apply(sim, "timeslice:2")
+    code = main(["node", "apply", NODE, "mig:1g", "--dry-run", "--holder", "run-b", "--kubeconfig",
+                 str(sim.kubeconfig)])
+    out = capsys.readouterr().out.splitlines()
+    assert "entry: sharebench-exclusive: unchanged" in out and "restarts_device_plugin: False" in out
+    assert ("label_changes: nvidia.com/device-plugin.config=sharebench-timeslice-2 -> sharebench-exclusive, "
+            "nvidia.com/mig.config=all-disabled -> all-1g.18gb") in out
+    assert any(line.startswith("lease: held by sharebench-cli@") and line.endswith(": refused") for line in out)

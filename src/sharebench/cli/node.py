@@ -8,7 +8,15 @@ import sys
 from typing import Any
 
 from sharebench.manifests.names import DEVICE_PLUGIN_CONFIGMAP, OPERATOR_NAMESPACE
-from sharebench.node import ReconfigureOptions, check_times, make_api_client, reconfigure, restore, status
+from sharebench.node import (
+    ReconfigureOptions,
+    check_times,
+    make_api_client,
+    preview,
+    reconfigure,
+    restore,
+    status,
+)
 
 
 def configure(name: str, node: argparse.ArgumentParser) -> None:
@@ -38,11 +46,15 @@ def configure(name: str, node: argparse.ArgumentParser) -> None:
                     help=f"device-plugin config ConfigMap (default {DEVICE_PLUGIN_CONFIGMAP})")
     ap.add_argument("--gpu-model", help="GPU model when the node's product label is not in sharebench's table")
     ap.add_argument("--rename-shared", action="store_true", help="advertise shared GPUs as nvidia.com/gpu.shared")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="print the label and ConfigMap changes it would make, and change nothing")
+    ap.add_argument("--holder", help="who holds the node's Lease (a run id; default: this machine)")
     ap.set_defaults(func=cmd_apply)
 
     rp = nsub.add_parser("restore", help="put NODE back as before sharebench's first change (idempotent)")
     common(rp)
     waits(rp)
+    rp.add_argument("--holder", help="restore only if this run holds the node's Lease (default: whoever holds it)")
     rp.set_defaults(func=cmd_restore)
 
     sp = nsub.add_parser("status", help="what NODE advertises, its GPU pods and any recorded prior state")
@@ -83,7 +95,11 @@ def cmd_apply(args: argparse.Namespace) -> int:
     check_times(args.timeout, args.poll, ("--timeout", "--poll"))
     options = ReconfigureOptions(gpu_model=args.gpu_model, namespace=args.namespace, configmap=args.configmap,
                                  timeout_s=args.timeout, poll_s=args.poll, force=args.force, cordon=args.cordon,
-                                 rename_shared=args.rename_shared)
+                                 rename_shared=args.rename_shared, holder=args.holder)
+    if args.dry_run:
+        _print(preview(args.node, args.mode, options, api_client=make_api_client(args.kubeconfig, args.context)),
+               args.json)
+        return 0
     res = reconfigure(args.node, args.mode, options, api_client=make_api_client(args.kubeconfig, args.context),
                       progress=_progress)
     _print(res, args.json)
@@ -93,7 +109,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 def cmd_restore(args: argparse.Namespace) -> int:
     check_times(args.timeout, args.poll, ("--timeout", "--poll"))
     res = restore(args.node, api_client=make_api_client(args.kubeconfig, args.context), timeout_s=args.timeout,
-                  progress=_progress, poll_s=args.poll)
+                  progress=_progress, poll_s=args.poll, holder=args.holder)
     _print(res, args.json)
     return 0
 

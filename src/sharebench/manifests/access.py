@@ -21,9 +21,7 @@ def namespace_objects(operator_namespace: str = OPERATOR_NAMESPACE,
                 # the operator's driver/toolkit pods are privileged
                 "pod-security.kubernetes.io/enforce": "privileged"}},
         }),
-        (f"0110_namespace_{run_namespace}.yaml", {
-            "apiVersion": "v1", "kind": "Namespace", "metadata": metadata(run_namespace),
-        }),
+        # no Namespace for run_namespace: a Kubeflow profile's namespace belongs to the profile controller
         # sharebench's own: the per-node Leases (one reconfiguration per node)
         (f"0120_namespace_{SYSTEM_NAMESPACE}.yaml", {
             "apiVersion": "v1", "kind": "Namespace", "metadata": metadata(SYSTEM_NAMESPACE),

@@ -93,10 +93,24 @@ def mig_layouts(model: GpuModel) -> list[str]:
     return [f"all-{p.name}" for p in model.profiles]
 
 
+# Layouts with mixed profiles per GPU: name -> {compute slices: instances}, each slice size taken as the
+# model's smallest-memory profile of that size (NVIDIA's all-balanced: 2 x 1g + 1 x 2g + 1 x 3g, 7 slices)
+MIXED_LAYOUTS: dict[str, dict[int, int]] = {"all-balanced": {1: 2, 2: 1, 3: 1}}
+
+
+def mixed_layout(model: GpuModel, shape: dict[int, int]) -> dict[str, int]:
+    """``mig-devices`` of a mixed layout on ``model``: ``{"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}``."""
+    out = {}
+    for slices, count in shape.items():
+        prof = min((p for p in model.profiles if p.slices == slices), key=lambda p: p.mem_gb)
+        out[prof.name] = count
+    return out
+
+
 def mig_parted_config(models: list[GpuModel]) -> dict:
     """A mig-parted config (``version: v1``, ``mig-configs``) for these models.
 
-    Each ``all-<profile>`` layout holds one item per model that has that profile,
+    Each ``all-<profile>`` layout (and each mixed layout, :data:`MIXED_LAYOUTS`) holds one item per model,
     restricted by ``device-filter`` to the model's PCI ids, so a name shared by two
     models (``all-1g.10gb``: 4 instances on an A100-40GB, 7 on an H100-80GB) is right
     on both.
@@ -111,6 +125,10 @@ def mig_parted_config(models: list[GpuModel]) -> dict:
                 "mig-devices": {p.name: p.max_count},
             }
             configs.setdefault(f"all-{p.name}", []).append(item)
+        for name, shape in MIXED_LAYOUTS.items():
+            configs.setdefault(name, []).append({
+                "device-filter": list(PCI_DEVICE_IDS[model.key]), "devices": "all", "mig-enabled": True,
+                "mig-devices": mixed_layout(model, shape)})
     return {"version": "v1", "mig-configs": configs}
 
 

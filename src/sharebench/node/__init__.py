@@ -10,11 +10,13 @@ Modules, each importing only those above it:
 * ``facts``: the gpu-operator's labels, allocatable GPU resources, GPU model and physical GPU
   count of a node, the pods that use its GPUs, the device-plugin pods on it;
 * ``prior``: the node's state before the first change, kept as the annotation :data:`ANNOTATION`;
+* ``lease``: one reconfiguration per node, a ``coordination.k8s.io`` Lease per node in
+  ``sharebench-system`` (:func:`renew_lease` before each cell of a run);
 * ``operands``: the device-plugin ConfigMap entries, restarting the device plugin, the MIG
   manager's state, and the one polling loop every wait goes through;
 * ``targets``: what a mode requires of a node and the check that it advertises it;
-* ``reconfiguration``: :func:`reconfigure` (with :class:`ReconfigureOptions`), :func:`restore`
-  and :func:`status`.
+* ``reconfiguration``: :func:`reconfigure` (with :class:`ReconfigureOptions`), :func:`preview`
+  (``--dry-run``), :func:`restore` and :func:`status`.
 
 The manifests that set up the cluster for this (RBAC, ConfigMaps, Helm values) are in
 ``sharebench.manifests``; see docs/architecture.md (Node) and docs/readme/node.md.
@@ -29,9 +31,11 @@ from sharebench.node.client import (
     check_times,
     make_api_client,
 )
+from sharebench.node.lease import renew as renew_lease
 from sharebench.node.prior import ANNOTATION
 from sharebench.node.reconfiguration import (
     ReconfigureOptions,
+    preview,
     reconfigure,
     restore,
     status,
@@ -45,7 +49,9 @@ __all__ = [
     "ReconfigureOptions",
     "check_times",
     "make_api_client",
+    "preview",
     "reconfigure",
+    "renew_lease",
     "restore",
     "status",
 ]

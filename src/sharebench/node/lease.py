@@ -136,6 +136,14 @@ def check_release(sess: Session, holder: str | None, namespace: str = SYSTEM_NAM
     return lease
 
 
+def renew(node: str, holder: str, *, lease_s: float = LEASE_DURATION_S, timeout_s: float = 30,
+          api_client=None, progress=None) -> None:
+    """Renew ``holder``'s Lease on ``node`` between two applies of a run (each cell); refused in one line
+    when another run holds it."""
+    sess = Session(node, "renew", api_client, progress, timeout_s, None)
+    acquire(sess, holder, lease_s)
+
+
 def release(sess: Session, holder: str | None, namespace: str = SYSTEM_NAMESPACE) -> None:
     """Give the node's Lease up (see :func:`check_release` for who may)."""
     lease = check_release(sess, holder, namespace)

@@ -84,6 +84,8 @@ def reconfigure(node: str, mode: str, options: ReconfigureOptions = ReconfigureO
         raise NodeError(node, str(mode), "pre-flight", str(exc)) from None
     sess = Session(node, m.label, api_client, progress, options.timeout_s, options.poll_s)
     n, facts, t = _preflight(sess, m, options)
+    # one reconfiguration per node: the last check, and the first write
+    acquire(sess, options.holder or default_holder(), options.lease_s)
     try:
         prior, restarted, mig_changed = _apply(sess, n, facts, t, options)
         _wait_advertised(sess, t, facts, mig_changed, options.namespace)
@@ -99,6 +101,39 @@ def reconfigure(node: str, mode: str, options: ReconfigureOptions = ReconfigureO
                         f"{exc.what}; the node may be half-configured: run "
                         f"'sharebench node restore {node}' to put it back as it was") from None
     return _reconfigured(sess, facts, t, prior, restarted)
+
+
+def preview(node: str, mode: str, options: ReconfigureOptions = ReconfigureOptions(), *,
+            api_client=None) -> dict:
+    """What :func:`reconfigure` would change, changing nothing (``node apply --dry-run``): the same
+    pre-flight checks, then the ConfigMap entry and node labels it would write and the Lease's holder."""
+    try:
+        m = parse_mode(mode)
+    except UserError as exc:
+        raise NodeError(node, str(mode), "pre-flight", str(exc)) from None
+    sess = Session(node, m.label, api_client, None, options.timeout_s, options.poll_s)
+    n, _facts, t = _preflight(sess, m, options)
+    current_text = (read_configmap(sess, options.namespace, options.configmap).data or {}).get(t.entry)
+    labels = node_labels(n)
+    want = {LABEL_DP: t.entry, **({LABEL_MIG: t.mig_layout} if t.mig_layout is not None else {})}
+    label_changes = {k: v for k, v in want.items() if labels.get(k) != v}
+    entry_change = ("unchanged" if current_text == t.entry_text else "add" if current_text is None else "replace")
+    lease = holder_of(sess)
+    holder = options.holder or default_holder()
+    return {
+        "node": node,
+        "mode": m.label,
+        "dry_run": True,
+        "configmap": f"{options.namespace}/{options.configmap}",
+        "entry": f"{t.entry}: {entry_change}",
+        "label_changes": {k: f"{labels.get(k, '(absent)')} -> {v}" for k, v in label_changes.items()},
+        "restarts_device_plugin": entry_change != "unchanged",
+        "cordon": bool(options.cordon and not (n.spec and n.spec.unschedulable)),
+        "lease": (f"held by {lease['holder']} (expires in {lease['expires_in_s']:.0f} s): refused"
+                  if lease and lease["holder"] != holder and lease["expires_in_s"] > 0
+                  else f"taken by {holder}"),
+        "resource": t.resource,
+    }
 
 
 def _preflight(sess: Session, m: Mode, options: ReconfigureOptions) -> tuple[object, GpuFacts, Target]:
@@ -127,8 +162,6 @@ def _preflight(sess: Session, m: Mode, options: ReconfigureOptions) -> tuple[obj
                              "a reconfiguration would disturb or evict them; pass --force to proceed anyway")
         sess.say(f"--force: proceeding although GPU pods run here: {', '.join(foreign)}")
     read_configmap(sess, options.namespace, options.configmap)  # exists and is readable, before any change
-    # one reconfiguration per node: the last check, and the first write
-    acquire(sess, options.holder or default_holder(), options.lease_s)
     return n, facts, t
 
 
