@@ -196,14 +196,16 @@ def plot_throughput(tables, out_dir: Path, compare=None, labels=("this", "compar
             ax.text(0.5, 0.5, "nothing measured", transform=ax.transAxes, ha="center")
             continue
         modes = sorted(t["mode"].unique(), key=mode_sort_key)
-        parts = sorted(t["particles"].unique())
+        # one bar per workload and size (a folder may hold several workloads: sharebench.analysis.workloads)
+        parts = sorted(set(zip(t["engine"].astype(str), t["particles"])))
+        several = len({e for e, _ in parts}) > 1
         width = 0.8 / max(1, len(parts))
-        for j, p in enumerate(parts):
-            g = t[t["particles"] == p].set_index("mode").reindex(modes)
+        for j, (e, p) in enumerate(parts):
+            g = t[(t["engine"].astype(str) == e) & (t["particles"] == p)].set_index("mode").reindex(modes)
             y = g["throughput_pt_per_s"].to_numpy(float)
             ax.bar(np.arange(len(modes)) + (j - (len(parts) - 1) / 2) * width, y, width,
                    yerr=_err(g["throughput_ci_low"].to_numpy(float), g["throughput_ci_high"].to_numpy(float), y),
-                   capsize=2, label=f"{int(p):,} particles", color=f"C{j % 10}")
+                   capsize=2, label=(f"{e} " if several else "") + f"{int(p):,} particles", color=f"C{j % 10}")
         ax.set_xticks(np.arange(len(modes)), modes, rotation=30, ha="right")
         ax.set_xlabel("sharing mode")
         ax.set_title(f"Aggregate throughput per device ({lab})" if compare is not None
