@@ -174,3 +174,37 @@ def test_pipeline_run_step_runs_a_command(processes, tmp_path):
                and r["exec_timing"] == "protocol" for r in rows), rows
     if processes == 1:  # the program waited for the instant the pods agreed on
         assert start_at <= rows[0]["track_start"] < start_at + 1
+
+
+def test_mps_check_of_exec_replicas_looks_at_their_programs():
+    import subprocess
+    import sys
+
+    from sharebench.sharing.mps import exec_client_check
+
+    # two replica processes, each with a program child; the "MPS server" knows the first one's program only
+    wrappers = [subprocess.Popen([sys.executable, "-c", "import subprocess; subprocess.run(['sleep', '30'])"])
+                for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 20
+        while any(not psutil.Process(w.pid).children() for w in wrappers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        kids = [psutil.Process(w.pid).children()[0].pid for w in wrappers]
+        clients = {kids[0]}
+
+        def check(pids):  # what MpsDaemon.check_clients answers: '' when every pid is a client
+            return "" if all(p in clients for p in pids) else f"{pids} are not clients"
+
+        assert exec_client_check(None, "protocol") is None
+        assert exec_client_check(check, "process") is None  # the program starts only after the barrier
+        verdict = exec_client_check(check, "protocol")
+        assert verdict([wrappers[0].pid]) == ""
+        assert verdict(pids := [w.pid for w in wrappers]) == (
+            f"no process started by replica process {pids[1]} ([{kids[1]}]) is an MPS client: "
+            "they did not run under MPS")
+    finally:
+        for w in wrappers:
+            for c in psutil.Process(w.pid).children(recursive=True):
+                c.terminate()
+            w.terminate()
+            w.wait()

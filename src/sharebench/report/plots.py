@@ -92,15 +92,24 @@ def _loss_series(tables) -> list[Series]:
         t = tables.get(name)
         if t is None or t.empty:
             continue
-        for mode, g in t.groupby("mode", sort=False):
+        for mode, g in _by_mode(t):
             out.append(_series(mode, g, "loss_pct", "loss_ci_low", "loss_ci_high"))
     part = tables.get("partition")
     if part is not None and not part.empty:
-        for mode, g in part.groupby("mode", sort=False):
+        for mode, g in _by_mode(part):
             if not str(mode).startswith("mig:"):
                 out.append(_series(f"{mode} vs ideal", g, "excess_pct", "excess_ci_low", "excess_ci_high"))
     out.sort(key=lambda s: mode_sort_key(s[0]))
     return out
+
+
+def _by_mode(t: pd.DataFrame):
+    """(series name, rows) per mode; per mode and workload when the table holds several workloads."""
+    if "engine" not in t.columns or t["engine"].nunique() <= 1:
+        yield from t.groupby("mode", sort=False)
+        return
+    for (mode, engine), g in t.groupby(["mode", "engine"], sort=False):
+        yield f"{mode} {engine}", g
 
 
 class _Colors:
@@ -154,11 +163,11 @@ def _time_series(tables) -> list[Series]:
         t = tables.get(name)
         if t is None or t.empty:
             continue
-        for mode, g in t.groupby("mode", sort=False):
+        for mode, g in _by_mode(t):
             out.append(_series(f"{mode}: T_N", g, "TN_s", "TN_ci_low", "TN_ci_high"))
     part = tables.get("partition")
     if part is not None and not part.empty:
-        for mode, g in part.groupby("mode", sort=False):
+        for mode, g in _by_mode(part):
             out.append(_series(f"{mode}: T_slice", g, "slice_s", "slice_ci_low", "slice_ci_high"))
     # exclusive T_1 per particle count, from the measured cells
     cells = tables.get("cells")
