@@ -11,7 +11,7 @@
 # real LHC line at $LHC. Modes: no MIG (the card's MIG mode is never changed here); the SM-share
 # partitions are MPS clients limited to an active-thread percentage (mps:N@PCT).
 # Every knob is an environment variable, so a CPU dry run is possible:
-#   DEV=cpu MODES=exclusive,timeslice:2,partition:2 ST_PARTICLES=2000 XT_PARTICLES=500 TRAIN_WORK=2 \
+#   DEV=cpu WARM_PARTICLES=100 MODES=exclusive,timeslice:2,partition:2 ST_PARTICLES=2000 XT_PARTICLES=500 TRAIN_WORK=2 \
 #   TRAIN_ARGS="--steps 2 --warmup-steps 1 --image-size 32" NCU=none REPEATS=1 bash benchmarks/h200_workloads.sh /tmp/w
 set -u
 OUT=${1:?out dir}
@@ -52,7 +52,7 @@ sweep() {
 }
 
 # bring the GPU out of idle clocks before the first measured cell
-$SB track --device "$DEV" --lattice "$LHC" --particles 2000000 --turns 1 >/dev/null 2>&1 || true
+$SB track --device "$DEV" --lattice "$LHC" --particles "${WARM_PARTICLES:-2000000}" --turns 1 >/dev/null 2>&1 || true
 
 sweep --modes "$MODES" --lattice "$LHC" --particles "$ST_PARTICLES" --turns "$ST_TURNS"
 sweep --modes "$MODES" --engine exec --exec "$PY -m sharebench.kernel.train $TRAIN_ARGS" --exec-name resnet18-fp32 \

@@ -20,6 +20,8 @@ def run_simpletrack(
     records: Output[Dataset],
     device: str = "auto",
     engine: str = "simpletrack",
+    command: str = "",
+    exec_timing: str = "protocol",
     lattice: str = "",
     seed: int = 1,
     resource: str = "",
@@ -43,7 +45,9 @@ def run_simpletrack(
         processes: Replica processes to run in this pod (1: this pod is one replica).
         start_at: Instant the replicas start tracking together, Unix epoch seconds.
         device: Device spec: auto, cpu, cuda[:N], opencl[:P.D].
-        engine: Workload engine (simpletrack or xtrack).
+        engine: Workload engine (simpletrack, xtrack, or exec: the command).
+        command: engine exec: the program each replica runs (replica protocol; SHAREBENCH_WORK = particles).
+        exec_timing: engine exec: protocol (the program reports its window) or process (the whole process).
         lattice: Path of an Xsuite line JSON in the image; empty uses the generated LHC-like ring.
         seed: Random seed of the particle distribution.
         resource: Extended resource the pod requested (the pipeline sets the request from it; logged).
@@ -57,5 +61,6 @@ def run_simpletrack(
 
     steps.run_simpletrack(mode=mode, particles=particles, turns=turns, repeat=repeat, replica=replica,
                           replicas=replicas, processes=processes, start_at=start_at, device=device, engine=engine,
+                          command=command, exec_timing=exec_timing,
                           lattice=lattice, seed=seed, out_path=records.path,
                           placed=f"{resource_count} x {resource or 'nothing'} on {node_name or 'this machine'}")

@@ -232,7 +232,8 @@ def schedule_start(*, mode: str, cell: int, particle_counts: list, repeats: int,
 
 def run_simpletrack(*, mode: str, particles: int, turns: int, repeat: int, replica: int, replicas: int,
                     processes: int, start_at: float, device: str, engine: str, lattice: str, seed: int,
-                    out_path: str, workdir: str | None = None, placed: str = "") -> list[dict[str, Any]]:
+                    out_path: str, workdir: str | None = None, placed: str = "", command: str = "",
+                    exec_timing: str = "protocol") -> list[dict[str, Any]]:
     """Run this pod's part of a cell; write its results rows to ``out_path``.
 
     ``processes`` > 1 or an unshared mode: the whole cell runs here, as the local sweep runs
@@ -248,10 +249,13 @@ def run_simpletrack(*, mode: str, particles: int, turns: int, repeat: int, repli
                                     (("replica", replica, 0), ("replicas", replicas, 1), ("processes", processes, 1)))
     one_of_pods = processes == 1 and replicas > 1
     here = parse_mode("exclusive") if one_of_pods else m
+    options: dict[str, Any] = {"start_at": float(start_at)} if one_of_pods else {}
+    if engine == "exec" or command:  # any program, through the replica protocol
+        options.update(exec_command=command, exec_timing=exec_timing)
     config = SweepConfig(
         modes=[here.label], particles=[particles], turns=turns, repeats=1, warmup_repeats=0, device=device,
         engine=engine, lattice=lattice or None, seed=whole_number("seed", seed, 0), progress=False,
-        run_options={"start_at": float(start_at)} if one_of_pods else {})
+        run_options=options)
     cell = Cell(here, particles, repeat, id=cell_id(m.label, particles, repeat))
     if placed:
         say(f"{cell.id}: {processes} process(es) here, {placed}")

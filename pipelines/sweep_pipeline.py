@@ -95,11 +95,13 @@ def request_gpu(task: dsl.PipelineTask, resource, count, node_selector) -> dsl.P
 @dsl.pipeline(name="sharebench-cell", description="The replicas of one cell, started together.")
 def run_cell(image: str, mode: str, particles: int, turns: int, repeat: int, start_at: float,
              pods: list[int], processes: int, replicas: int, resource: str, resource_count: int,
-             node_selector: dict, node_name: str, device: str, engine: str, lattice: str, seed: int,
+             node_selector: dict, node_name: str, device: str, engine: str, command: str, exec_timing: str,
+             lattice: str, seed: int,
              placement: str = "pods") -> Dataset:
     with Loop(pods, name="replicas") as replica:
         run = run_simpletrack(mode=mode, particles=particles, turns=turns, repeat=repeat, replica=replica,
                               replicas=replicas, processes=processes, start_at=start_at, device=device, engine=engine,
+                              command=command, exec_timing=exec_timing,
                               lattice=lattice, seed=seed, resource=resource, resource_count=resource_count,
                               node_name=node_name)
         request_gpu(in_image(run, image), resource, resource_count, node_selector)
@@ -111,7 +113,8 @@ def run_cell(image: str, mode: str, particles: int, turns: int, repeat: int, sta
 def run_cells(image: str, mode: str, cells: list[int], particle_counts: list[int], repeats: int,
               warmup_repeats: int, turns: int,
               start_delay_s: float, pods: list[int], processes: int, replicas: int, resource: str, resource_count: int,
-              node_selector: dict, node_name: str, device: str, engine: str, lattice: str, seed: int,
+              node_selector: dict, node_name: str, device: str, engine: str, command: str, exec_timing: str,
+              lattice: str, seed: int,
               placement: str, gpu_model: str) -> Dataset:
     with Loop(cells, name="cells", parallelism=1) as cell:
         start = in_image(schedule_start(mode=mode, cell=cell, particle_counts=particle_counts, repeats=repeats,
@@ -122,6 +125,7 @@ def run_cells(image: str, mode: str, cells: list[int], particle_counts: list[int
                        repeat=start.outputs["repeat"], start_at=start.outputs["start_at"], pods=pods,
                        processes=processes, replicas=replicas, resource=resource, resource_count=resource_count,
                        node_selector=node_selector, node_name=node_name, device=device, engine=engine,
+                       command=command, exec_timing=exec_timing,
                        lattice=lattice, seed=seed, placement=placement)
     merged = in_image(merge_records(records=dsl.Collected(one.output)), image)
     return merged.outputs["merged"]
@@ -130,7 +134,8 @@ def run_cells(image: str, mode: str, cells: list[int], particle_counts: list[int
 @dsl.pipeline(name="sharebench-modes", description="Each mode in order: reconfigure the node, run its cells.")
 def sweep_modes(image: str, node_name: str, gpu_model: str, modes: list[str], cells: list[int],
                 particle_counts: list[int], repeats: int, warmup_repeats: int, turns: int, placement: str,
-                start_delay_s: float, device: str, engine: str, lattice: str, seed: int, operator_namespace: str,
+                start_delay_s: float, device: str, engine: str, command: str, exec_timing: str, lattice: str,
+                seed: int, operator_namespace: str,
                 reconfigure_timeout_s: float, force: bool) -> list[Dataset]:
     with Loop(modes, name="modes", parallelism=1) as mode:
         node = in_image(reconfigure_node(node_name=node_name, mode=mode, gpu_model=gpu_model, placement=placement,
@@ -143,7 +148,8 @@ def sweep_modes(image: str, node_name: str, gpu_model: str, modes: list[str], ce
                                   replicas=node.outputs["replicas"],
                                   resource=node.outputs["resource"], resource_count=node.outputs["count"],
                                   node_selector=node.outputs["node_selector"], node_name=node_name,
-                                  device=device, engine=engine, lattice=lattice, seed=seed, placement=placement,
+                                  device=device, engine=engine, command=command, exec_timing=exec_timing,
+                                  lattice=lattice, seed=seed, placement=placement,
                                   gpu_model=gpu_model)
     return dsl.Collected(cells_of_mode.output)
 
@@ -151,7 +157,8 @@ def sweep_modes(image: str, node_name: str, gpu_model: str, modes: list[str], ce
 @dsl.pipeline(name="sharebench-node", description="The whole sweep of one node, and its report.")
 def sweep_node(image: str, node_name: str, gpu_model: str, modes: list[str], particle_counts: list[int],
                repeats: int, warmup_repeats: int, turns: int, placement: str, start_delay_s: float, device: str,
-               engine: str, lattice: str, seed: int, operator_namespace: str, reconfigure_timeout_s: float,
+               engine: str, command: str, exec_timing: str, lattice: str, seed: int, operator_namespace: str,
+               reconfigure_timeout_s: float,
                force: bool) -> Dataset:
     plan = in_image(plan_sweep(modes=modes, gpu_model=gpu_model, particle_counts=particle_counts, repeats=repeats,
                                turns=turns, placement=placement, node_name=node_name,
@@ -159,7 +166,8 @@ def sweep_node(image: str, node_name: str, gpu_model: str, modes: list[str], par
     swept = sweep_modes(image=image, node_name=plan.outputs["node_name"], gpu_model=plan.outputs["gpu_model"],
                         modes=plan.outputs["modes"], cells=plan.outputs["cells"], particle_counts=particle_counts,
                         repeats=repeats, warmup_repeats=warmup_repeats, turns=turns, placement=placement,
-                        start_delay_s=start_delay_s, device=device, engine=engine, lattice=lattice, seed=seed,
+                        start_delay_s=start_delay_s, device=device, engine=engine, command=command,
+                        exec_timing=exec_timing, lattice=lattice, seed=seed,
                         operator_namespace=operator_namespace, reconfigure_timeout_s=reconfigure_timeout_s,
                         force=force)
     collected = in_image(collect_results(records=swept.output, node_name=plan.outputs["node_name"],
@@ -186,6 +194,8 @@ def sweep_pipeline(
     lattice: str = "",
     device: str = "auto",
     engine: str = "simpletrack",
+    command: str = "",
+    exec_timing: str = "protocol",
     seed: int = 1,
     start_delay_s: float = 60.0,
     operator_namespace: str = "gpu-operator",
@@ -207,7 +217,10 @@ def sweep_pipeline(
         image: Container image of every task.
         lattice: Xsuite line JSON inside the image; '' uses the generated LHC-like ring.
         device: Device spec inside a replica: auto, cuda[:N], opencl[:P.D], cpu.
-        engine: Workload engine: simpletrack or xtrack.
+        engine: Workload engine: simpletrack, xtrack, or exec (the command, run in the image).
+        command: engine exec: the program each replica runs in the image, following the replica protocol
+            (SHAREBENCH_WORK = the particle count); e.g. 'python -m sharebench.kernel.train'.
+        exec_timing: engine exec: protocol (the program reports its window) or process (the whole process).
         seed: Random seed of the particle distribution.
         start_delay_s: Seconds between a cell's start instant being set and the replicas tracking.
         operator_namespace: Namespace of the NVIDIA gpu-operator.
@@ -219,7 +232,8 @@ def sweep_pipeline(
     with dsl.ExitHandler(restore, name="sweep"):
         sweep_node(image=image, node_name=node_name, gpu_model=gpu_model, modes=modes,
                    particle_counts=particle_counts, repeats=repeats, warmup_repeats=warmup_repeats, turns=turns,
-                   placement=placement, start_delay_s=start_delay_s, device=device, engine=engine, lattice=lattice,
+                   placement=placement, start_delay_s=start_delay_s, device=device, engine=engine, command=command,
+                   exec_timing=exec_timing, lattice=lattice,
                    seed=seed, operator_namespace=operator_namespace, reconfigure_timeout_s=reconfigure_timeout_s,
                    force=force)
 
@@ -241,6 +255,8 @@ def multi_node_pipeline(
     lattice: str = "",
     device: str = "auto",
     engine: str = "simpletrack",
+    command: str = "",
+    exec_timing: str = "protocol",
     seed: int = 1,
     start_delay_s: float = 60.0,
     operator_namespace: str = "gpu-operator",
@@ -261,7 +277,10 @@ def multi_node_pipeline(
         image: Container image of every task.
         lattice: Xsuite line JSON inside the image; '' uses the generated LHC-like ring.
         device: Device spec inside a replica: auto, cuda[:N], opencl[:P.D], cpu.
-        engine: Workload engine: simpletrack or xtrack.
+        engine: Workload engine: simpletrack, xtrack, or exec (the command, run in the image).
+        command: engine exec: the program each replica runs in the image, following the replica protocol
+            (SHAREBENCH_WORK = the particle count); e.g. 'python -m sharebench.kernel.train'.
+        exec_timing: engine exec: protocol (the program reports its window) or process (the whole process).
         seed: Random seed of the particle distribution.
         start_delay_s: Seconds between a cell's start instant being set and the replicas tracking.
         operator_namespace: Namespace of the NVIDIA gpu-operator.
@@ -275,7 +294,8 @@ def multi_node_pipeline(
             swept = sweep_node(image=image, node_name=node, gpu_model="", modes=modes,
                                particle_counts=particle_counts, repeats=repeats, warmup_repeats=warmup_repeats,
                                turns=turns, placement=placement, start_delay_s=start_delay_s, device=device,
-                               engine=engine, lattice=lattice, seed=seed, operator_namespace=operator_namespace,
+                               engine=engine, command=command, exec_timing=exec_timing, lattice=lattice, seed=seed,
+                               operator_namespace=operator_namespace,
                                reconfigure_timeout_s=reconfigure_timeout_s, force=force)
         in_image(compare_nodes(results=dsl.Collected(swept.output)), image)
 

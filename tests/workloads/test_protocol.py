@@ -145,8 +145,9 @@ def test_cli_runs_a_workload(capsys, tmp_path):
 
 def test_workloads_resumed_into_one_folder_are_compared(tmp_path):
     out = tmp_path / "out"
-    run_sweep(exec_cfg(f"{EXAMPLES}/sum_sqrt.sh", [300_000], modes=["exclusive", "timeslice:2"]), out)
-    run_sweep(exec_cfg(f"python3 {EXAMPLES}/hash_chain.py", [100_000], modes=["exclusive", "timeslice:2"],
+    # the same work size for both: the report's plots tell the workloads apart
+    run_sweep(exec_cfg(f"{EXAMPLES}/sum_sqrt.sh", [200_000], modes=["exclusive", "timeslice:2"]), out)
+    run_sweep(exec_cfg(f"python3 {EXAMPLES}/hash_chain.py", [200_000], modes=["exclusive", "timeslice:2"],
                        resume=True), out)
     df = load_results(out)
     assert sorted(set(df["engine"])) == ["hash_chain", "sum_sqrt"] and len(df) == 6  # no cell skipped as done
@@ -154,3 +155,56 @@ def test_workloads_resumed_into_one_folder_are_compared(tmp_path):
     table = pd.read_csv(out / "tables" / "workloads.csv")
     assert sorted(set(table["workload"])) == ["hash_chain", "sum_sqrt"]
     assert (table.loc[table["mode"] == "exclusive", "gain"] == 1).all()
+
+
+@pytest.mark.parametrize("processes", [2, 1])
+def test_pipeline_run_step_runs_a_command(processes, tmp_path):
+    from sharebench.components import steps
+    from sharebench.results import read_json
+
+    out = tmp_path / "rows.json"
+    start_at = time.time() + 4
+    steps.run_simpletrack(mode="timeslice:2", particles=200_000, turns=1, repeat=1, replica=processes - 1,
+                          replicas=2, processes=processes, start_at=start_at, device="cpu", engine="exec",
+                          lattice="", seed=1, out_path=str(out), workdir=str(tmp_path / "cell"),
+                          command=f"{EXAMPLES}/sum_sqrt.sh", exec_timing="protocol")
+    rows = read_json(out, "rows")["rows"]
+    assert len(rows) == processes  # processes=1: this pod is one replica of the cell's two pods
+    assert all(r["cell_status"] == "ok" and r["engine"] == "sum_sqrt" and r["mode"] == "timeslice:2"
+               and r["exec_timing"] == "protocol" for r in rows), rows
+    if processes == 1:  # the program waited for the instant the pods agreed on
+        assert start_at <= rows[0]["track_start"] < start_at + 1
+
+
+def test_mps_check_of_exec_replicas_looks_at_their_programs():
+    import subprocess
+    import sys
+
+    from sharebench.sharing.mps import exec_client_check
+
+    # two replica processes, each with a program child; the "MPS server" knows the first one's program only
+    wrappers = [subprocess.Popen([sys.executable, "-c", "import subprocess; subprocess.run(['sleep', '30'])"])
+                for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 20
+        while any(not psutil.Process(w.pid).children() for w in wrappers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        kids = [psutil.Process(w.pid).children()[0].pid for w in wrappers]
+        clients = {kids[0]}
+
+        def check(pids):  # what MpsDaemon.check_clients answers: '' when every pid is a client
+            return "" if all(p in clients for p in pids) else f"{pids} are not clients"
+
+        assert exec_client_check(None, "protocol") is None
+        assert exec_client_check(check, "process") is None  # the program starts only after the barrier
+        verdict = exec_client_check(check, "protocol")
+        assert verdict([wrappers[0].pid]) == ""
+        assert verdict(pids := [w.pid for w in wrappers]) == (
+            f"no process started by replica process {pids[1]} ([{kids[1]}]) is an MPS client: "
+            "they did not run under MPS")
+    finally:
+        for w in wrappers:
+            for c in psutil.Process(w.pid).children(recursive=True):
+                c.terminate()
+            w.terminate()
+            w.wait()

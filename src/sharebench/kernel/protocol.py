@@ -31,6 +31,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -220,6 +221,8 @@ def run_exec(cfg: RunConfig) -> RunRecord:
     log_file = base / f"program.{cfg.replica}.log"
     result_file.unlink(missing_ok=True)
     env = program_env(cfg, result_file)
+    if timing == "protocol" and cfg.start_at is not None:  # pods of one cell: the program starts at start_at
+        env[START_FILE] = str(relay_start(cfg, base / f"start.{cfg.replica}"))
     t_setup = time.perf_counter()
     if timing == "process":
         wait_at_barrier(cfg)
@@ -246,6 +249,19 @@ def run_exec(cfg: RunConfig) -> RunRecord:
         doc = read_result(result_file)
         setup_s = max(0.0, doc["start"] - start) if start else time.perf_counter() - t_setup
     return exec_record(cfg, doc, timing, setup_s)
+
+
+def relay_start(cfg: RunConfig, proxy: Path) -> Path:
+    """A start file of this replica's own that holds the later of the cell's start instant and
+    ``cfg.start_at`` (the instant the pods of a cell agreed on), written when the cell's start file is."""
+    proxy.unlink(missing_ok=True)
+
+    def relay() -> None:
+        instant = read_start_instant(Path(cfg.start_file)) if cfg.start_file else None
+        write_atomic(proxy, repr(max(instant or 0.0, float(cfg.start_at or 0.0))))
+
+    threading.Thread(target=relay, name="start-relay", daemon=True).start()
+    return proxy
 
 
 def _raise_interrupt(signum, frame) -> None:

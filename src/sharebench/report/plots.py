@@ -93,15 +93,24 @@ def _loss_series(tables) -> list[Series]:
         t = tables.get(name)
         if t is None or t.empty:
             continue
-        for mode, g in t.groupby("mode", sort=False):
+        for mode, g in _by_mode(t):
             out.append(_series(mode, g, "loss_pct", "loss_ci_low", "loss_ci_high"))
     part = tables.get("partition")
     if part is not None and not part.empty:
-        for mode, g in part.groupby("mode", sort=False):
+        for mode, g in _by_mode(part):
             if not str(mode).startswith("mig:"):
                 out.append(_series(f"{mode} vs ideal", g, "excess_pct", "excess_ci_low", "excess_ci_high"))
     out.sort(key=lambda s: mode_sort_key(s[0]))
     return out
+
+
+def _by_mode(t: pd.DataFrame):
+    """(series name, rows) per mode; per mode and workload when the table holds several workloads."""
+    if "engine" not in t.columns or t["engine"].nunique() <= 1:
+        yield from t.groupby("mode", sort=False)
+        return
+    for (mode, engine), g in t.groupby(["mode", "engine"], sort=False):
+        yield f"{mode} {engine}", g
 
 
 class _Colors:
@@ -156,11 +165,11 @@ def _time_series(tables) -> list[Series]:
         t = tables.get(name)
         if t is None or t.empty:
             continue
-        for mode, g in t.groupby("mode", sort=False):
+        for mode, g in _by_mode(t):
             out.append(_series(f"{mode}: T_N", g, "TN_s", "TN_ci_low", "TN_ci_high"))
     part = tables.get("partition")
     if part is not None and not part.empty:
-        for mode, g in part.groupby("mode", sort=False):
+        for mode, g in _by_mode(part):
             out.append(_series(f"{mode}: T_slice", g, "slice_s", "slice_ci_low", "slice_ci_high"))
     # exclusive T_1 per particle count, from the measured cells
     cells = tables.get("cells")
@@ -199,14 +208,17 @@ def plot_throughput(tables, out_dir: Path, compare=None, labels=("this", "compar
             ax.text(0.5, 0.5, "nothing measured", transform=ax.transAxes, ha="center")
             continue
         modes = sorted(t["mode"].unique(), key=mode_sort_key)
-        parts = sorted(t["particles"].unique())
+        # one bar per workload and size (a folder may hold several workloads: sharebench.analysis.workloads)
+        parts = sorted(set(zip(t["engine"].astype(str), t["particles"])))
+        several = len({e for e, _ in parts}) > 1
         width = 0.8 / max(1, len(parts))
-        for j, p in enumerate(parts):
-            g = t[t["particles"] == p].set_index("mode").reindex(modes)
+        for j, (e, p) in enumerate(parts):
+            g = t[(t["engine"].astype(str) == e) & (t["particles"] == p)].set_index("mode").reindex(modes)
             y = g["throughput_pt_per_s"].to_numpy(float)
             ax.bar(np.arange(len(modes)) + (j - (len(parts) - 1) / 2) * width, y, width,
                    yerr=_err(g["throughput_ci_low"].to_numpy(float), g["throughput_ci_high"].to_numpy(float), y),
-                   capsize=2, label=f"{fmt_particles(p)} particles", color=f"C{j % 10}")
+                   capsize=2, label=(f"{e} " if several else "") + f"{fmt_particles(p)} particles",
+                   color=f"C{j % 10}")
         ax.set_xticks(np.arange(len(modes)), modes, rotation=30, ha="right")
         ax.set_xlabel("sharing mode")
         ax.set_title(f"Aggregate throughput per device ({lab})" if compare is not None

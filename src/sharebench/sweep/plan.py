@@ -146,7 +146,9 @@ def describe_plan(plan: SweepPlan) -> str:
     cells = plan.cells()
     lines = [
         f"device:    {d.spec} ({d.name}; {d.kind}, {d.backend})",
-        f"engine:    {c.engine}, lattice {c.lattice or 'generated LHC-like ring'}",
+        (f"engine:    {c.engine}, lattice {c.lattice or 'generated LHC-like ring'}" if c.engine != "exec" else
+         f"engine:    exec: {c.run_options.get('exec_command')!r} as {plan.workload} "
+         f"({plan.exec_timing} timing; work = SHAREBENCH_WORK)"),
         "modes:     " + ", ".join(f"{m.label} ({plan.replicas(m)} replica{'s' if plan.replicas(m) > 1 else ''})"
                                   for m in plan.modes),
         f"particles: {', '.join(f'{p:,}' for p in plan.particles)} per replica, {plan.turns} turns",
