@@ -9,6 +9,7 @@ a MIG profile loses.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -144,3 +145,79 @@ def profile_name(model_key: str | None, sms: int | None, memory_bytes: int | Non
         gb = memory_bytes / 1e9
         cands = [min(cands, key=lambda p: abs(p.mem_gb - gb))]
     return cands[0].name if len(cands) == 1 else None
+
+
+# ------------------------------------------------------------------ MPS thread shares
+
+TPC_SMS = 2   # SMs per texture processing cluster: the unit MPS hands SMs out in (Volta and later)
+MPS_MIN_SMS = 8  # the fewest SMs a client got: 5% of an H200 (6.6 SMs) ran on 8 (measured, below)
+
+
+def mps_sms(model: GpuModel | str, pct: int | float) -> int:
+    """The SMs an MPS client limited to ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=pct`` gets on this model.
+
+    pct % of the GPU's SMs, floored to whole TPCs (2 SMs), and at least :data:`MPS_MIN_SMS`.
+    Measured on an H200 (driver 580.159.04, 2026-12-03) by benchmarks/mps_sm_rounding.py, which
+    reads the SM id (``%smid``) of every block a client runs: 10, 12, 13, 14, 20, 25, 33, 46, 49,
+    50, 75 and 100% gave 12, 14, 16, 18, 26, 32, 42, 60, 64, 66, 98 and 132 SMs, this rule's
+    numbers; 5% gave 8 (the floor would give 6), hence the minimum. Other GPUs: inferred.
+    """
+    m = gpu_model(model) if isinstance(model, str) else model
+    return share_sms(m.sms, pct)
+
+
+def share_sms(full_sms: int, pct: int | float) -> int:
+    """:func:`mps_sms` for a GPU of ``full_sms`` SMs: pct % floored to whole TPCs, at least one."""
+    if not 0 < float(pct) <= 100:
+        raise UserError(f"MPS thread percentage {pct!r} is out of range; allowed: 1..100")
+    if float(pct) >= 100:
+        return int(full_sms)
+    sms = int(math.floor(full_sms * float(pct) / 100 / TPC_SMS)) * TPC_SMS
+    return min(max(MPS_MIN_SMS, sms), int(full_sms))
+
+
+def mps_pct_for_sms(model: GpuModel | str, sms: int) -> int:
+    """The smallest thread percentage that gives an MPS client ``sms`` SMs (by :func:`mps_sms`)."""
+    m = gpu_model(model) if isinstance(model, str) else model
+    for pct in range(max(1, math.floor(100 * sms / m.sms)), 101):
+        if mps_sms(m, pct) >= sms:
+            return pct
+    return 100
+
+
+# ------------------------------------------------------------------ emulated MIG layouts
+
+EMULATED_LAYOUT_HELP = ("a profile (1g.18gb: one instance), COUNTxPROFILE (7x1g.18gb), PROFILE+PROFILE "
+                        "(4g.71gb+3g.71gb), or all-PROFILE (as many as the GPU holds)")
+
+
+def emulated_layout(model: GpuModel | str, layout: str) -> list[MigProfile]:
+    """The instances of a ``mig-emulated:LAYOUT`` on this model, one MPS client each.
+
+    LAYOUT: ``1g.18gb`` (one instance), ``7x1g.18gb``, ``4g.71gb+3g.71gb``, ``all-1g.18gb`` /
+    ``7g`` / ``1g`` (as ``mig:`` resolves them: as many as the GPU holds). A layout that a real
+    GPU could not hold (more instances than the profile allows, more than 7 compute slices) is
+    refused in one line, so that the emulation stays a layout MIG could run.
+    """
+    m = gpu_model(model) if isinstance(model, str) else model
+    s = layout.strip().lower()
+    if s.startswith("all-") or re.fullmatch(r"\d+g", s):
+        return layout_profiles(m, s)
+    out: list[MigProfile] = []
+    for part in s.split("+"):
+        count_s, x, name = part.partition("x")
+        if not x:
+            count_s, name = "1", part
+        if not count_s.isdigit() or int(count_s) < 1:
+            raise UserError(f"bad emulated MIG layout {layout!r}; allowed: {EMULATED_LAYOUT_HELP}")
+        p = m.profile(name)
+        out += [p] * int(count_s)
+    for p in {q.name: q for q in out}.values():
+        n = sum(q.name == p.name for q in out)
+        if n > p.max_count:
+            raise UserError(f"emulated MIG layout {layout!r}: {n} x {p.name} on {m.key}, which holds at most "
+                            f"{p.max_count}")
+    if sum(p.slices for p in out) > 7:
+        raise UserError(f"emulated MIG layout {layout!r} needs {sum(p.slices for p in out)} compute slices; "
+                        f"a {m.key} has 7")
+    return out

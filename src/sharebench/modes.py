@@ -7,6 +7,9 @@ Grammar (lowercase)::
                           medium, long) is the time-slice length the GPU is set to for the cell
     mps:N[@PCT]           N MPS clients, optional active-thread percentage each
     mig:LAYOUT            one replica per MIG instance (LAYOUT: 7g, 1g, 1g.18gb, all-1g.5gb)
+    mig-emulated:LAYOUT   MIG emulated with MPS: one client per instance of the layout, each with
+                          its profile's SM share and memory limit (LAYOUT: 1g.18gb, 7x1g.18gb,
+                          4g.71gb+3g.71gb, all-1g.18gb, 7g); no MIG memory/L2/fault isolation
     partition:N           CPU only: N replicas on disjoint core sets
 """
 
@@ -17,8 +20,8 @@ from dataclasses import dataclass
 
 from sharebench.errors import UserError
 
-KINDS = ("exclusive", "timeslice", "mps", "mig", "partition")
-ALLOWED = "exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], mig:LAYOUT, partition:N"
+KINDS = ("exclusive", "timeslice", "mps", "mig", "mig-emulated", "partition")
+ALLOWED = "exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], mig:LAYOUT, mig-emulated:LAYOUT, partition:N"
 INTERVALS = ("default", "short", "medium", "long")  # nvidia-smi compute-policy --set-timeslice 0..3
 
 
@@ -26,7 +29,7 @@ INTERVALS = ("default", "short", "medium", "long")  # nvidia-smi compute-policy 
 class Mode:
     kind: str                    # one of KINDS
     replicas: int | None = 1     # None for mig until the layout is resolved
-    layout: str | None = None    # mig only, as written by the user
+    layout: str | None = None    # mig and mig-emulated only, as written by the user
     thread_pct: int | None = None  # mps only
     interval: str | None = None    # timeslice only: one of INTERVALS; None leaves the GPU's setting alone
 
@@ -34,8 +37,8 @@ class Mode:
     def label(self) -> str:
         if self.kind == "exclusive":
             return "exclusive"
-        if self.kind == "mig":
-            return f"mig:{self.layout}"
+        if self.kind in ("mig", "mig-emulated"):
+            return f"{self.kind}:{self.layout}"
         if self.kind == "mps" and self.thread_pct is not None:
             return f"mps:{self.replicas}@{self.thread_pct}"
         if self.kind == "timeslice" and self.interval is not None:
@@ -61,6 +64,11 @@ def parse_mode(text: str) -> Mode:
         if not re.fullmatch(r"(all-)?(\d+g(\.\d+gb)?|disabled)", arg):
             raise UserError(f"bad MIG layout in {text!r}; allowed: mig:7g, mig:1g, mig:1g.18gb, mig:all-1g.5gb")
         return Mode("mig", None, layout=arg)
+    if kind == "mig-emulated":
+        if not re.fullmatch(r"[0-9a-z.+]+(-[0-9a-z.+]+)?", arg):
+            raise UserError(f"bad emulated MIG layout in {text!r}; allowed: mig-emulated:1g.18gb, "
+                            "mig-emulated:7x1g.18gb, mig-emulated:4g.71gb+3g.71gb, mig-emulated:all-1g.18gb")
+        return Mode("mig-emulated", None, layout=arg)
     pct = interval = None
     if "/" in arg:
         if kind != "timeslice":
@@ -99,7 +107,7 @@ def mode_sort_key(mode: str) -> tuple:
     each by replica count (``timeslice:2`` before ``timeslice:8``), then by time-slice interval
     (none given, then default, short, medium, long)."""
     kind, _, arg = str(mode).partition(":")
-    order = {"exclusive": 0, "timeslice": 1, "mps": 2, "mig": 3, "partition": 4}.get(kind, 9)
+    order = {"exclusive": 0, "timeslice": 1, "mps": 2, "mig": 3, "mig-emulated": 3.5, "partition": 4}.get(kind, 9)
     num, _, interval = arg.split("@")[0].partition("/")
     rank = INTERVALS.index(interval) + 1 if interval in INTERVALS else 0
     return (order, int(num) if num.isdigit() else 0, rank, arg)

@@ -12,6 +12,8 @@ Definitions (times in seconds, means over the measured repeats):
   (each replica does the full cell's work on its own instance), T_full = T_1.
 * partition scaling: T_slice (mean replica ``track_s``) against the ideal
   T_full x full units / slice units (SMs from sharebench.gpus on a GPU, cores on the CPU).
+  ``mps:N@PCT`` cells are partitions too (an SM share; sharebench.analysis.partitions), and
+  ``mig-emulated:LAYOUT`` has its own table, each profile against the full GPU and the ideal.
 * aggregate throughput: total particle-turns of the cell / mean T_N, per physical device;
   sharing gain = throughput / exclusive throughput (= N·T_1 / T_N for time-slicing and MPS).
 * fairness: slowest / fastest replica ``track_s`` in a cell (1.00 = fair).
@@ -31,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from sharebench.analysis.disturbance import disturbed_flags
+from sharebench.analysis.partitions import emulated_table, is_sm_share, share_slice_sms
 from sharebench.analysis.statistics import MIN_CI_REPEATS, cv_pct, mean_ci, ratio_ci, ratio_loss_ci
 from sharebench.gpus import models_with_profile
 from sharebench.modes import mode_sort_key
@@ -43,7 +46,7 @@ MIN_REPEATS = MIN_CI_REPEATS
 
 # what makes two cells "the same work": they may be compared with each other
 WORK_KEYS = ["engine", "backend", "device_class", "lattice", "particles", "turns"]
-TABLES = ("cells", "timeslice", "mps", "mig", "partition", "throughput", "flags")
+TABLES = ("cells", "timeslice", "mps", "mig", "partition", "mig_emulated", "throughput", "flags")
 
 
 # ------------------------------------------------------------------ per cell
@@ -281,6 +284,8 @@ def partition_row(group: WorkGroup, good: pd.DataFrame) -> tuple[dict, list[dict
     if gpu and not np.isfinite(full_units) and len(g):
         full_units = full_sms_from_profile(g["mig_profile"])
     slice_units = float(g[col].median()) if g[col].notna().any() else math.nan
+    if is_sm_share(group.mode):  # mps:N@PCT: the SMs the thread share gives (sharebench.analysis.partitions)
+        slice_units = share_slice_sms(group.mode, full_units)
     t1_med = float(np.mean(t1)) if t1.size else math.nan
     ideal = t1_med * full_units / slice_units if slice_units and np.isfinite(slice_units) else math.nan
     flags = []
@@ -309,14 +314,14 @@ def build_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
         flags += coverage_flags(group)
         rows["throughput"].append(throughput_row(group))
         more: list[dict] = []
-        if group.kind in ("timeslice", "mps"):
+        if group.kind in ("timeslice", "mps") and not is_sm_share(group.mode):
             row, more = shared_row(group)
             rows[group.kind].append(row)
         elif group.kind == "mig":
             row, more = mig_row(group)
             rows["mig"].append(row)
         flags += more
-        if group.kind in ("mig", "partition"):
+        if group.kind in ("mig", "partition") or is_sm_share(group.mode):
             row, more = partition_row(group, good)
             rows["partition"].append(row)
             flags += more
@@ -326,6 +331,7 @@ def build_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
         "mps": pd.DataFrame(rows["mps"], columns=SHARED_COLUMNS),
         "mig": pd.DataFrame(rows["mig"], columns=MIG_COLUMNS),
         "partition": pd.DataFrame(rows["partition"], columns=PARTITION_COLUMNS),
+        "mig_emulated": emulated_table(df, good, WORK_KEYS),
         "throughput": pd.DataFrame(rows["throughput"], columns=THROUGHPUT_COLUMNS),
         "flags": pd.DataFrame(flags, columns=FLAG_COLUMNS),
     }

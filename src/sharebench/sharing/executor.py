@@ -29,7 +29,7 @@ from sharebench.modes import Mode
 from sharebench.parse import format_cpu_set
 from sharebench.results.store import read_json
 from sharebench.sharing.mps import MpsDaemon, exec_client_check
-from sharebench.sharing.plan import CellPlan, plan_cell
+from sharebench.sharing.plan import CellPlan, ReplicaPlan, plan_cell
 
 _STOPPED = "stopped: another replica of the cell failed first"
 
@@ -206,7 +206,7 @@ def _collect(plan: CellPlan, outs, logs, procs, errors: dict[int, str], cell_err
                    mig_profile=rp.mig_profile,
                    # the physical GPU: the MIG instance's parent, else the device the replica itself reported
                    parent_uuid=(rp.parent_uuid if rp.mig_uuid else row.get("device_uuid") or rp.parent_uuid),
-                   thread_pct=plan.mode.thread_pct if plan.mps else None,
+                   thread_pct=replica_thread_pct(plan, rp),
                    status="failed" if err else "ok", error=err or "")
         rows.append(row)
     failed = [r for r in rows if r["status"] == "failed"]
@@ -219,6 +219,14 @@ def _collect(plan: CellPlan, outs, logs, procs, errors: dict[int, str], cell_err
         r["cell_status"] = "failed" if cell_error else "ok"
         r["cell_error"] = cell_error
     return rows
+
+
+def replica_thread_pct(plan: CellPlan, rp: ReplicaPlan) -> int | None:
+    """The MPS thread percentage a replica ran with: its own (mig-emulated), else the mode's (mps:N@PCT)."""
+    own = rp.env.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")
+    if own:
+        return int(own)
+    return plan.mode.thread_pct if plan.mps else None
 
 
 def check_devices(plan: CellPlan, rows: list[dict[str, Any]]) -> str:

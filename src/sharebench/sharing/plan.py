@@ -79,7 +79,13 @@ def plan_cell(mode: Mode | str, device: DeviceInfo | dict[str, Any], *, mig_inst
         return CellPlan(m, dev, same(int(m.replicas)))
     if m.kind == "mps":
         check_mps_available(dev, m.label)
-        return CellPlan(m, dev, same(int(m.replicas)), mps=True)
+        reps = same(int(m.replicas))
+        if m.thread_pct is not None and sms:
+            for rp in reps:  # a thread share is an SM partition (sharebench.gpus.mps_sms; inferred rounding)
+                rp.sms = gpus.mps_sms(dev.name, m.thread_pct)
+        return CellPlan(m, dev, reps, mps=True)
+    if m.kind == "mig-emulated":
+        return plan_emulated(m, dev)
     if m.kind == "partition":
         if is_gpu:
             raise UserError(f"{m.label} is for the CPU (disjoint core sets); the device {spec} is a GPU: "
@@ -104,3 +110,28 @@ def plan_cell(mode: Mode | str, device: DeviceInfo | dict[str, Any], *, mig_inst
                 for i, inst in enumerate(chosen)]
         return CellPlan(Mode("mig", len(reps), layout=m.layout), dev, reps)
     raise UserError(f"unknown sharing mode {m.label!r}")  # pragma: no cover - parse_mode rejects first
+
+
+def plan_emulated(m: Mode, dev: DeviceInfo) -> CellPlan:
+    """``mig-emulated:LAYOUT``: one MPS client per instance of the layout, each limited to its profile's
+    SMs (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``) and memory (``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``).
+    An emulation: MPS shares the L2, the memory bandwidth and the fault domain that MIG would split."""
+    if dev.backend != "cuda":
+        raise UserError(f"{m.label} needs an NVIDIA GPU through CUDA (--device cuda) for MPS; the device is "
+                        f"{dev.spec or dev.backend} ({dev.name})")
+    try:
+        model = gpus.gpu_model(dev.name)
+    except UserError:
+        raise UserError(f"{m.label}: the GPU {dev.name!r} has no MIG profile table; emulated layouts need one "
+                        f"of {', '.join(gpus.GPU_MODELS)}") from None
+    profiles = gpus.emulated_layout(model, m.layout or "")
+    check_mps_available(dev, m.label)
+    index = dev.spec.split(":")[1] if dev.spec.startswith("cuda:") else "0"
+    reps = []
+    for i, p in enumerate(profiles):
+        pct = gpus.mps_pct_for_sms(model, p.sms)
+        env = {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(pct),
+               "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": f"{index}={int(p.mem_gb * 1000)}M"}
+        reps.append(ReplicaPlan(i, dev.spec, env, None, parent_uuid=dev.uuid, mig_profile=p.name,
+                                sms=gpus.mps_sms(model, pct), memory_bytes=int(p.mem_gb * 1e9)))
+    return CellPlan(Mode("mig-emulated", len(reps), layout=m.layout), dev, reps, mps=True)
