@@ -113,6 +113,19 @@ def partition_display(r: Any) -> dict[str, str]:
             "efficiency %": fmt_pct(r.efficiency_pct), "repeats": fmt_int(r.repeats)}
 
 
+def emulated_display(r: Any) -> dict[str, str]:
+    """sharebench.analysis.partitions.emulated_table: labelled as the emulation it is."""
+    return {"particles": fmt_int(r.particles), "layout (emulated)": r["mode"],
+            "profile": f"{r.mig_profile} (emulated)", "instances": fmt_int(r.instances),
+            "SMs / full": f"{fmt_int(r.sms)} / {fmt_int(r.full_sms)}", "T_full [s]": fmt_sec(r.full_s),
+            "ideal [s]": fmt_sec(r.ideal_s), "T_emulated [s]": fmt_sec(r.emulated_s),
+            "T_emulated 95% CI": fmt_ci(r.emulated_ci_low, r.emulated_ci_high, fmt_sec),
+            "vs full GPU %": fmt_pct(r.vs_full_pct), "vs ideal %": fmt_pct(r.excess_pct),
+            "95% CI": fmt_ci(r.excess_ci_low, r.excess_ci_high, fmt_pct), "efficiency %": fmt_pct(r.efficiency_pct),
+            "real MIG 7g loss predicted %": f"{fmt_pct(r.mig_7g_loss_pred_pct)} ({fmt_int(r.mig_7g_sms)} SMs in 7g)",
+            "repeats": fmt_int(r.repeats)}
+
+
 def throughput_display(r: Any) -> dict[str, str]:
     return {"particles": fmt_int(r.particles), "mode": r["mode"],
             "throughput [particle-turns/s]": fmt_num(r.throughput_pt_per_s),
@@ -137,7 +150,7 @@ def cells_display(r: Any) -> dict[str, str]:
 
 ROW_DISPLAY: dict[str, Callable[[Any], dict[str, str]]] = {
     "timeslice": shared_display, "mps": shared_display, "mig": mig_display, "partition": partition_display,
-    "throughput": throughput_display, "flags": flags_display, "cells": cells_display,
+    "mig_emulated": emulated_display, "throughput": throughput_display, "flags": flags_display, "cells": cells_display,
 }
 
 

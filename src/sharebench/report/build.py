@@ -41,10 +41,11 @@ TABLE_TITLES = {
     "mps": "MPS: N replicas as clients of one MPS server",
     "mig": "MIG: one replica per MIG instance against the full GPU",
     "partition": "Partition scaling against the ideal",
+    "mig_emulated": "MIG emulated with MPS (an emulation, not MIG): each profile against the full GPU and the ideal",
     "throughput": "Aggregate throughput per physical device and sharing gain",
     "flags": "Flags",
 }
-TABLE_ORDER = ("timeslice", "mps", "mig", "partition", "throughput")
+TABLE_ORDER = ("timeslice", "mps", "mig", "partition", "mig_emulated", "throughput")
 
 DEFINITIONS = [
     "**T_1**: tracking time of one replica alone on the device (`exclusive`).",
@@ -53,7 +54,11 @@ DEFINITIONS = [
     "one after the other; negative means the device did more work when shared.",
     "**MIG loss** = (T_mig − T_full) / T_full for the same work on one MIG instance.",
     "**partition scaling**: T_slice against the ideal T_full × full units / slice units (SMs of the MIG profile on "
-    "a GPU, cores on the CPU); efficiency = ideal / T_slice.",
+    "a GPU, cores on the CPU); efficiency = ideal / T_slice. An MPS thread share (`mps:N@PCT`) is such a slice: "
+    "PCT% of the SMs, floored to whole TPCs (2 SMs), at least 8.",
+    "**mig-emulated**: one MPS client per instance of a MIG layout, limited to its profile's SMs and memory; an "
+    "emulation (no MIG memory, L2 or fault isolation). The real MIG loss predicted beside it comes from the 7g "
+    "profile's SM deficit (A100: 98 of 108 SMs, 10.20%; H100/H200: 132 of 132, 0%).",
     "**throughput**: particle-turns of all replicas / T_N, per physical device; **gain** = against exclusive.",
     "**fairness**: slowest / fastest replica tracking time in a cell (1.00 = fair).",
     "Every figure is a mean over the measured repeats (warm-up left out) with a 95% Student-t confidence "
