@@ -1,0 +1,45 @@
+"""benchmarks/cell_overhead.py: the gap before each cell and the share of the wall time spent tracking."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("cell_overhead", ROOT / "benchmarks" / "cell_overhead.py")
+cell_overhead = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cell_overhead)
+
+
+def rows():
+    # sweep s: cell a [0, 2], cell b (2 replicas) [5, 9] and [5.5, 8], cell c [12, 13]; b and c are 10 M
+    def r(cell, p, start, end):
+        return dict(sweep_id="s", cell_id=cell, particles=p, status="ok", track_start=start, track_end=end,
+                    setup_s=3.0, transfer_s=0.5)
+    return pd.DataFrame([r("a", 5e6, 0, 2), r("b", 1e7, 5, 9), r("b", 1e7, 5.5, 8), r("c", 1e7, 12, 13)])
+
+
+def test_gaps_and_tracked_share():
+    t = cell_overhead.overhead(rows()).iloc[0]
+    assert t["cells"] == 2                                   # a has no gap before it
+    assert t["overhead_per_cell_s"] == pytest.approx(3.0)    # 5 - 2 and 12 - 9
+    assert t["tracked_pct"] == pytest.approx(100 * 5 / 11)   # spans 4 + 1 of 4 + 1 + 3 + 3
+    only_10m = cell_overhead.overhead(rows(), particles=10_000_000).iloc[0]
+    assert only_10m["cells"] == 2 and only_10m["wall_s"] == pytest.approx(11)
+
+
+def test_committed_h200_campaign_before_issue_15():
+    """The 'before' numbers in docs/results/h200/README.md come from this folder."""
+    t = cell_overhead.overhead(cell_overhead.load_results(ROOT / "docs" / "results" / "h200" / "cuda"))
+    first = t.iloc[0]
+    assert first["cells"] == 31
+    assert first["overhead_per_cell_s"] == pytest.approx(6.77, abs=0.01)
+    assert first["tracked_pct"] == pytest.approx(48.6, abs=0.1)
+
+
+def test_no_matching_cells_is_one_line(capsys):
+    assert cell_overhead.main([str(ROOT / "docs" / "results" / "h200" / "cuda"), "--particles", "3"]) == 2
+    assert capsys.readouterr().err.strip().count("\n") == 0
