@@ -555,6 +555,7 @@ def test_unknown_product_needs_gpu_model(tmp_path):
 @pytest.mark.parametrize("mode, message", [
     ("partition:2", "partition:N is a CPU-only local mode"),
     ("mps:2@50", "the device plugin sets the MPS thread share itself"),
+    ("mig-emulated:7x1g.18gb", "mig-emulated:7x1g.18gb is a local mode"),
 ])
 def test_modes_a_node_cannot_take(sim_target: Target, mode, message):
     with pytest.raises(NodeError, match=message):

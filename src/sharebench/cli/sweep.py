@@ -40,7 +40,8 @@ def configure_run(run: argparse.ArgumentParser) -> None:
     run.add_argument("--engine", default=None,
                      help="simpletrack (default), xtrack, or exec (any program: --exec)")
     run.add_argument("--modes", default=None,
-                     help="comma-separated: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], mig:LAYOUT, partition:N "
+                     help="comma-separated: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], mig:LAYOUT, "
+                          "mig-emulated:LAYOUT, partition:N "
                           "(default: exclusive,timeslice:2,timeslice:4 + mps:2 on an NVIDIA GPU "
                           "/ partition:2 on the CPU)")
     run.add_argument("--particles", "--work", dest="particles", default=None,

@@ -140,6 +140,9 @@ def _preflight(sess: Session, m: Mode, options: ReconfigureOptions) -> tuple[obj
     """Step 1: check everything before the first change; the node, its GPU facts and the target."""
     if m.kind == "partition":
         raise sess.error("partition:N is a CPU-only local mode; a node takes exclusive, timeslice:N, mps:N, mig:LAYOUT")
+    if m.kind == "mig-emulated":
+        raise sess.error(f"{m.label} is a local mode (a private MPS daemon emulating MIG); a node takes exclusive, "
+                         "timeslice:N, mps:N, mig:LAYOUT")
     if m.kind == "mps" and m.thread_pct is not None:
         raise sess.error("the device plugin sets the MPS thread share itself (100/N); use mps:N without @PCT")
     if m.interval is not None:

@@ -44,8 +44,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("work_key", "str", "", "hash of the cell's whole work identity: cell id, turns, engine, lattice "
            "content, seed, run options, device model (sharebench.sweep.resume)"),
     Column("mode", "str", "", "sharing mode, lowercase: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], "
-                              "mig:LAYOUT, partition:N"),
-    Column("mode_kind", "str", "", "exclusive, timeslice, mps, mig or partition"),
+                              "mig:LAYOUT, mig-emulated:LAYOUT, partition:N"),
+    Column("mode_kind", "str", "", "exclusive, timeslice, mps, mig, mig-emulated or partition"),
     Column("replicas", "int", "", "N: replicas that ran concurrently in the cell"),
     Column("replica", "int", "", "index of this replica in the cell, 0..N-1"),
     Column("repeat", "int", "", "repeat index; 0 is the discarded warm-up, 1..R are measured"),
