@@ -738,7 +738,7 @@ def test_cli_apply_status_restore(sim, capsys):
                                         "MIG layout '9g' has no profile on H200; allowed sizes: 1g, 2g, 3g, 4g, 7g\n"),
     (["node", "apply", NODE, "fast:2"], f"sharebench: error: node {NODE}, mode fast:2, state pre-flight: unknown "
                                         "sharing mode 'fast:2'; allowed: exclusive, timeslice:N[/INTERVAL], "
-                                        "mps:N[@PCT], mig:LAYOUT, partition:N\n"),
+                                        "mps:N[@PCT], mig:LAYOUT, mig-emulated:LAYOUT, partition:N\n"),
     (["node", "apply", NODE, "mps:2", "--timeout", "0"],
      "sharebench: error: --timeout must be a number of seconds > 0 (got 0.0)\n"),
     (["node", "status", "cpu-node-1"],

@@ -32,7 +32,7 @@ def test_parse_particles(text, values):
 
 @pytest.mark.parametrize("change, message", [
     (dict(modes=["bogus"]), "unknown sharing mode 'bogus'; allowed: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], "
-                            "mig:LAYOUT, partition:N"),
+                            "mig:LAYOUT, mig-emulated:LAYOUT, partition:N"),
     (dict(modes=["timeslice:0"]), "replica count must be >= 1 in 'timeslice:0'"),
     (dict(particles="0"), "bad particle count '0'; allowed: whole numbers > 0 such as 10000 or 5e6"),
     (dict(particles="-5"), "bad particle count '-5'; allowed: whole numbers > 0 such as 10000 or 5e6"),

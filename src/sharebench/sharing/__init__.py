@@ -1,4 +1,5 @@
-"""Local sharing executors: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], mig:LAYOUT, partition:N.
+"""Local sharing executors: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], mig:LAYOUT, mig-emulated:LAYOUT,
+partition:N.
 
 ``plan_cell(mode, device)`` checks, before anything runs, that a mode can run on a device and lays
 its replicas out (``plan``); ``run_cell(mode, cfg, workdir, plan=...)`` runs the N replica
