@@ -43,6 +43,8 @@ ISOLATION = {
     "mps": "MPS limits (thread % and memory limits); a fault stops every client",
     "mig": "hardware: memory, faults, per-instance telemetry",
     "partition": "core sets (cpusets); memory shared",
+    "mig-emulated": "none beyond MPS: an emulation of MIG (its SM shares and memory limits; L2, memory bandwidth "
+                    "and faults shared)",
 }
 ANSWER_COLUMNS = [*WORK_KEYS, "mode", "kind", "replicas", "repeats", "gain", "gain_ci_low", "gain_ci_high",
                   "slowdown", "slowdown_ci_low", "slowdown_ci_high", "fairness", "isolation", "trust"]
@@ -185,6 +187,7 @@ def choices(rows: pd.DataFrame, gpu: str | None = None) -> pd.DataFrame:
     """Per workload pattern (:data:`PATTERNS`) the mode to choose and the reason in numbers."""
     if rows.empty:
         return pd.DataFrame(columns=CHOICE_COLUMNS)
+    rows = rows[rows["kind"] != "mig-emulated"]  # a measurement of MIG's compute share, not a mode to deploy
     made = [_batch(rows), _interactive(rows), _isolation(rows, gpu)]
     trust = dict(zip(rows["mode"], rows["trust"]))
     for c in made:  # a choice resting on numbers not to be trusted says so
