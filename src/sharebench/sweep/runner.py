@@ -95,7 +95,7 @@ def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: 
     notes: list[str] = []
     sampler = _start_sampler(plan, cdir, notes)
     summary: dict[str, Any] = {}
-    probe = Probe()  # what else kept the host busy during the cell (sharebench.telemetry.disturbance)
+    probe = Probe(plan.device)  # what else kept the host/GPU busy (sharebench.telemetry.disturbance)
     try:
         with gpu_timeslice(plan.device, cell_plan.mode, allowed=plan.config.allow_gpu_settings, say=notes.append):
             recs = run_cell(cell.mode, plan.run_config(cell.particles), cdir, plan=cell_plan,
