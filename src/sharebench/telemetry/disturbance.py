@@ -166,8 +166,9 @@ class Probe:
         self.others = {pid: (name, cores) for cores, name, pid in busiest}  # every other process, in cores
         top = [f"{name} (pid {pid}) {cores:.2f}" for cores, name, pid in reversed(busiest[-5:]) if cores >= 0.05]
         out["tel_busy_processes"] = "; ".join(top)
-        if self.device is not None:
-            out.update(gpu_state(self.device, ours))
+        if self.device is not None:  # the MPS daemons sharebench starts are detached: not another job
+            mps = {p for p, (name, _, _) in procs1.items() if name.startswith("nvidia-cuda-mps")}
+            out.update(gpu_state(self.device, ours | mps))
         out[COLUMN] = verdict(out)
         return out
 
