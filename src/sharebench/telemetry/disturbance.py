@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sharebench.devices import nvml
 from sharebench.errors import UserError
 
 FOREIGN_CORES_MAX = 0.5
@@ -112,8 +113,6 @@ THROTTLE_BITS = {0x8: "hardware slowdown", 0x20: "thermal slowdown (software)", 
 
 def gpu_state(device: Any, own: set[int]) -> dict[str, Any]:
     """Other processes on the GPU, throttle reasons and temperature (NVML); {} where NVML cannot answer."""
-    from sharebench.devices import nvml  # noqa: PLC0415 - only for a GPU
-
     try:
         nv = nvml.start()
     except nvml.NvmlUnavailable:
