@@ -203,4 +203,4 @@ def test_resume_refuses_results_of_another_device(lattice, tmp_path):
         run_sweep(cfg(lattice, resume=True), tmp_path)
     assert str(e.value).startswith(f"{tmp_path} holds results measured on NVIDIA H200 (cuda, gpu); this run's "
                                    "device is ")
-    assert "use another --out (and compare the two with sharebench report --compare)" in str(e.value)
+    assert "use another --out (and compare the two with sharebench compare A B)" in str(e.value)

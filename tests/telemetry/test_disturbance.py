@@ -38,6 +38,9 @@ def test_verdict_rules():
     assert verdict({"tel_foreign_cpu_cores": 1.2, "tel_busy_processes": "x (pid 7) 1.00"}) == (
         f"other processes used 1.20 cores (> {FOREIGN_CORES_MAX}), busiest: x (pid 7) 1.00")
     assert verdict({"tel_steal_pct": 12.5}) == "CPU steal 12.5% (> 5%)"
+    assert verdict({"tel_gpu_other_pids": "4242", "tel_gpu_throttle": "thermal slowdown (hardware)"}) == (
+        "other processes on the GPU: pid 4242; GPU throttled: thermal slowdown (hardware)")
+    assert verdict({"tel_gpu_other_pids": "", "tel_gpu_throttle": ""}) == ""
 
 
 def test_probe_names_the_hog(hogs):

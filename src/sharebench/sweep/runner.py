@@ -95,7 +95,7 @@ def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: 
     notes: list[str] = []
     sampler = _start_sampler(plan, cdir, notes)
     summary: dict[str, Any] = {}
-    probe = Probe()  # what else kept the host busy during the cell (sharebench.telemetry.disturbance)
+    probe = Probe(plan.device)  # what else kept the host/GPU busy (sharebench.telemetry.disturbance)
     try:
         with gpu_timeslice(plan.device, cell_plan.mode, allowed=plan.config.allow_gpu_settings, say=notes.append):
             recs = run_cell(cell.mode, plan.run_config(cell.particles), cdir, plan=cell_plan,
@@ -134,7 +134,7 @@ def _check_resume(out: Path, plan: SweepPlan, notes: list[str]) -> set[str]:
                 (model(r.device_name) and model(dev.name) and model(r.device_name) != model(dev.name)):
             raise UserError(f"{out} holds results measured on {r.device_name or '?'} ({r.backend}, {r.device_class}); "
                             f"this run's device is {dev.name} ({dev.backend}, {dev.kind}): "
-                            "use another --out (and compare the two with sharebench report --compare)")
+                            "use another --out (and compare the two with sharebench compare A B)")
     uuids = sorted({u for u in df["parent_uuid"] if isinstance(u, str) and u})
     if dev.uuid and uuids and dev.uuid not in uuids and dev.kind == "gpu":
         notes.append(f"resumed on another physical device of the same model ({dev.uuid}; before: "

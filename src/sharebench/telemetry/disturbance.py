@@ -7,12 +7,16 @@
   cell's wall time: other jobs competing with the measurement;
 * **steal**: the share of CPU time the hypervisor gave to other guests, in %;
 * **load average** at start and end, the **CPU frequency** (mean ``scaling_cur_freq``, where the host
-  exposes it), and the **busiest other processes** (name, pid, cores), from ``/proc/<pid>/stat``.
+  exposes it), and the **busiest other processes** (name, pid, cores), from ``/proc/<pid>/stat``;
+* on an NVIDIA GPU (NVML, at the cell's end): **other compute processes on the GPU** (neither this
+  process nor its replicas), the **clock-throttle reasons** and the **temperature**.
 
-A cell is **disturbed** when foreign CPU exceeds :data:`FOREIGN_CORES_MAX` cores or steal exceeds
-:data:`STEAL_MAX_PCT`; the reason is one line (``tel_disturbed`` in results.csv, a ``disturbed:`` flag
-in the report and the Answer). ``--strict`` turns it into a stop (:class:`Disturbed`), and refuses to
-start a sweep on a host already busy (:func:`check_quiet`).
+A cell is **disturbed** when foreign CPU exceeds :data:`FOREIGN_CORES_MAX` cores, steal exceeds
+:data:`STEAL_MAX_PCT`, another process ran on the GPU, or the GPU throttled for heat or a power brake;
+the reason is one line (``tel_disturbed`` in results.csv, a ``disturbed:`` flag in the report and the
+Answer). ``--strict`` turns it into a stop (:class:`Disturbed`), and refuses to start a sweep on a
+host already busy (:func:`check_quiet`). The GPU part is read through NVML and has run here only
+where NVML is absent (it then adds nothing).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sharebench.devices import nvml
 from sharebench.errors import UserError
 
 FOREIGN_CORES_MAX = 0.5
@@ -101,10 +106,38 @@ def _freq_mhz() -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-class Probe:
-    """Snapshots at a cell's start; :meth:`stop` gives the disturbance columns (``tel_*``)."""
+# NVML clocks-event (throttle) reason bits that slow a measurement down against its own baseline
+THROTTLE_BITS = {0x8: "hardware slowdown", 0x20: "thermal slowdown (software)", 0x40: "thermal slowdown (hardware)",
+                 0x80: "power brake"}  # not the software power cap (0x4): a GPU at full load sits there normally
 
-    def __init__(self) -> None:
+
+def gpu_state(device: Any, own: set[int]) -> dict[str, Any]:
+    """Other processes on the GPU, throttle reasons and temperature (NVML); {} where NVML cannot answer."""
+    try:
+        nv = nvml.start()
+    except nvml.NvmlUnavailable:
+        return {}
+    try:
+        handle, _notes = nvml.find_handle(nv, device)
+        procs = nv.nvmlDeviceGetComputeRunningProcesses(handle)
+        others = sorted({int(p.pid) for p in procs} - own)
+        reasons = int(nv.nvmlDeviceGetCurrentClocksThrottleReasons(handle))
+        temp = nv.nvmlDeviceGetTemperature(handle, 0)  # NVML_TEMPERATURE_GPU
+    except Exception:  # noqa: BLE001 - a GPU the probe cannot read is not a disturbance
+        return {}
+    finally:
+        nvml.shutdown(nv)
+    return {"tel_gpu_other_pids": " ".join(map(str, others)),
+            "tel_gpu_throttle": ", ".join(t for bit, t in THROTTLE_BITS.items() if reasons & bit),
+            "tel_gpu_temp_c": temp}
+
+
+class Probe:
+    """Snapshots at a cell's start; :meth:`stop` gives the disturbance columns (``tel_*``).
+    ``device`` (a DeviceInfo): on a GPU the NVML part is read as well."""
+
+    def __init__(self, device: Any = None) -> None:
+        self.device = device if device is not None and getattr(device, "kind", "") == "gpu" else None
         self.t0 = time.monotonic()
         self.cpu0 = _cpu_jiffies()
         self.own0 = _own_seconds()
@@ -132,6 +165,9 @@ class Probe:
         self.others = {pid: (name, cores) for cores, name, pid in busiest}  # every other process, in cores
         top = [f"{name} (pid {pid}) {cores:.2f}" for cores, name, pid in reversed(busiest[-5:]) if cores >= 0.05]
         out["tel_busy_processes"] = "; ".join(top)
+        if self.device is not None:  # the MPS daemons sharebench starts are detached: not another job
+            mps = {p for p, (name, _, _) in procs1.items() if name.startswith("nvidia-cuda-mps")}
+            out.update(gpu_state(self.device, ours | mps))
         out[COLUMN] = verdict(out)
         return out
 
@@ -146,6 +182,10 @@ def verdict(d: dict[str, Any]) -> str:
                        + (f", busiest: {busiest}" if busiest else ""))
     if steal is not None and steal > STEAL_MAX_PCT:
         reasons.append(f"CPU steal {steal:.1f}% (> {STEAL_MAX_PCT:.0f}%)")
+    if d.get("tel_gpu_other_pids"):
+        reasons.append(f"other processes on the GPU: pid {d['tel_gpu_other_pids']}")
+    if d.get("tel_gpu_throttle"):
+        reasons.append(f"GPU throttled: {d['tel_gpu_throttle']}")
     return "; ".join(reasons)
 
 
