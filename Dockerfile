@@ -11,8 +11,7 @@
 # below, and the CPU through PoCL. Runs as a non-root user. CI builds this same file on a Debian
 # bookworm base made locally (.ci/image): no CUDA base can be pulled there.
 ARG CUDA_IMAGE=nvidia/cuda:13.0.2-runtime-ubuntu24.04
-FROM ${CUDA_IMAGE}
-ARG CUDA_MAJOR=13
+FROM ${CUDA_IMAGE} AS system
 
 ENV DEBIAN_FRONTEND=noninteractive \
     PYTHONUNBUFFERED=1 \
@@ -36,17 +35,25 @@ RUN apt-get update \
 
 # The package set of the tests (`pip install -e '.[test]'` in the Makefile), from pyproject.toml,
 # plus the CUDA extra; no separate requirement list to drift. Dependencies first, in a layer of
-# their own (read from pyproject.toml by docker/requirements.py), so that a source change
-# rebuilds in seconds instead of downloading them again.
+# their own, so that a source change rebuilds in seconds instead of downloading them again: a
+# stage of its own reads them from pyproject.toml (docker/requirements.py), and the install layer
+# depends on that list alone, so a pyproject.toml edit that leaves the list as it was (another
+# extra, a tool's settings) keeps the layer too.
+FROM system AS requirements
+ARG CUDA_MAJOR=13
+COPY pyproject.toml docker/requirements.py /tmp/requirements/
+RUN python3 /tmp/requirements/requirements.py /tmp/requirements/pyproject.toml "test,cuda${CUDA_MAJOR}" \
+        > /tmp/requirements.txt
+
+FROM system
+ARG CUDA_MAJOR=13
 WORKDIR /opt/sharebench/src
-COPY pyproject.toml ./
-COPY docker/requirements.py ./docker/
+COPY --from=requirements /tmp/requirements.txt /tmp/requirements.txt
 RUN python3 -m venv "$VIRTUAL_ENV" \
  && pip install --upgrade pip \
- && python3 docker/requirements.py pyproject.toml "test,cuda${CUDA_MAJOR}" > /tmp/requirements.txt \
  && pip install -r /tmp/requirements.txt \
  && rm /tmp/requirements.txt
-COPY README.md ./
+COPY pyproject.toml README.md ./
 COPY src ./src
 COPY components ./components
 COPY pipelines ./pipelines

@@ -156,7 +156,7 @@ def container_lattice(root: Path) -> str:
 
 @pytest.fixture(scope="module")
 def docker_sweep(docker_local, container_opencl_spec) -> Path:
-    """The sweep pipeline, every task in a container (2 modes, 1 size, no warm-up: 7 tasks + 3 cells)."""
+    """The sweep pipeline, every task in a container (2 modes, 1 size, no warm-up cell: 14 tasks)."""
     from sharebench.pipelines.sweep_pipeline import sweep_pipeline
 
     lattice = container_lattice(docker_local)

@@ -78,7 +78,7 @@ def pip_installs(steps) -> list[list[str]]:
 
 def test_base_is_a_cuda_runtime_image(steps):
     args = dict(a.split("=", 1) for op, a in steps if op == "ARG" and "=" in a)
-    (frm,) = [a for op, a in steps if op == "FROM"]
+    frm = [a for op, a in steps if op == "FROM"][0].split()[0]   # the first stage's base
     image = args.get(frm.strip("${}"), frm)
     assert re.fullmatch(r"nvidia/cuda:\d+\.\d+\.\d+-runtime-ubuntu\d\d\.\d\d", image), image
 
@@ -103,7 +103,7 @@ def test_installs_the_package_set_the_tests_use_from_pyproject(steps, pyproject)
     # package list of its own that could drift from it
     runs = " ".join(a for op, a in steps if op == "RUN")
     extras_arg = project[0][2:-1]
-    assert f'docker/requirements.py pyproject.toml "{extras_arg}" > /tmp/requirements.txt' in runs
+    assert re.search(rf'requirements\.py \S*pyproject\.toml "{re.escape(extras_arg)}"\s+> /tmp/requirements\.txt', runs)
     others = [w for words in installs for w in words if w not in project and w not in ("pip", "/tmp/requirements.txt")]
     assert others == [], f"packages installed outside pyproject: {others}"
     # the CUDA path of the kernel (CuPy) is there too, for the CUDA major version of the build
@@ -119,13 +119,19 @@ def test_cuda_major_build_arg_picks_cupy_for_the_driver(steps, pyproject):
 
 
 def test_dependencies_are_installed_before_the_sources_are_copied(steps):
-    """A source change rebuilds only the layers after the sources, not the 300 MB of dependencies."""
-    copy_src = min(i for i, (op, a) in enumerate(steps) if op == "COPY" and shlex.split(a)[0] == "src")
-    deps = [i for i, (op, a) in enumerate(steps) if op == "RUN" and "-r /tmp/requirements.txt" in a]
-    project = [i for i, (op, a) in enumerate(steps) if op == "RUN" and "--no-deps" in a]
+    """A source change rebuilds only the layers after the sources, not the 300 MB of dependencies; and the
+    install layer depends on the requirement list alone (made in a stage of its own from pyproject.toml)."""
+    stages = [i for i, (op, _) in enumerate(steps) if op == "FROM"]
+    final = steps[stages[-1]:]
+    copy_src = min(i for i, (op, a) in enumerate(final) if op == "COPY" and shlex.split(a)[0] == "src")
+    deps = [i for i, (op, a) in enumerate(final) if op == "RUN" and "-r /tmp/requirements.txt" in a]
+    project = [i for i, (op, a) in enumerate(final) if op == "RUN" and "--no-deps" in a]
     assert deps and project and deps[0] < copy_src < project[0]
-    copied_before = {shlex.split(a)[0] for op, a in steps[:deps[0]] if op == "COPY"}
-    assert copied_before == {"pyproject.toml", "docker/requirements.py"}, "README and sources come after"
+    copied_before = [shlex.split(a) for op, a in final[:deps[0]] if op == "COPY"]
+    assert copied_before == [["--from=requirements", "/tmp/requirements.txt", "/tmp/requirements.txt"]]
+    (req_stage,) = [i for i in stages if steps[i][1].split()[-1] == "requirements"]
+    req_copies = {w for op, a in steps[req_stage:stages[-1]] if op == "COPY" for w in shlex.split(a)[:-1]}
+    assert req_copies == {"pyproject.toml", "docker/requirements.py"}
 
 
 def test_requirements_script_follows_pyproject(pyproject):
@@ -146,7 +152,7 @@ def test_requirements_script_follows_pyproject(pyproject):
 def test_copies_every_source_folder_the_package_needs(steps, pyproject):
     copied = set()
     for op, args in steps:
-        if op == "COPY":
+        if op == "COPY" and not args.startswith("--from="):
             srcs = shlex.split(args)[:-1]
             copied |= {s.rstrip("/") for s in srcs if not s.startswith("--")}
     package_dirs = {d.split("/")[0] for d in pyproject["tool"]["setuptools"]["package-dir"].values() if d}
