@@ -26,9 +26,10 @@ def add_exec_options(run: argparse.ArgumentParser) -> None:
 def exec_options(args: argparse.Namespace) -> dict[str, Any]:
     """The RunConfig fields the exec options give (none for the trackers); UserError on a bad combination."""
     given = args.exec_command is not None or args.exec_name is not None or args.exec_timing != "protocol"
-    if str(args.engine).strip().lower() != "exec":
+    engine = args.engine or "simpletrack"  # None: not given (the default, or a resumed folder's own)
+    if str(engine).strip().lower() != "exec":
         if given:
-            raise UserError(f"--exec, --exec-timing and --exec-name need --engine exec; the engine is {args.engine!r}")
+            raise UserError(f"--exec, --exec-timing and --exec-name need --engine exec; the engine is {engine!r}")
         return {}
     if args.exec_command is None or not args.exec_command.strip():
         raise UserError("--engine exec needs a command: --exec 'CMD ARGS'")

@@ -5,7 +5,8 @@ of the sweep shares: turns, engine, lattice content, seed, the run options and t
 :func:`work_key` hashes it into the ``work_key`` column. ``--resume`` takes every option the user
 did not give from the folder's last sweep in ``sweep.json`` (:func:`inherit_options`), and
 :func:`check_same_work` refuses, in one line naming the difference, a run whose shared identity
-differs from the folder's: its cells would be kept beside cells measured under other settings.
+differs from the folder's for the same workload: its cells would be kept beside cells measured
+under other settings (another workload is measured beside, in its own cells).
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ def lattice_digest(lattice: str | None) -> str:
         raise UserError(f"cannot read lattice file {lattice}: {exc.strerror or exc}") from None
 
 
-def identity(config: Any, turns: int) -> dict[str, Any]:
+def identity(config: Any, turns: int, workload: str | None = None) -> dict[str, Any]:
     """The shared identity of a sweep's cells (JSON-normalised, so that it compares with sweep.json)."""
-    return json.loads(json.dumps({"turns": turns, "engine": config.engine,
+    return json.loads(json.dumps({"workload": workload or config.engine, "turns": turns, "engine": config.engine,
                                   "lattice_sha256": lattice_digest(config.lattice), "seed": config.seed,
                                   "run_options": dict(config.run_options)}, default=str))
 
@@ -69,12 +70,17 @@ def inherit_options(out: Path, given: dict[str, Any]) -> dict[str, Any]:
     return filled
 
 
-def check_same_work(out: Path, shared: dict[str, Any]) -> None:
-    """Refuse to resume ``out`` with a shared identity other than its last sweep's."""
-    last = _last_sweep(out)
-    if last is None or "identity" not in last:
-        return  # a folder of the first releases: its device check (results.csv) is all there is
-    before = last["identity"]
+def check_same_work(out: Path, shared: dict[str, Any], workload: str) -> None:
+    """Refuse to resume ``out`` with a shared identity other than that of the folder's last sweep of
+    the same workload. Another workload (engine, or exec program) is measured beside, in its own
+    cells (the runner keeps cells per workload), so that the folder compares workloads."""
+    if not out.is_dir():
+        return
+    same = [s for s in read_sweeps(out) if "identity" in s
+            and s["identity"].get("workload", s["identity"].get("engine")) == workload]
+    if not same:
+        return  # a new workload, or a folder of the first releases (its device check is all there is)
+    before = same[-1]["identity"]
     for key in IDENTITY:
         if key in before and before[key] != shared.get(key):
             raise UserError(f"--resume: {out} was measured with {OPTION_NAMES[key]} {before[key]!r}, this run has "

@@ -103,7 +103,7 @@ def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: 
     finally:
         summary = {**_stop_sampler(sampler, notes), **probe.stop()}
     lattice = Path(plan.config.lattice).name if plan.config.lattice else "generated"
-    shared = identity(plan.config, plan.turns)
+    shared = identity(plan.config, plan.turns, plan.workload)
     rows = []
     for rec in recs:
         row = {k: v for k, v in rec.items() if k in COLUMN_NAMES}
@@ -149,7 +149,8 @@ def _record(out: Path, sweep_id: str, plan: SweepPlan) -> list[str]:
     config = plan.config
     append_sweep(out, {"sweep_id": sweep_id, "config": config.to_dict(), "device": plan.device.to_dict(),
                        "modes": [m.label for m in plan.modes], "particles": plan.particles,
-                       "turns": plan.turns, "identity": identity(config, plan.turns), "started_unix": time.time()})
+                       "turns": plan.turns, "identity": identity(config, plan.turns, plan.workload),
+                       "started_unix": time.time()})
     name = PROVENANCE_JSON if not (out / PROVENANCE_JSON).exists() else f"provenance-{sweep_id}.json"
     try:
         prov = collect_provenance(plan.device, command=config.command if config.command is not None else sys.argv,
@@ -184,7 +185,7 @@ def run_sweep(config: SweepConfig, out_dir: Path | str, *,
     check_out_path(out)
     with claim_folder(out):  # one sweep at a time; results.guard says what the folder keeps safe
         if config.resume:
-            check_same_work(out, identity(config, plan.turns))
+            check_same_work(out, identity(config, plan.turns, plan.workload), plan.workload)
             torn = set_aside_torn_tail(out)
         else:
             check_new_folder(out)
