@@ -233,7 +233,7 @@ def validate(config: SweepConfig) -> SweepPlan:
     if config.lattice is not None and not Path(config.lattice).is_file():
         raise UserError(f"lattice file {config.lattice!r} not found; give an Xsuite line JSON or JSON.gz")
     device = resolve_device(config.device)
-    if check_engine(config.engine) == "xtrack":  # a doomed sweep fails here, not in every cell
+    if config.engine == "xtrack":  # a doomed sweep fails here, not in every cell
         check_xtrack_device(device)
     dclass = device.kind or "cpu"
     particles = parse_particles(config.particles) if config.particles is not None else DEFAULT_PARTICLES[dclass]
