@@ -214,3 +214,15 @@ def test_mps_check_of_exec_replicas_looks_at_their_programs():
                 c.terminate()
             w.terminate()
             w.wait()
+
+
+def test_cli_resumes_an_exec_folder_with_its_own_command(tmp_path):
+    out = tmp_path / "out"
+    argv = ["run", "--device", "cpu", "--engine", "exec", "--exec", f"{EXAMPLES}/sum_sqrt.sh", "--work", "1000",
+            "--modes", "exclusive", "--repeats", "1", "--warmup-repeats", "0", "--no-telemetry", "--out", str(out),
+            "--no-progress"]
+    assert main(argv) == 0
+    assert main(["run", "--resume", "--repeats", "2", "--out", str(out), "--no-progress", "--no-telemetry"]) == 0
+    df = load_results(out)
+    assert sorted(df["repeat"]) == [1, 2] and set(df["engine"]) == {"sum_sqrt"}
+    assert (df["cell_status"] == "ok").all()

@@ -116,7 +116,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     stop_after = seconds("--stop-after", args.stop_after) if args.stop_after is not None else None
     if args.resume:  # the folder's own sweep: what the user did not give comes from its sweep.json
         given = inherit_options(out, given)
-    given["run_options"] = exec_options(args, given.get("engine")) or given.get("run_options") or {}
     cfg = SweepConfig(
         **{k: v for k, v in given.items() if v is not None}, resume=args.resume,
         telemetry_interval_s=None if args.no_telemetry else 0.1,

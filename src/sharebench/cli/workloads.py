@@ -26,9 +26,9 @@ def add_exec_options(run: argparse.ArgumentParser) -> None:
 def exec_options(args: argparse.Namespace, engine: str | None = None) -> dict[str, Any]:
     """The RunConfig fields the exec options give (none for the trackers, and none when a resumed exec
     sweep takes its own from the folder); UserError on a bad combination. ``engine``: the run's engine
-    (given or inherited by --resume; None: the default, simpletrack)."""
+    (default: ``args.engine``; None there: the default, simpletrack)."""
     given = args.exec_command is not None or args.exec_name is not None or args.exec_timing != "protocol"
-    engine = str(engine or "simpletrack").strip().lower()
+    engine = str(engine or args.engine or "simpletrack").strip().lower()
     if engine != "exec":
         if given:
             raise UserError(f"--exec, --exec-timing and --exec-name need --engine exec; the engine is {engine!r}")

@@ -139,7 +139,8 @@ def _check_resume(out: Path, plan: SweepPlan, notes: list[str]) -> set[str]:
     if dev.uuid and uuids and dev.uuid not in uuids and dev.kind == "gpu":
         notes.append(f"resumed on another physical device of the same model ({dev.uuid}; before: "
                      f"{', '.join(uuids)})")
-    return set(df.loc[df["cell_status"] == "ok", "cell_id"])
+    # another workload resumed into the folder has its own cells under the same ids
+    return set(df.loc[(df["cell_status"] == "ok") & (df["engine"] == plan.workload), "cell_id"])
 
 
 def _record(out: Path, sweep_id: str, plan: SweepPlan) -> list[str]:
