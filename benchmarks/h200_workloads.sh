@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Workloads compared on the lent H200 (docs/results/h200-workloads/): Simpletrack, xtrack and the
-# ResNet-18 training workload (FP32 and mixed precision) under the same sharing modes, into ONE results
-# folder (each workload resumes it: the report's workloads table compares them), plus an Nsight Compute
-# profile of each workload (registers per thread, achieved occupancy, kernel time):
+# ResNet-18 training workload (FP32 and mixed precision) under the same sharing modes, each into its own
+# results folder (OUT_DIR/<workload>), then combined into OUT_DIR/results, whose report's workloads table
+# compares them; plus an Nsight Compute profile of each workload (registers per thread, achieved
+# occupancy, kernel time):
 #   bash benchmarks/h200_workloads.sh OUT_DIR [STOP_AFTER_S]
 # then copy OUT_DIR to docs/results/h200-workloads/. A folder that holds results is continued, so the
 # campaign can be spread over several device calls (STOP_AFTER_S per call); finished workloads are
@@ -30,7 +31,7 @@ TRAIN_ARGS=${TRAIN_ARGS:---steps 150 --warmup-steps 15}
 NCU=${NCU:-ncu}                            # NCU=none: no profiles
 PY=${PY:-python3}
 SB="$PY -m sharebench"
-RES="$OUT/results"
+RES="$OUT/results"   # the combined folder
 mkdir -p "$OUT"
 T0=$(date +%s)
 left() { [ -z "$STOP" ] && return 0; echo $(( STOP - ($(date +%s) - T0) )); }
@@ -40,12 +41,14 @@ left() { [ -z "$STOP" ] && return 0; echo $(( STOP - ($(date +%s) - T0) )); }
   $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" 2>&1 || true
 } >> "$OUT/machine.txt"
 
-# one workload's sweep into the shared folder; each command is logged in commands.txt
+# one workload's sweep into its own folder; each command is logged in commands.txt
 sweep() {
+    local name=$1; shift
     local budget; budget=$(left)
-    if [ -n "$STOP" ] && [ "$budget" -le 30 ]; then echo "no time left for: $*" | tee -a "$OUT/log.txt"; return 0; fi
-    local resume=""; [ -f "$RES/results.csv" ] && resume=--resume
-    local cmd=($SB run --device "$DEV" --repeats "$REPEATS" --warmup-repeats 0 --out "$RES" $resume --no-progress
+    if [ -n "$STOP" ] && [ "$budget" -le 30 ]; then echo "no time left for: $name" | tee -a "$OUT/log.txt"; return 0; fi
+    local dir="$OUT/$name" resume=""
+    [ -f "$dir/results.csv" ] && resume=--resume
+    local cmd=($SB run --device "$DEV" --repeats "$REPEATS" --warmup-repeats 0 --out "$dir" $resume --no-progress
                ${STOP:+--stop-after "$budget"} "$@")
     printf '%q ' "${cmd[@]}" >> "$OUT/commands.txt"; echo >> "$OUT/commands.txt"
     "${cmd[@]}" 2>&1 | tail -n 4 | tee -a "$OUT/log.txt"
@@ -54,13 +57,13 @@ sweep() {
 # bring the GPU out of idle clocks before the first measured cell
 $SB track --device "$DEV" --lattice "$LHC" --particles "${WARM_PARTICLES:-2000000}" --turns 1 >/dev/null 2>&1 || true
 
-sweep --modes "$MODES" --lattice "$LHC" --particles "$ST_PARTICLES" --turns "$ST_TURNS"
-sweep --modes "$MODES" --engine exec --exec "$PY -m sharebench.kernel.train $TRAIN_ARGS" --exec-name resnet18-fp32 \
+sweep simpletrack --modes "$MODES" --lattice "$LHC" --particles "$ST_PARTICLES" --turns "$ST_TURNS"
+sweep resnet18-fp32 --modes "$MODES" --engine exec --exec "$PY -m sharebench.kernel.train $TRAIN_ARGS" --exec-name resnet18-fp32 \
     --work "$TRAIN_WORK"
-sweep --modes "$MODES" --engine exec --exec "$PY -m sharebench.kernel.train $TRAIN_ARGS --amp" \
+sweep resnet18-amp --modes "$MODES" --engine exec --exec "$PY -m sharebench.kernel.train $TRAIN_ARGS --amp" \
     --exec-name resnet18-amp --work "$TRAIN_WORK"
 # xtrack last: every replica builds its kernels (minutes on a machine without Xsuite's prebuilt kernels)
-sweep --modes "$XT_MODES" --engine xtrack --particles "$XT_PARTICLES" --turns "$XT_TURNS" --ready-timeout 900
+sweep xtrack --modes "$XT_MODES" --engine xtrack --particles "$XT_PARTICLES" --turns "$XT_TURNS" --ready-timeout 900
 
 # Nsight Compute: one exclusive run of each workload, small, every kernel's registers, occupancy and time
 if [ "$NCU" != none ] && command -v "$NCU" >/dev/null 2>&1; then
@@ -80,6 +83,12 @@ if [ "$NCU" != none ] && command -v "$NCU" >/dev/null 2>&1; then
     $PY benchmarks/ncu_summary.py "$OUT/ncu" > "$OUT/ncu/profile.md" || true
 fi
 
-[ -f "$RES/results.csv" ] && $SB report "$RES" | tee -a "$OUT/log.txt"
+# the comparison: every workload's folder combined into one (rebuilt on every call)
+rm -rf "$RES"
+DIRS=(); for w in simpletrack resnet18-fp32 resnet18-amp xtrack; do [ -f "$OUT/$w/results.csv" ] && DIRS+=("$OUT/$w"); done
+if [ ${#DIRS[@]} -gt 0 ]; then
+    echo "$PY benchmarks/combine_workloads.py $RES ${DIRS[*]}" >> "$OUT/commands.txt"
+    $PY benchmarks/combine_workloads.py "$RES" "${DIRS[@]}" | tee -a "$OUT/log.txt"
+fi
 $PY benchmarks/workloads_readme.py "$OUT" > "$OUT/README.md" || true
 echo done

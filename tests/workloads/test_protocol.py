@@ -143,18 +143,24 @@ def test_cli_runs_a_workload(capsys, tmp_path):
     assert df["engine"].tolist() == ["sqrt-sh"] and df["cell_status"].tolist() == ["ok"]
 
 
-def test_workloads_resumed_into_one_folder_are_compared(tmp_path):
-    out = tmp_path / "out"
+def test_workloads_of_several_folders_are_compared(tmp_path):
+    from sharebench.analysis.workloads import combine_workloads
+
     # the same work size for both: the report's plots tell the workloads apart
-    run_sweep(exec_cfg(f"{EXAMPLES}/sum_sqrt.sh", [200_000], modes=["exclusive", "timeslice:2"]), out)
-    run_sweep(exec_cfg(f"python3 {EXAMPLES}/hash_chain.py", [200_000], modes=["exclusive", "timeslice:2"],
-                       resume=True), out)
+    a = run_sweep(exec_cfg(f"{EXAMPLES}/sum_sqrt.sh", [200_000], modes=["exclusive", "timeslice:2"]), tmp_path / "a")
+    b = run_sweep(exec_cfg(f"python3 {EXAMPLES}/hash_chain.py", [200_000], modes=["exclusive", "timeslice:2"]),
+                  tmp_path / "b")
+    with pytest.raises(UserError, match="--resume: .* was measured with run options"):
+        run_sweep(exec_cfg(f"python3 {EXAMPLES}/hash_chain.py", [200_000], resume=True), a)  # one workload a folder
+    out = combine_workloads([a, b], tmp_path / "both")
     df = load_results(out)
-    assert sorted(set(df["engine"])) == ["hash_chain", "sum_sqrt"] and len(df) == 6  # no cell skipped as done
+    assert sorted(set(df["engine"])) == ["hash_chain", "sum_sqrt"] and len(df) == 6
     build_report(out)
     table = pd.read_csv(out / "tables" / "workloads.csv")
     assert sorted(set(table["workload"])) == ["hash_chain", "sum_sqrt"]
     assert (table.loc[table["mode"] == "exclusive", "gain"] == 1).all()
+    with pytest.raises(UserError, match="already holds results.csv"):
+        combine_workloads([a], out)
 
 
 @pytest.mark.parametrize("processes", [2, 1])
@@ -208,3 +214,15 @@ def test_mps_check_of_exec_replicas_looks_at_their_programs():
                 c.terminate()
             w.terminate()
             w.wait()
+
+
+def test_cli_resumes_an_exec_folder_with_its_own_command(tmp_path):
+    out = tmp_path / "out"
+    argv = ["run", "--device", "cpu", "--engine", "exec", "--exec", f"{EXAMPLES}/sum_sqrt.sh", "--work", "1000",
+            "--modes", "exclusive", "--repeats", "1", "--warmup-repeats", "0", "--no-telemetry", "--out", str(out),
+            "--no-progress"]
+    assert main(argv) == 0
+    assert main(["run", "--resume", "--repeats", "2", "--out", str(out), "--no-progress", "--no-telemetry"]) == 0
+    df = load_results(out)
+    assert sorted(df["repeat"]) == [1, 2] and set(df["engine"]) == {"sum_sqrt"}
+    assert (df["cell_status"] == "ok").all()

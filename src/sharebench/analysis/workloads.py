@@ -2,18 +2,23 @@
 throughput gain over exclusive use, and which mode a site should pick for each workload.
 
 A workload is the ``engine`` column (simpletrack, xtrack, or the exec engine's program name, see
-``sharebench.kernel.protocol``); one results folder may hold several (sweeps resumed into it with
-another ``--engine``/``--exec``), and ``merge_workloads`` joins the tables of several folders.
+``sharebench.kernel.protocol``). A sweep measures one workload (``--resume`` keeps a folder's own);
+:func:`combine_workloads` puts the folders of several into one for the comparison.
 """
 
 from __future__ import annotations
 
+import csv
 import math
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from sharebench.analysis.tables import WORK_KEYS
+from sharebench.errors import UserError
+from sharebench.results import PROVENANCE_JSON, RESULTS_CSV, ResultsWriter
 
 WORKLOAD_COLUMNS = ["workload", "timing", "backend", "particles", "mode", "replicas", "loss_pct", "loss_ci_low",
                     "loss_ci_high", "loss_metric", "worst_slowdown", "gain", "gain_ci_low", "gain_ci_high",
@@ -100,3 +105,26 @@ def exec_timings(df: pd.DataFrame) -> dict[str, str]:
         if vals:
             out[str(wl)] = "/".join(vals)
     return out
+
+
+def combine_workloads(folders: list[Path | str], out: Path | str) -> Path:
+    """One results folder holding the rows of several (one workload each: a folder is resumed only
+    with its own workload), for the workloads comparison; the first folder's provenance comes along. ``out``
+    must not hold results yet. Returns ``out``."""
+    dest = Path(out)
+    if (dest / RESULTS_CSV).exists():
+        raise UserError(f"{dest} already holds {RESULTS_CSV}; give an empty folder to combine into")
+    if not folders:
+        raise UserError("no results folders to combine")
+    writer = ResultsWriter(dest)
+    for folder in folders:
+        path = Path(folder) / RESULTS_CSV
+        if not path.exists():
+            raise UserError(f"no results file at {path}; give results folders (each holds results.csv)")
+        with path.open(newline="") as fh:
+            rows = [{k: v for k, v in r.items() if k != "schema_version"} for r in csv.DictReader(fh)]
+        writer.append(rows)
+    first = Path(folders[0]) / PROVENANCE_JSON
+    if first.exists():
+        shutil.copyfile(first, dest / PROVENANCE_JSON)
+    return dest

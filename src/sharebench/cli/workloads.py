@@ -23,15 +23,19 @@ def add_exec_options(run: argparse.ArgumentParser) -> None:
                      help="--engine exec: the workload's name in the tables (default: from the command)")
 
 
-def exec_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The RunConfig fields the exec options give (none for the trackers); UserError on a bad combination."""
+def exec_options(args: argparse.Namespace, engine: str | None = None) -> dict[str, Any]:
+    """The RunConfig fields the exec options give (none for the trackers, and none when a resumed exec
+    sweep takes its own from the folder); UserError on a bad combination. ``engine``: the run's engine
+    (default: ``args.engine``; None there: the default, simpletrack)."""
     given = args.exec_command is not None or args.exec_name is not None or args.exec_timing != "protocol"
-    engine = args.engine or "simpletrack"  # None: not given (the default, or a resumed folder's own)
-    if str(engine).strip().lower() != "exec":
+    engine = str(engine or args.engine or "simpletrack").strip().lower()
+    if engine != "exec":
         if given:
             raise UserError(f"--exec, --exec-timing and --exec-name need --engine exec; the engine is {engine!r}")
         return {}
     if args.exec_command is None or not args.exec_command.strip():
+        if getattr(args, "resume", False) and not given:
+            return {}  # the folder's own command (sweep.json)
         raise UserError("--engine exec needs a command: --exec 'CMD ARGS'")
     timing = check_exec_timing(args.exec_timing)
     opts: dict[str, Any] = {"exec_command": args.exec_command, "exec_timing": timing}
