@@ -163,6 +163,10 @@ def describe_plan(plan: SweepPlan) -> str:
                 lines.append(f"  {m.label} replica {rp.replica}: {rp.mig_uuid} ({rp.mig_profile}, {rp.sms} SMs)")
             elif rp.cpus:
                 lines.append(f"  {m.label} replica {rp.replica}: cores {rp.cpus}")
+            elif rp.mig_profile:
+                lines.append(f"  {m.label} replica {rp.replica}: {rp.mig_profile} emulated with MPS "
+                             f"({rp.env.get('CUDA_MPS_ACTIVE_THREAD_PERCENTAGE')}% of the threads, {rp.sms} SMs, "
+                             f"memory limit {rp.env.get('CUDA_MPS_PINNED_DEVICE_MEM_LIMIT')})")
     lines += [f"note: {n}" for n in plan.notes]
     return "\n".join(lines)
 
@@ -202,9 +206,10 @@ def _check_memory(config: SweepConfig, device: DeviceInfo, plans: dict[str, Cell
     for plan in plans.values():
         for p in particles:
             try:
-                if plan.mode.kind == "mig":
+                if plan.mode.kind in ("mig", "mig-emulated"):
                     for rp in plan.replicas:
-                        check_fits(p, rp.memory_bytes, config.engine, what=f"memory of MIG instance {rp.mig_uuid}")
+                        check_fits(p, rp.memory_bytes, config.engine,
+                                   what=f"memory of MIG instance {rp.mig_uuid or rp.mig_profile + ' (emulated)'}")
                 elif mem:
                     n = plan.n
                     check_fits(p, int(mem) // n, config.engine,
@@ -233,7 +238,7 @@ def validate(config: SweepConfig) -> SweepPlan:
     if config.lattice is not None and not Path(config.lattice).is_file():
         raise UserError(f"lattice file {config.lattice!r} not found; give an Xsuite line JSON or JSON.gz")
     device = resolve_device(config.device)
-    if config.engine == "xtrack":  # a doomed sweep fails here, not in every cell
+    if config.engine == "xtrack":  # a doomed sweep fails here, not in every cell (engine checked above)
         check_xtrack_device(device)
     dclass = device.kind or "cpu"
     particles = parse_particles(config.particles) if config.particles is not None else DEFAULT_PARTICLES[dclass]
