@@ -150,8 +150,6 @@ def test_workloads_of_several_folders_are_compared(tmp_path):
     a = run_sweep(exec_cfg(f"{EXAMPLES}/sum_sqrt.sh", [200_000], modes=["exclusive", "timeslice:2"]), tmp_path / "a")
     b = run_sweep(exec_cfg(f"python3 {EXAMPLES}/hash_chain.py", [200_000], modes=["exclusive", "timeslice:2"]),
                   tmp_path / "b")
-    with pytest.raises(UserError, match="--resume: .* was measured with run options"):
-        run_sweep(exec_cfg(f"python3 {EXAMPLES}/hash_chain.py", [200_000], resume=True), a)  # one workload a folder
     out = combine_workloads([a, b], tmp_path / "both")
     df = load_results(out)
     assert sorted(set(df["engine"])) == ["hash_chain", "sum_sqrt"] and len(df) == 6
@@ -161,6 +159,14 @@ def test_workloads_of_several_folders_are_compared(tmp_path):
     assert (table.loc[table["mode"] == "exclusive", "gain"] == 1).all()
     with pytest.raises(UserError, match="already holds results.csv"):
         combine_workloads([a], out)
+    # another workload resumed into a folder is measured beside the first, in cells of its own
+    before = load_results(a)
+    run_sweep(exec_cfg(f"python3 {EXAMPLES}/hash_chain.py", [200_000], modes=["exclusive", "timeslice:2"],
+                       resume=True), a)
+    after = load_results(a)
+    assert sorted(set(after["engine"])) == ["hash_chain", "sum_sqrt"] and len(after) == 6
+    pd.testing.assert_frame_equal(after[after["engine"] == "sum_sqrt"].reset_index(drop=True),
+                                  before.reset_index(drop=True), check_dtype=False)
 
 
 @pytest.mark.parametrize("processes", [2, 1])
