@@ -71,8 +71,8 @@ if [ "$NCU" != none ] && command -v "$NCU" >/dev/null 2>&1; then
     METRICS=launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum
     prof() {  # name, then the command
         local name=$1; shift
-        echo "$NCU --metrics $METRICS --csv $*" >> "$OUT/commands.txt"
-        timeout 400 "$NCU" --metrics "$METRICS" --csv "$@" \
+        echo "$NCU --clock-control none --metrics $METRICS --csv $*" >> "$OUT/commands.txt"
+        timeout 400 "$NCU" --clock-control none --metrics "$METRICS" --csv "$@" \
             > "$OUT/ncu/$name.csv" 2> "$OUT/ncu/$name.err" || echo "ncu $name failed: $(tail -n 2 "$OUT/ncu/$name.err")"
     }
     prof simpletrack $SB track --device "$DEV" --lattice "$LHC" --particles 1000000 --turns 1

@@ -250,7 +250,7 @@ def test_pods_placement_cell_runs_replicas_in_two_containers(docker_local, conta
     task = run_cell(image=IMAGE, mode="timeslice:2", particles=300, turns=2, repeat=1, start_at=start_at,
                     pods=[0, 1], processes=1, replicas=2, resource="nvidia.com/gpu", resource_count=1,
                     node_selector={}, node_name="", device=container_opencl_spec, engine="simpletrack",
-                    lattice=lattice, seed=1)
+                    command="", exec_timing="protocol", lattice=lattice, seed=1)
     rows = steps.read_rows([task.output.path])
     assert [r["replica"] for r in rows] == [0, 1]
     assert {r["status"] for r in rows} == {"ok"} and {r["cell_status"] for r in rows} == {"ok"}

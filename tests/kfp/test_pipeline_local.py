@@ -107,8 +107,8 @@ def test_pods_placement_cell_starts_replicas_at_the_upstream_instant(tmp_path, l
     start_at = time.time() + 15.0   # both replica tasks start, build and warm up before it
     task = run_cell(image=IMAGE, mode="timeslice:2", particles=300, turns=2, repeat=1, start_at=start_at,
                     pods=[0, 1], processes=1, replicas=2, resource="nvidia.com/gpu", resource_count=1,
-                    node_selector={}, node_name="", device=cpu_opencl_spec(), engine="simpletrack",
-                    lattice=str(lattice), seed=1)
+                    node_selector={}, node_name="", device=cpu_opencl_spec(), engine="simpletrack", command="",
+                    exec_timing="protocol", lattice=str(lattice), seed=1)
     rows = steps.read_rows([task.output.path])
     assert [r["replica"] for r in rows] == [0, 1]
     assert {r["mode"] for r in rows} == {"timeslice:2"} and {r["replicas"] for r in rows} == {2}

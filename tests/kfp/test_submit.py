@@ -113,7 +113,7 @@ def test_good_crons_pass(cron):
 
 @pytest.mark.parametrize("argv, message", [
     (["--schedule", "0 3 * * *"], "use '0 0 3 * * *'"),
-    (["--param", "node=gpu-1"], "--param 'node' is not a parameter of this pipeline; allowed: device,"),
+    (["--param", "node=gpu-1"], "--param 'node' is not a parameter of this pipeline; allowed: command, device,"),
     (["--param", "repeats=three"], "--param repeats='three': expected an integer"),
     (["--param", "repeats"], "--param 'repeats': write NAME=VALUE"),
     (["--param", "force=maybe"], "--param force='maybe': expected true or false"),
