@@ -91,4 +91,6 @@ if [ ${#DIRS[@]} -gt 0 ]; then
     $PY benchmarks/combine_workloads.py "$RES" "${DIRS[@]}" | tee -a "$OUT/log.txt"
 fi
 $PY benchmarks/workloads_readme.py "$OUT" > "$OUT/README.md" || true
+# the device tool brings back a bounded number of files: the folders travel as one archive
+tar czf "$OUT/folders.tgz" -C "$OUT" --exclude folders.tgz $(cd "$OUT" && ls -d */ 2>/dev/null) 2>/dev/null || true
 echo done
