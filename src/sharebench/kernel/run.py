@@ -18,13 +18,13 @@ from sharebench.errors import UserError
 from sharebench.kernel.config import RunConfig, RunRecord
 from sharebench.kernel.distribution import (
     linear_optics,
-    matched_gaussian,
     xtrack_optics,
 )
 from sharebench.kernel.elements import PackedLine, pack_line
 from sharebench.kernel.engines import Engine, make_engine
 from sharebench.kernel.lattice import get_line_cached, get_packed
 from sharebench.kernel.memory import check_fits
+from sharebench.kernel.particles import shared_particles
 from sharebench.kernel.state import make_state
 
 WARMUP_PARTICLES = 4096  # particles the warm-up turns track (at most)
@@ -156,7 +156,7 @@ def set_up(cfg: RunConfig) -> Prepared:
     optics, n_el, beta0, gamma0 = reference_optics(line, packed)
     engine = make_engine(cfg, device, line, packed)
     engine.build()
-    x6 = matched_gaussian(optics, beta0, gamma0, cfg.particles, cfg.seed, cfg.nemitt_x, cfg.nemitt_y, cfg.sigma_z,
+    x6 = shared_particles(optics, beta0, gamma0, cfg.particles, cfg.seed, cfg.nemitt_x, cfg.nemitt_y, cfg.sigma_z,
                           cfg.sigma_delta)
     coords, counters = make_state(*x6, beta0)
     if cfg.warmup_turns > 0:
