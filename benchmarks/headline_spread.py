@@ -1,0 +1,59 @@
+"""The headline's between-machine spread, from committed results folders (README "Headline spread").
+
+    python3 benchmarks/headline_spread.py docs/results/h200/*/ [--markdown]
+
+Every row names its GPU (``device_uuid``); the loss of time-slicing and MPS per machine, its
+within-run interval, the spread between machines and how the loss moves with the run length
+(turns) are printed (``sharebench.analysis.spread``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pandas as pd
+
+from sharebench.analysis.spread import machine_spread
+from sharebench.errors import UserError
+from sharebench.results import load_results
+
+
+def fmt(v: float, spec: str = ".2f") -> str:
+    return "—" if pd.isna(v) else format(float(v), spec)
+
+
+def within(v: float) -> str:
+    return "— (< 3 repeats)" if pd.isna(v) else f"{float(v):.2f} pts"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", nargs="+", help="results folders (or results.csv files)")
+    args = ap.parse_args(argv)
+    try:
+        df = pd.concat([load_results(r) for r in args.results], ignore_index=True)
+    except UserError as exc:
+        print(f"headline_spread: {exc}", file=sys.stderr)
+        return 2
+    t = machine_spread(df)
+    if t.empty:
+        print("headline_spread: no time-slicing or MPS loss with a GPU UUID in " + " ".join(args.results),
+              file=sys.stderr)
+        return 2
+    n = len(set(" ".join(t["uuids"]).split()))
+    print(f"{n} machine(s): {', '.join(sorted(set(' '.join(t['uuids']).split())))}\n")
+    print("| backend | particles | turns | mode | machines | loss | within-run 95% ± | between-machine spread |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|")
+    for _, r in t.iterrows():
+        print(f"| {r['backend']} | {int(r['particles']):,} | {int(r['turns'])} | {r['mode']} | {r['machines']} | "
+              f"{fmt(r['loss_pct'])}% | {within(r['within_ci_pts'])} | "
+              f"{fmt(r['spread_pts']) + ' pts' if r['machines'] > 1 else 'one machine only'} |")
+    turns = sorted(t["turns"].unique())
+    print(f"\nrun lengths measured: {', '.join(str(int(x)) for x in turns)} turn(s)"
+          + ("" if len(turns) > 1 else " — how the loss depends on run length is not in this data"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
