@@ -30,6 +30,7 @@ def within(v: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", nargs="+", help="results folders (or results.csv files)")
+    ap.add_argument("--out", default=None, help="also write the table (markdown) to this file")
     args = ap.parse_args(argv)
     try:
         df = pd.concat([load_results(r) for r in args.results], ignore_index=True)
@@ -41,18 +42,31 @@ def main(argv: list[str] | None = None) -> int:
         print("headline_spread: no time-slicing or MPS loss with a GPU UUID in " + " ".join(args.results),
               file=sys.stderr)
         return 2
-    n = len(set(" ".join(t["uuids"]).split()))
-    print(f"{n} machine(s): {', '.join(sorted(set(' '.join(t['uuids']).split())))}\n")
-    print("| backend | particles | turns | mode | machines | loss | within-run 95% ± | between-machine spread |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|")
+    lines = render(t)
+    print("\n".join(lines))
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write(f"<!-- generated: python3 benchmarks/headline_spread.py {' '.join(args.results)} -->\n")
+            fh.write("\n".join(lines) + "\n")
+    return 0
+
+
+def render(t: pd.DataFrame) -> list[str]:
+    """The spread table as markdown lines, with the machines and the run lengths measured."""
+    uuids = sorted(set(" ".join(t["uuids"]).split()))
+    out = [f"{len(uuids)} machine(s): {', '.join(uuids)}", ""]
+    add = out.append
+    add("| backend | particles | turns | mode | machines | loss | within-run 95% ± | between-machine spread |")
+    add("|---|---:|---:|---|---:|---:|---:|---:|")
     for _, r in t.iterrows():
-        print(f"| {r['backend']} | {int(r['particles']):,} | {int(r['turns'])} | {r['mode']} | {r['machines']} | "
+        add(f"| {r['backend']} | {int(r['particles']):,} | {int(r['turns'])} | {r['mode']} | {r['machines']} | "
               f"{fmt(r['loss_pct'])}% | {within(r['within_ci_pts'])} | "
               f"{fmt(r['spread_pts']) + ' pts' if r['machines'] > 1 else 'one machine only'} |")
     turns = sorted(t["turns"].unique())
-    print(f"\nrun lengths measured: {', '.join(str(int(x)) for x in turns)} turn(s)"
+    add("")
+    add(f"run lengths measured: {', '.join(str(int(x)) for x in turns)} turn(s)"
           + ("" if len(turns) > 1 else " — how the loss depends on run length is not in this data"))
-    return 0
+    return out
 
 
 if __name__ == "__main__":
