@@ -5,7 +5,7 @@
 # (b) the headline on this machine: exclusive, timeslice:2, mps:2 at 10 M particles, 1 turn, 3 repeats;
 #     then, while time is left (BUDGET_S, default 230 s from the start), 10 turns at 5 M (--stop-after).
 # Prints the GPU UUID (the provenance records it too). Never changes the card's settings.
-# Tested on a CPU (no wheels, no GPU, no MPS): CARRY=none DEVICE=cpu MODES=exclusive,timeslice:2 P10=2e4 P5=1e4.
+# Tested on a CPU (no wheels, no GPU, no MPS): CARRY=none DEVICE=cpu MODES=exclusive,timeslice:2 P10=2e4 P5=1e4 WARM_P=1000.
 set -u
 OUTDIR=${1:?results dir}
 C=${CARRY:-.devcarry}
@@ -13,6 +13,7 @@ DEVICE=${DEVICE:-cuda:0}
 BUDGET_S=${BUDGET_S:-230}
 P10=${P10:-1e7}
 P5=${P5:-5e6}
+WARM_P=${WARM_P:-2000000}
 MODES=${MODES:-exclusive,timeslice:2,mps:2}
 T0=$(date +%s)
 if [ "$C" != none ]; then
@@ -35,7 +36,7 @@ sweep() {  # OUT ARGS...: one sharebench run, its command recorded
     $PY -m sharebench run --device "$DEVICE" "${LAT[@]}" "$@" --out "$out" --no-progress
 }
 # warm the clocks (and the kernel, optics and particle caches) before the first measured cell
-$PY -m sharebench track --device "$DEVICE" "${LAT[@]}" --particles 200000 --turns 3 >/dev/null 2>&1 || true
+$PY -m sharebench track --device "$DEVICE" "${LAT[@]}" --particles "$WARM_P" --turns 3 >/dev/null 2>&1 || true
 # (b) the headline, 1 turn at 10 M, 3 repeats; its cells also give (a) the overhead between cells
 sweep "$OUTDIR/headline-10M-1turn" --modes "$MODES" --particles "$P10" --turns 1 \
     --repeats 3 --warmup-repeats 0 --stop-after $(( $(left) - 20 ))
