@@ -8,7 +8,7 @@
 # then copy OUT_DIR to docs/results/h200-workloads/. A folder that holds results is continued, so the
 # campaign can be spread over several device calls (STOP_AFTER_S per call); finished workloads are
 # skipped (each workload's cells are its own: --resume skips only the cells it already measured).
-# Expects PYTHONPATH with sharebench + xsuite wheels, torch + torchvision (on the GPU machine), and the
+# Expects PYTHONPATH with sharebench + xsuite wheels, torch (on the GPU machine), and the
 # real LHC line at $LHC. Modes: no MIG (the card's MIG mode is never changed here); the SM-share
 # partitions are MPS clients limited to an active-thread percentage (mps:N@PCT).
 # Every knob is an environment variable, so a CPU dry run is possible:

@@ -14,7 +14,7 @@ from sharebench.results import load_results
 from sharebench.sweep import SweepConfig, run_sweep
 
 pytest.importorskip("torch", reason="the ml extra is not installed (make install-ml)")
-pytest.importorskip("torchvision", reason="the ml extra is not installed (make install-ml)")
+
 
 TINY = ["--steps", "2", "--warmup-steps", "1", "--image-size", "32"]
 

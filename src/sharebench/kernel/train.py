@@ -2,7 +2,8 @@
 
     python -m sharebench.kernel.train [--batch N] [--steps N] [--warmup-steps N] [--image-size N] [--amp]
 
-Model: torchvision's ResNet-18 (random weights, 1000 classes), SGD (lr 0.1, momentum 0.9), cross-entropy,
+Model: ResNet-18 (torchvision's architecture, defined in sharebench.kernel.resnet; random weights, 1000
+classes), SGD (lr 0.1, momentum 0.9), cross-entropy,
 on one fixed batch of seeded synthetic images (``--image-size`` squared, 3 channels) and labels held
 on the device, so the data loader costs nothing and every step is the same work. Set-up (model,
 data, ``--warmup-steps`` steps to let cuDNN pick its kernels) happens before the ready file; the
@@ -24,18 +25,18 @@ from typing import Any
 
 from sharebench.errors import UserError
 from sharebench.kernel.protocol import ready, wait_for_start, work_size, write_result
+from sharebench.kernel.resnet import resnet18
 from sharebench.parse import whole_number
 
 
-def import_torch() -> tuple[Any, Any]:
-    """torch and torchvision.models; UserError naming the extra when absent."""
+def import_torch() -> Any:
+    """torch; UserError naming the extra when absent."""
     try:
         import torch  # noqa: PLC0415 - optional: the ml extra
-        from torchvision import models  # noqa: PLC0415
     except ImportError as exc:
-        raise UserError(f"the training workload needs PyTorch and torchvision ({exc}); install them with "
+        raise UserError(f"the training workload needs PyTorch ({exc}); install it with "
                         "`pip install 'sharebench[ml]'` (or `make install-ml`)") from None
-    return torch, models
+    return torch
 
 
 def pick_device(torch: Any, spec: str) -> Any:
@@ -62,12 +63,12 @@ def device_facts(torch: Any, device: Any) -> dict[str, str]:
 def train(batch: int, steps: int, warmup_steps: int, image_size: int, amp: bool, seed: int,
           device_spec: str, threads: int | None = None) -> dict[str, Any]:
     """Set up, wait at the barrier, run the timed steps; the result document (protocol keys and extras)."""
-    torch, models = import_torch()
+    torch = import_torch()
     torch.manual_seed(seed)
     if threads:
         torch.set_num_threads(threads)
     device = pick_device(torch, device_spec)
-    model = models.resnet18(num_classes=1000).to(device)
+    model = resnet18(torch, num_classes=1000).to(device)
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
