@@ -69,6 +69,9 @@ def configure_run(run: argparse.ArgumentParser) -> None:
     run.add_argument("--allow-gpu-settings", action="store_true",
                      help="let timeslice:N/INTERVAL set the GPU's time-slice interval (nvidia-smi compute-policy), "
                           "put back after each cell; refused without it")
+    run.add_argument("--fresh-replicas", action="store_true",
+                     help="start new replica processes for every cell (default: warm replicas, kept from cell to "
+                          "cell with their context, kernel and particles; see the README's 'Warm replicas')")
     run.add_argument("--dry-run", action="store_true",
                      help="check everything and print what would run (cells, replicas, cost), run nothing")
     run.add_argument("--no-telemetry", action="store_true", help="do not sample GPU/CPU telemetry")
@@ -121,7 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         **{k: v for k, v in given.items() if v is not None}, resume=args.resume,
         telemetry_interval_s=None if args.no_telemetry else 0.1,
         progress=not args.no_progress, command=list(sys.argv), stop_after_s=stop_after,
-        allow_gpu_settings=args.allow_gpu_settings,
+        allow_gpu_settings=args.allow_gpu_settings, fresh_replicas=args.fresh_replicas,
     )
     if args.dry_run:
         print(describe_plan(validate(cfg)))

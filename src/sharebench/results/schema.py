@@ -84,6 +84,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("cell_error", "str", "", "why the cell failed; empty when ok"),
     Column("exec_timing", "str", "", "exec engine: `protocol` (the program's own timed window) or `process` "
                                      "(the whole process from the barrier instant); empty for the trackers"),
+    Column("warm_cells", "int", "cells", "cells the replica's process ran before this one: 0 a fresh process, "
+                                         "more a warm replica kept from earlier cells (sharebench.sharing.pool)"),
 )
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
 DTYPES: dict[str, str] = {c.name: c.dtype for c in COLUMNS}

@@ -4,7 +4,8 @@ partition:N.
 ``plan_cell(mode, device)`` checks, before anything runs, that a mode can run on a device and lays
 its replicas out (``plan``); ``run_cell(mode, cfg, workdir, plan=...)`` runs the N replica
 processes of one cell behind a common start barrier and returns their rows (``executor``); the MPS
-daemon (``mps``), existing MIG instances (``mig``) and CPU partitions (``cpus``) are its parts.
+daemon (``mps``), existing MIG instances (``mig``) and CPU partitions (``cpus``) are its parts;
+``ReplicaPool`` (``pool``) keeps warm replica processes from one cell to the next.
 """
 
 from sharebench.sharing.cpus import partition_cpus
@@ -13,9 +14,10 @@ from sharebench.sharing.mig import MigInstance, find_mig_instances, parse_nvidia
 from sharebench.sharing.mps import MpsDaemon, check_mps_available
 from sharebench.sharing.orphans import find_orphans, stop_orphans
 from sharebench.sharing.plan import CellPlan, ReplicaPlan, plan_cell
+from sharebench.sharing.pool import ReplicaPool
 
 __all__ = [
-    "CellPlan", "MigInstance", "MpsDaemon", "ReplicaPlan", "check_mps_available", "find_mig_instances",
+    "CellPlan", "MigInstance", "MpsDaemon", "ReplicaPlan", "ReplicaPool", "check_mps_available", "find_mig_instances",
     "find_orphans", "parse_nvidia_smi_list", "partition_cpus", "plan_cell", "run_cell", "select_instances",
     "stop_orphans",
 ]

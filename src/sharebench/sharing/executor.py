@@ -10,10 +10,8 @@ future, so all N begin tracking at the same moment.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -30,19 +28,12 @@ from sharebench.parse import format_cpu_set
 from sharebench.results.store import read_json
 from sharebench.sharing.mps import MpsDaemon, exec_client_check
 from sharebench.sharing.plan import CellPlan, ReplicaPlan, plan_cell
+from sharebench.sharing.pool import ReplicaPool, Worker, die_with_parent
 
 _STOPPED = "stopped: another replica of the cell failed first"
 
 
 # ----------------------------------------------------------------------- processes
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    """Linux: the replica gets SIGTERM if sharebench dies, so none waits at the barrier forever."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - no glibc prctl here: the replica runs without the parent-death signal
-        pass
 
 
 def _log_tail(path: Path, lines: int = 5) -> str:
@@ -53,15 +44,16 @@ def _log_tail(path: Path, lines: int = 5) -> str:
     return " | ".join(tail)
 
 
-def _stop(procs: list[subprocess.Popen], grace_s: float = 5.0) -> None:
-    for p in procs:
-        if p.poll() is None:
-            try:
-                p.terminate()
-            except OSError:
-                pass
+def _stop(procs: list[subprocess.Popen | Worker], grace_s: float = 5.0) -> None:
+    """Stop the replicas still running (a warm one whose record is written is left alone)."""
+    running = [p for p in procs if p.poll() is None]
+    for p in running:
+        try:
+            p.terminate()
+        except OSError:
+            pass
     deadline = time.monotonic() + grace_s
-    for p in procs:
+    for p in running:
         try:
             p.wait(timeout=max(0.05, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
@@ -72,7 +64,8 @@ def _stop(procs: list[subprocess.Popen], grace_s: float = 5.0) -> None:
 def run_cell(mode: Mode | str, cfg: RunConfig | dict[str, Any], workdir: Path | str, *,
              device: DeviceInfo | dict[str, Any] | None = None, plan: CellPlan | None = None,
              ready_timeout_s: float = 900.0, run_timeout_s: float | None = None, start_delay_s: float = 0.5,
-             python: str = sys.executable, poll_s: float = 0.02) -> list[dict[str, Any]]:
+             python: str = sys.executable, poll_s: float = 0.02,
+             pool: ReplicaPool | None = None) -> list[dict[str, Any]]:
     """Run the N replicas of one cell; return one dict per replica (record or error).
 
     Every dict carries ``replica``, ``status`` ("ok"/"failed"), ``error``,
@@ -82,6 +75,10 @@ def run_cell(mode: Mode | str, cfg: RunConfig | dict[str, Any], workdir: Path | 
     not lose the others' records: the cell is marked failed with its error.
     KeyboardInterrupt (Ctrl-C, SIGTERM under MPS) stops every replica and the
     MPS daemon, then propagates.
+
+    With ``pool``, the replicas are warm ones (``sharebench.sharing.pool``): processes kept from
+    earlier cells, under the pool's MPS daemon, started ``pool.start_delay_s`` after the barrier; the
+    exec engine's programs always start fresh.
     """
     if plan is None:
         if device is None:
@@ -90,26 +87,57 @@ def run_cell(mode: Mode | str, cfg: RunConfig | dict[str, Any], workdir: Path | 
     base = (cfg if isinstance(cfg, RunConfig) else RunConfig.from_dict(dict(cfg))).to_dict()
     wd = Path(workdir)
     wd.mkdir(parents=True, exist_ok=True)
+    if base.get("engine") == "exec":
+        pool = None
+    if pool is not None:
+        start_delay_s = pool.start_delay_s
     if plan.mps:
+        if pool is not None:
+            return _run_mps(pool.mps_daemon(plan.device, plan.mode.label), plan, base, wd, ready_timeout_s,
+                            run_timeout_s, start_delay_s, python, poll_s, pool)
         with MpsDaemon(plan.device, keep_logs_in=wd, mode_label=plan.mode.label) as mps:
-            env = mps.client_env(plan.mode.thread_pct)
-            # all replicas created their GPU contexts before the barrier: each must be an MPS client
-            # (SHAREBENCH_MPS_CHECK=0 skips the check, e.g. where the daemon sees other PID namespaces)
-            check = None if os.environ.get("SHAREBENCH_MPS_CHECK", "1") == "0" else mps.check_clients
-            if base.get("engine") == "exec":  # the clients are the programs the replicas started
-                check = exec_client_check(check, base.get("exec_timing"))
-            return _run(plan, base, wd, env, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s,
-                        check_ready=check)
-    return _run(plan, base, wd, {}, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s)
+            return _run_mps(mps, plan, base, wd, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s, None)
+    return _run(plan, base, wd, {}, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s, pool=pool)
+
+
+def _run_mps(mps: MpsDaemon, plan: CellPlan, base: dict, wd: Path, ready_timeout_s: float,
+             run_timeout_s: float | None, start_delay_s: float, python: str, poll_s: float,
+             pool: ReplicaPool | None) -> list[dict[str, Any]]:
+    env = mps.client_env(plan.mode.thread_pct)
+    # all replicas created their GPU contexts before the barrier: each must be an MPS client
+    # (SHAREBENCH_MPS_CHECK=0 skips the check, e.g. where the daemon sees other PID namespaces)
+    check = None if os.environ.get("SHAREBENCH_MPS_CHECK", "1") == "0" else mps.check_clients
+    if base.get("engine") == "exec":  # the clients are the programs the replicas started
+        check = exec_client_check(check, base.get("exec_timing"))
+    return _run(plan, base, wd, env, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s,
+                check_ready=check, pool=pool)
 
 
 def _run(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str], ready_timeout_s: float,
          run_timeout_s: float | None, start_delay_s: float, python: str, poll_s: float,
-         check_ready: Callable[[list[int]], str] | None = None) -> list[dict[str, Any]]:
+         check_ready: Callable[[list[int]], str] | None = None, pool: ReplicaPool | None = None,
+         ) -> list[dict[str, Any]]:
+    if pool is None:
+        return _run_replicas(plan, base, wd, extra_env, ready_timeout_s, run_timeout_s, start_delay_s, python,
+                             poll_s, check_ready, None)
+    workers: list[Worker] = []
+    rows: list[dict[str, Any]] = []
+    try:
+        rows = _run_replicas(plan, base, wd, extra_env, ready_timeout_s, run_timeout_s, start_delay_s, python,
+                             poll_s, check_ready, pool, workers)
+    finally:  # warm replicas of a cell that went well wait for the next; the others end
+        pool.release(workers, ok=bool(rows) and all(r["cell_status"] == "ok" for r in rows))
+    return rows
+
+
+def _run_replicas(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str], ready_timeout_s: float,
+                  run_timeout_s: float | None, start_delay_s: float, python: str, poll_s: float,
+                  check_ready: Callable[[list[int]], str] | None, pool: ReplicaPool | None,
+                  workers: list[Worker] | None = None) -> list[dict[str, Any]]:
     start_file = wd / "start"
     for stale in [start_file, *wd.glob("ready.*"), *wd.glob("record.*.json")]:
         stale.unlink(missing_ok=True)
-    procs: list[subprocess.Popen] = []
+    procs: list[subprocess.Popen | Worker] = []
     logs, outs, readies = [], [], []
     errors: dict[int, str] = {}
     try:
@@ -122,12 +150,18 @@ def _run(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str], ready_
             cfg_path, out_path, log_path = (wd / f"config.{rp.replica}.json", wd / f"record.{rp.replica}.json",
                                             wd / f"replica.{rp.replica}.log")
             cfg_path.write_text(json.dumps(cfg, indent=2))
-            env = dict(os.environ, **extra_env, **rp.env, PYTHONUNBUFFERED="1")
-            with log_path.open("w") as log:
-                procs.append(subprocess.Popen(
-                    [python, "-m", REPLICA_MODULE, "--config", str(cfg_path), "--out", str(out_path)],
-                    env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    start_new_session=True, preexec_fn=_die_with_parent if sys.platform == "linux" else None))
+            if pool is not None and workers is not None:
+                w = pool.acquire(rp.device, rp.cpus, {**extra_env, **rp.env})
+                workers.append(w)
+                w.send(cfg_path, out_path, log_path)
+                procs.append(w)
+            else:
+                env = dict(os.environ, **extra_env, **rp.env, PYTHONUNBUFFERED="1")
+                with log_path.open("w") as log:
+                    procs.append(subprocess.Popen(
+                        [python, "-m", REPLICA_MODULE, "--config", str(cfg_path), "--out", str(out_path)],
+                        env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                        start_new_session=True, preexec_fn=die_with_parent if sys.platform == "linux" else None))
             logs.append(log_path)
             outs.append(out_path)
             readies.append(Path(cfg["ready_file"]))

@@ -59,6 +59,7 @@ class SweepConfig:
     command: list[str] | None = None        # recorded in provenance.json (default: sys.argv)
     run_options: dict[str, Any] = field(default_factory=dict)  # extra RunConfig fields (nemitt_x, ...)
     allow_gpu_settings: bool = False        # timeslice:N/INTERVAL may set (and restore) the GPU's interval
+    fresh_replicas: bool = False            # a new process per replica per cell (default: warm ones, kept)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

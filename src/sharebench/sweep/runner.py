@@ -34,13 +34,15 @@ from sharebench.results import (
     write_provenance,
 )
 from sharebench.results.guard import check_new_folder, check_out_path, claim_folder, set_aside_torn_tail
-from sharebench.sharing import run_cell
+from sharebench.sharing import ReplicaPool, run_cell
 from sharebench.sharing.timeslice import gpu_timeslice
 from sharebench.sweep.calibrate import calibrate
 from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, validate
 from sharebench.sweep.resume import check_same_work, identity, work_key
 from sharebench.telemetry import collect_provenance, make_sampler
 from sharebench.telemetry.disturbance import Probe
+
+WARM_DIR = "mps"  # the warm replicas' MPS daemon keeps its logs here
 
 
 @dataclass
@@ -86,10 +88,12 @@ def _stop_sampler(sampler: Any, notes: list[str]) -> dict[str, Any]:
     return {k: v for k, v in summary.items() if k.startswith(EXTRA_PREFIX)}
 
 
-def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: str = "") -> CellResult:
+def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: str = "",
+                 pool: ReplicaPool | None = None) -> CellResult:
     """Run one cell (its replicas behind one start barrier, telemetry around them) under
     ``out_dir/cells/<cell>/``; returns its rows in the results schema. A failed replica never
-    raises: its rows say so (``status``, ``cell_status``)."""
+    raises: its rows say so (``status``, ``cell_status``). With ``pool`` the replicas are warm ones,
+    kept from earlier cells (``sharebench.sharing.pool``); without, fresh processes."""
     cell_plan = plan.plans[cell.mode.label]
     cdir = Path(out_dir) / CELLS_DIR / cell.folder
     notes: list[str] = []
@@ -99,7 +103,8 @@ def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: 
     try:
         with gpu_timeslice(plan.device, cell_plan.mode, allowed=plan.config.allow_gpu_settings, say=notes.append):
             recs = run_cell(cell.mode, plan.run_config(cell.particles), cdir, plan=cell_plan,
-                            ready_timeout_s=plan.config.ready_timeout_s, run_timeout_s=plan.config.run_timeout_s)
+                            ready_timeout_s=plan.config.ready_timeout_s, run_timeout_s=plan.config.run_timeout_s,
+                            pool=pool)
     finally:
         summary = {**_stop_sampler(sampler, notes), **probe.stop()}
     lattice = Path(plan.config.lattice).name if plan.config.lattice else "generated"
@@ -115,6 +120,7 @@ def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: 
                    replicas=cell_plan.n, repeat=cell.repeat, warmup=cell.warmup,
                    device_class=plan.device.kind, backend=plan.device.backend, lattice=lattice, **summary)
         row["work_key"] = work_key(shared, cell.id, plan.device.name or plan.device.kind)
+        row["warm_cells"] = (rec.get("extra") or {}).get("warm_cells")  # 0: a fresh process
         rows.append(row)
     return CellResult(rows, notes)
 
@@ -208,6 +214,8 @@ def _sweep(plan: SweepPlan, out: Path, on_cell: Callable[[list[dict[str, Any]]],
         notes.append(f"resumed: {len(done)} cell(s) already on disk were kept and not re-run")
     bar = _progress(cells, plan)
     t0 = time.monotonic()
+    # warm replicas: kept from cell to cell (sharebench.sharing.pool); --fresh-replicas starts new ones
+    pool = None if config.fresh_replicas else ReplicaPool(out / WARM_DIR)
     try:
         for i, cell in enumerate(cells):
             if config.stop_after_s is not None and time.monotonic() - t0 > config.stop_after_s:
@@ -218,7 +226,7 @@ def _sweep(plan: SweepPlan, out: Path, on_cell: Callable[[list[dict[str, Any]]],
                 break
             if bar is not None:
                 bar.set_postfix_str(cell.id, refresh=True)
-            result = measure_cell(plan, cell, out, sweep_id=sweep_id)
+            result = measure_cell(plan, cell, out, sweep_id=sweep_id, pool=pool)
             notes += result.notes
             writer.append(result.rows)
             if on_cell is not None:
@@ -226,6 +234,8 @@ def _sweep(plan: SweepPlan, out: Path, on_cell: Callable[[list[dict[str, Any]]],
             if bar is not None:
                 bar.update(_weight(plan, cell))
     finally:
+        if pool is not None:
+            pool.close()
         if bar is not None:
             bar.close()
         load = load_average()

@@ -3,7 +3,8 @@
 :class:`Probe` reads ``/proc`` (Linux) at a cell's start and end:
 
 * **foreign CPU**: the host's busy CPU time (``/proc/stat``: user, nice, system, irq, softirq, steal)
-  minus this process's and its reaped children's (``os.times``: the replicas), in cores over the
+  minus this process's, its reaped children's (``os.times``: fresh replicas) and its live descendants'
+  (``/proc``: warm replicas), in cores over the
   cell's wall time: other jobs competing with the measurement;
 * **steal**: the share of CPU time the hypervisor gave to other guests, in %;
 * **load average** at start and end, the **CPU frequency** (mean ``scaling_cur_freq``, where the host
@@ -74,14 +75,20 @@ def _processes() -> dict[int, tuple[str, int, int]]:
     return out
 
 
-def _ours(procs: dict[int, tuple[str, int, int]], me: int) -> set[int]:
-    """This process, its ancestors (the shell, pytest's runner) and its descendants (the replicas)."""
+def _descendants(procs: dict[int, tuple[str, int, int]], me: int) -> set[int]:
+    """This process's live descendants (the replicas; warm ones live from cell to cell)."""
     ours = {me}
     while True:
         kids = {p for p, (_, ppid, _) in procs.items() if ppid in ours} - ours
         if not kids:
             break
         ours |= kids
+    return ours - {me}
+
+
+def _ours(procs: dict[int, tuple[str, int, int]], me: int) -> set[int]:
+    """This process, its ancestors (the shell, pytest's runner) and its descendants (the replicas)."""
+    ours = {me} | _descendants(procs, me)
     pid = me
     while pid in procs and procs[pid][1] > 1:
         pid = procs[pid][1]
@@ -152,7 +159,10 @@ class Probe:
         if self.cpu0 and cpu1:
             busy = (cpu1[0] - self.cpu0[0]) / _HZ
             total = wall * (os.cpu_count() or 1)
-            out["tel_foreign_cpu_cores"] = round(max(0.0, busy - (own1 - self.own0)) / wall, 3)
+            # ours: this process, its reaped children (os.times) and its live descendants (warm replicas)
+            live = sum(procs1[p][2] - (self.procs0[p][2] if p in self.procs0 and self.procs0[p][0] == procs1[p][0]
+                                       else 0) for p in _descendants(procs1, os.getpid())) / _HZ
+            out["tel_foreign_cpu_cores"] = round(max(0.0, busy - (own1 - self.own0) - live) / wall, 3)
             out["tel_steal_pct"] = round(100.0 * (cpu1[1] - self.cpu0[1]) / _HZ / total, 2)
         if self.load0 and load1:
             out["tel_load1_max"] = round(max(self.load0[0], load1[0]), 2)

@@ -237,6 +237,7 @@ class CudaBackend:
         self._elems: Any = None
         self._coords: Any = None
         self._counters: Any = None
+        self._host: tuple | None = None  # (shapes, coords, counters): page-locked download buffers
 
     def build(self) -> bool:
         """Build through CuPy (which caches the binary); True when our marker says it was built before."""
@@ -276,10 +277,37 @@ class CudaBackend:
         self._cupy.cuda.get_current_stream().synchronize()
 
     def download(self, npart: int) -> tuple[np.ndarray, np.ndarray]:
-        return self._cupy.asnumpy(self._coords), self._cupy.asnumpy(self._counters)
+        if self._host is None:
+            return self._cupy.asnumpy(self._coords), self._cupy.asnumpy(self._counters)
+        # page-locked buffers kept from one download to the next (keep_on_host): valid until the next one
+        shapes = (self._coords.shape, self._counters.shape)
+        if self._host[0] != shapes:
+            import cupyx  # noqa: PLC0415 - optional: CUDA through CuPy
+
+            self._host = (shapes, cupyx.empty_pinned(shapes[0], np.float64), cupyx.empty_pinned(shapes[1], np.int64))
+        _, coords, counters = self._host
+        self._coords.get(out=coords)
+        self._counters.get(out=counters)
+        return coords, counters
+
+    def keep_on_host(self, coords: np.ndarray, counters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Page-locked copies of the state (uploads at the bus's speed, cell after cell); downloads reuse
+        page-locked buffers from now on."""
+        import cupyx  # noqa: PLC0415 - optional: CUDA through CuPy
+
+        pinned = []
+        for a in (coords, counters):
+            p = cupyx.empty_pinned(a.shape, a.dtype)
+            p[...] = a
+            pinned.append(p)
+        if self._host is None:
+            self._host = ((), None, None)
+        return pinned[0], pinned[1]
 
     def release(self) -> None:
         self._coords = self._counters = None
+        if self._cupy is not None:  # give the memory back to the device, not to CuPy's pool: other
+            self._cupy.get_default_memory_pool().free_all_blocks()  # processes' memory checks see it free
 
 
 BACKENDS: dict[str, type[CpuBackend | OpenclBackend | CudaBackend]] = {
@@ -329,3 +357,9 @@ class SimpletrackEngine:
     def release(self) -> None:
         """Free the particles on the device (the line stays)."""
         self.backend.release()
+
+    def keep_on_host(self, coords: np.ndarray, counters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The state to keep on the host across runs: page-locked copies where the backend has them
+        (CUDA; downloads then reuse page-locked buffers, valid until the next download), else the arrays."""
+        keep = getattr(self.backend, "keep_on_host", None)
+        return keep(coords, counters) if keep is not None else (coords, counters)

@@ -1,0 +1,201 @@
+"""Warm replicas: replica processes kept from one cell of a sweep to the next (issue 15: a cheaper campaign).
+
+A fresh replica starts Python, creates its device context, loads the lattice, builds the kernel and
+makes its particles for every cell: seconds per cell on a GPU. A :class:`ReplicaPool` keeps each
+replica process (``python -m sharebench.kernel.replica --serve``) once its cell is done, and gives it
+the next cell that needs a replica started the same way: same device, same CPUs, same environment
+(an MPS client with the same thread percentage and memory limit is interchangeable; a plain process
+is not an MPS client). What a warm replica keeps is its context, its built engine and its last
+particle state in page-locked memory (``sharebench.kernel.run.WarmRunner``); its timed window is
+the same as a fresh one's.
+
+Idle replicas hold a context on the device but submit no work. The pool holds one MPS control
+daemon for all the MPS cells of the sweep, started at the first of them; the idle MPS server then
+stays up while other cells run. A replica whose cell failed is stopped and not reused. ``close``
+ends the replicas (end of input, then SIGTERM) and then the daemon.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from sharebench.kernel import REPLICA_MODULE
+from sharebench.sharing.mps import MpsDaemon
+
+MAX_IDLE = 16  # idle replicas kept at most (each holds a device context and its last particle state)
+
+
+class Worker:
+    """One warm replica process; ``key``: how it was started (device, CPUs, environment)."""
+
+    def __init__(self, key: tuple, proc: subprocess.Popen) -> None:
+        self.key = key
+        self.proc = proc
+        self.cells = 0
+        self.out: Path | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def send(self, config: Path, out: Path, log: Path) -> None:
+        """Give the replica its next cell: it runs it and writes its record at ``out``."""
+        self.out = out
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"config": str(config), "out": str(out), "log": str(log)}) + "\n")
+        self.proc.stdin.flush()
+        self.cells += 1
+
+    def poll(self) -> int | None:
+        """None while the cell runs; 0 when its record is written; the exit status if the process ended."""
+        if self.out is not None and self.out.exists():
+            return 0
+        rc = self.proc.poll()
+        if rc is not None and self.out is not None and self.out.exists():
+            return 0
+        return rc
+
+    @property
+    def returncode(self) -> int | None:
+        return self.poll()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """End the process: end of input, then SIGTERM, then SIGKILL."""
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.close()
+            except (OSError, ValueError):
+                pass
+            try:
+                self.proc.wait(timeout=min(grace_s, 2.0))
+            except subprocess.TimeoutExpired:
+                self.terminate()
+        try:
+            self.proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def terminate(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+            except OSError:
+                pass
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.proc.wait(timeout=timeout)
+
+
+class ReplicaPool:
+    """Warm replica processes for the cells of one sweep; a context manager that ends them all.
+
+    >>> with ReplicaPool(out / "workers") as pool:                     # doctest: +SKIP
+    ...     rows = run_cell(mode, cfg, cell_dir, plan=plan, pool=pool)
+    """
+
+    def __init__(self, folder: Path | str, *, python: str = sys.executable, max_idle: int = MAX_IDLE,
+                 start_delay_s: float = 0.1) -> None:
+        self.folder = Path(folder)
+        self.python = python
+        self.max_idle = max_idle
+        self.start_delay_s = start_delay_s  # warm replicas see the start file within a millisecond
+        self.idle: OrderedDict[int, Worker] = OrderedDict()  # pid -> worker, least recently used first
+        self.busy: dict[int, Worker] = {}
+        self.mps: MpsDaemon | None = None
+        self.started = 0  # replica processes started (a cell reused the others)
+
+    def __enter__(self) -> ReplicaPool:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def mps_daemon(self, device: Any, mode_label: str) -> MpsDaemon:
+        """The pool's MPS control daemon, started on first use and kept until :meth:`close`."""
+        if self.mps is None or not self.mps.running:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.mps = MpsDaemon(device, keep_logs_in=self.folder, mode_label=mode_label).start()
+        return self.mps
+
+    def acquire(self, device: str, cpus: list[int] | None, env: dict[str, str]) -> Worker:
+        """An idle replica started this way, or a new one."""
+        key = (device, tuple(cpus or ()), tuple(sorted(env.items())))
+        for pid, w in list(self.idle.items()):
+            if w.key == key:
+                del self.idle[pid]
+                if w.alive():
+                    self.busy[pid] = w
+                    return w
+                w.stop()  # died while idle: start another
+        full_env = dict(os.environ, **env, PYTHONUNBUFFERED="1")
+        proc = subprocess.Popen(
+            [self.python, "-m", REPLICA_MODULE, "--serve"], env=full_env, stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
+            preexec_fn=die_with_parent if sys.platform == "linux" else None)
+        self.started += 1
+        w = Worker(key, proc)
+        self.busy[proc.pid] = w
+        return w
+
+    def release(self, workers: list[Worker], ok: bool) -> None:
+        """Take back a cell's replicas: kept idle when the cell went well, else ended."""
+        for w in workers:
+            self.busy.pop(w.pid, None)
+            if ok and w.alive():
+                w.out = None
+                self.idle[w.pid] = w
+            else:
+                w.stop()
+        while len(self.idle) > self.max_idle:
+            _, oldest = self.idle.popitem(last=False)
+            oldest.stop()
+
+    def close(self) -> None:
+        """End every replica (end of input, then signals), then the MPS daemon."""
+        workers = [*self.busy.values(), *self.idle.values()]
+        self.busy.clear()
+        self.idle.clear()
+        for w in workers:  # end of input first, for all: they exit together
+            try:
+                if w.proc.stdin is not None:
+                    w.proc.stdin.close()
+            except (OSError, ValueError):
+                pass
+        deadline = time.monotonic() + 5.0
+        for w in workers:
+            try:
+                w.proc.wait(timeout=max(0.05, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                w.terminate()
+        for w in workers:
+            w.stop()
+        if self.mps is not None:
+            self.mps.stop()
+            self.mps = None
+
+
+def die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Linux: the replica gets SIGTERM if sharebench dies, so none waits at the barrier forever."""
+    import ctypes  # noqa: PLC0415 - only in the child
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - no glibc prctl here: the replica runs without the parent-death signal
+        pass

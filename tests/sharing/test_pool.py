@@ -1,0 +1,127 @@
+"""Warm replicas (sharebench.sharing.pool): real replica processes kept from cell to cell on the CPU and
+PoCL; the same particles, the same results as fresh processes; nothing left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from sharebench.kernel import RunConfig
+from sharebench.sharing import ReplicaPool, plan_cell, run_cell
+from sharebench.telemetry.disturbance import Probe
+from support.contexts import device_of
+
+
+def cfg(spec: str, lattice: Path, particles: int, turns: int = 3) -> RunConfig:
+    return RunConfig(device=spec, lattice=str(lattice), particles=particles, turns=turns)
+
+
+def ok(rows: list[dict]) -> bool:
+    return all(r["status"] == "ok" and r["cell_status"] == "ok" for r in rows)
+
+
+@pytest.mark.parametrize("spec", ["cpu", "opencl"])
+def test_warm_replicas_track_the_same_particles_as_fresh_ones(tmp_path, lattice, spec):
+    dev = device_of(spec)
+    cells = [("exclusive", 1500), ("timeslice:2", 1500), ("exclusive", 900), ("timeslice:2", 1500)]
+    fresh = [run_cell(m, cfg(dev.spec, lattice, n), tmp_path / f"fresh{i}", device=dev)
+             for i, (m, n) in enumerate(cells)]
+    with ReplicaPool(tmp_path / "pool") as pool:
+        warm = [run_cell(m, cfg(dev.spec, lattice, n), tmp_path / f"warm{i}", device=dev, pool=pool)
+                for i, (m, n) in enumerate(cells)]
+        assert pool.started == 2  # two processes served all six replicas of the four cells
+        assert len(pool.idle) == 2 and not pool.busy
+        pids = {r["pid"] for rows in warm for r in rows}
+    assert all(ok(rows) for rows in fresh + warm), (fresh, warm)
+    assert len(pids) == 2
+    # a warm replica tracks the very particles a fresh one does, and ends with the same coordinates
+    for f_rows, w_rows in zip(fresh, warm):
+        assert [r["checksum"] for r in w_rows] == [r["checksum"] for r in f_rows]
+        assert [r["survived"] for r in w_rows] == [r["survived"] for r in f_rows]
+    assert [r["extra"]["warm_cells"] for r in fresh[3]] == [0, 0]
+    assert sorted(r["extra"]["warm_cells"] for r in warm[3]) == [1, 3]  # this cell was their 2nd and 4th
+    # set-up after the first cell of a process: no build, no lattice load (the engine was kept)
+    assert all(r["compile_s"] == 0 for r in warm[3])
+    # each cell still has its own replica log and record
+    assert (tmp_path / "warm3" / "replica.1.log").exists() and (tmp_path / "warm3" / "record.1.json").exists()
+    assert not psutil.Process().children(recursive=True)
+
+
+def test_a_failed_cell_ends_its_replicas_and_the_next_starts_fresh(tmp_path, lattice):
+    dev = device_of("cpu")
+    with ReplicaPool(tmp_path / "pool") as pool:
+        good = run_cell("exclusive", cfg("cpu", lattice, 800), tmp_path / "a", device=dev, pool=pool)
+        assert ok(good) and len(pool.idle) == 1
+        plan = plan_cell("timeslice:2", dev)
+        plan.replicas[1].device = "opencl:9.9"  # this replica cannot open its device
+        bad = run_cell("timeslice:2", cfg("cpu", lattice, 800), tmp_path / "b", plan=plan, pool=pool)
+        assert bad[1]["status"] == "failed" and "opencl:9.9" in bad[1]["error"]
+        assert {r["cell_status"] for r in bad} == {"failed"}
+        # both replicas of the failed cell were ended, the one that had served cell a included
+        assert not pool.idle and not pool.busy
+        assert not psutil.Process().children(recursive=True)
+        again = run_cell("exclusive", cfg("cpu", lattice, 800), tmp_path / "c", device=dev, pool=pool)
+        assert ok(again) and again[0]["extra"]["warm_cells"] == 0 and again[0]["checksum"] == good[0]["checksum"]
+
+
+def test_ctrl_c_in_a_warm_cell_stops_every_replica(tmp_path, lattice):
+    dev = device_of("cpu")
+    with ReplicaPool(tmp_path / "pool") as pool:
+        assert ok(run_cell("exclusive", cfg("cpu", lattice, 800), tmp_path / "a", device=dev, pool=pool))
+        start = tmp_path / "b" / "start"
+        timer = subprocess.Popen([sys.executable, "-c", f"""
+import os, pathlib, signal, time
+p = pathlib.Path({str(start)!r})
+while not p.exists(): time.sleep(0.01)
+time.sleep(0.5)
+os.kill({os.getpid()}, signal.SIGINT)
+"""])
+        with pytest.raises(KeyboardInterrupt):
+            run_cell("timeslice:2", cfg("cpu", lattice, 20000, turns=400), tmp_path / "b", device=dev, pool=pool)
+        timer.wait(timeout=30)
+        assert not pool.idle and not pool.busy
+    assert not psutil.Process().children(recursive=True)
+
+
+def test_a_replica_killed_while_idle_is_replaced(tmp_path, lattice):
+    dev = device_of("cpu")
+    with ReplicaPool(tmp_path / "pool") as pool:
+        first = run_cell("exclusive", cfg("cpu", lattice, 800), tmp_path / "a", device=dev, pool=pool)
+        os.kill(first[0]["pid"], signal.SIGKILL)
+        time.sleep(0.2)
+        second = run_cell("exclusive", cfg("cpu", lattice, 800), tmp_path / "b", device=dev, pool=pool)
+        assert ok(second) and second[0]["pid"] != first[0]["pid"] and pool.started == 2
+    assert not psutil.Process().children(recursive=True)
+
+
+def test_idle_replicas_beyond_the_cap_are_ended(tmp_path, lattice):
+    dev = device_of("cpu")
+    with ReplicaPool(tmp_path / "pool", max_idle=1) as pool:
+        assert ok(run_cell("timeslice:2", cfg("cpu", lattice, 800), tmp_path / "a", device=dev, pool=pool))
+        assert len(pool.idle) == 1 and len(psutil.Process().children()) == 1
+    assert not psutil.Process().children(recursive=True)
+
+
+def test_cpu_of_live_replicas_is_not_foreign(tmp_path):
+    """The disturbance probe counts a warm replica (a live child) as ours, not as another job."""
+    busy = subprocess.Popen([sys.executable, "-c", "import time\nt=time.time()\nwhile time.time()-t<3: pass"])
+    try:
+        time.sleep(0.3)
+        probe = Probe()
+        time.sleep(1.5)
+        out = probe.stop()
+    finally:
+        busy.kill()
+        busy.wait()
+    # the child kept one core busy during the whole window: counted as another job's, foreign CPU
+    # would be a core above what the other processes of the host used (probe.others, in cores)
+    others = sum(cores for _name, cores in probe.others.values())
+    assert busy.pid not in probe.others
+    assert out["tel_foreign_cpu_cores"] < others + 0.5, (out, others)
