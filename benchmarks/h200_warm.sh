@@ -2,6 +2,8 @@
 # Issue 15's cheaper campaign and run-length study on one H200, in calls of the device tool (< 600 s each):
 #   device run: bash benchmarks/h200_warm.sh RESULTS_DIR STEP...     (carry: .devcarry)
 # Steps (each its own results folder under RESULTS_DIR, the commands in RESULTS_DIR/commands.txt):
+#   smoke     the headline modes at 1 M x 1 turn, one repeat, warm replicas: stops the script (exit 3)
+#             when a cell failed, before the device time goes into the long steps
 #   ab        exclusive, timeslice:2, mps:2 at 10 M x 1 turn, 3 repeats: warm replicas (the default), then
 #             the same with --fresh-replicas; benchmarks/cell_overhead.py on both (cell_overhead.txt)
 #   emul15    every H200 profile emulated (mig-emulated:PROFILE) alone and the full layouts, 15 M x 1 turn
@@ -50,6 +52,12 @@ $PY -m sharebench track --device "$DEVICE" "${LAT[@]}" --particles "${WARM_P:-20
 for step in "$@"; do
     echo "== $step at $(( $(date +%s) - T0 )) s"
     case $step in
+        smoke)
+            sweep "$OUTDIR/smoke" 60 --modes "$HEAD_MODES" --particles "${P_SMOKE:-1e6}" --turns 1 --repeats 1 \
+                --warmup-repeats 0
+            if ! $PY -c "import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); sys.exit(0 if r and all(x['cell_status']=='ok' for x in r) else 1)" "$OUTDIR/smoke/results.csv"; then
+                echo "smoke: a cell failed; stopping"; grep -h . "$OUTDIR"/smoke/cells/*/replica.*.log | tail -n 20; exit 3
+            fi ;;
         ab)
             sweep "$OUTDIR/warm-10M-1turn" 60 --modes "$HEAD_MODES" --particles "$P10" --turns 1 --repeats 3 \
                 --warmup-repeats 0
@@ -68,7 +76,7 @@ for step in "$@"; do
         turns30)
             sweep "$OUTDIR/headline-10M-30turn" 45 --modes "$HEAD_MODES" --particles "$P10" --turns 30 --repeats 2 \
                 --warmup-repeats 0 ;;
-        *) echo "unknown step $step: allowed ab, emul15, turns10, turns30"; exit 2 ;;
+        *) echo "unknown step $step: allowed smoke, ab, emul15, turns10, turns30"; exit 2 ;;
     esac
 done
 for d in "$OUTDIR"/*/; do
