@@ -4,7 +4,9 @@ For each sweep (``sweep_id``: one call of ``sharebench run``, a --resume starts 
 the order they ran; a cell's span = max(track_end) - min(track_start), its overhead = the gap between
 the previous cell's last tracking end and its first tracking start (set-up, upload, start lead, writing);
 tracked % = spans / (spans + gaps) of the cells counted (the first cell of a sweep has no gap: left
-out). Also the replicas' median ``setup_s`` and ``transfer_s``.
+out). Also the replicas' median ``setup_s`` and ``transfer_s``, and the whole sweep: from its start
+(``started_unix`` in sweep.json: validation, provenance and the warm replicas' set-up included) to its
+last tracking end, with the share of that the GPU tracked (``sweep_wall_s``, ``sweep_tracked_pct``).
 
     python3 benchmarks/cell_overhead.py docs/results/h200/cuda [--particles 1e7]
 
@@ -15,14 +17,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import pandas as pd
 
 from sharebench.errors import UserError
-from sharebench.results import load_results
+from sharebench.results import load_results, read_sweeps
 
 
-def overhead(df: pd.DataFrame, particles: int | None = None) -> pd.DataFrame:
+def overhead(df: pd.DataFrame, particles: int | None = None, starts: dict[str, float] | None = None) -> pd.DataFrame:
     """One row per sweep: cells, wall, tracked share, overhead per cell. Each cell is charged the gap
     before it (the previous cell's last tracking end to its first tracking start); with ``particles``
     only the cells of that size count, each with its own gap, wall = their spans + their gaps."""
@@ -33,6 +36,10 @@ def overhead(df: pd.DataFrame, particles: int | None = None) -> pd.DataFrame:
     rows = []
     for sweep_id, g in cells.groupby("sweep_id", sort=True):
         g = g.sort_values("start").reset_index(drop=True)
+        whole = {}
+        if starts and sweep_id in starts and particles is None:
+            wall = float(g["end"].max()) - starts[sweep_id]
+            whole = dict(sweep_wall_s=wall, sweep_tracked_pct=100 * float((g["end"] - g["start"]).sum()) / wall)
         g["gap_s"] = g["start"] - g["end"].shift(1)
         g["span_s"] = g["end"] - g["start"]
         g = g.iloc[1:] if particles is None else g[(g["particles"] == particles) & g["gap_s"].notna()]
@@ -44,7 +51,7 @@ def overhead(df: pd.DataFrame, particles: int | None = None) -> pd.DataFrame:
                          tracked_pct=100 * float(g["span_s"].sum()) / wall if wall > 0 else float("nan"),
                          overhead_per_cell_s=float(g["gap_s"].mean()), overhead_median_s=float(g["gap_s"].median()),
                          setup_s_median=float(g["setup_s"].median()),
-                         transfer_s_median=float(g["transfer_s"].median())))
+                         transfer_s_median=float(g["transfer_s"].median()), **whole))
     return pd.DataFrame(rows)
 
 
@@ -59,7 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cell_overhead: {exc}", file=sys.stderr)
         return 2
     particles = int(args.particles) if args.particles is not None else None
-    table = overhead(df, particles)
+    folder = Path(args.results)
+    folder = folder.parent if folder.name.endswith(".csv") else folder
+    starts = {str(s["sweep_id"]): float(s["started_unix"]) for s in read_sweeps(folder) if s.get("started_unix")}
+    table = overhead(df, particles, starts)
     if table.empty:
         print(f"cell_overhead: no cells{f' of {particles:,} particles' if particles else ''} after a first one in "
               f"{args.results}", file=sys.stderr)

@@ -125,3 +125,28 @@ def test_cpu_of_live_replicas_is_not_foreign(tmp_path):
     others = sum(cores for _name, cores in probe.others.values())
     assert busy.pid not in probe.others
     assert out["tel_foreign_cpu_cores"] < others + 0.5, (out, others)
+
+
+def test_primed_replicas_set_up_before_the_first_cell(tmp_path, lattice):
+    """prime_pool starts as many replicas as the largest cell needs and sets them up at once; the cells
+    then start none, and the first cell of each still reports the build it did not wait for."""
+    from sharebench.sharing import prime_pool
+
+    dev = device_of("cpu")
+    plans = [plan_cell("exclusive", dev), plan_cell("timeslice:2", dev)]
+    with ReplicaPool(tmp_path / "pool") as pool:
+        assert prime_pool(pool, plans, cfg("cpu", lattice, 1200)) == []
+        assert pool.started == 2 and len(pool.idle) == 2
+        assert sorted(p.read_text() for p in (tmp_path / "pool" / "prime").glob("primed.*")) == ["ok\n", "ok\n"]
+        rows = run_cell("timeslice:2", cfg("cpu", lattice, 1200), tmp_path / "a", plan=plans[1], pool=pool)
+        assert ok(rows) and pool.started == 2
+        assert [r["extra"]["warm_cells"] for r in rows] == [0, 0]
+        assert all(r["compile_s"] > 0 for r in rows)  # the build happened while priming, and is reported
+        fresh = run_cell("timeslice:2", cfg("cpu", lattice, 1200), tmp_path / "b", plan=plans[1])
+        assert [r["checksum"] for r in rows] == [r["checksum"] for r in fresh]
+        # a replica that cannot set up is reported and ended, not kept
+        bad = plan_cell("exclusive", dev)
+        bad.replicas[0].device = "opencl:9.9"
+        problems = prime_pool(pool, [bad], cfg("cpu", lattice, 1200))
+        assert len(problems) == 1 and "opencl:9.9" in problems[0] and pool.started == 3 and len(pool.idle) == 2
+    assert not psutil.Process().children(recursive=True)

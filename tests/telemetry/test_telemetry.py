@@ -213,3 +213,36 @@ def test_the_sampler_ends_when_the_sweep_dies():
         if parent.poll() is None:
             parent.kill()
         parent.stdout.close()
+
+
+def test_a_paused_sampler_keeps_its_process_and_samples_each_window_apart(tmp_path):
+    """pause / resume: one process for several cells, each window its own raw file and summary, nothing
+    sampled while paused; close ends it."""
+    first, second = tmp_path / "a.csv", tmp_path / "b.csv"
+    sampler = make_sampler(CPU_DEVICE, interval_s=0.05, out_path=first).start()
+    pid = sampler.process.pid
+    time.sleep(0.5)
+    s1 = sampler.pause()
+    paused_at = time.time()
+    time.sleep(0.6)  # paused: no samples
+    assert sampler.resume(second) is sampler and sampler.process.pid == pid
+    resumed_at = time.time()
+    subprocess.run([sys.executable, "-c", BUSY.format(s=0.6)], check=True)
+    s2 = sampler.pause()
+    sampler.close()
+    assert sampler.process.poll() is not None
+    rows1, rows2 = _read_csv(first), _read_csv(second)
+    assert s1["tel_raw_file"] == str(first) and s2["tel_raw_file"] == str(second)
+    assert s1["tel_samples"] == len(rows1) >= 5 and s2["tel_samples"] == len(rows2) >= 5
+    assert rows1[-1]["t_epoch_s"] <= paused_at and rows2[0]["t_epoch_s"] <= resumed_at
+    assert rows2[0]["t_epoch_s"] > paused_at + 0.5  # the pause left no sample behind
+    assert s2["tel_cpu_busy_cores_mean"] > s1["tel_cpu_busy_cores_mean"]  # each window summarised on its own
+
+
+def test_a_sampler_that_died_while_paused_is_started_again(tmp_path):
+    sampler = make_sampler(CPU_DEVICE, interval_s=0.1).start()
+    sampler.pause()
+    sampler.process.kill()
+    sampler.process.wait()
+    assert sampler.resume(tmp_path / "t.csv").process.poll() is None
+    assert sampler.stop()["tel_source"] == "psutil"

@@ -6,6 +6,7 @@
 A warm replica (:class:`sharebench.kernel.run.WarmRunner`) reads one job per line on stdin, a JSON
 object ``{"config": CFG.json, "out": REC.json, "log": LOG}``; for each it sends its output to LOG, runs
 the cell and writes the record to REC.json (the parent waits for that file); it ends at end of input.
+``{"prime": CFG.json, "out": F, "log": LOG}`` sets up without tracking and writes "ok" (or the error) to F.
 
 Writes the RunRecord to REC.json as the document of kind ``"record"`` (``sharebench.results.store``;
 read it back with ``read_json(path, "record")``); on failure writes ``{"error": "<one line>"}``
@@ -21,6 +22,7 @@ import sys
 import traceback
 
 from sharebench.errors import UserError
+from sharebench.files import write_atomic
 from sharebench.kernel.config import RunConfig
 from sharebench.kernel.protocol import run_exec
 from sharebench.kernel.run import WarmRunner, pin_cpus, run_replica
@@ -57,6 +59,20 @@ def run_one(config: str, out: str, warm: WarmRunner | None = None) -> int:
     return 0
 
 
+def prime_one(config: str, out: str, warm: WarmRunner) -> None:
+    """Set up as for the run ``config`` (device, engine, particles, warm-up), track nothing; write "ok"
+    or the one-line error to ``out``."""
+    try:
+        cfg = RunConfig.from_json(config)
+        pin_cpus(cfg.cpus)
+        warm.prime(cfg)
+        msg = "ok"
+    except BaseException as exc:  # noqa: BLE001 - the pool ends a replica that could not set up
+        msg = one_line_error(exc)
+        print(f"replica: error: {msg}", file=sys.stderr)
+    write_atomic(out, msg + "\n")
+
+
 def redirect_output(log: str) -> None:
     """Send this process's stdout and stderr (Python's and the libraries') to the file log."""
     sys.stdout.flush()
@@ -78,7 +94,10 @@ def serve(jobs=None) -> int:
         job = json.loads(line)
         if job.get("log"):
             redirect_output(job["log"])
-        run_one(job["config"], job["out"], warm)
+        if job.get("prime"):
+            prime_one(job["prime"], job["out"], warm)
+        else:
+            run_one(job["config"], job["out"], warm)
         sys.stdout.flush()
     return 0
 

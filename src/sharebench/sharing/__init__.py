@@ -9,7 +9,7 @@ daemon (``mps``), existing MIG instances (``mig``) and CPU partitions (``cpus``)
 """
 
 from sharebench.sharing.cpus import partition_cpus
-from sharebench.sharing.executor import run_cell
+from sharebench.sharing.executor import prime_pool, run_cell
 from sharebench.sharing.mig import MigInstance, find_mig_instances, parse_nvidia_smi_list, select_instances
 from sharebench.sharing.mps import MpsDaemon, check_mps_available
 from sharebench.sharing.orphans import find_orphans, stop_orphans
@@ -17,7 +17,7 @@ from sharebench.sharing.plan import CellPlan, ReplicaPlan, plan_cell
 from sharebench.sharing.pool import ReplicaPool
 
 __all__ = [
-    "CellPlan", "MigInstance", "MpsDaemon", "ReplicaPlan", "ReplicaPool", "check_mps_available", "find_mig_instances",
-    "find_orphans", "parse_nvidia_smi_list", "partition_cpus", "plan_cell", "run_cell", "select_instances",
-    "stop_orphans",
+    "CellPlan", "MigInstance", "MpsDaemon", "ReplicaPlan", "ReplicaPool", "check_mps_available",
+    "find_mig_instances", "find_orphans", "parse_nvidia_smi_list", "partition_cpus", "plan_cell", "prime_pool",
+    "run_cell", "select_instances", "stop_orphans",
 ]

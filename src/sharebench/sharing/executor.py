@@ -100,6 +100,30 @@ def run_cell(mode: Mode | str, cfg: RunConfig | dict[str, Any], workdir: Path | 
     return _run(plan, base, wd, {}, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s, pool=pool)
 
 
+def prime_pool(pool: ReplicaPool, plans: list[CellPlan], cfg: RunConfig | dict[str, Any],
+               ready_timeout_s: float = 900.0) -> list[str]:
+    """Start, and set up all at once, the warm replicas the cells of ``plans`` will need (as many of each
+    kind as the largest of those cells), before any cell is measured; the MPS cells' replicas under
+    the pool's daemon. One line per replica that could not set up (the exec engine: none started)."""
+    base = (cfg if isinstance(cfg, RunConfig) else RunConfig.from_dict(dict(cfg))).to_dict()
+    if base.get("engine") == "exec":
+        return []
+    need: dict[tuple, list] = {}
+    for plan in plans:
+        env0 = pool.mps_daemon(plan.device, plan.mode.label).client_env(plan.mode.thread_pct) if plan.mps else {}
+        here: dict[tuple, list] = {}
+        for rp in plan.replicas:
+            env = {**env0, **rp.env}
+            job = dict(base, replica=rp.replica, replicas=plan.n, device=rp.device, cpus=rp.cpus)
+            if rp.memory_bytes and not job.get("mem_limit_bytes"):
+                job["mem_limit_bytes"] = rp.memory_bytes
+            here.setdefault(pool.key(rp.device, rp.cpus, env), []).append((rp.device, rp.cpus, env, job))
+        for key, jobs in here.items():
+            if len(jobs) > len(need.get(key, [])):
+                need[key] = jobs
+    return pool.prime([job for jobs in need.values() for job in jobs], timeout_s=ready_timeout_s)
+
+
 def _run_mps(mps: MpsDaemon, plan: CellPlan, base: dict, wd: Path, ready_timeout_s: float,
              run_timeout_s: float | None, start_delay_s: float, python: str, poll_s: float,
              pool: ReplicaPool | None) -> list[dict[str, Any]]:

@@ -134,9 +134,14 @@ class ReplicaPool:
             self.mps = MpsDaemon(device, keep_logs_in=self.folder, mode_label=mode_label).start()
         return self.mps
 
+    @staticmethod
+    def key(device: str, cpus: list[int] | None, env: dict[str, str]) -> tuple:
+        """What makes two replicas interchangeable: the device, the CPUs, the environment."""
+        return (device, tuple(cpus or ()), tuple(sorted(env.items())))
+
     def acquire(self, device: str, cpus: list[int] | None, env: dict[str, str]) -> Worker:
         """An idle replica started this way, or a new one."""
-        key = (device, tuple(cpus or ()), tuple(sorted(env.items())))
+        key = self.key(device, cpus, env)
         for pid, w in list(self.idle.items()):
             if w.key == key:
                 del self.idle[pid]
@@ -153,6 +158,42 @@ class ReplicaPool:
         w = Worker(key, proc)
         self.busy[proc.pid] = w
         return w
+
+    def prime(self, jobs: list[tuple[str, list[int] | None, dict[str, str], dict[str, Any]]],
+              timeout_s: float = 900.0, poll_s: float = 0.05) -> list[str]:
+        """Start a replica for each job ``(device, cpus, env, run config)`` and let all of them set up at
+        once (context, engine, particles, warm-up; no timed window), before any cell is measured, so no
+        cell waits for that. Jobs beyond ``max_idle`` are left out. Returns one line per replica that
+        could not set up (it is ended; the cell that needs it starts another and reports the error)."""
+        folder = self.folder / "prime"
+        folder.mkdir(parents=True, exist_ok=True)
+        started = []
+        for i, (device, cpus, env, cfg) in enumerate(jobs[:self.max_idle]):
+            cfg_path, out, log = folder / f"config.{i}.json", folder / f"primed.{i}.txt", folder / f"replica.{i}.log"
+            out.unlink(missing_ok=True)
+            cfg_path.write_text(json.dumps(cfg, indent=2))
+            w = self.acquire(device, cpus, env)
+            w.out = out
+            assert w.proc.stdin is not None
+            w.proc.stdin.write(json.dumps({"prime": str(cfg_path), "out": str(out), "log": str(log)}) + "\n")
+            w.proc.stdin.flush()
+            started.append(w)
+        deadline = time.monotonic() + timeout_s
+        failed: list[str] = []
+        try:
+            while any(w.poll() is None for w in started) and time.monotonic() < deadline:
+                time.sleep(poll_s)
+        finally:
+            good = []
+            for w in started:
+                text = w.out.read_text() if w.out is not None and w.out.exists() else ""
+                if text.strip() == "ok":
+                    good.append(w)
+                else:
+                    failed.append(f"warm replica {w.pid} did not set up: {text.strip() or 'no answer in time'}")
+                    self.release([w], ok=False)
+            self.release(good, ok=True)
+        return failed
 
     def release(self, workers: list[Worker], ok: bool) -> None:
         """Take back a cell's replicas: kept idle when the cell went well, else ended."""

@@ -34,7 +34,7 @@ from sharebench.results import (
     write_provenance,
 )
 from sharebench.results.guard import check_new_folder, check_out_path, claim_folder, set_aside_torn_tail
-from sharebench.sharing import ReplicaPool, run_cell
+from sharebench.sharing import ReplicaPool, prime_pool, run_cell
 from sharebench.sharing.timeslice import gpu_timeslice
 from sharebench.sweep.calibrate import calibrate
 from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, validate
@@ -42,7 +42,7 @@ from sharebench.sweep.resume import check_same_work, identity, work_key
 from sharebench.telemetry import collect_provenance, make_sampler
 from sharebench.telemetry.disturbance import Probe
 
-WARM_DIR = "mps"  # the warm replicas' MPS daemon keeps its logs here
+WARM_DIR = "warm"  # the warm replicas' set-up files and their MPS daemon's logs
 
 
 @dataclass
@@ -63,25 +63,46 @@ def new_sweep_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
 
 
-def _start_sampler(plan: SweepPlan, cdir: Path, notes: list[str]) -> Any:
-    """The cell's telemetry sampler, started; None (and a note) if it cannot start."""
+@dataclass
+class Kept:
+    """What a sweep keeps from one cell to the next: its warm replicas (``pool``, None: fresh ones) and
+    its telemetry sampler (paused between cells, so no cell pays for starting one)."""
+
+    pool: ReplicaPool | None = None
+    sampler: Any = None
+
+    def close(self) -> None:
+        if self.sampler is not None:
+            self.sampler.close()
+            self.sampler = None
+        if self.pool is not None:
+            self.pool.close()
+
+
+def _start_sampler(plan: SweepPlan, cdir: Path, notes: list[str], kept: Kept | None = None) -> Any:
+    """The cell's telemetry sampler, started (or resumed, when the sweep keeps one); None (and a note)
+    if it cannot start."""
     interval = plan.config.telemetry_interval_s
     if not interval:
         return None
     try:
-        sampler = make_sampler(plan.device, interval_s=interval, out_path=cdir / "telemetry.csv")
         cdir.mkdir(parents=True, exist_ok=True)
-        return sampler.start()
+        if kept is not None and kept.sampler is not None:
+            return kept.sampler.resume(cdir / "telemetry.csv")
+        sampler = make_sampler(plan.device, interval_s=interval, out_path=cdir / "telemetry.csv").start()
+        if kept is not None:
+            kept.sampler = sampler
+        return sampler
     except Exception as exc:  # noqa: BLE001 - telemetry is optional: the measurement goes on without it
         notes.append(f"telemetry: sampler failed to start ({type(exc).__name__}: {exc})")
         return None
 
 
-def _stop_sampler(sampler: Any, notes: list[str]) -> dict[str, Any]:
+def _stop_sampler(sampler: Any, notes: list[str], kept: Kept | None = None) -> dict[str, Any]:
     if sampler is None:
         return {}
     try:
-        summary = dict(sampler.stop() or {})
+        summary = dict((sampler.pause() if kept is not None else sampler.stop()) or {})
     except Exception as exc:  # noqa: BLE001 - telemetry is optional
         notes.append(f"telemetry: sampler failed to stop ({type(exc).__name__}: {exc})")
         return {}
@@ -89,24 +110,25 @@ def _stop_sampler(sampler: Any, notes: list[str]) -> dict[str, Any]:
 
 
 def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: str = "",
-                 pool: ReplicaPool | None = None) -> CellResult:
+                 kept: Kept | None = None) -> CellResult:
     """Run one cell (its replicas behind one start barrier, telemetry around them) under
     ``out_dir/cells/<cell>/``; returns its rows in the results schema. A failed replica never
-    raises: its rows say so (``status``, ``cell_status``). With ``pool`` the replicas are warm ones,
-    kept from earlier cells (``sharebench.sharing.pool``); without, fresh processes."""
+    raises: its rows say so (``status``, ``cell_status``). With ``kept`` the replicas are warm ones
+    kept from earlier cells (``sharebench.sharing.pool``) and the sampler is the sweep's; without,
+    fresh processes."""
     cell_plan = plan.plans[cell.mode.label]
     cdir = Path(out_dir) / CELLS_DIR / cell.folder
     notes: list[str] = []
-    sampler = _start_sampler(plan, cdir, notes)
+    sampler = _start_sampler(plan, cdir, notes, kept)
     summary: dict[str, Any] = {}
     probe = Probe(plan.device)  # what else kept the host/GPU busy (sharebench.telemetry.disturbance)
     try:
         with gpu_timeslice(plan.device, cell_plan.mode, allowed=plan.config.allow_gpu_settings, say=notes.append):
             recs = run_cell(cell.mode, plan.run_config(cell.particles), cdir, plan=cell_plan,
                             ready_timeout_s=plan.config.ready_timeout_s, run_timeout_s=plan.config.run_timeout_s,
-                            pool=pool)
+                            pool=kept.pool if kept is not None else None)
     finally:
-        summary = {**_stop_sampler(sampler, notes), **probe.stop()}
+        summary = {**_stop_sampler(sampler, notes, kept), **probe.stop()}
     lattice = Path(plan.config.lattice).name if plan.config.lattice else "generated"
     shared = identity(plan.config, plan.turns, plan.workload)
     rows = []
@@ -214,9 +236,14 @@ def _sweep(plan: SweepPlan, out: Path, on_cell: Callable[[list[dict[str, Any]]],
         notes.append(f"resumed: {len(done)} cell(s) already on disk were kept and not re-run")
     bar = _progress(cells, plan)
     t0 = time.monotonic()
-    # warm replicas: kept from cell to cell (sharebench.sharing.pool); --fresh-replicas starts new ones
-    pool = None if config.fresh_replicas else ReplicaPool(out / WARM_DIR)
+    # warm replicas and the sampler: kept from cell to cell (sharebench.sharing.pool); --fresh-replicas
+    # starts new ones for every cell
+    kept = Kept(pool=None if config.fresh_replicas else ReplicaPool(out / WARM_DIR))
     try:
+        if kept.pool is not None and cells:  # every warm replica set up at once, before the first cell
+            modes = list(dict.fromkeys(c.mode.label for c in cells))
+            notes += prime_pool(kept.pool, [plan.plans[m] for m in modes], plan.run_config(cells[0].particles),
+                                config.ready_timeout_s)
         for i, cell in enumerate(cells):
             if config.stop_after_s is not None and time.monotonic() - t0 > config.stop_after_s:
                 msg = (f"stopped after {config.stop_after_s:g} s (--stop-after): {len(cells) - i} of {len(cells)} "
@@ -226,7 +253,7 @@ def _sweep(plan: SweepPlan, out: Path, on_cell: Callable[[list[dict[str, Any]]],
                 break
             if bar is not None:
                 bar.set_postfix_str(cell.id, refresh=True)
-            result = measure_cell(plan, cell, out, sweep_id=sweep_id, pool=pool)
+            result = measure_cell(plan, cell, out, sweep_id=sweep_id, kept=kept)
             notes += result.notes
             writer.append(result.rows)
             if on_cell is not None:
@@ -234,8 +261,7 @@ def _sweep(plan: SweepPlan, out: Path, on_cell: Callable[[list[dict[str, Any]]],
             if bar is not None:
                 bar.update(_weight(plan, cell))
     finally:
-        if pool is not None:
-            pool.close()
+        kept.close()
         if bar is not None:
             bar.close()
         load = load_average()

@@ -8,8 +8,9 @@ interpreter, runs at a lower priority (``nice`` +10) so that on a CPU run it yie
 to the replicas, and if the driver library misbehaves only the sampler dies (the
 cell's summary then says so). It is started with ``python -m`` (not
 multiprocessing's spawn, which re-imports the caller's ``__main__``); it talks
-through its stdin (a line or EOF = stop, so it also ends when the sweep dies) and
-stdout (one JSON line when ready, one with the summary at the end).
+through its stdin (a line or EOF = stop, so it also ends when the sweep dies; ``pause`` and
+``resume`` keep it from one cell to the next) and stdout (one JSON line when a window is ready, one
+with its summary at its end).
 
 Run by hand: ``python -m sharebench.telemetry.sampler '{"device": {...}, "interval_s": 0.1,
 "out_path": "t.csv"}'`` then press Enter.
@@ -184,7 +185,10 @@ def _emit(obj: dict[str, Any]) -> None:
 
 
 def child_main(config: dict[str, Any]) -> int:
-    """Sample until a line or EOF arrives on stdin; print ready / summary JSON lines."""
+    """Sample windows until stop: print a ready line when a window starts, its summary when it ends.
+
+    On stdin: ``pause`` ends the window (summary) and waits; ``resume {"out_path": ...}`` starts the
+    next window; any other line, or EOF, ends the window and the process."""
     try:
         os.nice(10)
     except OSError:
@@ -196,6 +200,25 @@ def child_main(config: dict[str, Any]) -> int:
     out_path = config.get("out_path")
     readers, meta = _open_readers(DeviceInfo.from_dict(config.get("device") or {"kind": "cpu", "backend": "cpu"}))
     meta["interval_s"] = interval
+    try:
+        while True:
+            line = _window(readers, dict(meta), interval, out_path)
+            if line.strip() != "pause":
+                return 0
+            words = sys.stdin.readline().strip().split(maxsplit=1)  # the next window, or the end
+            if not words or words[0] != "resume":
+                return 0
+            out_path = (json.loads(words[1]) if len(words) > 1 else {}).get("out_path")
+    finally:
+        for r in readers:
+            try:
+                r.close()
+            except Exception:  # noqa: BLE001 - closing a reader is best effort
+                pass
+
+
+def _window(readers: list[Any], meta: dict[str, Any], interval: float, out_path: str | None) -> str:
+    """One window: samples until a line (returned) or EOF ('') arrives on stdin; emits ready and summary."""
     meta["raw_file"] = str(out_path) if out_path else ""
     columns = ["t_epoch_s"] + [c for r in readers for c in r.columns]
     samples: list[dict[str, Any]] = []
@@ -227,20 +250,15 @@ def child_main(config: dict[str, Any]) -> int:
             timeout = max(0.0, next_t - time.monotonic())
             ready, _, _ = select.select([stdin], [], [], timeout)
             if ready:
-                stdin.readline()  # a line or EOF: stop
+                line = stdin.readline()  # a line or EOF: the window ends
                 break
             take()
             next_t += interval
             if next_t < time.monotonic():  # fell behind (niced, busy host): do not burst
                 next_t = time.monotonic() + interval
         take()  # a last sample at the stop instant closes the window
-        for r in readers:
-            try:
-                r.close()
-            except Exception:  # noqa: BLE001 - closing a reader is best effort: the summary still goes out
-                pass
     _emit({"summary": summarize(samples, meta)})
-    return 0
+    return line
 
 
 # ---------------------------------------------------------------- parent side
@@ -324,6 +342,65 @@ class Sampler:
                     stream.close()
             except OSError:
                 pass
+
+    def pause(self) -> dict[str, Any]:
+        """End the window and keep the process (its NVML session, its interpreter) for :meth:`resume`;
+        the window's flat ``tel_*`` summary. A sampler that fails here ends as :meth:`stop` would."""
+        if self._summary is not None or self._proc is None:
+            return self.stop()
+        try:
+            assert self._proc.stdin is not None
+            self._proc.stdin.write("pause\n")
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return self.stop()
+        line = self._readline(_STOP_TIMEOUT_S)
+        try:
+            summary = json.loads(line)["summary"] if line else None
+        except (json.JSONDecodeError, KeyError, TypeError):
+            summary = None
+        if summary is None:
+            self._summary = empty_summary("none", f"telemetry sampler failed: {self._finish_error()}",
+                                          self.interval_s)
+            return dict(self._summary)
+        return {c: summary.get(c) for c in SUMMARY_COLUMNS}
+
+    def resume(self, out_path: str | Path | None = None) -> Sampler:
+        """Start the next window (after :meth:`pause`), writing its samples to ``out_path``; waits for its
+        first sample. A sampler that cannot go on is replaced by a new process."""
+        self.out_path = Path(out_path) if out_path else None
+        if self._summary is None and self._proc is not None and self._proc.poll() is None:
+            try:
+                assert self._proc.stdin is not None
+                self._proc.stdin.write("resume " + json.dumps({"out_path": str(out_path) if out_path else None}) + "\n")
+                self._proc.stdin.flush()
+                line = self._readline(_START_TIMEOUT_S)
+                if line and json.loads(line).get("ready"):
+                    return self
+            except (BrokenPipeError, OSError, json.JSONDecodeError):
+                pass
+            self.stop()
+        self._proc, self._summary = None, None
+        return self.start()
+
+    def close(self) -> None:
+        """End the process, paused or sampling, without reading a summary (the end of a sweep)."""
+        proc = self._proc
+        if proc is None or self._summary is not None:
+            return
+        self._summary = empty_summary("none", "telemetry sampler closed", self.interval_s)
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()  # EOF: the process ends
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        self._close_streams()
+        self._stderr.close()
 
     def stop(self) -> dict[str, Any]:
         """Stop sampling; the flat ``tel_*`` summary of the window."""
