@@ -244,6 +244,7 @@ def _sweep(plan: SweepPlan, out: Path, on_cell: Callable[[list[dict[str, Any]]],
             modes = list(dict.fromkeys(c.mode.label for c in cells))
             notes += prime_pool(kept.pool, [plan.plans[m] for m in modes], plan.run_config(cells[0].particles),
                                 config.ready_timeout_s)
+            t0 = time.monotonic()  # --stop-after counts from the first cell, as it did before set-up was shared
         for i, cell in enumerate(cells):
             if config.stop_after_s is not None and time.monotonic() - t0 > config.stop_after_s:
                 msg = (f"stopped after {config.stop_after_s:g} s (--stop-after): {len(cells) - i} of {len(cells)} "
