@@ -69,3 +69,23 @@ def test_seven_g_deficit_and_share_sms():
     assert seven_g_deficit(108) == (98, pytest.approx(100 * (108 / 98 - 1)))   # A100: 10.20%
     assert seven_g_deficit(132) == (132, 0)
     assert share_slice_sms("mps:2@50", 132) == 66 and share_slice_sms("mps:1@5", 132) == 8
+
+
+def test_partition_scaling_plot_from_recorded_rows(tables, tmp_path):
+    """The study-form plot: one point per slice at its SM share and efficiency, the ideal line at 100%."""
+    import xml.etree.ElementTree as ET
+
+    import matplotlib
+
+    from sharebench.report.plots import plot_partitions
+
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # text as text, to read the legend back
+        paths = plot_partitions(tables, tmp_path)
+    assert sorted(p.name for p in paths) == ["partition_scaling.png", "partition_scaling.svg"]
+    svg = ET.parse(tmp_path / "partition_scaling.svg").getroot()
+    text = " ".join(t.strip() for t in svg.itertext() if t.strip())
+    for label in ("emulated profile alone, 5 M", "emulated full layout (concurrent), 10 M",
+                  "MPS thread share (mps:1@PCT), 5 M", "ideal (time scales with 1 / SMs)"):
+        assert label in text
+    # nothing to draw without partitions: no figure
+    assert plot_partitions({k: v.iloc[0:0] for k, v in tables.items()}, tmp_path / "none") == []

@@ -255,7 +255,44 @@ def make_plots(tables: dict[str, pd.DataFrame], out_dir: Path | str, compare=Non
     paths += plot_loss(tables, out, compare, labels)
     paths += plot_time(tables, out, compare, labels)
     paths += plot_throughput(tables, out, compare, labels)
+    paths += plot_partitions(tables, out)
     return paths
+
+
+def plot_partitions(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
+    """Partition scaling in the study's form: each slice's efficiency (ideal time / measured time, the ideal
+    being T_full x full SMs / slice SMs) against its share of the SMs, for the emulated MIG profiles (alone,
+    and in full layouts run concurrently) and the MPS thread shares; nothing when none was measured."""
+    emu = tables.get("mig_emulated", pd.DataFrame())
+    part = tables.get("partition", pd.DataFrame())
+    series = []  # (label, share %, efficiency %, marker)
+    if not emu.empty:
+        alone = emu["instances"] == 1
+        alone &= ~emu["mode"].astype(str).str.contains(r"\+", regex=True)
+        for n, g in emu[alone].groupby("particles"):
+            series.append((f"emulated profile alone, {n / 1e6:g} M", g, "o"))
+        for n, g in emu[~alone].groupby("particles"):
+            series.append((f"emulated full layout (concurrent), {n / 1e6:g} M", g, "s"))
+    if not part.empty and "unit" in part:
+        sm = part[part["unit"] == "SMs"]
+        for n, g in sm.groupby("particles"):
+            series.append((f"MPS thread share (mps:1@PCT), {n / 1e6:g} M", g.rename(
+                columns={"slice_units": "sms", "full_units": "full_sms"}), "^"))
+    if not series:
+        return []
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for label, g, marker in series:
+        g = g.sort_values("sms")
+        ax.plot(100 * g["sms"] / g["full_sms"], g["efficiency_pct"], marker=marker, ls="", ms=6, label=label)
+    ax.axhline(100, color="0.4", lw=0.9, ls="--", label="ideal (time scales with 1 / SMs)")
+    ax.set_xlabel("share of the GPU's SMs [%]")
+    ax.set_ylabel("efficiency [%]  (ideal time / measured time)")
+    ax.set_title("Partition scaling against the ideal (emulated MIG is MPS: no memory/L2 isolation)")
+    ax.set_xlim(0, 105)
+    ax.grid(alpha=0.3)
+    _legend_outside(ax)
+    _subtitle(fig, tables)
+    return save_figure(fig, out_dir, "partition_scaling")
 
 
 def plot_predicted_vs_measured(df: pd.DataFrame, out_dir: Path | str, title: str = "") -> list[Path]:
