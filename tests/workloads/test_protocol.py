@@ -125,7 +125,7 @@ def test_workload_names():
      "bad exec timing 'wall'; allowed: protocol, process"),
     (["--exec", "true"], "--exec, --exec-timing and --exec-name need --engine exec; the engine is 'simpletrack'"),
     (["--engine", "exec", "--exec", "true", "--work", "0"],
-     "bad particle count '0'; allowed: whole numbers > 0 such as 10000 or 5e6"),
+     "bad work size (--work) '0'; allowed: whole numbers > 0 such as 10000 or 5e6"),
 ])
 def test_cli_bad_exec_input(argv, message, capsys, tmp_path):
     out = tmp_path / "out"

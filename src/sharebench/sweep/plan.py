@@ -186,9 +186,10 @@ def default_modes(device: DeviceInfo) -> list[str]:
     return modes
 
 
-def parse_particles(text: str | list) -> list[int]:
-    """"5e6,1e7,1.5e7" -> [5000000, 10000000, 15000000]; each must be a whole number > 0."""
-    return counts("particle count", text)
+def parse_particles(text: str | list, name: str = "particle count") -> list[int]:
+    """"5e6,1e7,1.5e7" -> [5000000, 10000000, 15000000]; each must be a whole number > 0. ``name``: what the
+    error calls a value (the exec engine's --work sizes are "work size")."""
+    return counts(name, text)
 
 
 def _resolve_modes(config: SweepConfig, device: DeviceInfo, notes: list[str]) -> list[Mode]:
@@ -242,7 +243,8 @@ def validate(config: SweepConfig) -> SweepPlan:
     if config.engine == "xtrack":  # a doomed sweep fails here, not in every cell (engine checked above)
         check_xtrack_device(device)
     dclass = device.kind or "cpu"
-    particles = parse_particles(config.particles) if config.particles is not None else DEFAULT_PARTICLES[dclass]
+    what = "work size (--work)" if config.engine == "exec" else "particle count"
+    particles = parse_particles(config.particles, what) if config.particles is not None else DEFAULT_PARTICLES[dclass]
     turns = whole_number("turns", config.turns if config.turns is not None else DEFAULT_TURNS[dclass], 1, MAX_TURNS)
     modes = _resolve_modes(config, device, notes)
     check_allowed(modes, config.allow_gpu_settings)
