@@ -162,6 +162,13 @@ def set_up(cfg: RunConfig) -> Prepared:
     x6 = shared_particles(optics, beta0, gamma0, cfg.particles, cfg.seed, cfg.nemitt_x, cfg.nemitt_y, cfg.sigma_z,
                           cfg.sigma_delta)
     coords, counters = make_state(*x6, beta0)
+    upload_s = warm_up_and_upload(engine, cfg, coords, counters)
+    return Prepared(device, engine, n_el, time.perf_counter() - t_setup, upload_s)
+
+
+def warm_up_and_upload(engine: Engine, cfg: RunConfig, coords: np.ndarray, counters: np.ndarray) -> float:
+    """The warm-up turns on the first particles (at most WARMUP_PARTICLES), then the upload of all of
+    them; returns the upload's seconds."""
     if cfg.warmup_turns > 0:
         n_warm = min(cfg.particles, WARMUP_PARTICLES)
         engine.upload(coords[:, :n_warm], counters[:, :n_warm])
@@ -169,8 +176,7 @@ def set_up(cfg: RunConfig) -> Prepared:
         engine.release()
     t0 = time.perf_counter()
     engine.upload(coords, counters)
-    upload_s = time.perf_counter() - t0
-    return Prepared(device, engine, n_el, time.perf_counter() - t_setup, upload_s)
+    return time.perf_counter() - t0
 
 
 class WarmRunner:
@@ -221,15 +227,7 @@ class WarmRunner:
             keep = getattr(engine, "keep_on_host", None)  # page-locked copies: fast uploads, every cell
             self._state = keep(coords, counters) if keep is not None else (coords, counters)
             self._state_key = state_key
-        coords, counters = self._state
-        if cfg.warmup_turns > 0:
-            n_warm = min(cfg.particles, WARMUP_PARTICLES)
-            engine.upload(coords[:, :n_warm], counters[:, :n_warm])
-            engine.track(cfg.warmup_turns)
-            engine.release()
-        t0 = time.perf_counter()
-        engine.upload(coords, counters)
-        upload_s = time.perf_counter() - t0
+        upload_s = warm_up_and_upload(engine, cfg, *self._state)
         compile_s, engine.compile_s = engine.compile_s, 0.0  # the build is counted in the cell that made it
         run = Prepared(device, engine, n_el, time.perf_counter() - t_setup, upload_s)
         run.compile_s = compile_s

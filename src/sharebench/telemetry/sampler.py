@@ -343,6 +343,14 @@ class Sampler:
             except OSError:
                 pass
 
+    def _read_summary(self) -> dict[str, Any] | None:
+        """The window's summary line from the process; None when none came in time or it is not one."""
+        line = self._readline(_STOP_TIMEOUT_S)
+        try:
+            return json.loads(line)["summary"] if line else None
+        except (json.JSONDecodeError, KeyError, TypeError):
+            return None
+
     def pause(self) -> dict[str, Any]:
         """End the window and keep the process (its NVML session, its interpreter) for :meth:`resume`;
         the window's flat ``tel_*`` summary. A sampler that fails here ends as :meth:`stop` would."""
@@ -354,11 +362,7 @@ class Sampler:
             self._proc.stdin.flush()
         except (BrokenPipeError, OSError):
             return self.stop()
-        line = self._readline(_STOP_TIMEOUT_S)
-        try:
-            summary = json.loads(line)["summary"] if line else None
-        except (json.JSONDecodeError, KeyError, TypeError):
-            summary = None
+        summary = self._read_summary()
         if summary is None:
             self._summary = empty_summary("none", f"telemetry sampler failed: {self._finish_error()}",
                                           self.interval_s)
@@ -416,11 +420,7 @@ class Sampler:
             proc.stdin.close()
         except (BrokenPipeError, OSError):
             pass
-        line = self._readline(_STOP_TIMEOUT_S)
-        try:
-            summary = json.loads(line)["summary"] if line else None
-        except (json.JSONDecodeError, KeyError, TypeError):
-            summary = None
+        summary = self._read_summary()
         if summary is None:
             self._summary = empty_summary("none", f"telemetry sampler failed: {self._finish_error()}",
                                           self.interval_s)
