@@ -100,6 +100,15 @@ def run_cell(mode: Mode | str, cfg: RunConfig | dict[str, Any], workdir: Path | 
     return _run(plan, base, wd, {}, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s, pool=pool)
 
 
+def replica_config(base: dict[str, Any], plan: CellPlan, rp: ReplicaPlan, **extra: Any) -> dict[str, Any]:
+    """One replica's run config: the cell's, with its index, device, CPUs and memory limit (a MIG
+    instance's, unless the run sets its own)."""
+    cfg = dict(base, replica=rp.replica, replicas=plan.n, device=rp.device, cpus=rp.cpus, **extra)
+    if rp.memory_bytes and not cfg.get("mem_limit_bytes"):
+        cfg["mem_limit_bytes"] = rp.memory_bytes
+    return cfg
+
+
 def prime_pool(pool: ReplicaPool, plans: list[CellPlan], cfg: RunConfig | dict[str, Any],
                ready_timeout_s: float = 900.0) -> list[str]:
     """Start, and set up all at once, the warm replicas the cells of ``plans`` will need (as many of each
@@ -114,9 +123,7 @@ def prime_pool(pool: ReplicaPool, plans: list[CellPlan], cfg: RunConfig | dict[s
         here: dict[tuple, list] = {}
         for rp in plan.replicas:
             env = {**env0, **rp.env}
-            job = dict(base, replica=rp.replica, replicas=plan.n, device=rp.device, cpus=rp.cpus)
-            if rp.memory_bytes and not job.get("mem_limit_bytes"):
-                job["mem_limit_bytes"] = rp.memory_bytes
+            job = replica_config(base, plan, rp)
             here.setdefault(pool.key(rp.device, rp.cpus, env), []).append((rp.device, rp.cpus, env, job))
         for key, jobs in here.items():
             if len(jobs) > len(need.get(key, [])):
@@ -166,11 +173,8 @@ def _run_replicas(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str
     errors: dict[int, str] = {}
     try:
         for rp in plan.replicas:
-            cfg = dict(base, replica=rp.replica, replicas=plan.n, device=rp.device,
-                       ready_file=str(wd / f"ready.{rp.replica}"), start_file=str(start_file),
-                       start_at=base.get("start_at"), cpus=rp.cpus)
-            if rp.memory_bytes and not cfg.get("mem_limit_bytes"):
-                cfg["mem_limit_bytes"] = rp.memory_bytes
+            cfg = replica_config(base, plan, rp, ready_file=str(wd / f"ready.{rp.replica}"),
+                                 start_file=str(start_file), start_at=base.get("start_at"))
             cfg_path, out_path, log_path = (wd / f"config.{rp.replica}.json", wd / f"record.{rp.replica}.json",
                                             wd / f"replica.{rp.replica}.log")
             cfg_path.write_text(json.dumps(cfg, indent=2))

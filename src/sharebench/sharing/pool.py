@@ -46,13 +46,15 @@ class Worker:
     def pid(self) -> int:
         return self.proc.pid
 
-    def send(self, config: Path, out: Path, log: Path) -> None:
-        """Give the replica its next cell: it runs it and writes its record at ``out``."""
+    def send(self, config: Path, out: Path, log: Path, *, prime: bool = False) -> None:
+        """Give the replica its next cell: it runs it and writes its record at ``out`` (``prime``: it
+        only sets up for it and writes "ok" or its error there)."""
         self.out = out
         assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"config": str(config), "out": str(out), "log": str(log)}) + "\n")
+        job = {"prime" if prime else "config": str(config), "out": str(out), "log": str(log)}
+        self.proc.stdin.write(json.dumps(job) + "\n")
         self.proc.stdin.flush()
-        self.cells += 1
+        self.cells += 0 if prime else 1
 
     def poll(self) -> int | None:
         """None while the cell runs; 0 when its record is written; the exit status if the process ended."""
@@ -173,10 +175,7 @@ class ReplicaPool:
             out.unlink(missing_ok=True)
             cfg_path.write_text(json.dumps(cfg, indent=2))
             w = self.acquire(device, cpus, env)
-            w.out = out
-            assert w.proc.stdin is not None
-            w.proc.stdin.write(json.dumps({"prime": str(cfg_path), "out": str(out), "log": str(log)}) + "\n")
-            w.proc.stdin.flush()
+            w.send(cfg_path, out, log, prime=True)
             started.append(w)
         deadline = time.monotonic() + timeout_s
         failed: list[str] = []
