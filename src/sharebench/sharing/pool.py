@@ -10,8 +10,9 @@ particle state in page-locked memory (``sharebench.kernel.run.WarmRunner``); its
 the same as a fresh one's.
 
 Idle replicas hold a context on the device but submit no work. The pool holds one MPS control
-daemon for all the MPS cells of the sweep, started at the first of them; the idle MPS server then
-stays up while other cells run. A replica whose cell failed is stopped and not reused. ``close``
+daemon for all the MPS cells of the sweep, started when the first MPS replica is set up
+(``sharebench.sharing.executor.prime_pool`` sets every replica up before the first cell); the idle
+MPS server then stays up while other cells run. A replica whose cell failed is stopped and not reused. ``close``
 ends the replicas (end of input, then SIGTERM) and then the daemon.
 """
 
@@ -39,7 +40,6 @@ class Worker:
     def __init__(self, key: tuple, proc: subprocess.Popen) -> None:
         self.key = key
         self.proc = proc
-        self.cells = 0
         self.out: Path | None = None
 
     @property
@@ -54,7 +54,6 @@ class Worker:
         job = {"prime" if prime else "config": str(config), "out": str(out), "log": str(log)}
         self.proc.stdin.write(json.dumps(job) + "\n")
         self.proc.stdin.flush()
-        self.cells += 0 if prime else 1
 
     def poll(self) -> int | None:
         """None while the cell runs; 0 when its record is written; the exit status if the process ended."""
