@@ -41,6 +41,9 @@ def test_warm_replicas_track_the_same_particles_as_fresh_ones(tmp_path, lattice,
         pids = {r["pid"] for rows in warm for r in rows}
     assert all(ok(rows) for rows in fresh + warm), (fresh, warm)
     assert len(pids) == 2
+    for i, rows in enumerate(warm):  # warm replicas too wait for the instant in the start file, then go
+        start_at = float((tmp_path / f"warm{i}" / "start").read_text())
+        assert all(start_at - 1e-3 <= r["track_start"] < start_at + 1.0 for r in rows), (start_at, rows)
     # a warm replica tracks the very particles a fresh one does, and ends with the same coordinates
     for f_rows, w_rows in zip(fresh, warm):
         assert [r["checksum"] for r in w_rows] == [r["checksum"] for r in f_rows]
