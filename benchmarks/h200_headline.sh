@@ -15,21 +15,8 @@ P10=${P10:-1e7}
 P5=${P5:-5e6}
 WARM_P=${WARM_P:-2000000}
 MODES=${MODES:-exclusive,timeslice:2,mps:2}
-T0=$(date +%s)
-if [ "$C" != none ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$C"/whl/*.whl || exit 1
-    export PYTHONPATH=/tmp/site:$PWD/src
-    LATTICE=${LATTICE-$C/lhc_simpletrack_7tev.json.gz}
-fi
-export PYTHONUNBUFFERED=1 XSUITE_ALLOW_KERNEL_COMPILATION=1 SHAREBENCH_CACHE=${SHAREBENCH_CACHE:-/tmp/sbcache}
-PY=${PYTHON:-python3}
-LAT=()
-[ -n "${LATTICE:-}" ] && LAT=(--lattice "$LATTICE")
-mkdir -p "$OUTDIR"
-if command -v nvidia-smi >/dev/null && [ "$DEVICE" != cpu ]; then
-    nvidia-smi --query-gpu=name,uuid,driver_version,mig.mode.current,clocks.max.sm --format=csv | tee "$OUTDIR/gpu.csv"
-fi
-left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
+# shared with the other device scripts: wheels, PYTHONPATH, PY, LAT, the GPU's identity in gpu.csv, left
+source "$(dirname "$0")/device_setup.sh"
 sweep() {  # OUT ARGS...: one sharebench run, its command recorded
     local out=$1; shift
     echo "command: sharebench run --device $DEVICE ${LAT[*]} $* --out $out --no-progress" | tee -a "$OUTDIR/commands.txt"

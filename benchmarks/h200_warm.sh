@@ -23,21 +23,8 @@ P10=${P10:-1e7}
 P15=${P15:-1.5e7}
 HEAD_MODES=${HEAD_MODES:-exclusive,timeslice:2,mps:2}
 EMUL_MODES=${EMUL_MODES:-exclusive,mig-emulated:7g.141gb,mig-emulated:4g.71gb,mig-emulated:3g.71gb,mig-emulated:2g.35gb,mig-emulated:1g.35gb,mig-emulated:1g.18gb,mig-emulated:4g.71gb+3g.71gb,mig-emulated:3x2g.35gb,mig-emulated:7x1g.18gb}
-T0=$(date +%s)
-if [ "$C" != none ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$C"/whl/*.whl || exit 1
-    export PYTHONPATH=/tmp/site:$PWD/src
-    LATTICE=${LATTICE-$C/lhc_simpletrack_7tev.json.gz}
-fi
-export PYTHONUNBUFFERED=1 XSUITE_ALLOW_KERNEL_COMPILATION=1 SHAREBENCH_CACHE=${SHAREBENCH_CACHE:-/tmp/sbcache}
-PY=${PYTHON:-python3}
-LAT=()
-[ -n "${LATTICE:-}" ] && LAT=(--lattice "$LATTICE")
-mkdir -p "$OUTDIR"
-if command -v nvidia-smi >/dev/null && [ "$DEVICE" != cpu ]; then
-    nvidia-smi --query-gpu=name,uuid,driver_version,mig.mode.current,clocks.max.sm --format=csv | tee -a "$OUTDIR/gpu.csv"
-fi
-left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
+# shared with the other device scripts: wheels, PYTHONPATH, PY, LAT, the GPU's identity in gpu.csv, left
+source "$(dirname "$0")/device_setup.sh"
 sweep() {  # OUT MARGIN_S ARGS...: one sharebench run, its command recorded; no new cell MARGIN_S before the budget
     local out=$1 margin=$2; shift 2
     local stop=$(( $(left) - margin ))

@@ -398,6 +398,12 @@ class Sampler:
                 proc.stdin.close()  # EOF: the process ends
         except OSError:
             pass
+        self._reap()
+
+    def _reap(self) -> None:
+        """Wait for the process to end (kill it after 5 s), then close its streams."""
+        proc = self._proc
+        assert proc is not None
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -425,13 +431,7 @@ class Sampler:
             self._summary = empty_summary("none", f"telemetry sampler failed: {self._finish_error()}",
                                           self.interval_s)
         else:
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            self._close_streams()
-            self._stderr.close()
+            self._reap()
             self._summary = {c: summary.get(c) for c in SUMMARY_COLUMNS}
         return dict(self._summary)
 
