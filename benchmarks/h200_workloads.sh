@@ -58,9 +58,9 @@ sweep() {
 $SB track --device "$DEV" --lattice "$LHC" --particles "${WARM_PARTICLES:-2000000}" --turns 1 >/dev/null 2>&1 || true
 
 sweep simpletrack --modes "$MODES" --lattice "$LHC" --particles "$ST_PARTICLES" --turns "$ST_TURNS"
-sweep resnet18-fp32 --modes "$MODES" --engine exec --exec "$PY -m sharebench.kernel.train $TRAIN_ARGS" --exec-name resnet18-fp32 \
+sweep resnet18-fp32 --modes "$MODES" --engine exec --exec "$PY -m sharebench.workloads.train $TRAIN_ARGS" --exec-name resnet18-fp32 \
     --work "$TRAIN_WORK"
-sweep resnet18-amp --modes "$MODES" --engine exec --exec "$PY -m sharebench.kernel.train $TRAIN_ARGS --amp" \
+sweep resnet18-amp --modes "$MODES" --engine exec --exec "$PY -m sharebench.workloads.train $TRAIN_ARGS --amp" \
     --exec-name resnet18-amp --work "$TRAIN_WORK"
 # xtrack last: every replica builds its kernels (minutes on a machine without Xsuite's prebuilt kernels)
 sweep xtrack --modes "$XT_MODES" --engine xtrack --particles "$XT_PARTICLES" --turns "$XT_TURNS" --ready-timeout 900
@@ -78,8 +78,8 @@ if [ "$NCU" != none ] && command -v "$NCU" >/dev/null 2>&1; then
     prof simpletrack $SB track --device "$DEV" --lattice "$LHC" --particles 1000000 --turns 1
     prof xtrack $SB track --engine xtrack --device "$DEV" --particles 100000 --turns 2
     # the training step: 2 timed steps after 1 warm-up, kernels of the timed steps only
-    prof resnet18-fp32 --launch-skip 400 --launch-count 400 $PY -m sharebench.kernel.train --steps 2 --warmup-steps 1 --batch "$TRAIN_WORK"
-    prof resnet18-amp --launch-skip 400 --launch-count 400 $PY -m sharebench.kernel.train --steps 2 --warmup-steps 1 --batch "$TRAIN_WORK" --amp
+    prof resnet18-fp32 --launch-skip 400 --launch-count 400 $PY -m sharebench.workloads.train --steps 2 --warmup-steps 1 --batch "$TRAIN_WORK"
+    prof resnet18-amp --launch-skip 400 --launch-count 400 $PY -m sharebench.workloads.train --steps 2 --warmup-steps 1 --batch "$TRAIN_WORK" --amp
     $PY benchmarks/ncu_summary.py "$OUT/ncu" > "$OUT/ncu/profile.md" || true
 fi
 

@@ -219,7 +219,7 @@ def sweep_pipeline(
         device: Device spec inside a replica: auto, cuda[:N], opencl[:P.D], cpu.
         engine: Workload engine: simpletrack, xtrack, or exec (the command, run in the image).
         command: engine exec: the program each replica runs in the image, following the replica protocol
-            (SHAREBENCH_WORK = the particle count); e.g. 'python -m sharebench.kernel.train'.
+            (SHAREBENCH_WORK = the particle count); e.g. 'python -m sharebench.workloads.train'.
         exec_timing: engine exec: protocol (the program reports its window) or process (the whole process).
         seed: Random seed of the particle distribution.
         start_delay_s: Seconds between a cell's start instant being set and the replicas tracking.
@@ -279,7 +279,7 @@ def multi_node_pipeline(
         device: Device spec inside a replica: auto, cuda[:N], opencl[:P.D], cpu.
         engine: Workload engine: simpletrack, xtrack, or exec (the command, run in the image).
         command: engine exec: the program each replica runs in the image, following the replica protocol
-            (SHAREBENCH_WORK = the particle count); e.g. 'python -m sharebench.kernel.train'.
+            (SHAREBENCH_WORK = the particle count); e.g. 'python -m sharebench.workloads.train'.
         exec_timing: engine exec: protocol (the program reports its window) or process (the whole process).
         seed: Random seed of the particle distribution.
         start_delay_s: Seconds between a cell's start instant being set and the replicas tracking.

@@ -81,7 +81,7 @@ def test_kill_9_of_a_replica_fails_its_cell_only(lattice, tmp_path):
     t0 = time.monotonic()
     victim = None
     while victim is None and time.monotonic() - t0 < 60:
-        victim = next((p for p in descendants(proc.pid) if "sharebench.kernel.replica" in " ".join(p.cmdline())),
+        victim = next((p for p in descendants(proc.pid) if "sharebench.workloads.replica" in " ".join(p.cmdline())),
                       None)
         time.sleep(0.02)
     assert victim is not None

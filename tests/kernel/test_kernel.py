@@ -23,7 +23,6 @@ from sharebench.cli import main as cli_main
 from sharebench.devices import list_devices, resolve_device
 from sharebench.errors import UserError
 from sharebench.kernel import (
-    REPLICA_MODULE,
     BenchConfig,
     RunConfig,
     RunRecord,
@@ -46,6 +45,7 @@ from sharebench.kernel.engines.xtrack import XtrackEngine, optimize_on_host
 from sharebench.kernel.lattice import get_line_cached, get_packed, load_line
 from sharebench.kernel.state import COORDS, make_state
 from sharebench.results.store import read_json
+from sharebench.workloads import REPLICA_MODULE
 from support.contexts import ACCELERATORS, CONTEXTS, cpu_opencl_spec, device_of
 
 warnings.simplefilter("ignore", FutureWarning)

@@ -12,10 +12,10 @@ import pytest
 
 from sharebench.cli import main
 from sharebench.errors import UserError
-from sharebench.kernel.protocol import parse_result, workload_name
 from sharebench.report import build_report
 from sharebench.results import load_results
 from sharebench.sweep import SweepConfig, run_sweep
+from sharebench.workloads.protocol import parse_result, workload_name
 from support.paths import ROOT
 
 EXAMPLES = ROOT / "examples" / "workloads"
@@ -112,7 +112,7 @@ def test_parse_result_names_the_fault(doc, message):
 
 
 def test_workload_names():
-    assert workload_name("python -m sharebench.kernel.train --amp") == "train"
+    assert workload_name("python -m sharebench.workloads.train --amp") == "train"
     assert workload_name("python3 examples/workloads/hash_chain.py") == "hash_chain"
     assert workload_name("/x/sum_sqrt.sh") == "sum_sqrt"
 

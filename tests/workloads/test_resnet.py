@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the ml extra is not installed (make install-ml)")
 
-from sharebench.kernel.resnet import resnet18  # noqa: E402
+from sharebench.workloads.resnet import resnet18  # noqa: E402
 
 
 def test_parameter_count_is_resnet18s():

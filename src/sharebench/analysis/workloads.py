@@ -2,7 +2,7 @@
 throughput gain over exclusive use, and which mode a site should pick for each workload.
 
 A workload is the ``engine`` column (simpletrack, xtrack, or the exec engine's program name, see
-``sharebench.kernel.protocol``). A sweep measures one workload (``--resume`` keeps a folder's own);
+``sharebench.workloads.protocol``). A sweep measures one workload (``--resume`` keeps a folder's own);
 :func:`combine_workloads` puts the folders of several into one for the comparison.
 """
 

@@ -1,5 +1,5 @@
 """``sharebench run --engine exec``: the options that run any program as the replicas (the replica
-protocol, ``sharebench.kernel.protocol``)."""
+protocol, ``sharebench.workloads.protocol``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from sharebench.errors import UserError
-from sharebench.kernel.protocol import check_exec_timing
+from sharebench.workloads.protocol import check_exec_timing
 
 
 def add_exec_options(run: argparse.ArgumentParser) -> None:

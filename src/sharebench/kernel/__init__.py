@@ -1,7 +1,7 @@
 """The Simpletrack workload: LHC particle tracking on one device, as one replica of a sharing cell.
 
-A replica (``python -m sharebench.kernel.replica --config CFG.json --out REC.json``, see
-:data:`REPLICA_MODULE`) resolves its device, checks the particles fit, loads the lattice, builds an
+A Simpletrack replica (run by ``python -m sharebench.workloads.replica``, see
+``sharebench.workloads``) resolves its device, checks the particles fit, loads the lattice, builds an
 engine, prepares matched particles, waits at the barrier, tracks (the timed window) and writes its
 :class:`RunRecord`. :func:`run_bench` runs engines x devices x particle counts for speed.
 See docs/architecture.md (Kernel) for the contract.
@@ -10,7 +10,6 @@ Modules:
 
 * ``config``: RunConfig (what one replica does), RunRecord (what it measured);
 * ``run``: run_replica (set-up, barrier, track, record), pin_cpus;
-* ``replica``: the replica process entry;
 * ``bench``: BenchConfig, run_bench, summarize, to_markdown;
 * ``engines``: the Engine protocol, make_engine; ``engines.simpletrack`` (our kernel, its C source
   ``engines/simpletrack.c`` and a backend class per context: CPU, OpenCL, CUDA), ``engines.xtrack``;
@@ -30,11 +29,8 @@ from sharebench.kernel.engines.xtrack import check_xtrack_device
 from sharebench.kernel.memory import bytes_per_particle, check_fits
 from sharebench.kernel.run import pin_cpus, run_replica
 
-REPLICA_MODULE = "sharebench.kernel.replica"  # python -m REPLICA_MODULE --config CFG.json --out REC.json
-
 __all__ = [
     "ENGINES",
-    "REPLICA_MODULE",
     "RUN_ENGINES",
     "BenchConfig",
     "Engine",

@@ -45,7 +45,7 @@ class RunConfig:
     optimize: bool = True  # xtrack engine: line.optimize_for_tracking()
     block_size: int = 128  # GPU work-group / block size (simpletrack)
     replicas: int = 1  # replicas in the cell (SHAREBENCH_REPLICAS of the exec engine)
-    exec_command: str | None = None  # exec engine: the program (sharebench.kernel.protocol)
+    exec_command: str | None = None  # exec engine: the program (sharebench.workloads.protocol)
     exec_timing: str = "protocol"  # exec engine: protocol (its own result) or process (the whole process)
     exec_name: str | None = None  # exec engine: the workload's name in the tables (default: from the command)
 

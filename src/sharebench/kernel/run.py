@@ -180,7 +180,7 @@ def warm_up_and_upload(engine: Engine, cfg: RunConfig, coords: np.ndarray, count
 
 
 class WarmRunner:
-    """Runs cell after cell in one process (``python -m sharebench.kernel.replica --serve``), keeping
+    """Runs cell after cell in one process (``python -m sharebench.workloads.replica --serve``), keeping
     what the last cell's set-up made: the resolved device, the built engine (kernel compiled, context
     open) and the particle state of the last size, in page-locked host memory where the engine has it.
     A cell's set-up is then the memory checks, the warm-up turns and the upload; the timed window and

@@ -10,10 +10,10 @@ daemon (``mps``), existing MIG instances (``mig``) and CPU partitions (``cpus``)
 
 from sharebench.sharing.cpus import partition_cpus
 from sharebench.sharing.executor import prime_pool, run_cell
+from sharebench.sharing.layout import CellPlan, ReplicaPlan, plan_cell
 from sharebench.sharing.mig import MigInstance, find_mig_instances, parse_nvidia_smi_list, select_instances
 from sharebench.sharing.mps import MpsDaemon, check_mps_available
 from sharebench.sharing.orphans import find_orphans, stop_orphans
-from sharebench.sharing.plan import CellPlan, ReplicaPlan, plan_cell
 from sharebench.sharing.pool import ReplicaPool
 
 __all__ = [

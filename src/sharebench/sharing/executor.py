@@ -1,6 +1,6 @@
 """Run one cell: N replica processes sharing one device, started together.
 
-Each replica is ``python -m sharebench.kernel.replica --config CFG.json --out REC.json``.
+Each replica is ``python -m sharebench.workloads.replica --config CFG.json --out REC.json``.
 The start barrier: every replica builds, makes its particles and warms up,
 then touches its ready file and waits for the start file. The parent waits for
 all ready files (failing fast when a replica dies first, with a timeout), then
@@ -22,13 +22,14 @@ from typing import Any
 from sharebench.devices import DeviceInfo
 from sharebench.errors import UserError, one_line
 from sharebench.files import write_atomic
-from sharebench.kernel import REPLICA_MODULE, RunConfig
+from sharebench.kernel import RunConfig
 from sharebench.modes import Mode
 from sharebench.parse import format_cpu_set
 from sharebench.results.store import read_json
+from sharebench.sharing.layout import CellPlan, ReplicaPlan, plan_cell
 from sharebench.sharing.mps import MpsDaemon, exec_client_check
-from sharebench.sharing.plan import CellPlan, ReplicaPlan, plan_cell
 from sharebench.sharing.pool import ReplicaPool, Worker, die_with_parent
+from sharebench.workloads import REPLICA_MODULE
 
 _STOPPED = "stopped: another replica of the cell failed first"
 

@@ -2,7 +2,7 @@
 
 A fresh replica starts Python, creates its device context, loads the lattice, builds the kernel and
 makes its particles for every cell: seconds per cell on a GPU. A :class:`ReplicaPool` keeps each
-replica process (``python -m sharebench.kernel.replica --serve``) once its cell is done, and gives it
+replica process (``python -m sharebench.workloads.replica --serve``) once its cell is done, and gives it
 the next cell that needs a replica started the same way: same device, same CPUs, same environment
 (an MPS client with the same thread percentage and memory limit is interchangeable; a plain process
 is not an MPS client). What a warm replica keeps is its context, its built engine and its last
@@ -28,8 +28,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from sharebench.kernel import REPLICA_MODULE
 from sharebench.sharing.mps import MpsDaemon
+from sharebench.workloads import REPLICA_MODULE
 
 MAX_IDLE = 16  # idle replicas kept at most (each holds a device context and its last particle state)
 

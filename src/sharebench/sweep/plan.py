@@ -21,11 +21,11 @@ from sharebench.devices import DeviceInfo, resolve_device
 from sharebench.errors import UserError
 from sharebench.kernel import RUN_ENGINES, RunConfig, check_engine, check_fits, check_xtrack_device
 from sharebench.kernel.lattice import get_line_cached, get_packed
-from sharebench.kernel.protocol import workload_name
 from sharebench.modes import Mode, parse_modes
 from sharebench.parse import counts, whole_number
 from sharebench.sharing import CellPlan, check_mps_available, plan_cell
 from sharebench.sharing.timeslice import check_allowed
+from sharebench.workloads.protocol import workload_name
 
 # `sharebench run` with no options: sizes per device class that finish in a few minutes (CPU: what
 # --dry-run shows; the run itself sizes one particle count by a calibration, sharebench.sweep.calibrate; GPU: the

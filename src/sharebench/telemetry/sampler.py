@@ -36,7 +36,7 @@ from sharebench.devices import DeviceInfo, as_device
 from sharebench.devices.host import cpu_model
 from sharebench.errors import UserError
 from sharebench.telemetry.cpu import CpuReader, CpuUnavailable
-from sharebench.telemetry.nvml import NvmlReader, NvmlUnavailable
+from sharebench.telemetry.gpu_readings import NvmlReader, NvmlUnavailable
 
 # Flat per-cell summary columns (always all present; None = not measured here).
 SUMMARY_COLUMNS = (

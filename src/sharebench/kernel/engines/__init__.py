@@ -18,7 +18,7 @@ from sharebench.kernel.engines.simpletrack import SimpletrackEngine
 from sharebench.kernel.engines.xtrack import XtrackEngine
 
 ENGINES = ("simpletrack", "xtrack")
-RUN_ENGINES = (*ENGINES, "exec")  # what a replica runs: a tracker, or any program (sharebench.kernel.protocol)
+RUN_ENGINES = (*ENGINES, "exec")  # what a replica runs: a tracker, or any program (sharebench.workloads.protocol)
 
 
 class Engine(Protocol):

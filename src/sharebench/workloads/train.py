@@ -1,8 +1,8 @@
 """The built-in ML workload: a ResNet-18 training loop in plain PyTorch, following the replica protocol.
 
-    python -m sharebench.kernel.train [--batch N] [--steps N] [--warmup-steps N] [--image-size N] [--amp]
+    python -m sharebench.workloads.train [--batch N] [--steps N] [--warmup-steps N] [--image-size N] [--amp]
 
-Model: ResNet-18 (torchvision's architecture, defined in sharebench.kernel.resnet; random weights, 1000
+Model: ResNet-18 (torchvision's architecture, defined in sharebench.workloads.resnet; random weights, 1000
 classes), SGD (lr 0.1, momentum 0.9), cross-entropy,
 on one fixed batch of seeded synthetic images (``--image-size`` squared, 3 channels) and labels held
 on the device, so the data loader costs nothing and every step is the same work. Set-up (model,
@@ -11,7 +11,7 @@ timed window is ``--steps`` steps, synchronised. Work = samples (steps x batch);
 ``SHAREBENCH_WORK`` under a sweep (``--work``), else ``--batch``. FP32 by default, ``--amp`` for
 mixed precision (bfloat16 autocast). Needs the ``ml`` extra (``pip install 'sharebench[ml]'``).
 
-As the sweep's workload: ``sharebench run --engine exec --exec 'python -m sharebench.kernel.train'
+As the sweep's workload: ``sharebench run --engine exec --exec 'python -m sharebench.workloads.train'
 --work 128``.
 """
 
@@ -24,9 +24,9 @@ import time
 from typing import Any
 
 from sharebench.errors import UserError
-from sharebench.kernel.protocol import ready, wait_for_start, work_size, write_result
-from sharebench.kernel.resnet import resnet18
 from sharebench.parse import whole_number
+from sharebench.workloads.protocol import ready, wait_for_start, work_size, write_result
+from sharebench.workloads.resnet import resnet18
 
 
 def import_torch() -> Any:
@@ -108,7 +108,7 @@ def train(batch: int, steps: int, warmup_steps: int, image_size: int, amp: bool,
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sharebench.kernel.train", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m sharebench.workloads.train", description=__doc__.splitlines()[0])
     ap.add_argument("--batch", default="128", help="images per step when SHAREBENCH_WORK is not set (default 128)")
     ap.add_argument("--steps", default="150", help="timed SGD steps (default 150)")
     ap.add_argument("--warmup-steps", default="15", help="untimed steps before the ready file (default 15)")

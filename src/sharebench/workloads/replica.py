@@ -1,7 +1,7 @@
 """Replica process entry used by the sharing executors:
 
-    python -m sharebench.kernel.replica --config CFG.json --out REC.json
-    python -m sharebench.kernel.replica --serve     # a warm replica: cell after cell
+    python -m sharebench.workloads.replica --config CFG.json --out REC.json
+    python -m sharebench.workloads.replica --serve     # a warm replica: cell after cell
 
 A warm replica (:class:`sharebench.kernel.run.WarmRunner`) reads one job per line on stdin, a JSON
 object ``{"config": CFG.json, "out": REC.json, "log": LOG}``; for each it sends its output to LOG, runs
@@ -24,9 +24,9 @@ import traceback
 from sharebench.errors import UserError
 from sharebench.files import write_atomic
 from sharebench.kernel.config import RunConfig
-from sharebench.kernel.protocol import run_exec
 from sharebench.kernel.run import WarmRunner, pin_cpus, run_replica
 from sharebench.results.store import write_json
+from sharebench.workloads.protocol import run_exec
 
 # failures a user can act on from the one-line message alone: no traceback on stderr
 EXPECTED_ERRORS = (UserError, KeyboardInterrupt, SystemExit, OSError, ValueError)
@@ -104,7 +104,7 @@ def serve(jobs=None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one replica (or serve cell after cell with --serve); the exit status."""
-    ap = argparse.ArgumentParser(prog="python -m sharebench.kernel.replica", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m sharebench.workloads.replica", description=__doc__.splitlines()[0])
     ap.add_argument("--config", help="RunConfig as JSON")
     ap.add_argument("--out", help="where to write the RunRecord JSON")
     ap.add_argument("--serve", action="store_true", help="a warm replica: jobs on stdin, one JSON object a line")

@@ -1,6 +1,6 @@
 """The replica protocol: how any program, in any language, runs as one replica of a sharing cell.
 
-The harness (``python -m sharebench.kernel.replica`` with ``engine="exec"``) starts the program with
+The harness (``python -m sharebench.workloads.replica`` with ``engine="exec"``) starts the program with
 these environment variables, beside the device pinning every replica gets (CUDA_VISIBLE_DEVICES under
 MIG, the MPS client settings, the core set under ``partition:N``):
 
@@ -17,7 +17,7 @@ the barrier itself, starts the program at the barrier instant and times the whol
 table says so (the ``exec_timing`` column: ``protocol`` or ``process``).
 
 Python programs may use :func:`ready`, :func:`wait_for_start` and :func:`write_result` (what
-``sharebench.kernel.train`` does); ``examples/workloads/`` holds a shell and a Python program that
+``sharebench.workloads.train`` does); ``examples/workloads/`` holds a shell and a Python program that
 follow the protocol by hand.
 """
 

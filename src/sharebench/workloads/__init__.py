@@ -1,0 +1,16 @@
+"""What a replica runs: the workload layer, between the sharing executors and the Simpletrack kernel.
+
+A replica is one process, ``python -m sharebench.workloads.replica`` (:data:`REPLICA_MODULE`): it runs
+the Simpletrack kernel (``sharebench.kernel``) or any program through the replica protocol.
+
+Modules:
+
+* ``replica``: the replica process entry (one cell, or ``--serve``: cell after cell, warm);
+* ``protocol``: the replica protocol for any program (``--engine exec``): its environment, barrier
+  helpers and result file;
+* ``train``, ``resnet``: the built-in ML workload (ResNet-18 training in plain PyTorch).
+"""
+
+REPLICA_MODULE = "sharebench.workloads.replica"  # python -m REPLICA_MODULE --config CFG.json --out REC.json
+
+__all__ = ["REPLICA_MODULE"]
