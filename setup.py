@@ -6,5 +6,10 @@ and pipelines/ install as sharebench.components and sharebench.pipelines (packag
 
 from setuptools import find_packages, setup
 
-setup(packages=[*find_packages("src", include=["sharebench", "sharebench.*"]), "sharebench.components",
-                "sharebench.pipelines"])
+setup(
+    packages=[
+        *find_packages("src", include=["sharebench", "sharebench.*"]),
+        "sharebench.components",
+        "sharebench.pipelines",
+    ]
+)

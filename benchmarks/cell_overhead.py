@@ -30,9 +30,17 @@ def overhead(df: pd.DataFrame, particles: int | None = None, starts: dict[str, f
     before it (the previous cell's last tracking end to its first tracking start); with ``particles``
     only the cells of that size count, each with its own gap, wall = their spans + their gaps."""
     ok = df[(df["status"] == "ok") & df["track_start"].notna() & df["track_end"].notna()]
-    cells = ok.groupby(["sweep_id", "cell_id"], sort=False).agg(
-        particles=("particles", "first"), start=("track_start", "min"), end=("track_end", "max"),
-        setup_s=("setup_s", "median"), transfer_s=("transfer_s", "median")).reset_index()
+    cells = (
+        ok.groupby(["sweep_id", "cell_id"], sort=False)
+        .agg(
+            particles=("particles", "first"),
+            start=("track_start", "min"),
+            end=("track_end", "max"),
+            setup_s=("setup_s", "median"),
+            transfer_s=("transfer_s", "median"),
+        )
+        .reset_index()
+    )
     rows = []
     for sweep_id, g in cells.groupby("sweep_id", sort=True):
         g = g.sort_values("start").reset_index(drop=True)
@@ -46,12 +54,21 @@ def overhead(df: pd.DataFrame, particles: int | None = None, starts: dict[str, f
         if g.empty:
             continue
         wall = float(g["span_s"].sum() + g["gap_s"].sum())
-        rows.append(dict(sweep_id=sweep_id, particles=",".join(f"{p:g}" for p in sorted(g["particles"].unique())),
-                         cells=len(g), wall_s=wall, tracked_s=float(g["span_s"].sum()),
-                         tracked_pct=100 * float(g["span_s"].sum()) / wall if wall > 0 else float("nan"),
-                         overhead_per_cell_s=float(g["gap_s"].mean()), overhead_median_s=float(g["gap_s"].median()),
-                         setup_s_median=float(g["setup_s"].median()),
-                         transfer_s_median=float(g["transfer_s"].median()), **whole))
+        rows.append(
+            dict(
+                sweep_id=sweep_id,
+                particles=",".join(f"{p:g}" for p in sorted(g["particles"].unique())),
+                cells=len(g),
+                wall_s=wall,
+                tracked_s=float(g["span_s"].sum()),
+                tracked_pct=100 * float(g["span_s"].sum()) / wall if wall > 0 else float("nan"),
+                overhead_per_cell_s=float(g["gap_s"].mean()),
+                overhead_median_s=float(g["gap_s"].median()),
+                setup_s_median=float(g["setup_s"].median()),
+                transfer_s_median=float(g["transfer_s"].median()),
+                **whole,
+            )
+        )
     return pd.DataFrame(rows)
 
 
@@ -71,8 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     starts = {str(s["sweep_id"]): float(s["started_unix"]) for s in read_sweeps(folder) if s.get("started_unix")}
     table = overhead(df, particles, starts)
     if table.empty:
-        print(f"cell_overhead: no cells{f' of {particles:,} particles' if particles else ''} after a first one in "
-              f"{args.results}", file=sys.stderr)
+        print(
+            f"cell_overhead: no cells{f' of {particles:,} particles' if particles else ''} after a first one in "
+            f"{args.results}",
+            file=sys.stderr,
+        )
         return 2
     print(table.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
     return 0

@@ -39,8 +39,11 @@ def main(lattice, n, turns, rounds):
             c0, t0 = cpu_s(), time.perf_counter()
             eng.track(turns)
             c1, t1 = cpu_s(), time.perf_counter()
-            print(f"round {r} {spec:<11} wall {t1 - t0:7.3f} s  cpu {c1 - c0:7.3f} s  "
-                  f"{passes / (t1 - t0):.3e} passes/wall-s  {passes / (c1 - c0):.3e} passes/cpu-s", flush=True)
+            print(
+                f"round {r} {spec:<11} wall {t1 - t0:7.3f} s  cpu {c1 - c0:7.3f} s  "
+                f"{passes / (t1 - t0):.3e} passes/wall-s  {passes / (c1 - c0):.3e} passes/cpu-s",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

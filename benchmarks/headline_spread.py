@@ -39,8 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t = machine_spread(df)
     if t.empty:
-        print("headline_spread: no time-slicing or MPS loss with a GPU UUID in " + " ".join(args.results),
-              file=sys.stderr)
+        print(
+            "headline_spread: no time-slicing or MPS loss with a GPU UUID in " + " ".join(args.results), file=sys.stderr
+        )
         return 2
     lines = render(t)
     print("\n".join(lines))
@@ -59,13 +60,17 @@ def render(t: pd.DataFrame) -> list[str]:
     add("| backend | particles | turns | mode | machines | loss | within-run 95% ± | between-machine spread |")
     add("|---|---:|---:|---|---:|---:|---:|---:|")
     for _, r in t.iterrows():
-        add(f"| {r['backend']} | {int(r['particles']):,} | {int(r['turns'])} | {r['mode']} | {r['machines']} | "
-              f"{fmt(r['loss_pct'])}% | {within(r['within_ci_pts'])} | "
-              f"{fmt(r['spread_pts']) + ' pts' if r['machines'] > 1 else 'one machine only'} |")
+        add(
+            f"| {r['backend']} | {int(r['particles']):,} | {int(r['turns'])} | {r['mode']} | {r['machines']} | "
+            f"{fmt(r['loss_pct'])}% | {within(r['within_ci_pts'])} | "
+            f"{fmt(r['spread_pts']) + ' pts' if r['machines'] > 1 else 'one machine only'} |"
+        )
     turns = sorted(t["turns"].unique())
     add("")
-    add(f"run lengths measured: {', '.join(str(int(x)) for x in turns)} turn(s)"
-          + ("" if len(turns) > 1 else " — how the loss depends on run length is not in this data"))
+    add(
+        f"run lengths measured: {', '.join(str(int(x)) for x in turns)} turn(s)"
+        + ("" if len(turns) > 1 else " — how the loss depends on run length is not in this data")
+    )
     return out
 
 

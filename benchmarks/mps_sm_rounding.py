@@ -51,8 +51,7 @@ def main() -> int:
     with MpsDaemon(dev, mode_label="mps-sm-rounding") as mps:
         for pct in [int(p) for p in args.pcts.split(",")]:
             env = dict(os.environ, **mps.client_env(pct))
-            out = subprocess.run([sys.executable, "-c", CLIENT], env=env, capture_output=True, text=True,
-                                 timeout=120)
+            out = subprocess.run([sys.executable, "-c", CLIENT], env=env, capture_output=True, text=True, timeout=120)
             if out.returncode != 0:
                 print(f"{pct},error,,{mps_sms(model, pct)},{model.sms}  # {out.stderr.strip().splitlines()[-1:]}")
                 continue

@@ -15,8 +15,7 @@ from pathlib import Path
 REGS = "launch__registers_per_thread"
 OCC = "sm__warps_active.avg.pct_of_peak_sustained_active"
 TIME = "gpu__time_duration.sum"
-TO_MS = {"ns": 1e-6, "nsecond": 1e-6, "us": 1e-3, "usecond": 1e-3, "ms": 1.0, "msecond": 1.0, "s": 1e3,
-         "second": 1e3}
+TO_MS = {"ns": 1e-6, "nsecond": 1e-6, "us": 1e-3, "usecond": 1e-3, "ms": 1.0, "msecond": 1.0, "s": 1e3, "second": 1e3}
 
 
 def kernels(text: str) -> list[dict]:
@@ -43,21 +42,27 @@ def summary_row(name: str, ks: list[dict]) -> str:
     occ = sum(k["occ"] * k["ms"] for k in ks) / total
     top = max(ks, key=lambda k: k["ms"])
     short = top["name"] if len(top["name"]) <= 60 else top["name"][:57] + "..."
-    return (f"| {name} | {len(ks)} | {total:.3f} | {regs:.0f} | {occ:.1f} | `{short}` ({top['ms']:.3f} ms, "
-            f"{top['regs']:.0f} regs, {top['occ']:.1f}%) |")
+    return (
+        f"| {name} | {len(ks)} | {total:.3f} | {regs:.0f} | {occ:.1f} | `{short}` ({top['ms']:.3f} ms, "
+        f"{top['regs']:.0f} regs, {top['occ']:.1f}%) |"
+    )
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1 or not Path(argv[0]).is_dir():
-        print("usage: python benchmarks/ncu_summary.py DIR (a folder of <workload>.csv from ncu --csv)",
-              file=sys.stderr)
+        print(
+            "usage: python benchmarks/ncu_summary.py DIR (a folder of <workload>.csv from ncu --csv)", file=sys.stderr
+        )
         return 2
-    lines = ["| workload | kernels | kernel time (ms) | registers / thread | achieved occupancy % | longest kernel |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| workload | kernels | kernel time (ms) | registers / thread | achieved occupancy % | longest kernel |",
+        "|---|---|---|---|---|---|",
+    ]
     for path in sorted(Path(argv[0]).glob("*.csv")):
         lines.append(summary_row(path.stem, kernels(path.read_text(errors="replace"))))
-    print("Registers and occupancy are weighted by each kernel's time (Nsight Compute: "
-          f"`{REGS}`, `{OCC}`, `{TIME}`).\n")
+    print(
+        f"Registers and occupancy are weighted by each kernel's time (Nsight Compute: `{REGS}`, `{OCC}`, `{TIME}`).\n"
+    )
     print("\n".join(lines))
     return 0
 

@@ -28,11 +28,25 @@ def main(argv: list[str]) -> int:
         return p.read_text().strip() if p.exists() else ""
 
     report = read("results/report.md")
-    parts = ["# Workloads compared on one GPU", "",
-             "Made by `benchmarks/h200_workloads.sh`; every figure below comes from `results/` in this folder "
-             "(per-replica `results.csv`, `tables/workloads.csv`, `report.md`).", "",
-             "## Machine and date", "", "```", read("machine.txt") or "(machine.txt missing)", "```", "",
-             "## Commands", "", "```", read("commands.txt") or "(commands.txt missing)", "```", ""]
+    parts = [
+        "# Workloads compared on one GPU",
+        "",
+        "Made by `benchmarks/h200_workloads.sh`; every figure below comes from `results/` in this folder "
+        "(per-replica `results.csv`, `tables/workloads.csv`, `report.md`).",
+        "",
+        "## Machine and date",
+        "",
+        "```",
+        read("machine.txt") or "(machine.txt missing)",
+        "```",
+        "",
+        "## Commands",
+        "",
+        "```",
+        read("commands.txt") or "(commands.txt missing)",
+        "```",
+        "",
+    ]
     workloads = section(report, "Workloads")
     parts += [("#" + workloads) if workloads else "No workloads section: the report was not built.", ""]
     if (out / "ncu" / "profile.md").exists():

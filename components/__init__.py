@@ -8,8 +8,18 @@ or :func:`load` for the components themselves.
 
 import importlib
 
-COMPONENTS = ("plan_sweep", "reconfigure_node", "schedule_start", "run_simpletrack", "check_cell", "merge_records",
-              "collect_results", "write_report", "compare_nodes", "restore_node")
+COMPONENTS = (
+    "plan_sweep",
+    "reconfigure_node",
+    "schedule_start",
+    "run_simpletrack",
+    "check_cell",
+    "merge_records",
+    "collect_results",
+    "write_report",
+    "compare_nodes",
+    "restore_node",
+)
 
 
 def load() -> dict:

@@ -9,8 +9,9 @@ from sharebench.components.image import IMAGE
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
-def check_cell(records: Input[List[Dataset]], cell: Output[Dataset], placement: str = "pods",
-               claims_namespace: str = "sharebench"):
+def check_cell(
+    records: Input[List[Dataset]], cell: Output[Dataset], placement: str = "pods", claims_namespace: str = "sharebench"
+):
     """Gathers the results rows of one cell's pods and checks them together.
 
     A replica that failed, or (time-slicing, MPS) replicas that ran on different devices,

@@ -35,7 +35,13 @@ def collect_results(
     """
     from sharebench.components import steps
 
-    out = steps.collect_results([r.path for r in records], results.path, tables.path,
-                                node_name=node_name, gpu_model=gpu_model, sweep_id=sweep_id or None)
+    out = steps.collect_results(
+        [r.path for r in records],
+        results.path,
+        tables.path,
+        node_name=node_name,
+        gpu_model=gpu_model,
+        sweep_id=sweep_id or None,
+    )
     for name, value in out["metrics"].items():
         metrics.log_metric(name, value)

@@ -45,8 +45,16 @@ def plan_sweep(
 
     from sharebench.components import steps
 
-    plan = steps.plan_sweep(modes=modes, gpu_model=gpu_model, particle_counts=particle_counts,
-                            repeats=repeats, turns=turns, placement=placement, node_name=node_name,
-                            warmup_repeats=warmup_repeats)
+    plan = steps.plan_sweep(
+        modes=modes,
+        gpu_model=gpu_model,
+        particle_counts=particle_counts,
+        repeats=repeats,
+        turns=turns,
+        placement=placement,
+        node_name=node_name,
+        warmup_repeats=warmup_repeats,
+    )
     return namedtuple("Plan", ["modes", "cells", "node_name", "gpu_model"])(
-        plan["modes"], plan["cells"], plan["node_name"], plan["gpu_model"])
+        plan["modes"], plan["cells"], plan["node_name"], plan["gpu_model"]
+    )

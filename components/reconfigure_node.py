@@ -18,8 +18,16 @@ def reconfigure_node(
     timeout_s: float = 600.0,
     force: bool = False,
     run_id: str = "",
-) -> NamedTuple("NodeMode", resource=str, count=int, pods=List[int], processes=int, replicas=int,
-                node_selector=dict, advertised=dict):
+) -> NamedTuple(
+    "NodeMode",
+    resource=str,
+    count=int,
+    pods=List[int],
+    processes=int,
+    replicas=int,
+    node_selector=dict,
+    advertised=dict,
+):
     """Puts a node in a sharing mode through the NVIDIA gpu-operator and waits until it advertises it.
 
     With no node_name (kfp.local on one machine) nothing changes and the step says so.
@@ -47,9 +55,24 @@ def reconfigure_node(
 
     from sharebench.components import steps
 
-    r = steps.reconfigure(node_name=node_name, mode=mode, gpu_model=gpu_model, placement=placement,
-                          namespace=namespace, timeout_s=timeout_s, force=force, run_id=run_id)
-    return namedtuple("NodeMode", ["resource", "count", "pods", "processes", "replicas", "node_selector",
-                                  "advertised"])(
-        r["resource"], r["count"], r["pods"], r["processes"], len(r["pods"]) * r["processes"], r["node_selector"],
-        r["advertised"])
+    r = steps.reconfigure(
+        node_name=node_name,
+        mode=mode,
+        gpu_model=gpu_model,
+        placement=placement,
+        namespace=namespace,
+        timeout_s=timeout_s,
+        force=force,
+        run_id=run_id,
+    )
+    return namedtuple(
+        "NodeMode", ["resource", "count", "pods", "processes", "replicas", "node_selector", "advertised"]
+    )(
+        r["resource"],
+        r["count"],
+        r["pods"],
+        r["processes"],
+        len(r["pods"]) * r["processes"],
+        r["node_selector"],
+        r["advertised"],
+    )

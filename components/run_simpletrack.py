@@ -59,8 +59,21 @@ def run_simpletrack(
     """
     from sharebench.components import steps
 
-    steps.run_simpletrack(mode=mode, particles=particles, turns=turns, repeat=repeat, replica=replica,
-                          replicas=replicas, processes=processes, start_at=start_at, device=device, engine=engine,
-                          command=command, exec_timing=exec_timing,
-                          lattice=lattice, seed=seed, out_path=records.path,
-                          placed=f"{resource_count} x {resource or 'nothing'} on {node_name or 'this machine'}")
+    steps.run_simpletrack(
+        mode=mode,
+        particles=particles,
+        turns=turns,
+        repeat=repeat,
+        replica=replica,
+        replicas=replicas,
+        processes=processes,
+        start_at=start_at,
+        device=device,
+        engine=engine,
+        command=command,
+        exec_timing=exec_timing,
+        lattice=lattice,
+        seed=seed,
+        out_path=records.path,
+        placed=f"{resource_count} x {resource or 'nothing'} on {node_name or 'this machine'}",
+    )

@@ -53,10 +53,24 @@ def schedule_start(
 
     from sharebench.components import steps
 
-    c = steps.schedule_start(mode=mode, cell=cell, particle_counts=particle_counts, repeats=repeats,
-                             start_delay_s=start_delay_s, warmup_repeats=warmup_repeats, node_name=node_name,
-                             run_id=run_id)
-    claims = steps.claim_cell(placement=placement, mode=mode, cell_id=c["cell_id"], pods=max(len(pods), 1),
-                              gpu_model=gpu_model, namespace=claims_namespace)
+    c = steps.schedule_start(
+        mode=mode,
+        cell=cell,
+        particle_counts=particle_counts,
+        repeats=repeats,
+        start_delay_s=start_delay_s,
+        warmup_repeats=warmup_repeats,
+        node_name=node_name,
+        run_id=run_id,
+    )
+    claims = steps.claim_cell(
+        placement=placement,
+        mode=mode,
+        cell_id=c["cell_id"],
+        pods=max(len(pods), 1),
+        gpu_model=gpu_model,
+        namespace=claims_namespace,
+    )
     return namedtuple("Cell", ["particles", "repeat", "start_at", "cell_id", "claims"])(
-        c["particles"], c["repeat"], c["start_at"], c["cell_id"], claims)
+        c["particles"], c["repeat"], c["start_at"], c["cell_id"], claims
+    )

@@ -36,12 +36,11 @@ from sharebench.sweep import Cell, SweepConfig, measure_cell, new_sweep_id, pars
 from sharebench.sweep import cell_id as sweep_cell_id
 from sharebench.telemetry import collect_provenance
 
-DEFAULT_MODES = ["exclusive", "timeslice:2", "timeslice:4", "timeslice:8",
-                 "mps:2", "mps:4", "mig:7g", "mig:1g"]
+DEFAULT_MODES = ["exclusive", "timeslice:2", "timeslice:4", "timeslice:8", "mps:2", "mps:4", "mig:7g", "mig:1g"]
 DEFAULT_PARTICLE_COUNTS = [5_000_000, 10_000_000, 15_000_000]
 PLACEMENTS = ("pods", "processes", "dra")  # dra: one pod per replica, the GPU from the cell's ResourceClaim
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-WARMUP_REPEATS = 1   # default: repeat 0 of every (mode, particle count) is a discarded warm-up
+WARMUP_REPEATS = 1  # default: repeat 0 of every (mode, particle count) is a discarded warm-up
 
 
 def say(message: str) -> None:
@@ -60,8 +59,17 @@ def resolve_mode(mode: str, gpu_model: str) -> str:
     return m.label
 
 
-def plan_sweep(*, modes: list[str], gpu_model: str, particle_counts: list, repeats: int,
-               placement: str, node_name: str, turns: int, warmup_repeats: int = WARMUP_REPEATS) -> dict[str, Any]:
+def plan_sweep(
+    *,
+    modes: list[str],
+    gpu_model: str,
+    particle_counts: list,
+    repeats: int,
+    placement: str,
+    node_name: str,
+    turns: int,
+    warmup_repeats: int = WARMUP_REPEATS,
+) -> dict[str, Any]:
     """Validate a sweep before anything runs; return the resolved modes and the cell indices.
 
     One cell is one (particle count, repeat) of a mode; repeats ``1 - warmup_repeats .. 0`` are
@@ -85,19 +93,25 @@ def plan_sweep(*, modes: list[str], gpu_model: str, particle_counts: list, repea
         if kind == "mig" and not gpu_model:
             raise UserError(f"mode {label!r} needs gpu_model (e.g. H200, A100-40GB) to know the MIG instances")
         if parse_mode(label).interval is not None and placement != "dra":
-            raise UserError(f"mode {label!r} sets the GPU's time-slice interval: in the pipeline only placement 'dra' "
-                            "can (the DRA driver applies it per claim); on one machine use sharebench run "
-                            "--allow-gpu-settings")
+            raise UserError(
+                f"mode {label!r} sets the GPU's time-slice interval: in the pipeline only placement 'dra' "
+                "can (the DRA driver applies it per claim); on one machine use sharebench run "
+                "--allow-gpu-settings"
+            )
         if kind != "exclusive" and placement == "pods" and not node_name:
             # replica pods would ask the cluster for a shared/MIG resource on a node nobody reconfigured
-            raise UserError(f"mode {label!r} with placement 'pods' needs node_name (NAME or NAME=GPU_MODEL): "
-                            "sharebench reconfigures that node; or use placement 'processes' to run on this machine")
+            raise UserError(
+                f"mode {label!r} with placement 'pods' needs node_name (NAME or NAME=GPU_MODEL): "
+                "sharebench reconfigures that node; or use placement 'processes' to run on this machine"
+            )
     counts = parse_particles(particle_counts)
     repeats = whole_number("repeats", repeats, 1)
     whole_number("turns", turns, 1)
     n_cells = len(counts) * (repeats + whole_number("warmup_repeats", warmup_repeats, 0))
-    say(f"plan: {len(resolved)} mode(s) {', '.join(resolved)}; {n_cells} cell(s) per mode; placement {placement}; "
-        f"node {node_name or '(none: this machine)'}")
+    say(
+        f"plan: {len(resolved)} mode(s) {', '.join(resolved)}; {n_cells} cell(s) per mode; placement {placement}; "
+        f"node {node_name or '(none: this machine)'}"
+    )
     return {"modes": resolved, "cells": list(range(n_cells)), "node_name": node_name, "gpu_model": gpu_model}
 
 
@@ -131,7 +145,7 @@ def pod_request(mode: str, gpu_model: str, placement: str, resource: str | None 
     else:
         n = int(m.replicas or 1)
         res = resource or "nvidia.com/gpu"
-    if placement == "dra":   # no extended resource: the cell's ResourceClaim gives the GPU
+    if placement == "dra":  # no extended resource: the cell's ResourceClaim gives the GPU
         return {"resource": "", "count": 0, "pods": list(range(n)), "processes": 1}
     if placement == "pods":
         return {"resource": res, "count": 1 if res else 0, "pods": list(range(n)), "processes": 1}
@@ -155,9 +169,17 @@ def cell_id(mode: str, particles: int, repeat: int) -> str:
 
 
 # ------------------------------------------------------------------ node
-def reconfigure(*, node_name: str, mode: str, gpu_model: str, placement: str,
-                namespace: str = OPERATOR_NAMESPACE, timeout_s: float = 600, force: bool = False,
-                run_id: str = "") -> dict[str, Any]:
+def reconfigure(
+    *,
+    node_name: str,
+    mode: str,
+    gpu_model: str,
+    placement: str,
+    namespace: str = OPERATOR_NAMESPACE,
+    timeout_s: float = 600,
+    force: bool = False,
+    run_id: str = "",
+) -> dict[str, Any]:
     """Put the node in ``mode`` and say how the mode's pods must request it.
 
     Without a node (``node_name`` empty: kfp.local on this machine) nothing is changed and
@@ -166,14 +188,23 @@ def reconfigure(*, node_name: str, mode: str, gpu_model: str, placement: str,
     if placement == "dra":
         say(f"placement dra: the node is not reconfigured; each cell of {mode} claims its GPU (ResourceClaim)")
         req = pod_request(mode, gpu_model, placement)
-        return {**req, "node_selector": {HOSTNAME_LABEL: node_name} if node_name else {}, "advertised": {},
-                "reconfigured": False}
+        return {
+            **req,
+            "node_selector": {HOSTNAME_LABEL: node_name} if node_name else {},
+            "advertised": {},
+            "reconfigured": False,
+        }
     if not node_name:
         say(f"no node_name: running on this machine, no cluster; reconfigure to {mode} is a no-op")
         req = pod_request(mode, gpu_model, placement)
         return {**req, "node_selector": {}, "advertised": {}, "reconfigured": False}
-    options = ReconfigureOptions(gpu_model=gpu_model or None, namespace=namespace, timeout_s=float(timeout_s),
-                                 force=bool(force), holder=run_id or None)
+    options = ReconfigureOptions(
+        gpu_model=gpu_model or None,
+        namespace=namespace,
+        timeout_s=float(timeout_s),
+        force=bool(force),
+        holder=run_id or None,
+    )
     state = reconfigure_node(node_name, mode, options, progress=say)
     req = pod_request(mode, state.get("gpu_model") or gpu_model, placement, resource=state.get("resource"))
     say(f"node {node_name} in {mode}: pods request {req['count']} x {req['resource']} each")
@@ -190,13 +221,15 @@ def restore(*, node_names: list[str], timeout_s: float = 600, run_id: str = "") 
 
 
 # ------------------------------------------------------------------ claims (placement dra)
-def claim_cell(*, placement: str, mode: str, cell_id: str, pods: int, gpu_model: str = "",
-               namespace: str = RUN_NAMESPACE) -> list[str]:
+def claim_cell(
+    *, placement: str, mode: str, cell_id: str, pods: int, gpu_model: str = "", namespace: str = RUN_NAMESPACE
+) -> list[str]:
     """Placement dra: create the cell's ResourceClaim(s) (sharebench.node.claims); other placements: none."""
     if placement != "dra":
         return []
-    return create_claims(mode, cell_id, pods=whole_number("pods", pods, 1), namespace=namespace,
-                         gpu_model=gpu_model, progress=say)
+    return create_claims(
+        mode, cell_id, pods=whole_number("pods", pods, 1), namespace=namespace, gpu_model=gpu_model, progress=say
+    )
 
 
 def release_cell(*, placement: str, rows_path: str, namespace: str = RUN_NAMESPACE) -> list[str]:
@@ -217,8 +250,17 @@ def release_all(*, placement: str, namespace: str = RUN_NAMESPACE) -> list[str]:
 
 
 # ------------------------------------------------------------------ replicas
-def schedule_start(*, mode: str, cell: int, particle_counts: list, repeats: int, start_delay_s: float,
-                   warmup_repeats: int = WARMUP_REPEATS, node_name: str = "", run_id: str = "") -> dict[str, Any]:
+def schedule_start(
+    *,
+    mode: str,
+    cell: int,
+    particle_counts: list,
+    repeats: int,
+    start_delay_s: float,
+    warmup_repeats: int = WARMUP_REPEATS,
+    node_name: str = "",
+    run_id: str = "",
+) -> dict[str, Any]:
     """The cell's particle count, repeat and the instant its replicas start tracking together; with a
     node and a run id, the run's Lease on the node is renewed first (held for the whole run)."""
     if node_name and run_id:
@@ -226,14 +268,29 @@ def schedule_start(*, mode: str, cell: int, particle_counts: list, repeats: int,
     particles, repeat = cell_of(cell, particle_counts, repeats, warmup_repeats)
     start_at = time.time() + float(start_delay_s)
     say(f"cell {cell_id(mode, particles, repeat)}: replicas start tracking at {start_at:.3f} (epoch s)")
-    return {"particles": particles, "repeat": repeat, "start_at": start_at,
-            "cell_id": cell_id(mode, particles, repeat)}
+    return {"particles": particles, "repeat": repeat, "start_at": start_at, "cell_id": cell_id(mode, particles, repeat)}
 
 
-def run_simpletrack(*, mode: str, particles: int, turns: int, repeat: int, replica: int, replicas: int,
-                    processes: int, start_at: float, device: str, engine: str, lattice: str, seed: int,
-                    out_path: str, workdir: str | None = None, placed: str = "", command: str = "",
-                    exec_timing: str = "protocol") -> list[dict[str, Any]]:
+def run_simpletrack(
+    *,
+    mode: str,
+    particles: int,
+    turns: int,
+    repeat: int,
+    replica: int,
+    replicas: int,
+    processes: int,
+    start_at: float,
+    device: str,
+    engine: str,
+    lattice: str,
+    seed: int,
+    out_path: str,
+    workdir: str | None = None,
+    placed: str = "",
+    command: str = "",
+    exec_timing: str = "protocol",
+) -> list[dict[str, Any]]:
     """Run this pod's part of a cell; write its results rows to ``out_path``.
 
     ``processes`` > 1 or an unshared mode: the whole cell runs here, as the local sweep runs
@@ -243,19 +300,32 @@ def run_simpletrack(*, mode: str, particles: int, turns: int, repeat: int, repli
     ``placed``: what the pod requested, where (logged).
     """
     m = parse_mode(mode)
-    particles, turns, repeat = (whole_number(n, v, lo) for n, v, lo in
-                                (("particles", particles, 1), ("turns", turns, 1), ("repeat", repeat, -10**6)))
-    replica, replicas, processes = (whole_number(n, v, lo) for n, v, lo in
-                                    (("replica", replica, 0), ("replicas", replicas, 1), ("processes", processes, 1)))
+    particles, turns, repeat = (
+        whole_number(n, v, lo)
+        for n, v, lo in (("particles", particles, 1), ("turns", turns, 1), ("repeat", repeat, -(10**6)))
+    )
+    replica, replicas, processes = (
+        whole_number(n, v, lo)
+        for n, v, lo in (("replica", replica, 0), ("replicas", replicas, 1), ("processes", processes, 1))
+    )
     one_of_pods = processes == 1 and replicas > 1
     here = parse_mode("exclusive") if one_of_pods else m
     options: dict[str, Any] = {"start_at": float(start_at)} if one_of_pods else {}
     if engine == "exec" or command:  # any program, through the replica protocol
         options.update(exec_command=command, exec_timing=exec_timing)
     config = SweepConfig(
-        modes=[here.label], particles=[particles], turns=turns, repeats=1, warmup_repeats=0, device=device,
-        engine=engine, lattice=lattice or None, seed=whole_number("seed", seed, 0), progress=False,
-        run_options=options)
+        modes=[here.label],
+        particles=[particles],
+        turns=turns,
+        repeats=1,
+        warmup_repeats=0,
+        device=device,
+        engine=engine,
+        lattice=lattice or None,
+        seed=whole_number("seed", seed, 0),
+        progress=False,
+        run_options=options,
+    )
     cell = Cell(here, particles, repeat, id=cell_id(m.label, particles, repeat))
     if placed:
         say(f"{cell.id}: {processes} process(es) here, {placed}")
@@ -267,8 +337,10 @@ def run_simpletrack(*, mode: str, particles: int, turns: int, repeat: int, repli
     for note in result.notes:
         say(note)
     for row in rows:
-        say(f"{cell.id} replica {row.get('replica')}: {row.get('status')} track_s={row.get('track_s')} "
-            f"{row.get('error') or ''}".rstrip())
+        say(
+            f"{cell.id} replica {row.get('replica')}: {row.get('status')} track_s={row.get('track_s')} "
+            f"{row.get('error') or ''}".rstrip()
+        )
     write_rows(out_path, rows)
     return rows
 
@@ -329,8 +401,15 @@ def loss_metrics(tables: dict[str, Any]) -> dict[str, float]:
     return metrics
 
 
-def collect_results(paths: list[str], results_dir: str, tables_md_path: str, *, node_name: str = "",
-                    gpu_model: str = "", sweep_id: str | None = None) -> dict[str, Any]:
+def collect_results(
+    paths: list[str],
+    results_dir: str,
+    tables_md_path: str,
+    *,
+    node_name: str = "",
+    gpu_model: str = "",
+    sweep_id: str | None = None,
+) -> dict[str, Any]:
     """Write a results folder (results.csv, provenance.json, tables/) from the modes' rows; return
     the loss metrics (``loss_pct/<mode>/p<particles>``) and the tables as Markdown."""
     rows = read_rows(paths)
@@ -343,13 +422,21 @@ def collect_results(paths: list[str], results_dir: str, tables_md_path: str, *, 
     out.mkdir(parents=True, exist_ok=True)
     ResultsWriter(out).append(rows)
     first = rows[0]
-    device = {"name": first.get("device_name"), "kind": first.get("device_class"), "backend": first.get("backend"),
-              "spec": first.get("device_spec"), "uuid": first.get("parent_uuid") or first.get("device_uuid"),
-              "node": node_name or None, "gpu_model": gpu_model or None}
-    prov = collect_provenance({k: v for k, v in device.items() if v},
-                              command=["kfp", "sharebench-sweep", f"node={node_name}"],
-                              config={"node_name": node_name, "gpu_model": gpu_model, "sweep_id": sid},
-                              node=node_name or None)
+    device = {
+        "name": first.get("device_name"),
+        "kind": first.get("device_class"),
+        "backend": first.get("backend"),
+        "spec": first.get("device_spec"),
+        "uuid": first.get("parent_uuid") or first.get("device_uuid"),
+        "node": node_name or None,
+        "gpu_model": gpu_model or None,
+    }
+    prov = collect_provenance(
+        {k: v for k, v in device.items() if v},
+        command=["kfp", "sharebench-sweep", f"node={node_name}"],
+        config={"node_name": node_name, "gpu_model": gpu_model, "sweep_id": sid},
+        node=node_name or None,
+    )
     write_provenance(out, prov)
     tables = analyse(out)
     write_tables(tables, out)

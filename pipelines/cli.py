@@ -48,11 +48,15 @@ def validate_cron(expr: str) -> str:
     """
     fields = expr.split()
     if len(fields) == 5:
-        raise UserError(f"cron {expr!r} has 5 fields; KFP cron has 6, seconds first: "
-                        f"use '0 {' '.join(fields)}' (second minute hour day-of-month month day-of-week)")
+        raise UserError(
+            f"cron {expr!r} has 5 fields; KFP cron has 6, seconds first: "
+            f"use '0 {' '.join(fields)}' (second minute hour day-of-month month day-of-week)"
+        )
     if len(fields) != 6:
-        raise UserError(f"cron {expr!r} has {len(fields)} fields; KFP cron has 6, seconds first, "
-                        "e.g. '0 0 3 * * *' (daily at 03:00)")
+        raise UserError(
+            f"cron {expr!r} has {len(fields)} fields; KFP cron has 6, seconds first, "
+            "e.g. '0 0 3 * * *' (daily at 03:00)"
+        )
     for text, (name, lo, hi, names) in zip(fields, _CRON_FIELDS):
         _check_cron_field(expr, text, name, lo, hi, names)
     return " ".join(fields)
@@ -64,8 +68,10 @@ def _check_cron_field(expr: str, text: str, name: str, lo: int, hi: int, names: 
             return names.index(v.upper()) + lo
         if not v.isdigit() or not lo <= int(v) <= hi:
             allowed = f"{lo}-{hi}" + (f" or {names[0]}-{names[-1]}" if names else "")
-            raise UserError(f"cron {expr!r}: {name} field {text!r} is out of range; allowed: {allowed}, *, ranges a-b, "
-                            "lists a,b, steps */n")
+            raise UserError(
+                f"cron {expr!r}: {name} field {text!r} is out of range; allowed: {allowed}, *, ranges a-b, "
+                "lists a,b, steps */n"
+            )
         return int(v)
 
     if text == "?" and name in ("day of month", "day of week"):
@@ -73,8 +79,9 @@ def _check_cron_field(expr: str, text: str, name: str, lo: int, hi: int, names: 
     for part in text.split(","):
         base, _, step = part.partition("/")
         if step and (not step.isdigit() or int(step) < 1):
-            raise UserError(f"cron {expr!r}: {name} field {text!r} has a bad step {step!r}; "
-                            "allowed: a positive integer")
+            raise UserError(
+                f"cron {expr!r}: {name} field {text!r} has a bad step {step!r}; allowed: a positive integer"
+            )
         if base == "*":
             continue
         a, dash, b = base.partition("-")
@@ -109,8 +116,9 @@ def parse_params(items: list[str], params: dict[str, dict[str, Any]]) -> dict[st
         if not sep or not key:
             raise UserError(f"--param {item!r}: write NAME=VALUE, e.g. --param node_name=gpu-node-1")
         if key not in params:
-            raise UserError(f"--param {key!r} is not a parameter of this pipeline; "
-                            f"allowed: {', '.join(sorted(params))}")
+            raise UserError(
+                f"--param {key!r} is not a parameter of this pipeline; allowed: {', '.join(sorted(params))}"
+            )
         out[key] = _typed(key, raw.strip(), params[key].get("parameterType", "STRING"))
     return out
 
@@ -142,8 +150,13 @@ def _typed(key: str, raw: str, ptype: str) -> Any:
                 raise ValueError
             return value
     except ValueError:
-        kinds = {"LIST": "a JSON list or comma-separated values", "NUMBER_INTEGER": "an integer (1e6 is fine)",
-                 "NUMBER_DOUBLE": "a number", "BOOLEAN": "true or false", "STRUCT": "a JSON object"}
+        kinds = {
+            "LIST": "a JSON list or comma-separated values",
+            "NUMBER_INTEGER": "an integer (1e6 is fine)",
+            "NUMBER_DOUBLE": "a number",
+            "BOOLEAN": "true or false",
+            "STRUCT": "a JSON object",
+        }
         raise UserError(f"--param {key}={raw!r}: expected {kinds[ptype]}") from None
     return raw
 
@@ -165,14 +178,20 @@ def _api_errors(args: argparse.Namespace):
         yield
     except urllib3.exceptions.HTTPError as exc:
         reason = getattr(exc, "reason", None) or exc
-        raise UserError(f"cannot reach {where}: {reason}; check --host (e.g. a port-forward of "
-                        "svc/ml-pipeline-ui to http://localhost:8080)") from None
-    except TimeoutError as exc:   # kfp.Client's health check gave up (it retries 5 times)
-        raise UserError(f"{where} did not answer its health check ({exc}); check --host and --token/--cookies") \
-            from None
+        raise UserError(
+            f"cannot reach {where}: {reason}; check --host (e.g. a port-forward of "
+            "svc/ml-pipeline-ui to http://localhost:8080)"
+        ) from None
+    except TimeoutError as exc:  # kfp.Client's health check gave up (it retries 5 times)
+        raise UserError(
+            f"{where} did not answer its health check ({exc}); check --host and --token/--cookies"
+        ) from None
     except ApiException as exc:
-        hint = {401: "pass --token or --cookies", 403: "your identity lacks access to this namespace/experiment",
-                404: "is --host the KFP API (…/pipeline) and does the experiment exist?"}.get(exc.status, "")
+        hint = {
+            401: "pass --token or --cookies",
+            403: "your identity lacks access to this namespace/experiment",
+            404: "is --host the KFP API (…/pipeline) and does the experiment exist?",
+        }.get(exc.status, "")
         body = " ".join(str(exc.body or exc.reason).split())[:200]
         raise UserError(f"{where} answered HTTP {exc.status} ({body}){'; ' + hint if hint else ''}") from None
 
@@ -190,7 +209,7 @@ def make_client(args: argparse.Namespace):
         kwargs["cookies"] = args.cookies
     if args.namespace:
         kwargs["namespace"] = args.namespace
-    with warnings.catch_warnings():   # "This client only works with KFP v2.0.0-beta.2 and later": noise
+    with warnings.catch_warnings():  # "This client only works with KFP v2.0.0-beta.2 and later": noise
         warnings.simplefilter("ignore", FutureWarning)
         return kfp.Client(**kwargs)
 
@@ -217,14 +236,32 @@ def _submit(args: argparse.Namespace, package: Path, params: dict[str, Any], cro
     if cron:
         experiment = client.create_experiment(args.experiment, namespace=namespace)
         rr = client.create_recurring_run(
-            experiment_id=experiment.experiment_id, job_name=args.run_name or f"{package.stem} ({cron})",
-            cron_expression=cron, params=params, pipeline_package_path=str(package), max_concurrency=1,
-            no_catchup=True, enabled=True, enable_caching=False, service_account=args.service_account)
-        return {"recurring_run_id": rr.recurring_run_id, "experiment_id": experiment.experiment_id,
-                "cron": cron, "params": params}
+            experiment_id=experiment.experiment_id,
+            job_name=args.run_name or f"{package.stem} ({cron})",
+            cron_expression=cron,
+            params=params,
+            pipeline_package_path=str(package),
+            max_concurrency=1,
+            no_catchup=True,
+            enabled=True,
+            enable_caching=False,
+            service_account=args.service_account,
+        )
+        return {
+            "recurring_run_id": rr.recurring_run_id,
+            "experiment_id": experiment.experiment_id,
+            "cron": cron,
+            "params": params,
+        }
     result = client.create_run_from_pipeline_package(
-        str(package), arguments=params, run_name=args.run_name, experiment_name=args.experiment,
-        namespace=namespace, enable_caching=False, service_account=args.service_account)
+        str(package),
+        arguments=params,
+        run_name=args.run_name,
+        experiment_name=args.experiment,
+        namespace=namespace,
+        enable_caching=False,
+        service_account=args.service_account,
+    )
     if args.wait:
         run = client.wait_for_run_completion(result.run_id, timeout=args.wait)
         return {"run_id": result.run_id, "state": str(run.state), "params": params}
@@ -248,11 +285,19 @@ def _list_runs(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
     runs = client.list_runs(**kw).runs or []
     recurring = client.list_recurring_runs(**kw).recurring_runs or []
     return {
-        "runs": [{"run_id": r.run_id, "name": r.display_name, "state": r.state,
-                  "created_at": str(r.created_at)} for r in runs],
-        "recurring_runs": [{"recurring_run_id": r.recurring_run_id, "name": r.display_name,
-                            "cron": (r.trigger.cron_schedule.cron if r.trigger and r.trigger.cron_schedule else None),
-                            "status": r.status} for r in recurring],
+        "runs": [
+            {"run_id": r.run_id, "name": r.display_name, "state": r.state, "created_at": str(r.created_at)}
+            for r in runs
+        ],
+        "recurring_runs": [
+            {
+                "recurring_run_id": r.recurring_run_id,
+                "name": r.display_name,
+                "cron": (r.trigger.cron_schedule.cron if r.trigger and r.trigger.cron_schedule else None),
+                "status": r.status,
+            }
+            for r in recurring
+        ],
     }
 
 
@@ -262,7 +307,7 @@ def fetch(args: argparse.Namespace) -> list[Path]:
     with _api_errors(args):
         run = make_client(args).get_run(args.run_id)
     spec = run.pipeline_spec if isinstance(run.pipeline_spec, dict) else {}
-    spec = spec.get("pipeline_spec") or spec   # with a platform spec (kfp-kubernetes), the two side by side
+    spec = spec.get("pipeline_spec") or spec  # with a platform spec (kfp-kubernetes), the two side by side
     name = (spec.get("pipelineInfo") or {}).get("name")
     store = Store(endpoint=args.s3_endpoint, bucket=args.s3_bucket, root=args.s3_root)
     return fetch_results(store, args.run_id, Path(args.out), pipeline_name=name, state=str(run.state))
@@ -306,8 +351,11 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def _auth_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--host", help="KFP API URL, e.g. http://localhost:8080 (port-forward of ml-pipeline-ui) or "
-                                  "https://kubeflow.example.org/pipeline; omitted: kfp.Client's in-cluster default")
+    p.add_argument(
+        "--host",
+        help="KFP API URL, e.g. http://localhost:8080 (port-forward of ml-pipeline-ui) or "
+        "https://kubeflow.example.org/pipeline; omitted: kfp.Client's in-cluster default",
+    )
     p.add_argument("--token", help="bearer token (kfp.Client existing_token)")
     p.add_argument("--cookies", help="session cookie(s), e.g. 'authservice_session=…' (kfp.Client cookies)")
     p.add_argument("--namespace", help="Kubeflow profile namespace (multi-user deployments)")
@@ -326,13 +374,22 @@ def _configure_compile(p: argparse.ArgumentParser) -> None:
 
 def _configure_submit(p: argparse.ArgumentParser) -> None:
     _auth_options(p)
-    p.add_argument("--pipeline", choices=sorted(PIPELINE_FILES), default="sweep",
-                   help="which compiled pipeline (default: sweep)")
+    p.add_argument(
+        "--pipeline", choices=sorted(PIPELINE_FILES), default="sweep", help="which compiled pipeline (default: sweep)"
+    )
     p.add_argument("--package", help="a compiled pipeline YAML instead of the packaged one")
-    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="pipeline argument, repeatable: --param node_name=gpu-1 --param modes=exclusive,mps:2")
-    p.add_argument("--schedule", metavar="CRON",
-                   help="make a recurring run; KFP cron has 6 fields, seconds first: '0 0 3 * * *' = daily 03:00")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="pipeline argument, repeatable: --param node_name=gpu-1 --param modes=exclusive,mps:2",
+    )
+    p.add_argument(
+        "--schedule",
+        metavar="CRON",
+        help="make a recurring run; KFP cron has 6 fields, seconds first: '0 0 3 * * *' = daily 03:00",
+    )
     p.add_argument("--run-name", help="display name of the run or recurring run")
     p.add_argument("--service-account", help="Kubernetes service account of the run's pods (RBAC for the node steps)")
     p.add_argument("--wait", type=float, metavar="SECONDS", help="wait up to SECONDS for the run to finish")
@@ -346,17 +403,26 @@ def _configure_runs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_runs)
     sub = p.add_subparsers(dest="runs_command", metavar="fetch", title="subcommand (none: list the runs)")
-    f = sub.add_parser("fetch", help="copy a run's results folder(s) from the object store KFP uses",
-                       description="Copy a run's collect-results results folder(s) from the object store of the "
-                                   "KFP deployment (S3 API; credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) "
-                                   "into --out, for `sharebench report`.")
+    f = sub.add_parser(
+        "fetch",
+        help="copy a run's results folder(s) from the object store KFP uses",
+        description="Copy a run's collect-results results folder(s) from the object store of the "
+        "KFP deployment (S3 API; credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) "
+        "into --out, for `sharebench report`.",
+    )
     _auth_options(f)
     f.add_argument("run_id", metavar="RUN_ID", help="the run's id (sharebench runs lists them)")
     f.add_argument("--out", required=True, help="local folder; the multi-node pipeline's nodes go to node-1, node-2, …")
-    f.add_argument("--s3-endpoint", help="S3 API URL of the object store, e.g. http://localhost:9000 "
-                                         "(kubectl -n kubeflow port-forward svc/minio-service 9000:9000); "
-                                         "omitted: AWS S3")
+    f.add_argument(
+        "--s3-endpoint",
+        help="S3 API URL of the object store, e.g. http://localhost:9000 "
+        "(kubectl -n kubeflow port-forward svc/minio-service 9000:9000); "
+        "omitted: AWS S3",
+    )
     f.add_argument("--s3-bucket", default="mlpipeline", help="bucket (default: mlpipeline, KFP's default)")
-    f.add_argument("--s3-root", default="v2/artifacts",
-                   help="the pipeline root inside the bucket (default: v2/artifacts, KFP's default)")
+    f.add_argument(
+        "--s3-root",
+        default="v2/artifacts",
+        help="the pipeline root inside the bucket (default: v2/artifacts, KFP's default)",
+    )
     f.set_defaults(func=_cmd_fetch)

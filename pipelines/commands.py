@@ -28,5 +28,6 @@ def configure(name: str, parser: argparse.ArgumentParser) -> None:
 
 
 def needs_kfp(args: argparse.Namespace) -> int:
-    raise UserError(f"sharebench {args.command} needs the Kubeflow Pipelines SDK; install it with "
-                    "pip install 'sharebench[kfp]'")
+    raise UserError(
+        f"sharebench {args.command} needs the Kubeflow Pipelines SDK; install it with pip install 'sharebench[kfp]'"
+    )

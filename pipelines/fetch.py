@@ -28,7 +28,7 @@ RESULTS_OUTPUT = "results"
 class Store:
     """Where the deployment keeps its artifacts (S3 API)."""
 
-    endpoint: str | None   # e.g. http://localhost:9000 (a port-forward of svc/minio-service); None: AWS
+    endpoint: str | None  # e.g. http://localhost:9000 (a port-forward of svc/minio-service); None: AWS
     bucket: str = "mlpipeline"
     root: str = "v2/artifacts"
     region: str | None = None
@@ -37,8 +37,10 @@ class Store:
 def results_keys(keys: list[str], root: str, run_id: str) -> dict[str, list[str]]:
     """The keys of each ``collect-results`` results folder of a run: {execution id: [keys]}."""
     root = root.strip("/")
-    pattern = re.compile(rf"^{re.escape(root)}/[^/]+/{re.escape(run_id)}/(?:.*/)?{RESULTS_TASK}/([^/]+)/"
-                         rf"{RESULTS_OUTPUT}/.+")
+    pattern = re.compile(
+        rf"^{re.escape(root)}/[^/]+/{re.escape(run_id)}/(?:.*/)?{RESULTS_TASK}/([^/]+)/"
+        rf"{RESULTS_OUTPUT}/.+"
+    )
     found: dict[str, list[str]] = {}
     for key in keys:
         m = pattern.match(key)
@@ -62,33 +64,47 @@ def _s3_errors(store: Store):
     try:
         yield
     except botocore.exceptions.EndpointConnectionError as exc:
-        raise UserError(f"cannot reach the object store {store.endpoint!r} ({exc}); check --s3-endpoint "
-                        "(e.g. kubectl -n kubeflow port-forward svc/minio-service 9000:9000)") from None
+        raise UserError(
+            f"cannot reach the object store {store.endpoint!r} ({exc}); check --s3-endpoint "
+            "(e.g. kubectl -n kubeflow port-forward svc/minio-service 9000:9000)"
+        ) from None
     except botocore.exceptions.NoCredentialsError:
-        raise UserError(f"no credentials for {where}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-                        "(KFP's MinIO: the mlpipeline-minio-artifact secret)") from None
+        raise UserError(
+            f"no credentials for {where}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+            "(KFP's MinIO: the mlpipeline-minio-artifact secret)"
+        ) from None
     except botocore.exceptions.ClientError as exc:
         err = exc.response.get("Error", {})
         raise UserError(f"{where} refused: {err.get('Code', '?')} ({err.get('Message', exc)})") from None
 
 
-def fetch_results(store: Store, run_id: str, out: Path, pipeline_name: str | None = None,
-                  state: str | None = None) -> list[Path]:
+def fetch_results(
+    store: Store, run_id: str, out: Path, pipeline_name: str | None = None, state: str | None = None
+) -> list[Path]:
     """Copy the run's results folder(s) into ``out``; returns the folders written."""
     client = boto3.client("s3", endpoint_url=store.endpoint, region_name=store.region or "us-east-1")
     root = store.root.strip("/")
     prefix = f"{root}/{pipeline_name}/{run_id}/" if pipeline_name else f"{root}/"
     with _s3_errors(store):
-        keys = [obj["Key"] for page in client.get_paginator("list_objects_v2").paginate(
-                    Bucket=store.bucket, Prefix=prefix) for obj in page.get("Contents", [])]
+        keys = [
+            obj["Key"]
+            for page in client.get_paginator("list_objects_v2").paginate(Bucket=store.bucket, Prefix=prefix)
+            for obj in page.get("Contents", [])
+        ]
         groups = results_keys(keys, root, run_id)
         if not groups:
-            raise UserError(f"run {run_id}{f' ({state})' if state else ''} has no {RESULTS_TASK} results under "
-                            f"s3://{store.bucket}/{prefix}; has it finished, and is --s3-root the pipeline root?")
+            raise UserError(
+                f"run {run_id}{f' ({state})' if state else ''} has no {RESULTS_TASK} results under "
+                f"s3://{store.bucket}/{prefix}; has it finished, and is --s3-root the pipeline root?"
+            )
         written = []
         for eid, folder in target_folders(groups, out).items():
-            base = PurePosixPath(groups[eid][0].split(f"/{RESULTS_TASK}/{eid}/{RESULTS_OUTPUT}/", 1)[0],
-                                 RESULTS_TASK, eid, RESULTS_OUTPUT)
+            base = PurePosixPath(
+                groups[eid][0].split(f"/{RESULTS_TASK}/{eid}/{RESULTS_OUTPUT}/", 1)[0],
+                RESULTS_TASK,
+                eid,
+                RESULTS_OUTPUT,
+            )
             for key in groups[eid]:
                 rel = PurePosixPath(key).relative_to(base)
                 dest = folder.joinpath(*rel.parts)

@@ -29,7 +29,7 @@ class PipelineOutputs:
     """Where a finished sweep's artifacts are, and its metrics."""
 
     run_dir: Path
-    results_dir: Path          # collect_results' results folder (results.csv, provenance.json, tables/)
+    results_dir: Path  # collect_results' results folder (results.csv, provenance.json, tables/)
     tables_md: Path
     report_html: Path
     report_md: Path
@@ -58,8 +58,15 @@ def local_outputs(run_dir: Path | str) -> PipelineOutputs:
     metrics: dict[str, float] = {}
     for art in out.get("artifacts", {}).get("metrics", {}).get("artifacts", []):
         metrics.update(art.get("metadata", {}))
-    return PipelineOutputs(run, collect / "results", collect / "tables", report / "report_html", report / "report_md",
-                           report / "plots", metrics)
+    return PipelineOutputs(
+        run,
+        collect / "results",
+        collect / "tables",
+        report / "report_html",
+        report / "report_md",
+        report / "plots",
+        metrics,
+    )
 
 
 def run_local(pipeline_root: Path | str, **arguments: Any) -> PipelineOutputs:
@@ -73,9 +80,17 @@ def run_local(pipeline_root: Path | str, **arguments: Any) -> PipelineOutputs:
     return local_outputs(run_dir)
 
 
-def submit_and_wait(host: str | None, arguments: dict[str, Any], *, experiment: str = "sharebench",
-                    token: str | None = None, cookies: str | None = None, namespace: str | None = None,
-                    service_account: str | None = None, timeout_s: float = 24 * 3600) -> dict[str, Any]:
+def submit_and_wait(
+    host: str | None,
+    arguments: dict[str, Any],
+    *,
+    experiment: str = "sharebench",
+    token: str | None = None,
+    cookies: str | None = None,
+    namespace: str | None = None,
+    service_account: str | None = None,
+    timeout_s: float = 24 * 3600,
+) -> dict[str, Any]:
     """Submit ``sharebench-sweep`` to a Kubeflow cluster and wait for it; returns the run's id and
     final state. Its report is the ``report_html`` artifact of the run's write-report task (the
     run's page in the Kubeflow UI shows it); its results folder is collect-results' ``results``."""
@@ -86,8 +101,13 @@ def submit_and_wait(host: str | None, arguments: dict[str, Any], *, experiment: 
     if namespace:
         kw["namespace"] = namespace
     client = kfp.Client(**kw)
-    run = client.create_run_from_pipeline_package(str(package), arguments=arguments, experiment_name=experiment,
-                                                  namespace=namespace, enable_caching=False,
-                                                  service_account=service_account)
+    run = client.create_run_from_pipeline_package(
+        str(package),
+        arguments=arguments,
+        experiment_name=experiment,
+        namespace=namespace,
+        enable_caching=False,
+        service_account=service_account,
+    )
     done = client.wait_for_run_completion(run.run_id, timeout=timeout_s)
     return {"run_id": run.run_id, "state": str(done.state)}

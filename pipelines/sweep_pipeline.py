@@ -93,86 +93,253 @@ def request_gpu(task: dsl.PipelineTask, resource, count, node_selector) -> dsl.P
 
 
 @dsl.pipeline(name="sharebench-cell", description="The replicas of one cell, started together.")
-def run_cell(image: str, mode: str, particles: int, turns: int, repeat: int, start_at: float,
-             pods: list[int], processes: int, replicas: int, resource: str, resource_count: int,
-             node_selector: dict, node_name: str, device: str, engine: str, command: str, exec_timing: str,
-             lattice: str, seed: int,
-             placement: str = "pods") -> Dataset:
+def run_cell(
+    image: str,
+    mode: str,
+    particles: int,
+    turns: int,
+    repeat: int,
+    start_at: float,
+    pods: list[int],
+    processes: int,
+    replicas: int,
+    resource: str,
+    resource_count: int,
+    node_selector: dict,
+    node_name: str,
+    device: str,
+    engine: str,
+    command: str,
+    exec_timing: str,
+    lattice: str,
+    seed: int,
+    placement: str = "pods",
+) -> Dataset:
     with Loop(pods, name="replicas") as replica:
-        run = run_simpletrack(mode=mode, particles=particles, turns=turns, repeat=repeat, replica=replica,
-                              replicas=replicas, processes=processes, start_at=start_at, device=device, engine=engine,
-                              command=command, exec_timing=exec_timing,
-                              lattice=lattice, seed=seed, resource=resource, resource_count=resource_count,
-                              node_name=node_name)
+        run = run_simpletrack(
+            mode=mode,
+            particles=particles,
+            turns=turns,
+            repeat=repeat,
+            replica=replica,
+            replicas=replicas,
+            processes=processes,
+            start_at=start_at,
+            device=device,
+            engine=engine,
+            command=command,
+            exec_timing=exec_timing,
+            lattice=lattice,
+            seed=seed,
+            resource=resource,
+            resource_count=resource_count,
+            node_name=node_name,
+        )
         request_gpu(in_image(run, image), resource, resource_count, node_selector)
     checked = in_image(check_cell(records=dsl.Collected(run.outputs["records"]), placement=placement), image)
     return checked.outputs["cell"]
 
 
 @dsl.pipeline(name="sharebench-cells", description="The cells of one mode, one after the other.")
-def run_cells(image: str, mode: str, cells: list[int], particle_counts: list[int], repeats: int,
-              warmup_repeats: int, turns: int,
-              start_delay_s: float, pods: list[int], processes: int, replicas: int, resource: str, resource_count: int,
-              node_selector: dict, node_name: str, device: str, engine: str, command: str, exec_timing: str,
-              lattice: str, seed: int,
-              placement: str, gpu_model: str) -> Dataset:
+def run_cells(
+    image: str,
+    mode: str,
+    cells: list[int],
+    particle_counts: list[int],
+    repeats: int,
+    warmup_repeats: int,
+    turns: int,
+    start_delay_s: float,
+    pods: list[int],
+    processes: int,
+    replicas: int,
+    resource: str,
+    resource_count: int,
+    node_selector: dict,
+    node_name: str,
+    device: str,
+    engine: str,
+    command: str,
+    exec_timing: str,
+    lattice: str,
+    seed: int,
+    placement: str,
+    gpu_model: str,
+) -> Dataset:
     with Loop(cells, name="cells", parallelism=1) as cell:
-        start = in_image(schedule_start(mode=mode, cell=cell, particle_counts=particle_counts, repeats=repeats,
-                                        start_delay_s=start_delay_s, warmup_repeats=warmup_repeats,
-                                        placement=placement, pods=pods, gpu_model=gpu_model, node_name=node_name,
-                                        run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER), image)
-        one = run_cell(image=image, mode=mode, particles=start.outputs["particles"], turns=turns,
-                       repeat=start.outputs["repeat"], start_at=start.outputs["start_at"], pods=pods,
-                       processes=processes, replicas=replicas, resource=resource, resource_count=resource_count,
-                       node_selector=node_selector, node_name=node_name, device=device, engine=engine,
-                       command=command, exec_timing=exec_timing,
-                       lattice=lattice, seed=seed, placement=placement)
+        start = in_image(
+            schedule_start(
+                mode=mode,
+                cell=cell,
+                particle_counts=particle_counts,
+                repeats=repeats,
+                start_delay_s=start_delay_s,
+                warmup_repeats=warmup_repeats,
+                placement=placement,
+                pods=pods,
+                gpu_model=gpu_model,
+                node_name=node_name,
+                run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+            ),
+            image,
+        )
+        one = run_cell(
+            image=image,
+            mode=mode,
+            particles=start.outputs["particles"],
+            turns=turns,
+            repeat=start.outputs["repeat"],
+            start_at=start.outputs["start_at"],
+            pods=pods,
+            processes=processes,
+            replicas=replicas,
+            resource=resource,
+            resource_count=resource_count,
+            node_selector=node_selector,
+            node_name=node_name,
+            device=device,
+            engine=engine,
+            command=command,
+            exec_timing=exec_timing,
+            lattice=lattice,
+            seed=seed,
+            placement=placement,
+        )
     merged = in_image(merge_records(records=dsl.Collected(one.output)), image)
     return merged.outputs["merged"]
 
 
 @dsl.pipeline(name="sharebench-modes", description="Each mode in order: reconfigure the node, run its cells.")
-def sweep_modes(image: str, node_name: str, gpu_model: str, modes: list[str], cells: list[int],
-                particle_counts: list[int], repeats: int, warmup_repeats: int, turns: int, placement: str,
-                start_delay_s: float, device: str, engine: str, command: str, exec_timing: str, lattice: str,
-                seed: int, operator_namespace: str,
-                reconfigure_timeout_s: float, force: bool) -> list[Dataset]:
+def sweep_modes(
+    image: str,
+    node_name: str,
+    gpu_model: str,
+    modes: list[str],
+    cells: list[int],
+    particle_counts: list[int],
+    repeats: int,
+    warmup_repeats: int,
+    turns: int,
+    placement: str,
+    start_delay_s: float,
+    device: str,
+    engine: str,
+    command: str,
+    exec_timing: str,
+    lattice: str,
+    seed: int,
+    operator_namespace: str,
+    reconfigure_timeout_s: float,
+    force: bool,
+) -> list[Dataset]:
     with Loop(modes, name="modes", parallelism=1) as mode:
-        node = in_image(reconfigure_node(node_name=node_name, mode=mode, gpu_model=gpu_model, placement=placement,
-                                         namespace=operator_namespace, timeout_s=reconfigure_timeout_s,
-                                         force=force, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER), image)
-        cells_of_mode = run_cells(image=image, mode=mode, cells=cells, particle_counts=particle_counts,
-                                  repeats=repeats, warmup_repeats=warmup_repeats, turns=turns,
-                                  start_delay_s=start_delay_s,
-                                  pods=node.outputs["pods"], processes=node.outputs["processes"],
-                                  replicas=node.outputs["replicas"],
-                                  resource=node.outputs["resource"], resource_count=node.outputs["count"],
-                                  node_selector=node.outputs["node_selector"], node_name=node_name,
-                                  device=device, engine=engine, command=command, exec_timing=exec_timing,
-                                  lattice=lattice, seed=seed, placement=placement,
-                                  gpu_model=gpu_model)
+        node = in_image(
+            reconfigure_node(
+                node_name=node_name,
+                mode=mode,
+                gpu_model=gpu_model,
+                placement=placement,
+                namespace=operator_namespace,
+                timeout_s=reconfigure_timeout_s,
+                force=force,
+                run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+            ),
+            image,
+        )
+        cells_of_mode = run_cells(
+            image=image,
+            mode=mode,
+            cells=cells,
+            particle_counts=particle_counts,
+            repeats=repeats,
+            warmup_repeats=warmup_repeats,
+            turns=turns,
+            start_delay_s=start_delay_s,
+            pods=node.outputs["pods"],
+            processes=node.outputs["processes"],
+            replicas=node.outputs["replicas"],
+            resource=node.outputs["resource"],
+            resource_count=node.outputs["count"],
+            node_selector=node.outputs["node_selector"],
+            node_name=node_name,
+            device=device,
+            engine=engine,
+            command=command,
+            exec_timing=exec_timing,
+            lattice=lattice,
+            seed=seed,
+            placement=placement,
+            gpu_model=gpu_model,
+        )
     return dsl.Collected(cells_of_mode.output)
 
 
 @dsl.pipeline(name="sharebench-node", description="The whole sweep of one node, and its report.")
-def sweep_node(image: str, node_name: str, gpu_model: str, modes: list[str], particle_counts: list[int],
-               repeats: int, warmup_repeats: int, turns: int, placement: str, start_delay_s: float, device: str,
-               engine: str, command: str, exec_timing: str, lattice: str, seed: int, operator_namespace: str,
-               reconfigure_timeout_s: float,
-               force: bool) -> Dataset:
-    plan = in_image(plan_sweep(modes=modes, gpu_model=gpu_model, particle_counts=particle_counts, repeats=repeats,
-                               turns=turns, placement=placement, node_name=node_name,
-                               warmup_repeats=warmup_repeats), image)
-    swept = sweep_modes(image=image, node_name=plan.outputs["node_name"], gpu_model=plan.outputs["gpu_model"],
-                        modes=plan.outputs["modes"], cells=plan.outputs["cells"], particle_counts=particle_counts,
-                        repeats=repeats, warmup_repeats=warmup_repeats, turns=turns, placement=placement,
-                        start_delay_s=start_delay_s, device=device, engine=engine, command=command,
-                        exec_timing=exec_timing, lattice=lattice, seed=seed,
-                        operator_namespace=operator_namespace, reconfigure_timeout_s=reconfigure_timeout_s,
-                        force=force)
-    collected = in_image(collect_results(records=swept.output, node_name=plan.outputs["node_name"],
-                                         gpu_model=plan.outputs["gpu_model"],
-                                         sweep_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER), image)
+def sweep_node(
+    image: str,
+    node_name: str,
+    gpu_model: str,
+    modes: list[str],
+    particle_counts: list[int],
+    repeats: int,
+    warmup_repeats: int,
+    turns: int,
+    placement: str,
+    start_delay_s: float,
+    device: str,
+    engine: str,
+    command: str,
+    exec_timing: str,
+    lattice: str,
+    seed: int,
+    operator_namespace: str,
+    reconfigure_timeout_s: float,
+    force: bool,
+) -> Dataset:
+    plan = in_image(
+        plan_sweep(
+            modes=modes,
+            gpu_model=gpu_model,
+            particle_counts=particle_counts,
+            repeats=repeats,
+            turns=turns,
+            placement=placement,
+            node_name=node_name,
+            warmup_repeats=warmup_repeats,
+        ),
+        image,
+    )
+    swept = sweep_modes(
+        image=image,
+        node_name=plan.outputs["node_name"],
+        gpu_model=plan.outputs["gpu_model"],
+        modes=plan.outputs["modes"],
+        cells=plan.outputs["cells"],
+        particle_counts=particle_counts,
+        repeats=repeats,
+        warmup_repeats=warmup_repeats,
+        turns=turns,
+        placement=placement,
+        start_delay_s=start_delay_s,
+        device=device,
+        engine=engine,
+        command=command,
+        exec_timing=exec_timing,
+        lattice=lattice,
+        seed=seed,
+        operator_namespace=operator_namespace,
+        reconfigure_timeout_s=reconfigure_timeout_s,
+        force=force,
+    )
+    collected = in_image(
+        collect_results(
+            records=swept.output,
+            node_name=plan.outputs["node_name"],
+            gpu_model=plan.outputs["gpu_model"],
+            sweep_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+        ),
+        image,
+    )
     in_image(write_report(results=collected.outputs["results"]), image)
     return collected.outputs["results"]
 
@@ -227,15 +394,31 @@ def sweep_pipeline(
         reconfigure_timeout_s: Longest wait for the node to advertise a mode.
         force: Reconfigure even when pods outside sharebench use the node's GPUs.
     """
-    restore = in_image(restore_node(node_name=node_name, placement=placement,
-                                    run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER), image)
+    restore = in_image(
+        restore_node(node_name=node_name, placement=placement, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER), image
+    )
     with dsl.ExitHandler(restore, name="sweep"):
-        sweep_node(image=image, node_name=node_name, gpu_model=gpu_model, modes=modes,
-                   particle_counts=particle_counts, repeats=repeats, warmup_repeats=warmup_repeats, turns=turns,
-                   placement=placement, start_delay_s=start_delay_s, device=device, engine=engine, command=command,
-                   exec_timing=exec_timing, lattice=lattice,
-                   seed=seed, operator_namespace=operator_namespace, reconfigure_timeout_s=reconfigure_timeout_s,
-                   force=force)
+        sweep_node(
+            image=image,
+            node_name=node_name,
+            gpu_model=gpu_model,
+            modes=modes,
+            particle_counts=particle_counts,
+            repeats=repeats,
+            warmup_repeats=warmup_repeats,
+            turns=turns,
+            placement=placement,
+            start_delay_s=start_delay_s,
+            device=device,
+            engine=engine,
+            command=command,
+            exec_timing=exec_timing,
+            lattice=lattice,
+            seed=seed,
+            operator_namespace=operator_namespace,
+            reconfigure_timeout_s=reconfigure_timeout_s,
+            force=force,
+        )
 
 
 @dsl.pipeline(
@@ -244,7 +427,9 @@ def sweep_pipeline(
 )
 def multi_node_pipeline(
     nodes: list[str] = [  # noqa: B006 - KFP reads the default into the spec; the body never mutates it
-        "gpu-node-a=A100-40GB", "gpu-node-b=H100-80GB"],
+        "gpu-node-a=A100-40GB",
+        "gpu-node-b=H100-80GB",
+    ],
     modes: list[str] = steps.DEFAULT_MODES,
     particle_counts: list[int] = steps.DEFAULT_PARTICLE_COUNTS,
     repeats: int = 3,
@@ -287,16 +472,32 @@ def multi_node_pipeline(
         reconfigure_timeout_s: Longest wait for a node to advertise a mode.
         force: Reconfigure even when pods outside sharebench use a node's GPUs.
     """
-    restore = in_image(restore_node(node_names=nodes, placement=placement,
-                                    run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER), image)
+    restore = in_image(
+        restore_node(node_names=nodes, placement=placement, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER), image
+    )
     with dsl.ExitHandler(restore, name="sweeps"):
         with Loop(nodes, name="nodes") as node:
-            swept = sweep_node(image=image, node_name=node, gpu_model="", modes=modes,
-                               particle_counts=particle_counts, repeats=repeats, warmup_repeats=warmup_repeats,
-                               turns=turns, placement=placement, start_delay_s=start_delay_s, device=device,
-                               engine=engine, command=command, exec_timing=exec_timing, lattice=lattice, seed=seed,
-                               operator_namespace=operator_namespace,
-                               reconfigure_timeout_s=reconfigure_timeout_s, force=force)
+            swept = sweep_node(
+                image=image,
+                node_name=node,
+                gpu_model="",
+                modes=modes,
+                particle_counts=particle_counts,
+                repeats=repeats,
+                warmup_repeats=warmup_repeats,
+                turns=turns,
+                placement=placement,
+                start_delay_s=start_delay_s,
+                device=device,
+                engine=engine,
+                command=command,
+                exec_timing=exec_timing,
+                lattice=lattice,
+                seed=seed,
+                operator_namespace=operator_namespace,
+                reconfigure_timeout_s=reconfigure_timeout_s,
+                force=force,
+            )
         in_image(compare_nodes(results=dsl.Collected(swept.output)), image)
 
 

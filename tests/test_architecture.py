@@ -58,8 +58,13 @@ def test_the_library_imports_its_own_modules_at_the_top():
             continue  # a KFP component's body must import what it uses (KFP runs the function alone)
         for fn in _functions(path):
             for node in ast.walk(fn):
-                module = (node.module if isinstance(node, ast.ImportFrom) else
-                          next((a.name for a in node.names), "") if isinstance(node, ast.Import) else None)
+                module = (
+                    node.module
+                    if isinstance(node, ast.ImportFrom)
+                    else next((a.name for a in node.names), "")
+                    if isinstance(node, ast.Import)
+                    else None
+                )
                 if module and module.split(".")[0] == "sharebench":
                     inside.append(f"{path.relative_to(ROOT)}:{node.lineno} {fn.name}() imports {module}")
     assert not inside, "\n".join(inside)
@@ -69,15 +74,26 @@ def test_the_library_never_imports_the_kfp_layer():
     found = []
     for path in _sources(LIBRARY):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = ([node.module or ""] if isinstance(node, ast.ImportFrom) else
-                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
-            found += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names
-                      if n.startswith(("sharebench.components", "sharebench.pipelines", "kfp"))]
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            found += [
+                f"{path.relative_to(ROOT)}:{node.lineno} {n}"
+                for n in names
+                if n.startswith(("sharebench.components", "sharebench.pipelines", "kfp"))
+            ]
     assert not found, "\n".join(found)
 
 
 def test_no_function_over_80_lines():
-    long = [f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name}() has {fn.end_lineno - fn.lineno + 1} lines"
-            for path in _sources(LIBRARY, *KFP_LAYER) for fn in _functions(path)
-            if fn.end_lineno - fn.lineno + 1 > MAX_FUNCTION_LINES]
+    long = [
+        f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name}() has {fn.end_lineno - fn.lineno + 1} lines"
+        for path in _sources(LIBRARY, *KFP_LAYER)
+        for fn in _functions(path)
+        if fn.end_lineno - fn.lineno + 1 > MAX_FUNCTION_LINES
+    ]
     assert not long, "\n".join(long)

@@ -52,8 +52,13 @@ def image() -> str:
     conf = subprocess.run([str(ROOT / ".ci" / "image"), "--conf-only"], capture_output=True, text=True, check=True)
     os.environ["CONTAINERS_CONF"] = conf.stdout.strip()
     if podman("image", "exists", IMAGE, check=False).returncode != 0:
-        build = subprocess.run([str(ROOT / ".ci" / "image")], capture_output=True, text=True, timeout=3600,
-                               env={**os.environ, "SHAREBENCH_IMAGE": IMAGE})
+        build = subprocess.run(
+            [str(ROOT / ".ci" / "image")],
+            capture_output=True,
+            text=True,
+            timeout=3600,
+            env={**os.environ, "SHAREBENCH_IMAGE": IMAGE},
+        )
         assert build.returncode == 0, f".ci/image failed:\n{build.stderr[-5000:]}"
     return IMAGE
 
@@ -91,13 +96,15 @@ def test_host_id_is_the_same_inside_and_outside_a_container(image):
 
 # --- the pipelines through kfp.local.DockerRunner and podman's Docker API -------------------------------
 
+
 @pytest.fixture(scope="session")
 def docker_api(image, tmp_path_factory):
     """podman's Docker-compatible API on a socket of its own; DOCKER_HOST names it."""
     pytest.importorskip("docker", reason="the docker SDK is in the test extra: pip install -e '.[test]'")
     sock = tmp_path_factory.mktemp("podman") / "docker.sock"
-    service = subprocess.Popen([PODMAN, "system", "service", "--time=0", f"unix://{sock}"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    service = subprocess.Popen(
+        [PODMAN, "system", "service", "--time=0", f"unix://{sock}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     deadline = time.monotonic() + 60
     while not sock.exists():
         assert service.poll() is None, f"podman system service exited: {service.stderr.read().decode()[-2000:]}"
@@ -114,7 +121,7 @@ def docker_api(image, tmp_path_factory):
     service.wait(timeout=30)
 
 
-RAN: dict[str, list[str]] = {}   # function -> the command its container ran (kfp.local's DockerRunner)
+RAN: dict[str, list[str]] = {}  # function -> the command its container ran (kfp.local's DockerRunner)
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +134,7 @@ def docker_local(docker_api, image, tmp_path_factory):
         if image.startswith("{{") or image == COMPONENT_IMAGE:
             image = IMAGE
         run_args.pop("auto_remove", None)
-        RAN[command[command.index("--function_to_execute") + 1]] = command[:command.index("--executor_input")]
+        RAN[command[command.index("--function_to_execute") + 1]] = command[: command.index("--executor_input")]
         container = client.containers.run(image=image, command=command, detach=True, volumes=volumes, **run_args)
         try:
             for line in container.logs(stream=True, follow=True):
@@ -139,7 +146,7 @@ def docker_local(docker_api, image, tmp_path_factory):
     root = tmp_path_factory.mktemp("container") / "pipeline_root"
     root.mkdir()
     root.chmod(0o777)
-    old_umask = os.umask(0)   # what kfp.local makes under the root, the container's uid 1000 writes into
+    old_umask = os.umask(0)  # what kfp.local makes under the root, the container's uid 1000 writes into
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(docker_task_handler, "run_docker_container", run_container)
         local.init(runner=local.DockerRunner(network_mode="none"), pipeline_root=str(root))
@@ -160,9 +167,20 @@ def docker_sweep(docker_local, container_opencl_spec) -> Path:
     from sharebench.pipelines.sweep_pipeline import sweep_pipeline
 
     lattice = container_lattice(docker_local)
-    sweep_pipeline(node_name="", gpu_model="", modes=["exclusive", "timeslice:2"], particle_counts=[300],
-                   repeats=1, warmup_repeats=0, turns=20, placement="processes", lattice=lattice,
-                   device=container_opencl_spec, start_delay_s=2.0, image=IMAGE)
+    sweep_pipeline(
+        node_name="",
+        gpu_model="",
+        modes=["exclusive", "timeslice:2"],
+        particle_counts=[300],
+        repeats=1,
+        warmup_repeats=0,
+        turns=20,
+        placement="processes",
+        lattice=lattice,
+        device=container_opencl_spec,
+        start_delay_s=2.0,
+        image=IMAGE,
+    )
     (run,) = docker_local.glob("sharebench-sweep-*")
     return run
 
@@ -213,18 +231,40 @@ def test_every_executor_of_the_committed_yaml_runs_in_the_image(docker_sweep, im
         return {"artifacts": [{"uri": uri, "metadata": {}, "type": {"schemaTitle": schema}}]}
 
     executor_input = {
-        "inputs": {"artifacts": {"results": {"artifacts": [
-            {"uri": str(results), "metadata": {}, "type": {"schemaTitle": "system.Dataset"}}] * 2}}},
-        "outputs": {"artifacts": {"report_html": artifact(str(out / "report_html"), "system.HTML"),
-                                  "report_md": artifact(str(out / "report_md"), "system.Markdown"),
-                                  "plots": artifact(str(out / "plots"), "system.Dataset")},
-                    "outputFile": str(out / "executor_output.json")},
+        "inputs": {
+            "artifacts": {
+                "results": {
+                    "artifacts": [{"uri": str(results), "metadata": {}, "type": {"schemaTitle": "system.Dataset"}}] * 2
+                }
+            }
+        },
+        "outputs": {
+            "artifacts": {
+                "report_html": artifact(str(out / "report_html"), "system.HTML"),
+                "report_md": artifact(str(out / "report_md"), "system.Markdown"),
+                "plots": artifact(str(out / "plots"), "system.Dataset"),
+            },
+            "outputFile": str(out / "executor_output.json"),
+        },
     }
     c = executors["compare_nodes"]
     args = [json.dumps(executor_input) if a == "{{$}}" else a for a in c["args"]]
-    assert c["image"] == "{{$.inputs.parameters['pipelinechannel--image']}}"   # the run's `image` parameter
-    podman("run", "--rm", "--network", "none", "--user", UID, "--volume", f"{docker_sweep}:{docker_sweep}",
-           "--entrypoint", c["command"][0], image, *c["command"][1:], *args)
+    assert c["image"] == "{{$.inputs.parameters['pipelinechannel--image']}}"  # the run's `image` parameter
+    podman(
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "--user",
+        UID,
+        "--volume",
+        f"{docker_sweep}:{docker_sweep}",
+        "--entrypoint",
+        c["command"][0],
+        image,
+        *c["command"][1:],
+        *args,
+    )
     page = (out / "report_html").read_text()
     assert page.lstrip().lower().startswith("<!doctype html") and "data:image/png;base64," in page
     assert any((out / "plots").glob("*.png"))
@@ -235,8 +275,16 @@ def test_a_failing_component_is_reported_failed(docker_local):
     from sharebench.components.plan_sweep import plan_sweep
 
     with pytest.raises(RuntimeError, match=r"FAILURE"):
-        plan_sweep(modes=["no-such-mode"], gpu_model="", particle_counts=[300], repeats=1, turns=2,
-                   placement="processes", node_name="", warmup_repeats=0)
+        plan_sweep(
+            modes=["no-such-mode"],
+            gpu_model="",
+            particle_counts=[300],
+            repeats=1,
+            turns=2,
+            placement="processes",
+            node_name="",
+            warmup_repeats=0,
+        )
 
 
 def test_pods_placement_cell_runs_replicas_in_two_containers(docker_local, container_opencl_spec):
@@ -246,11 +294,28 @@ def test_pods_placement_cell_runs_replicas_in_two_containers(docker_local, conta
     from sharebench.pipelines.sweep_pipeline import run_cell
 
     lattice = container_lattice(docker_local)
-    start_at = time.time() + 40.0   # both containers start, build and warm up before it
-    task = run_cell(image=IMAGE, mode="timeslice:2", particles=300, turns=2, repeat=1, start_at=start_at,
-                    pods=[0, 1], processes=1, replicas=2, resource="nvidia.com/gpu", resource_count=1,
-                    node_selector={}, node_name="", device=container_opencl_spec, engine="simpletrack",
-                    command="", exec_timing="protocol", lattice=lattice, seed=1)
+    start_at = time.time() + 40.0  # both containers start, build and warm up before it
+    task = run_cell(
+        image=IMAGE,
+        mode="timeslice:2",
+        particles=300,
+        turns=2,
+        repeat=1,
+        start_at=start_at,
+        pods=[0, 1],
+        processes=1,
+        replicas=2,
+        resource="nvidia.com/gpu",
+        resource_count=1,
+        node_selector={},
+        node_name="",
+        device=container_opencl_spec,
+        engine="simpletrack",
+        command="",
+        exec_timing="protocol",
+        lattice=lattice,
+        seed=1,
+    )
     rows = steps.read_rows([task.output.path])
     assert [r["replica"] for r in rows] == [0, 1]
     assert {r["status"] for r in rows} == {"ok"} and {r["cell_status"] for r in rows} == {"ok"}

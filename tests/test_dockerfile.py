@@ -71,14 +71,14 @@ def pip_installs(steps) -> list[list[str]]:
         for cmd in args.split("&&"):
             words = shlex.split(cmd)
             if "pip" in [Path(w).name for w in words[:3]] and "install" in words:
-                rest = words[words.index("install") + 1:]
+                rest = words[words.index("install") + 1 :]
                 out.append([w for w in rest if not w.startswith("-")])
     return out
 
 
 def test_base_is_a_cuda_runtime_image(steps):
     args = dict(a.split("=", 1) for op, a in steps if op == "ARG" and "=" in a)
-    frm = [a for op, a in steps if op == "FROM"][0].split()[0]   # the first stage's base
+    frm = [a for op, a in steps if op == "FROM"][0].split()[0]  # the first stage's base
     image = args.get(frm.strip("${}"), frm)
     assert re.fullmatch(r"nvidia/cuda:\d+\.\d+\.\d+-runtime-ubuntu\d\d\.\d\d", image), image
 
@@ -98,7 +98,8 @@ def test_installs_the_package_set_the_tests_use_from_pyproject(steps, pyproject)
     assert "'.[test]'" in (ROOT / "Makefile").read_text()
     assert extras <= set(pyproject["project"]["optional-dependencies"])
     assert {"kfp", "kfp-kubernetes", "pocl-binary-distribution", "pytest", "docker"} <= extras_closure(
-        pyproject, extras)
+        pyproject, extras
+    )
     # ... its dependencies read from pyproject.toml by docker/requirements.py for the same extras, and no
     # package list of its own that could drift from it
     runs = " ".join(a for op, a in steps if op == "RUN")
@@ -122,15 +123,15 @@ def test_dependencies_are_installed_before_the_sources_are_copied(steps):
     """A source change rebuilds only the layers after the sources, not the 300 MB of dependencies; and the
     install layer depends on the requirement list alone (made in a stage of its own from pyproject.toml)."""
     stages = [i for i, (op, _) in enumerate(steps) if op == "FROM"]
-    final = steps[stages[-1]:]
+    final = steps[stages[-1] :]
     copy_src = min(i for i, (op, a) in enumerate(final) if op == "COPY" and shlex.split(a)[0] == "src")
     deps = [i for i, (op, a) in enumerate(final) if op == "RUN" and "-r /tmp/requirements.txt" in a]
     project = [i for i, (op, a) in enumerate(final) if op == "RUN" and "--no-deps" in a]
     assert deps and project and deps[0] < copy_src < project[0]
-    copied_before = [shlex.split(a) for op, a in final[:deps[0]] if op == "COPY"]
+    copied_before = [shlex.split(a) for op, a in final[: deps[0]] if op == "COPY"]
     assert copied_before == [["--from=requirements", "/tmp/requirements.txt", "/tmp/requirements.txt"]]
     (req_stage,) = [i for i in stages if steps[i][1].split()[-1] == "requirements"]
-    req_copies = {w for op, a in steps[req_stage:stages[-1]] if op == "COPY" for w in shlex.split(a)[:-1]}
+    req_copies = {w for op, a in steps[req_stage : stages[-1]] if op == "COPY" for w in shlex.split(a)[:-1]}
     assert req_copies == {"pyproject.toml", "docker/requirements.py"}
 
 
@@ -142,8 +143,9 @@ def test_requirements_script_follows_pyproject(pyproject):
     spec.loader.exec_module(module)
     reqs = module.requirements(pyproject, ["test", "cuda12"])
     names = {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].lower() for r in reqs}
-    assert names == {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].lower() for r in pyproject["project"]["dependencies"]} \
-        | extras_closure(pyproject, {"test", "cuda12"})
+    assert names == {
+        re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].lower() for r in pyproject["project"]["dependencies"]
+    } | extras_closure(pyproject, {"test", "cuda12"})
     assert not any(r.startswith("sharebench") for r in reqs)
     with pytest.raises(SystemExit, match="no extra 'cuda11'"):
         module.requirements(pyproject, ["cuda11"])
@@ -198,16 +200,20 @@ def test_warm_up_command_runs_here(steps):
     for cmd in warm.split("&&"):
         argv = shlex.split(cmd)
         assert argv[0] == "sharebench"
-        proc = subprocess.run([sys.executable, "-m", "sharebench", *argv[1:]], capture_output=True, text=True,
-                              timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "sharebench", *argv[1:]], capture_output=True, text=True, timeout=600
+        )
         assert proc.returncode == 0, proc.stderr
         device = argv[argv.index("--device") + 1]
         assert re.search(rf"^context\s+{device}$", proc.stdout, re.M), proc.stdout
 
 
 def test_build_context_leaves_out_the_venv_and_git():
-    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-               if line.strip() and not line.startswith("#")}
+    ignored = {
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
     assert {".git", ".venv", "tests"} <= ignored
     assert not {"src", "components", "pipelines", "pyproject.toml", "README.md"} & ignored
 

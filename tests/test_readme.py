@@ -11,8 +11,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_readme_is_assembled_from_the_sections():
-    out = subprocess.run([sys.executable, str(ROOT / "docs" / "readme" / "assemble.py"), "--check"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "readme" / "assemble.py"), "--check"], capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
 
 

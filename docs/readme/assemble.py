@@ -15,9 +15,18 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-ORDER = ["_intro.md", "_results.md", "sweep.md", "kernel.md", "workloads.md", "node.md", "dra.md", "kfp.md",
-         "telemetry.md",
-         "_develop.md"]
+ORDER = [
+    "_intro.md",
+    "_results.md",
+    "sweep.md",
+    "kernel.md",
+    "workloads.md",
+    "node.md",
+    "dra.md",
+    "kfp.md",
+    "telemetry.md",
+    "_develop.md",
+]
 
 
 def _relink(text: str) -> str:
@@ -31,6 +40,7 @@ def _relink(text: str) -> str:
             return f"{m.group(1)}({resolved.relative_to(ROOT).as_posix()})"
         except ValueError:
             return m.group(0)
+
     return re.sub(r"(!?\[[^\]]*\])\(([^)\s]+)\)", fix, text)
 
 

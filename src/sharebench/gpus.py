@@ -18,20 +18,20 @@ from sharebench.errors import UserError
 
 @dataclass(frozen=True)
 class MigProfile:
-    name: str          # e.g. "1g.5gb"
-    slices: int        # compute slices (the "Ng")
-    sms: int           # streaming multiprocessors in one instance
-    mem_gb: float      # memory of one instance, as in the profile name
-    max_count: int     # instances of this profile one GPU can hold
+    name: str  # e.g. "1g.5gb"
+    slices: int  # compute slices (the "Ng")
+    sms: int  # streaming multiprocessors in one instance
+    mem_gb: float  # memory of one instance, as in the profile name
+    max_count: int  # instances of this profile one GPU can hold
 
 
 @dataclass(frozen=True)
 class GpuModel:
-    key: str                    # canonical name used in options: "A100-40GB"
-    sms: int                    # SMs of the whole GPU, MIG disabled
+    key: str  # canonical name used in options: "A100-40GB"
+    sms: int  # SMs of the whole GPU, MIG disabled
     mem_gb: float
     profiles: tuple[MigProfile, ...]
-    products: tuple[str, ...]   # substrings of nvidia.com/gpu.product / NVML names
+    products: tuple[str, ...]  # substrings of nvidia.com/gpu.product / NVML names
 
     def profile(self, name: str) -> MigProfile:
         for p in self.profiles:
@@ -48,26 +48,76 @@ def _profiles(*rows: tuple[str, int, int, float, int]) -> tuple[MigProfile, ...]
 GPU_MODELS: dict[str, GpuModel] = {
     m.key: m
     for m in [
-        GpuModel("A100-40GB", 108, 40, _profiles(
-            ("1g.5gb", 1, 14, 5, 7), ("1g.10gb", 1, 14, 10, 4), ("2g.10gb", 2, 28, 10, 3),
-            ("3g.20gb", 3, 42, 20, 2), ("4g.20gb", 4, 56, 20, 1), ("7g.40gb", 7, 98, 40, 1)),
-            ("A100-SXM4-40GB", "A100-PCIE-40GB", "A100-40GB")),
-        GpuModel("A100-80GB", 108, 80, _profiles(
-            ("1g.10gb", 1, 14, 10, 7), ("1g.20gb", 1, 14, 20, 4), ("2g.20gb", 2, 28, 20, 3),
-            ("3g.40gb", 3, 42, 40, 2), ("4g.40gb", 4, 56, 40, 1), ("7g.80gb", 7, 98, 80, 1)),
-            ("A100-SXM4-80GB", "A100-80GB-PCIe", "A100-80GB")),
-        GpuModel("H100-80GB", 132, 80, _profiles(
-            ("1g.10gb", 1, 16, 10, 7), ("1g.20gb", 1, 26, 20, 4), ("2g.20gb", 2, 32, 20, 3),
-            ("3g.40gb", 3, 60, 40, 2), ("4g.40gb", 4, 64, 40, 1), ("7g.80gb", 7, 132, 80, 1)),
-            ("H100-80GB-HBM3", "H100-SXM5-80GB", "H100-80GB")),
-        GpuModel("H100-NVL", 132, 94, _profiles(
-            ("1g.12gb", 1, 16, 12, 7), ("1g.24gb", 1, 26, 24, 4), ("2g.24gb", 2, 32, 24, 3),
-            ("3g.47gb", 3, 60, 47, 2), ("4g.47gb", 4, 64, 47, 1), ("7g.94gb", 7, 132, 94, 1)),
-            ("H100-NVL", "H100 NVL")),
-        GpuModel("H200", 132, 141, _profiles(
-            ("1g.18gb", 1, 16, 18, 7), ("1g.35gb", 1, 26, 35, 4), ("2g.35gb", 2, 32, 35, 3),
-            ("3g.71gb", 3, 60, 71, 2), ("4g.71gb", 4, 64, 71, 1), ("7g.141gb", 7, 132, 141, 1)),
-            ("H200",)),
+        GpuModel(
+            "A100-40GB",
+            108,
+            40,
+            _profiles(
+                ("1g.5gb", 1, 14, 5, 7),
+                ("1g.10gb", 1, 14, 10, 4),
+                ("2g.10gb", 2, 28, 10, 3),
+                ("3g.20gb", 3, 42, 20, 2),
+                ("4g.20gb", 4, 56, 20, 1),
+                ("7g.40gb", 7, 98, 40, 1),
+            ),
+            ("A100-SXM4-40GB", "A100-PCIE-40GB", "A100-40GB"),
+        ),
+        GpuModel(
+            "A100-80GB",
+            108,
+            80,
+            _profiles(
+                ("1g.10gb", 1, 14, 10, 7),
+                ("1g.20gb", 1, 14, 20, 4),
+                ("2g.20gb", 2, 28, 20, 3),
+                ("3g.40gb", 3, 42, 40, 2),
+                ("4g.40gb", 4, 56, 40, 1),
+                ("7g.80gb", 7, 98, 80, 1),
+            ),
+            ("A100-SXM4-80GB", "A100-80GB-PCIe", "A100-80GB"),
+        ),
+        GpuModel(
+            "H100-80GB",
+            132,
+            80,
+            _profiles(
+                ("1g.10gb", 1, 16, 10, 7),
+                ("1g.20gb", 1, 26, 20, 4),
+                ("2g.20gb", 2, 32, 20, 3),
+                ("3g.40gb", 3, 60, 40, 2),
+                ("4g.40gb", 4, 64, 40, 1),
+                ("7g.80gb", 7, 132, 80, 1),
+            ),
+            ("H100-80GB-HBM3", "H100-SXM5-80GB", "H100-80GB"),
+        ),
+        GpuModel(
+            "H100-NVL",
+            132,
+            94,
+            _profiles(
+                ("1g.12gb", 1, 16, 12, 7),
+                ("1g.24gb", 1, 26, 24, 4),
+                ("2g.24gb", 2, 32, 24, 3),
+                ("3g.47gb", 3, 60, 47, 2),
+                ("4g.47gb", 4, 64, 47, 1),
+                ("7g.94gb", 7, 132, 94, 1),
+            ),
+            ("H100-NVL", "H100 NVL"),
+        ),
+        GpuModel(
+            "H200",
+            132,
+            141,
+            _profiles(
+                ("1g.18gb", 1, 16, 18, 7),
+                ("1g.35gb", 1, 26, 35, 4),
+                ("2g.35gb", 2, 32, 35, 3),
+                ("3g.71gb", 3, 60, 71, 2),
+                ("4g.71gb", 4, 64, 71, 1),
+                ("7g.141gb", 7, 132, 141, 1),
+            ),
+            ("H200",),
+        ),
     ]
 }
 
@@ -149,7 +199,7 @@ def profile_name(model_key: str | None, sms: int | None, memory_bytes: int | Non
 
 # ------------------------------------------------------------------ MPS thread shares
 
-TPC_SMS = 2   # SMs per texture processing cluster: the unit MPS hands SMs out in (Volta and later)
+TPC_SMS = 2  # SMs per texture processing cluster: the unit MPS hands SMs out in (Volta and later)
 MPS_MIN_SMS = 8  # the fewest SMs a client got: 5% of an H200 (6.6 SMs) ran on 8 (measured, below)
 
 
@@ -187,8 +237,10 @@ def mps_pct_for_sms(model: GpuModel | str, sms: int) -> int:
 
 # ------------------------------------------------------------------ emulated MIG layouts
 
-EMULATED_LAYOUT_HELP = ("a profile (1g.18gb: one instance), COUNTxPROFILE (7x1g.18gb), PROFILE+PROFILE "
-                        "(4g.71gb+3g.71gb), or all-PROFILE (as many as the GPU holds)")
+EMULATED_LAYOUT_HELP = (
+    "a profile (1g.18gb: one instance), COUNTxPROFILE (7x1g.18gb), PROFILE+PROFILE "
+    "(4g.71gb+3g.71gb), or all-PROFILE (as many as the GPU holds)"
+)
 
 
 def emulated_layout(model: GpuModel | str, layout: str) -> list[MigProfile]:
@@ -215,9 +267,11 @@ def emulated_layout(model: GpuModel | str, layout: str) -> list[MigProfile]:
     for p in {q.name: q for q in out}.values():
         n = sum(q.name == p.name for q in out)
         if n > p.max_count:
-            raise UserError(f"emulated MIG layout {layout!r}: {n} x {p.name} on {m.key}, which holds at most "
-                            f"{p.max_count}")
+            raise UserError(
+                f"emulated MIG layout {layout!r}: {n} x {p.name} on {m.key}, which holds at most {p.max_count}"
+            )
     if sum(p.slices for p in out) > 7:
-        raise UserError(f"emulated MIG layout {layout!r} needs {sum(p.slices for p in out)} compute slices; "
-                        f"a {m.key} has 7")
+        raise UserError(
+            f"emulated MIG layout {layout!r} needs {sum(p.slices for p in out)} compute slices; a {m.key} has 7"
+        )
     return out

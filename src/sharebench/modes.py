@@ -27,11 +27,11 @@ INTERVALS = ("default", "short", "medium", "long")  # nvidia-smi compute-policy 
 
 @dataclass(frozen=True)
 class Mode:
-    kind: str                    # one of KINDS
-    replicas: int | None = 1     # None for mig until the layout is resolved
-    layout: str | None = None    # mig and mig-emulated only, as written by the user
+    kind: str  # one of KINDS
+    replicas: int | None = 1  # None for mig until the layout is resolved
+    layout: str | None = None  # mig and mig-emulated only, as written by the user
     thread_pct: int | None = None  # mps only
-    interval: str | None = None    # timeslice only: one of INTERVALS; None leaves the GPU's setting alone
+    interval: str | None = None  # timeslice only: one of INTERVALS; None leaves the GPU's setting alone
 
     @property
     def label(self) -> str:
@@ -66,8 +66,10 @@ def parse_mode(text: str) -> Mode:
         return Mode("mig", None, layout=arg)
     if kind == "mig-emulated":
         if not re.fullmatch(r"[0-9a-z.+]+(-[0-9a-z.+]+)?", arg):
-            raise UserError(f"bad emulated MIG layout in {text!r}; allowed: mig-emulated:1g.18gb, "
-                            "mig-emulated:7x1g.18gb, mig-emulated:4g.71gb+3g.71gb, mig-emulated:all-1g.18gb")
+            raise UserError(
+                f"bad emulated MIG layout in {text!r}; allowed: mig-emulated:1g.18gb, "
+                "mig-emulated:7x1g.18gb, mig-emulated:4g.71gb+3g.71gb, mig-emulated:all-1g.18gb"
+            )
         return Mode("mig-emulated", None, layout=arg)
     pct = interval = None
     if "/" in arg:
@@ -75,8 +77,9 @@ def parse_mode(text: str) -> Mode:
             raise UserError(f"only timeslice takes a /INTERVAL (got {text!r}); allowed: {ALLOWED}")
         arg, _, interval = arg.partition("/")
         if interval not in INTERVALS:
-            raise UserError(f"bad time-slice interval in {text!r}; allowed: {', '.join(INTERVALS)} "
-                            "(e.g. timeslice:2/long)")
+            raise UserError(
+                f"bad time-slice interval in {text!r}; allowed: {', '.join(INTERVALS)} (e.g. timeslice:2/long)"
+            )
     if kind == "mps" and "@" in arg:
         arg, _, pct_s = arg.partition("@")
         if not pct_s.isdigit() or not 1 <= int(pct_s) <= 100:

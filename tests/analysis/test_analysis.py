@@ -40,12 +40,15 @@ def test_timeslice_table(tables):
     half = T975_2 * np.sqrt(7 / 3) / np.sqrt(3)
     assert_allclose([r.TN_s, r.TN_ci_low, r.TN_ci_high], [68 / 3, 68 / 3 - half, 68 / 3 + half], rtol=1e-12)
     # loss = (68/3 - 22) / 22 = 3.0303%; CI of the ratio: delta method on its log, Welch df (3.69 here)
-    ra, rb = (7 / 3) / (3 * (68 / 3) ** 2), 1 / (3 * 11 ** 2)
-    df = (ra + rb) ** 2 / (ra ** 2 / 2 + rb ** 2 / 2)
+    ra, rb = (7 / 3) / (3 * (68 / 3) ** 2), 1 / (3 * 11**2)
+    df = (ra + rb) ** 2 / (ra**2 / 2 + rb**2 / 2)
     h = stats.t.ppf(0.975, df) * np.sqrt(ra + rb)
     ratio = (68 / 3) / 22
-    assert_allclose([r.loss_pct, r.loss_ci_low, r.loss_ci_high],
-                    [100 / 33, 100 * (ratio * np.exp(-h) - 1), 100 * (ratio * np.exp(h) - 1)], rtol=1e-12)
+    assert_allclose(
+        [r.loss_pct, r.loss_ci_low, r.loss_ci_high],
+        [100 / 33, 100 * (ratio * np.exp(-h) - 1), 100 * (ratio * np.exp(h) - 1)],
+        rtol=1e-12,
+    )
     assert_allclose([r.loss_ci_low, r.loss_ci_high], [-14.594, 24.292], atol=1e-3)
     # CV of T_1: sd(10,11,12) = 1, mean 11 -> 9.0909%; of T_N: sd(21,24,23) = sqrt(7/3), mean 68/3
     assert_allclose([r.cv_T1_pct, r.cv_TN_pct], [100 / 11, 100 * np.sqrt(7 / 3) / (68 / 3)])
@@ -77,12 +80,15 @@ def test_mig_table(tables):
     assert analysis.display_table("mig", tables["mig"]).iloc[0]["loss %"] == "135.90"
 
 
-@pytest.mark.parametrize("mode, full, slice_, ideal, measured", [
-    # CPU: 2 cores -> 1 core each: ideal = 11 * 2/1 = 22; measured mean(21, 23, 24) = 68/3
-    ("partition:2", 2, 1, 22.0, 68 / 3),
-    # GPU: 132 SMs -> 60 SMs: ideal = 5.2 * 132/60 = 11.44; measured mean(12.1, 12.4, 12.3)
-    ("mig:3g", 132, 60, 5.2 * 132 / 60, 36.8 / 3),
-])
+@pytest.mark.parametrize(
+    "mode, full, slice_, ideal, measured",
+    [
+        # CPU: 2 cores -> 1 core each: ideal = 11 * 2/1 = 22; measured mean(21, 23, 24) = 68/3
+        ("partition:2", 2, 1, 22.0, 68 / 3),
+        # GPU: 132 SMs -> 60 SMs: ideal = 5.2 * 132/60 = 11.44; measured mean(12.1, 12.4, 12.3)
+        ("mig:3g", 132, 60, 5.2 * 132 / 60, 36.8 / 3),
+    ],
+)
 def test_partition_scaling(tables, mode, full, slice_, ideal, measured):
     r = one(tables["partition"], mode=mode)
     assert_allclose([r.full_units, r.slice_units, r.ideal_s, r.slice_s], [full, slice_, ideal, measured])
@@ -101,16 +107,20 @@ def test_throughput_and_gain(tables):
     t_lo, t_hi = 68 / 3 - T975_2 * np.sqrt(7 / 9), 68 / 3 + T975_2 * np.sqrt(7 / 9)
     assert_allclose([ts.throughput_ci_low, ts.throughput_ci_high], [20000 / t_hi, 20000 / t_lo])
     loss = one(tables["timeslice"], mode="timeslice:2")
-    assert_allclose([ts.gain_ci_low, ts.gain_ci_high],
-                    [100 / (100 + loss.loss_ci_high), 100 / (100 + loss.loss_ci_low)])
+    assert_allclose(
+        [ts.gain_ci_low, ts.gain_ci_high], [100 / (100 + loss.loss_ci_high), 100 / (100 + loss.loss_ci_low)]
+    )
 
 
-@pytest.mark.parametrize("mode, text, excluded", [
-    ("timeslice:2", "overlap 50.00% < 95%", True),
-    ("mps:2", "failed: replica 1: boom", True),
-    ("mps:2", "only 2 measured repeat(s)", False),
-    ("mig:3g", "replicas on different devices: GPU-a, GPU-b", True),
-])
+@pytest.mark.parametrize(
+    "mode, text, excluded",
+    [
+        ("timeslice:2", "overlap 50.00% < 95%", True),
+        ("mps:2", "failed: replica 1: boom", True),
+        ("mps:2", "only 2 measured repeat(s)", False),
+        ("mig:3g", "replicas on different devices: GPU-a, GPU-b", True),
+    ],
+)
 def test_flags(tables, mode, text, excluded):
     f = tables["flags"]
     hit = f[(f["mode"] == mode) & f["flag"].str.contains(text, regex=False)]
@@ -149,8 +159,15 @@ def test_write_tables(tables, tmp_path):
 def test_summary_table(tables):
     s = analysis.summary_table(tables)
     # two kinds of work in the crafted sweep (CPU opencl, GPU cuda): a 'work' column says which
-    assert list(s.columns) == ["work", "particles", "timeslice:2", "mps:2", "mig:3g", "mig:3g vs ideal",
-                               "partition:2 vs ideal"]
+    assert list(s.columns) == [
+        "work",
+        "particles",
+        "timeslice:2",
+        "mps:2",
+        "mig:3g",
+        "mig:3g vs ideal",
+        "partition:2 vs ideal",
+    ]
     cpu = s[s["particles"] == "1,000"].iloc[0]
     # mps:2 has two repeats: no interval
     assert (cpu["timeslice:2"], cpu["mps:2"]) == ("3.03 [-14.59, 24.29]", "40.91")

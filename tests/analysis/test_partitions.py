@@ -33,7 +33,7 @@ def one(t, **where):
 
 @pytest.mark.parametrize("mode, sms", [("mps:1@50", 66), ("mps:1@25", 32), ("mps:1@12", 14)])
 def test_a_thread_share_is_a_partition_near_ideal(tables, mode, sms):
-    assert mode not in set(tables["mps"]["mode"])             # never a loss against N x T_1
+    assert mode not in set(tables["mps"]["mode"])  # never a loss against N x T_1
     for particles in (5_000_000, 10_000_000):
         r = one(tables["partition"], mode=mode, particles=particles)
         assert (r["unit"], r["full_units"], r["slice_units"]) == ("SMs", 132, sms)
@@ -58,7 +58,7 @@ def test_emulated_mig_in_the_studys_form(tables):
     assert abs(seven["vs_full_pct"]) < 1 and seven["sms"] == 132
     assert (seven["mig_7g_sms"], seven["mig_7g_loss_pred_pct"]) == (132, 0)
     small = one(t, mode="mig-emulated:1g.18gb", particles=5_000_000)
-    assert small["sms"] == 16 and small["vs_full_pct"] > 600      # 132/16 = 8.25x the full GPU's time
+    assert small["sms"] == 16 and small["vs_full_pct"] > 600  # 132/16 = 8.25x the full GPU's time
     assert 98 < small["efficiency_pct"] < 102
     mixed = t[t["mode"] == "mig-emulated:4g.71gb+3g.71gb"]
     assert set(mixed["mig_profile"]) == {"4g.71gb", "3g.71gb"} and (mixed["instances"] == 1).all()
@@ -66,7 +66,7 @@ def test_emulated_mig_in_the_studys_form(tables):
 
 
 def test_seven_g_deficit_and_share_sms():
-    assert seven_g_deficit(108) == (98, pytest.approx(100 * (108 / 98 - 1)))   # A100: 10.20%
+    assert seven_g_deficit(108) == (98, pytest.approx(100 * (108 / 98 - 1)))  # A100: 10.20%
     assert seven_g_deficit(132) == (132, 0)
     assert share_slice_sms("mps:2@50", 132) == 66 and share_slice_sms("mps:1@5", 132) == 8
 
@@ -84,8 +84,12 @@ def test_partition_scaling_plot_from_recorded_rows(tables, tmp_path):
     assert sorted(p.name for p in paths) == ["partition_scaling.png", "partition_scaling.svg"]
     svg = ET.parse(tmp_path / "partition_scaling.svg").getroot()
     text = " ".join(t.strip() for t in svg.itertext() if t.strip())
-    for label in ("emulated profile alone, 5 M", "emulated full layout (concurrent), 10 M",
-                  "MPS thread share (mps:1@PCT), 5 M", "ideal (time scales with 1 / SMs)"):
+    for label in (
+        "emulated profile alone, 5 M",
+        "emulated full layout (concurrent), 10 M",
+        "MPS thread share (mps:1@PCT), 5 M",
+        "ideal (time scales with 1 / SMs)",
+    ):
         assert label in text
     # nothing to draw without partitions: no figure
     assert plot_partitions({k: v.iloc[0:0] for k, v in tables.items()}, tmp_path / "none") == []

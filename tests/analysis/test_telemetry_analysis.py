@@ -27,15 +27,45 @@ from sharebench.report.render import Image, markdown
 from sharebench.report.sections import telemetry_section
 from sharebench.results import ResultsWriter
 
-BASE = dict(sweep_id="crafted", engine="simpletrack", lattice="generated", turns=10, particles=2000, host="h",
-            status="ok", error="", cell_status="ok", cell_error="", device_class="gpu", backend="cuda",
-            device_spec="cuda:0", device_name="NVIDIA H200", parent_uuid="GPU-1", device_uuid="GPU-1")
+BASE = dict(
+    sweep_id="crafted",
+    engine="simpletrack",
+    lattice="generated",
+    turns=10,
+    particles=2000,
+    host="h",
+    status="ok",
+    error="",
+    cell_status="ok",
+    cell_error="",
+    device_class="gpu",
+    backend="cuda",
+    device_spec="cuda:0",
+    device_name="NVIDIA H200",
+    parent_uuid="GPU-1",
+    device_uuid="GPU-1",
+)
 
 
 def _cell(mode, repeat, windows, **tel):
-    return [dict(BASE, mode=mode, mode_kind=mode.split(":")[0], replicas=len(windows), replica=i, repeat=repeat,
-                 warmup=False, cell_id=f"{mode}_r{repeat}", track_start=s, track_end=e, track_s=e - s,
-                 tel_source="nvml", **tel) for i, (s, e) in enumerate(windows)]
+    return [
+        dict(
+            BASE,
+            mode=mode,
+            mode_kind=mode.split(":")[0],
+            replicas=len(windows),
+            replica=i,
+            repeat=repeat,
+            warmup=False,
+            cell_id=f"{mode}_r{repeat}",
+            track_start=s,
+            track_end=e,
+            track_s=e - s,
+            tel_source="nvml",
+            **tel,
+        )
+        for i, (s, e) in enumerate(windows)
+    ]
 
 
 def _raw(path, t, **cols):
@@ -101,10 +131,13 @@ def test_a_bad_price_is_a_user_error(crafted, monkeypatch):
         telemetry_section(crafted, analysis.analyse(crafted))
 
 
-@pytest.mark.parametrize("t0,t1,want,source", [
-    (10.0, 12.0, 400.0, "nvml_counter"),   # inside the samples
-    (7.0, 12.0, np.nan, ""),               # starts before the first sample: not covered
-])
+@pytest.mark.parametrize(
+    "t0,t1,want,source",
+    [
+        (10.0, 12.0, 400.0, "nvml_counter"),  # inside the samples
+        (7.0, 12.0, np.nan, ""),  # starts before the first sample: not covered
+    ],
+)
 def test_window_energy_needs_covering_samples(t0, t1, want, source):
     t = np.arange(8.0, 16.5, 0.5)
     got, src = tel_analysis.window_energy_j(pd.DataFrame({"t_epoch_s": t, "energy_mj": 200_000.0 * t}), t0, t1)
@@ -116,11 +149,17 @@ def test_window_means_use_only_samples_inside_the_tracking_window():
     """Samples at 0.5 s steps from 8 s; window (10, 12]: the samples at 10.5, 11, 11.5, 12."""
     t = np.arange(8.0, 14.0, 0.5)
     inside = (t > 10) & (t <= 12)
-    samples = pd.DataFrame({"t_epoch_s": t, "proc_busy_cores": np.where(inside, 1.0, 0.1),
-                            "mig1_sm_active_pct": np.where(inside, 90.0, 0.0),
-                            "mig2_sm_active_pct": np.where(inside, 50.0, 0.0),
-                            "power_w": np.where(inside, 300.0, 100.0)})
+    samples = pd.DataFrame(
+        {
+            "t_epoch_s": t,
+            "proc_busy_cores": np.where(inside, 1.0, 0.1),
+            "mig1_sm_active_pct": np.where(inside, 90.0, 0.0),
+            "mig2_sm_active_pct": np.where(inside, 50.0, 0.0),
+            "power_w": np.where(inside, 300.0, 100.0),
+        }
+    )
     got = tel_analysis.window_means(samples, 10.0, 12.0)
-    assert_allclose([got["win_proc_busy_cores"], got["win_sm_active_pct"], got["win_power_w"]],
-                    [1.0, 70.0, 300.0], rtol=1e-12)
+    assert_allclose(
+        [got["win_proc_busy_cores"], got["win_sm_active_pct"], got["win_power_w"]], [1.0, 70.0, 300.0], rtol=1e-12
+    )
     assert "win_gpu_util_pct" not in got  # not sampled, not invented

@@ -26,7 +26,7 @@ def _slower(factor: float) -> list[dict]:
 def folders(tmp_path):
     a, b, same = tmp_path / "a", tmp_path / "b", tmp_path / "same"
     ResultsWriter(a).append(crafted_rows())
-    ResultsWriter(b).append(_slower(1.5))    # every time 50% longer (like a slower GPU)
+    ResultsWriter(b).append(_slower(1.5))  # every time 50% longer (like a slower GPU)
     ResultsWriter(same).append(crafted_rows())
     return a, b, same
 
@@ -53,13 +53,21 @@ def test_compare_verdicts_and_own_folder(folders, tmp_path, capsys):
         assert sorted(p.name for p in d.iterdir()) == ["results.csv"]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["{a}"], "compare needs at least two results folders, got 1: {a}"),
-    (["{a}", "{tmp}/nope"], "results folder {tmp}/nope has no results.csv; give folders written by `sharebench run`"),
-    (["{a}", "{b}", "--out", "{a}"], "--out {a} is one of the compared folders; give a folder of its own"),
-    (["{a}", "{b}", "--ignore", "particles"],
-     "bad --ignore 'particles'; allowed: engine, backend, lattice, device_class"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["{a}"], "compare needs at least two results folders, got 1: {a}"),
+        (
+            ["{a}", "{tmp}/nope"],
+            "results folder {tmp}/nope has no results.csv; give folders written by `sharebench run`",
+        ),
+        (["{a}", "{b}", "--out", "{a}"], "--out {a} is one of the compared folders; give a folder of its own"),
+        (
+            ["{a}", "{b}", "--ignore", "particles"],
+            "bad --ignore 'particles'; allowed: engine, backend, lattice, device_class",
+        ),
+    ],
+)
 def test_compare_refusals(folders, tmp_path, capsys, argv, message):
     a, b, _ = folders
     fill = dict(a=a, b=b, tmp=tmp_path)

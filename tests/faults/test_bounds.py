@@ -24,18 +24,23 @@ from support.lattices import tiny_lattice
 pytestmark = pytest.mark.faults
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--modes", "timeslice:99999999999999999999"],
-     "replica count too large in 'timeslice:99999999999999999999'; allowed: 1..64 replicas per cell"),
-    (["--modes", "mps:65"], "replica count too large in 'mps:65'; allowed: 1..64 replicas per cell"),
-    (["--repeats", "99999999999", "--dry-run"], "bad --repeats '99999999999'; allowed: a whole number 1..1000"),
-    (["--warmup-repeats", "1e400"], "bad --warmup-repeats '1e400'; allowed: a whole number 0..1000"),
-    (["--turns", "1e30"], "bad --turns '1e30'; allowed: a whole number 1..1000000000"),
-    (["--ready-timeout", "nan"], "bad --ready-timeout 'nan'; allowed: seconds 0.001..1e+07"),
-    (["--run-timeout", "inf"], "bad --run-timeout 'inf'; allowed: seconds 0.001..1e+07"),
-    (["--stop-after", "nan"], "bad --stop-after 'nan'; allowed: seconds 0..1e+07"),
-    (["--run-timeout", "-1"], "bad --run-timeout '-1'; allowed: seconds 0.001..1e+07"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["--modes", "timeslice:99999999999999999999"],
+            "replica count too large in 'timeslice:99999999999999999999'; allowed: 1..64 replicas per cell",
+        ),
+        (["--modes", "mps:65"], "replica count too large in 'mps:65'; allowed: 1..64 replicas per cell"),
+        (["--repeats", "99999999999", "--dry-run"], "bad --repeats '99999999999'; allowed: a whole number 1..1000"),
+        (["--warmup-repeats", "1e400"], "bad --warmup-repeats '1e400'; allowed: a whole number 0..1000"),
+        (["--turns", "1e30"], "bad --turns '1e30'; allowed: a whole number 1..1000000000"),
+        (["--ready-timeout", "nan"], "bad --ready-timeout 'nan'; allowed: seconds 0.001..1e+07"),
+        (["--run-timeout", "inf"], "bad --run-timeout 'inf'; allowed: seconds 0.001..1e+07"),
+        (["--stop-after", "nan"], "bad --stop-after 'nan'; allowed: seconds 0..1e+07"),
+        (["--run-timeout", "-1"], "bad --run-timeout '-1'; allowed: seconds 0.001..1e+07"),
+    ],
+)
 def test_absurd_values_are_refused_at_once(argv, message, capsys, tmp_path):
     out = tmp_path / "out"
     t0 = time.monotonic()
@@ -65,16 +70,36 @@ def missing_element(data):
     data["element_names"].append("ghost")
 
 
-@pytest.mark.parametrize("change, message", [
-    (nan_length, "has a non-finite length (nan); every length and strength must be a finite number"),
-    (no_elements, "has no elements; give a line with at least one element"),
-    (missing_element, "'ghost'"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (nan_length, "has a non-finite length (nan); every length and strength must be a finite number"),
+        (no_elements, "has no elements; give a line with at least one element"),
+        (missing_element, "'ghost'"),
+    ],
+)
 def test_a_doomed_lattice_is_refused_before_the_first_cell(change, message, capsys, tmp_path):
     lat = line_with(tmp_path, change)
     out = tmp_path / "out"
-    assert main(["run", "--device", "cpu", "--modes", "exclusive", "--particles", "100", "--lattice", lat,
-                 "--out", str(out), "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--device",
+                "cpu",
+                "--modes",
+                "exclusive",
+                "--particles",
+                "100",
+                "--lattice",
+                lat,
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     err = one_line_error(capsys.readouterr().err)  # (xtrack's loader prints its progress bar before)
     assert err.startswith("sharebench: error: lattice file") and message in err
     assert not (out / "results.csv").exists()
@@ -105,8 +130,13 @@ def test_any_mode_text_is_a_mode_list_or_one_line(text):
 
 
 @settings(max_examples=300, deadline=1000)
-@given(st.one_of(st.text(max_size=30), st.floats(allow_nan=True, allow_infinity=True),
-                 st.integers(min_value=-10**30, max_value=10**30)))
+@given(
+    st.one_of(
+        st.text(max_size=30),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(min_value=-(10**30), max_value=10**30),
+    )
+)
 def test_any_count_or_duration_is_bounded_or_one_line(value):
     for parse in (lambda v: whole_number("--repeats", v, 1, 1000), lambda v: seconds("--run-timeout", v, 0.001)):
         try:
@@ -121,10 +151,22 @@ TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rows=st.lists(st.fixed_dictionaries({"cell_id": TEXT, "mode": TEXT, "error": TEXT,
-                                            "track_s": st.floats(allow_nan=False, allow_infinity=False),
-                                            "particles": st.integers(1, 10**12)}), min_size=1, max_size=5),
-       cut=st.integers(0, 10**6))
+@given(
+    rows=st.lists(
+        st.fixed_dictionaries(
+            {
+                "cell_id": TEXT,
+                "mode": TEXT,
+                "error": TEXT,
+                "track_s": st.floats(allow_nan=False, allow_infinity=False),
+                "particles": st.integers(1, 10**12),
+            }
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    cut=st.integers(0, 10**6),
+)
 def test_results_round_trip_and_any_truncation_keeps_whole_rows(tmp_path_factory, rows, cut):
     d = tmp_path_factory.mktemp("rt")
     full = [dict(r, replica=0, status="ok", cell_status="ok") for r in rows]

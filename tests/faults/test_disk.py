@@ -20,8 +20,7 @@ def disk(tmp_path):
     """A 16 MiB tmpfs mounted for this test."""
     mnt = tmp_path / "disk"
     mnt.mkdir()
-    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], capture_output=True,
-                       text=True)
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], capture_output=True, text=True)
     if p.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({p.stderr.strip() or p.returncode}); run as root to test a full disk")
     yield mnt

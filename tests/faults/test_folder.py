@@ -43,9 +43,12 @@ def test_resume_alone_continues_the_folders_own_sweep(measured, tmp_path):
     assert last["config"]["repeats"] == 2 and last["turns"] == 30
 
 
-@pytest.mark.parametrize("change, message", [
-    (["--turns", "40"], "was measured with --turns 30, this run has 40"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (["--turns", "40"], "was measured with --turns 30, this run has 40"),
+    ],
+)
 def test_resume_with_changed_options_is_refused(measured, tmp_path, change, message):
     out = copy_of(measured, tmp_path)
     before = (out / "results.csv").read_bytes()
@@ -90,7 +93,8 @@ def test_user_files_are_never_overwritten(lattice, tmp_path):
     assert p.returncode == 2
     assert one_line_error(p.stderr) == (
         f"sharebench: error: {out} is not empty (it holds report.md); sharebench writes only into a new or empty "
-        "folder: give another --out, or --resume to continue a sharebench results folder")
+        "folder: give another --out, or --resume to continue a sharebench results folder"
+    )
     assert (out / "report.md").read_text() == "my own notes\n"
 
 
@@ -99,8 +103,9 @@ def test_out_that_is_a_file(lattice, tmp_path):
     f.write_text("x")
     p = sharebench(*sweep_argv(lattice, f, "--repeats", "1"))
     assert p.returncode == 2
-    assert one_line_error(p.stderr) == (f"sharebench: error: --out {f} is a file, not a folder; give a folder path "
-                                        "(it is created if missing)")
+    assert one_line_error(p.stderr) == (
+        f"sharebench: error: --out {f} is a file, not a folder; give a folder path (it is created if missing)"
+    )
 
 
 def test_garbage_results_and_torn_sweep_json_are_one_line(measured, tmp_path):

@@ -33,19 +33,22 @@ def test_cleanup_stops_the_daemon_of_a_killed_sweep_only(tmp_path):
     fake = tmp_path / "bin" / "nvidia-cuda-mps-control"
     fake.parent.mkdir()
     shutil.copy(shutil.which("sleep"), fake)
-    daemon = subprocess.Popen([str(fake), "300"], env={**os.environ, "CUDA_MPS_PIPE_DIRECTORY": str(orphan / "pipe")},
-                              start_new_session=True)
+    daemon = subprocess.Popen(
+        [str(fake), "300"], env={**os.environ, "CUDA_MPS_PIPE_DIRECTORY": str(orphan / "pipe")}, start_new_session=True
+    )
     try:
         assert find_orphans(tmp_path) == [orphan]
         env = {**os.environ, "TMPDIR": str(tmp_path)}
-        p = subprocess.run([sys.executable, "-m", "sharebench", "cleanup"], capture_output=True, text=True, env=env,
-                           timeout=120)
+        p = subprocess.run(
+            [sys.executable, "-m", "sharebench", "cleanup"], capture_output=True, text=True, env=env, timeout=120
+        )
         assert p.returncode == 0, p.stderr
         assert p.stdout == f"stopped an orphaned MPS daemon (pid {daemon.pid}) and removed {orphan}\n"
         assert daemon.wait(timeout=10) is not None
         assert not orphan.exists() and alive.exists()
-        p = subprocess.run([sys.executable, "-m", "sharebench", "cleanup"], capture_output=True, text=True, env=env,
-                           timeout=120)
+        p = subprocess.run(
+            [sys.executable, "-m", "sharebench", "cleanup"], capture_output=True, text=True, env=env, timeout=120
+        )
         assert p.stdout.startswith("nothing to clean up")
     finally:
         if psutil.pid_exists(daemon.pid):

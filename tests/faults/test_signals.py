@@ -23,8 +23,12 @@ REPEATS = 6
 
 
 def start(lattice, out, repeats=REPEATS):
-    return subprocess.Popen([sys.executable, "-m", "sharebench", *sweep_argv(lattice, out, "--repeats", str(repeats))],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "sharebench", *sweep_argv(lattice, out, "--repeats", str(repeats))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_rows(out, n, proc, timeout=120):
@@ -50,8 +54,9 @@ def assert_none_left(procs):
     assert not alive, [p.cmdline() for p in alive]
 
 
-@pytest.mark.parametrize("sig, status", [(signal.SIGKILL, -9), (signal.SIGTERM, 143), (signal.SIGINT, 130),
-                                         (signal.SIGHUP, 129)])
+@pytest.mark.parametrize(
+    "sig, status", [(signal.SIGKILL, -9), (signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)]
+)
 def test_a_signal_to_the_sweep_keeps_what_was_measured(lattice, tmp_path, sig, status):
     out = tmp_path / "r"
     proc = start(lattice, out)
@@ -81,8 +86,9 @@ def test_kill_9_of_a_replica_fails_its_cell_only(lattice, tmp_path):
     t0 = time.monotonic()
     victim = None
     while victim is None and time.monotonic() - t0 < 60:
-        victim = next((p for p in descendants(proc.pid) if "sharebench.workloads.replica" in " ".join(p.cmdline())),
-                      None)
+        victim = next(
+            (p for p in descendants(proc.pid) if "sharebench.workloads.replica" in " ".join(p.cmdline())), None
+        )
         time.sleep(0.02)
     assert victim is not None
     victim.send_signal(signal.SIGKILL)
@@ -103,12 +109,13 @@ def test_two_sweeps_on_one_folder(lattice, tmp_path):
     p = sharebench("run", "--resume", "--out", str(out), "--no-progress")
     assert first.poll() is None
     assert p.returncode == 2
-    assert one_line_error(p.stderr) == (f"sharebench: error: {out} is in use by another sweep (pid {first.pid}); "
-                                        "wait for it to end, or give another --out")
+    assert one_line_error(p.stderr) == (
+        f"sharebench: error: {out} is in use by another sweep (pid {first.pid}); "
+        "wait for it to end, or give another --out"
+    )
     first.send_signal(signal.SIGTERM)
     first.communicate(timeout=120)
-    p = sharebench("run", "--resume", "--repeats", str(REPEATS), "--out", str(out), "--no-progress",
-                   "--no-telemetry")
+    p = sharebench("run", "--resume", "--repeats", str(REPEATS), "--out", str(out), "--no-progress", "--no-telemetry")
     assert p.returncode == 0, p.stderr
     df = load_results(out)
     assert set(range(1, REPEATS + 1)) <= set(df["repeat"]) and df["cell_id"].is_unique

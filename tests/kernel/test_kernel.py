@@ -51,8 +51,6 @@ from support.contexts import ACCELERATORS, CONTEXTS, cpu_opencl_spec, device_of
 warnings.simplefilter("ignore", FutureWarning)
 
 
-
-
 @pytest.fixture(scope="session")
 def ring_line():
     return get_line_cached(None)
@@ -80,8 +78,9 @@ def _xtrack_reference(line, x6, turns):
     if line.tracker is None:
         line.build_tracker(_context=xo.ContextCpu())
     ref = line.particle_ref
-    p = xt.Particles(p0c=float(ref.p0c[0]), mass0=float(ref.mass0), q0=float(ref.q0),
-                     **{k: x6[i] for i, k in enumerate(COORDS[:6])})
+    p = xt.Particles(
+        p0c=float(ref.p0c[0]), mass0=float(ref.mass0), q0=float(ref.q0), **{k: x6[i] for i, k in enumerate(COORDS[:6])}
+    )
     start = np.array([getattr(p, k).copy() for k in COORDS])
     line.track(p, num_turns=turns)
     order = np.argsort(p.particle_id)
@@ -197,16 +196,32 @@ def test_unsupported_element_is_named():
 @pytest.mark.parametrize(
     "xtrack_type, options, message",
     [
-        ("Multipole", {"knl": [0, 1e-3], "length": 1.0, "isthick": True, "model": "mat-kick-mat"},
-         ("element 'e' (thick Multipole) uses model mat-kick-mat/integrator adaptive; the simpletrack engine supports "
-          "drift-kick-drift-expanded with the uniform integrator")),
-        ("Multipole", {"knl": [0, 1e-3], "length": 1.0, "isthick": True, "integrator": "teapot"},
-         ("element 'e' (thick Multipole) uses model adaptive/integrator teapot; the simpletrack engine supports "
-          "drift-kick-drift-expanded with the uniform integrator")),
-        ("Cavity", {"voltage": 1e6, "frequency": 4e8, "model": "drift-kick-drift-exact"},
-         "element 'e' (Cavity) uses model drift-kick-drift-exact/integrator adaptive; only the defaults are supported"),
-        ("Multipole", {"knl": [0, 1e-3], "shift_x": 1e-3},
-         "element 'e' (Multipole) has shift_x=0.001: misaligned elements are not supported by the simpletrack engine"),
+        (
+            "Multipole",
+            {"knl": [0, 1e-3], "length": 1.0, "isthick": True, "model": "mat-kick-mat"},
+            (
+                "element 'e' (thick Multipole) uses model mat-kick-mat/integrator adaptive; the simpletrack engine supports "
+                "drift-kick-drift-expanded with the uniform integrator"
+            ),
+        ),
+        (
+            "Multipole",
+            {"knl": [0, 1e-3], "length": 1.0, "isthick": True, "integrator": "teapot"},
+            (
+                "element 'e' (thick Multipole) uses model adaptive/integrator teapot; the simpletrack engine supports "
+                "drift-kick-drift-expanded with the uniform integrator"
+            ),
+        ),
+        (
+            "Cavity",
+            {"voltage": 1e6, "frequency": 4e8, "model": "drift-kick-drift-exact"},
+            "element 'e' (Cavity) uses model drift-kick-drift-exact/integrator adaptive; only the defaults are supported",
+        ),
+        (
+            "Multipole",
+            {"knl": [0, 1e-3], "shift_x": 1e-3},
+            "element 'e' (Multipole) has shift_x=0.001: misaligned elements are not supported by the simpletrack engine",
+        ),
     ],
 )
 def test_unmodelled_element_options_are_named(xtrack_type, options, message):
@@ -228,8 +243,13 @@ def test_run_replica_record(device, tmp_path):
     cfg = RunConfig(device=dev.spec, particles=256, turns=3, ready_file=str(tmp_path / "ready"))
     rec = run_replica(cfg)
     assert (tmp_path / "ready").exists()
-    assert ((rec.engine, rec.device, rec.context, rec.particles, rec.turns)
-            == ("simpletrack", dev.spec, dev.backend, 256, 3))
+    assert (rec.engine, rec.device, rec.context, rec.particles, rec.turns) == (
+        "simpletrack",
+        dev.spec,
+        dev.backend,
+        256,
+        3,
+    )
     assert rec.elements == get_packed(None).n_elements
     assert rec.survived == 256
     assert rec.track_s > 0 and rec.track_end > rec.track_start
@@ -257,8 +277,13 @@ def _replica(cfg: dict, out, env=None):
     path = str(out) + ".cfg.json"
     with open(path, "w") as fh:
         json.dump(cfg, fh)
-    return subprocess.Popen([sys.executable, "-m", REPLICA_MODULE, "--config", path, "--out", str(out)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", REPLICA_MODULE, "--config", path, "--out", str(out)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_replicas_start_together_at_the_barrier(tmp_path):
@@ -266,8 +291,15 @@ def test_replicas_start_together_at_the_barrier(tmp_path):
     (holding an epoch instant) and start tracking within a few ms of it."""
     procs = []
     for i in range(2):
-        cfg = {"device": "cpu", "particles": 64, "turns": 2, "replica": i, "cpus": [i % os.cpu_count()],
-               "ready_file": str(tmp_path / f"ready.{i}"), "start_file": str(tmp_path / "start")}
+        cfg = {
+            "device": "cpu",
+            "particles": 64,
+            "turns": 2,
+            "replica": i,
+            "cpus": [i % os.cpu_count()],
+            "ready_file": str(tmp_path / f"ready.{i}"),
+            "start_file": str(tmp_path / "start"),
+        }
         procs.append(_replica(cfg, tmp_path / f"rec.{i}.json"))
     deadline = time.time() + 120
     while not all((tmp_path / f"ready.{i}").exists() for i in range(2)):
@@ -305,8 +337,12 @@ def test_kernel_built_once_per_machine(device, tmp_path):
     the device: NVIDIA's OpenCL and NVRTC build this kernel in tenths of a second, so no timing here.)"""
     dev = device_of(device)
     # fresh kernel caches: ours (CPU .so, pyopencl binaries), CuPy's and PoCL's own
-    env = dict(os.environ, SHAREBENCH_CACHE=str(tmp_path / "cache"), POCL_CACHE_DIR=str(tmp_path / "pocl"),
-               CUPY_CACHE_DIR=str(tmp_path / "cupy"))
+    env = dict(
+        os.environ,
+        SHAREBENCH_CACHE=str(tmp_path / "cache"),
+        POCL_CACHE_DIR=str(tmp_path / "pocl"),
+        CUPY_CACHE_DIR=str(tmp_path / "cupy"),
+    )
     # a fresh kernel cache, but the (slow to generate) lattice caches copied in
     get_packed(None)
     shutil.copytree(cache_dir() / "lattices", tmp_path / "cache" / "lattices")
@@ -314,8 +350,9 @@ def test_kernel_built_once_per_machine(device, tmp_path):
         shutil.copytree(cache_dir() / "optics", tmp_path / "cache" / "optics")
     recs, files = [], [_cache_files(tmp_path / "cache", tmp_path / "cupy")]
     for i in range(2):
-        p = _replica({"device": dev.spec, "particles": 32, "turns": 1, "warmup_turns": 0}, tmp_path / f"rec{i}.json",
-                     env=env)
+        p = _replica(
+            {"device": dev.spec, "particles": 32, "turns": 1, "warmup_turns": 0}, tmp_path / f"rec{i}.json", env=env
+        )
         _out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err
         recs.append(read_json(tmp_path / f"rec{i}.json", "record"))
@@ -330,8 +367,13 @@ def test_kernel_built_once_per_machine(device, tmp_path):
 def _cache_files(*roots):
     """Every file under ``roots`` (lock files aside) with its size and inode: a file compiled again
     and moved into place has a new inode, a marker touched on a cache hit keeps its own."""
-    return {f: (f.stat().st_size, f.stat().st_ino) for root in roots if root.exists() for f in root.rglob("*")
-            if f.is_file() and not f.name.endswith(".lock")}
+    return {
+        f: (f.stat().st_size, f.stat().st_ino)
+        for root in roots
+        if root.exists()
+        for f in root.rglob("*")
+        if f.is_file() and not f.name.endswith(".lock")
+    }
 
 
 def test_cpu_kernel_builds_from_a_folder_with_a_broken_pyproject(tmp_path):
@@ -345,9 +387,15 @@ def test_cpu_kernel_builds_from_a_folder_with_a_broken_pyproject(tmp_path):
     env = dict(os.environ, SHAREBENCH_CACHE=str(tmp_path / "cache"))
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps({"device": "cpu", "particles": 16, "turns": 1, "warmup_turns": 0}))
-    out = subprocess.run([sys.executable, "-m", REPLICA_MODULE, "--config", str(cfg),
-                          "--out", str(tmp_path / "rec.json")], cwd=work, env=env, capture_output=True, text=True,
-                         timeout=300, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", REPLICA_MODULE, "--config", str(cfg), "--out", str(tmp_path / "rec.json")],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     rec = read_json(tmp_path / "rec.json", "record")
     assert rec["extra"]["kernel_cache_hit"] is False and rec["survived"] == 16
@@ -368,10 +416,13 @@ def test_bytes_per_particle_covers_xtrack_particles():
 
 def test_check_fits_message_has_the_numbers():
     check_fits(1000, 10**9, "simpletrack")
-    with pytest.raises(UserError, match=r"^30,000,000 particles need 2,947,108,864 bytes with the simpletrack engine "
-                                        r"\(96 B/particle \+ 67,108,864 B overhead\) "
-                                        r"but the memory is 1,000,000,000 bytes; "
-                                        r"at most 9,717,616 particles fit$"):
+    with pytest.raises(
+        UserError,
+        match=r"^30,000,000 particles need 2,947,108,864 bytes with the simpletrack engine "
+        r"\(96 B/particle \+ 67,108,864 B overhead\) "
+        r"but the memory is 1,000,000,000 bytes; "
+        r"at most 9,717,616 particles fit$",
+    ):
         check_fits(30_000_000, 10**9, "simpletrack")
 
 
@@ -446,11 +497,20 @@ def test_make_engine_picks_the_engine_and_backend(ring_line):
     cpu = resolve_device("cpu")
     st = make_engine(RunConfig(engine="simpletrack", device="cpu", cpus=[0], block_size=64), cpu, None, packed)
     assert isinstance(st, SimpletrackEngine) and isinstance(st.backend, CpuBackend)
-    assert ((st.name, st.packed, st.backend.threads, st.compile_s, st.cache_hit)
-            == ("simpletrack", packed, 1, 0.0, False))
+    assert (st.name, st.packed, st.backend.threads, st.compile_s, st.cache_hit) == (
+        "simpletrack",
+        packed,
+        1,
+        0.0,
+        False,
+    )
     xe = make_engine(RunConfig(engine="xtrack", device="cpu", optimize=False), cpu, ring_line, packed)
-    assert (isinstance(xe, XtrackEngine)
-            and (xe.name, xe.line, xe.optimize, xe.threads) == ("xtrack", ring_line, False, None))
+    assert isinstance(xe, XtrackEngine) and (xe.name, xe.line, xe.optimize, xe.threads) == (
+        "xtrack",
+        ring_line,
+        False,
+        None,
+    )
 
 
 def test_every_element_type_names_its_c_code():
@@ -471,14 +531,21 @@ def test_numpy_steps_agree_with_the_kernel():
     the CPU kernel agree."""
     import xtrack as xt
 
-    els = [xt.Drift(length=1.5), xt.Drift(length=0.7, model="exact"),
-           xt.Multipole(knl=[1e-4, 1e-3, 2e-2], ksl=[0, 0, 1e-3], length=2.0, isthick=True, hxl=1e-3,
-                        num_multipole_kicks=3),
-           xt.Multipole(knl=[0, 0], ksl=[0, 0], length=1.0, isthick=True),
-           xt.Multipole(knl=[1e-4, 1e-3, 0, 5.0], ksl=[1e-5, 0, 2e-2, 0], hxl=2e-4, length=0.5),
-           xt.Cavity(voltage=3e6, frequency=4e8, lag=170.0, length=0.4, num_kicks=2),
-           xt.Cavity(voltage=1e6, harmonic=35640, lag=180.0),
-           xt.XYShift(dx=1e-4, dy=-2e-4), xt.SRotation(angle=3.0), xt.Marker(), xt.Drift(length=2.0)]
+    els = [
+        xt.Drift(length=1.5),
+        xt.Drift(length=0.7, model="exact"),
+        xt.Multipole(
+            knl=[1e-4, 1e-3, 2e-2], ksl=[0, 0, 1e-3], length=2.0, isthick=True, hxl=1e-3, num_multipole_kicks=3
+        ),
+        xt.Multipole(knl=[0, 0], ksl=[0, 0], length=1.0, isthick=True),
+        xt.Multipole(knl=[1e-4, 1e-3, 0, 5.0], ksl=[1e-5, 0, 2e-2, 0], hxl=2e-4, length=0.5),
+        xt.Cavity(voltage=3e6, frequency=4e8, lag=170.0, length=0.4, num_kicks=2),
+        xt.Cavity(voltage=1e6, harmonic=35640, lag=180.0),
+        xt.XYShift(dx=1e-4, dy=-2e-4),
+        xt.SRotation(angle=3.0),
+        xt.Marker(),
+        xt.Drift(length=2.0),
+    ]
     line = xt.Line(elements=els, element_names=[f"e{i}" for i in range(len(els))])
     line.particle_ref = xt.Particles(p0c=7e12)
     packed = pack_line(line)
@@ -497,8 +564,17 @@ def test_numpy_steps_agree_with_the_kernel():
 # ---------------------------------------------------------------------------
 def test_run_bench_writes_json_and_markdown(tmp_path):
     """Both engines on the CPU, and a particle count over the memory limit kept as a cell not run."""
-    config = BenchConfig(engines="simpletrack, xtrack", devices=["cpu"], particles="64,1e6", turns=1, repeats=2,
-                         out_dir=tmp_path, optimize=False, mem_limit_bytes=100 * 2**20, command="sharebench bench x")
+    config = BenchConfig(
+        engines="simpletrack, xtrack",
+        devices=["cpu"],
+        particles="64,1e6",
+        turns=1,
+        repeats=2,
+        out_dir=tmp_path,
+        optimize=False,
+        mem_limit_bytes=100 * 2**20,
+        command="sharebench bench x",
+    )
     doc = run_bench(config)
     assert read_json(tmp_path / "bench.json", "bench") == doc
     assert list(json.loads((tmp_path / "bench.json").read_text()))[:3] == ["kind", "schema_version", "command"]
@@ -514,14 +590,29 @@ def test_run_bench_writes_json_and_markdown(tmp_path):
 
 
 def test_bench_config_normalises_and_builds_run_configs():
-    config = BenchConfig(engines="simpletrack, XTRACK", devices="cpu, opencl:0.0", particles="1e3,64,1e3",
-                         cpus="0-1", turns="2", repeats=1)
-    assert (config.engines, config.devices, config.particles) == (["simpletrack", "xtrack"], ["cpu", "opencl:0.0"],
-                                                                  [1000, 64])
+    config = BenchConfig(
+        engines="simpletrack, XTRACK",
+        devices="cpu, opencl:0.0",
+        particles="1e3,64,1e3",
+        cpus="0-1",
+        turns="2",
+        repeats=1,
+    )
+    assert (config.engines, config.devices, config.particles) == (
+        ["simpletrack", "xtrack"],
+        ["cpu", "opencl:0.0"],
+        [1000, 64],
+    )
     assert (config.cpus, config.turns) == ([0, 1], 2)
     cfg = config.run_config("xtrack", "cpu", 64, replica=3)
-    assert ((cfg.engine, cfg.device, cfg.particles, cfg.turns, cfg.replica, cfg.cpus)
-            == ("xtrack", "cpu", 64, 2, 3, [0, 1]))
+    assert (cfg.engine, cfg.device, cfg.particles, cfg.turns, cfg.replica, cfg.cpus) == (
+        "xtrack",
+        "cpu",
+        64,
+        2,
+        3,
+        [0, 1],
+    )
 
 
 @pytest.mark.parametrize(
@@ -555,13 +646,19 @@ def test_cli_devices_json(capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["track", "--device", "tpu"],
-         "sharebench: error: bad device 'tpu': allowed are auto, cpu, cuda[:N], opencl[:P.D]\n"),
+        (
+            ["track", "--device", "tpu"],
+            "sharebench: error: bad device 'tpu': allowed are auto, cpu, cuda[:N], opencl[:P.D]\n",
+        ),
         (["track", "--engine", "madx"], "sharebench: error: bad engine 'madx': allowed are simpletrack, xtrack\n"),
-        (["track", "--particles", "2000000000", "--device", "cpu", "--mem-limit-bytes", "1000000000"],
-         ("sharebench: error: 2,000,000,000 particles need 192,067,108,864 bytes with the simpletrack engine "
-          "(96 B/particle + 67,108,864 B overhead) but the memory limit (mem_limit_bytes) is 1,000,000,000 bytes; "
-          "at most 9,717,616 particles fit\n")),
+        (
+            ["track", "--particles", "2000000000", "--device", "cpu", "--mem-limit-bytes", "1000000000"],
+            (
+                "sharebench: error: 2,000,000,000 particles need 192,067,108,864 bytes with the simpletrack engine "
+                "(96 B/particle + 67,108,864 B overhead) but the memory limit (mem_limit_bytes) is 1,000,000,000 bytes; "
+                "at most 9,717,616 particles fit\n"
+            ),
+        ),
     ],
 )
 def test_cli_user_errors(argv, message, capsys):
@@ -580,8 +677,22 @@ def test_cli_track_prints_record(capsys, tmp_path):
 
 def test_cli_bench_writes_json_and_markdown(tmp_path, capsys):
     pocl = device_of("opencl")
-    argv = ["bench", "--engines", "simpletrack,xtrack", "--devices", f"cpu,{pocl.spec}", "--particles", "64",
-            "--turns", "1", "--repeats", "2", "--no-optimize", "--out", str(tmp_path)]
+    argv = [
+        "bench",
+        "--engines",
+        "simpletrack,xtrack",
+        "--devices",
+        f"cpu,{pocl.spec}",
+        "--particles",
+        "64",
+        "--turns",
+        "1",
+        "--repeats",
+        "2",
+        "--no-optimize",
+        "--out",
+        str(tmp_path),
+    ]
     assert cli_main(argv) == 0
     doc = json.loads((tmp_path / "bench.json").read_text())
     assert doc["schema_version"] == 1

@@ -30,8 +30,11 @@ warnings.simplefilter("ignore", FutureWarning)
 
 def _mix(line):
     types = Counter(type(line.element_dict[n]).__name__ for n in line.element_names)
-    orders = Counter(int(line.element_dict[n].order) for n in line.element_names
-                     if type(line.element_dict[n]).__name__ == "Multipole")
+    orders = Counter(
+        int(line.element_dict[n].order)
+        for n in line.element_names
+        if type(line.element_dict[n]).__name__ == "Multipole"
+    )
     return types, orders
 
 
@@ -93,8 +96,10 @@ def test_real_lhc_line_loads_without_nan_shifts(lhc_line_path):
 def test_any_line_file_round_trips(tmp_path, suffix):
     import xtrack as xt
 
-    line = xt.Line(elements=[xt.Drift(length=2.0), xt.Multipole(knl=[0.0, 1e-3]), xt.Drift(length=3.0)],
-                   element_names=["d0", "q0", "d1"])
+    line = xt.Line(
+        elements=[xt.Drift(length=2.0), xt.Multipole(knl=[0.0, 1e-3]), xt.Drift(length=3.0)],
+        element_names=["d0", "q0", "d1"],
+    )
     line.particle_ref = xt.Particles(p0c=450e9)
     path = tmp_path / f"line{suffix}"
     line.to_json(str(path))

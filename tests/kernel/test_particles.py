@@ -5,8 +5,7 @@ import numpy as np
 from sharebench.kernel.distribution import matched_gaussian
 from sharebench.kernel.particles import particles_key, shared_particles
 
-OPTICS = {"closed_orbit": np.array([1e-4, 0.0, -2e-4, 0.0]), "betax": 150.0, "alfx": -1.2, "betay": 80.0,
-          "alfy": 0.7}
+OPTICS = {"closed_orbit": np.array([1e-4, 0.0, -2e-4, 0.0]), "betax": 150.0, "alfx": -1.2, "betay": 80.0, "alfy": 0.7}
 
 
 def test_cached_particles_equal_fresh_and_are_drawn_once(tmp_path, monkeypatch):
@@ -43,8 +42,9 @@ def test_a_corrupt_file_is_drawn_again_and_the_switch_turns_it_off(tmp_path, mon
     shared_particles(OPTICS, 0.99, 7000.0, 500, 1)
     (path,) = (tmp_path / "particles").glob("*.npy")
     path.write_bytes(b"not an array")
-    np.testing.assert_array_equal(shared_particles(OPTICS, 0.99, 7000.0, 500, 1),
-                                  matched_gaussian(OPTICS, 0.99, 7000.0, 500, 1))
+    np.testing.assert_array_equal(
+        shared_particles(OPTICS, 0.99, 7000.0, 500, 1), matched_gaussian(OPTICS, 0.99, 7000.0, 500, 1)
+    )
     monkeypatch.setenv("SHAREBENCH_PARTICLE_CACHE", "0")
     monkeypatch.setenv("SHAREBENCH_CACHE", str(tmp_path / "off"))
     shared_particles(OPTICS, 0.99, 7000.0, 500, 1)

@@ -46,67 +46,96 @@ def test_image_is_named_in_one_place():
 
 
 # ------------------------------------------------------------------ planning
-@pytest.mark.parametrize("gpu, modes, resolved", [
-    ("H200", steps.DEFAULT_MODES, ["exclusive", "timeslice:2", "timeslice:4", "timeslice:8", "mps:2", "mps:4",
-                                   "mig:7g.141gb", "mig:1g.18gb"]),
-    ("A100-40GB", ["mig:7g", "mig:1g"], ["mig:7g.40gb", "mig:1g.5gb"]),
-    ("NVIDIA-H100-80GB-HBM3", ["MIG:all-3g.40gb", "Exclusive"], ["mig:3g.40gb", "exclusive"]),
-    ("", ["exclusive", "timeslice:2"], ["exclusive", "timeslice:2"]),
-])
+@pytest.mark.parametrize(
+    "gpu, modes, resolved",
+    [
+        (
+            "H200",
+            steps.DEFAULT_MODES,
+            ["exclusive", "timeslice:2", "timeslice:4", "timeslice:8", "mps:2", "mps:4", "mig:7g.141gb", "mig:1g.18gb"],
+        ),
+        ("A100-40GB", ["mig:7g", "mig:1g"], ["mig:7g.40gb", "mig:1g.5gb"]),
+        ("NVIDIA-H100-80GB-HBM3", ["MIG:all-3g.40gb", "Exclusive"], ["mig:3g.40gb", "exclusive"]),
+        ("", ["exclusive", "timeslice:2"], ["exclusive", "timeslice:2"]),
+    ],
+)
 def test_plan_resolves_modes_for_the_gpu_model(gpu, modes, resolved):
-    plan = steps.plan_sweep(modes=modes, gpu_model=gpu, particle_counts=[5e6, 1e7], repeats=3, turns=10,
-                            placement="pods", node_name="n1")
+    plan = steps.plan_sweep(
+        modes=modes, gpu_model=gpu, particle_counts=[5e6, 1e7], repeats=3, turns=10, placement="pods", node_name="n1"
+    )
     assert plan["modes"] == resolved
     assert plan["cells"] == list(range(2 * (3 + 1)))
 
 
 def test_plan_reads_name_equals_model_node_specs():
-    plan = steps.plan_sweep(modes=["mig:1g"], gpu_model="", particle_counts=[1000], repeats=1, turns=1,
-                            placement="pods", node_name="gpu-a=A100-80GB")
+    plan = steps.plan_sweep(
+        modes=["mig:1g"],
+        gpu_model="",
+        particle_counts=[1000],
+        repeats=1,
+        turns=1,
+        placement="pods",
+        node_name="gpu-a=A100-80GB",
+    )
     assert (plan["node_name"], plan["gpu_model"], plan["modes"]) == ("gpu-a", "A100-80GB", ["mig:1g.10gb"])
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"placement": "pod"}, "placement 'pod' is not allowed; allowed: pods, processes, dra"),
-    ({"modes": ["timeslice:0"]}, "replica count must be >= 1"),
-    ({"modes": ["spatial:2"]}, "unknown sharing mode 'spatial:2'"),
-    ({"modes": []}, "modes: empty"),
-    ({"modes": ["partition:2"]}, "CPU-only local mode: it needs placement 'processes' and no node_name"),
-    ({"modes": ["mig:1g"], "gpu_model": ""}, "needs gpu_model"),
-    ({"modes": ["mig:5g"]}, "MIG layout '5g' has no profile on H200; allowed sizes: 1g, 2g, 3g, 4g, 7g"),
-    ({"gpu_model": "T4"}, "unknown GPU model 'T4'"),
-    ({"particle_counts": [0]}, "bad particle count 0; allowed: whole numbers > 0"),
-    ({"particle_counts": ["many"]}, "bad particle count 'many'; allowed: whole numbers > 0"),
-    ({"particle_counts": []}, "no particle count given"),
-    ({"repeats": 0}, "bad repeats 0; allowed: a whole number >= 1"),
-    ({"warmup_repeats": -1}, "bad warmup_repeats -1; allowed: a whole number >= 0"),
-    ({"node_name": "=H200"}, "node '=H200': write NAME or NAME=GPU_MODEL"),
-    # the Kubeflow UI's defaults (no node, placement pods): refused before any pod starts
-    ({"node_name": "", "modes": ["exclusive", "mig:7g", "mig:1g"]},
-     "mode 'mig:7g.141gb' with placement 'pods' needs node_name (NAME or NAME=GPU_MODEL)"),
-    ({"node_name": ""}, "mode 'timeslice:2' with placement 'pods' needs node_name"),
-    ({"node_name": "", "modes": ["mps:2"], "gpu_model": ""}, "mode 'mps:2' with placement 'pods' needs node_name"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"placement": "pod"}, "placement 'pod' is not allowed; allowed: pods, processes, dra"),
+        ({"modes": ["timeslice:0"]}, "replica count must be >= 1"),
+        ({"modes": ["spatial:2"]}, "unknown sharing mode 'spatial:2'"),
+        ({"modes": []}, "modes: empty"),
+        ({"modes": ["partition:2"]}, "CPU-only local mode: it needs placement 'processes' and no node_name"),
+        ({"modes": ["mig:1g"], "gpu_model": ""}, "needs gpu_model"),
+        ({"modes": ["mig:5g"]}, "MIG layout '5g' has no profile on H200; allowed sizes: 1g, 2g, 3g, 4g, 7g"),
+        ({"gpu_model": "T4"}, "unknown GPU model 'T4'"),
+        ({"particle_counts": [0]}, "bad particle count 0; allowed: whole numbers > 0"),
+        ({"particle_counts": ["many"]}, "bad particle count 'many'; allowed: whole numbers > 0"),
+        ({"particle_counts": []}, "no particle count given"),
+        ({"repeats": 0}, "bad repeats 0; allowed: a whole number >= 1"),
+        ({"warmup_repeats": -1}, "bad warmup_repeats -1; allowed: a whole number >= 0"),
+        ({"node_name": "=H200"}, "node '=H200': write NAME or NAME=GPU_MODEL"),
+        # the Kubeflow UI's defaults (no node, placement pods): refused before any pod starts
+        (
+            {"node_name": "", "modes": ["exclusive", "mig:7g", "mig:1g"]},
+            "mode 'mig:7g.141gb' with placement 'pods' needs node_name (NAME or NAME=GPU_MODEL)",
+        ),
+        ({"node_name": ""}, "mode 'timeslice:2' with placement 'pods' needs node_name"),
+        ({"node_name": "", "modes": ["mps:2"], "gpu_model": ""}, "mode 'mps:2' with placement 'pods' needs node_name"),
+    ],
+)
 def test_plan_refuses_bad_input_in_one_line(change, message):
-    kw = dict(modes=["exclusive", "timeslice:2"], gpu_model="H200", particle_counts=[1000], repeats=1, turns=1,
-              placement="pods", node_name="n1")
+    kw = dict(
+        modes=["exclusive", "timeslice:2"],
+        gpu_model="H200",
+        particle_counts=[1000],
+        repeats=1,
+        turns=1,
+        placement="pods",
+        node_name="n1",
+    )
     kw.update(change)
     with pytest.raises(UserError) as exc:
         steps.plan_sweep(**kw)
     assert message in str(exc.value) and "\n" not in str(exc.value)
 
 
-@pytest.mark.parametrize("mode, gpu, placement, want", [
-    ("exclusive", "H200", "pods", ("nvidia.com/gpu", 1, [0], 1)),
-    ("timeslice:4", "H200", "pods", ("nvidia.com/gpu", 1, [0, 1, 2, 3], 1)),
-    ("timeslice:4", "H200", "processes", ("nvidia.com/gpu", 1, [0], 4)),
-    ("mps:2", "H200", "pods", ("nvidia.com/gpu", 1, [0, 1], 1)),
-    ("mig:1g.18gb", "H200", "pods", ("nvidia.com/mig-1g.18gb", 1, list(range(7)), 1)),
-    ("mig:1g.18gb", "H200", "processes", ("nvidia.com/mig-1g.18gb", 7, [0], 7)),
-    ("mig:7g.40gb", "A100-40GB", "pods", ("nvidia.com/mig-7g.40gb", 1, [0], 1)),
-    ("mig:3g.20gb", "A100-40GB", "pods", ("nvidia.com/mig-3g.20gb", 1, [0, 1], 1)),
-    ("partition:2", "", "processes", ("", 0, [0], 2)),
-])
+@pytest.mark.parametrize(
+    "mode, gpu, placement, want",
+    [
+        ("exclusive", "H200", "pods", ("nvidia.com/gpu", 1, [0], 1)),
+        ("timeslice:4", "H200", "pods", ("nvidia.com/gpu", 1, [0, 1, 2, 3], 1)),
+        ("timeslice:4", "H200", "processes", ("nvidia.com/gpu", 1, [0], 4)),
+        ("mps:2", "H200", "pods", ("nvidia.com/gpu", 1, [0, 1], 1)),
+        ("mig:1g.18gb", "H200", "pods", ("nvidia.com/mig-1g.18gb", 1, list(range(7)), 1)),
+        ("mig:1g.18gb", "H200", "processes", ("nvidia.com/mig-1g.18gb", 7, [0], 7)),
+        ("mig:7g.40gb", "A100-40GB", "pods", ("nvidia.com/mig-7g.40gb", 1, [0], 1)),
+        ("mig:3g.20gb", "A100-40GB", "pods", ("nvidia.com/mig-3g.20gb", 1, [0, 1], 1)),
+        ("partition:2", "", "processes", ("", 0, [0], 2)),
+    ],
+)
 def test_pod_request_per_mode_and_placement(mode, gpu, placement, want):
     r = steps.pod_request(mode, gpu, placement)
     assert (r["resource"], r["count"], r["pods"], r["processes"]) == want
@@ -117,14 +146,25 @@ def test_pod_request_uses_what_the_node_advertises():
     assert (r["resource"], r["pods"]) == ("nvidia.com/gpu.shared", [0, 1])
 
 
-@pytest.mark.parametrize("warmup, cells", [
-    (1, [(100, 0), (100, 1), (100, 2), (200, 0), (200, 1), (200, 2)]),
-    (0, [(100, 1), (100, 2), (200, 1), (200, 2)]),
-    (2, [(100, -1), (100, 0), (100, 1), (100, 2), (200, -1), (200, 0), (200, 1), (200, 2)]),
-])
+@pytest.mark.parametrize(
+    "warmup, cells",
+    [
+        (1, [(100, 0), (100, 1), (100, 2), (200, 0), (200, 1), (200, 2)]),
+        (0, [(100, 1), (100, 2), (200, 1), (200, 2)]),
+        (2, [(100, -1), (100, 0), (100, 1), (100, 2), (200, -1), (200, 0), (200, 1), (200, 2)]),
+    ],
+)
 def test_cells_cover_sizes_and_repeats_with_warmups_first(warmup, cells):
-    plan = steps.plan_sweep(modes=["exclusive"], gpu_model="", particle_counts=[100, 200], repeats=2, turns=1,
-                            placement="processes", node_name="", warmup_repeats=warmup)
+    plan = steps.plan_sweep(
+        modes=["exclusive"],
+        gpu_model="",
+        particle_counts=[100, 200],
+        repeats=2,
+        turns=1,
+        placement="processes",
+        node_name="",
+        warmup_repeats=warmup,
+    )
     # KFP hands list items over JSON: numbers may come back as floats
     assert [steps.cell_of(float(c), [100.0, 200.0], 2.0, float(warmup)) for c in plan["cells"]] == cells
 
@@ -140,18 +180,28 @@ def test_schedule_start_is_in_the_future_and_names_the_cell():
 
 # ------------------------------------------------------------------ cells
 def _row(replica, uuid="GPU-a", status="ok", mode="timeslice:2", **kw):
-    row = dict(replica=replica, mode=mode, device_uuid=uuid, status=status,
-               error="" if status == "ok" else "boom", cell_status="ok", cell_error="")
+    row = dict(
+        replica=replica,
+        mode=mode,
+        device_uuid=uuid,
+        status=status,
+        error="" if status == "ok" else "boom",
+        cell_status="ok",
+        cell_error="",
+    )
     return {**row, **kw}
 
 
-@pytest.mark.parametrize("rows, cell_status, cell_error", [
-    ([_row(0), _row(1)], "ok", ""),
-    ([_row(0), _row(1, uuid="GPU-b")], "failed", "replicas ran on different devices: GPU-a, GPU-b"),
-    ([_row(0), _row(1, status="failed")], "failed", "replica 1: boom"),
-    ([_row(0, mode="mig:1g.18gb", uuid="MIG-1"), _row(1, mode="mig:1g.18gb", uuid="MIG-2")], "ok", ""),
-    ([_row(0, cell_status="failed", cell_error="overran"), _row(1)], "failed", "overran"),
-])
+@pytest.mark.parametrize(
+    "rows, cell_status, cell_error",
+    [
+        ([_row(0), _row(1)], "ok", ""),
+        ([_row(0), _row(1, uuid="GPU-b")], "failed", "replicas ran on different devices: GPU-a, GPU-b"),
+        ([_row(0), _row(1, status="failed")], "failed", "replica 1: boom"),
+        ([_row(0, mode="mig:1g.18gb", uuid="MIG-1"), _row(1, mode="mig:1g.18gb", uuid="MIG-2")], "ok", ""),
+        ([_row(0, cell_status="failed", cell_error="overran"), _row(1)], "failed", "overran"),
+    ],
+)
 def test_check_cell_fails_a_cell_as_a_whole(rows, cell_status, cell_error):
     out = steps.check_cell(rows)
     assert {r["cell_status"] for r in out} == {cell_status}
@@ -191,19 +241,36 @@ def sim(tmp_path, monkeypatch):
 def test_each_cell_renews_the_runs_lease_and_another_run_is_refused(sim):
     """The run holds the node for its whole length: schedule_start renews the Lease before every cell."""
     from kubernetes import client as k8s
-    steps.reconfigure(node_name=NODE, mode="timeslice:2", gpu_model="H200", placement="pods", timeout_s=30,
-                      run_id="run-a")
+
+    steps.reconfigure(
+        node_name=NODE, mode="timeslice:2", gpu_model="H200", placement="pods", timeout_s=30, run_id="run-a"
+    )
     leases = k8s.CoordinationV1Api(sim.api_client())
 
     def renewed():
         return leases.read_namespaced_lease(f"sharebench-node-{NODE}", "sharebench-system").spec.renew_time
+
     before = renewed()
-    cell = steps.schedule_start(mode="timeslice:2", cell=0, particle_counts=[100], repeats=1, start_delay_s=0,
-                                node_name=f"{NODE}=H200", run_id="run-a")
+    cell = steps.schedule_start(
+        mode="timeslice:2",
+        cell=0,
+        particle_counts=[100],
+        repeats=1,
+        start_delay_s=0,
+        node_name=f"{NODE}=H200",
+        run_id="run-a",
+    )
     assert cell["particles"] == 100 and renewed() > before
     with pytest.raises(UserError, match=r"refusing: the node is being reconfigured by run-a"):
-        steps.schedule_start(mode="timeslice:2", cell=0, particle_counts=[100], repeats=1, start_delay_s=0,
-                             node_name=NODE, run_id="run-b")
+        steps.schedule_start(
+            mode="timeslice:2",
+            cell=0,
+            particle_counts=[100],
+            repeats=1,
+            start_delay_s=0,
+            node_name=NODE,
+            run_id="run-b",
+        )
     assert steps.restore(node_names=[NODE], timeout_s=30, run_id="run-a")[0]["restored"] is True
 
 

@@ -26,11 +26,14 @@ def test_placement_dra_is_allowed_and_documented():
     assert "'dra'" in SPEC["root"]["inputDefinitions"]["parameters"]["placement"]["description"]
 
 
-@pytest.mark.parametrize("component, names", [
-    ("comp-schedule-start", {"placement", "pods", "gpu_model", "claims_namespace"}),
-    ("comp-check-cell", {"placement", "claims_namespace"}),
-    ("comp-restore-node", {"placement", "claims_namespace"}),
-])
+@pytest.mark.parametrize(
+    "component, names",
+    [
+        ("comp-schedule-start", {"placement", "pods", "gpu_model", "claims_namespace"}),
+        ("comp-check-cell", {"placement", "claims_namespace"}),
+        ("comp-restore-node", {"placement", "claims_namespace"}),
+    ],
+)
 def test_claim_steps_take_the_placement(component, names):
     assert names <= set(inputs(component))
     assert inputs(component)["placement"]["defaultValue"] == "pods"
@@ -41,8 +44,10 @@ def test_cells_pass_the_placement_down():
     start = loop["schedule-start"]["inputs"]["parameters"]
     assert start["placement"]["componentInputParameter"] == "pipelinechannel--placement"
     assert start["pods"]["componentInputParameter"] == "pipelinechannel--pods"
-    assert loop["sharebench-cell"]["inputs"]["parameters"]["placement"]["componentInputParameter"] == \
-        "pipelinechannel--placement"
+    assert (
+        loop["sharebench-cell"]["inputs"]["parameters"]["placement"]["componentInputParameter"]
+        == "pipelinechannel--placement"
+    )
     check = SPEC["components"]["comp-sharebench-cell"]["dag"]["tasks"]["check-cell"]["inputs"]["parameters"]
     assert check["placement"]["componentInputParameter"] == "placement"
     exit_task = SPEC["root"]["dag"]["tasks"]["restore-node"]

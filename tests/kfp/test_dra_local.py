@@ -22,14 +22,14 @@ from support.contexts import cpu_opencl_spec
 from support.dra_sim import SimDraDriver
 from support.k8s_sim import SimCluster
 
-pytestmark = pytest.mark.slow   # two kfp.local sweeps: 174 s here, 2 shared cores under load (2026-12-03)
+pytestmark = pytest.mark.slow  # two kfp.local sweeps: 174 s here, 2 shared cores under load (2026-12-03)
 
 
 @pytest.fixture
 def cluster(tmp_path, monkeypatch):
     with SimCluster(tmp_path, delay_s=0.01) as sim:
         SimDraDriver(sim, node="gpu-node-a", gpus=1, immediate=True)
-        monkeypatch.setenv("KUBECONFIG", str(sim.kubeconfig))   # every kfp.local task reaches the sim
+        monkeypatch.setenv("KUBECONFIG", str(sim.kubeconfig))  # every kfp.local task reaches the sim
         yield sim
 
 
@@ -41,9 +41,19 @@ def run_sweep(root: Path, lattice: Path, **kw):
     from sharebench.pipelines.sweep_pipeline import sweep_pipeline
 
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root))
-    args = dict(node_name="", gpu_model="H200", modes=["exclusive", "timeslice:2/long"], particle_counts=[300],
-                repeats=1, warmup_repeats=0, turns=2, placement="dra", lattice=str(lattice),
-                device=cpu_opencl_spec(), start_delay_s=8.0)
+    args = dict(
+        node_name="",
+        gpu_model="H200",
+        modes=["exclusive", "timeslice:2/long"],
+        particle_counts=[300],
+        repeats=1,
+        warmup_repeats=0,
+        turns=2,
+        placement="dra",
+        lattice=str(lattice),
+        device=cpu_opencl_spec(),
+        start_delay_s=8.0,
+    )
     sweep_pipeline(**{**args, **kw})
 
 
@@ -55,7 +65,7 @@ def test_dra_sweep_claims_each_cell_and_leaves_no_claim(cluster, tmp_path, latti
     shared = [a.sharing for a in cluster.dra.applied]
     assert shared == [None, {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}]
     assert cluster.dra.timeslice["gpu-0"] == 3
-    assert cluster.dra.most_at_once == 1                # check_cell deleted each cell's claim before the next
+    assert cluster.dra.most_at_once == 1  # check_cell deleted each cell's claim before the next
     assert claims_in(cluster) == []
     (run,) = root.glob("sharebench-sweep-*")
     (csv,) = run.rglob("results.csv")
@@ -67,5 +77,5 @@ def test_dra_sweep_claims_each_cell_and_leaves_no_claim(cluster, tmp_path, latti
 def test_dra_sweep_failure_leaves_no_claim(cluster, tmp_path, lattice):
     with pytest.raises(RuntimeError):
         run_sweep(tmp_path / "root", lattice, modes=["timeslice:2/short"], device="cuda:7")  # no such device
-    assert len(cluster.dra.created) == 1                # the cell's claim was made ...
-    assert claims_in(cluster) == []                     # ... and deleted by the exit task
+    assert len(cluster.dra.created) == 1  # the cell's claim was made ...
+    assert claims_in(cluster) == []  # ... and deleted by the exit task

@@ -9,8 +9,15 @@ from sharebench.errors import UserError
 
 
 def plan(**kw):
-    args = dict(modes=["exclusive", "timeslice:2/long"], gpu_model="H200", particle_counts=[1000], repeats=1,
-                placement="dra", node_name="", turns=1)
+    args = dict(
+        modes=["exclusive", "timeslice:2/long"],
+        gpu_model="H200",
+        particle_counts=[1000],
+        repeats=1,
+        placement="dra",
+        node_name="",
+        turns=1,
+    )
     return steps.plan_sweep(**{**args, **kw})
 
 
@@ -19,8 +26,9 @@ def test_interval_modes_plan_only_with_dra():
     for placement in ("pods", "processes"):
         with pytest.raises(UserError) as err:
             plan(placement=placement)
-        assert str(err.value).startswith("mode 'timeslice:2/long' sets the GPU's time-slice interval: in the "
-                                         "pipeline only placement 'dra' can")
+        assert str(err.value).startswith(
+            "mode 'timeslice:2/long' sets the GPU's time-slice interval: in the pipeline only placement 'dra' can"
+        )
 
 
 def test_partition_is_refused_under_dra():
@@ -28,8 +36,10 @@ def test_partition_is_refused_under_dra():
         plan(modes=["partition:2"])
 
 
-@pytest.mark.parametrize("mode, pods", [("timeslice:4/short", [0, 1, 2, 3]), ("mps:2@50", [0, 1]),
-                                        ("exclusive", [0]), ("mig:1g", list(range(7)))])
+@pytest.mark.parametrize(
+    "mode, pods",
+    [("timeslice:4/short", [0, 1, 2, 3]), ("mps:2@50", [0, 1]), ("exclusive", [0]), ("mig:1g", list(range(7)))],
+)
 def test_pod_request_under_dra_asks_no_extended_resource(mode, pods):
     assert steps.pod_request(mode, "H200", "dra") == {"resource": "", "count": 0, "pods": pods, "processes": 1}
 

@@ -31,7 +31,7 @@ def free_port() -> int:
 def s3_url():
     import logging
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)   # moto's request log, on stderr otherwise
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request log, on stderr otherwise
     port = free_port()
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
@@ -45,8 +45,11 @@ def s3(s3_url, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "minio")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "minio123")
     client = boto3.client("s3", endpoint_url=s3_url, region_name="us-east-1")
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket="mlpipeline") \
-            if "mlpipeline" in [b["Name"] for b in client.list_buckets().get("Buckets", [])] else []:
+    for page in (
+        client.get_paginator("list_objects_v2").paginate(Bucket="mlpipeline")
+        if "mlpipeline" in [b["Name"] for b in client.list_buckets().get("Buckets", [])]
+        else []
+    ):
         for obj in page.get("Contents", []):
             client.delete_object(Bucket="mlpipeline", Key=obj["Key"])
     client.create_bucket(Bucket="mlpipeline")
@@ -105,9 +108,12 @@ def test_fetch_copies_the_sweep_results_folder_and_the_report_builds(kfp_server,
 def test_fetch_puts_each_node_of_a_multi_node_run_in_its_own_folder(kfp_server, s3, s3_url, tmp_path, capsys):
     run_id = submit(capsys, kfp_server, "node_name=a")
     base = f"{ROOT_PREFIX}/sharebench-sweep/{run_id}"
-    for eid, node in (("88", "a"), ("120", "b")):   # execution ids; 88 ran first
-        s3.put_object(Bucket="mlpipeline", Key=f"{base}/collect-results/{eid}/results/results.csv",
-                      Body=f"node\n{node}\n".encode())
+    for eid, node in (("88", "a"), ("120", "b")):  # execution ids; 88 ran first
+        s3.put_object(
+            Bucket="mlpipeline",
+            Key=f"{base}/collect-results/{eid}/results/results.csv",
+            Body=f"node\n{node}\n".encode(),
+        )
         s3.put_object(Bucket="mlpipeline", Key=f"{base}/collect-results/{eid}/results/cells/c.json", Body=b"{}")
     code, out, err = fetch(capsys, run_id, "--host", kfp_server.url, "--out", str(tmp_path), "--s3-endpoint", s3_url)
     assert code == 0, err
@@ -124,11 +130,13 @@ def test_fetch_errors_are_one_line(kfp_server, s3, s3_url, tmp_path, capsys):
     assert f"no collect-results results under s3://mlpipeline/v2/artifacts/sharebench-sweep/{run_id}/" in err
     assert not any(tmp_path.iterdir())
 
-    code, _, err = fetch(capsys, run_id, "--host", kfp_server.url, "--out", str(tmp_path), "--s3-endpoint", s3_url,
-                         "--s3-bucket", "nope")
+    code, _, err = fetch(
+        capsys, run_id, "--host", kfp_server.url, "--out", str(tmp_path), "--s3-endpoint", s3_url, "--s3-bucket", "nope"
+    )
     assert code == 2 and err.count("\n") == 1 and "NoSuchBucket" in err
 
-    port = free_port()   # nobody listens there
-    code, _, err = fetch(capsys, run_id, "--host", kfp_server.url, "--out", str(tmp_path),
-                         "--s3-endpoint", f"http://127.0.0.1:{port}")
+    port = free_port()  # nobody listens there
+    code, _, err = fetch(
+        capsys, run_id, "--host", kfp_server.url, "--out", str(tmp_path), "--s3-endpoint", f"http://127.0.0.1:{port}"
+    )
     assert code == 2 and err.count("\n") == 1 and "cannot reach the object store" in err and "--s3-endpoint" in err

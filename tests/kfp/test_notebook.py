@@ -37,16 +37,26 @@ def test_notebook_runs_locally_top_to_bottom(tmp_path, monkeypatch):
     if not (EARLIER / "results.csv").exists():
         pytest.skip(f"no earlier results folder to compare with at {EARLIER}")
     lattice = tiny_lattice(tmp_path / "fodo.json")
-    env = {"RUN_ON_CLUSTER": False, "MODES": ["exclusive", "timeslice:2"], "PARTICLE_COUNTS": [2000],
-           "TURNS": 200, "REPEATS": 1, "WARMUP_REPEATS": 0, "PLACEMENT": "processes",
-           "DEVICE": cpu_opencl_spec(), "LATTICE": str(lattice), "PIPELINE_ROOT": str(tmp_path / "root"),
-           "COMPARE_WITH": str(EARLIER)}
+    env = {
+        "RUN_ON_CLUSTER": False,
+        "MODES": ["exclusive", "timeslice:2"],
+        "PARTICLE_COUNTS": [2000],
+        "TURNS": 200,
+        "REPEATS": 1,
+        "WARMUP_REPEATS": 0,
+        "PLACEMENT": "processes",
+        "DEVICE": cpu_opencl_spec(),
+        "LATTICE": str(lattice),
+        "PIPELINE_ROOT": str(tmp_path / "root"),
+        "COMPARE_WITH": str(EARLIER),
+    }
     for k, v in env.items():
         monkeypatch.setenv(f"SHAREBENCH_NB_{k}", json.dumps(v))
     nb = nbformat.read(NOTEBOOK, as_version=4)
     assert nb.cells[1].metadata.get("tags") == ["parameters"]
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
     client.execute(env=dict(os.environ))
 
     assert not _outputs(nb, "error")

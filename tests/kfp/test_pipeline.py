@@ -50,8 +50,13 @@ def fresh(tmp_path_factory) -> Path:
     """The pipelines compiled now, by the CLI, with the default image (no SHAREBENCH_IMAGE)."""
     out = tmp_path_factory.mktemp("compiled")
     env = {k: v for k, v in os.environ.items() if k != "SHAREBENCH_IMAGE"}
-    proc = subprocess.run([sys.executable, "-m", "sharebench", "compile", "--out", str(out)],
-                          capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sharebench", "compile", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert sorted(Path(p).name for p in proc.stdout.split()) == sorted(FILES)
     return out
@@ -61,22 +66,31 @@ def fresh(tmp_path_factory) -> Path:
 def test_committed_yaml_is_current(fresh, name):
     committed = (PIPELINES / name).read_text()
     assert (fresh / name).read_text() == committed, (
-        f"pipelines/{name} is stale: run `sharebench compile` and commit the result")
+        f"pipelines/{name} is stale: run `sharebench compile` and commit the result"
+    )
 
 
 def test_image_is_one_setting_overridable_at_compile_time(tmp_path):
     env = dict(os.environ, SHAREBENCH_IMAGE="registry.example.org/team/sharebench:test-1")
-    proc = subprocess.run([sys.executable, "-m", "sharebench", "compile", "--out", str(tmp_path)],
-                          capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sharebench", "compile", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     spec, _ = _docs(tmp_path / "sharebench_sweep.yaml")
     doc = yaml.safe_load_all((tmp_path / "sharebench_sweep.yaml").read_text())
     executors = next(doc)["deploymentSpec"]["executors"]
     # every task runs the image the run names; the run's default is the compile-time setting
-    assert ({e["container"]["image"] for e in executors.values()}
-            == {"{{$.inputs.parameters['pipelinechannel--image']}}"})
-    assert spec.root.input_definitions.parameters["image"].default_value.string_value == \
-        "registry.example.org/team/sharebench:test-1"
+    assert {e["container"]["image"] for e in executors.values()} == {
+        "{{$.inputs.parameters['pipelinechannel--image']}}"
+    }
+    assert (
+        spec.root.input_definitions.parameters["image"].default_value.string_value
+        == "registry.example.org/team/sharebench:test-1"
+    )
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -85,8 +99,7 @@ def test_yaml_parses_back_into_pipeline_and_platform_specs(name):
     assert spec.sdk_version == "kfp-2.17.3"
     root = spec.root.input_definitions.parameters
     assert [v.string_value for v in root["modes"].default_value.list_value.values] == steps.DEFAULT_MODES
-    assert [v.number_value for v in root["particle_counts"].default_value.list_value.values] == \
-        [5e6, 1e7, 1.5e7]
+    assert [v.number_value for v in root["particle_counts"].default_value.list_value.values] == [5e6, 1e7, 1.5e7]
     assert root["placement"].default_value.string_value == "pods"
     for p in ("modes", "particle_counts", "repeats", "turns", "placement", "image", "lattice"):
         assert root[p].description, f"parameter {p} has no description in {name}"
@@ -116,8 +129,10 @@ def test_yaml_parses_back_into_pipeline_and_platform_specs(name):
     run_exec = spec.components["comp-run-simpletrack"].executor_label
     deploy = json_format.MessageToDict(spec.deployment_spec)
     acc = deploy["executors"][run_exec]["container"]["resources"]["accelerator"]
-    assert acc == {"resourceType": "{{$.inputs.parameters['pipelinechannel--resource']}}",
-                   "resourceCount": "{{$.inputs.parameters['pipelinechannel--resource_count']}}"}
+    assert acc == {
+        "resourceType": "{{$.inputs.parameters['pipelinechannel--resource']}}",
+        "resourceCount": "{{$.inputs.parameters['pipelinechannel--resource_count']}}",
+    }
     k8s = _k8s(platform, run_exec)
     assert k8s.node_selector.node_selector_json.component_input_parameter == "pipelinechannel--node_selector"
     assert [(t.key, t.operator, t.effect) for t in k8s.tolerations] == [("nvidia.com/gpu", "Exists", "NoSchedule")]
@@ -125,21 +140,28 @@ def test_yaml_parses_back_into_pipeline_and_platform_specs(name):
     for label in spec.deployment_spec.fields["executors"].struct_value.fields:
         assert dict(_k8s(platform, label).pod_metadata.labels) == {"app.kubernetes.io/part-of": "sharebench"}
     # no container task is cached: a cached measurement (or start instant) would be a wrong one
-    containers = [t for _, _, t in _all_tasks(spec)
-                  if spec.components[t.component_ref.name].WhichOneof("implementation") == "executor_label"]
+    containers = [
+        t
+        for _, _, t in _all_tasks(spec)
+        if spec.components[t.component_ref.name].WhichOneof("implementation") == "executor_label"
+    ]
     assert len(containers) >= 9
     assert not [t.task_info.name for t in containers if t.caching_options.enable_cache]
 
 
-@pytest.mark.parametrize("name, pipeline, extra", [
-    ("sharebench_sweep.yaml", "sharebench-sweep", {"node_name", "gpu_model"}),
-    ("sharebench_multi_node.yaml", "sharebench-multi-node", {"nodes"}),
-])
+@pytest.mark.parametrize(
+    "name, pipeline, extra",
+    [
+        ("sharebench_sweep.yaml", "sharebench-sweep", {"node_name", "gpu_model"}),
+        ("sharebench_multi_node.yaml", "sharebench-multi-node", {"nodes"}),
+    ],
+)
 def test_yaml_loads_as_a_component(name, pipeline, extra):
     comp = kfp_components.load_component_from_file(str(PIPELINES / name))
     assert comp.name == pipeline
-    assert extra | {"modes", "particle_counts", "repeats", "turns", "placement", "image", "lattice"} <= \
-        set(comp.component_spec.inputs)
+    assert extra | {"modes", "particle_counts", "repeats", "turns", "placement", "image", "lattice"} <= set(
+        comp.component_spec.inputs
+    )
     assert comp.component_spec.description
 
 
@@ -147,7 +169,10 @@ def test_multi_node_runs_nodes_side_by_side_and_compares_them():
     spec, _ = _docs(PIPELINES / "sharebench_multi_node.yaml")
     tasks = {n: t for _, n, t in _all_tasks(spec)}
     assert "compare-nodes" in tasks
-    node_loops = [t for t in tasks.values() if t.WhichOneof("iterator")
-                  and t.parameter_iterator.items.input_parameter == "pipelinechannel--nodes"]
+    node_loops = [
+        t
+        for t in tasks.values()
+        if t.WhichOneof("iterator") and t.parameter_iterator.items.input_parameter == "pipelinechannel--nodes"
+    ]
     assert len(node_loops) == 1 and node_loops[0].iterator_policy.parallelism_limit == 0
     assert tasks["restore-node"].inputs.parameters["node_names"].component_input_parameter == "nodes"

@@ -33,8 +33,18 @@ def local_sweep(tmp_path_factory, lattice) -> Path:
 
     root = tmp_path_factory.mktemp("pipeline_root")
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root))
-    sweep_pipeline(node_name="", gpu_model="", modes=MODES, particle_counts=[2000], repeats=1, turns=200,
-                   placement="processes", lattice=str(lattice), device=cpu_opencl_spec(), start_delay_s=2.0)
+    sweep_pipeline(
+        node_name="",
+        gpu_model="",
+        modes=MODES,
+        particle_counts=[2000],
+        repeats=1,
+        turns=200,
+        placement="processes",
+        lattice=str(lattice),
+        device=cpu_opencl_spec(),
+        start_delay_s=2.0,
+    )
     (run,) = root.glob("sharebench-sweep-*")
     return run
 
@@ -46,8 +56,12 @@ def _outputs(task_dir: Path) -> dict:
 def test_local_sweep_writes_the_results_table(local_sweep):
     df = load_results(local_sweep / "collect-results" / "results")
     # 2 modes x 1 size x (warm-up + 1 repeat); exclusive has 1 replica, timeslice:2 has 2
-    assert sorted(df["cell_id"].unique()) == ["exclusive_p2000_r0", "exclusive_p2000_r1",
-                                              "timeslice:2_p2000_r0", "timeslice:2_p2000_r1"]
+    assert sorted(df["cell_id"].unique()) == [
+        "exclusive_p2000_r0",
+        "exclusive_p2000_r1",
+        "timeslice:2_p2000_r0",
+        "timeslice:2_p2000_r1",
+    ]
     assert len(df) == 6
     assert set(df["status"]) == {"ok"} and set(df["cell_status"]) == {"ok"}
     assert df["sweep_id"].nunique() == 1 and df["sweep_id"].iloc[0]
@@ -65,7 +79,7 @@ def test_local_sweep_loss_table_and_metrics_match_the_rows(local_sweep):
     measured = df[~df["warmup"]]
     t1 = float(measured.loc[measured["mode"] == "exclusive", "track_s"].iloc[0])
     ts = measured[measured["mode"] == "timeslice:2"]
-    t_n = float(ts["track_end"].max() - ts["track_start"].min())   # span of the 2 concurrent windows
+    t_n = float(ts["track_end"].max() - ts["track_start"].min())  # span of the 2 concurrent windows
     loss_pct = (t_n - 2 * t1) / (2 * t1) * 100
     overlap_pct = 100 * (ts["track_end"].min() - ts["track_start"].max()) / ts["track_s"].min()
 
@@ -104,11 +118,28 @@ def test_pods_placement_cell_starts_replicas_at_the_upstream_instant(tmp_path, l
     from sharebench.pipelines.sweep_pipeline import run_cell
 
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path))
-    start_at = time.time() + 15.0   # both replica tasks start, build and warm up before it
-    task = run_cell(image=IMAGE, mode="timeslice:2", particles=300, turns=2, repeat=1, start_at=start_at,
-                    pods=[0, 1], processes=1, replicas=2, resource="nvidia.com/gpu", resource_count=1,
-                    node_selector={}, node_name="", device=cpu_opencl_spec(), engine="simpletrack", command="",
-                    exec_timing="protocol", lattice=str(lattice), seed=1)
+    start_at = time.time() + 15.0  # both replica tasks start, build and warm up before it
+    task = run_cell(
+        image=IMAGE,
+        mode="timeslice:2",
+        particles=300,
+        turns=2,
+        repeat=1,
+        start_at=start_at,
+        pods=[0, 1],
+        processes=1,
+        replicas=2,
+        resource="nvidia.com/gpu",
+        resource_count=1,
+        node_selector={},
+        node_name="",
+        device=cpu_opencl_spec(),
+        engine="simpletrack",
+        command="",
+        exec_timing="protocol",
+        lattice=str(lattice),
+        seed=1,
+    )
     rows = steps.read_rows([task.output.path])
     assert [r["replica"] for r in rows] == [0, 1]
     assert {r["mode"] for r in rows} == {"timeslice:2"} and {r["replicas"] for r in rows} == {2}
@@ -116,7 +147,7 @@ def test_pods_placement_cell_starts_replicas_at_the_upstream_instant(tmp_path, l
     assert {r["status"] for r in rows} == {"ok"} and {r["cell_status"] for r in rows} == {"ok"}
     starts = np.array([r["track_start"] for r in rows])
     assert (starts >= start_at).all()
-    assert_allclose(starts, start_at, atol=2.0)   # both woke at the instant, not when their task began
+    assert_allclose(starts, start_at, atol=2.0)  # both woke at the instant, not when their task began
 
 
 def test_compare_nodes_report_puts_other_results_beside_the_first(local_sweep, tmp_path):
@@ -135,7 +166,7 @@ def test_compare_nodes_report_puts_other_results_beside_the_first(local_sweep, t
     html, md, plots = tmp_path / "r.html", tmp_path / "r.md", tmp_path / "plots"
     steps.write_report([str(ours), str(earlier), str(third)], str(html), str(md), str(plots))
     page = html.read_text()
-    assert page.count("<body") == 1 and page.count("<hr>") == 1   # two comparisons, one page
+    assert page.count("<body") == 1 and page.count("<hr>") == 1  # two comparisons, one page
     assert "cpu-example" in page and "gpu-node-b" in page
     assert md.read_text().count("\n---\n") == 1
     assert any(plots.glob("loss_vs_particles.png"))
@@ -147,14 +178,23 @@ def test_multi_node_pipeline_runs_locally_and_compares(tmp_path, lattice):
     from sharebench.pipelines.sweep_pipeline import multi_node_pipeline
 
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path))
-    multi_node_pipeline(nodes=["", ""], modes=["exclusive"], particle_counts=[300], turns=2, repeats=1,
-                        warmup_repeats=0, placement="processes", device=cpu_opencl_spec(), lattice=str(lattice),
-                        start_delay_s=1.0)
+    multi_node_pipeline(
+        nodes=["", ""],
+        modes=["exclusive"],
+        particle_counts=[300],
+        turns=2,
+        repeats=1,
+        warmup_repeats=0,
+        placement="processes",
+        device=cpu_opencl_spec(),
+        lattice=str(lattice),
+        start_delay_s=1.0,
+    )
     (run,) = tmp_path.glob("sharebench-multi-node-*")
     for i in (0, 1):
         (results,) = (run / f"for-loop-nodes-iteration-{i}").glob("**/collect-results/results")
         df = load_results(results)
         assert list(df["cell_id"]) == ["exclusive_p300_r1"] and list(df["status"]) == ["ok"]
     page = (run / "compare-nodes" / "report_html").read_text()
-    assert "results-1 (" in page and "data:image/png;base64," in page   # the second node, beside the first
+    assert "results-1 (" in page and "data:image/png;base64," in page  # the second node, beside the first
     assert _outputs(run / "restore-node")["parameterValues"]["Output"] == []

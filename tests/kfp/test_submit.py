@@ -26,10 +26,29 @@ def _run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 def test_submit_uploads_the_compiled_sweep_with_typed_parameters(kfp_server, capsys):
     code, out, err = _run_cli(
-        capsys, "submit", "--host", kfp_server.url, "--experiment", "gpu-sharing", "--run-name", "h200-nightly",
-        "--param", "node_name=gpu-node-7", "--param", "gpu_model=H200", "--param", "modes=exclusive,timeslice:2,mig:1g",
-        "--param", "particle_counts=5e6,1e7", "--param", "repeats=2", "--param", "force=true",
-        "--service-account", "sharebench-node")
+        capsys,
+        "submit",
+        "--host",
+        kfp_server.url,
+        "--experiment",
+        "gpu-sharing",
+        "--run-name",
+        "h200-nightly",
+        "--param",
+        "node_name=gpu-node-7",
+        "--param",
+        "gpu_model=H200",
+        "--param",
+        "modes=exclusive,timeslice:2,mig:1g",
+        "--param",
+        "particle_counts=5e6,1e7",
+        "--param",
+        "repeats=2",
+        "--param",
+        "force=true",
+        "--service-account",
+        "sharebench-node",
+    )
     assert code == 0, err
     (run,) = kfp_server.runs.values()
     assert out.strip().endswith(f"run {run['run_id']}")
@@ -46,14 +65,28 @@ def test_submit_uploads_the_compiled_sweep_with_typed_parameters(kfp_server, cap
     assert sent["pipeline_spec"] == committed
     assert sent["platform_spec"] == platform
     assert run["runtime_config"]["parameters"] == {
-        "node_name": "gpu-node-7", "gpu_model": "H200", "modes": ["exclusive", "timeslice:2", "mig:1g"],
-        "particle_counts": [5000000, 10000000], "repeats": 2, "force": True}
+        "node_name": "gpu-node-7",
+        "gpu_model": "H200",
+        "modes": ["exclusive", "timeslice:2", "mig:1g"],
+        "particle_counts": [5000000, 10000000],
+        "repeats": 2,
+        "force": True,
+    }
 
 
 def test_submit_with_a_schedule_makes_a_recurring_run(kfp_server, capsys):
-    code, out, err = _run_cli(capsys, "submit", "--host", kfp_server.url, "--pipeline", "multi-node",
-                              "--schedule", "0 30 2 * * MON-FRI",
-                              "--param", 'nodes=["a100-1=A100-40GB","h100-1=H100-80GB"]')
+    code, out, err = _run_cli(
+        capsys,
+        "submit",
+        "--host",
+        kfp_server.url,
+        "--pipeline",
+        "multi-node",
+        "--schedule",
+        "0 30 2 * * MON-FRI",
+        "--param",
+        'nodes=["a100-1=A100-40GB","h100-1=H100-80GB"]',
+    )
     assert code == 0, err
     (rr,) = kfp_server.recurring.values()
     assert rr["trigger"]["cron_schedule"]["cron"] == "0 30 2 * * MON-FRI"
@@ -67,8 +100,10 @@ def test_submit_with_a_schedule_makes_a_recurring_run(kfp_server, capsys):
 
 def test_runs_lists_runs_and_recurring_runs(kfp_server, capsys):
     assert _run_cli(capsys, "submit", "--host", kfp_server.url, "--run-name", "once")[0] == 0
-    assert _run_cli(capsys, "submit", "--host", kfp_server.url, "--schedule", "0 0 3 * * *",
-                    "--run-name", "nightly")[0] == 0
+    assert (
+        _run_cli(capsys, "submit", "--host", kfp_server.url, "--schedule", "0 0 3 * * *", "--run-name", "nightly")[0]
+        == 0
+    )
     code, out, err = _run_cli(capsys, "runs", "--host", kfp_server.url, "--json")
     assert code == 0, err
     listed = json.loads(out)
@@ -83,43 +118,49 @@ def test_submit_sends_the_token_and_waits(kfp_server, capsys):
     code, out, err = _run_cli(capsys, "submit", "--host", kfp_server.url, "--token", "s3cret", "--wait", "30")
     assert code == 0, err
     assert "finished: SUCCEEDED" in out
-    assert {h.get("authorization") for _, p, _, h in kfp_server.requests if not p.endswith("healthz")} == \
-        {"Bearer s3cret"}
+    assert {h.get("authorization") for _, p, _, h in kfp_server.requests if not p.endswith("healthz")} == {
+        "Bearer s3cret"
+    }
 
 
-@pytest.mark.parametrize("cron, message", [
-    ("0 3 * * *", "cron '0 3 * * *' has 5 fields; KFP cron has 6, seconds first: use '0 0 3 * * *'"),
-    ("*/5 * * * *", "use '0 */5 * * * *'"),
-    ("0 0 3 * *", "has 5 fields"),
-    ("0 0 3 * * * *", "has 7 fields; KFP cron has 6, seconds first"),
-    ("0 61 3 * * *", "minute field '61' is out of range; allowed: 0-59"),
-    ("0 0 24 * * *", "hour field '24' is out of range; allowed: 0-23"),
-    ("0 0 3 0 * *", "day of month field '0' is out of range; allowed: 1-31"),
-    ("0 0 3 * FOO *", "month field 'FOO' is out of range; allowed: 1-12 or JAN-DEC"),
-    ("0 0 3 * * 5-1", "day of week range '5-1' runs backwards"),
-    ("0 0 3 * * */0", "bad step '0'"),
-])
+@pytest.mark.parametrize(
+    "cron, message",
+    [
+        ("0 3 * * *", "cron '0 3 * * *' has 5 fields; KFP cron has 6, seconds first: use '0 0 3 * * *'"),
+        ("*/5 * * * *", "use '0 */5 * * * *'"),
+        ("0 0 3 * *", "has 5 fields"),
+        ("0 0 3 * * * *", "has 7 fields; KFP cron has 6, seconds first"),
+        ("0 61 3 * * *", "minute field '61' is out of range; allowed: 0-59"),
+        ("0 0 24 * * *", "hour field '24' is out of range; allowed: 0-23"),
+        ("0 0 3 0 * *", "day of month field '0' is out of range; allowed: 1-31"),
+        ("0 0 3 * FOO *", "month field 'FOO' is out of range; allowed: 1-12 or JAN-DEC"),
+        ("0 0 3 * * 5-1", "day of week range '5-1' runs backwards"),
+        ("0 0 3 * * */0", "bad step '0'"),
+    ],
+)
 def test_cron_is_checked_with_a_one_line_explanation(cron, message):
     with pytest.raises(UserError) as exc:
         validate_cron(cron)
     assert message in str(exc.value) and "\n" not in str(exc.value)
 
 
-@pytest.mark.parametrize("cron", ["0 0 3 * * *", "0 */15 8-18 ? * MON-FRI", "30 0 0 1,15 JAN-JUN *",
-                                  "0 0 12 * * sun"])
+@pytest.mark.parametrize("cron", ["0 0 3 * * *", "0 */15 8-18 ? * MON-FRI", "30 0 0 1,15 JAN-JUN *", "0 0 12 * * sun"])
 def test_good_crons_pass(cron):
     assert validate_cron(cron) == cron
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--schedule", "0 3 * * *"], "use '0 0 3 * * *'"),
-    (["--param", "node=gpu-1"], "--param 'node' is not a parameter of this pipeline; allowed: command, device,"),
-    (["--param", "repeats=three"], "--param repeats='three': expected an integer"),
-    (["--param", "repeats"], "--param 'repeats': write NAME=VALUE"),
-    (["--param", "force=maybe"], "--param force='maybe': expected true or false"),
-    (["--param", "modes=[\"exclusive\","], "--param modes='[\"exclusive\",': expected a JSON list"),
-    (["--package", "/nonexistent/p.yaml"], "pipeline package '/nonexistent/p.yaml' does not exist"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--schedule", "0 3 * * *"], "use '0 0 3 * * *'"),
+        (["--param", "node=gpu-1"], "--param 'node' is not a parameter of this pipeline; allowed: command, device,"),
+        (["--param", "repeats=three"], "--param repeats='three': expected an integer"),
+        (["--param", "repeats"], "--param 'repeats': write NAME=VALUE"),
+        (["--param", "force=maybe"], "--param force='maybe': expected true or false"),
+        (["--param", 'modes=["exclusive",'], "--param modes='[\"exclusive\",': expected a JSON list"),
+        (["--package", "/nonexistent/p.yaml"], "pipeline package '/nonexistent/p.yaml' does not exist"),
+    ],
+)
 def test_bad_submit_options_exit_2_with_one_line_before_contacting_the_server(kfp_server, capsys, argv, message):
     code, out, err = _run_cli(capsys, "submit", "--host", kfp_server.url, *argv)
     assert code == 2
@@ -135,12 +176,15 @@ def test_host_without_scheme_is_refused(capsys):
 def test_unreachable_or_refusing_server_is_one_line(kfp_server, capsys):
     import socket
 
-    with socket.socket() as s:   # a port nobody listens on
+    with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     code, _, err = _run_cli(capsys, "runs", "--host", f"http://127.0.0.1:{port}")
-    assert code == 2 and err.startswith(f"sharebench: error: cannot reach http://127.0.0.1:{port}") \
+    assert (
+        code == 2
+        and err.startswith(f"sharebench: error: cannot reach http://127.0.0.1:{port}")
         and err.count("\n") == 1
+    )
     kfp_server.token = "s3cret"
     code, _, err = _run_cli(capsys, "submit", "--host", kfp_server.url, "--token", "wrong")
     assert code == 2 and "answered HTTP 401" in err and "pass --token or --cookies" in err and err.count("\n") == 1
@@ -149,10 +193,19 @@ def test_unreachable_or_refusing_server_is_one_line(kfp_server, capsys):
 def test_notebook_cluster_path_submits_and_waits(kfp_server):
     from sharebench.pipelines.notebook import submit_and_wait
 
-    out = submit_and_wait(kfp_server.url, {"node_name": "gpu-node-7", "gpu_model": "H200",
-                                           "modes": ["exclusive", "mps:2"],
-                                           "particle_counts": [10000], "placement": "pods"},
-                          experiment="notebook", service_account="sharebench-node", timeout_s=60)
+    out = submit_and_wait(
+        kfp_server.url,
+        {
+            "node_name": "gpu-node-7",
+            "gpu_model": "H200",
+            "modes": ["exclusive", "mps:2"],
+            "particle_counts": [10000],
+            "placement": "pods",
+        },
+        experiment="notebook",
+        service_account="sharebench-node",
+        timeout_s=60,
+    )
     (run,) = kfp_server.runs.values()
     assert out == {"run_id": run["run_id"], "state": "SUCCEEDED"}
     assert run["runtime_config"]["parameters"]["modes"] == ["exclusive", "mps:2"]

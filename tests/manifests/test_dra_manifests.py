@@ -16,7 +16,7 @@ from support.paths import ROOT
 
 RENDER = render.render()
 DRA = {rel: yaml.safe_load(text) for rel, text in RENDER.items() if rel.startswith("dra/")}
-VERSIONS = ["1.34", major_minor(latest_version())]   # DRA's resource.k8s.io/v1 is GA from 1.34
+VERSIONS = ["1.34", major_minor(latest_version())]  # DRA's resource.k8s.io/v1 is GA from 1.34
 
 
 def test_committed_dra_manifests_match_the_render():
@@ -42,21 +42,36 @@ def test_every_template_carries_a_valid_gpu_config():
     assert len(templates) == len(dra.TEMPLATE_MODES)
     for t in templates:
         devices = t["spec"]["spec"]["devices"]
-        assert devices["requests"] == [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com",
-                                                                    "allocationMode": "ExactCount", "count": 1}}]
+        assert devices["requests"] == [
+            {
+                "name": "gpu",
+                "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1},
+            }
+        ]
         for c in devices.get("config", []):
             assert c["requests"] == ["gpu"] and c["opaque"]["driver"] == "gpu.nvidia.com"
             assert gpu_config_problems(c["opaque"]["parameters"]) == [], t["metadata"]["name"]
 
 
-@pytest.mark.parametrize("mode, sharing", [
-    ("exclusive", None),
-    ("timeslice:2", {"strategy": "TimeSlicing"}),
-    ("timeslice:4/long", {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}),
-    ("timeslice:8/short", {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Short"}}),
-    ("mps:4@25", {"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 25,
-                                                   "defaultPinnedDeviceMemoryLimit": f"{141 * 1024 // 4}Mi"}}),
-])
+@pytest.mark.parametrize(
+    "mode, sharing",
+    [
+        ("exclusive", None),
+        ("timeslice:2", {"strategy": "TimeSlicing"}),
+        ("timeslice:4/long", {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}),
+        ("timeslice:8/short", {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Short"}}),
+        (
+            "mps:4@25",
+            {
+                "strategy": "MPS",
+                "mpsConfig": {
+                    "defaultActiveThreadPercentage": 25,
+                    "defaultPinnedDeviceMemoryLimit": f"{141 * 1024 // 4}Mi",
+                },
+            },
+        ),
+    ],
+)
 def test_sharing_of_each_mode(mode, sharing):
     config = dra.gpu_config(mode, "H200")
     assert (config or {}).get("sharing") == sharing
@@ -68,31 +83,54 @@ def test_mig_claims_a_profile():
     spec = dra.claim_spec("mig:1g", "H200")
     exactly = spec["devices"]["requests"][0]["exactly"]
     assert exactly["deviceClassName"] == "mig.nvidia.com"
-    assert exactly["selectors"] == [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].profile == "
-                                                           "'1g.18gb'"}}]
+    assert exactly["selectors"] == [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].profile == '1g.18gb'"}}]
     assert "config" not in spec["devices"]
     assert kubernetes_validate.validate(dra.claim("mig:1g", "cell-1", gpu="H200"), VERSIONS[0], strict=True)
 
 
-@pytest.mark.parametrize("mode, message", [
-    ("partition:2", "partition:2 is a CPU-only local mode; the dra placement takes"),
-    ("mig:1g", "mig:1g needs gpu_model to know the MIG profile to claim"),
-])
+@pytest.mark.parametrize(
+    "mode, message",
+    [
+        ("partition:2", "partition:2 is a CPU-only local mode; the dra placement takes"),
+        ("mig:1g", "mig:1g needs gpu_model to know the MIG profile to claim"),
+    ],
+)
 def test_refusals_are_one_line(mode, message):
     with pytest.raises(UserError) as err:
         dra.claim_spec(mode)
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("doc, problem", [
-    ({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
-      "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Forever"}}}, "Forever"),
-    ({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
-      "sharing": {"strategy": "TimeSlicing", "mpsConfig": {}}}, "should not be valid"),
-    ({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
-      "sharing": {"strategy": "MPS", "mpsConfig": {"defaultPinnedDeviceMemoryLimit": "512Ki"}}}, "below 1 MiB"),
-    ({"apiVersion": "resource.nvidia.com/v1", "kind": "GpuConfig"}, "resource.nvidia.com/v1beta1"),
-])
+@pytest.mark.parametrize(
+    "doc, problem",
+    [
+        (
+            {
+                "apiVersion": "resource.nvidia.com/v1beta1",
+                "kind": "GpuConfig",
+                "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Forever"}},
+            },
+            "Forever",
+        ),
+        (
+            {
+                "apiVersion": "resource.nvidia.com/v1beta1",
+                "kind": "GpuConfig",
+                "sharing": {"strategy": "TimeSlicing", "mpsConfig": {}},
+            },
+            "should not be valid",
+        ),
+        (
+            {
+                "apiVersion": "resource.nvidia.com/v1beta1",
+                "kind": "GpuConfig",
+                "sharing": {"strategy": "MPS", "mpsConfig": {"defaultPinnedDeviceMemoryLimit": "512Ki"}},
+            },
+            "below 1 MiB",
+        ),
+        ({"apiVersion": "resource.nvidia.com/v1", "kind": "GpuConfig"}, "resource.nvidia.com/v1beta1"),
+    ],
+)
 def test_gpu_config_schema_rejects(doc, problem):
     assert any(problem in p for p in gpu_config_problems(doc))
 
@@ -107,7 +145,9 @@ def test_claim_rbac_is_namespaced_and_minimal():
     role = next(o for o in DRA.values() if o["kind"] == "Role")
     assert role["metadata"]["namespace"] == "sharebench"
     verbs = {r["resources"][0]: set(r["verbs"]) for r in role["rules"]}
-    assert verbs == {"resourceclaims": {"create", "get", "list", "watch", "delete"},
-                     "resourceclaimtemplates": {"get", "list"}}
+    assert verbs == {
+        "resourceclaims": {"create", "get", "list", "watch", "delete"},
+        "resourceclaimtemplates": {"get", "list"},
+    }
     binding = next(o for o in DRA.values() if o["kind"] == "RoleBinding")
     assert binding["roleRef"]["name"] == role["metadata"]["name"]

@@ -64,12 +64,22 @@ def test_objects_validate_against_kubernetes_openapi(rel, obj, version):
     assert kubernetes_validate.validate(obj, version, strict=True) == version
 
 
-@pytest.mark.parametrize("broken, where", [
-    ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": 1}}, "data.a"),
-    ({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "x"},
-      "rules": [{"apiGroups": [""], "resources": ["pods"], "verb": ["get"]}]}, "rules.0"),
-    ({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x", "labelz": {}}}, "metadata"),
-])
+@pytest.mark.parametrize(
+    "broken, where",
+    [
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": 1}}, "data.a"),
+        (
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": {"name": "x"},
+                "rules": [{"apiGroups": [""], "resources": ["pods"], "verb": ["get"]}],
+            },
+            "rules.0",
+        ),
+        ({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x", "labelz": {}}}, "metadata"),
+    ],
+)
 def test_kubernetes_validation_catches_broken_objects(broken, where):
     with pytest.raises(kubernetes_validate.ValidationError) as exc:
         kubernetes_validate.validate(broken, K8S_VERSIONS[0], strict=True)
@@ -79,8 +89,9 @@ def test_kubernetes_validation_catches_broken_objects(broken, where):
 # ---------------------------------------------------------------- operator configs
 def test_device_plugin_entries():
     entries = DP_CM["data"]
-    assert sorted(entries) == sorted(f"sharebench-{e}" for e in ["exclusive", "timeslice-2", "timeslice-4",
-                                                                  "timeslice-8", "mps-2", "mps-4", "mps-8"])
+    assert sorted(entries) == sorted(
+        f"sharebench-{e}" for e in ["exclusive", "timeslice-2", "timeslice-4", "timeslice-8", "mps-2", "mps-4", "mps-8"]
+    )
     for name, text in entries.items():
         cfg = yaml.safe_load(text)
         schemas.validate("device-plugin config", cfg, name)
@@ -107,21 +118,28 @@ def test_mig_parted_config_covers_every_layout_of_every_model():
             assert items[0]["mig-devices"] == {prof.name: prof.max_count}
 
 
-@pytest.mark.parametrize("model, devices", [
-    ("A100-40GB", {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}),
-    ("H100-80GB", {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}),
-    ("H200", {"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1}),
-])
+@pytest.mark.parametrize(
+    "model, devices",
+    [
+        ("A100-40GB", {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}),
+        ("H100-80GB", {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}),
+        ("H200", {"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1}),
+    ],
+)
 def test_mixed_profile_layouts_beside_the_single_ones(model, devices):
-    items = [i for i in MIG_CFG["mig-configs"]["all-balanced"]
-             if operator.PCI_DEVICE_IDS[model][0] in i["device-filter"]]
-    assert [i["mig-devices"] for i in items] == [devices]     # and mig_parted_problems found it fits
+    items = [
+        i for i in MIG_CFG["mig-configs"]["all-balanced"] if operator.PCI_DEVICE_IDS[model][0] in i["device-filter"]
+    ]
+    assert [i["mig-devices"] for i in items] == [devices]  # and mig_parted_problems found it fits
 
 
 def test_shared_layout_name_has_one_item_per_model():
     counts = {tuple(i["device-filter"]): i["mig-devices"]["1g.10gb"] for i in MIG_CFG["mig-configs"]["all-1g.10gb"]}
-    assert counts == {operator.PCI_DEVICE_IDS["A100-40GB"]: 4, operator.PCI_DEVICE_IDS["A100-80GB"]: 7,
-                      operator.PCI_DEVICE_IDS["H100-80GB"]: 7}
+    assert counts == {
+        operator.PCI_DEVICE_IDS["A100-40GB"]: 4,
+        operator.PCI_DEVICE_IDS["A100-80GB"]: 7,
+        operator.PCI_DEVICE_IDS["H100-80GB"]: 7,
+    }
 
 
 def test_helm_values_change_none_of_the_sites_defaults():
@@ -144,36 +162,94 @@ def test_helm_values_point_dcgm_exporter_at_the_monitoring_metrics():
     assert int(env["DCGM_EXPORTER_INTERVAL"]) <= 1000
 
 
-@pytest.mark.parametrize("kind, doc, problem", [
-    ("device-plugin config", {"version": "v2"}, "version: 'v1' was expected"),
-    ("device-plugin config", {"version": "v1", "sharing": {"timeSlicing": {"resources": [
-        {"name": "nvidia.com/gpu", "replicas": 0}]}}},
-     "sharing.timeSlicing.resources.0.replicas: 0 is less than the minimum of 1"),
-    ("device-plugin config", {"version": "v1", "sharing": {"timeslicing": {"resources": []}}},
-     "sharing: Additional properties"),
-    ("device-plugin config", {"version": "v1", "sharing": {
-        "timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]},
-        "mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]}}}, "sharing: "),
-    ("device-plugin config", {"version": "v1", "sharing": {"mps": {"resources": [
-        {"name": "amd.com/gpu", "replicas": 2}]}}}, "sharing.mps.resources.0.name: 'amd.com/gpu' does not match"),
-    ("device-plugin config", {"version": "v1", "sharing": {"mps": {"resources": [
-        {"name": "nvidia.com/gpu", "replicas": 2, "devices": "some"}]}}}, "sharing.mps.resources.0.devices"),
-    ("mig-parted config", {"version": "v1", "mig-configs": {"x": [{"devices": "all", "mig-enabled": False,
-                                                                   "mig-devices": {"1g.5gb": 7}}]}}, "mig-configs.x.0"),
-    ("mig-parted config", {"version": "v1", "mig-configs": {"x": [{"devices": "all", "mig-enabled": True}]}},
-     "'mig-devices' is a required property"),
-    ("mig-parted config", {"version": "v1", "mig-configs": {"x": [{"device-filter": "20B010DE", "devices": "all",
-                                                                   "mig-enabled": True,
-                                                                   "mig-devices": {"1g.5gb": 7}}]}},
-     "mig-configs.x.0.device-filter"),
-    ("mig-parted config", {"version": "v1", "mig-configs": {"x": [{"devices": "all", "mig-enabled": True,
-                                                                   "mig-devices": {"1g": 7}}]}},
-     "mig-configs.x.0.mig-devices"),
-    ("gpu-operator Helm values", {**operator.helm_values(), "mig": {"strategy": "none"}},
-     "mig.strategy: 'none' is not one of"),
-    ("gpu-operator Helm values", {**operator.helm_values(), "devicePlugin": {"config": {"name": "x"}}},
-     "devicePlugin.config: 'default' is a required property"),
-])
+@pytest.mark.parametrize(
+    "kind, doc, problem",
+    [
+        ("device-plugin config", {"version": "v2"}, "version: 'v1' was expected"),
+        (
+            "device-plugin config",
+            {"version": "v1", "sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 0}]}}},
+            "sharing.timeSlicing.resources.0.replicas: 0 is less than the minimum of 1",
+        ),
+        (
+            "device-plugin config",
+            {"version": "v1", "sharing": {"timeslicing": {"resources": []}}},
+            "sharing: Additional properties",
+        ),
+        (
+            "device-plugin config",
+            {
+                "version": "v1",
+                "sharing": {
+                    "timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]},
+                    "mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]},
+                },
+            },
+            "sharing: ",
+        ),
+        (
+            "device-plugin config",
+            {"version": "v1", "sharing": {"mps": {"resources": [{"name": "amd.com/gpu", "replicas": 2}]}}},
+            "sharing.mps.resources.0.name: 'amd.com/gpu' does not match",
+        ),
+        (
+            "device-plugin config",
+            {
+                "version": "v1",
+                "sharing": {"mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2, "devices": "some"}]}},
+            },
+            "sharing.mps.resources.0.devices",
+        ),
+        (
+            "mig-parted config",
+            {
+                "version": "v1",
+                "mig-configs": {"x": [{"devices": "all", "mig-enabled": False, "mig-devices": {"1g.5gb": 7}}]},
+            },
+            "mig-configs.x.0",
+        ),
+        (
+            "mig-parted config",
+            {"version": "v1", "mig-configs": {"x": [{"devices": "all", "mig-enabled": True}]}},
+            "'mig-devices' is a required property",
+        ),
+        (
+            "mig-parted config",
+            {
+                "version": "v1",
+                "mig-configs": {
+                    "x": [
+                        {
+                            "device-filter": "20B010DE",
+                            "devices": "all",
+                            "mig-enabled": True,
+                            "mig-devices": {"1g.5gb": 7},
+                        }
+                    ]
+                },
+            },
+            "mig-configs.x.0.device-filter",
+        ),
+        (
+            "mig-parted config",
+            {
+                "version": "v1",
+                "mig-configs": {"x": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g": 7}}]},
+            },
+            "mig-configs.x.0.mig-devices",
+        ),
+        (
+            "gpu-operator Helm values",
+            {**operator.helm_values(), "mig": {"strategy": "none"}},
+            "mig.strategy: 'none' is not one of",
+        ),
+        (
+            "gpu-operator Helm values",
+            {**operator.helm_values(), "devicePlugin": {"config": {"name": "x"}}},
+            "devicePlugin.config: 'default' is a required property",
+        ),
+    ],
+)
 def test_operator_schemas_reject_bad_configs(kind, doc, problem):
     with pytest.raises(UserError) as exc:
         schemas.validate(kind, doc)
@@ -185,18 +261,38 @@ def test_schemas_are_valid_json_schemas():
         jsonschema.Draft202012Validator.check_schema(schema)
 
 
-@pytest.mark.parametrize("item, problems", [
-    ({"device-filter": ["0x233510DE"], "devices": "all", "mig-enabled": True, "mig-devices": {"1g.18gb": 8}},
-     ["8 x 1g.18gb > 7 on H200", "8 compute slices > 7 on H200"]),
-    ({"device-filter": "0x20B010DE", "devices": "all", "mig-enabled": True,
-      "mig-devices": {"4g.20gb": 1, "7g.40gb": 1}},
-     ["11 compute slices > 7 on A100-40GB"]),
-    ({"device-filter": ["0x233010DE"], "devices": "all", "mig-enabled": True, "mig-devices": {"1g.5gb": 7}},
-     ["profile 1g.5gb does not exist on H100-80GB"]),
-    ({"device-filter": ["0x233010DE"], "devices": "all", "mig-enabled": True,
-      "mig-devices": {"3g.40gb": 1, "4g.40gb": 1}},
-     []),
-], ids=["too-many", "too-many-slices", "foreign-profile", "fits"])
+@pytest.mark.parametrize(
+    "item, problems",
+    [
+        (
+            {"device-filter": ["0x233510DE"], "devices": "all", "mig-enabled": True, "mig-devices": {"1g.18gb": 8}},
+            ["8 x 1g.18gb > 7 on H200", "8 compute slices > 7 on H200"],
+        ),
+        (
+            {
+                "device-filter": "0x20B010DE",
+                "devices": "all",
+                "mig-enabled": True,
+                "mig-devices": {"4g.20gb": 1, "7g.40gb": 1},
+            },
+            ["11 compute slices > 7 on A100-40GB"],
+        ),
+        (
+            {"device-filter": ["0x233010DE"], "devices": "all", "mig-enabled": True, "mig-devices": {"1g.5gb": 7}},
+            ["profile 1g.5gb does not exist on H100-80GB"],
+        ),
+        (
+            {
+                "device-filter": ["0x233010DE"],
+                "devices": "all",
+                "mig-enabled": True,
+                "mig-devices": {"3g.40gb": 1, "4g.40gb": 1},
+            },
+            [],
+        ),
+    ],
+    ids=["too-many", "too-many-slices", "foreign-profile", "fits"],
+)
 def test_mig_parted_semantics(item, problems):
     got = schemas.mig_parted_problems({"version": "v1", "mig-configs": {"bad": [item]}})
     assert got == [f"bad[0]: {p}" for p in problems]
@@ -204,19 +300,36 @@ def test_mig_parted_semantics(item, problems):
 
 # ---------------------------------------------------------------- RBAC
 def test_rbac_least_privilege():
-    rules = {obj["kind"]: obj.get("rules") for _, obj in access.rbac_objects()
-             if obj["metadata"]["name"] == names.SERVICE_ACCOUNT}
-    leases = [obj for _, obj in access.rbac_objects() if obj["kind"] == "Role"
-              and obj["metadata"]["namespace"] == names.SYSTEM_NAMESPACE]
-    assert [o["rules"] for o in leases] == [[{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-                                              "verbs": ["get", "create", "update", "delete"]}]]
+    rules = {
+        obj["kind"]: obj.get("rules")
+        for _, obj in access.rbac_objects()
+        if obj["metadata"]["name"] == names.SERVICE_ACCOUNT
+    }
+    leases = [
+        obj
+        for _, obj in access.rbac_objects()
+        if obj["kind"] == "Role" and obj["metadata"]["namespace"] == names.SYSTEM_NAMESPACE
+    ]
+    assert [o["rules"] for o in leases] == [
+        [
+            {
+                "apiGroups": ["coordination.k8s.io"],
+                "resources": ["leases"],
+                "verbs": ["get", "create", "update", "delete"],
+            }
+        ]
+    ]
     assert rules["ClusterRole"] == [
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
     ]
     assert rules["Role"] == [
-        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [names.DEVICE_PLUGIN_CONFIGMAP],
-         "verbs": ["get", "update"]},
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": [names.DEVICE_PLUGIN_CONFIGMAP],
+            "verbs": ["get", "update"],
+        },
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
     ]
     for _, obj in OBJECTS:
@@ -230,25 +343,35 @@ def test_rbac_bindings_point_at_the_service_account():
     assert sa["namespace"] == names.RUN_NAMESPACE
     for kind, role in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
         b = objs[kind]
-        assert b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role,
-                                "name": objs[role]["metadata"]["name"]}
+        assert b["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": role,
+            "name": objs[role]["metadata"]["name"],
+        }
         assert b["subjects"] == [{"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}]
-    assert (objs["Role"]["metadata"]["namespace"] == objs["RoleBinding"]["metadata"]["namespace"]
-            == names.OPERATOR_NAMESPACE)
+    assert (
+        objs["Role"]["metadata"]["namespace"]
+        == objs["RoleBinding"]["metadata"]["namespace"]
+        == names.OPERATOR_NAMESPACE
+    )
 
 
 # ---------------------------------------------------------------- CLI
 def test_cli_render_for_one_gpu_then_check(tmp_path, capsys):
     out = tmp_path / "m"
     assert main(["manifests", "render", "--gpu", "H200", "--out", str(out)]) == 0
-    cfg = yaml.safe_load(yaml.safe_load((out / "operator/0200_configmap_sharebench-mig-parted-config.yaml").read_text())
-                         ["data"]["config.yaml"])
+    cfg = yaml.safe_load(
+        yaml.safe_load((out / "operator/0200_configmap_sharebench-mig-parted-config.yaml").read_text())["data"][
+            "config.yaml"
+        ]
+    )
     filters = {f for items in cfg["mig-configs"].values() for i in items for f in i.get("device-filter", [])}
     assert filters == set(operator.PCI_DEVICE_IDS["H200"])
-    assert sorted(cfg["mig-configs"]) == sorted(["all-disabled", *operator.MIXED_LAYOUTS,
-                                                 *operator.mig_layouts(GPU_MODELS["H200"])])
+    assert sorted(cfg["mig-configs"]) == sorted(
+        ["all-disabled", *operator.MIXED_LAYOUTS, *operator.mig_layouts(GPU_MODELS["H200"])]
+    )
     capsys.readouterr()
-    assert main(["manifests", "check", "--dir", str(out)]) == 1          # narrower than the default render
+    assert main(["manifests", "check", "--dir", str(out)]) == 1  # narrower than the default render
     assert "differs: operator/0200_configmap_sharebench-mig-parted-config.yaml" in capsys.readouterr().err
 
 
@@ -260,24 +383,31 @@ def test_cli_check_reports_drift(tmp_path, capsys):
     (out / "rbac/0900_extra.yaml").write_text("kind: Secret\n")
     (out / "namespace/0120_namespace_sharebench-system.yaml").unlink()
     (out / "dashboards").mkdir()
-    (out / "dashboards/0100_other_area.yaml").write_text("kind: ServiceMonitor\n")   # not ours: ignored
+    (out / "dashboards/0100_other_area.yaml").write_text("kind: ServiceMonitor\n")  # not ours: ignored
     capsys.readouterr()
     assert main(["manifests", "check", "--dir", str(out)]) == 1
     err = capsys.readouterr().err.splitlines()
-    assert err[:3] == ["missing: namespace/0120_namespace_sharebench-system.yaml",
-                       "differs: rbac/0200_clusterrole_sharebench-node.yaml",
-                       "not rendered (stale or hand-made): rbac/0900_extra.yaml"]
+    assert err[:3] == [
+        "missing: namespace/0120_namespace_sharebench-system.yaml",
+        "differs: rbac/0200_clusterrole_sharebench-node.yaml",
+        "not rendered (stale or hand-made): rbac/0900_extra.yaml",
+    ]
     # a render brings it back in sync and leaves other areas' folders alone
     assert main(["manifests", "render", "--out", str(out)]) == 0
     assert main(["manifests", "check", "--dir", str(out)]) == 0
     assert (out / "dashboards/0100_other_area.yaml").exists()
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["manifests", "render", "--gpu", "V100"], "sharebench: error: unknown GPU model 'V100'; known: "),
-    (["manifests", "check", "--dir", "/nonexistent/m"],
-     "sharebench: error: manifests folder '/nonexistent/m' does not exist"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["manifests", "render", "--gpu", "V100"], "sharebench: error: unknown GPU model 'V100'; known: "),
+        (
+            ["manifests", "check", "--dir", "/nonexistent/m"],
+            "sharebench: error: manifests folder '/nonexistent/m' does not exist",
+        ),
+    ],
+)
 def test_cli_manifest_errors(capsys, tmp_path, argv, message):
     assert main(argv + (["--out", str(tmp_path)] if argv[1] == "render" else [])) == 2
     assert capsys.readouterr().err.startswith(message)
@@ -290,8 +420,11 @@ def test_render_for_other_namespaces(tmp_path):
     assert not any(o["kind"] == "Namespace" and o["metadata"]["name"] == "kubeflow-user-a" for o in objs.values())
     assert objs["rbac/0100_serviceaccount_sharebench-node.yaml"]["metadata"]["namespace"] == "kubeflow-user-a"
     assert objs["rbac/0300_clusterrolebinding_sharebench-node.yaml"]["subjects"][0]["namespace"] == "kubeflow-user-a"
-    for rel in ("rbac/0210_role_sharebench-node.yaml", "rbac/0310_rolebinding_sharebench-node.yaml",
-                "operator/0100_configmap_sharebench-device-plugin-config.yaml"):
+    for rel in (
+        "rbac/0210_role_sharebench-node.yaml",
+        "rbac/0310_rolebinding_sharebench-node.yaml",
+        "operator/0100_configmap_sharebench-device-plugin-config.yaml",
+    ):
         assert objs[rel]["metadata"]["namespace"] == "nvidia-gpu"
     for obj in objs.values():
         if not obj["apiVersion"].startswith(CRD_GROUPS):

@@ -67,8 +67,13 @@ def _csv_names() -> list[str]:
 
 def test_csv_enables_the_profiling_metrics():
     names = _csv_names()
-    for required in ("DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_PIPE_FP64_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE",
-                     "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE"):
+    for required in (
+        "DCGM_FI_PROF_SM_ACTIVE",
+        "DCGM_FI_PROF_PIPE_FP64_ACTIVE",
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_POWER_USAGE",
+    ):
         assert required in names
     assert len(names) == len(set(names)), "a field listed twice"
     assert set(prometheus.REQUIRED) <= {m.name for m in prometheus.METRICS}
@@ -123,17 +128,29 @@ def test_every_metric_in_the_dashboard_and_queries_is_in_the_csv():
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian package prometheus) not installed")
 def test_dashboard_queries_are_valid_promql(tmp_path):
-    rules = {"groups": [{"name": "dashboard", "rules": [
-        {"record": f"sharebench:panel_{i}", "expr": e.replace("$node", ".*")}
-        for i, e in enumerate(_exprs(_dashboard()))]}]}
+    rules = {
+        "groups": [
+            {
+                "name": "dashboard",
+                "rules": [
+                    {"record": f"sharebench:panel_{i}", "expr": e.replace("$node", ".*")}
+                    for i, e in enumerate(_exprs(_dashboard()))
+                ],
+            }
+        ]
+    }
     (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules))
     out = subprocess.run(["promtool", "check", "rules", str(tmp_path / "rules.yml")], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     # and promtool does fail on a broken one
-    (tmp_path / "bad.yml").write_text(yaml.safe_dump({"groups": [{"name": "x", "rules": [
-        {"record": "x:y", "expr": "max by (node (DCGM_FI_PROF_SM_ACTIVE)"}]}]}))
-    assert subprocess.run(["promtool", "check", "rules", str(tmp_path / "bad.yml")],
-                          capture_output=True).returncode != 0
+    (tmp_path / "bad.yml").write_text(
+        yaml.safe_dump(
+            {"groups": [{"name": "x", "rules": [{"record": "x:y", "expr": "max by (node (DCGM_FI_PROF_SM_ACTIVE)"}]}]}
+        )
+    )
+    assert (
+        subprocess.run(["promtool", "check", "rules", str(tmp_path / "bad.yml")], capture_output=True).returncode != 0
+    )
 
 
 def test_service_monitor_targets_the_operators_exporter():
@@ -149,8 +166,10 @@ def test_service_monitor_targets_the_operators_exporter():
     assert relabel["targetLabel"] == prometheus.DEFAULT_NODE_LABEL
 
 
-CELLS = [{"cell_id": "timeslice:2_p1e6_r1", "mode": "timeslice:2", "start": 1796210000.25, "end": 1796210012.5},
-         {"cell_id": "exclusive_p1e6_r1", "mode": "exclusive", "start": 1796209980.0, "end": 1796209986.0}]
+CELLS = [
+    {"cell_id": "timeslice:2_p1e6_r1", "mode": "timeslice:2", "start": 1796210000.25, "end": 1796210012.5},
+    {"cell_id": "exclusive_p1e6_r1", "mode": "exclusive", "start": 1796209980.0, "end": 1796209986.0},
+]
 
 
 def _grafana(got: list[dict]) -> ThreadingHTTPServer:
@@ -158,8 +177,13 @@ def _grafana(got: list[dict]) -> ThreadingHTTPServer:
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
-            got.append({"path": self.path, "auth": self.headers.get("Authorization"),
-                        "body": json.loads(self.rfile.read(int(self.headers["Content-Length"])))})
+            got.append(
+                {
+                    "path": self.path,
+                    "auth": self.headers.get("Authorization"),
+                    "body": json.loads(self.rfile.read(int(self.headers["Content-Length"]))),
+                }
+            )
             body = json.dumps({"id": len(got), "message": "Annotation added"}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -185,9 +209,12 @@ def test_annotations_reach_grafana_as_regions():
         srv.server_close()
     assert ids == [1, 2]
     assert got[0]["path"] == "/api/annotations" and got[0]["auth"] == "Bearer tok"
-    assert got[0]["body"] == {"time": 1796210000250, "timeEnd": 1796210012500,
-                              "tags": ["sharebench", "timeslice:2", "run:r42"],
-                              "text": "sharebench timeslice:2 timeslice:2_p1e6_r1"}
+    assert got[0]["body"] == {
+        "time": 1796210000250,
+        "timeEnd": 1796210012500,
+        "tags": ["sharebench", "timeslice:2", "run:r42"],
+        "text": "sharebench timeslice:2 timeslice:2_p1e6_r1",
+    }
 
 
 def test_a_backwards_cell_is_a_user_error():
@@ -201,14 +228,51 @@ def test_unreachable_grafana_is_a_user_error():
 
 
 def test_annotate_cli_writes_the_results_cells(tmp_path, monkeypatch, capsys):
-    base = dict(sweep_id="s", engine="simpletrack", lattice="generated", turns=10, particles=1000, host="h",
-                status="ok", error="", cell_status="ok", cell_error="", device_class="cpu", backend="cpu",
-                warmup=False, repeat=1)
+    base = dict(
+        sweep_id="s",
+        engine="simpletrack",
+        lattice="generated",
+        turns=10,
+        particles=1000,
+        host="h",
+        status="ok",
+        error="",
+        cell_status="ok",
+        cell_error="",
+        device_class="cpu",
+        backend="cpu",
+        warmup=False,
+        repeat=1,
+    )
     ResultsWriter(tmp_path).append(
-        [dict(base, mode="exclusive", mode_kind="exclusive", replicas=1, replica=0, cell_id="ex_r1",
-              track_start=100.0, track_end=110.0, track_s=10.0)]
-        + [dict(base, mode="timeslice:2", mode_kind="timeslice", replicas=2, replica=i, cell_id="ts_r1",
-                track_start=200.0 + i, track_end=220.0 + i, track_s=20.0) for i in (0, 1)])
+        [
+            dict(
+                base,
+                mode="exclusive",
+                mode_kind="exclusive",
+                replicas=1,
+                replica=0,
+                cell_id="ex_r1",
+                track_start=100.0,
+                track_end=110.0,
+                track_s=10.0,
+            )
+        ]
+        + [
+            dict(
+                base,
+                mode="timeslice:2",
+                mode_kind="timeslice",
+                replicas=2,
+                replica=i,
+                cell_id="ts_r1",
+                track_start=200.0 + i,
+                track_end=220.0 + i,
+                track_s=20.0,
+            )
+            for i in (0, 1)
+        ]
+    )
     got: list[dict] = []
     srv = _grafana(got)
     monkeypatch.setenv("GRAFANA_TOKEN", "t0k")

@@ -23,9 +23,10 @@ ROOT = Path(__file__).resolve().parents[2]
 POLICY_FILE = ROOT / "manifests/rbac/0400_validatingadmissionpolicy_sharebench-node.yaml"
 NODE = "gpu-node-1"
 SA = policy.service_account_user()
-SITE_ENTRIES = {"default": "version: v1\n",
-                "any": "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
-                       "      replicas: 50\n"}
+SITE_ENTRIES = {
+    "default": "version: v1\n",
+    "any": "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 50\n",
+}
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +39,9 @@ def sim(tmp_path):
     with SimCluster(tmp_path) as cluster:
         cluster.add_gpu_node(NODE, "H200", gpus=2, labels={"topology.kubernetes.io/zone": "z1"})
         # the site's own entries in its device-plugin ConfigMap, beside sharebench's
-        cluster.edit("configmaps", cluster.ns, names.DEVICE_PLUGIN_CONFIGMAP,
-                     lambda cm: cm["data"].update(SITE_ENTRIES))
+        cluster.edit(
+            "configmaps", cluster.ns, names.DEVICE_PLUGIN_CONFIGMAP, lambda cm: cm["data"].update(SITE_ENTRIES)
+        )
         yield cluster
 
 
@@ -49,8 +51,14 @@ def test_rendered_policy_and_binding(vap):
     assert binding["spec"] == {"policyName": vap.name, "validationActions": ["Deny"]}
     assert objs["rbac/0400_validatingadmissionpolicy_sharebench-node.yaml"]["spec"]["failurePolicy"] == "Fail"
     # the rules cover every write RBAC grants on nodes, ConfigMaps and pods
-    granted = {(r, v) for _, o in access.rbac_objects() for rule in o.get("rules", []) for r in rule["resources"]
-               for v in rule["verbs"] if v in ("patch", "update", "delete")}
+    granted = {
+        (r, v)
+        for _, o in access.rbac_objects()
+        for rule in o.get("rules", [])
+        for r in rule["resources"]
+        for v in rule["verbs"]
+        if v in ("patch", "update", "delete")
+    }
     assert {("nodes", "patch"), ("configmaps", "update"), ("pods", "delete")} <= granted
     assert vap.matches("nodes", "UPDATE") and vap.matches("configmaps", "UPDATE") and vap.matches("pods", "DELETE")
 
@@ -67,22 +75,46 @@ def labels(**kv):
 
 NODE_CASES = [
     ("device-plugin label", lambda o: o["metadata"]["labels"].update({LABEL_DP: "sharebench-timeslice-2"}), None),
-    ("mig label and state", lambda o: (o["metadata"]["labels"].update({LABEL_MIG: "all-1g.18gb"}),
-                                       o["metadata"]["labels"].pop("nvidia.com/mig.config.state")), None),
+    (
+        "mig label and state",
+        lambda o: (
+            o["metadata"]["labels"].update({LABEL_MIG: "all-1g.18gb"}),
+            o["metadata"]["labels"].pop("nvidia.com/mig.config.state"),
+        ),
+        None,
+    ),
     ("prior-state annotation", lambda o: o["metadata"]["annotations"].update({ANNOTATION: "{}"}), None),
     ("cordon", lambda o: o["spec"].update({"unschedulable": True}), None),
-    ("node-restriction label", lambda o: o["metadata"]["labels"].update(
-        {"node-restriction.kubernetes.io/team": "a"}), "may change only the node labels"),
-    ("site label changed", lambda o: o["metadata"]["labels"].update({"topology.kubernetes.io/zone": "z2"}),
-     "may change only the node labels"),
-    ("site label removed", lambda o: o["metadata"]["labels"].pop("topology.kubernetes.io/zone"),
-     "may change only the node labels"),
-    ("GFD label", lambda o: o["metadata"]["labels"].update({"nvidia.com/gpu.replicas": "50"}),
-     "may change only the node labels"),
-    ("foreign annotation", lambda o: o["metadata"]["annotations"].update({"example.com/x": "1"}),
-     "may change only its own node annotations"),
-    ("taint", lambda o: o["spec"].update({"taints": [{"key": "k", "effect": "NoSchedule"}]}),
-     "may not change a node's taints"),
+    (
+        "node-restriction label",
+        lambda o: o["metadata"]["labels"].update({"node-restriction.kubernetes.io/team": "a"}),
+        "may change only the node labels",
+    ),
+    (
+        "site label changed",
+        lambda o: o["metadata"]["labels"].update({"topology.kubernetes.io/zone": "z2"}),
+        "may change only the node labels",
+    ),
+    (
+        "site label removed",
+        lambda o: o["metadata"]["labels"].pop("topology.kubernetes.io/zone"),
+        "may change only the node labels",
+    ),
+    (
+        "GFD label",
+        lambda o: o["metadata"]["labels"].update({"nvidia.com/gpu.replicas": "50"}),
+        "may change only the node labels",
+    ),
+    (
+        "foreign annotation",
+        lambda o: o["metadata"]["annotations"].update({"example.com/x": "1"}),
+        "may change only its own node annotations",
+    ),
+    (
+        "taint",
+        lambda o: o["spec"].update({"taints": [{"key": "k", "effect": "NoSchedule"}]}),
+        "may not change a node's taints",
+    ),
 ]
 
 
@@ -92,8 +124,9 @@ def test_node_updates(vap, sim, what, fn, denied):
     got = vap.denials(resource="nodes", operation="UPDATE", user=SA, obj=changed(old, fn), old=old)
     assert got == ([] if denied is None else [m for m in got if denied in m]) and bool(got) == bool(denied)
     # the site's own users and controllers are not judged by the policy
-    assert vap.denials(resource="nodes", operation="UPDATE", user="kubernetes-admin", obj=changed(old, fn),
-                       old=old) == []
+    assert (
+        vap.denials(resource="nodes", operation="UPDATE", user="kubernetes-admin", obj=changed(old, fn), old=old) == []
+    )
 
 
 CM_CASES = [
@@ -114,13 +147,16 @@ def test_configmap_updates(vap, sim, what, fn, denied):
     assert got == (["sharebench may change only its own ConfigMap entries (sharebench-...)"] if denied else [])
 
 
-@pytest.mark.parametrize("namespace, app, denied", [
-    (names.OPERATOR_NAMESPACE, "nvidia-device-plugin-daemonset", False),
-    (names.OPERATOR_NAMESPACE, "gpu-feature-discovery", False),
-    (names.OPERATOR_NAMESPACE, "nvidia-driver-daemonset", True),
-    (names.OPERATOR_NAMESPACE, None, True),
-    ("team-a", "nvidia-device-plugin-daemonset", True),
-])
+@pytest.mark.parametrize(
+    "namespace, app, denied",
+    [
+        (names.OPERATOR_NAMESPACE, "nvidia-device-plugin-daemonset", False),
+        (names.OPERATOR_NAMESPACE, "gpu-feature-discovery", False),
+        (names.OPERATOR_NAMESPACE, "nvidia-driver-daemonset", True),
+        (names.OPERATOR_NAMESPACE, None, True),
+        ("team-a", "nvidia-device-plugin-daemonset", True),
+    ],
+)
 def test_pod_deletes(vap, sim, namespace, app, denied):
     pod = sim.add_pod(namespace, "p", NODE, labels={"app": app} if app else {})
     got = vap.denials(resource="pods", operation="DELETE", user=SA, obj=None, old=pod)
@@ -134,7 +170,7 @@ def test_node_operations_pass_the_enforced_policy_and_keep_the_sites_entries(vap
         reconfigure(NODE, mode, ReconfigureOptions(timeout_s=5, poll_s=0.01, cordon=True), api_client=api)
     restore(NODE, api_client=api, timeout_s=5, poll_s=0.01)
     data = sim.configmap()["data"]
-    assert {k: data[k] for k in SITE_ENTRIES} == SITE_ENTRIES                          # untouched
+    assert {k: data[k] for k in SITE_ENTRIES} == SITE_ENTRIES  # untouched
     assert sorted(data) == sorted([*SITE_ENTRIES, *operator.device_plugin_entries()])  # added ones removed
     assert sim.node(NODE)["metadata"]["labels"]["topology.kubernetes.io/zone"] == "z1"
     # the policy really is enforced: a write outside it is refused by the API server
@@ -143,14 +179,23 @@ def test_node_operations_pass_the_enforced_policy_and_keep_the_sites_entries(vap
     assert exc.value.status == 422 and "may change only the node labels" in json.loads(exc.value.body)["message"]
 
 
-@pytest.mark.parametrize("edit, problem", [
-    (lambda p: p["labels"].update({"node-restriction.kubernetes.io/team": "a"}),
-     "label 'node-restriction.kubernetes.io/team'"),
-    (lambda p: p["configmap"]["entries"].update({"any": SITE_ENTRIES["default"]}),
-     "ConfigMap entry 'any' (allowed: sharebench's own, sharebench-...)"),
-    (lambda p: p["advertised_labels"].update({"kubernetes.io/hostname": "x"}),
-     "advertised label 'kubernetes.io/hostname'"),
-])
+@pytest.mark.parametrize(
+    "edit, problem",
+    [
+        (
+            lambda p: p["labels"].update({"node-restriction.kubernetes.io/team": "a"}),
+            "label 'node-restriction.kubernetes.io/team'",
+        ),
+        (
+            lambda p: p["configmap"]["entries"].update({"any": SITE_ENTRIES["default"]}),
+            "ConfigMap entry 'any' (allowed: sharebench's own, sharebench-...)",
+        ),
+        (
+            lambda p: p["advertised_labels"].update({"kubernetes.io/hostname": "x"}),
+            "advertised label 'kubernetes.io/hostname'",
+        ),
+    ],
+)
 def test_restore_refuses_a_prior_state_outside_the_allow_list(sim, edit, problem):
     api = sim.api_client()
     reconfigure(NODE, "timeslice:3", ReconfigureOptions(timeout_s=5, poll_s=0.01), api_client=api)
@@ -159,10 +204,11 @@ def test_restore_refuses_a_prior_state_outside_the_allow_list(sim, edit, problem
         prior = json.loads(node["metadata"]["annotations"][ANNOTATION])
         edit(prior)
         node["metadata"]["annotations"][ANNOTATION] = json.dumps(prior)
+
     sim.edit("nodes", "", NODE, tamper)
     before = (sim.node(NODE)["metadata"]["labels"], sim.configmap()["data"])
     with pytest.raises(NodeError) as exc:
         restore(NODE, api_client=api, timeout_s=5, poll_s=0.01)
     msg = str(exc.value)
     assert f"annotation {ANNOTATION} holds {problem}" in msg and "refuses" in msg and "\n" not in msg
-    assert (sim.node(NODE)["metadata"]["labels"], sim.configmap()["data"]) == before    # nothing applied
+    assert (sim.node(NODE)["metadata"]["labels"], sim.configmap()["data"]) == before  # nothing applied

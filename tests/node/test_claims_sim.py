@@ -37,20 +37,25 @@ def wait_for(cond, timeout_s: float = 5.0):
 def test_cell_shares_one_claim_with_the_interval(sim):
     client = sim.api_client()
     said: list[str] = []
-    with cell_claims("timeslice:2/long", "timeslice:2/long_p1000_r1", pods=2, namespace=NS, api_client=client,
-                     progress=said.append) as names:
+    with cell_claims(
+        "timeslice:2/long", "timeslice:2/long_p1000_r1", pods=2, namespace=NS, api_client=client, progress=said.append
+    ) as names:
         assert len(names) == 1 and claims_in(sim) == names
-        for i in range(2):   # the cell's two replica pods, as the pod-spec patch makes them
+        for i in range(2):  # the cell's two replica pods, as the pod-spec patch makes them
             sim.dra.claim_pod(NS, f"replica-{i}", names[0])
-        wait_for(lambda: len((read_claim(names[0], namespace=NS, api_client=client).get("status") or {})
-                             .get("reservedFor", [])) == 2)
+        wait_for(
+            lambda: (
+                len((read_claim(names[0], namespace=NS, api_client=client).get("status") or {}).get("reservedFor", []))
+                == 2
+            )
+        )
         status = read_claim(names[0], namespace=NS, api_client=client)["status"]
         result = status["allocation"]["devices"]["results"][0]
         assert result["driver"] == "gpu.nvidia.com" and result["device"] == "gpu-0"
         assert [r["name"] for r in status["reservedFor"]] == ["replica-0", "replica-1"]
         applied = sim.dra.applied[-1]
         assert applied.sharing == {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}
-        assert sim.dra.timeslice["gpu-0"] == 3   # nvidia-smi compute-policy --set-timeslice=3 on that GPU
+        assert sim.dra.timeslice["gpu-0"] == 3  # nvidia-smi compute-policy --set-timeslice=3 on that GPU
     assert claims_in(sim) == []
     wait_for(lambda: sim.dra.released == names)
     assert said[0].startswith("timeslice:2/long_p1000_r1: created ResourceClaim sharebench/sharebench-")
@@ -59,19 +64,24 @@ def test_cell_shares_one_claim_with_the_interval(sim):
 
 def test_mps_claim_carries_thread_percentage_and_pinned_memory(sim):
     client = sim.api_client()
-    with cell_claims("mps:4@25", "mps:4@25_p1000_r1", pods=4, namespace=NS, gpu_model="H200",
-                     api_client=client) as names:
+    with cell_claims(
+        "mps:4@25", "mps:4@25_p1000_r1", pods=4, namespace=NS, gpu_model="H200", api_client=client
+    ) as names:
         sim.dra.claim_pod(NS, "replica-0", names[0])
         wait_for(lambda: sim.dra.applied)
-        assert sim.dra.applied[-1].sharing == {"strategy": "MPS", "mpsConfig": {
-            "defaultActiveThreadPercentage": 25, "defaultPinnedDeviceMemoryLimit": "36096Mi"}}
+        assert sim.dra.applied[-1].sharing == {
+            "strategy": "MPS",
+            "mpsConfig": {"defaultActiveThreadPercentage": 25, "defaultPinnedDeviceMemoryLimit": "36096Mi"},
+        }
     assert claims_in(sim) == []
 
 
 def test_claims_deleted_when_the_cell_fails(sim):
     client = sim.api_client()
-    with pytest.raises(RuntimeError, match="replica failed"), \
-            cell_claims("timeslice:4", "timeslice:4_p1000_r2", pods=4, namespace=NS, api_client=client):
+    with (
+        pytest.raises(RuntimeError, match="replica failed"),
+        cell_claims("timeslice:4", "timeslice:4_p1000_r2", pods=4, namespace=NS, api_client=client),
+    ):
         assert len(claims_in(sim)) == 1
         raise RuntimeError("replica failed")
     assert claims_in(sim) == []
@@ -79,15 +89,18 @@ def test_claims_deleted_when_the_cell_fails(sim):
 
 def test_claims_deleted_on_ctrl_c(sim):
     client = sim.api_client()
-    with pytest.raises(KeyboardInterrupt), \
-            cell_claims("exclusive", "exclusive_p1000_r1", namespace=NS, api_client=client):
+    with (
+        pytest.raises(KeyboardInterrupt),
+        cell_claims("exclusive", "exclusive_p1000_r1", namespace=NS, api_client=client),
+    ):
         raise KeyboardInterrupt
     assert claims_in(sim) == []
 
 
 def test_mig_cell_gets_one_claim_per_pod(sim):
-    names = create_claims("mig:1g", "mig:1g.18gb_p1000_r1", pods=3, namespace=NS, gpu_model="H200",
-                          api_client=sim.api_client())
+    names = create_claims(
+        "mig:1g", "mig:1g.18gb_p1000_r1", pods=3, namespace=NS, gpu_model="H200", api_client=sim.api_client()
+    )
     assert len(names) == 3 and claims_in(sim) == sorted(names)
     assert delete_claims("mig:1g.18gb_p1000_r1", namespace=NS, api_client=sim.api_client()) == names
     assert claims_in(sim) == []
@@ -102,9 +115,10 @@ def test_leftover_claim_of_an_interrupted_run_is_replaced(sim):
     claim = sim.get("resourceclaims", NS, first[0])
     assert claim["metadata"]["uid"] != uid
     assert claim["spec"]["devices"]["config"][0]["opaque"]["parameters"]["sharing"]["timeSlicingConfig"] == {
-        "interval": "Short"}
+        "interval": "Short"
+    }
     assert delete_claims("cell-a", namespace=NS, api_client=client) == first
-    assert delete_claims("cell-a", namespace=NS, api_client=client) == []   # idempotent
+    assert delete_claims("cell-a", namespace=NS, api_client=client) == []  # idempotent
 
 
 def test_denied_create_is_one_line(sim):
@@ -122,6 +136,7 @@ def test_invalid_config_is_never_allocated(sim):
 
     def break_it(o):
         o["spec"]["devices"]["config"][0]["opaque"]["parameters"]["sharing"]["timeSlicingConfig"]["interval"] = "Eh"
+
     sim.edit("resourceclaims", NS, name, break_it)
     sim.dra.claim_pod(NS, "replica-0", name)
     wait_for(lambda: name in sim.dra.errors)
@@ -141,19 +156,23 @@ def test_templates_from_manifests_create_get_delete(sim):
     files = sorted((ROOT / "manifests" / "dra").glob("1*_resourceclaimtemplate_*.yaml"))
     assert files
     for f in files:
-        api.create_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaimtemplates",
-                                            yaml.safe_load(f.read_text()))
-    got = api.get_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaimtemplates",
-                                           "sharebench-timeslice-4-long")
+        api.create_namespaced_custom_object(
+            "resource.k8s.io", "v1", NS, "resourceclaimtemplates", yaml.safe_load(f.read_text())
+        )
+    got = api.get_namespaced_custom_object(
+        "resource.k8s.io", "v1", NS, "resourceclaimtemplates", "sharebench-timeslice-4-long"
+    )
     assert got["apiVersion"] == "resource.k8s.io/v1" and got["kind"] == "ResourceClaimTemplate"
     config = got["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]
     assert config["sharing"]["timeSlicingConfig"] == {"interval": "Long"}
-    listed = api.list_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaimtemplates",
-                                               label_selector="sharebench.io/mode=mps-2")
+    listed = api.list_namespaced_custom_object(
+        "resource.k8s.io", "v1", NS, "resourceclaimtemplates", label_selector="sharebench.io/mode=mps-2"
+    )
     assert [o["metadata"]["name"] for o in listed["items"]] == ["sharebench-mps-2"]
     for f in files:
-        api.delete_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaimtemplates",
-                                            yaml.safe_load(f.read_text())["metadata"]["name"])
+        api.delete_namespaced_custom_object(
+            "resource.k8s.io", "v1", NS, "resourceclaimtemplates", yaml.safe_load(f.read_text())["metadata"]["name"]
+        )
     assert not [k for k in sim.objects if k[0] == "resourceclaimtemplates"]
 
 
@@ -162,8 +181,9 @@ def test_mig_claims_get_distinct_devices_of_the_profile(tmp_path):
         migs = {"gpu-0-mig-0": "1g.18gb", "gpu-0-mig-1": "1g.18gb", "gpu-0-mig-2": "7g.141gb"}
         driver = SimDraDriver(s, node="gpu-node-a", gpus=1, mig_devices=migs)
         client = s.api_client()
-        with cell_claims("mig:1g", "mig:1g.18gb_p1000_r1", pods=2, namespace=NS, gpu_model="H200",
-                         api_client=client) as names:
+        with cell_claims(
+            "mig:1g", "mig:1g.18gb_p1000_r1", pods=2, namespace=NS, gpu_model="H200", api_client=client
+        ) as names:
             for i, name in enumerate(names):
                 driver.claim_pod(NS, f"replica-{i}", name)
             wait_for(lambda: len(driver.applied) == 2)
@@ -180,7 +200,9 @@ def test_device_plugin_path_refuses_an_interval_before_any_change(tmp_path):
         before = s.node("gpu-a")["metadata"]["resourceVersion"]
         with pytest.raises(NodeError) as err:
             reconfigure("gpu-a", "timeslice:2/long", ReconfigureOptions(timeout_s=5), api_client=s.api_client())
-        assert str(err.value) == ("node gpu-a, mode timeslice:2/long, state pre-flight: the device plugin cannot set "
-                                  "the time-slice interval; use timeslice:N here, or the pipeline's placement dra "
-                                  "(the DRA driver sets it per claim)")
+        assert str(err.value) == (
+            "node gpu-a, mode timeslice:2/long, state pre-flight: the device plugin cannot set "
+            "the time-slice interval; use timeslice:N here, or the pipeline's placement dra "
+            "(the DRA driver sets it per claim)"
+        )
         assert s.node("gpu-a")["metadata"]["resourceVersion"] == before

@@ -51,6 +51,7 @@ ENV_NODE = os.environ.get("SHAREBENCH_NODE")
 @dataclass
 class Target:
     """Where a test runs: the simulated cluster or the user's real one."""
+
     api: object
     node: str
     timeout_s: float
@@ -129,16 +130,30 @@ def writes(sim: SimCluster) -> list[tuple[str, str]]:
 
 
 # ---------------------------------------------------------------- every mode, and back
-MODES = ["exclusive", "timeslice:2", "timeslice:4", "timeslice:8", "mps:2", "mps:4", "mps:8",
-         "mig:7g", "mig:1g", "mig:3g", "mig:disabled"]
+MODES = [
+    "exclusive",
+    "timeslice:2",
+    "timeslice:4",
+    "timeslice:8",
+    "mps:2",
+    "mps:4",
+    "mps:8",
+    "mig:7g",
+    "mig:1g",
+    "mig:3g",
+    "mig:disabled",
+]
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_every_mode_then_restore(target: Target, mode: str):
     before_labels = gpu_labels(target)
     before = target.status()
-    if mode.startswith("mig:") and mode != "mig:disabled" and node_obj(target).metadata.labels.get(
-            "nvidia.com/mig.capable") == "false":
+    if (
+        mode.startswith("mig:")
+        and mode != "mig:disabled"
+        and node_obj(target).metadata.labels.get("nvidia.com/mig.capable") == "false"
+    ):
         pytest.skip(f"{target.node} is not MIG capable")
     res = target.apply(mode)
     resource, count, labels = expected(before, mode)
@@ -151,8 +166,9 @@ def test_every_mode_then_restore(target: Target, mode: str):
 
     back = target.restore()
     assert back["restored"] is True
-    assert ({k: v for k, v in back["resources"].items() if v > 0}
-            == {k: v for k, v in before["resources"].items() if v > 0})
+    assert {k: v for k, v in back["resources"].items() if v > 0} == {
+        k: v for k, v in before["resources"].items() if v > 0
+    }
     after_labels = gpu_labels(target)
     for key in (LABEL_DP, LABEL_MIG):
         assert after_labels.get(key) == before_labels.get(key)
@@ -167,22 +183,25 @@ def test_sweep_through_modes_records_prior_state_once(target: Target):
     assert first["previous"]["labels"] == second["previous"]["labels"] == third["previous"]["labels"]
     assert third["previous"]["labels"][LABEL_DP] == before.get(LABEL_DP)
     assert third["resources"]["nvidia.com/gpu"] == 4 * third["gpus"]
-    assert gpu_labels(target)[LABEL_MIG] == "all-disabled"   # MIG turned off for MPS
+    assert gpu_labels(target)[LABEL_MIG] == "all-disabled"  # MIG turned off for MPS
     assert target.restore()["restored"] is True
-    assert target.restore()["restored"] is False              # idempotent
+    assert target.restore()["restored"] is False  # idempotent
 
 
 # ---------------------------------------------------------------- GPU models, MIG strategies
-@pytest.mark.parametrize("model, mode, resource, per_gpu", [
-    ("A100-40GB", "mig:1g", "nvidia.com/mig-1g.5gb", 7),
-    ("A100-40GB", "mig:1g.10gb", "nvidia.com/mig-1g.10gb", 4),
-    ("A100-80GB", "mig:1g", "nvidia.com/mig-1g.10gb", 7),
-    ("A100-80GB", "mig:7g", "nvidia.com/mig-7g.80gb", 1),
-    ("H100-80GB", "mig:3g", "nvidia.com/mig-3g.40gb", 2),
-    ("H100-80GB", "mig:all-1g.20gb", "nvidia.com/mig-1g.20gb", 4),
-    ("H100-NVL", "mig:2g", "nvidia.com/mig-2g.24gb", 3),
-    ("H200", "mig:1g.35gb", "nvidia.com/mig-1g.35gb", 4),
-])
+@pytest.mark.parametrize(
+    "model, mode, resource, per_gpu",
+    [
+        ("A100-40GB", "mig:1g", "nvidia.com/mig-1g.5gb", 7),
+        ("A100-40GB", "mig:1g.10gb", "nvidia.com/mig-1g.10gb", 4),
+        ("A100-80GB", "mig:1g", "nvidia.com/mig-1g.10gb", 7),
+        ("A100-80GB", "mig:7g", "nvidia.com/mig-7g.80gb", 1),
+        ("H100-80GB", "mig:3g", "nvidia.com/mig-3g.40gb", 2),
+        ("H100-80GB", "mig:all-1g.20gb", "nvidia.com/mig-1g.20gb", 4),
+        ("H100-NVL", "mig:2g", "nvidia.com/mig-2g.24gb", 3),
+        ("H200", "mig:1g.35gb", "nvidia.com/mig-1g.35gb", 4),
+    ],
+)
 def test_mig_layouts_per_model(tmp_path, model, mode, resource, per_gpu):
     with SimCluster(tmp_path) as sim:
         sim.add_gpu_node("n1", model, gpus=4)
@@ -206,8 +225,9 @@ def test_mig_single_strategy(tmp_path):
         assert restore("n1", api_client=api, poll_s=SIM_POLL_S)["resources"] == {"nvidia.com/gpu": 2}
 
 
-@pytest.mark.parametrize("strategy, resource, count", [("single", "nvidia.com/gpu", 14),
-                                                       ("mixed", "nvidia.com/mig-1g.18gb", 14)])
+@pytest.mark.parametrize(
+    "strategy, resource, count", [("single", "nvidia.com/gpu", 14), ("mixed", "nvidia.com/mig-1g.18gb", 14)]
+)
 def test_mig_without_strategy_label_names_the_advertised_resource(tmp_path, strategy, resource, count):
     with SimCluster(tmp_path, mig_strategy=strategy) as sim:
         sim.add_gpu_node("n1", "H200", gpus=2)
@@ -237,7 +257,7 @@ def test_renamed_shared_resource(sim_target: Target):
     assert res["resources"]["nvidia.com/gpu"] == 0
     assert res["plugin_restarted"] is True and sim.gpu_nodes[NODE].plugin_starts == starts + 1
     back = sim_target.restore()
-    assert back["entries_left"] == []     # the entry sharebench added, unused now, is removed
+    assert back["entries_left"] == []  # the entry sharebench added, unused now, is removed
     assert "sharebench-timeslice-4-shared" not in sim_target.sim.configmap()["data"]
     assert back["resources"]["nvidia.com/gpu"] == 2
 
@@ -246,9 +266,13 @@ def test_renamed_shared_resource(sim_target: Target):
 def test_changed_entry_is_rewritten_plugin_restarted_and_restored(sim_target: Target):
     sim = sim_target.sim
     site_entry = dump_yaml(operator.device_plugin_config("timeslice", 3))
-    sim.edit("configmaps", sim.ns, names.DEVICE_PLUGIN_CONFIGMAP,
-             lambda cm: cm["data"].update({"sharebench-timeslice-4": site_entry}))
-    for ds in sim.gpu_nodes[NODE].starts:                                   # the site's operands read it
+    sim.edit(
+        "configmaps",
+        sim.ns,
+        names.DEVICE_PLUGIN_CONFIGMAP,
+        lambda cm: cm["data"].update({"sharebench-timeslice-4": site_entry}),
+    )
+    for ds in sim.gpu_nodes[NODE].starts:  # the site's operands read it
         sim.delete_pod(sim.ns, sim.plugin_pods(NODE, ds)[0]["metadata"]["name"])
     time.sleep(0.05)
     sim.wait_settled(NODE)
@@ -270,8 +294,9 @@ def test_changed_entry_is_rewritten_plugin_restarted_and_restored(sim_target: Ta
     assert sim.gpu_nodes[NODE].plugin_starts == starts + 2
 
 
-@pytest.mark.parametrize("first, second, strategy",
-                         [("timeslice:2", "mps:2", "mps"), ("mps:4", "timeslice:4", "time-slicing")])
+@pytest.mark.parametrize(
+    "first, second, strategy", [("timeslice:2", "mps:2", "mps"), ("mps:4", "timeslice:4", "time-slicing")]
+)
 def test_same_count_other_strategy_waits_for_the_switch(tmp_path, first, second, strategy):
     """timeslice:2 and mps:2 advertise the same count: the wait also reads GFD's sharing-strategy label."""
     with SimCluster(tmp_path, delay_s=0.2) as sim:
@@ -304,21 +329,30 @@ def test_unchanged_entry_needs_no_restart(sim_target: Target):
 
 def test_sim_operands_ignore_entry_changes_until_restarted(sim):
     """As the real operands: a label alone does not pick up an edited entry; each pod sees it after its restart."""
-    sim.edit("configmaps", sim.ns, names.DEVICE_PLUGIN_CONFIGMAP,
-                lambda cm: cm["data"].update(
-                    {"sharebench-timeslice-2": dump_yaml(operator.device_plugin_config("timeslice", 5))}))
+    sim.edit(
+        "configmaps",
+        sim.ns,
+        names.DEVICE_PLUGIN_CONFIGMAP,
+        lambda cm: cm["data"].update(
+            {"sharebench-timeslice-2": dump_yaml(operator.device_plugin_config("timeslice", 5))}
+        ),
+    )
     sim.edit("nodes", "", NODE, lambda n: n["metadata"]["labels"].update({LABEL_DP: "sharebench-timeslice-2"}))
     sim.wait_settled(NODE)
     node = sim.node(NODE)
-    assert (node["status"]["allocatable"]["nvidia.com/gpu"],
-            node["metadata"]["labels"]["nvidia.com/gpu.replicas"]) == ("4", "2")
-    sim.delete_pod(sim.ns, sim.plugin_pods(NODE)[0]["metadata"]["name"])            # the device plugin only
+    assert (node["status"]["allocatable"]["nvidia.com/gpu"], node["metadata"]["labels"]["nvidia.com/gpu.replicas"]) == (
+        "4",
+        "2",
+    )
+    sim.delete_pod(sim.ns, sim.plugin_pods(NODE)[0]["metadata"]["name"])  # the device plugin only
     time.sleep(0.05)
     sim.wait_settled(NODE)
     node = sim.node(NODE)
-    assert (node["status"]["allocatable"]["nvidia.com/gpu"],
-            node["metadata"]["labels"]["nvidia.com/gpu.replicas"]) == ("10", "2")
-    sim.delete_pod(sim.ns, sim.plugin_pods(NODE, GFD_DS)[0]["metadata"]["name"])    # then GFD
+    assert (node["status"]["allocatable"]["nvidia.com/gpu"], node["metadata"]["labels"]["nvidia.com/gpu.replicas"]) == (
+        "10",
+        "2",
+    )
+    sim.delete_pod(sim.ns, sim.plugin_pods(NODE, GFD_DS)[0]["metadata"]["name"])  # then GFD
     time.sleep(0.05)
     sim.wait_settled(NODE)
     assert sim.node(NODE)["metadata"]["labels"]["nvidia.com/gpu.replicas"] == "5"
@@ -328,8 +362,11 @@ def test_missing_configmap(sim_target: Target):
     sim = sim_target.sim
     with sim.lock:
         sim.objects.pop(("configmaps", sim.ns, names.DEVICE_PLUGIN_CONFIGMAP))
-    with pytest.raises(NodeError, match=r"ConfigMap gpu-operator/sharebench-device-plugin-config not found; "
-                                        r"apply manifests/operator/"):
+    with pytest.raises(
+        NodeError,
+        match=r"ConfigMap gpu-operator/sharebench-device-plugin-config not found; "
+        r"apply manifests/operator/",
+    ):
         sim_target.apply("timeslice:2")
     assert ANNOTATION not in sim.node(NODE)["metadata"]["annotations"]
 
@@ -347,8 +384,10 @@ def test_timeout_names_node_mode_state(sim_target: Target):
         sim_target.apply("timeslice:2", timeout_s=0.3)
     assert time.monotonic() - t0 < 2.0
     msg = str(exc.value)
-    assert msg.startswith(f"node {NODE}, mode timeslice:2, state waiting for nvidia.com/gpu=4 and "
-                          "nvidia.com/gpu.replicas=2: timed out after 0.3 s waiting for nvidia.com/gpu=4")
+    assert msg.startswith(
+        f"node {NODE}, mode timeslice:2, state waiting for nvidia.com/gpu=4 and "
+        "nvidia.com/gpu.replicas=2: timed out after 0.3 s waiting for nvidia.com/gpu=4"
+    )
     assert "last seen: allocatable nvidia.com/gpu=2; nvidia.com/gpu.replicas=1" in msg
     assert "\n" not in msg
 
@@ -358,38 +397,61 @@ def test_restore_after_failure_mid_sweep_from_another_process(sim_target: Target
     sim = sim_target.sim
     before = gpu_labels(sim_target)
     sim_target.apply("timeslice:2")
-    sim.pause_operator()                       # the operator stalls during the next step
+    sim.pause_operator()  # the operator stalls during the next step
     with pytest.raises(NodeTimeout, match="waiting for nvidia.com/mig.config.state=success"):
         sim_target.apply("mig:1g", timeout_s=0.3)
     assert sim.node(NODE)["metadata"]["labels"][LABEL_MIG] == "all-1g.18gb"
     sim.pause_operator(False)
-    out = subprocess.run([sys.executable, "-m", "sharebench", "node", "restore", NODE, "--kubeconfig",
-                          str(sim.kubeconfig), "--timeout", "10", "--poll", "0.02", "--json"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sharebench",
+            "node",
+            "restore",
+            NODE,
+            "--kubeconfig",
+            str(sim.kubeconfig),
+            "--timeout",
+            "10",
+            "--poll",
+            "0.02",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
     assert res["restored"] is True
     assert res["resources"]["nvidia.com/gpu"] == 2
     assert {k: v for k, v in res["resources"].items() if v > 0} == {"nvidia.com/gpu": 2}
     after = gpu_labels(sim_target)
-    assert ((after.get(LABEL_DP), after[LABEL_MIG], after[LABEL_MIG_STATE])
-            == (before.get(LABEL_DP), "all-disabled", "success"))
+    assert (after.get(LABEL_DP), after[LABEL_MIG], after[LABEL_MIG_STATE]) == (
+        before.get(LABEL_DP),
+        "all-disabled",
+        "success",
+    )
     assert ANNOTATION not in sim.node(NODE)["metadata"]["annotations"]
 
 
 def test_restore_after_injected_api_failure(sim_target: Target):
     sim = sim_target.sim
     sim_target.apply("mps:2")
-    sim.fail_next("update", "configmaps", status=500, times=10_000)   # 5xx are retried: a lasting failure
-    with pytest.raises(NodeError, match=r"state writing device-plugin entry sharebench-mps-3: update configmaps in "
-                                        r"namespace gpu-operator failed: HTTP 500.*sharebench node restore gpu-node-1"):
+    sim.fail_next("update", "configmaps", status=500, times=10_000)  # 5xx are retried: a lasting failure
+    with pytest.raises(
+        NodeError,
+        match=r"state writing device-plugin entry sharebench-mps-3: update configmaps in "
+        r"namespace gpu-operator failed: HTTP 500.*sharebench node restore gpu-node-1",
+    ):
         sim_target.apply("mps:3", timeout_s=0.5)
     sim.failures.clear()
-    fresh = Target(sim.api_client(), NODE, SIM_TIMEOUT_S, SIM_POLL_S, sim)   # a new client, as a new process
+    fresh = Target(sim.api_client(), NODE, SIM_TIMEOUT_S, SIM_POLL_S, sim)  # a new client, as a new process
     res = fresh.restore()
     assert res["restored"] is True and res["resources"] == {"nvidia.com/gpu": 2}
     assert LABEL_DP not in sim.node(NODE)["metadata"]["labels"]
-    assert "sharebench-mps-3" not in sim.configmap()["data"]   # never written
+    assert "sharebench-mps-3" not in sim.configmap()["data"]  # never written
 
 
 def test_restore_waits_for_the_prior_strategy_not_just_the_count(tmp_path):
@@ -440,8 +502,11 @@ def test_restore_keeps_a_cordon_that_was_there(sim_target: Target):
 # ---------------------------------------------------------------- MIG failures
 def test_layout_missing_from_mig_parted_config_fails(sim_target: Target):
     sim_target.sim.remove_mig_layout("all-3g.71gb")
-    with pytest.raises(NodeError, match=r"state waiting for MIG layout all-3g.71gb: the MIG manager failed to apply "
-                                        r"all-3g.71gb \(nvidia.com/mig.config.state=failed\)"):
+    with pytest.raises(
+        NodeError,
+        match=r"state waiting for MIG layout all-3g.71gb: the MIG manager failed to apply "
+        r"all-3g.71gb \(nvidia.com/mig.config.state=failed\)",
+    ):
         sim_target.apply("mig:3g")
     assert sim_target.restore()["restored"] is True
 
@@ -465,14 +530,18 @@ def test_not_mig_capable(tmp_path):
 
 
 # ---------------------------------------------------------------- pre-flight refusals
-@pytest.mark.parametrize("pod, refused", [
-    (dict(gpu=1), True),
-    (dict(gpu=1, resource="nvidia.com/mig-1g.18gb"), True),
-    (dict(gpu=1, phase="Pending"), True),
-    (dict(gpu=1, labels={"app.kubernetes.io/part-of": "sharebench", "pipeline/runid": "run-1"}), False),
-    (dict(gpu=1, phase="Succeeded"), False),
-    (dict(gpu=None), False),
-], ids=["gpu-pod", "mig-pod", "pending-gpu-pod", "sharebench-pod", "finished-pod", "cpu-pod"])
+@pytest.mark.parametrize(
+    "pod, refused",
+    [
+        (dict(gpu=1), True),
+        (dict(gpu=1, resource="nvidia.com/mig-1g.18gb"), True),
+        (dict(gpu=1, phase="Pending"), True),
+        (dict(gpu=1, labels={"app.kubernetes.io/part-of": "sharebench", "pipeline/runid": "run-1"}), False),
+        (dict(gpu=1, phase="Succeeded"), False),
+        (dict(gpu=None), False),
+    ],
+    ids=["gpu-pod", "mig-pod", "pending-gpu-pod", "sharebench-pod", "finished-pod", "cpu-pod"],
+)
 def test_refuses_foreign_gpu_pods(sim_target: Target, pod, refused):
     sim_target.sim.add_pod("team-a", "job-1", NODE, **pod)
     if not refused:
@@ -480,9 +549,11 @@ def test_refuses_foreign_gpu_pods(sim_target: Target, pod, refused):
         return
     with pytest.raises(NodeError) as exc:
         sim_target.apply("timeslice:2")
-    assert str(exc.value) == (f"node {NODE}, mode timeslice:2, state pre-flight: refusing: pods outside this run use "
-                              "this node's GPUs (team-a/job-1); a reconfiguration would disturb or evict them; "
-                              "pass --force to proceed anyway")
+    assert str(exc.value) == (
+        f"node {NODE}, mode timeslice:2, state pre-flight: refusing: pods outside this run use "
+        "this node's GPUs (team-a/job-1); a reconfiguration would disturb or evict them; "
+        "pass --force to proceed anyway"
+    )
     assert writes(sim_target.sim) == []
 
 
@@ -499,11 +570,14 @@ def test_operator_pods_are_not_foreign(sim_target: Target):
     assert sim_target.apply("mps:2")["resources"]["nvidia.com/gpu"] == 4
 
 
-@pytest.mark.parametrize("model, mode, allowed", [
-    ("H200", "mig:1g.5gb", "allowed: 1g.18gb, 1g.35gb, 2g.35gb, 3g.71gb, 4g.71gb, 7g.141gb"),
-    ("H200", "mig:5g", "allowed sizes: 1g, 2g, 3g, 4g, 7g"),
-    ("A100-40GB", "mig:1g.18gb", "allowed: 1g.5gb, 1g.10gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb"),
-])
+@pytest.mark.parametrize(
+    "model, mode, allowed",
+    [
+        ("H200", "mig:1g.5gb", "allowed: 1g.18gb, 1g.35gb, 2g.35gb, 3g.71gb, 4g.71gb, 7g.141gb"),
+        ("H200", "mig:5g", "allowed sizes: 1g, 2g, 3g, 4g, 7g"),
+        ("A100-40GB", "mig:1g.18gb", "allowed: 1g.5gb, 1g.10gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb"),
+    ],
+)
 def test_invalid_layout_for_model(tmp_path, model, mode, allowed):
     with SimCluster(tmp_path) as sim:
         sim.add_gpu_node("n1", model, gpus=1)
@@ -517,8 +591,9 @@ def test_invalid_layout_for_model(tmp_path, model, mode, allowed):
 def test_missing_node(sim_target: Target):
     with pytest.raises(NodeError) as exc:
         reconfigure("nope", "timeslice:2", ReconfigureOptions(timeout_s=1), api_client=sim_target.api)
-    assert str(exc.value) == ("node nope, mode timeslice:2, state pre-flight: node 'nope' not found; "
-                              f"nodes: cpu-node-1, {NODE}")
+    assert str(exc.value) == (
+        f"node nope, mode timeslice:2, state pre-flight: node 'nope' not found; nodes: cpu-node-1, {NODE}"
+    )
 
 
 def test_missing_node_on_target(target: Target):
@@ -535,8 +610,11 @@ def test_invalid_layout_on_target(target: Target):
 
 
 def test_node_without_gpus(sim_target: Target):
-    with pytest.raises(NodeError, match=r"node cpu-node-1, mode mps:2, state pre-flight: has no NVIDIA GPUs: labels "
-                                        r"nvidia.com/gpu.product and nvidia.com/gpu.count are absent"):
+    with pytest.raises(
+        NodeError,
+        match=r"node cpu-node-1, mode mps:2, state pre-flight: has no NVIDIA GPUs: labels "
+        r"nvidia.com/gpu.product and nvidia.com/gpu.count are absent",
+    ):
         reconfigure("cpu-node-1", "mps:2", ReconfigureOptions(timeout_s=1), api_client=sim_target.api)
 
 
@@ -546,24 +624,35 @@ def test_unknown_product_needs_gpu_model(tmp_path):
         api = sim.api_client()
         with pytest.raises(NodeError, match=r"unknown GPU model 'NVIDIA-H100-SXM5-94GB-X'.*pass gpu_model="):
             reconfigure("n1", "mig:1g", ReconfigureOptions(timeout_s=1), api_client=api)
-        res = reconfigure("n1", "mig:1g",
-                          ReconfigureOptions(gpu_model="H100-80GB", timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S),
-                          api_client=api)
+        res = reconfigure(
+            "n1",
+            "mig:1g",
+            ReconfigureOptions(gpu_model="H100-80GB", timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S),
+            api_client=api,
+        )
         assert res["resources"]["nvidia.com/mig-1g.10gb"] == 7
 
 
-@pytest.mark.parametrize("mode, message", [
-    ("partition:2", "partition:N is a CPU-only local mode"),
-    ("mps:2@50", "the device plugin sets the MPS thread share itself"),
-    ("mig-emulated:7x1g.18gb", "mig-emulated:7x1g.18gb is a local mode"),
-])
+@pytest.mark.parametrize(
+    "mode, message",
+    [
+        ("partition:2", "partition:N is a CPU-only local mode"),
+        ("mps:2@50", "the device plugin sets the MPS thread share itself"),
+        ("mig-emulated:7x1g.18gb", "mig-emulated:7x1g.18gb is a local mode"),
+    ],
+)
 def test_modes_a_node_cannot_take(sim_target: Target, mode, message):
     with pytest.raises(NodeError, match=message):
         sim_target.apply(mode)
 
 
-@pytest.mark.parametrize("kw, message", [({"timeout_s": 0}, "timeout_s must be a number of seconds > 0 (got 0)"),
-                                         ({"poll_s": -1}, "poll_s must be a number of seconds > 0 (got -1)")])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"timeout_s": 0}, "timeout_s must be a number of seconds > 0 (got 0)"),
+        ({"poll_s": -1}, "poll_s must be a number of seconds > 0 (got -1)"),
+    ],
+)
 def test_bad_times(sim_target: Target, kw, message):
     with pytest.raises(UserError, match=re.escape(message)):
         reconfigure(NODE, "mps:2", ReconfigureOptions(**kw), api_client=sim_target.api)
@@ -572,20 +661,26 @@ def test_bad_times(sim_target: Target, kw, message):
 
 
 def test_bad_mode_string(sim_target: Target):
-    with pytest.raises(NodeError, match=rf"^node {NODE}, mode timeslicing:2, state pre-flight: "
-                                        r"unknown sharing mode 'timeslicing:2'"):
+    with pytest.raises(
+        NodeError,
+        match=rf"^node {NODE}, mode timeslicing:2, state pre-flight: "
+        r"unknown sharing mode 'timeslicing:2'",
+    ):
         sim_target.apply("timeslicing:2")
 
 
 # ---------------------------------------------------------------- RBAC and credentials
-@pytest.mark.parametrize("verb, resource, mode, state", [
-    ("get", "nodes", "timeslice:2", "pre-flight"),
-    ("list", "pods", "timeslice:2", "pre-flight"),
-    ("get", "configmaps", "timeslice:2", "pre-flight"),
-    ("patch", "nodes", "timeslice:2", "recording prior state"),
-    ("update", "configmaps", "timeslice:3", "writing device-plugin entry sharebench-timeslice-3"),
-    ("delete", "pods", "timeslice:3", "restarting the device plugin"),
-])
+@pytest.mark.parametrize(
+    "verb, resource, mode, state",
+    [
+        ("get", "nodes", "timeslice:2", "pre-flight"),
+        ("list", "pods", "timeslice:2", "pre-flight"),
+        ("get", "configmaps", "timeslice:2", "pre-flight"),
+        ("patch", "nodes", "timeslice:2", "recording prior state"),
+        ("update", "configmaps", "timeslice:3", "writing device-plugin entry sharebench-timeslice-3"),
+        ("delete", "pods", "timeslice:3", "restarting the device plugin"),
+    ],
+)
 def test_permission_denied_names_verb_and_resource(sim_target: Target, verb, resource, mode, state):
     sim_target.sim.deny(verb, resource)
     with pytest.raises(PermissionDenied) as exc:
@@ -600,8 +695,9 @@ def test_permission_denied_names_verb_and_resource(sim_target: Target, verb, res
 def test_permission_denied_on_restore(sim_target: Target):
     sim_target.apply("timeslice:2")
     sim_target.sim.deny("patch", "nodes")
-    with pytest.raises(PermissionDenied,
-                       match=r"mode restore, state restoring labels: permission denied: cannot patch nodes"):
+    with pytest.raises(
+        PermissionDenied, match=r"mode restore, state restoring labels: permission denied: cannot patch nodes"
+    ):
         sim_target.restore()
     sim_target.sim.allow()
     assert sim_target.restore()["restored"] is True
@@ -609,12 +705,12 @@ def test_permission_denied_on_restore(sim_target: Target):
 
 def test_rbac_manifests_cover_every_request(sim_target: Target):
     """Every request the code makes in a sweep is allowed by manifests/rbac, and nothing more is granted."""
-    sim_target.apply("timeslice:3", cordon=True)      # new entry: update + pod delete
+    sim_target.apply("timeslice:3", cordon=True)  # new entry: update + pod delete
     sim_target.apply("mig:1g")
     sim_target.apply("mps:2")
     sim_target.restore()
     sim_target.status()
-    with pytest.raises(NodeError, match="not found; nodes: "):   # the hint lists nodes
+    with pytest.raises(NodeError, match="not found; nodes: "):  # the hint lists nodes
         status("nope", api_client=sim_target.api)
     rules = []
     for _, obj in access.rbac_objects():
@@ -626,12 +722,17 @@ def test_rbac_manifests_cover_every_request(sim_target: Target):
     for method, path, _ in sim_target.sim.requests:
         parts = path.split("?")[0].strip("/").split("/")
         ns = parts[parts.index("namespaces") + 1] if "namespaces" in parts else None
-        rest = parts[parts.index("namespaces") + 2:] if ns else parts[2:]
+        rest = parts[parts.index("namespaces") + 2 :] if ns else parts[2:]
         resource, name = rest[0], (rest[1] if len(rest) > 1 else None)
         verb = "list" if method == "GET" and name is None else verbs[method]
         used.add((verb, resource, ns))
-        assert any(resource in r["resources"] and verb in r["verbs"] and (rns is None or rns == ns)
-                   and (name in r.get("resourceNames", [name])) for rns, r in rules), (method, path)
+        assert any(
+            resource in r["resources"]
+            and verb in r["verbs"]
+            and (rns is None or rns == ns)
+            and (name in r.get("resourceNames", [name]))
+            for rns, r in rules
+        ), (method, path)
     granted = {(v, res) for _, r in rules for res in r["resources"] for v in r["verbs"]}
     assert granted == {(v, r) for v, r, _ in used}
 
@@ -647,15 +748,23 @@ def test_unauthorized_token(sim_target: Target, tmp_path):
 
 def test_unreachable_api(tmp_path):
     import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     path = tmp_path / "kubeconfig.yaml"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
     with pytest.raises(NodeError, match=rf"cannot reach the Kubernetes API at http://127.0.0.1:{port}"):
         status("n1", api_client=make_api_client(path))
 
@@ -679,8 +788,11 @@ def test_no_credentials(tmp_path, monkeypatch):
     monkeypatch.delenv("KUBECONFIG", raising=False)
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
-    with pytest.raises(UserError, match=r"^no Kubernetes credentials: pass --kubeconfig, set KUBECONFIG, "
-                                        r"or run in a pod with a service account$"):
+    with pytest.raises(
+        UserError,
+        match=r"^no Kubernetes credentials: pass --kubeconfig, set KUBECONFIG, "
+        r"or run in a pod with a service account$",
+    ):
         make_api_client()
 
 
@@ -713,8 +825,9 @@ def run_cli(capsys, *argv) -> tuple[int, str, str]:
 
 def test_cli_apply_status_restore(sim, capsys):
     k = str(sim.kubeconfig)
-    code, out, err = run_cli(capsys, "node", "apply", NODE, "timeslice:4", "--kubeconfig", k, "--timeout", "5",
-                             "--poll", "0.01")
+    code, out, err = run_cli(
+        capsys, "node", "apply", NODE, "timeslice:4", "--kubeconfig", k, "--timeout", "5", "--poll", "0.01"
+    )
     assert code == 0, err
     assert "resources: nvidia.com/gpu=8" in out.splitlines()
     assert "device_plugin_config: sharebench-timeslice-4" in out.splitlines()
@@ -729,21 +842,40 @@ def test_cli_apply_status_restore(sim, capsys):
     assert code == 0 and "restored: False" in out.splitlines()
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["node", "apply", "nope", "mps:2"], "sharebench: error: node nope, mode mps:2, state pre-flight: "
-                                          f"node 'nope' not found; nodes: cpu-node-1, {NODE}\n"),
-    (["node", "apply", NODE, "mig:big"], f"sharebench: error: node {NODE}, mode mig:big, state pre-flight: bad MIG "
-                                         "layout in 'mig:big'; allowed: mig:7g, mig:1g, mig:1g.18gb, mig:all-1g.5gb\n"),
-    (["node", "apply", NODE, "mig:9g"], f"sharebench: error: node {NODE}, mode mig:9g, state pre-flight: "
-                                        "MIG layout '9g' has no profile on H200; allowed sizes: 1g, 2g, 3g, 4g, 7g\n"),
-    (["node", "apply", NODE, "fast:2"], f"sharebench: error: node {NODE}, mode fast:2, state pre-flight: unknown "
-                                        "sharing mode 'fast:2'; allowed: exclusive, timeslice:N[/INTERVAL], "
-                                        "mps:N[@PCT], mig:LAYOUT, mig-emulated:LAYOUT, partition:N\n"),
-    (["node", "apply", NODE, "mps:2", "--timeout", "0"],
-     "sharebench: error: --timeout must be a number of seconds > 0 (got 0.0)\n"),
-    (["node", "status", "cpu-node-1"],
-     "sharebench: error: node cpu-node-1, mode status, state pre-flight: has no NVIDIA GPUs"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["node", "apply", "nope", "mps:2"],
+            "sharebench: error: node nope, mode mps:2, state pre-flight: "
+            f"node 'nope' not found; nodes: cpu-node-1, {NODE}\n",
+        ),
+        (
+            ["node", "apply", NODE, "mig:big"],
+            f"sharebench: error: node {NODE}, mode mig:big, state pre-flight: bad MIG "
+            "layout in 'mig:big'; allowed: mig:7g, mig:1g, mig:1g.18gb, mig:all-1g.5gb\n",
+        ),
+        (
+            ["node", "apply", NODE, "mig:9g"],
+            f"sharebench: error: node {NODE}, mode mig:9g, state pre-flight: "
+            "MIG layout '9g' has no profile on H200; allowed sizes: 1g, 2g, 3g, 4g, 7g\n",
+        ),
+        (
+            ["node", "apply", NODE, "fast:2"],
+            f"sharebench: error: node {NODE}, mode fast:2, state pre-flight: unknown "
+            "sharing mode 'fast:2'; allowed: exclusive, timeslice:N[/INTERVAL], "
+            "mps:N[@PCT], mig:LAYOUT, mig-emulated:LAYOUT, partition:N\n",
+        ),
+        (
+            ["node", "apply", NODE, "mps:2", "--timeout", "0"],
+            "sharebench: error: --timeout must be a number of seconds > 0 (got 0.0)\n",
+        ),
+        (
+            ["node", "status", "cpu-node-1"],
+            "sharebench: error: node cpu-node-1, mode status, state pre-flight: has no NVIDIA GPUs",
+        ),
+    ],
+)
 def test_cli_user_errors_exit_2_with_one_line(sim, capsys, argv, message):
     code, out, err = run_cli(capsys, *argv, "--kubeconfig", str(sim.kubeconfig))
     assert code == 2
@@ -756,8 +888,9 @@ def test_cli_permission_denied(sim, capsys):
     assert code == 2
     assert err.splitlines(keepends=True)[-1] == (
         f"sharebench: error: node {NODE}, mode mps:2, state recording prior state: permission denied: "
-        "cannot patch nodes (RBAC: grant verb 'patch' on resource 'nodes'; see manifests/rbac/)\n")
-    assert sim.get("leases", names.SYSTEM_NAMESPACE, f"sharebench-node-{NODE}") is None   # nothing changed: released
+        "cannot patch nodes (RBAC: grant verb 'patch' on resource 'nodes'; see manifests/rbac/)\n"
+    )
+    assert sim.get("leases", names.SYSTEM_NAMESPACE, f"sharebench-node-{NODE}") is None  # nothing changed: released
 
 
 def test_cli_refusal_then_force(sim, capsys):
@@ -771,8 +904,21 @@ def test_cli_refusal_then_force(sim, capsys):
 
 def test_cli_timeout_exit_2(sim, capsys):
     sim.pause_operator()
-    code, _, err = run_cli(capsys, "node", "apply", NODE, "mps:2", "--kubeconfig", str(sim.kubeconfig),
-                           "--timeout", "0.2", "--poll", "0.01")
+    code, _, err = run_cli(
+        capsys,
+        "node",
+        "apply",
+        NODE,
+        "mps:2",
+        "--kubeconfig",
+        str(sim.kubeconfig),
+        "--timeout",
+        "0.2",
+        "--poll",
+        "0.01",
+    )
     assert code == 2
-    assert err.splitlines()[-1].startswith(f"sharebench: error: node {NODE}, mode mps:2, state waiting for "
-                                           "nvidia.com/gpu=4 and nvidia.com/gpu.replicas=2: timed out after 0.2 s")
+    assert err.splitlines()[-1].startswith(
+        f"sharebench: error: node {NODE}, mode mps:2, state waiting for "
+        "nvidia.com/gpu=4 and nvidia.com/gpu.replicas=2: timed out after 0.2 s"
+    )

@@ -26,8 +26,9 @@ def sim(tmp_path):
 
 
 def apply(sim, mode, holder, **kw):
-    return reconfigure(NODE, mode, ReconfigureOptions(timeout_s=5, poll_s=0.01, holder=holder, **kw),
-                       api_client=sim.api_client())
+    return reconfigure(
+        NODE, mode, ReconfigureOptions(timeout_s=5, poll_s=0.01, holder=holder, **kw), api_client=sim.api_client()
+    )
 
 
 def lease(sim):
@@ -42,10 +43,12 @@ def test_second_run_is_refused_naming_the_holder(sim):
     with pytest.raises(NodeError) as exc:
         apply(sim, "mps:2", "run-b")
     msg = str(exc.value)
-    assert msg.startswith(f"node {NODE}, mode mps:2, state taking Lease {SYSTEM_NAMESPACE}/{LEASE}: refusing: "
-                          f"the node is being reconfigured by run-a (Lease {SYSTEM_NAMESPACE}/{LEASE}, expires in ")
+    assert msg.startswith(
+        f"node {NODE}, mode mps:2, state taking Lease {SYSTEM_NAMESPACE}/{LEASE}: refusing: "
+        f"the node is being reconfigured by run-a (Lease {SYSTEM_NAMESPACE}/{LEASE}, expires in "
+    )
     assert "\n" not in msg
-    assert len([r for r in sim.requests if r[0] != "GET"]) == writes_before    # nothing changed
+    assert len([r for r in sim.requests if r[0] != "GET"]) == writes_before  # nothing changed
     assert sim.node(NODE)["metadata"]["labels"][LABEL_DP] == "sharebench-timeslice-2"
     # run-b's restore cannot reset run-a's node either
     with pytest.raises(NodeError, match="refusing: the node's Lease .* is held by run-a, not run-b"):
@@ -63,7 +66,7 @@ def test_holder_renews_and_restore_releases(sim):
     assert status(NODE, api_client=sim.api_client())["lease"]["holder"] == "run-a"
     assert restore(NODE, api_client=sim.api_client(), timeout_s=5, poll_s=0.01, holder="run-a")["restored"]
     assert sim.get("leases", SYSTEM_NAMESPACE, LEASE) is None
-    apply(sim, "mps:2", "run-b")     # free again
+    apply(sim, "mps:2", "run-b")  # free again
     assert lease(sim).spec.holder_identity == "run-b"
 
 
@@ -73,6 +76,7 @@ def test_expired_lease_is_taken_over(sim):
     def expire(obj):
         old = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=7200)
         obj["spec"]["renewTime"] = old.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
     sim.edit("leases", SYSTEM_NAMESPACE, LEASE, expire)
     res = apply(sim, "mps:2", "run-b")
     assert res["resources"] == {"nvidia.com/gpu": 4}
@@ -90,6 +94,7 @@ def test_racing_runs_one_wins(sim):
     """Both see no Lease; the API server lets one create succeed (409 for the other), which then
     reads the winner's Lease and is refused."""
     from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(2) as pool:
         futures = [pool.submit(apply, sim, "timeslice:2", f"run-{i}") for i in range(2)]
         outcomes = []
@@ -104,8 +109,9 @@ def test_racing_runs_one_wins(sim):
 
 
 def test_other_runs_pods_are_foreign(sim):
-    sim.add_pod("team-a", "replica-0", NODE, labels={"app.kubernetes.io/part-of": "sharebench",
-                                                     "pipeline/runid": "run-a"})
+    sim.add_pod(
+        "team-a", "replica-0", NODE, labels={"app.kubernetes.io/part-of": "sharebench", "pipeline/runid": "run-a"}
+    )
     with pytest.raises(NodeError, match=r"refusing: pods outside this run use this node's GPUs \(team-a/replica-0\)"):
         apply(sim, "timeslice:2", "run-b")
     assert apply(sim, "timeslice:2", "run-a")["resources"] == {"nvidia.com/gpu": 4}

@@ -26,14 +26,17 @@ def core(sim):
     return client.CoreV1Api(sim.api_client())
 
 
-@pytest.mark.parametrize("selector, names", [
-    ("nvidia.com/gpu.present=true", ["gpu-a", "gpu-b"]),
-    ("nvidia.com/gpu.product==NVIDIA-H200", ["gpu-a"]),
-    ("nvidia.com/gpu.product!=NVIDIA-H200", ["cpu-a", "gpu-b"]),
-    ("!nvidia.com/gpu.present", ["cpu-a"]),
-    ("nvidia.com/gpu.count in (2,3)", ["gpu-a"]),
-    ("nvidia.com/gpu.count notin (2),nvidia.com/gpu.present", ["gpu-b"]),
-])
+@pytest.mark.parametrize(
+    "selector, names",
+    [
+        ("nvidia.com/gpu.present=true", ["gpu-a", "gpu-b"]),
+        ("nvidia.com/gpu.product==NVIDIA-H200", ["gpu-a"]),
+        ("nvidia.com/gpu.product!=NVIDIA-H200", ["cpu-a", "gpu-b"]),
+        ("!nvidia.com/gpu.present", ["cpu-a"]),
+        ("nvidia.com/gpu.count in (2,3)", ["gpu-a"]),
+        ("nvidia.com/gpu.count notin (2),nvidia.com/gpu.present", ["gpu-b"]),
+    ],
+)
 def test_list_nodes_with_label_selectors(core, selector, names):
     assert [n.metadata.name for n in core.list_node(label_selector=selector).items] == names
 
@@ -53,8 +56,13 @@ def test_list_pods_with_field_selectors(sim, core):
 def test_patch_kinds_the_client_sends(sim, core):
     node = core.patch_node("gpu-a", {"metadata": {"labels": {"a": "1", "nvidia.com/gpu.present": None}}})
     assert node.metadata.labels["a"] == "1" and "nvidia.com/gpu.present" not in node.metadata.labels
-    node = core.patch_node("gpu-a", [{"op": "replace", "path": "/metadata/labels/a", "value": "2"},
-                                     {"op": "add", "path": "/metadata/annotations/x~1y", "value": "z"}])
+    node = core.patch_node(
+        "gpu-a",
+        [
+            {"op": "replace", "path": "/metadata/labels/a", "value": "2"},
+            {"op": "add", "path": "/metadata/annotations/x~1y", "value": "z"},
+        ],
+    )
     assert node.metadata.labels["a"] == "2" and node.metadata.annotations["x/y"] == "z"
     kinds = [ctype for method, _, ctype in sim.requests if method == "PATCH"]
     assert kinds == ["application/strategic-merge-patch+json", "application/json-patch+json"]
@@ -74,9 +82,11 @@ def test_resource_versions_and_conflicts(sim, core):
         core.replace_namespaced_config_map(cm.metadata.name, sim.ns, cm)
     assert exc.value.status == 409 and json.loads(exc.value.body)["reason"] == "Conflict"
     node = core.read_node("gpu-a")
-    with pytest.raises(ApiException) as exc:   # a merge patch carrying a stale resourceVersion is a precondition
-        core.patch_node("gpu-a", {"metadata": {"resourceVersion": str(int(node.metadata.resource_version) - 1),
-                                               "labels": {"b": "1"}}})
+    with pytest.raises(ApiException) as exc:  # a merge patch carrying a stale resourceVersion is a precondition
+        core.patch_node(
+            "gpu-a",
+            {"metadata": {"resourceVersion": str(int(node.metadata.resource_version) - 1), "labels": {"b": "1"}}},
+        )
     assert exc.value.status == 409
 
 
@@ -102,13 +112,15 @@ def test_daemonset_recreates_a_deleted_plugin_pod(sim, core):
     apps = client.AppsV1Api(sim.api_client())
     ds = apps.read_namespaced_daemon_set(PLUGIN_DS, sim.ns)
     assert [d.metadata.name for d in apps.list_daemon_set_for_all_namespaces().items] == [GFD_DS, PLUGIN_DS]
-    pods = core.list_namespaced_pod(sim.ns, label_selector=f"app={PLUGIN_DS}",
-                                    field_selector="spec.nodeName=gpu-b").items
+    pods = core.list_namespaced_pod(
+        sim.ns, label_selector=f"app={PLUGIN_DS}", field_selector="spec.nodeName=gpu-b"
+    ).items
     assert len(pods) == 1 and pods[0].metadata.owner_references[0].uid == ds.metadata.uid
     core.delete_namespaced_pod(pods[0].metadata.name, sim.ns)
     sim.wait_settled("gpu-b")
-    again = core.list_namespaced_pod(sim.ns, label_selector=f"app={PLUGIN_DS}",
-                                     field_selector="spec.nodeName=gpu-b").items
+    again = core.list_namespaced_pod(
+        sim.ns, label_selector=f"app={PLUGIN_DS}", field_selector="spec.nodeName=gpu-b"
+    ).items
     assert len(again) == 1 and again[0].metadata.uid != pods[0].metadata.uid
 
 
@@ -119,7 +131,8 @@ def test_rbac_denial(sim, core):
     assert exc.value.status == 403
     assert json.loads(exc.value.body)["message"] == (
         'nodes "gpu-a" is forbidden: User "system:serviceaccount:sharebench:sharebench-node" cannot patch '
-        'resource "nodes" in API group "" at the cluster scope')
+        'resource "nodes" in API group "" at the cluster scope'
+    )
     sim.allow()
     assert core.patch_node("gpu-a", {"metadata": {"labels": {"a": "1"}}}).metadata.labels["a"] == "1"
 
@@ -127,5 +140,6 @@ def test_rbac_denial(sim, core):
 def test_selector_helpers():
     assert match_labels("a=1,b in (x, y)", {"a": "1", "b": "y"})
     assert not match_labels("a=1,b in (x, y)", {"a": "1", "b": "z"})
-    assert match_fields("metadata.name=n,metadata.namespace!=kube-system",
-                        {"metadata": {"name": "n", "namespace": "d"}})
+    assert match_fields(
+        "metadata.name=n,metadata.namespace!=kube-system", {"metadata": {"name": "n", "namespace": "d"}}
+    )

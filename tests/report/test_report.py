@@ -31,9 +31,16 @@ def test_report_alone(folders):
     a, _ = folders
     paths = build_report(a)
     md = paths["markdown"].read_text()
-    for title in ("Time-slicing: N replicas on one device at once", "MPS: N replicas as clients of one MPS server",
-                  "MIG: one replica per MIG instance against the full GPU", "Partition scaling against the ideal",
-                  "Aggregate throughput per physical device and sharing gain", "Flags", "Machine", "Definitions"):
+    for title in (
+        "Time-slicing: N replicas on one device at once",
+        "MPS: N replicas as clients of one MPS server",
+        "MIG: one replica per MIG instance against the full GPU",
+        "Partition scaling against the ideal",
+        "Aggregate throughput per physical device and sharing gain",
+        "Flags",
+        "Machine",
+        "Definitions",
+    ):
         assert f"## {title}" in md
     # the numbers of the crafted sweep (see test_analysis): 3.03% time-slicing, 40.91% MPS (2 repeats: no
     # interval, no "≠ 0?"), 135.90% MIG loss
@@ -82,14 +89,17 @@ def test_typed_in_publication_figures(tmp_path, folders):
     a, _ = folders
     pub = tmp_path / "publication"
     pub.mkdir()
-    lines = ["schema_version,sweep_id,cell_id,mode,mode_kind,replicas,replica,repeat,device_class,backend,engine,"
-             "lattice,particles,turns,track_s,status,cell_status"]
+    lines = [
+        "schema_version,sweep_id,cell_id,mode,mode_kind,replicas,replica,repeat,device_class,backend,engine,"
+        "lattice,particles,turns,track_s,status,cell_status"
+    ]
     for r, (t1, t2) in enumerate([(26.0, 60.0), (26.4, 61.0), (25.8, 59.0)], start=1):
         common = "paper,{cid},{mode},{kind},{n},{i},{r},gpu,opencl,simpletrack,lhc,5000000,100,{t},ok,ok"
         lines.append("1," + common.format(cid=f"ex_r{r}", mode="exclusive", kind="exclusive", n=1, i=0, r=r, t=t1))
         for i in range(2):
-            lines.append("1," + common.format(cid=f"ts_r{r}", mode="timeslice:2", kind="timeslice", n=2, i=i, r=r,
-                                              t=t2))
+            lines.append(
+                "1," + common.format(cid=f"ts_r{r}", mode="timeslice:2", kind="timeslice", n=2, i=i, r=r, t=t2)
+            )
     (pub / "results.csv").write_text("\n".join(lines) + "\n")
     md = build_report(pub, compare=a)["markdown"].read_text()
     # without windows, T_N is the longest replica time: mean(60, 61, 59) = 60; T_1 = mean(26, 26.4, 25.8);
@@ -98,11 +108,14 @@ def test_typed_in_publication_figures(tmp_path, folders):
     assert "| 15.09 |" in md
 
 
-@pytest.mark.parametrize("which, message", [
-    ("missing", "results folder {d}/missing does not exist"),
-    ("compare-missing", "comparison folder {d}/nope does not exist"),
-    ("compare-self", "--compare {a} is the results folder itself; give a second results folder"),
-])
+@pytest.mark.parametrize(
+    "which, message",
+    [
+        ("missing", "results folder {d}/missing does not exist"),
+        ("compare-missing", "comparison folder {d}/nope does not exist"),
+        ("compare-self", "--compare {a} is the results folder itself; give a second results folder"),
+    ],
+)
 def test_report_refusals(folders, tmp_path, which, message):
     a, _ = folders
     with pytest.raises(UserError) as e:
@@ -116,8 +129,10 @@ def test_report_refusals(folders, tmp_path, which, message):
 
 
 def test_report_of_a_sweep_where_every_cell_failed(tmp_path):
-    rows = [dict(r, status="failed", error="boom", cell_status="failed", cell_error="replica 0: boom")
-            for r in crafted_rows()]
+    rows = [
+        dict(r, status="failed", error="boom", cell_status="failed", cell_error="replica 0: boom")
+        for r in crafted_rows()
+    ]
     ResultsWriter(tmp_path).append(rows)
     md = build_report(tmp_path)["markdown"].read_text()
     assert "## Time-slicing" not in md and "## MIG" not in md  # nothing to compute, nothing invented

@@ -17,16 +17,25 @@ spec.loader.exec_module(cell_overhead)
 def rows():
     # sweep s: cell a [0, 2], cell b (2 replicas) [5, 9] and [5.5, 8], cell c [12, 13]; b and c are 10 M
     def r(cell, p, start, end):
-        return dict(sweep_id="s", cell_id=cell, particles=p, status="ok", track_start=start, track_end=end,
-                    setup_s=3.0, transfer_s=0.5)
+        return dict(
+            sweep_id="s",
+            cell_id=cell,
+            particles=p,
+            status="ok",
+            track_start=start,
+            track_end=end,
+            setup_s=3.0,
+            transfer_s=0.5,
+        )
+
     return pd.DataFrame([r("a", 5e6, 0, 2), r("b", 1e7, 5, 9), r("b", 1e7, 5.5, 8), r("c", 1e7, 12, 13)])
 
 
 def test_gaps_and_tracked_share():
     t = cell_overhead.overhead(rows()).iloc[0]
-    assert t["cells"] == 2                                   # a has no gap before it
-    assert t["overhead_per_cell_s"] == pytest.approx(3.0)    # 5 - 2 and 12 - 9
-    assert t["tracked_pct"] == pytest.approx(100 * 5 / 11)   # spans 4 + 1 of 4 + 1 + 3 + 3
+    assert t["cells"] == 2  # a has no gap before it
+    assert t["overhead_per_cell_s"] == pytest.approx(3.0)  # 5 - 2 and 12 - 9
+    assert t["tracked_pct"] == pytest.approx(100 * 5 / 11)  # spans 4 + 1 of 4 + 1 + 3 + 3
     only_10m = cell_overhead.overhead(rows(), particles=10_000_000).iloc[0]
     assert only_10m["cells"] == 2 and only_10m["wall_s"] == pytest.approx(11)
 
@@ -47,7 +56,7 @@ def test_no_matching_cells_is_one_line(capsys):
 
 def test_whole_sweep_from_its_start():
     t = cell_overhead.overhead(rows(), starts={"s": -2.0}).iloc[0]
-    assert t["sweep_wall_s"] == pytest.approx(15.0)              # from -2 to the last end, 13
+    assert t["sweep_wall_s"] == pytest.approx(15.0)  # from -2 to the last end, 13
     assert t["sweep_tracked_pct"] == pytest.approx(100 * 7 / 15)  # spans 2 + 4 + 1 of the 15 s
 
 

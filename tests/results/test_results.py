@@ -36,9 +36,24 @@ def schema_markdown() -> str:
 
 
 def row(i, **kw):
-    r = dict(sweep_id="s", cell_id=f"exclusive_p10_r{i}", mode="exclusive", mode_kind="exclusive", replicas=1,
-             replica=0, repeat=i, warmup=i == 0, particles=10, turns=2, track_s=0.5 + i, track_start=100.0 + i,
-             track_end=100.5 + 2 * i, status="ok", cell_status="ok", cpus=[0, 1, 2, 5])
+    r = dict(
+        sweep_id="s",
+        cell_id=f"exclusive_p10_r{i}",
+        mode="exclusive",
+        mode_kind="exclusive",
+        replicas=1,
+        replica=0,
+        repeat=i,
+        warmup=i == 0,
+        particles=10,
+        turns=2,
+        track_s=0.5 + i,
+        track_start=100.0 + i,
+        track_end=100.5 + 2 * i,
+        status="ok",
+        cell_status="ok",
+        cpus=[0, 1, 2, 5],
+    )
     r.update(kw)
     return r
 
@@ -84,10 +99,13 @@ def test_columns_outside_the_schema_are_refused(tmp_path):
         ResultsWriter(tmp_path).append([row(1, track_time=3.0)])
 
 
-@pytest.mark.parametrize("version, advice", [
-    ("0", "re-run the sweep, or convert it to schema 1 (columns in README)"),
-    ("2", "upgrade sharebench to read it"),
-])
+@pytest.mark.parametrize(
+    "version, advice",
+    [
+        ("0", "re-run the sweep, or convert it to schema 1 (columns in README)"),
+        ("2", "upgrade sharebench to read it"),
+    ],
+)
 def test_other_schema_version_says_what_to_do(tmp_path, version, advice):
     ResultsWriter(tmp_path).append([row(1)])
     p = tmp_path / RESULTS_CSV
@@ -99,12 +117,15 @@ def test_other_schema_version_says_what_to_do(tmp_path, version, advice):
     assert str(e.value) == (f"{p} has results schema version {version}; this sharebench reads version 1: {advice}")
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "no results file at"),
-    ("", "is empty"),
-    ("a,b\n1,2\n", "is not a sharebench results CSV (no schema_version column)"),
-    ("schema_version,mode\n1,exclusive\n", "lacks required column(s) particles, track_s, replica, cell_id"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "no results file at"),
+        ("", "is empty"),
+        ("a,b\n1,2\n", "is not a sharebench results CSV (no schema_version column)"),
+        ("schema_version,mode\n1,exclusive\n", "lacks required column(s) particles, track_s, replica, cell_id"),
+    ],
+)
 def test_bad_results_files(tmp_path, content, message):
     if content is not None:
         (tmp_path / RESULTS_CSV).write_text(content)
@@ -141,15 +162,28 @@ def test_json_documents_carry_kind_and_version(tmp_path):
     assert read_json(p, "sweep") == {"sweeps": [1]}
 
 
-@pytest.mark.parametrize("content, kind, message", [
-    ("{", "sweep", "is not valid JSON (Expecting property name enclosed in double quotes at line 1); "
-     "re-run what wrote it or delete the file"),
-    ('{"kind": "bench", "schema_version": 1}', "sweep", "is not a sharebench sweep document (it holds 'bench')"),
-    ('{"kind": "sweep", "schema_version": 7}', "sweep",
-     "has sweep schema version 7; this sharebench reads up to 1: upgrade sharebench to read it"),
-    ('{"schema": "sharebench.provenance/99"}', "provenance",
-     "has provenance schema version 99; this sharebench reads up to 2: upgrade sharebench to read it"),
-])
+@pytest.mark.parametrize(
+    "content, kind, message",
+    [
+        (
+            "{",
+            "sweep",
+            "is not valid JSON (Expecting property name enclosed in double quotes at line 1); "
+            "re-run what wrote it or delete the file",
+        ),
+        ('{"kind": "bench", "schema_version": 1}', "sweep", "is not a sharebench sweep document (it holds 'bench')"),
+        (
+            '{"kind": "sweep", "schema_version": 7}',
+            "sweep",
+            "has sweep schema version 7; this sharebench reads up to 1: upgrade sharebench to read it",
+        ),
+        (
+            '{"schema": "sharebench.provenance/99"}',
+            "provenance",
+            "has provenance schema version 99; this sharebench reads up to 2: upgrade sharebench to read it",
+        ),
+    ],
+)
 def test_bad_documents_say_what_to_do(tmp_path, content, kind, message):
     p = tmp_path / "doc.json"
     p.write_text(content)

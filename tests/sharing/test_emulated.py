@@ -13,8 +13,15 @@ from sharebench.errors import UserError
 from sharebench.modes import parse_mode
 from sharebench.sharing import plan as plan_mod
 
-H200 = {"spec": "cuda:0", "kind": "gpu", "backend": "cuda", "name": "NVIDIA H200", "uuid": "GPU-836c",
-        "memory_bytes": 141 * 10**9, "platform": "CUDA"}
+H200 = {
+    "spec": "cuda:0",
+    "kind": "gpu",
+    "backend": "cuda",
+    "name": "NVIDIA H200",
+    "uuid": "GPU-836c",
+    "memory_bytes": 141 * 10**9,
+    "platform": "CUDA",
+}
 ROUNDING = Path(__file__).resolve().parents[2] / "docs" / "results" / "h200" / "partitions" / "mps_sm_rounding.csv"
 
 
@@ -37,17 +44,22 @@ def test_every_profile_gets_its_sms_back():
             assert gpus.mps_sms(model, gpus.mps_pct_for_sms(model, p.sms)) == p.sms, (model.key, p.name)
 
 
-@pytest.mark.parametrize("layout, profiles", [
-    ("4g.71gb+3g.71gb", [("4g.71gb", "49", "0=71000M", 64), ("3g.71gb", "46", "0=71000M", 60)]),
-    ("3x2g.35gb", [("2g.35gb", "25", "0=35000M", 32)] * 3),
-    ("7g", [("7g.141gb", "100", "0=141000M", 132)]),
-    ("1g", [("1g.18gb", "13", "0=18000M", 16)] * 7),
-])
+@pytest.mark.parametrize(
+    "layout, profiles",
+    [
+        ("4g.71gb+3g.71gb", [("4g.71gb", "49", "0=71000M", 64), ("3g.71gb", "46", "0=71000M", 60)]),
+        ("3x2g.35gb", [("2g.35gb", "25", "0=35000M", 32)] * 3),
+        ("7g", [("7g.141gb", "100", "0=141000M", 132)]),
+        ("1g", [("1g.18gb", "13", "0=18000M", 16)] * 7),
+    ],
+)
 def test_emulated_layout_plan(mps_here, layout, profiles):
     cp = plan_mod.plan_cell(f"mig-emulated:{layout}", H200)
     assert cp.mps and cp.mode.label == f"mig-emulated:{layout}" and cp.n == len(profiles)
-    got = [(r.mig_profile, r.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], r.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"],
-            r.sms) for r in cp.replicas]
+    got = [
+        (r.mig_profile, r.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], r.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], r.sms)
+        for r in cp.replicas
+    ]
     assert got == profiles
     assert all(r.parent_uuid == "GPU-836c" and r.device == "cuda:0" for r in cp.replicas)
 
@@ -57,16 +69,26 @@ def test_mps_thread_share_records_its_sms(mps_here):
     assert [r.sms for r in plan_mod.plan_cell("mps:2", H200).replicas] == [132, 132]
 
 
-@pytest.mark.parametrize("mode, message", [
-    ("mig-emulated:8x1g.18gb", "emulated MIG layout '8x1g.18gb': 8 x 1g.18gb on H200, which holds at most 7"),
-    ("mig-emulated:4g.71gb+4g.71gb", "emulated MIG layout '4g.71gb+4g.71gb': 2 x 4g.71gb on H200, which holds "
-                                     "at most 1"),
-    ("mig-emulated:7g.141gb+1g.18gb", "emulated MIG layout '7g.141gb+1g.18gb' needs 8 compute slices; a H200 "
-                                      "has 7"),
-    ("mig-emulated:1g.5gb", "MIG profile '1g.5gb' does not exist on H200; allowed: 1g.18gb, 1g.35gb, 2g.35gb, "
-                            "3g.71gb, 4g.71gb, 7g.141gb"),
-    ("mig-emulated:0x1g.18gb", "bad emulated MIG layout '0x1g.18gb'; allowed: " + gpus.EMULATED_LAYOUT_HELP),
-])
+@pytest.mark.parametrize(
+    "mode, message",
+    [
+        ("mig-emulated:8x1g.18gb", "emulated MIG layout '8x1g.18gb': 8 x 1g.18gb on H200, which holds at most 7"),
+        (
+            "mig-emulated:4g.71gb+4g.71gb",
+            "emulated MIG layout '4g.71gb+4g.71gb': 2 x 4g.71gb on H200, which holds at most 1",
+        ),
+        (
+            "mig-emulated:7g.141gb+1g.18gb",
+            "emulated MIG layout '7g.141gb+1g.18gb' needs 8 compute slices; a H200 has 7",
+        ),
+        (
+            "mig-emulated:1g.5gb",
+            "MIG profile '1g.5gb' does not exist on H200; allowed: 1g.18gb, 1g.35gb, 2g.35gb, "
+            "3g.71gb, 4g.71gb, 7g.141gb",
+        ),
+        ("mig-emulated:0x1g.18gb", "bad emulated MIG layout '0x1g.18gb'; allowed: " + gpus.EMULATED_LAYOUT_HELP),
+    ],
+)
 def test_bad_emulated_layouts_in_one_line(mps_here, mode, message):
     with pytest.raises(UserError) as e:
         plan_mod.plan_cell(mode, H200)

@@ -31,11 +31,14 @@ def ok(rows: list[dict]) -> bool:
 def test_warm_replicas_track_the_same_particles_as_fresh_ones(tmp_path, lattice, spec):
     dev = device_of(spec)
     cells = [("exclusive", 1500), ("timeslice:2", 1500), ("exclusive", 900), ("timeslice:2", 1500)]
-    fresh = [run_cell(m, cfg(dev.spec, lattice, n), tmp_path / f"fresh{i}", device=dev)
-             for i, (m, n) in enumerate(cells)]
+    fresh = [
+        run_cell(m, cfg(dev.spec, lattice, n), tmp_path / f"fresh{i}", device=dev) for i, (m, n) in enumerate(cells)
+    ]
     with ReplicaPool(tmp_path / "pool") as pool:
-        warm = [run_cell(m, cfg(dev.spec, lattice, n), tmp_path / f"warm{i}", device=dev, pool=pool)
-                for i, (m, n) in enumerate(cells)]
+        warm = [
+            run_cell(m, cfg(dev.spec, lattice, n), tmp_path / f"warm{i}", device=dev, pool=pool)
+            for i, (m, n) in enumerate(cells)
+        ]
         assert pool.started == 2  # two processes served all six replicas of the four cells
         assert len(pool.idle) == 2 and not pool.busy
         pids = {r["pid"] for rows in warm for r in rows}
@@ -79,13 +82,19 @@ def test_ctrl_c_in_a_warm_cell_stops_every_replica(tmp_path, lattice):
     with ReplicaPool(tmp_path / "pool") as pool:
         assert ok(run_cell("exclusive", cfg("cpu", lattice, 800), tmp_path / "a", device=dev, pool=pool))
         start = tmp_path / "b" / "start"
-        timer = subprocess.Popen([sys.executable, "-c", f"""
+        timer = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                f"""
 import os, pathlib, signal, time
 p = pathlib.Path({str(start)!r})
 while not p.exists(): time.sleep(0.01)
 time.sleep(0.5)
 os.kill({os.getpid()}, signal.SIGINT)
-"""])
+""",
+            ]
+        )
         with pytest.raises(KeyboardInterrupt):
             run_cell("timeslice:2", cfg("cpu", lattice, 20000, turns=400), tmp_path / "b", device=dev, pool=pool)
         timer.wait(timeout=30)

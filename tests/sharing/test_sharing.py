@@ -40,8 +40,15 @@ GPU 1: NVIDIA H200 (UUID: GPU-0e1b1a6e-7c4a-4c6a-9a1e-2f3b4c5d6e7f)
   MIG 1g.18gb     Device  0: (UUID: MIG-aaaaaaaa-1111-2222-3333-444444444444)
 """
 
-CUDA_DEV = {"spec": "cuda:0", "kind": "gpu", "backend": "cuda", "name": "NVIDIA A100-SXM4-40GB",
-            "uuid": "GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77", "memory_bytes": 40 * 2**30, "platform": "CUDA"}
+CUDA_DEV = {
+    "spec": "cuda:0",
+    "kind": "gpu",
+    "backend": "cuda",
+    "name": "NVIDIA A100-SXM4-40GB",
+    "uuid": "GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77",
+    "memory_bytes": 40 * 2**30,
+    "platform": "CUDA",
+}
 
 
 def run_config(spec: str, lattice: Path, particles: int = 2000, turns: int = 20):
@@ -52,10 +59,16 @@ def run_config(spec: str, lattice: Path, particles: int = 2000, turns: int = 20)
 # --------------------------------------------------------------------------- real cells
 
 
-@pytest.mark.parametrize("spec, mode", [
-    ("cpu", "exclusive"), ("opencl", "timeslice:2"), ("cpu", "partition:2"),
-    pytest.param("cuda", "timeslice:2", marks=pytest.mark.gpu), pytest.param("cuda", "mps:2", marks=pytest.mark.gpu),
-])
+@pytest.mark.parametrize(
+    "spec, mode",
+    [
+        ("cpu", "exclusive"),
+        ("opencl", "timeslice:2"),
+        ("cpu", "partition:2"),
+        pytest.param("cuda", "timeslice:2", marks=pytest.mark.gpu),
+        pytest.param("cuda", "mps:2", marks=pytest.mark.gpu),
+    ],
+)
 def test_cell_replicas_start_together(tmp_path, lattice, spec, mode):
     dev = device_of(spec)
     if mode == "partition:2" and len(os.sched_getaffinity(0)) < 2:
@@ -161,49 +174,80 @@ def test_barrier_timeout(tmp_path, lattice):
 # --------------------------------------------------------------------------- device check
 
 
-@pytest.mark.parametrize("kind, uuids, message", [
-    ("timeslice", ["host-a", "host-a"], ""),
-    ("timeslice", ["GPU-1", "GPU-2"], "replicas ran on different devices: GPU-1, GPU-2"),
-    ("mig", ["MIG-a", "MIG-b"], ""),
-    ("mig", ["MIG-a", "MIG-x"], "replicas not on their MIG instances: replica 1 on MIG-x instead of MIG-b"),
-])
+@pytest.mark.parametrize(
+    "kind, uuids, message",
+    [
+        ("timeslice", ["host-a", "host-a"], ""),
+        ("timeslice", ["GPU-1", "GPU-2"], "replicas ran on different devices: GPU-1, GPU-2"),
+        ("mig", ["MIG-a", "MIG-b"], ""),
+        ("mig", ["MIG-a", "MIG-x"], "replicas not on their MIG instances: replica 1 on MIG-x instead of MIG-b"),
+    ],
+)
 def testcheck_devices(kind, uuids, message):
     from sharebench.modes import parse_mode
 
     mode = parse_mode("mig:3g" if kind == "mig" else "timeslice:2")
-    reps = [ReplicaPlan(i, "cuda:0", mig_uuid=f"MIG-{'ab'[i]}" if kind == "mig" else "", parent_uuid="GPU-p")
-            for i in range(2)]
+    reps = [
+        ReplicaPlan(i, "cuda:0", mig_uuid=f"MIG-{'ab'[i]}" if kind == "mig" else "", parent_uuid="GPU-p")
+        for i in range(2)
+    ]
     assert check_devices(CellPlan(mode, {}, reps), [{"device_uuid": u} for u in uuids]) == message
 
 
 # --------------------------------------------------------------------------- MPS
 
 
-@pytest.mark.parametrize("dev, message", [
-    ({"spec": "cpu", "kind": "cpu", "backend": "cpu", "name": "AMD EPYC", "platform": "cpu"},
-     "mps:2 needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is cpu (AMD EPYC): MPS exists "
-     "only on NVIDIA GPUs"),
-    ({"spec": "opencl:0.0", "kind": "cpu", "backend": "opencl", "name": "pthread-AMD EPYC",
-      "platform": "Portable Computing Language"},
-     "mps:2 needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is opencl:0.0 (pthread-AMD EPYC): "
-     "MPS exists only on NVIDIA GPUs"),
-    ({"spec": "opencl:1.0", "kind": "gpu", "backend": "opencl", "name": "gfx90a", "platform": "AMD Accelerated "
-      "Parallel Processing"},
-     "mps:2 needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is opencl:1.0 (gfx90a): MPS exists "
-     "only on NVIDIA GPUs"),
-])
+@pytest.mark.parametrize(
+    "dev, message",
+    [
+        (
+            {"spec": "cpu", "kind": "cpu", "backend": "cpu", "name": "AMD EPYC", "platform": "cpu"},
+            "mps:2 needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is cpu (AMD EPYC): MPS exists "
+            "only on NVIDIA GPUs",
+        ),
+        (
+            {
+                "spec": "opencl:0.0",
+                "kind": "cpu",
+                "backend": "opencl",
+                "name": "pthread-AMD EPYC",
+                "platform": "Portable Computing Language",
+            },
+            "mps:2 needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is opencl:0.0 (pthread-AMD EPYC): "
+            "MPS exists only on NVIDIA GPUs",
+        ),
+        (
+            {
+                "spec": "opencl:1.0",
+                "kind": "gpu",
+                "backend": "opencl",
+                "name": "gfx90a",
+                "platform": "AMD Accelerated Parallel Processing",
+            },
+            "mps:2 needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is opencl:1.0 (gfx90a): MPS exists "
+            "only on NVIDIA GPUs",
+        ),
+    ],
+)
 def test_mps_refused_off_nvidia(dev, message):
     with pytest.raises(UserError) as e:
         plan_cell("mps:2", dev)
     assert str(e.value) == message
 
 
-@pytest.mark.parametrize("servers, pids, problem", [
-    ({4100: [5001, 5002]}, [5001, 5002], ""),
-    ({}, [5001, 5002], "no MPS server was started: the replicas did not connect to MPS"),
-    ({4100: [5001]}, [5001, 5002], "replica process(es) [5002] are not clients of the MPS server [4100] "
-                                   "(clients: [5001]): they did not run under MPS"),
-])
+@pytest.mark.parametrize(
+    "servers, pids, problem",
+    [
+        ({4100: [5001, 5002]}, [5001, 5002], ""),
+        ({}, [5001, 5002], "no MPS server was started: the replicas did not connect to MPS"),
+        (
+            {4100: [5001]},
+            [5001, 5002],
+            "replica process(es) [5002] are not clients of the MPS server [4100] "
+            "(clients: [5001]): they did not run under MPS",
+        ),
+    ],
+)
 def test_every_replica_must_be_an_mps_client(servers, pids, problem):
     from sharebench.sharing.mps import mps_client_problem
 
@@ -214,8 +258,9 @@ def test_every_replica_must_be_an_mps_client(servers, pids, problem):
 def test_mps_refused_without_control_program():
     with pytest.raises(UserError) as e:
         check_mps_available(CUDA_DEV, "mps:4@50")
-    assert str(e.value) == ("mps:4@50 needs nvidia-cuda-mps-control (NVIDIA driver utilities) on the PATH; "
-                            "it was not found")
+    assert str(e.value) == (
+        "mps:4@50 needs nvidia-cuda-mps-control (NVIDIA driver utilities) on the PATH; it was not found"
+    )
 
 
 @pytest.mark.skipif(shutil.which("nvidia-cuda-mps-control") is not None, reason="MPS control program present")
@@ -233,8 +278,11 @@ def test_mps_client_environment_and_cleanup():
     d.make_dirs()
     root = d.root
     env = d.client_env(thread_pct=25)
-    assert env == {"CUDA_MPS_PIPE_DIRECTORY": str(root / "pipe"), "CUDA_MPS_LOG_DIRECTORY": str(root / "log"),
-                   "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "25"}
+    assert env == {
+        "CUDA_MPS_PIPE_DIRECTORY": str(root / "pipe"),
+        "CUDA_MPS_LOG_DIRECTORY": str(root / "log"),
+        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "25",
+    }
     assert "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" not in d.client_env()
     assert d.daemon_env()["CUDA_MPS_PIPE_DIRECTORY"] == str(root / "pipe")
     with pytest.raises(UserError, match="out of range; allowed: 1..100"):
@@ -250,30 +298,48 @@ def test_mps_client_environment_and_cleanup():
 
 def test_parse_nvidia_smi_list():
     inst = parse_nvidia_smi_list(SMI_L)
-    assert [(i.parent_index, i.profile, i.sms) for i in inst] == [(0, "3g.20gb", 42), (0, "1g.5gb", 14),
-                                                                 (0, "1g.5gb", 14), (1, "1g.18gb", 16)]
+    assert [(i.parent_index, i.profile, i.sms) for i in inst] == [
+        (0, "3g.20gb", 42),
+        (0, "1g.5gb", 14),
+        (0, "1g.5gb", 14),
+        (1, "1g.18gb", 16),
+    ]
     assert inst[1].uuid == "MIG-cba663e8-9bed-5b26-b243-5deb0e8a8dbf"
     assert inst[1].parent_uuid == "GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77"
 
 
-@pytest.mark.parametrize("layout, gpu, profiles", [
-    ("1g", 0, ["1g.5gb", "1g.5gb"]),
-    ("all-1g.5gb", 0, ["1g.5gb", "1g.5gb"]),
-    ("3g", 0, ["3g.20gb"]),
-    ("1g", 1, ["1g.18gb"]),
-])
+@pytest.mark.parametrize(
+    "layout, gpu, profiles",
+    [
+        ("1g", 0, ["1g.5gb", "1g.5gb"]),
+        ("all-1g.5gb", 0, ["1g.5gb", "1g.5gb"]),
+        ("3g", 0, ["3g.20gb"]),
+        ("1g", 1, ["1g.18gb"]),
+    ],
+)
 def test_select_instances(layout, gpu, profiles):
     chosen = select_instances(layout, parse_nvidia_smi_list(SMI_L), gpu)
     assert [i.profile for i in chosen] == profiles and {i.parent_index for i in chosen} == {gpu}
 
 
-@pytest.mark.parametrize("layout, instances, message", [
-    ("2g", SMI_L, "mig:2g: the layout does not match the MIG instances that exist (GPU 0: 1g.5gb x2, 3g.20gb x1); "
-                  "give a layout that exists, e.g. mig:1g.5gb"),
-    ("5g", SMI_L, "mig:5g: MIG layout '5g' has no profile on A100-40GB; allowed sizes: 1g, 2g, 3g, 4g, 7g"),
-    ("1g", "", "mig:1g: no MIG instances exist on this machine (none found); sharebench does not change MIG mode "
-               "or layout locally: create them with nvidia-smi mig (or use the cluster pipeline)"),
-])
+@pytest.mark.parametrize(
+    "layout, instances, message",
+    [
+        (
+            "2g",
+            SMI_L,
+            "mig:2g: the layout does not match the MIG instances that exist (GPU 0: 1g.5gb x2, 3g.20gb x1); "
+            "give a layout that exists, e.g. mig:1g.5gb",
+        ),
+        ("5g", SMI_L, "mig:5g: MIG layout '5g' has no profile on A100-40GB; allowed sizes: 1g, 2g, 3g, 4g, 7g"),
+        (
+            "1g",
+            "",
+            "mig:1g: no MIG instances exist on this machine (none found); sharebench does not change MIG mode "
+            "or layout locally: create them with nvidia-smi mig (or use the cluster pipeline)",
+        ),
+    ],
+)
 def test_select_instances_refusals(layout, instances, message):
     with pytest.raises(UserError) as e:
         select_instances(layout, parse_nvidia_smi_list(instances), 0 if instances else None)
@@ -283,8 +349,10 @@ def test_select_instances_refusals(layout, instances, message):
 def test_mig_plan_pins_one_replica_per_instance():
     plan = plan_cell("mig:1g", CUDA_DEV, mig_instances=parse_nvidia_smi_list(SMI_L))
     assert plan.n == 2 and plan.mode.replicas == 2
-    assert [r.env for r in plan.replicas] == [{"CUDA_VISIBLE_DEVICES": "MIG-1e099852-3624-5f1e-8ef1-c8ed1a68b2d3"},
-                                              {"CUDA_VISIBLE_DEVICES": "MIG-cba663e8-9bed-5b26-b243-5deb0e8a8dbf"}]
+    assert [r.env for r in plan.replicas] == [
+        {"CUDA_VISIBLE_DEVICES": "MIG-1e099852-3624-5f1e-8ef1-c8ed1a68b2d3"},
+        {"CUDA_VISIBLE_DEVICES": "MIG-cba663e8-9bed-5b26-b243-5deb0e8a8dbf"},
+    ]
     assert {r.device for r in plan.replicas} == {"cuda:0"} and {r.sms for r in plan.replicas} == {14}
 
 
@@ -303,25 +371,38 @@ def test_mig_on_this_machine():
 # --------------------------------------------------------------------------- CPU partitions
 
 
-@pytest.mark.parametrize("n, cpus, sets", [
-    (2, [0, 1], [[0], [1]]),
-    (2, list(range(8)), [[0, 1, 2, 3], [4, 5, 6, 7]]),
-    (3, list(range(8)), [[0, 1], [2, 3], [4, 5]]),  # equal sizes; 6 and 7 stay idle
-])
+@pytest.mark.parametrize(
+    "n, cpus, sets",
+    [
+        (2, [0, 1], [[0], [1]]),
+        (2, list(range(8)), [[0, 1, 2, 3], [4, 5, 6, 7]]),
+        (3, list(range(8)), [[0, 1], [2, 3], [4, 5]]),  # equal sizes; 6 and 7 stay idle
+    ],
+)
 def test_partition_cpus(n, cpus, sets):
     got = partition_cpus(n, cpus)
     # disjoint, equal sizes (hyperthread siblings, where sysfs names them, stay in one set)
-    assert all(set(a).isdisjoint(b) for i, a in enumerate(got) for b in got[i + 1:])
+    assert all(set(a).isdisjoint(b) for i, a in enumerate(got) for b in got[i + 1 :])
     assert [len(s) for s in got] == [len(s) for s in sets]
     assert set().union(*got) <= set(cpus)
 
 
-@pytest.mark.parametrize("mode, dev, message", [
-    ("partition:3", {"spec": "cpu", "kind": "cpu", "backend": "cpu"},
-     "partition:3 needs at least 3 cores; this process may use 2 (0-1)"),
-    ("partition:2", CUDA_DEV, "partition:2 is for the CPU (disjoint core sets); the device cuda:0 is a GPU: "
-                              "use mig:LAYOUT to partition a GPU"),
-])
+@pytest.mark.parametrize(
+    "mode, dev, message",
+    [
+        (
+            "partition:3",
+            {"spec": "cpu", "kind": "cpu", "backend": "cpu"},
+            "partition:3 needs at least 3 cores; this process may use 2 (0-1)",
+        ),
+        (
+            "partition:2",
+            CUDA_DEV,
+            "partition:2 is for the CPU (disjoint core sets); the device cuda:0 is a GPU: "
+            "use mig:LAYOUT to partition a GPU",
+        ),
+    ],
+)
 def test_partition_refusals(mode, dev, message):
     with pytest.raises(UserError) as e:
         plan_cell(mode, dev, cpus=[0, 1])

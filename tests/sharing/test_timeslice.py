@@ -21,8 +21,9 @@ from sharebench.modes import Mode, mode_sort_key, parse_mode
 from sharebench.sharing.timeslice import check_allowed, gpu_timeslice
 
 UUID = "GPU-11111111-2222-3333-4444-555555555555"
-GPU = DeviceInfo(spec="cuda:0", kind="gpu", backend="cuda", name="NVIDIA H200", uuid=UUID,
-                 memory_bytes=141 * 2**30, platform="CUDA")
+GPU = DeviceInfo(
+    spec="cuda:0", kind="gpu", backend="cuda", name="NVIDIA H200", uuid=UUID, memory_bytes=141 * 2**30, platform="CUDA"
+)
 
 FAKE = textwrap.dedent("""\
     #!{python}
@@ -77,24 +78,33 @@ def fake_smi(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------ grammar
-@pytest.mark.parametrize("text, mode", [
-    ("timeslice:2/long", Mode("timeslice", 2, interval="long")),
-    ("TimeSlice:4/Short", Mode("timeslice", 4, interval="short")),
-    ("timeslice:8/default", Mode("timeslice", 8, interval="default")),
-])
+@pytest.mark.parametrize(
+    "text, mode",
+    [
+        ("timeslice:2/long", Mode("timeslice", 2, interval="long")),
+        ("TimeSlice:4/Short", Mode("timeslice", 4, interval="short")),
+        ("timeslice:8/default", Mode("timeslice", 8, interval="default")),
+    ],
+)
 def test_interval_grammar(text, mode):
     assert parse_mode(text) == mode
     assert parse_mode(mode.label) == mode
     assert mode.label == text.lower()
 
 
-@pytest.mark.parametrize("text, message", [
-    ("timeslice:2/forever", "bad time-slice interval in 'timeslice:2/forever'; allowed: default, short, medium, "
-                            "long (e.g. timeslice:2/long)"),
-    ("timeslice:2/", "bad time-slice interval in 'timeslice:2/'"),
-    ("mps:2/long", "only timeslice takes a /INTERVAL (got 'mps:2/long')"),
-    ("timeslice:x/long", "bad replica count in 'timeslice:x/long'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "timeslice:2/forever",
+            "bad time-slice interval in 'timeslice:2/forever'; allowed: default, short, medium, "
+            "long (e.g. timeslice:2/long)",
+        ),
+        ("timeslice:2/", "bad time-slice interval in 'timeslice:2/'"),
+        ("mps:2/long", "only timeslice takes a /INTERVAL (got 'mps:2/long')"),
+        ("timeslice:x/long", "bad replica count in 'timeslice:x/long'"),
+    ],
+)
 def test_interval_grammar_errors(text, message):
     with pytest.raises(UserError) as err:
         parse_mode(text)
@@ -103,11 +113,26 @@ def test_interval_grammar_errors(text, message):
 
 
 def test_interval_sort_order():
-    labels = ["timeslice:4", "timeslice:2/long", "timeslice:2/short", "exclusive", "timeslice:2", "mps:2",
-              "timeslice:2/default", "timeslice:2/medium"]
+    labels = [
+        "timeslice:4",
+        "timeslice:2/long",
+        "timeslice:2/short",
+        "exclusive",
+        "timeslice:2",
+        "mps:2",
+        "timeslice:2/default",
+        "timeslice:2/medium",
+    ]
     assert sorted(labels, key=mode_sort_key) == [
-        "exclusive", "timeslice:2", "timeslice:2/default", "timeslice:2/short", "timeslice:2/medium",
-        "timeslice:2/long", "timeslice:4", "mps:2"]
+        "exclusive",
+        "timeslice:2",
+        "timeslice:2/default",
+        "timeslice:2/short",
+        "timeslice:2/medium",
+        "timeslice:2/long",
+        "timeslice:4",
+        "mps:2",
+    ]
 
 
 # ------------------------------------------------------------------ refusal
@@ -115,8 +140,9 @@ def test_refused_without_the_flag():
     check_allowed([parse_mode("timeslice:2")], allowed=False)  # no interval: nothing to refuse
     with pytest.raises(UserError) as err:
         check_allowed([parse_mode("timeslice:2/long"), parse_mode("timeslice:4/short")], allowed=False)
-    assert str(err.value).startswith("timeslice:2/long, timeslice:4/short: a time-slice interval is a setting of "
-                                     "the whole GPU")
+    assert str(err.value).startswith(
+        "timeslice:2/long, timeslice:4/short: a time-slice interval is a setting of the whole GPU"
+    )
     assert "--allow-gpu-settings" in str(err.value)
 
 
@@ -127,8 +153,22 @@ def test_cli_refuses_in_one_line(capsys, tmp_path, fake_smi):
     assert err.startswith("sharebench: error: timeslice:2/long: a time-slice interval") and err.count("\n") == 1
     assert "--allow-gpu-settings" in err
     # with the flag, the CPU is still no NVIDIA GPU: refused before anything runs
-    assert main(["run", "--device", "cpu", "--modes", "timeslice:2/long", "--allow-gpu-settings", "--out", str(out),
-                 "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--device",
+                "cpu",
+                "--modes",
+                "timeslice:2/long",
+                "--allow-gpu-settings",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "timeslice:2/long sets an NVIDIA GPU's time-slice interval; the device cpu" in err
     assert err.count("\n") == 1
@@ -144,15 +184,22 @@ def test_set_and_restored(fake_smi):
         assert before == "short"
         assert fake_smi.interval() == 3
     assert fake_smi.interval() == 1
-    assert fake_smi.calls() == [f"compute-policy -l -i {UUID}", f"compute-policy -i {UUID} --set-timeslice=3",
-                                f"compute-policy -i {UUID} --set-timeslice=1"]
-    assert said == [f"GPU {UUID}: time-slice interval short -> long for timeslice:2/long",
-                    f"GPU {UUID}: time-slice interval back to short"]
+    assert fake_smi.calls() == [
+        f"compute-policy -l -i {UUID}",
+        f"compute-policy -i {UUID} --set-timeslice=3",
+        f"compute-policy -i {UUID} --set-timeslice=1",
+    ]
+    assert said == [
+        f"GPU {UUID}: time-slice interval short -> long for timeslice:2/long",
+        f"GPU {UUID}: time-slice interval back to short",
+    ]
 
 
 def test_restored_on_error(fake_smi):
-    with pytest.raises(RuntimeError, match="replica blew up"), \
-            gpu_timeslice(GPU, parse_mode("timeslice:2/medium"), allowed=True):
+    with (
+        pytest.raises(RuntimeError, match="replica blew up"),
+        gpu_timeslice(GPU, parse_mode("timeslice:2/medium"), allowed=True),
+    ):
         assert fake_smi.interval() == 2
         raise RuntimeError("replica blew up")
     assert fake_smi.interval() == 0
@@ -173,8 +220,10 @@ def test_unreadable_value_is_never_changed(fake_smi, monkeypatch):
     monkeypatch.setenv("FAKE_SMI_FAIL", "-l")
     with pytest.raises(UserError) as err, gpu_timeslice(GPU, parse_mode("timeslice:2/long"), allowed=True):
         pytest.fail("the body must not run")
-    assert str(err.value) == (f"reading GPU {UUID}'s time-slice interval: nvidia-smi compute-policy -l -i {UUID} "
-                              "failed (status 4): Insufficient Permissions")
+    assert str(err.value) == (
+        f"reading GPU {UUID}'s time-slice interval: nvidia-smi compute-policy -l -i {UUID} "
+        "failed (status 4): Insufficient Permissions"
+    )
     assert not any("--set-timeslice" in c for c in fake_smi.calls())
 
 
@@ -202,20 +251,25 @@ def test_restored_on_a_real_sigint(fake_smi, tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode != 0 and "KeyboardInterrupt" in err
     assert fake_smi.interval() == 0
-    assert fake_smi.calls()[-2:] == [f"compute-policy -i {UUID} --set-timeslice=3",
-                                     f"compute-policy -i {UUID} --set-timeslice=0"]
+    assert fake_smi.calls()[-2:] == [
+        f"compute-policy -i {UUID} --set-timeslice=3",
+        f"compute-policy -i {UUID} --set-timeslice=0",
+    ]
 
 
 def test_not_an_nvidia_gpu(fake_smi):
     cpu = DeviceInfo(spec="cpu", kind="cpu", backend="cpu", name="AMD EPYC", uuid="", memory_bytes=0, platform="")
-    with pytest.raises(UserError, match="the device cpu .AMD EPYC. is not one"), \
-            gpu_timeslice(cpu, parse_mode("timeslice:2/short"), allowed=True):
+    with (
+        pytest.raises(UserError, match="the device cpu .AMD EPYC. is not one"),
+        gpu_timeslice(cpu, parse_mode("timeslice:2/short"), allowed=True),
+    ):
         pass
     assert fake_smi.calls() == []
 
 
 def test_plan_refuses_interval_on_the_cpu():
     from sharebench.sharing import plan_cell
+
     with pytest.raises(UserError, match="sets an NVIDIA GPU's time-slice interval"):
         plan_cell("timeslice:2/long", {"spec": "cpu", "kind": "cpu", "backend": "cpu", "name": "x"})
     assert plan_cell("timeslice:2/long", GPU.to_dict()).n == 2
@@ -231,15 +285,29 @@ def test_sweep_cell_runs_between_set_and_restore(fake_smi, tmp_path, lattice):
 
     spec = cpu_opencl_spec()
     mode = parse_mode("timeslice:2/long")
-    config = SweepConfig(modes=[mode.label], particles=[200], turns=2, repeats=1, warmup_repeats=0, device=spec,
-                         lattice=str(lattice), telemetry_interval_s=None, progress=False, allow_gpu_settings=True)
-    plan = SweepPlan(config, GPU, [mode], {mode.label: CellPlan(mode, GPU, [ReplicaPlan(i, spec) for i in range(2)])},
-                     [200], 2, [])
+    config = SweepConfig(
+        modes=[mode.label],
+        particles=[200],
+        turns=2,
+        repeats=1,
+        warmup_repeats=0,
+        device=spec,
+        lattice=str(lattice),
+        telemetry_interval_s=None,
+        progress=False,
+        allow_gpu_settings=True,
+    )
+    plan = SweepPlan(
+        config, GPU, [mode], {mode.label: CellPlan(mode, GPU, [ReplicaPlan(i, spec) for i in range(2)])}, [200], 2, []
+    )
     fake_smi.set(1)
     result = measure_cell(plan, Cell(mode, 200, 1), tmp_path / "out")
     assert [r["status"] for r in result.rows] == ["ok", "ok"]
     assert {r["mode"] for r in result.rows} == {"timeslice:2/long"}
-    assert fake_smi.calls() == [f"compute-policy -l -i {UUID}", f"compute-policy -i {UUID} --set-timeslice=3",
-                                f"compute-policy -i {UUID} --set-timeslice=1"]
+    assert fake_smi.calls() == [
+        f"compute-policy -l -i {UUID}",
+        f"compute-policy -i {UUID} --set-timeslice=3",
+        f"compute-policy -i {UUID} --set-timeslice=1",
+    ]
     assert f"GPU {UUID}: time-slice interval short -> long for timeslice:2/long" in result.notes
     assert fake_smi.interval() == 1

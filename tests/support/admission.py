@@ -29,8 +29,13 @@ class AdmissionPolicy:
         if not self.matches(resource, operation):
             return []
         act = {
-            "request": celpy.json_to_cel({"resource": {"group": "", "version": "v1", "resource": resource},
-                                          "operation": operation, "userInfo": {"username": user}}),
+            "request": celpy.json_to_cel(
+                {
+                    "resource": {"group": "", "version": "v1", "resource": resource},
+                    "operation": operation,
+                    "userInfo": {"username": user},
+                }
+            ),
             "object": celpy.json_to_cel(obj),
             "oldObject": celpy.json_to_cel(old),
         }

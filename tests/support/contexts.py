@@ -11,7 +11,7 @@ from sharebench.errors import UserError
 
 CUDA = pytest.param("cuda", marks=pytest.mark.gpu)
 CONTEXTS = ["cpu", "opencl", CUDA]  # every context the kernel runs in
-ACCELERATORS = ["opencl", CUDA]     # the contexts compared with the CPU one
+ACCELERATORS = ["opencl", CUDA]  # the contexts compared with the CPU one
 
 
 def device_of(context: str) -> DeviceInfo:

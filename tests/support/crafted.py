@@ -19,10 +19,26 @@ GPU (cuda), 2,000 particles x 10 turns, an H200 (132 SMs)
 
 from __future__ import annotations
 
-BASE = dict(sweep_id="crafted", engine="simpletrack", lattice="generated", turns=10, host="h",
-            status="ok", error="", cell_status="ok", cell_error="")
-CPU = dict(BASE, device_class="cpu", backend="opencl", device_spec="opencl:0.0", particles=1000,
-           device_uuid="cpu-host", parent_uuid="cpu-host")
+BASE = dict(
+    sweep_id="crafted",
+    engine="simpletrack",
+    lattice="generated",
+    turns=10,
+    host="h",
+    status="ok",
+    error="",
+    cell_status="ok",
+    cell_error="",
+)
+CPU = dict(
+    BASE,
+    device_class="cpu",
+    backend="opencl",
+    device_spec="opencl:0.0",
+    particles=1000,
+    device_uuid="cpu-host",
+    parent_uuid="cpu-host",
+)
 GPU = dict(BASE, device_class="gpu", backend="cuda", device_spec="cuda:0", particles=2000)
 
 
@@ -31,9 +47,19 @@ def cell(base, mode, repeat, windows, **extra):
     rows = []
     for i, w in enumerate(windows):
         start, end = w[:2]
-        row = dict(base, mode=mode, mode_kind=kind, replicas=len(windows), replica=i, repeat=repeat,
-                   warmup=repeat == 0, cell_id=f"{mode}_p{base['particles']}_r{repeat}",
-                   track_start=start, track_end=end, track_s=end - start)
+        row = dict(
+            base,
+            mode=mode,
+            mode_kind=kind,
+            replicas=len(windows),
+            replica=i,
+            repeat=repeat,
+            warmup=repeat == 0,
+            cell_id=f"{mode}_p{base['particles']}_r{repeat}",
+            track_start=start,
+            track_end=end,
+            track_s=end - start,
+        )
         row.update(extra)
         if len(w) > 2:
             row.update(w[2])
@@ -50,21 +76,39 @@ def crafted_rows():
     rows += cell(CPU, "timeslice:2", 2, [(200, 224), (200, 223)], cores=2)
     rows += cell(CPU, "timeslice:2", 3, [(300, 323), (300, 322)], cores=2)
     rows += cell(CPU, "timeslice:2", 4, [(400, 420), (410, 430)], cores=2)
-    rows += cell(CPU, "mps:2", 1, [(500, 530), (500, 531, dict(status="failed", error="boom", track_s=None))],
-                 cell_status="failed", cell_error="replica 1: boom")
+    rows += cell(
+        CPU,
+        "mps:2",
+        1,
+        [(500, 530), (500, 531, dict(status="failed", error="boom", track_s=None))],
+        cell_status="failed",
+        cell_error="replica 1: boom",
+    )
     rows += cell(CPU, "mps:2", 2, [(600, 630), (600, 629)])
     rows += cell(CPU, "mps:2", 3, [(700, 732), (700, 731)])
     for r, (a, b) in zip((1, 2, 3), ((20, 22), (23, 23), (22, 26))):
-        rows += cell(CPU, "partition:2", r, [(800 + 100 * r, 800 + 100 * r + a, dict(cpus="0")),
-                                             (800 + 100 * r, 800 + 100 * r + b, dict(cpus="1"))], cores=1)
+        rows += cell(
+            CPU,
+            "partition:2",
+            r,
+            [(800 + 100 * r, 800 + 100 * r + a, dict(cpus="0")), (800 + 100 * r, 800 + 100 * r + b, dict(cpus="1"))],
+            cores=1,
+        )
     for r, t in zip((1, 2, 3), (5.0, 5.2, 5.4)):
-        rows += cell(GPU, "exclusive", r, [(2000 + r * 10, 2000 + r * 10 + t)], sms=132,
-                     device_uuid="GPU-a", parent_uuid="GPU-a")
+        rows += cell(
+            GPU, "exclusive", r, [(2000 + r * 10, 2000 + r * 10 + t)], sms=132, device_uuid="GPU-a", parent_uuid="GPU-a"
+        )
     mig = dict(sms=60, mig_profile="3g.71gb", parent_uuid="GPU-a")
     for r, (a, b) in zip((1, 2, 3), ((12.0, 12.2), (12.4, 12.4), (12.2, 12.4))):
         t0 = 3000 + 100 * r
-        rows += cell(GPU, "mig:3g", r, [(t0, t0 + a, dict(device_uuid="MIG-1")),
-                                        (t0, t0 + b, dict(device_uuid="MIG-2"))], **mig)
-    rows += cell(GPU, "mig:3g", 4, [(4000, 4012, dict(device_uuid="MIG-1")),
-                                    (4000, 4012, dict(device_uuid="MIG-9", parent_uuid="GPU-b"))], **mig)
+        rows += cell(
+            GPU, "mig:3g", r, [(t0, t0 + a, dict(device_uuid="MIG-1")), (t0, t0 + b, dict(device_uuid="MIG-2"))], **mig
+        )
+    rows += cell(
+        GPU,
+        "mig:3g",
+        4,
+        [(4000, 4012, dict(device_uuid="MIG-1")), (4000, 4012, dict(device_uuid="MIG-9", parent_uuid="GPU-b"))],
+        **mig,
+    )
     return rows

@@ -21,8 +21,21 @@ import jsonschema
 
 # resource.Quantity in the binary-suffix or plain-integer forms sharebench writes
 QUANTITY = r"^[0-9]+(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$"
-_FACTORS = {"": 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-            "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+_FACTORS = {
+    "": 1,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+}
 
 MPS_CONFIG = {
     "type": "object",
@@ -60,10 +73,14 @@ GPU_CONFIG = {
                 "mpsConfig": MPS_CONFIG,
             },
             "allOf": [
-                {"if": {"properties": {"strategy": {"const": "TimeSlicing"}}},
-                 "then": {"not": {"required": ["mpsConfig"]}}},
-                {"if": {"properties": {"strategy": {"const": "MPS"}}},
-                 "then": {"not": {"required": ["timeSlicingConfig"]}}},
+                {
+                    "if": {"properties": {"strategy": {"const": "TimeSlicing"}}},
+                    "then": {"not": {"required": ["mpsConfig"]}},
+                },
+                {
+                    "if": {"properties": {"strategy": {"const": "MPS"}}},
+                    "then": {"not": {"required": ["timeSlicingConfig"]}},
+                },
             ],
         },
     },

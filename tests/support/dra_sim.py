@@ -44,25 +44,36 @@ def _selects(expression: str, profile: str) -> bool:
 
 
 class SimDraDriver:
-    def __init__(self, sim, *, node: str = "gpu-node-a", gpus: int = 1, immediate: bool = False,
-                 mig_devices: dict[str, str] | None = None):
+    def __init__(
+        self,
+        sim,
+        *,
+        node: str = "gpu-node-a",
+        gpus: int = 1,
+        immediate: bool = False,
+        mig_devices: dict[str, str] | None = None,
+    ):
         self.sim, self.node, self.immediate = sim, node, immediate
         self.devices = [f"gpu-{i}" for i in range(gpus)]
-        self.mig_devices = dict(mig_devices or {})        # device name -> profile
-        self.owner: dict[str, tuple[str, str]] = {}       # device -> (namespace, claim)
+        self.mig_devices = dict(mig_devices or {})  # device name -> profile
+        self.owner: dict[str, tuple[str, str]] = {}  # device -> (namespace, claim)
         self.applied: list[Applied] = []
         self.timeslice: dict[str, int] = dict.fromkeys(self.devices, 0)
-        self.errors: dict[str, str] = {}                  # claim -> why it is not allocated
-        self.created: list[str] = []                      # every claim seen, in order
+        self.errors: dict[str, str] = {}  # claim -> why it is not allocated
+        self.created: list[str] = []  # every claim seen, in order
         self.released: list[str] = []
-        self.most_at_once = 0                             # the most claims that existed together
+        self.most_at_once = 0  # the most claims that existed together
         sim.dra = self
 
     # ------------------------------------------------------------ helpers
     def _pods_of(self, namespace: str, claim: str) -> list[dict]:
-        return [o for (r, ns, _), o in sorted(self.sim.objects.items())
-                if r == "pods" and ns == namespace
-                and any(rc.get("resourceClaimName") == claim for rc in (o.get("spec") or {}).get("resourceClaims", []))]
+        return [
+            o
+            for (r, ns, _), o in sorted(self.sim.objects.items())
+            if r == "pods"
+            and ns == namespace
+            and any(rc.get("resourceClaimName") == claim for rc in (o.get("spec") or {}).get("resourceClaims", []))
+        ]
 
     def _check(self, claim: dict) -> tuple[dict, dict | None, str]:
         devices = claim.get("spec", {}).get("devices", {})
@@ -106,8 +117,9 @@ class SimDraDriver:
             pods = self._pods_of(ns, name)
             status = claim.get("status") or {}
             if status.get("allocation"):
-                reserved = [{"resource": "pods", "name": p["metadata"]["name"], "uid": p["metadata"]["uid"]}
-                            for p in pods]
+                reserved = [
+                    {"resource": "pods", "name": p["metadata"]["name"], "uid": p["metadata"]["uid"]} for p in pods
+                ]
                 if reserved != status.get("reservedFor", []):
                     sim.edit("resourceclaims", ns, name, lambda o, r=reserved: o["status"].update(reservedFor=r))
                 continue
@@ -127,23 +139,48 @@ class SimDraDriver:
             allocation = {
                 "devices": {
                     "results": [{"request": "gpu", "driver": DRIVER, "pool": self.node, "device": device}],
-                    "config": ([{"source": "FromClaim", "requests": ["gpu"],
-                                 "opaque": {"driver": DRIVER, "parameters": config}}] if config else []),
+                    "config": (
+                        [
+                            {
+                                "source": "FromClaim",
+                                "requests": ["gpu"],
+                                "opaque": {"driver": DRIVER, "parameters": config},
+                            }
+                        ]
+                        if config
+                        else []
+                    ),
                 },
-                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-                    {"key": "metadata.name", "operator": "In", "values": [self.node]}]}]},
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [self.node]}]}
+                    ]
+                },
             }
             reserved = [{"resource": "pods", "name": p["metadata"]["name"], "uid": p["metadata"]["uid"]} for p in pods]
-            sim.edit("resourceclaims", ns, name,
-                     lambda o, a=allocation, r=reserved: o.__setitem__("status", {"allocation": a, "reservedFor": r}))
+            sim.edit(
+                "resourceclaims",
+                ns,
+                name,
+                lambda o, a=allocation, r=reserved: o.__setitem__("status", {"allocation": a, "reservedFor": r}),
+            )
 
     def claim_pod(self, namespace: str, name: str, claim: str) -> dict:
         """A pod (as KFP would make it with the pod-spec patch) that references ``claim``."""
-        return self.sim.put_object({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "sharebench"}},
-            "spec": {"nodeName": self.node, "resourceClaims": [{"name": "gpu-0", "resourceClaimName": claim}],
-                     "containers": [{"name": "main", "image": "busybox",
-                                     "resources": {"claims": [{"name": "gpu-0"}]}}]},
-            "status": {"phase": "Running"},
-        })
+        return self.sim.put_object(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "labels": {"app.kubernetes.io/part-of": "sharebench"},
+                },
+                "spec": {
+                    "nodeName": self.node,
+                    "resourceClaims": [{"name": "gpu-0", "resourceClaimName": claim}],
+                    "containers": [{"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpu-0"}]}}],
+                },
+                "status": {"phase": "Running"},
+            }
+        )

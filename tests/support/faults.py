@@ -6,14 +6,25 @@ import subprocess
 import sys
 from pathlib import Path
 
-SWEEP = ["--device", "cpu", "--modes", "exclusive", "--particles", "2000", "--turns", "20",
-         "--warmup-repeats", "0", "--no-progress", "--no-telemetry"]
+SWEEP = [
+    "--device",
+    "cpu",
+    "--modes",
+    "exclusive",
+    "--particles",
+    "2000",
+    "--turns",
+    "20",
+    "--warmup-repeats",
+    "0",
+    "--no-progress",
+    "--no-telemetry",
+]
 
 
 def sharebench(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """`sharebench ARGV` as a user runs it: its own process, its exit status and its stderr."""
-    return subprocess.run([sys.executable, "-m", "sharebench", *argv], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "sharebench", *argv], capture_output=True, text=True, timeout=timeout)
 
 
 def sweep_argv(lattice: str, out: Path, *extra: str) -> list[str]:

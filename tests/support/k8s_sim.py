@@ -55,7 +55,7 @@ LABEL_MIG = "nvidia.com/mig.config"
 LABEL_MIG_STATE = "nvidia.com/mig.config.state"
 PLUGIN_DS = "nvidia-device-plugin-daemonset"
 GFD_DS = "gpu-feature-discovery"
-OPERANDS = {PLUGIN_DS: "nvidia-device-plugin", GFD_DS: "gpu-feature-discovery"}   # DaemonSet -> container
+OPERANDS = {PLUGIN_DS: "nvidia-device-plugin", GFD_DS: "gpu-feature-discovery"}  # DaemonSet -> container
 SERVICE_ACCOUNT_USER = f"system:serviceaccount:{names.RUN_NAMESPACE}:{names.SERVICE_ACCOUNT}"
 
 KINDS = {  # resource -> (kind, namespaced, api group prefix)
@@ -66,12 +66,21 @@ KINDS = {  # resource -> (kind, namespaced, api group prefix)
     # Dynamic Resource Allocation (resource.k8s.io/v1); the allocating driver is support/dra_sim.py
     "resourceclaims": ("ResourceClaim", True, "/apis/resource.k8s.io/v1"),
     "resourceclaimtemplates": ("ResourceClaimTemplate", True, "/apis/resource.k8s.io/v1"),
-    "leases": ("Lease", True, "/apis/coordination.k8s.io/v1"),     # issue 14: one reconfiguration per node
+    "leases": ("Lease", True, "/apis/coordination.k8s.io/v1"),  # issue 14: one reconfiguration per node
 }
-API_VERSIONS = {"/api/v1": "v1", "/apis/apps/v1": "apps/v1", "/apis/resource.k8s.io/v1": "resource.k8s.io/v1",
-                "/apis/coordination.k8s.io/v1": "coordination.k8s.io/v1"}
-PRODUCTS = {"A100-40GB": "NVIDIA-A100-SXM4-40GB", "A100-80GB": "NVIDIA-A100-SXM4-80GB",
-            "H100-80GB": "NVIDIA-H100-80GB-HBM3", "H100-NVL": "NVIDIA-H100-NVL", "H200": "NVIDIA-H200"}
+API_VERSIONS = {
+    "/api/v1": "v1",
+    "/apis/apps/v1": "apps/v1",
+    "/apis/resource.k8s.io/v1": "resource.k8s.io/v1",
+    "/apis/coordination.k8s.io/v1": "coordination.k8s.io/v1",
+}
+PRODUCTS = {
+    "A100-40GB": "NVIDIA-A100-SXM4-40GB",
+    "A100-80GB": "NVIDIA-A100-SXM4-80GB",
+    "H100-80GB": "NVIDIA-H100-80GB-HBM3",
+    "H100-NVL": "NVIDIA-H100-NVL",
+    "H200": "NVIDIA-H200",
+}
 
 
 class ApiError(Exception):
@@ -80,9 +89,16 @@ class ApiError(Exception):
         self.code, self.reason, self.message, self.name, self.kind = code, reason, message, name, kind
 
     def status(self) -> dict:
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "message": self.message, "reason": self.reason,
-                "details": {"name": self.name, "kind": self.kind}, "code": self.code}
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "details": {"name": self.name, "kind": self.kind},
+            "code": self.code,
+        }
 
 
 def _now() -> str:
@@ -139,7 +155,7 @@ def match_fields(selector: str | None, obj: dict) -> bool:
     for term in _split_terms(selector):
         m = re.fullmatch(r"([^!=]+?)\s*(==|=|!=)\s*(.*)", term)
         if not m or m.group(1) not in FIELD_PATHS:
-            raise ApiError(400, "BadRequest", f'field label not supported: {term.split("=")[0].rstrip("!")}')
+            raise ApiError(400, "BadRequest", f"field label not supported: {term.split('=')[0].rstrip('!')}")
         path, op, want = m.groups()
         cur = obj
         for part in path.split("."):
@@ -204,7 +220,7 @@ class SimGpuNode:
     pci_id: str
     mig_capable: bool = True
     mig_applied: str = "all-disabled"
-    mig_seen: str | None = None                       # last value of nvidia.com/mig.config acted on
+    mig_seen: str | None = None  # last value of nvidia.com/mig.config acted on
     mig_target: str | None = None
     mig_due: float = 0.0
     # per DaemonSet (device plugin, GFD): the ConfigMap entries its pod read at start, whether it
@@ -213,7 +229,7 @@ class SimGpuNode:
     up: dict = field(default_factory=dict)
     due: dict = field(default_factory=dict)
     starts: dict = field(default_factory=lambda: dict.fromkeys(OPERANDS, 0))
-    advertised: tuple | None = None     # (allocatable from the plugin, labels from GFD)
+    advertised: tuple | None = None  # (allocatable from the plugin, labels from GFD)
     pending: tuple | None = None
     pending_due: float = 0.0
 
@@ -225,9 +241,16 @@ class SimGpuNode:
 class SimCluster:
     """Start with ``with SimCluster(tmp_path) as sim:``; ``sim.kubeconfig`` is the file to use."""
 
-    def __init__(self, workdir: Path, *, delay_s: float = 0.03, mig_strategy: str = "mixed",
-                 operator_namespace: str = names.OPERATOR_NAMESPACE, token: str = "sim-token",
-                 gpus_models: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        delay_s: float = 0.03,
+        mig_strategy: str = "mixed",
+        operator_namespace: str = names.OPERATOR_NAMESPACE,
+        token: str = "sim-token",
+        gpus_models: tuple[str, ...] = (),
+    ):
         self.workdir = Path(workdir)
         self.delay_s = delay_s
         self.mig_strategy = mig_strategy
@@ -239,12 +262,12 @@ class SimCluster:
         self._rv = itertools.count(1000)
         self.gpu_nodes: dict[str, SimGpuNode] = {}
         self.denied: set[tuple[str, str]] = set()
-        self.failures: list[list] = []          # [verb, resource, status, times]
+        self.failures: list[list] = []  # [verb, resource, status, times]
         self.requests: list[tuple[str, str, str]] = []
         self.operator_paused = False
-        self.dra = None                         # a support.dra_sim.SimDraDriver, when one is attached
-        self.admission: list = []               # issue 14: support.admission.AdmissionPolicy, enforced
-        self.thawed = threading.Event()        # issue 14: freeze() holds every request until thaw()
+        self.dra = None  # a support.dra_sim.SimDraDriver, when one is attached
+        self.admission: list = []  # issue 14: support.admission.AdmissionPolicy, enforced
+        self.thawed = threading.Event()  # issue 14: freeze() holds every request until thaw()
         self.thawed.set()
         self._stop = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -254,12 +277,23 @@ class SimCluster:
         self.put_object(operator.mig_parted_configmap(resolve_models(gpus_models), self.ns))
         for ds, container in OPERANDS.items():
             pod_spec = {"containers": [{"name": container, "image": "nvcr.io/nvidia/k8s-device-plugin"}]}
-            self.put_object({"apiVersion": "apps/v1", "kind": "DaemonSet",
-                             "metadata": {"name": ds, "namespace": self.ns},
-                             "spec": {"selector": {"matchLabels": {"app": ds}},
-                                      "template": {"metadata": {"labels": {"app": ds}}, "spec": pod_spec}},
-                             "status": {"desiredNumberScheduled": 0, "numberReady": 0,
-                                        "currentNumberScheduled": 0, "numberMisscheduled": 0}})
+            self.put_object(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "DaemonSet",
+                    "metadata": {"name": ds, "namespace": self.ns},
+                    "spec": {
+                        "selector": {"matchLabels": {"app": ds}},
+                        "template": {"metadata": {"labels": {"app": ds}}, "spec": pod_spec},
+                    },
+                    "status": {
+                        "desiredNumberScheduled": 0,
+                        "numberReady": 0,
+                        "currentNumberScheduled": 0,
+                        "numberMisscheduled": 0,
+                    },
+                }
+            )
 
     # ------------------------------------------------------------ lifecycle
     def __enter__(self) -> SimCluster:
@@ -277,17 +311,24 @@ class SimCluster:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                         name="k8s-sim-api", daemon=True).start()
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="k8s-sim-api", daemon=True
+        ).start()
         threading.Thread(target=self._operator_loop, name="k8s-sim-operator", daemon=True).start()
         host, port = self._server.server_address
         self.url = f"http://{host}:{port}"
-        self.kubeconfig.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "sim",
-            "clusters": [{"name": "sim", "cluster": {"server": self.url}}],
-            "users": [{"name": "sim", "user": {"token": self.token}}],
-            "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "sim"}}],
-        }))
+        self.kubeconfig.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "sim",
+                    "clusters": [{"name": "sim", "cluster": {"server": self.url}}],
+                    "users": [{"name": "sim", "user": {"token": self.token}}],
+                    "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "sim"}}],
+                }
+            )
+        )
 
     def stop(self) -> None:
         self._stop.set()
@@ -339,15 +380,21 @@ class SimCluster:
                 self.put_object(obj)
 
     # ------------------------------------------------------------ set-up helpers
-    def add_gpu_node(self, name: str, model: str = "H200", gpus: int = 2, *, mig_capable: bool = True,
-                     labels: dict | None = None) -> dict:
+    def add_gpu_node(
+        self, name: str, model: str = "H200", gpus: int = 2, *, mig_capable: bool = True, labels: dict | None = None
+    ) -> dict:
         m = GPU_MODELS[model]
         sn = SimGpuNode(name, m, gpus, PRODUCTS[model], operator.PCI_DEVICE_IDS[model][0], mig_capable)
-        base = {"kubernetes.io/hostname": name, "nvidia.com/gpu.present": "true",
-                "nvidia.com/gpu.product": sn.product, "nvidia.com/gpu.count": str(gpus),
-                "nvidia.com/gpu.replicas": "1", "nvidia.com/gpu.sharing-strategy": "none",
-                "nvidia.com/mig.capable": "true" if mig_capable else "false",
-                "nvidia.com/mig.strategy": self.mig_strategy}
+        base = {
+            "kubernetes.io/hostname": name,
+            "nvidia.com/gpu.present": "true",
+            "nvidia.com/gpu.product": sn.product,
+            "nvidia.com/gpu.count": str(gpus),
+            "nvidia.com/gpu.replicas": "1",
+            "nvidia.com/gpu.sharing-strategy": "none",
+            "nvidia.com/mig.capable": "true" if mig_capable else "false",
+            "nvidia.com/mig.strategy": self.mig_strategy,
+        }
         if mig_capable:  # the operator labels MIG-capable nodes with migManager.config.default
             base[LABEL_MIG] = "all-disabled"
             base[LABEL_MIG_STATE] = "success"
@@ -364,23 +411,45 @@ class SimCluster:
 
     def add_node(self, name: str, labels: dict | None = None, extra_resources: dict | None = None) -> dict:
         res = {"cpu": "64", "memory": "512Gi", "pods": "110", **(extra_resources or {})}
-        return self.put_object({
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": dict(labels or {"kubernetes.io/hostname": name}), "annotations": {}},
-            "spec": {},
-            "status": {"capacity": dict(res), "allocatable": dict(res),
-                       "conditions": [{"type": "Ready", "status": "True"}]},
-        })
+        return self.put_object(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "labels": dict(labels or {"kubernetes.io/hostname": name}),
+                    "annotations": {},
+                },
+                "spec": {},
+                "status": {
+                    "capacity": dict(res),
+                    "allocatable": dict(res),
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+        )
 
-    def add_pod(self, namespace: str, name: str, node: str, *, gpu: int | None = 1, resource: str = "nvidia.com/gpu",
-                labels: dict | None = None, phase: str = "Running") -> dict:
+    def add_pod(
+        self,
+        namespace: str,
+        name: str,
+        node: str,
+        *,
+        gpu: int | None = 1,
+        resource: str = "nvidia.com/gpu",
+        labels: dict | None = None,
+        phase: str = "Running",
+    ) -> dict:
         res = {"limits": {resource: str(gpu)}} if gpu else {}
-        return self.put_object({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {})},
-            "spec": {"nodeName": node, "containers": [{"name": "main", "image": "busybox", "resources": res}]},
-            "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True"}]},
-        })
+        return self.put_object(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {})},
+                "spec": {"nodeName": node, "containers": [{"name": "main", "image": "busybox", "resources": res}]},
+                "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True"}]},
+            }
+        )
 
     def delete_pod(self, namespace: str, name: str) -> None:
         with self.lock:
@@ -409,17 +478,24 @@ class SimCluster:
 
     def remove_mig_layout(self, layout: str) -> None:
         """Take a layout out of the mig-parted config (a site whose config lacks it)."""
+
         def edit(cm):
             cfg = yaml.safe_load(cm["data"][operator.MIG_PARTED_KEY])
             cfg["mig-configs"].pop(layout, None)
             cm["data"][operator.MIG_PARTED_KEY] = yaml.safe_dump(cfg)
+
         self.edit("configmaps", self.ns, names.MIG_PARTED_CONFIGMAP, edit)
 
     def plugin_pods(self, node: str, ds: str = PLUGIN_DS) -> list[dict]:
         with self.lock:
-            return [copy.deepcopy(o) for (r, ns, _), o in self.objects.items()
-                    if r == "pods" and ns == self.ns and o["spec"].get("nodeName") == node
-                    and o["metadata"].get("labels", {}).get("app") == ds]
+            return [
+                copy.deepcopy(o)
+                for (r, ns, _), o in self.objects.items()
+                if r == "pods"
+                and ns == self.ns
+                and o["spec"].get("nodeName") == node
+                and o["metadata"].get("labels", {}).get("app") == ds
+            ]
 
     def wait_settled(self, node: str, timeout_s: float = 5.0) -> None:
         """Until the simulated operator has nothing pending for the node."""
@@ -437,15 +513,31 @@ class SimCluster:
     def _start_operand_pod(self, sn: SimGpuNode, ds_name: str) -> None:
         """The DaemonSet's pod on the node; it reads the device-plugin ConfigMap as it starts."""
         ds = self.get("daemonsets", self.ns, ds_name)
-        self.put_object({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"{ds_name}-{uuid.uuid4().hex[:5]}", "namespace": self.ns, "labels": {"app": ds_name},
-                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": ds_name,
-                                              "uid": ds["metadata"]["uid"], "controller": True}]},
-            "spec": {"nodeName": sn.name, "containers": [{"name": OPERANDS[ds_name],
-                                                          "image": "nvcr.io/nvidia/k8s-device-plugin"}]},
-            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
-        })
+        self.put_object(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{ds_name}-{uuid.uuid4().hex[:5]}",
+                    "namespace": self.ns,
+                    "labels": {"app": ds_name},
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "apps/v1",
+                            "kind": "DaemonSet",
+                            "name": ds_name,
+                            "uid": ds["metadata"]["uid"],
+                            "controller": True,
+                        }
+                    ],
+                },
+                "spec": {
+                    "nodeName": sn.name,
+                    "containers": [{"name": OPERANDS[ds_name], "image": "nvcr.io/nvidia/k8s-device-plugin"}],
+                },
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+            }
+        )
         cm = self.configmap()
         sn.snapshot[ds_name] = dict((cm or {}).get("data") or {})
         sn.up[ds_name] = True
@@ -504,6 +596,7 @@ class SimCluster:
                     lab.pop(k, None)
                 else:
                     lab[k] = v
+
         self.edit("nodes", "", sn.name, edit)
 
     def _reconcile(self, sn: SimGpuNode) -> None:
@@ -570,24 +663,35 @@ class SimCluster:
         g = sn.gpus
         if sn.mig_applied != "all-disabled":
             item = self._mig_item(sn, sn.mig_applied) or {}
-            (prof, count), = (item.get("mig-devices") or {"?": 0}).items()
+            ((prof, count),) = (item.get("mig-devices") or {"?": 0}).items()
             if self.mig_strategy == "single":
                 alloc = {"nvidia.com/gpu": g * count}
-                lab = {"nvidia.com/gpu.product": f"{sn.product}-MIG-{prof}", "nvidia.com/gpu.count": str(g * count),
-                       "nvidia.com/gpu.replicas": "1", "nvidia.com/gpu.sharing-strategy": "none"}
+                lab = {
+                    "nvidia.com/gpu.product": f"{sn.product}-MIG-{prof}",
+                    "nvidia.com/gpu.count": str(g * count),
+                    "nvidia.com/gpu.replicas": "1",
+                    "nvidia.com/gpu.sharing-strategy": "none",
+                }
             else:
                 alloc = {"nvidia.com/gpu": 0, f"nvidia.com/mig-{prof}": g * count}
-                lab = {"nvidia.com/gpu.product": sn.product, "nvidia.com/gpu.count": str(g),
-                       f"nvidia.com/mig-{prof}.count": str(g * count), "nvidia.com/gpu.replicas": "1",
-                       "nvidia.com/gpu.sharing-strategy": "none"}
+                lab = {
+                    "nvidia.com/gpu.product": sn.product,
+                    "nvidia.com/gpu.count": str(g),
+                    f"nvidia.com/mig-{prof}.count": str(g * count),
+                    "nvidia.com/gpu.replicas": "1",
+                    "nvidia.com/gpu.sharing-strategy": "none",
+                }
         else:
             shared = rename and replicas > 1
             res = "nvidia.com/gpu.shared" if shared else "nvidia.com/gpu"
             alloc = {res: g * replicas}
             strategy = {"timeSlicing": "time-slicing", "mps": "mps"}.get(kind, "none") if replicas > 1 else "none"
-            lab = {"nvidia.com/gpu.product": sn.product + ("-SHARED" if shared else ""),
-                   "nvidia.com/gpu.count": str(g), "nvidia.com/gpu.replicas": str(replicas),
-                   "nvidia.com/gpu.sharing-strategy": strategy}
+            lab = {
+                "nvidia.com/gpu.product": sn.product + ("-SHARED" if shared else ""),
+                "nvidia.com/gpu.count": str(g),
+                "nvidia.com/gpu.replicas": str(replicas),
+                "nvidia.com/gpu.sharing-strategy": strategy,
+            }
         return (tuple(sorted(alloc.items())), tuple(sorted(lab.items())))
 
     def _advertise(self, sn: SimGpuNode, desired: tuple) -> None:
@@ -599,12 +703,13 @@ class SimCluster:
                 cur = st.setdefault(key, {})
                 for k in list(cur):
                     if k.startswith("nvidia.com/"):
-                        cur[k] = "0"          # a resource once advertised stays at 0 (as kubelet does)
+                        cur[k] = "0"  # a resource once advertised stays at 0 (as kubelet does)
                 cur.update({k: str(v) for k, v in alloc.items()})
             labels = node["metadata"].setdefault("labels", {})
             for k in [k for k in labels if re.fullmatch(r"nvidia\.com/mig-.*\.count", k)]:
                 del labels[k]
             labels.update(lab)
+
         self.edit("nodes", "", sn.name, edit)
         sn.advertised, sn.pending = desired, None
 
@@ -623,8 +728,13 @@ class SimCluster:
         kind, namespaced, _prefix = KINDS[resource]
         if namespaced is False and namespace:
             raise ApiError(404, "NotFound", f"{resource} are not namespaced")
-        verb = {"GET": "get" if name else "list", "PATCH": "patch", "PUT": "update", "POST": "create",
-                "DELETE": "delete"}[method]
+        verb = {
+            "GET": "get" if name else "list",
+            "PATCH": "patch",
+            "PUT": "update",
+            "POST": "create",
+            "DELETE": "delete",
+        }[method]
         self._authorize(verb, resource, namespace, name)
         ns = namespace or ""
         with self.lock:
@@ -638,8 +748,13 @@ class SimCluster:
                 obj.setdefault("kind", kind)
                 obj.setdefault("apiVersion", API_VERSIONS[m.group(1)])
                 if self.get(resource, ns, obj["metadata"].get("name", "")):
-                    raise ApiError(409, "AlreadyExists", f'{resource} "{obj["metadata"]["name"]}" already exists',
-                                   obj["metadata"]["name"], resource)
+                    raise ApiError(
+                        409,
+                        "AlreadyExists",
+                        f'{resource} "{obj["metadata"]["name"]}" already exists',
+                        obj["metadata"]["name"],
+                        resource,
+                    )
                 return 201, self.put_object(obj)
             cur = self.get(resource, ns, name)
             if cur is None:
@@ -656,9 +771,15 @@ class SimCluster:
                 new = json.loads(body or b"{}")
                 rv = (new.get("metadata") or {}).get("resourceVersion")
                 if rv and rv != cur["metadata"]["resourceVersion"]:
-                    raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {resource} "{name}": '
-                                   "the object has been modified; please apply your changes to the latest "
-                                   "version and try again", name, resource)
+                    raise ApiError(
+                        409,
+                        "Conflict",
+                        f'Operation cannot be fulfilled on {resource} "{name}": '
+                        "the object has been modified; please apply your changes to the latest "
+                        "version and try again",
+                        name,
+                        resource,
+                    )
             else:  # PATCH
                 ctype = headers.get("Content-Type", "")
                 patch = json.loads(body or b"null")
@@ -667,29 +788,40 @@ class SimCluster:
                 elif ctype.startswith(("application/strategic-merge-patch+json", "application/merge-patch+json")):
                     rv = ((patch or {}).get("metadata") or {}).get("resourceVersion")
                     if rv and rv != cur["metadata"]["resourceVersion"]:
-                        raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {resource} "{name}": '
-                                       "the object has been modified", name, resource)
+                        raise ApiError(
+                            409,
+                            "Conflict",
+                            f'Operation cannot be fulfilled on {resource} "{name}": the object has been modified',
+                            name,
+                            resource,
+                        )
                     new = merge_patch(cur, patch)
                 else:
-                    raise ApiError(415, "UnsupportedMediaType",
-                                   f"the body of the request was in an unknown format: {ctype}")
+                    raise ApiError(
+                        415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {ctype}"
+                    )
             new.setdefault("metadata", {})["name"] = name
             if namespaced:
                 new["metadata"]["namespace"] = ns
             new["kind"], new["apiVersion"] = cur["kind"], cur["apiVersion"]
             if resource in ("nodes", "pods", "daemonsets", "resourceclaims"):
-                new["status"] = cur.get("status", {})   # status is a subresource
+                new["status"] = cur.get("status", {})  # status is a subresource
             self.admit(resource, "UPDATE", new, cur)
             return 200, self.put_object(new)
 
     def admit(self, resource: str, operation: str, new: dict | None, old: dict) -> None:
         """The enforced admission policies (every request is the ServiceAccount's): 422 when one denies."""
         for policy in self.admission:
-            denied = policy.denials(resource=resource, operation=operation, user=SERVICE_ACCOUNT_USER,
-                                    obj=new, old=old)
+            denied = policy.denials(resource=resource, operation=operation, user=SERVICE_ACCOUNT_USER, obj=new, old=old)
             if denied:
-                raise ApiError(422, "Invalid", f"ValidatingAdmissionPolicy '{policy.name}' with binding "
-                               f"'{policy.name}' denied request: {denied[0]}", old["metadata"]["name"], resource)
+                raise ApiError(
+                    422,
+                    "Invalid",
+                    f"ValidatingAdmissionPolicy '{policy.name}' with binding "
+                    f"'{policy.name}' denied request: {denied[0]}",
+                    old["metadata"]["name"],
+                    resource,
+                )
 
     def _authorize(self, verb: str, resource: str, namespace: str | None, name: str | None) -> None:
         for f in self.failures:
@@ -699,8 +831,14 @@ class SimCluster:
         if (verb, resource) in self.denied:
             scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
             what = f'{resource} "{name}"' if name else resource
-            raise ApiError(403, "Forbidden", f'{what} is forbidden: User "{SERVICE_ACCOUNT_USER}" cannot {verb} '
-                           f'resource "{resource}" in API group "" {scope}', name or "", resource)
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'{what} is forbidden: User "{SERVICE_ACCOUNT_USER}" cannot {verb} '
+                f'resource "{resource}" in API group "" {scope}',
+                name or "",
+                resource,
+            )
 
     def _list(self, resource: str, kind: str, namespace: str | None, query: dict) -> dict:
         lsel = (query.get("labelSelector") or [None])[0]
@@ -712,8 +850,12 @@ class SimCluster:
             if match_labels(lsel, o["metadata"].get("labels") or {}) and match_fields(fsel, o):
                 items.append(copy.deepcopy(o))
         rv = str(next(self._rv))
-        return {"kind": f"{kind}List", "apiVersion": items[0]["apiVersion"] if items else "v1",
-                "metadata": {"resourceVersion": rv}, "items": items}
+        return {
+            "kind": f"{kind}List",
+            "apiVersion": items[0]["apiVersion"] if items else "v1",
+            "metadata": {"resourceVersion": rv},
+            "items": items,
+        }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -746,7 +888,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
-            pass   # the client gave up (a read timeout against a frozen server)
+            pass  # the client gave up (a read timeout against a frozen server)
 
     def do_GET(self) -> None:
         self._serve("GET")

@@ -20,7 +20,7 @@ class FakeKfp:
 
     def __init__(self, token: str | None = None):
         self.token = token
-        self.requests: list[tuple[str, str, dict | None, dict]] = []   # method, path, body, headers
+        self.requests: list[tuple[str, str, dict | None, dict]] = []  # method, path, body, headers
         self.experiments: dict[str, dict] = {}
         self.runs: dict[str, dict] = {}
         self.recurring: dict[str, dict] = {}
@@ -35,7 +35,7 @@ class FakeKfp:
         path = u.path
         with self.lock:
             self.requests.append((method, path, body, headers))
-            public = (method, path) == ("GET", f"{API}/healthz")   # kfp.Client retries it 5 x 5 s otherwise
+            public = (method, path) == ("GET", f"{API}/healthz")  # kfp.Client retries it 5 x 5 s otherwise
             if self.token and not public and headers.get("authorization") != f"Bearer {self.token}":
                 return 401, {"code": 16, "message": "Unauthenticated: bad or missing bearer token"}
             if (method, path) == ("GET", f"{API}/healthz"):
@@ -43,8 +43,10 @@ class FakeKfp:
             if (method, path) == ("GET", f"{API}/experiments"):
                 found = list(self.experiments.values())
                 if "filter" in q:
-                    want = {p["key"]: p.get("string_value") or p.get("stringValue")
-                            for p in json.loads(q["filter"])["predicates"]}
+                    want = {
+                        p["key"]: p.get("string_value") or p.get("stringValue")
+                        for p in json.loads(q["filter"])["predicates"]
+                    }
                     found = [e for e in found if e["display_name"] == want.get("display_name", e["display_name"])]
                 return 200, {"experiments": found, "total_size": len(found)} if found else {}
             if (method, path) == ("POST", f"{API}/experiments"):
@@ -52,32 +54,31 @@ class FakeKfp:
                 self.experiments[exp["experiment_id"]] = exp
                 return 200, exp
             if (method, path) == ("POST", f"{API}/runs"):
-                run = dict(body, run_id=str(uuid.uuid4()), created_at=self.now(), state="PENDING",
-                           storage_state="AVAILABLE")
+                run = dict(
+                    body, run_id=str(uuid.uuid4()), created_at=self.now(), state="PENDING", storage_state="AVAILABLE"
+                )
                 self.runs[run["run_id"]] = run
                 return 200, run
             if (method, path) == ("GET", f"{API}/runs"):
-                runs = [r for r in self.runs.values()
-                        if q.get("experiment_id") in (None, r.get("experiment_id"))]
+                runs = [r for r in self.runs.values() if q.get("experiment_id") in (None, r.get("experiment_id"))]
                 return 200, {"runs": runs, "total_size": len(runs)} if runs else {}
             if method == "GET" and path.startswith(f"{API}/runs/"):
                 run = self.runs[path.rsplit("/", 1)[1]]
-                run["state"] = "SUCCEEDED"   # finishes as soon as someone asks
+                run["state"] = "SUCCEEDED"  # finishes as soon as someone asks
                 return 200, run
             if (method, path) == ("POST", f"{API}/recurringruns"):
                 rr = dict(body, recurring_run_id=str(uuid.uuid4()), created_at=self.now(), status="ENABLED")
                 self.recurring[rr["recurring_run_id"]] = rr
                 return 200, rr
             if (method, path) == ("GET", f"{API}/recurringruns"):
-                rrs = [r for r in self.recurring.values()
-                       if q.get("experiment_id") in (None, r.get("experiment_id"))]
+                rrs = [r for r in self.recurring.values() if q.get("experiment_id") in (None, r.get("experiment_id"))]
                 return 200, {"recurringRuns": rrs, "recurring_runs": rrs, "total_size": len(rrs)} if rrs else {}
             return 404, {"code": 5, "message": f"{method} {path} is not part of this fake"}
 
 
 @pytest.fixture
 def kfp_server(monkeypatch, tmp_path):
-    monkeypatch.setenv("HOME", str(tmp_path))   # no ~/.config/kfp/context.json of the user's
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.config/kfp/context.json of the user's
     for var in ("KF_PIPELINES_ENDPOINT", "KF_PIPELINES_UI_ENDPOINT"):
         monkeypatch.delenv(var, raising=False)
     state = FakeKfp()

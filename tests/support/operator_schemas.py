@@ -43,12 +43,19 @@ _REPLICATED = {
                 "properties": {
                     "name": {"type": "string", "pattern": _RESOURCE},
                     "rename": {"type": "string", "pattern": r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[-a-zA-Z0-9._]+)?$"},
-                    "devices": {"oneOf": [
-                        {"const": "all"},
-                        {"type": "integer", "minimum": 1},
-                        {"type": "array", "minItems": 1,
-                         "items": {"oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1}]}},
-                    ]},
+                    "devices": {
+                        "oneOf": [
+                            {"const": "all"},
+                            {"type": "integer", "minimum": 1},
+                            {
+                                "type": "array",
+                                "minItems": 1,
+                                "items": {
+                                    "oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1}]
+                                },
+                            },
+                        ]
+                    },
                     "replicas": {"type": "integer", "minimum": 1},
                 },
             },
@@ -78,7 +85,7 @@ DEVICE_PLUGIN_CONFIG = {
         "sharing": {
             "type": "object",
             "additionalProperties": False,
-            "maxProperties": 1,       # one sharing strategy at a time
+            "maxProperties": 1,  # one sharing strategy at a time
             "properties": {"timeSlicing": _REPLICATED, "mps": _REPLICATED},
         },
     },
@@ -89,14 +96,18 @@ _MIG_ITEM = {
     "additionalProperties": False,
     "required": ["devices", "mig-enabled"],
     "properties": {
-        "device-filter": {"oneOf": [
-            {"type": "string", "pattern": _PCI_ID},
-            {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": _PCI_ID}},
-        ]},
-        "devices": {"oneOf": [
-            {"const": "all"},
-            {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}},
-        ]},
+        "device-filter": {
+            "oneOf": [
+                {"type": "string", "pattern": _PCI_ID},
+                {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": _PCI_ID}},
+            ]
+        },
+        "devices": {
+            "oneOf": [
+                {"const": "all"},
+                {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}},
+            ]
+        },
         "mig-enabled": {"type": "boolean"},
         "mig-devices": {
             "type": "object",
@@ -142,23 +153,32 @@ HELM_VALUES = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "gpu-operator Helm values: the subset sharebench sets",
     "type": "object",
-    "required": ["mig", "migManager"],      # the config names are the site's (issue 14): optional
+    "required": ["mig", "migManager"],  # the config names are the site's (issue 14): optional
     "properties": {
-        "mig": {"type": "object", "required": ["strategy"], "additionalProperties": False,
-                "properties": {"strategy": {"enum": ["single", "mixed"]}}},
+        "mig": {
+            "type": "object",
+            "required": ["strategy"],
+            "additionalProperties": False,
+            "properties": {"strategy": {"enum": ["single", "mixed"]}},
+        },
         "devicePlugin": {
             "type": "object",
-            "properties": {"enabled": {"type": "boolean"},
-                           "config": {**_CONFIG_REF, "required": ["name", "default"]}},
+            "properties": {"enabled": {"type": "boolean"}, "config": {**_CONFIG_REF, "required": ["name", "default"]}},
         },
         "migManager": {
             "type": "object",
             "properties": {
                 "enabled": {"type": "boolean"},
                 "config": {**_CONFIG_REF, "required": ["name", "default"]},
-                "env": {"type": "array", "items": {
-                    "type": "object", "required": ["name", "value"], "additionalProperties": False,
-                    "properties": {"name": {"type": "string"}, "value": {"type": "string"}}}},
+                "env": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "value"],
+                        "additionalProperties": False,
+                        "properties": {"name": {"type": "string"}, "value": {"type": "string"}},
+                    },
+                },
             },
         },
         "gfd": {"type": "object", "properties": {"enabled": {"type": "boolean"}}},

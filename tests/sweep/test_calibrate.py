@@ -21,9 +21,12 @@ def test_two_significant_digits(x, want):
 def test_calibration_sizes_one_particle_count_from_the_measured_rate(tmp_path):
     plan = validate(SweepConfig(device="cpu", lattice=str(tiny_lattice(tmp_path / "fodo.json")), turns=50))
     note = calibrate(plan, None)
-    m = re.fullmatch(r"calibration: 1,000 particles x 50 turns tracked in ([0-9.]+) s \(([0-9,]+) particle-turns/s\): "
-                     r"([0-9,]+) particles for about 2 s of exclusive tracking per cell \(kept between 1,000 and "
-                     r"1,000,000\)", note)
+    m = re.fullmatch(
+        r"calibration: 1,000 particles x 50 turns tracked in ([0-9.]+) s \(([0-9,]+) particle-turns/s\): "
+        r"([0-9,]+) particles for about 2 s of exclusive tracking per cell \(kept between 1,000 and "
+        r"1,000,000\)",
+        note,
+    )
     assert m, note
     rate, particles = int(m[2].replace(",", "")), int(m[3].replace(",", ""))
     assert plan.particles == [particles]

@@ -18,34 +18,51 @@ from support.contexts import cpu_opencl_spec, device_of
 
 
 def cfg(lattice_path, **kw):
-    base = dict(device="cpu", modes=["exclusive"], particles=[2000], turns=20, repeats=1, warmup_repeats=0,
-                lattice=lattice_path, progress=False, telemetry_interval_s=None, command=["test"])
+    base = dict(
+        device="cpu",
+        modes=["exclusive"],
+        particles=[2000],
+        turns=20,
+        repeats=1,
+        warmup_repeats=0,
+        lattice=lattice_path,
+        progress=False,
+        telemetry_interval_s=None,
+        command=["test"],
+    )
     base.update(kw)
     return SweepConfig(**base)
 
 
-@pytest.mark.parametrize("text, values", [("5e6,1e7,1.5e7", [5_000_000, 10_000_000, 15_000_000]),
-                                          ("1000, 2_000,1000", [1000, 2000])])
+@pytest.mark.parametrize(
+    "text, values", [("5e6,1e7,1.5e7", [5_000_000, 10_000_000, 15_000_000]), ("1000, 2_000,1000", [1000, 2000])]
+)
 def test_parse_particles(text, values):
     assert parse_particles(text) == values
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(modes=["bogus"]), "unknown sharing mode 'bogus'; allowed: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], "
-                            "mig:LAYOUT, mig-emulated:LAYOUT, partition:N"),
-    (dict(modes=["timeslice:0"]), "replica count must be >= 1 in 'timeslice:0'"),
-    (dict(particles="0"), "bad particle count '0'; allowed: whole numbers > 0 such as 10000 or 5e6"),
-    (dict(particles="-5"), "bad particle count '-5'; allowed: whole numbers > 0 such as 10000 or 5e6"),
-    (dict(particles="1.5"), "bad particle count '1.5'; allowed: whole numbers > 0 such as 10000 or 5e6"),
-    (dict(repeats=0), "bad repeats 0; allowed: a whole number 1..1000"),
-    (dict(turns=0), "bad turns 0; allowed: a whole number 1..1000000000"),
-    (dict(modes=["mps:2"]), "mps:2 needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is cpu"),
-    (dict(modes=["partition:64"]), "partition:64 needs at least 64 cores; this process may use"),
-    (dict(modes=["mig:1g"]), "mig:1g needs an NVIDIA GPU through CUDA (--device cuda); the device is cpu"),
-    (dict(lattice="/nonexistent/line.json"), "lattice file '/nonexistent/line.json' not found"),
-    (dict(engine="sixtrack"), "bad engine 'sixtrack': allowed are simpletrack, xtrack, exec"),
-    (dict(device="tpu"), "bad device 'tpu': allowed are auto, cpu, cuda[:N], opencl[:P.D]"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            dict(modes=["bogus"]),
+            "unknown sharing mode 'bogus'; allowed: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], "
+            "mig:LAYOUT, mig-emulated:LAYOUT, partition:N",
+        ),
+        (dict(modes=["timeslice:0"]), "replica count must be >= 1 in 'timeslice:0'"),
+        (dict(particles="0"), "bad particle count '0'; allowed: whole numbers > 0 such as 10000 or 5e6"),
+        (dict(particles="-5"), "bad particle count '-5'; allowed: whole numbers > 0 such as 10000 or 5e6"),
+        (dict(particles="1.5"), "bad particle count '1.5'; allowed: whole numbers > 0 such as 10000 or 5e6"),
+        (dict(repeats=0), "bad repeats 0; allowed: a whole number 1..1000"),
+        (dict(turns=0), "bad turns 0; allowed: a whole number 1..1000000000"),
+        (dict(modes=["mps:2"]), "mps:2 needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is cpu"),
+        (dict(modes=["partition:64"]), "partition:64 needs at least 64 cores; this process may use"),
+        (dict(modes=["mig:1g"]), "mig:1g needs an NVIDIA GPU through CUDA (--device cuda); the device is cpu"),
+        (dict(lattice="/nonexistent/line.json"), "lattice file '/nonexistent/line.json' not found"),
+        (dict(engine="sixtrack"), "bad engine 'sixtrack': allowed are simpletrack, xtrack, exec"),
+        (dict(device="tpu"), "bad device 'tpu': allowed are auto, cpu, cuda[:N], opencl[:P.D]"),
+    ],
+)
 def test_bad_input_is_refused_before_anything_runs(lattice, tmp_path, change, message):
     with pytest.raises(UserError) as e:
         run_sweep(cfg(lattice, **change), tmp_path / "out")
@@ -91,14 +108,14 @@ def _check_consistent(out, modes, particles, repeats, warmups):
     measured = set(meas["cell_id"])
     assert excluded & measured == set(flags.loc[flags["excluded"], "cell_id"])
     meas = meas[~meas["cell_id"].isin(excluded)]
-    tables = {n: pd.read_csv(out / "tables" / f"{n}.csv") for n in ("timeslice", "partition",
-                                                                                         "throughput")}
+    tables = {n: pd.read_csv(out / "tables" / f"{n}.csv") for n in ("timeslice", "partition", "throughput")}
     for p in particles:
         ex = meas[(meas["mode"] == "exclusive") & (meas["particles"] == p)]
         t1 = float(np.median(ex["track_s"]))
         ts = meas[(meas["mode"] == "timeslice:2") & (meas["particles"] == p)]
-        spans = ts.groupby("cell_id").apply(lambda g: g["track_end"].max() - g["track_start"].min(),
-                                            include_groups=False)
+        spans = ts.groupby("cell_id").apply(
+            lambda g: g["track_end"].max() - g["track_start"].min(), include_groups=False
+        )
         rows = tables["timeslice"][tables["timeslice"]["particles"] == p]
         assert len(rows) == (1 if len(spans) else 0)
         for _, row in rows.iterrows():
@@ -110,8 +127,11 @@ def _check_consistent(out, modes, particles, repeats, warmups):
         for _, part in parts.iterrows():
             slice_s = float(np.median(pt.groupby("cell_id")["track_s"].mean()))
             cores = len(os.sched_getaffinity(0))
-            assert_allclose([part["full_units"], part["slice_units"], part["slice_s"], part["ideal_s"]],
-                            [cores, cores // 2, slice_s, t1 * cores / (cores // 2)], rtol=1e-9)
+            assert_allclose(
+                [part["full_units"], part["slice_units"], part["slice_s"], part["ideal_s"]],
+                [cores, cores // 2, slice_s, t1 * cores / (cores // 2)],
+                rtol=1e-9,
+            )
     for name in ("loss_vs_particles", "time_vs_particles", "throughput"):
         for ext in ("png", "svg"):
             assert (out / "plots" / f"{name}.{ext}").stat().st_size > 1000
@@ -137,8 +157,19 @@ def test_tiny_sweep_end_to_end(lattice, tmp_path, context):
     modes = ["exclusive", "timeslice:2", "mps:2" if gpu else "partition:2"]
     # PoCL: one warm-up + one measured repeat; CPU context: two measured repeats (CI budget)
     repeats, warmups = (1, 1) if device.backend != "cpu" else (2, 0)
-    out = run_sweep(cfg(lattice, device=device.spec, modes=modes, particles=[3000], turns=60, repeats=repeats,
-                        warmup_repeats=warmups, telemetry_interval_s=0.1), tmp_path / "r")
+    out = run_sweep(
+        cfg(
+            lattice,
+            device=device.spec,
+            modes=modes,
+            particles=[3000],
+            turns=60,
+            repeats=repeats,
+            warmup_repeats=warmups,
+            telemetry_interval_s=0.1,
+        ),
+        tmp_path / "r",
+    )
     build_report(out)
     df = _check_consistent(out, modes, [3000], repeats, warmups)
     assert set(df["device_class"]) == {device.kind} and set(df["backend"]) == {device.backend}
@@ -196,11 +227,28 @@ def test_a_file_that_is_not_a_line_is_refused_before_anything_runs(tmp_path):
 def test_resume_refuses_results_of_another_device(lattice, tmp_path):
     from sharebench.results import ResultsWriter
 
-    ResultsWriter(tmp_path).append([dict(sweep_id="s", cell_id="exclusive_p2000_r1", mode="exclusive", replica=0,
-                                         replicas=1, particles=2000, turns=20, track_s=1.0, device_class="gpu",
-                                         backend="cuda", device_name="NVIDIA H200", status="ok", cell_status="ok")])
+    ResultsWriter(tmp_path).append(
+        [
+            dict(
+                sweep_id="s",
+                cell_id="exclusive_p2000_r1",
+                mode="exclusive",
+                replica=0,
+                replicas=1,
+                particles=2000,
+                turns=20,
+                track_s=1.0,
+                device_class="gpu",
+                backend="cuda",
+                device_name="NVIDIA H200",
+                status="ok",
+                cell_status="ok",
+            )
+        ]
+    )
     with pytest.raises(UserError) as e:
         run_sweep(cfg(lattice, resume=True), tmp_path)
-    assert str(e.value).startswith(f"{tmp_path} holds results measured on NVIDIA H200 (cuda, gpu); this run's "
-                                   "device is ")
+    assert str(e.value).startswith(
+        f"{tmp_path} holds results measured on NVIDIA H200 (cuda, gpu); this run's device is "
+    )
     assert "use another --out (and compare the two with sharebench compare A B)" in str(e.value)

@@ -21,8 +21,12 @@ def hogs():
     """Two busy loops, orphaned (not this process's children, as another job's would be); stopped after."""
     pids = []
     for _ in range(2):
-        p = subprocess.run(["sh", "-c", f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
-                           capture_output=True, text=True, check=True)
+        p = subprocess.run(
+            ["sh", "-c", f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         pids.append(int(p.stdout.strip()))
     time.sleep(0.5)
     yield pids
@@ -36,10 +40,12 @@ def hogs():
 def test_verdict_rules():
     assert verdict({"tel_foreign_cpu_cores": 0.1, "tel_steal_pct": 0.0}) == ""
     assert verdict({"tel_foreign_cpu_cores": 1.2, "tel_busy_processes": "x (pid 7) 1.00"}) == (
-        f"other processes used 1.20 cores (> {FOREIGN_CORES_MAX}), busiest: x (pid 7) 1.00")
+        f"other processes used 1.20 cores (> {FOREIGN_CORES_MAX}), busiest: x (pid 7) 1.00"
+    )
     assert verdict({"tel_steal_pct": 12.5}) == "CPU steal 12.5% (> 5%)"
     assert verdict({"tel_gpu_other_pids": "4242", "tel_gpu_throttle": "thermal slowdown (hardware)"}) == (
-        "other processes on the GPU: pid 4242; GPU throttled: thermal slowdown (hardware)")
+        "other processes on the GPU: pid 4242; GPU throttled: thermal slowdown (hardware)"
+    )
     assert verdict({"tel_gpu_other_pids": "", "tel_gpu_throttle": ""}) == ""
 
 
@@ -62,9 +68,30 @@ def _run(tmp_path, *extra):
     out = tmp_path / "out"
     # 400 turns: windows of about half a second, so a few ms of scheduling jitter beside the hogs cannot
     # push the replicas' overlap under 95% (at 20 turns, 17 ms windows, it once did: the cell left the loss)
-    return out, main(["run", "--device", "cpu", "--modes", "exclusive,timeslice:2", "--particles", "2000",
-                      "--turns", "400", "--repeats", "1", "--warmup-repeats", "0", "--lattice", str(lat),
-                      "--out", str(out), "--no-progress", "--no-telemetry", *extra])
+    return out, main(
+        [
+            "run",
+            "--device",
+            "cpu",
+            "--modes",
+            "exclusive,timeslice:2",
+            "--particles",
+            "2000",
+            "--turns",
+            "400",
+            "--repeats",
+            "1",
+            "--warmup-repeats",
+            "0",
+            "--lattice",
+            str(lat),
+            "--out",
+            str(out),
+            "--no-progress",
+            "--no-telemetry",
+            *extra,
+        ]
+    )
 
 
 def test_cells_beside_a_hog_are_flagged_in_the_answer(hogs, tmp_path, capsys):
@@ -83,8 +110,10 @@ def test_strict_refuses_to_start_on_a_busy_host(hogs, tmp_path, capsys):
     out, status = _run(tmp_path, "--strict")
     err = capsys.readouterr().err
     assert status == 2 and not (out / "results.csv").exists()
-    assert err.startswith("sharebench: error: --strict: the host is busy before the sweep starts (other processes "
-                          "used") and err.count("\n") == 1
+    assert (
+        err.startswith("sharebench: error: --strict: the host is busy before the sweep starts (other processes used")
+        and err.count("\n") == 1
+    )
 
 
 def test_strict_stops_after_a_disturbed_cell(hogs, tmp_path, capsys, monkeypatch):

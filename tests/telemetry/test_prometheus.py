@@ -34,16 +34,23 @@ from sharebench.telemetry import prometheus as prom_mod
 from sharebench.telemetry.prometheus import Prometheus, cell_summary, summarize_cells
 
 PROMETHEUS = shutil.which("prometheus")
-pytestmark = pytest.mark.skipif(PROMETHEUS is None, reason="prometheus binary not installed "
-                                "(apt-get install prometheus; .ci/run installs it)")
+pytestmark = pytest.mark.skipif(
+    PROMETHEUS is None, reason="prometheus binary not installed (apt-get install prometheus; .ci/run installs it)"
+)
 STEP_S = 0.5
 GPU_A = "GPU-aaaaaaaa-0000-0000-0000-000000000001"
 GPU_B = "GPU-bbbbbbbb-0000-0000-0000-000000000002"
 
 
 def _series(values: dict[str, float], uuid: str, gpu: str, extra: dict[str, str]) -> list[str]:
-    base = {"gpu": gpu, "UUID": uuid, "device": f"nvidia{gpu}", "modelName": "NVIDIA H200",
-            "Hostname": "dcgm-exporter-x1", **extra}
+    base = {
+        "gpu": gpu,
+        "UUID": uuid,
+        "device": f"nvidia{gpu}",
+        "modelName": "NVIDIA H200",
+        "Hostname": "dcgm-exporter-x1",
+        **extra,
+    }
     lab = ",".join(f'{k}="{v}"' for k, v in base.items())
     return [f"{name}{{{lab}}} {val:.6f}" for name, val in values.items()]
 
@@ -52,14 +59,24 @@ def exposition(state: dict) -> str:
     lines = []
     for m in prom_mod.METRICS:
         lines += [f"# HELP {m.name} {m.help}", f"# TYPE {m.name} gauge"]
-    a = {"DCGM_FI_PROF_SM_ACTIVE": state["sm_a"], "DCGM_FI_PROF_PIPE_FP64_ACTIVE": 0.5,
-         "DCGM_FI_PROF_DRAM_ACTIVE": 0.25, "DCGM_FI_DEV_FB_USED": 1000, "DCGM_FI_DEV_POWER_USAGE": state["power_a"],
-         "DCGM_FI_DEV_SM_CLOCK": 1980, "DCGM_FI_DEV_GPU_UTIL": 100}
+    a = {
+        "DCGM_FI_PROF_SM_ACTIVE": state["sm_a"],
+        "DCGM_FI_PROF_PIPE_FP64_ACTIVE": 0.5,
+        "DCGM_FI_PROF_DRAM_ACTIVE": 0.25,
+        "DCGM_FI_DEV_FB_USED": 1000,
+        "DCGM_FI_DEV_POWER_USAGE": state["power_a"],
+        "DCGM_FI_DEV_SM_CLOCK": 1980,
+        "DCGM_FI_DEV_GPU_UTIL": 100,
+    }
     for pod in ("bench-0", "bench-1"):
         lines += _series(a, GPU_A, "0", {"container": "replica", "namespace": "kubeflow", "pod": pod})
     for gi, sm, fb in (("1", state["sm_b1"], 100), ("2", state["sm_b2"], 300)):
-        lines += _series({"DCGM_FI_PROF_SM_ACTIVE": sm, "DCGM_FI_DEV_FB_USED": fb}, GPU_B, "1",
-                         {"GPU_I_PROFILE": "1g.18gb", "GPU_I_ID": gi})
+        lines += _series(
+            {"DCGM_FI_PROF_SM_ACTIVE": sm, "DCGM_FI_DEV_FB_USED": fb},
+            GPU_B,
+            "1",
+            {"GPU_I_PROFILE": "1g.18gb", "GPU_I_ID": gi},
+        )
     lines += _series({"DCGM_FI_DEV_POWER_USAGE": 200, "DCGM_FI_DEV_SM_CLOCK": 1755}, GPU_B, "1", {})
     # a body grouped by metric name, as exporters write it
     body = sorted((ln for ln in lines if not ln.startswith("#")), key=lambda s: s.split("{")[0])
@@ -130,9 +147,16 @@ scrape_configs:
         labels: {{node: gpu-node-2}}
 """)
     with open(tmp / "prometheus.log", "w") as log:
-        proc = subprocess.Popen([PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
-                                 f"--storage.tsdb.path={tmp / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-                                stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                PROMETHEUS,
+                f"--config.file={tmp / 'prometheus.yml'}",
+                f"--storage.tsdb.path={tmp / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             client = Prometheus(f"http://127.0.0.1:{port}", timeout_s=5)
 
@@ -141,6 +165,7 @@ scrape_configs:
                     return client.query(f'DCGM_FI_PROF_SM_ACTIVE{{node="gpu-node-1",UUID="{GPU_A}"}}')
                 except UserError:
                     return None
+
             _wait(ready, 20, "Prometheus to scrape the exporter")
             t1 = time.time()
             time.sleep(2.6)
@@ -150,6 +175,7 @@ scrape_configs:
             def phase2():
                 r = client.query(f'DCGM_FI_PROF_SM_ACTIVE{{node="gpu-node-1",UUID="{GPU_A}"}}')
                 return r and all(abs(float(s["value"][1]) - 0.4) < 1e-9 for s in r)
+
             _wait(phase2, 10, "the second phase to be scraped")
             t2 = time.time()
             time.sleep(2.6)
@@ -221,19 +247,32 @@ def test_other_nodes_do_not_leak_in(scraped):
 
 def test_summarize_cells_records_failures_per_cell(scraped):
     client, windows = scraped
-    rows = summarize_cells(client, [
-        {"cell_id": "timeslice:2_p1_r1", "start": windows["phase1"][0], "end": windows["phase1"][1],
-         "mode": "timeslice:2"},
-        {"cell_id": "broken", "start": 10.0, "end": 5.0},
-    ], node="gpu-node-1", gpu_uuid=GPU_A, step_s=STEP_S)
+    rows = summarize_cells(
+        client,
+        [
+            {
+                "cell_id": "timeslice:2_p1_r1",
+                "start": windows["phase1"][0],
+                "end": windows["phase1"][1],
+                "mode": "timeslice:2",
+            },
+            {"cell_id": "broken", "start": 10.0, "end": 5.0},
+        ],
+        node="gpu-node-1",
+        gpu_uuid=GPU_A,
+        step_s=STEP_S,
+    )
     assert_allclose(rows[0]["dcgm_sm_active_mean"], 0.8, rtol=1e-12)
     assert rows[1]["dcgm_source"] == "none" and "empty time window" in rows[1]["dcgm_note"]
 
 
-@pytest.mark.parametrize("url,match", [
-    ("localhost:9090", r"bad Prometheus URL 'localhost:9090'; allowed: http\(s\)://HOST\[:PORT\]"),
-    ("", r"bad Prometheus URL ''"),
-])
+@pytest.mark.parametrize(
+    "url,match",
+    [
+        ("localhost:9090", r"bad Prometheus URL 'localhost:9090'; allowed: http\(s\)://HOST\[:PORT\]"),
+        ("", r"bad Prometheus URL ''"),
+    ],
+)
 def test_bad_url_is_a_user_error(url, match):
     with pytest.raises(UserError, match=match):
         Prometheus(url)
@@ -254,15 +293,54 @@ def test_attach_to_a_results_folder_and_report(scraped, tmp_path, monkeypatch):
     """Cells whose tracking windows are the two phases: dcgm.csv holds each phase's values, the
     telemetry section shows them and takes the energy from DCGM (no NVML here), the bound follows."""
     client, windows = scraped
-    base = dict(sweep_id="s", engine="simpletrack", lattice="generated", turns=10, particles=1000, host="h",
-                status="ok", error="", cell_status="ok", cell_error="", device_class="gpu", backend="cuda",
-                device_spec="cuda:0", device_name="NVIDIA H200", device_uuid=GPU_A, parent_uuid=GPU_A,
-                warmup=False, repeat=1)
+    base = dict(
+        sweep_id="s",
+        engine="simpletrack",
+        lattice="generated",
+        turns=10,
+        particles=1000,
+        host="h",
+        status="ok",
+        error="",
+        cell_status="ok",
+        cell_error="",
+        device_class="gpu",
+        backend="cuda",
+        device_spec="cuda:0",
+        device_name="NVIDIA H200",
+        device_uuid=GPU_A,
+        parent_uuid=GPU_A,
+        warmup=False,
+        repeat=1,
+    )
     (s1, e1), (s2, e2) = windows["phase1"], windows["phase2"]
-    rows = [dict(base, mode="exclusive", mode_kind="exclusive", replicas=1, replica=0, cell_id="ex",
-                 track_start=s1, track_end=e1, track_s=e1 - s1)]
-    rows += [dict(base, mode="timeslice:2", mode_kind="timeslice", replicas=2, replica=i, cell_id="ts",
-                  track_start=s2, track_end=e2, track_s=e2 - s2) for i in (0, 1)]
+    rows = [
+        dict(
+            base,
+            mode="exclusive",
+            mode_kind="exclusive",
+            replicas=1,
+            replica=0,
+            cell_id="ex",
+            track_start=s1,
+            track_end=e1,
+            track_s=e1 - s1,
+        )
+    ]
+    rows += [
+        dict(
+            base,
+            mode="timeslice:2",
+            mode_kind="timeslice",
+            replicas=2,
+            replica=i,
+            cell_id="ts",
+            track_start=s2,
+            track_end=e2,
+            track_s=e2 - s2,
+        )
+        for i in (0, 1)
+    ]
     ResultsWriter(tmp_path).append(rows)
     df = prom_mod.attach_to_results(tmp_path, client.url, node="gpu-node-1", gpu_uuid=GPU_A, step_s=STEP_S)
     got = df.set_index("cell_id")

@@ -60,7 +60,8 @@ def test_psutil_sampler_records_a_busy_core(tmp_path):
     cores = psutil.cpu_count()
     assert summary["tel_cpu_busy_cores_mean"] <= cores + 1e-9
     assert [c for c in rows[0] if c.startswith("cpu") and c.endswith("_util_pct") and c[3:-9].isdigit()] == [
-        f"cpu{i}_util_pct" for i in range(cores)]
+        f"cpu{i}_util_pct" for i in range(cores)
+    ]
     # no GPU columns were invented
     assert summary["tel_gpu_util_pct_mean"] is None and summary["tel_energy_j"] is None
 
@@ -85,8 +86,14 @@ def test_gpu_without_nvml_falls_back_with_the_stated_reason(tmp_path):
     assert summary["tel_source"] == "psutil"  # host CPU still sampled
     assert NVML_REASON.startswith("NVML unavailable: ")
     assert f"GPU telemetry not recorded: {NVML_REASON}" in summary["tel_note"]
-    for col in ("tel_gpu_util_pct_mean", "tel_sm_clock_mhz_mean", "tel_power_w_mean", "tel_energy_j",
-                "tel_mem_used_bytes_max", "tel_device_uuid"):
+    for col in (
+        "tel_gpu_util_pct_mean",
+        "tel_sm_clock_mhz_mean",
+        "tel_power_w_mean",
+        "tel_energy_j",
+        "tel_mem_used_bytes_max",
+        "tel_device_uuid",
+    ):
         assert summary[col] is None, col
     header = (tmp_path / "t.csv").read_text().splitlines()[0].split(",")
     assert not any(c.startswith(("gpu_", "sm_", "power", "energy")) for c in header)
@@ -129,26 +136,46 @@ def _s(t, **kw):
 
 SUMMARY_CASES = {
     "energy from the counter": (
-        [_s(0.0, power_w=100.0, energy_mj=5000.0), _s(0.5, power_w=300.0, energy_mj=5100.0),
-         _s(1.0, power_w=200.0, energy_mj=5250.0)],
-        {"tel_energy_j": 0.25, "tel_energy_source": "nvml_counter", "tel_power_w_mean": 200.0,
-         "tel_power_w_max": 300.0, "tel_duration_s": 1.0}),
+        [
+            _s(0.0, power_w=100.0, energy_mj=5000.0),
+            _s(0.5, power_w=300.0, energy_mj=5100.0),
+            _s(1.0, power_w=200.0, energy_mj=5250.0),
+        ],
+        {
+            "tel_energy_j": 0.25,
+            "tel_energy_source": "nvml_counter",
+            "tel_power_w_mean": 200.0,
+            "tel_power_w_max": 300.0,
+            "tel_duration_s": 1.0,
+        },
+    ),
     # no counter: trapezoids 0.5*(100+300)/2 + 1.5*(300+200)/2 = 100 + 375
     "energy from power": (
         [_s(0.0, power_w=100.0), _s(0.5, power_w=300.0), _s(2.0, power_w=200.0)],
-        {"tel_energy_j": 475.0, "tel_energy_source": "power_integral", "tel_duration_s": 2.0}),
+        {"tel_energy_j": 475.0, "tel_energy_source": "power_integral", "tel_duration_s": 2.0},
+    ),
     # MIG: per-instance GPM SM activity averaged over instances and time; a missing read is skipped
     "mig instances": (
-        [_s(0.0, mig1_sm_active_pct=80.0, mig2_sm_active_pct=None, sm_clock_mhz=1980.0),
-         _s(0.1, mig1_sm_active_pct=90.0, mig2_sm_active_pct=40.0, sm_clock_mhz=1500.0)],
-        {"tel_sm_active_pct_mean": 70.0, "tel_sm_clock_mhz_mean": 1740.0, "tel_sm_clock_mhz_min": 1500.0,
-         "tel_energy_j": None}),
+        [
+            _s(0.0, mig1_sm_active_pct=80.0, mig2_sm_active_pct=None, sm_clock_mhz=1980.0),
+            _s(0.1, mig1_sm_active_pct=90.0, mig2_sm_active_pct=40.0, sm_clock_mhz=1500.0),
+        ],
+        {
+            "tel_sm_active_pct_mean": 70.0,
+            "tel_sm_clock_mhz_mean": 1740.0,
+            "tel_sm_clock_mhz_min": 1500.0,
+            "tel_energy_j": None,
+        },
+    ),
     # MIG without a whole-GPU memory reading: the largest sum over the instances
     "mig memory": (
-        [_s(0.0, mig1_mem_used_bytes=100.0, mig2_mem_used_bytes=50.0),
-         _s(0.1, mig1_mem_used_bytes=120.0, mig2_mem_used_bytes=None),
-         _s(0.2, mig1_mem_used_bytes=90.0, mig2_mem_used_bytes=70.0)],
-        {"tel_mem_used_bytes_max": 160.0}),
+        [
+            _s(0.0, mig1_mem_used_bytes=100.0, mig2_mem_used_bytes=50.0),
+            _s(0.1, mig1_mem_used_bytes=120.0, mig2_mem_used_bytes=None),
+            _s(0.2, mig1_mem_used_bytes=90.0, mig2_mem_used_bytes=70.0),
+        ],
+        {"tel_mem_used_bytes_max": 160.0},
+    ),
 }
 
 
@@ -162,14 +189,17 @@ def test_summary_arithmetic(samples, expected):
             assert_allclose(got[key], want, rtol=1e-12, err_msg=key)
 
 
-@pytest.mark.parametrize("raw,want", [
-    ("GPU-8c1b3e5a-0f0e-4b7e-9a55-3c5f0f1e2d3c", "GPU-8c1b3e5a-0f0e-4b7e-9a55-3c5f0f1e2d3c"),
-    ("MIG-4a2f0b1c-aaaa-bbbb-cccc-0123456789ab", "MIG-4a2f0b1c-aaaa-bbbb-cccc-0123456789ab"),
-    ("8C1B3E5A0F0E4B7E9A553C5F0F1E2D3C", "GPU-8c1b3e5a-0f0e-4b7e-9a55-3c5f0f1e2d3c"),
-    (b"GPU-8c1b3e5a-0f0e-4b7e-9a55-3c5f0f1e2d3c", "GPU-8c1b3e5a-0f0e-4b7e-9a55-3c5f0f1e2d3c"),
-    ("", None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "raw,want",
+    [
+        ("GPU-8c1b3e5a-0f0e-4b7e-9a55-3c5f0f1e2d3c", "GPU-8c1b3e5a-0f0e-4b7e-9a55-3c5f0f1e2d3c"),
+        ("MIG-4a2f0b1c-aaaa-bbbb-cccc-0123456789ab", "MIG-4a2f0b1c-aaaa-bbbb-cccc-0123456789ab"),
+        ("8C1B3E5A0F0E4B7E9A553C5F0F1E2D3C", "GPU-8c1b3e5a-0f0e-4b7e-9a55-3c5f0f1e2d3c"),
+        (b"GPU-8c1b3e5a-0f0e-4b7e-9a55-3c5f0f1e2d3c", "GPU-8c1b3e5a-0f0e-4b7e-9a55-3c5f0f1e2d3c"),
+        ("", None),
+        (None, None),
+    ],
+)
 def test_uuid_spelling(raw, want):
     assert normalise_uuid(raw) == want
 
@@ -199,9 +229,11 @@ def test_ctrl_c_to_the_group_does_not_kill_the_sampler():
 
 def test_the_sampler_ends_when_the_sweep_dies():
     """The sweep process is SIGKILLed: the sampler sees EOF on its stdin and exits (no orphan)."""
-    code = ("import sys, time\nfrom sharebench.telemetry import make_sampler\n"
-            "s = make_sampler({'kind': 'cpu'}, interval_s=0.1).start()\n"
-            "print(s.process.pid, flush=True)\ntime.sleep(60)\n")
+    code = (
+        "import sys, time\nfrom sharebench.telemetry import make_sampler\n"
+        "s = make_sampler({'kind': 'cpu'}, interval_s=0.1).start()\n"
+        "print(s.process.pid, flush=True)\ntime.sleep(60)\n"
+    )
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         child = psutil.Process(int(parent.stdout.readline()))

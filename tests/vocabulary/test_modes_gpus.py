@@ -81,8 +81,12 @@ def test_profile_tables_match_the_study_and_the_h200():
     assert a100.sms == 108 and a100.profile("7g.40gb").sms == 98 and a100.profile("1g.5gb").sms == 14
     h200 = GPU_MODELS["H200"]
     assert [(p.name, p.sms, p.max_count) for p in h200.profiles] == [
-        ("1g.18gb", 16, 7), ("1g.35gb", 26, 4), ("2g.35gb", 32, 3),
-        ("3g.71gb", 60, 2), ("4g.71gb", 64, 1), ("7g.141gb", 132, 1),
+        ("1g.18gb", 16, 7),
+        ("1g.35gb", 26, 4),
+        ("2g.35gb", 32, 3),
+        ("3g.71gb", 60, 2),
+        ("4g.71gb", 64, 1),
+        ("7g.141gb", 132, 1),
     ]
     assert len(layout_profiles("A100-40GB", "1g")) == 7
     with pytest.raises(UserError, match="allowed"):

@@ -8,26 +8,42 @@ import sys
 
 from support.paths import ROOT
 
-HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
-          '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
+HEADER = (
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+    '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"'
+)
 
 
 def ncu_rows(kid: int, name: str, regs: int, occ: float, time_value: str, unit: str) -> list[str]:
-    pre = (f'"{kid}","1","python3","h","{name}","1","7","(128, 1, 1)","(100, 1, 1)","0","9.0",'
-           '"Command line profiler metrics"')
-    return [f'{pre},"launch__registers_per_thread","register/thread","{regs}"',
-            f'{pre},"sm__warps_active.avg.pct_of_peak_sustained_active","%","{occ}"',
-            f'{pre},"gpu__time_duration.sum","{unit}","{time_value}"']
+    pre = (
+        f'"{kid}","1","python3","h","{name}","1","7","(128, 1, 1)","(100, 1, 1)","0","9.0",'
+        '"Command line profiler metrics"'
+    )
+    return [
+        f'{pre},"launch__registers_per_thread","register/thread","{regs}"',
+        f'{pre},"sm__warps_active.avg.pct_of_peak_sustained_active","%","{occ}"',
+        f'{pre},"gpu__time_duration.sum","{unit}","{time_value}"',
+    ]
 
 
 def test_ncu_summary_weights_by_kernel_time(tmp_path):
-    text = "\n".join(["==PROF== Connected to process 1", "program output line", HEADER,
-                      *ncu_rows(0, "track_kernel", 96, 31.0, "3,000", "usecond"),
-                      *ncu_rows(1, "small_kernel", 32, 91.0, "1", "msecond")])
+    text = "\n".join(
+        [
+            "==PROF== Connected to process 1",
+            "program output line",
+            HEADER,
+            *ncu_rows(0, "track_kernel", 96, 31.0, "3,000", "usecond"),
+            *ncu_rows(1, "small_kernel", 32, 91.0, "1", "msecond"),
+        ]
+    )
     (tmp_path / "simpletrack.csv").write_text(text + "\n")
     (tmp_path / "broken.csv").write_text("==ERROR== ERR_NVGPUCTRPERM\n")
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ncu_summary.py"), str(tmp_path)],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "ncu_summary.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     # 3 ms at 96 regs / 31% and 1 ms at 32 regs / 91%: weighted 80 regs, 46.0%
     assert "| simpletrack | 2 | 4.000 | 80 | 46.0 | `track_kernel` (3.000 ms, 96 regs, 31.0%) |" in out
     assert "| broken | 0 | — | — | — | — |" in out
@@ -37,10 +53,15 @@ def test_workloads_readme_quotes_the_folder(tmp_path):
     (tmp_path / "results").mkdir()
     (tmp_path / "machine.txt").write_text("2026-12-03T05:00:00Z\nNVIDIA H200\n")
     (tmp_path / "commands.txt").write_text("python3 -m sharebench run --engine exec ...\n")
-    (tmp_path / "results" / "report.md").write_text("# r\n\n## Workloads: which mode suits which workload\n\n"
-                                                    "| workload |\n|---|\n| train |\n\n## Provenance\n\nx\n")
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "workloads_readme.py"), str(tmp_path)],
-                         capture_output=True, text=True, check=True).stdout
+    (tmp_path / "results" / "report.md").write_text(
+        "# r\n\n## Workloads: which mode suits which workload\n\n| workload |\n|---|\n| train |\n\n## Provenance\n\nx\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "workloads_readme.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "NVIDIA H200" in out and "--engine exec" in out
     assert "### Workloads: which mode suits which workload" in out and "| train |" in out
     assert "Provenance" not in out

@@ -12,7 +12,7 @@ from sharebench.workloads.resnet import resnet18  # noqa: E402
 
 def test_parameter_count_is_resnet18s():
     model = resnet18(torch, num_classes=1000)
-    assert sum(p.numel() for p in model.parameters()) == 11_689_512   # torchvision's resnet18, 1000 classes
+    assert sum(p.numel() for p in model.parameters()) == 11_689_512  # torchvision's resnet18, 1000 classes
     out = model.eval()(torch.zeros(2, 3, 64, 64))
     assert tuple(out.shape) == (2, 1000)
 

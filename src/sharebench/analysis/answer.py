@@ -44,10 +44,24 @@ ISOLATION = {
     "mig": "hardware: memory, faults, per-instance telemetry",
     "partition": "core sets (cpusets); memory shared",
     "mig-emulated": "none beyond MPS: an emulation of MIG (its SM shares and memory limits; L2, memory bandwidth "
-                    "and faults shared)",
+    "and faults shared)",
 }
-ANSWER_COLUMNS = [*WORK_KEYS, "mode", "kind", "replicas", "repeats", "gain", "gain_ci_low", "gain_ci_high",
-                  "slowdown", "slowdown_ci_low", "slowdown_ci_high", "fairness", "isolation", "trust"]
+ANSWER_COLUMNS = [
+    *WORK_KEYS,
+    "mode",
+    "kind",
+    "replicas",
+    "repeats",
+    "gain",
+    "gain_ci_low",
+    "gain_ci_high",
+    "slowdown",
+    "slowdown_ci_low",
+    "slowdown_ci_high",
+    "fairness",
+    "isolation",
+    "trust",
+]
 CHOICE_COLUMNS = ["pattern", "mode", "reason"]
 PATTERNS = ("batch throughput", "interactive / latency-sensitive", "isolation required")
 
@@ -108,11 +122,24 @@ def answer_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             slow = ratio_ci(mine["max_track_s"].to_numpy(float), t1)
         else:
             slow = ratio_ci(mine["mean_track_s"].to_numpy(float), t1)
-        rows.append(dict(**work, mode=mode, kind=kind, replicas=int(r["replicas"]), repeats=int(r["repeats"]),
-                         gain=r["gain"], gain_ci_low=r["gain_ci_low"], gain_ci_high=r["gain_ci_high"],
-                         slowdown=slow[0], slowdown_ci_low=slow[1], slowdown_ci_high=slow[2],
-                         fairness=r["fairness"], isolation=ISOLATION.get(kind, "?"),
-                         trust=_trust(mode, work, int(r["repeats"]), tables)))
+        rows.append(
+            dict(
+                **work,
+                mode=mode,
+                kind=kind,
+                replicas=int(r["replicas"]),
+                repeats=int(r["repeats"]),
+                gain=r["gain"],
+                gain_ci_low=r["gain_ci_low"],
+                gain_ci_high=r["gain_ci_high"],
+                slowdown=slow[0],
+                slowdown_ci_low=slow[1],
+                slowdown_ci_high=slow[2],
+                fairness=r["fairness"],
+                isolation=ISOLATION.get(kind, "?"),
+                trust=_trust(mode, work, int(r["repeats"]), tables),
+            )
+        )
     out = pd.DataFrame(rows, columns=ANSWER_COLUMNS)
     return out.iloc[sorted(range(len(out)), key=lambda i: mode_sort_key(out["mode"].iloc[i]))].reset_index(drop=True)
 
@@ -130,14 +157,18 @@ def _batch(rows: pd.DataFrame) -> dict[str, str]:
     better = sharing[sharing["gain_ci_low"] > 1].sort_values("gain", ascending=False)
     if len(better):
         b = better.iloc[0]
-        return dict(mode=b["mode"], reason=f"throughput {_x(b['gain'])} exclusive"
-                    f"{_interval(b['gain_ci_low'], b['gain_ci_high'])}, the highest gain whose interval is above 1")
+        return dict(
+            mode=b["mode"],
+            reason=f"throughput {_x(b['gain'])} exclusive"
+            f"{_interval(b['gain_ci_low'], b['gain_ci_high'])}, the highest gain whose interval is above 1",
+        )
     free = sharing[(sharing["gain_ci_low"] <= 1) & (sharing["gain_ci_high"] >= 1)]
     worse = sharing[sharing["gain_ci_high"] < 1]
     parts = ["no mode raises throughput beyond noise"]
     if len(free):
-        parts.append("same as exclusive within noise: " + ", ".join(
-            f"{m} {_x(g)}" for m, g in zip(free["mode"], free["gain"])))
+        parts.append(
+            "same as exclusive within noise: " + ", ".join(f"{m} {_x(g)}" for m, g in zip(free["mode"], free["gain"]))
+        )
     if len(worse):
         w = worse.sort_values("gain").iloc[0]
         parts.append(f"worst: {w['mode']} {_x(w['gain'])}{_interval(w['gain_ci_low'], w['gain_ci_high'])}")
@@ -151,16 +182,21 @@ def _interactive(rows: pd.DataFrame) -> dict[str, str]:
     note = ""
     if len(unfair):
         u = unfair.sort_values("fairness", ascending=False).iloc[0]
-        note = (f"; not {', '.join(dict.fromkeys(unfair['kind'] + ':*'))}: unfair (fairness up to "
-                f"{u['fairness']:.2f} in {u['mode']}: its jobs queue behind each other, the last waits "
-                f"{_x(u['slowdown'])} its time alone)")
+        note = (
+            f"; not {', '.join(dict.fromkeys(unfair['kind'] + ':*'))}: unfair (fairness up to "
+            f"{u['fairness']:.2f} in {u['mode']}: its jobs queue behind each other, the last waits "
+            f"{_x(u['slowdown'])} its time alone)"
+        )
     if fair.empty:
         return dict(mode="exclusive", reason="no sharing mode measured is fair" + note)
     per = fair["slowdown"].astype(float) / fair["replicas"].astype(float)
     b = fair.loc[per.idxmin()]
-    return dict(mode=b["mode"], reason=f"fair (fairness {b['fairness']:.2f}); every job takes "
-                f"{_x(b['slowdown'])} its time alone{_interval(b['slowdown_ci_low'], b['slowdown_ci_high'])} "
-                f"with {b['replicas']} sharing" + note)
+    return dict(
+        mode=b["mode"],
+        reason=f"fair (fairness {b['fairness']:.2f}); every job takes "
+        f"{_x(b['slowdown'])} its time alone{_interval(b['slowdown_ci_low'], b['slowdown_ci_high'])} "
+        f"with {b['replicas']} sharing" + note,
+    )
 
 
 def _isolation(rows: pd.DataFrame, gpu: str | None) -> dict[str, str]:
@@ -168,18 +204,23 @@ def _isolation(rows: pd.DataFrame, gpu: str | None) -> dict[str, str]:
         m = rows[rows["kind"] == kind]
         if len(m):
             b = m.sort_values("gain", ascending=False).iloc[0]
-            return dict(mode=b["mode"], reason=f"{ISOLATION[kind]}; measured: throughput {_x(b['gain'])} exclusive"
-                        f"{_interval(b['gain_ci_low'], b['gain_ci_high'])}, each job {_x(b['slowdown'])} its time "
-                        "alone")
+            return dict(
+                mode=b["mode"],
+                reason=f"{ISOLATION[kind]}; measured: throughput {_x(b['gain'])} exclusive"
+                f"{_interval(b['gain_ci_low'], b['gain_ci_high'])}, each job {_x(b['slowdown'])} its time "
+                "alone",
+            )
     if gpu:
         try:
             p = predict_cell("mig:all-1g", gpu=gpu)
         except Exception:  # noqa: BLE001 - a GPU without MIG: say so below
             p = None
         if p and math.isfinite(float(p.get("predicted_pct", math.nan))):
-            return dict(mode="mig:all-1g (predicted, not measured)",
-                        reason=f"{ISOLATION['mig']}; predicted for {gpu}: each job takes "
-                               f"{_x(1 + float(p['predicted_pct']) / 100)} its time alone ({p.get('basis', '')})")
+            return dict(
+                mode="mig:all-1g (predicted, not measured)",
+                reason=f"{ISOLATION['mig']}; predicted for {gpu}: each job takes "
+                f"{_x(1 + float(p['predicted_pct']) / 100)} its time alone ({p.get('basis', '')})",
+            )
     return dict(mode="none measured", reason="only MIG gives hardware isolation and none was measured here")
 
 
@@ -202,8 +243,10 @@ def verdict_line(r: Any) -> str:
     if r["kind"] == "exclusive":
         head = f"**{r['mode']}** ({work}): the baseline, throughput 1.00×"
     else:
-        head = (f"**{r['mode']}** ({work}): throughput {_x(r['gain'])} exclusive"
-                f"{_interval(r['gain_ci_low'], r['gain_ci_high'])}; worst job {_x(r['slowdown'])} its time alone"
-                f"{_interval(r['slowdown_ci_low'], r['slowdown_ci_high'])}")
+        head = (
+            f"**{r['mode']}** ({work}): throughput {_x(r['gain'])} exclusive"
+            f"{_interval(r['gain_ci_low'], r['gain_ci_high'])}; worst job {_x(r['slowdown'])} its time alone"
+            f"{_interval(r['slowdown_ci_low'], r['slowdown_ci_high'])}"
+        )
     fair = f"; fairness {r['fairness']:.2f}" if math.isfinite(float(r["fairness"])) else ""
     return f"{head}{fair}; isolation: {r['isolation']}; trust: {r['trust']}"

@@ -27,9 +27,24 @@ from sharebench.errors import UserError
 from sharebench.modes import mode_sort_key
 
 IGNORABLE = ("engine", "backend", "lattice", "device_class")
-COMPARE_COLUMNS = ["particles", "turns", "mode", "repeats_a", "repeats_b", "time_a_s", "time_b_s", "change_pct",
-                   "change_ci_low", "change_ci_high", "verdict", "loss_a_pct", "loss_a_ci", "loss_b_pct",
-                   "loss_b_ci", "loss_spread_pts"]
+COMPARE_COLUMNS = [
+    "particles",
+    "turns",
+    "mode",
+    "repeats_a",
+    "repeats_b",
+    "time_a_s",
+    "time_b_s",
+    "change_pct",
+    "change_ci_low",
+    "change_ci_high",
+    "verdict",
+    "loss_a_pct",
+    "loss_a_ci",
+    "loss_b_pct",
+    "loss_b_ci",
+    "loss_spread_pts",
+]
 
 
 def _times(cells: pd.DataFrame) -> pd.DataFrame:
@@ -62,8 +77,9 @@ def _ci(lo: float, hi: float) -> str:
     return f"[{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) and math.isfinite(hi) else ""
 
 
-def compare_tables(a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame],
-                   ignore: tuple[str, ...] = ()) -> pd.DataFrame:
+def compare_tables(
+    a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame], ignore: tuple[str, ...] = ()
+) -> pd.DataFrame:
     """One row per (work, mode) measured in both (columns :data:`COMPARE_COLUMNS`); B against A."""
     bad = [k for k in ignore if k not in IGNORABLE]
     if bad:
@@ -82,12 +98,26 @@ def compare_tables(a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame],
         loss_a = la.get(key, (math.nan,) * 3)
         loss_b = lb.get(key, (math.nan,) * 3)
         work = dict(zip(keys, key[:-1]))
-        rows.append(dict(particles=work["particles"], turns=work["turns"], mode=key[-1], repeats_a=len(xa),
-                         repeats_b=len(xb), time_a_s=float(np.mean(xa)), time_b_s=float(np.mean(xb)),
-                         change_pct=(r - 1) * 100, change_ci_low=(lo - 1) * 100, change_ci_high=(hi - 1) * 100,
-                         verdict=verdict((lo - 1) * 100, (hi - 1) * 100), loss_a_pct=loss_a[0],
-                         loss_a_ci=_ci(*loss_a[1:]), loss_b_pct=loss_b[0], loss_b_ci=_ci(*loss_b[1:]),
-                         loss_spread_pts=loss_b[0] - loss_a[0]))
+        rows.append(
+            dict(
+                particles=work["particles"],
+                turns=work["turns"],
+                mode=key[-1],
+                repeats_a=len(xa),
+                repeats_b=len(xb),
+                time_a_s=float(np.mean(xa)),
+                time_b_s=float(np.mean(xb)),
+                change_pct=(r - 1) * 100,
+                change_ci_low=(lo - 1) * 100,
+                change_ci_high=(hi - 1) * 100,
+                verdict=verdict((lo - 1) * 100, (hi - 1) * 100),
+                loss_a_pct=loss_a[0],
+                loss_a_ci=_ci(*loss_a[1:]),
+                loss_b_pct=loss_b[0],
+                loss_b_ci=_ci(*loss_b[1:]),
+                loss_spread_pts=loss_b[0] - loss_a[0],
+            )
+        )
     out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
     order = sorted(range(len(out)), key=lambda i: (mode_sort_key(out["mode"].iloc[i]), out["particles"].iloc[i]))
     return out.iloc[order].reset_index(drop=True)
@@ -100,10 +130,20 @@ def display_compare(t: pd.DataFrame, labels: tuple[str, str]) -> pd.DataFrame:
     def pct(v: float) -> str:
         return f"{v:+.2f}" if math.isfinite(v) else ""
 
-    return pd.DataFrame([{
-        "particles": f"{int(r.particles):,}", "mode": r["mode"], f"{a} [s]": f"{r.time_a_s:.3f}",
-        f"{b} [s]": f"{r.time_b_s:.3f}", "change %": pct(r.change_pct),
-        "95% CI": _ci(r.change_ci_low, r.change_ci_high), "verdict": r.verdict,
-        f"loss {a} %": " ".join(x for x in (pct(r.loss_a_pct), r.loss_a_ci) if x),
-        f"loss {b} %": " ".join(x for x in (pct(r.loss_b_pct), r.loss_b_ci) if x),
-        "loss spread [pts]": pct(r.loss_spread_pts)} for _, r in t.iterrows()])
+    return pd.DataFrame(
+        [
+            {
+                "particles": f"{int(r.particles):,}",
+                "mode": r["mode"],
+                f"{a} [s]": f"{r.time_a_s:.3f}",
+                f"{b} [s]": f"{r.time_b_s:.3f}",
+                "change %": pct(r.change_pct),
+                "95% CI": _ci(r.change_ci_low, r.change_ci_high),
+                "verdict": r.verdict,
+                f"loss {a} %": " ".join(x for x in (pct(r.loss_a_pct), r.loss_a_ci) if x),
+                f"loss {b} %": " ".join(x for x in (pct(r.loss_b_pct), r.loss_b_ci) if x),
+                "loss spread [pts]": pct(r.loss_spread_pts),
+            }
+            for _, r in t.iterrows()
+        ]
+    )

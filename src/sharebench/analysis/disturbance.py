@@ -22,6 +22,14 @@ def disturbed_flags(df: pd.DataFrame, measured: pd.DataFrame) -> list[dict]:
     for _, c in measured.iterrows():
         reason = first.get((c["sweep_id"], c["cell_id"]))
         if isinstance(reason, str) and reason:
-            out.append(dict(scope="cell", mode=c["mode"], particles=c["particles"], cell_id=c["cell_id"],
-                             flag=f"disturbed: {reason}", excluded=False))
+            out.append(
+                dict(
+                    scope="cell",
+                    mode=c["mode"],
+                    particles=c["particles"],
+                    cell_id=c["cell_id"],
+                    flag=f"disturbed: {reason}",
+                    excluded=False,
+                )
+            )
     return out

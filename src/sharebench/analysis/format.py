@@ -85,72 +85,127 @@ def work_label(r: Any) -> str:
 
 
 def shared_display(r: Any) -> dict[str, str]:
-    return {"particles": fmt_int(r.particles), "mode": r["mode"], "N": fmt_int(r.N), "T_1 [s]": fmt_sec(r.T1_s),
-            "T_1 95% CI": fmt_ci(r.T1_ci_low, r.T1_ci_high, fmt_sec), "N·T_1 [s]": fmt_sec(r.NT1_s),
-            "T_N [s]": fmt_sec(r.TN_s), "T_N 95% CI": fmt_ci(r.TN_ci_low, r.TN_ci_high, fmt_sec),
-            "loss %": fmt_pct(r.loss_pct), "loss 95% CI": fmt_ci(r.loss_ci_low, r.loss_ci_high, fmt_pct),
-            "≠ 0?": significant(r.loss_ci_low, r.loss_ci_high),
-            "CV T_N %": fmt_pct(r.cv_TN_pct), "CV T_1 %": fmt_pct(r.cv_T1_pct), "fairness": fmt_num(r.fairness),
-            "repeats": fmt_int(r.repeats)}
+    return {
+        "particles": fmt_int(r.particles),
+        "mode": r["mode"],
+        "N": fmt_int(r.N),
+        "T_1 [s]": fmt_sec(r.T1_s),
+        "T_1 95% CI": fmt_ci(r.T1_ci_low, r.T1_ci_high, fmt_sec),
+        "N·T_1 [s]": fmt_sec(r.NT1_s),
+        "T_N [s]": fmt_sec(r.TN_s),
+        "T_N 95% CI": fmt_ci(r.TN_ci_low, r.TN_ci_high, fmt_sec),
+        "loss %": fmt_pct(r.loss_pct),
+        "loss 95% CI": fmt_ci(r.loss_ci_low, r.loss_ci_high, fmt_pct),
+        "≠ 0?": significant(r.loss_ci_low, r.loss_ci_high),
+        "CV T_N %": fmt_pct(r.cv_TN_pct),
+        "CV T_1 %": fmt_pct(r.cv_T1_pct),
+        "fairness": fmt_num(r.fairness),
+        "repeats": fmt_int(r.repeats),
+    }
 
 
 def mig_display(r: Any) -> dict[str, str]:
-    return {"particles": fmt_int(r.particles), "full GPU [s]": fmt_sec(r.full_s),
-            "full 95% CI": fmt_ci(r.full_ci_low, r.full_ci_high, fmt_sec),
-            "MIG layout": f"{r.layout} ({r.mig_profile} x{fmt_int(r.instances)})",
-            "T_mig [s]": fmt_sec(r.mig_s), "T_mig 95% CI": fmt_ci(r.mig_ci_low, r.mig_ci_high, fmt_sec),
-            "loss %": fmt_pct(r.loss_pct), "loss 95% CI": fmt_ci(r.loss_ci_low, r.loss_ci_high, fmt_pct),
-            "≠ 0?": significant(r.loss_ci_low, r.loss_ci_high),
-            "CV T_mig %": fmt_pct(r.cv_mig_pct), "repeats": fmt_int(r.repeats)}
+    return {
+        "particles": fmt_int(r.particles),
+        "full GPU [s]": fmt_sec(r.full_s),
+        "full 95% CI": fmt_ci(r.full_ci_low, r.full_ci_high, fmt_sec),
+        "MIG layout": f"{r.layout} ({r.mig_profile} x{fmt_int(r.instances)})",
+        "T_mig [s]": fmt_sec(r.mig_s),
+        "T_mig 95% CI": fmt_ci(r.mig_ci_low, r.mig_ci_high, fmt_sec),
+        "loss %": fmt_pct(r.loss_pct),
+        "loss 95% CI": fmt_ci(r.loss_ci_low, r.loss_ci_high, fmt_pct),
+        "≠ 0?": significant(r.loss_ci_low, r.loss_ci_high),
+        "CV T_mig %": fmt_pct(r.cv_mig_pct),
+        "repeats": fmt_int(r.repeats),
+    }
 
 
 def partition_display(r: Any) -> dict[str, str]:
-    return {"particles": fmt_int(r.particles), "mode": r["mode"],
-            "slice / full": f"{fmt_int(r.slice_units)} / {fmt_int(r.full_units)} {r.unit}",
-            "T_full [s]": fmt_sec(r.full_s), "ideal [s]": fmt_sec(r.ideal_s), "T_slice [s]": fmt_sec(r.slice_s),
-            "T_slice 95% CI": fmt_ci(r.slice_ci_low, r.slice_ci_high, fmt_sec),
-            "vs ideal %": fmt_pct(r.excess_pct), "95% CI": fmt_ci(r.excess_ci_low, r.excess_ci_high, fmt_pct),
-            "efficiency %": fmt_pct(r.efficiency_pct), "repeats": fmt_int(r.repeats)}
+    return {
+        "particles": fmt_int(r.particles),
+        "mode": r["mode"],
+        "slice / full": f"{fmt_int(r.slice_units)} / {fmt_int(r.full_units)} {r.unit}",
+        "T_full [s]": fmt_sec(r.full_s),
+        "ideal [s]": fmt_sec(r.ideal_s),
+        "T_slice [s]": fmt_sec(r.slice_s),
+        "T_slice 95% CI": fmt_ci(r.slice_ci_low, r.slice_ci_high, fmt_sec),
+        "vs ideal %": fmt_pct(r.excess_pct),
+        "95% CI": fmt_ci(r.excess_ci_low, r.excess_ci_high, fmt_pct),
+        "efficiency %": fmt_pct(r.efficiency_pct),
+        "repeats": fmt_int(r.repeats),
+    }
 
 
 def emulated_display(r: Any) -> dict[str, str]:
     """sharebench.analysis.partitions.emulated_table: labelled as the emulation it is."""
-    return {"particles": fmt_int(r.particles), "layout (emulated)": r["mode"],
-            "profile": f"{r.mig_profile} (emulated)", "instances": fmt_int(r.instances),
-            "SMs / full": f"{fmt_int(r.sms)} / {fmt_int(r.full_sms)}", "T_full [s]": fmt_sec(r.full_s),
-            "ideal [s]": fmt_sec(r.ideal_s), "T_emulated [s]": fmt_sec(r.emulated_s),
-            "T_emulated 95% CI": fmt_ci(r.emulated_ci_low, r.emulated_ci_high, fmt_sec),
-            "vs full GPU %": fmt_pct(r.vs_full_pct), "vs ideal %": fmt_pct(r.excess_pct),
-            "95% CI": fmt_ci(r.excess_ci_low, r.excess_ci_high, fmt_pct), "efficiency %": fmt_pct(r.efficiency_pct),
-            "real MIG 7g loss predicted %": f"{fmt_pct(r.mig_7g_loss_pred_pct)} ({fmt_int(r.mig_7g_sms)} SMs in 7g)",
-            "repeats": fmt_int(r.repeats)}
+    return {
+        "particles": fmt_int(r.particles),
+        "layout (emulated)": r["mode"],
+        "profile": f"{r.mig_profile} (emulated)",
+        "instances": fmt_int(r.instances),
+        "SMs / full": f"{fmt_int(r.sms)} / {fmt_int(r.full_sms)}",
+        "T_full [s]": fmt_sec(r.full_s),
+        "ideal [s]": fmt_sec(r.ideal_s),
+        "T_emulated [s]": fmt_sec(r.emulated_s),
+        "T_emulated 95% CI": fmt_ci(r.emulated_ci_low, r.emulated_ci_high, fmt_sec),
+        "vs full GPU %": fmt_pct(r.vs_full_pct),
+        "vs ideal %": fmt_pct(r.excess_pct),
+        "95% CI": fmt_ci(r.excess_ci_low, r.excess_ci_high, fmt_pct),
+        "efficiency %": fmt_pct(r.efficiency_pct),
+        "real MIG 7g loss predicted %": f"{fmt_pct(r.mig_7g_loss_pred_pct)} ({fmt_int(r.mig_7g_sms)} SMs in 7g)",
+        "repeats": fmt_int(r.repeats),
+    }
 
 
 def throughput_display(r: Any) -> dict[str, str]:
-    return {"particles": fmt_int(r.particles), "mode": r["mode"],
-            "throughput [particle-turns/s]": fmt_num(r.throughput_pt_per_s),
-            "95% CI": fmt_ci(r.throughput_ci_low, r.throughput_ci_high, fmt_num),
-            "gain vs exclusive": fmt_num(r.gain), "gain 95% CI": fmt_ci(r.gain_ci_low, r.gain_ci_high, fmt_num),
-            "fairness": fmt_num(r.fairness), "repeats": fmt_int(r.repeats)}
+    return {
+        "particles": fmt_int(r.particles),
+        "mode": r["mode"],
+        "throughput [particle-turns/s]": fmt_num(r.throughput_pt_per_s),
+        "95% CI": fmt_ci(r.throughput_ci_low, r.throughput_ci_high, fmt_num),
+        "gain vs exclusive": fmt_num(r.gain),
+        "gain 95% CI": fmt_ci(r.gain_ci_low, r.gain_ci_high, fmt_num),
+        "fairness": fmt_num(r.fairness),
+        "repeats": fmt_int(r.repeats),
+    }
 
 
 def flags_display(r: Any) -> dict[str, str]:
-    return {"mode": r["mode"], "particles": fmt_int(r.particles), "cell": r.cell_id, "flag": r.flag,
-            "excluded": "yes" if r.excluded else "no"}
+    return {
+        "mode": r["mode"],
+        "particles": fmt_int(r.particles),
+        "cell": r.cell_id,
+        "flag": r.flag,
+        "excluded": "yes" if r.excluded else "no",
+    }
 
 
 def cells_display(r: Any) -> dict[str, str]:
     # by key: "repeat" and "flags" are also attributes of a pandas row
     repeat = f"{int(r['repeat'])}" if pd.notna(r["repeat"]) else ""
-    return {"cell": r["cell_id"], "mode": r["mode"], "particles": fmt_int(r["particles"]),
-            "repeat": repeat + (" (warm-up)" if r["warmup"] else ""), "span [s]": fmt_sec(r["span_s"]),
-            "overlap %": fmt_pct(r["overlap_pct"]), "fairness": fmt_num(r["fairness"]), "device(s)": r["devices"],
-            "excluded": "yes" if r["excluded"] else "no", "flags": r["flags"]}
+    return {
+        "cell": r["cell_id"],
+        "mode": r["mode"],
+        "particles": fmt_int(r["particles"]),
+        "repeat": repeat + (" (warm-up)" if r["warmup"] else ""),
+        "span [s]": fmt_sec(r["span_s"]),
+        "overlap %": fmt_pct(r["overlap_pct"]),
+        "fairness": fmt_num(r["fairness"]),
+        "device(s)": r["devices"],
+        "excluded": "yes" if r["excluded"] else "no",
+        "flags": r["flags"],
+    }
 
 
 ROW_DISPLAY: dict[str, Callable[[Any], dict[str, str]]] = {
-    "timeslice": shared_display, "mps": shared_display, "mig": mig_display, "partition": partition_display,
-    "mig_emulated": emulated_display, "throughput": throughput_display, "flags": flags_display, "cells": cells_display,
+    "timeslice": shared_display,
+    "mps": shared_display,
+    "mig": mig_display,
+    "partition": partition_display,
+    "mig_emulated": emulated_display,
+    "throughput": throughput_display,
+    "flags": flags_display,
+    "cells": cells_display,
 }
 
 
@@ -173,17 +228,22 @@ def summary_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     ideal), the study's "loss % per N" at a glance."""
     cells: dict[tuple, dict[str, str]] = {}
     modes: list[str] = []
-    sources = [("timeslice", "loss_pct", "loss_ci_low", "loss_ci_high", ""),
-               ("mps", "loss_pct", "loss_ci_low", "loss_ci_high", ""),
-               ("mig", "loss_pct", "loss_ci_low", "loss_ci_high", ""),
-               ("partition", "excess_pct", "excess_ci_low", "excess_ci_high", " vs ideal")]
+    sources = [
+        ("timeslice", "loss_pct", "loss_ci_low", "loss_ci_high", ""),
+        ("mps", "loss_pct", "loss_ci_low", "loss_ci_high", ""),
+        ("mig", "loss_pct", "loss_ci_low", "loss_ci_high", ""),
+        ("partition", "excess_pct", "excess_ci_low", "excess_ci_high", " vs ideal"),
+    ]
     for name, col, lo, hi, suffix in sources:
         t = tables.get(name)
         if t is None or t.empty:
             continue
         for _, r in t.iterrows():
-            label = f"{r['mode']} vs ideal" if name == "partition" and str(r["mode"]).startswith("mig:") \
+            label = (
+                f"{r['mode']} vs ideal"
+                if name == "partition" and str(r["mode"]).startswith("mig:")
                 else f"{r['mode']}{suffix}"
+            )
             if label not in modes:
                 modes.append(label)
             key = (r.engine, r.backend, r.device_class, r.lattice, r.turns, r.particles)

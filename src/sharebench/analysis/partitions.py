@@ -22,10 +22,33 @@ import pandas as pd
 from sharebench.analysis.statistics import mean_ci, ratio_loss_ci
 from sharebench.gpus import GPU_MODELS, models_with_profile, share_sms
 
-EMULATED_COLUMNS = ["engine", "backend", "device_class", "lattice", "particles", "turns", "mode", "emulation",
-                    "mig_profile", "instances", "sms", "full_sms", "full_s", "ideal_s", "emulated_s",
-                    "emulated_ci_low", "emulated_ci_high", "vs_full_pct", "excess_pct", "excess_ci_low",
-                    "excess_ci_high", "efficiency_pct", "mig_7g_sms", "mig_7g_loss_pred_pct", "repeats"]
+EMULATED_COLUMNS = [
+    "engine",
+    "backend",
+    "device_class",
+    "lattice",
+    "particles",
+    "turns",
+    "mode",
+    "emulation",
+    "mig_profile",
+    "instances",
+    "sms",
+    "full_sms",
+    "full_s",
+    "ideal_s",
+    "emulated_s",
+    "emulated_ci_low",
+    "emulated_ci_high",
+    "vs_full_pct",
+    "excess_pct",
+    "excess_ci_low",
+    "excess_ci_high",
+    "efficiency_pct",
+    "mig_7g_sms",
+    "mig_7g_loss_pred_pct",
+    "repeats",
+]
 
 
 def is_sm_share(mode: str) -> bool:
@@ -98,11 +121,28 @@ def emulated_table(rows: pd.DataFrame, good: pd.DataFrame, work_keys: list[str])
             exc = lo = hi = math.nan
         vs_full = ratio_loss_ci(per_cell, t1)[0] if t1.size else math.nan
         s7, loss7 = seven_g_deficit(full)
-        out.append(dict(**work, mode=mode, emulation="emulated with MPS (no MIG memory/L2 isolation)",
-                        mig_profile=profile, instances=int(g.groupby("cell_id").size().median()), sms=sms,
-                        full_sms=full, full_s=t1_med, ideal_s=ideal, emulated_s=e_med, emulated_ci_low=e_lo,
-                        emulated_ci_high=e_hi, vs_full_pct=vs_full, excess_pct=exc, excess_ci_low=lo,
-                        excess_ci_high=hi,
-                        efficiency_pct=100 * ideal / e_med if np.isfinite(ideal) and e_med > 0 else math.nan,
-                        mig_7g_sms=s7, mig_7g_loss_pred_pct=loss7, repeats=int(per_cell.size)))
+        out.append(
+            dict(
+                **work,
+                mode=mode,
+                emulation="emulated with MPS (no MIG memory/L2 isolation)",
+                mig_profile=profile,
+                instances=int(g.groupby("cell_id").size().median()),
+                sms=sms,
+                full_sms=full,
+                full_s=t1_med,
+                ideal_s=ideal,
+                emulated_s=e_med,
+                emulated_ci_low=e_lo,
+                emulated_ci_high=e_hi,
+                vs_full_pct=vs_full,
+                excess_pct=exc,
+                excess_ci_low=lo,
+                excess_ci_high=hi,
+                efficiency_pct=100 * ideal / e_med if np.isfinite(ideal) and e_med > 0 else math.nan,
+                mig_7g_sms=s7,
+                mig_7g_loss_pred_pct=loss7,
+                repeats=int(per_cell.size),
+            )
+        )
     return pd.DataFrame(out, columns=EMULATED_COLUMNS)

@@ -35,10 +35,10 @@ from sharebench.parse import number_or_nan
 from sharebench.results import load_results, read_provenance
 
 # bound thresholds (percent); a heuristic, stated in the report
-DRAM_BOUND_PCT = 60.0     # DRAM bandwidth used vs peak (GPM / DCGM_FI_PROF_DRAM_ACTIVE)
-SM_BOUND_PCT = 80.0       # SM activity (GPM SM_UTIL / DCGM_FI_PROF_SM_ACTIVE)
+DRAM_BOUND_PCT = 60.0  # DRAM bandwidth used vs peak (GPM / DCGM_FI_PROF_DRAM_ACTIVE)
+SM_BOUND_PCT = 80.0  # SM activity (GPM SM_UTIL / DCGM_FI_PROF_SM_ACTIVE)
 SM_IDLE_PCT = 50.0
-NVML_BUSY_PCT = 90.0      # NVML utilization.gpu: time a kernel was running
+NVML_BUSY_PCT = 90.0  # NVML utilization.gpu: time a kernel was running
 NVML_MEM_BUSY_PCT = 60.0  # NVML utilization.memory: time the memory controller was busy
 CPU_BUSY_FRACTION = 0.9
 
@@ -60,8 +60,9 @@ def telemetry_value(d: dict[str, Any] | None, key: str) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def classify_bound(tel: dict[str, Any] | None, device_class: str = "gpu",
-                   cores: float | None = None) -> tuple[str, str]:
+def classify_bound(
+    tel: dict[str, Any] | None, device_class: str = "gpu", cores: float | None = None
+) -> tuple[str, str]:
     """(bound, evidence) from a cell's telemetry summary (``tel_*`` columns, or ``dcgm_*``
     means in 0..1 from the Prometheus summary). Bounds: ``memory-bound``, ``SM-bound``,
     ``latency-bound`` (SMs mostly idle), ``core-bound`` (CPU), ``unknown``."""
@@ -81,14 +82,23 @@ def classify_bound(tel: dict[str, Any] | None, device_class: str = "gpu",
     src = "GPM"
     if sm is None and telemetry_value(tel, "dcgm_sm_active_mean") is not None:
         sm = 100 * telemetry_value(tel, "dcgm_sm_active_mean")
-        dram = (None if telemetry_value(tel, "dcgm_dram_active_mean") is None
-                else 100 * telemetry_value(tel, "dcgm_dram_active_mean"))
-        fp64 = (None if telemetry_value(tel, "dcgm_fp64_active_mean") is None
-                else 100 * telemetry_value(tel, "dcgm_fp64_active_mean"))
+        dram = (
+            None
+            if telemetry_value(tel, "dcgm_dram_active_mean") is None
+            else 100 * telemetry_value(tel, "dcgm_dram_active_mean")
+        )
+        fp64 = (
+            None
+            if telemetry_value(tel, "dcgm_fp64_active_mean") is None
+            else 100 * telemetry_value(tel, "dcgm_fp64_active_mean")
+        )
         src = "DCGM"
     if sm is not None:
-        ev = f"{src}: SM active {sm:.1f}%" + (f", DRAM bandwidth {dram:.1f}%" if dram is not None else "") + (
-            f", FP64 pipe {fp64:.1f}%" if fp64 is not None else "")
+        ev = (
+            f"{src}: SM active {sm:.1f}%"
+            + (f", DRAM bandwidth {dram:.1f}%" if dram is not None else "")
+            + (f", FP64 pipe {fp64:.1f}%" if fp64 is not None else "")
+        )
         if dram is not None and dram >= DRAM_BOUND_PCT:
             return "memory-bound", ev
         if sm >= SM_BOUND_PCT:
@@ -99,8 +109,11 @@ def classify_bound(tel: dict[str, Any] | None, device_class: str = "gpu",
     gpu = telemetry_value(tel, "tel_gpu_util_pct_mean")
     mem = telemetry_value(tel, "tel_mem_util_pct_mean")
     if gpu is not None:
-        ev = f"NVML: kernel active {gpu:.1f}% of the time" + (
-            f", memory controller busy {mem:.1f}%" if mem is not None else "") + " (no SM-level counters)"
+        ev = (
+            f"NVML: kernel active {gpu:.1f}% of the time"
+            + (f", memory controller busy {mem:.1f}%" if mem is not None else "")
+            + " (no SM-level counters)"
+        )
         if gpu < SM_IDLE_PCT:
             return "latency-bound", ev
         if gpu >= NVML_BUSY_PCT and mem is not None and mem >= NVML_MEM_BUSY_PCT:
@@ -121,8 +134,14 @@ def _model(gpu: GpuModel | str | None) -> GpuModel | None:
         return None
 
 
-def predict_cell(mode: str | Mode, *, gpu: GpuModel | str | None = None, device_class: str = "gpu",
-                 mig_profile: str | None = None, bound: str = "SM-bound") -> dict[str, Any]:
+def predict_cell(
+    mode: str | Mode,
+    *,
+    gpu: GpuModel | str | None = None,
+    device_class: str = "gpu",
+    mig_profile: str | None = None,
+    bound: str = "SM-bound",
+) -> dict[str, Any]:
     """The loss expected with no interference for one cell.
 
     Returns ``metric`` (what is compared: ``loss vs N·T_1``, ``T_mig vs T_full``,
@@ -132,30 +151,48 @@ def predict_cell(mode: str | Mode, *, gpu: GpuModel | str | None = None, device_
     prediction is NaN and the basis says why.
     """
     m = parse_mode(mode) if isinstance(mode, str) else mode
-    out: dict[str, Any] = {"mode": m.label, "metric": "", "predicted_pct": 0.0, "time_factor": 1.0,
-                           "compute_share_lost_pct": 0.0, "predicted_sm_bound_pct": math.nan,
-                           "predicted_memory_bound_pct": math.nan, "basis": ""}
+    out: dict[str, Any] = {
+        "mode": m.label,
+        "metric": "",
+        "predicted_pct": 0.0,
+        "time_factor": 1.0,
+        "compute_share_lost_pct": 0.0,
+        "predicted_sm_bound_pct": math.nan,
+        "predicted_memory_bound_pct": math.nan,
+        "basis": "",
+    }
     if m.kind == "exclusive":
         out.update(metric="T_1", basis="the reference itself")
     elif m.kind == "timeslice":
-        out.update(metric="loss vs N·T_1",
-                   basis=f"{m.replicas} replicas share one device: ideal span = {m.replicas}·T_1, 0% extra")
+        out.update(
+            metric="loss vs N·T_1",
+            basis=f"{m.replicas} replicas share one device: ideal span = {m.replicas}·T_1, 0% extra",
+        )
     elif m.kind == "mps":
         n, pct = m.replicas or 1, m.thread_pct
         if pct is not None and n * pct < 100:
             loss = 100.0 * (100.0 / (n * pct) - 1.0)
-            out.update(metric="loss vs N·T_1", predicted_pct=loss, time_factor=100.0 / (n * pct),
-                       basis=f"{n} clients × {pct}% active threads use {n * pct}% of the SMs: "
-                             f"SM-bound span = T_1·100/{pct} = {100 / pct / n:.2f}·N·T_1")
+            out.update(
+                metric="loss vs N·T_1",
+                predicted_pct=loss,
+                time_factor=100.0 / (n * pct),
+                basis=f"{n} clients × {pct}% active threads use {n * pct}% of the SMs: "
+                f"SM-bound span = T_1·100/{pct} = {100 / pct / n:.2f}·N·T_1",
+            )
         else:
-            out.update(metric="loss vs N·T_1",
-                       basis=f"{n} MPS clients share one device: ideal span = {n}·T_1, 0% extra")
+            out.update(
+                metric="loss vs N·T_1", basis=f"{n} MPS clients share one device: ideal span = {n}·T_1, 0% extra"
+            )
     elif m.kind == "mig":
         out["metric"] = "T_mig vs T_full"
         model = _model(gpu)
         if model is None:
-            out.update(predicted_pct=math.nan, time_factor=math.nan, compute_share_lost_pct=math.nan,
-                       basis=f"GPU model {gpu!r} unknown: no SM counts to predict from")
+            out.update(
+                predicted_pct=math.nan,
+                time_factor=math.nan,
+                compute_share_lost_pct=math.nan,
+                basis=f"GPU model {gpu!r} unknown: no SM counts to predict from",
+            )
             return out
         name = mig_profile if mig_profile and mig_profile != "?" else resolve_layout(model, m.layout or "")[4:]
         if name == "disabled":
@@ -167,18 +204,29 @@ def predict_cell(mode: str | Mode, *, gpu: GpuModel | str | None = None, device_
         lost = 100.0 * (model.sms - p.max_count * p.sms) / model.sms
         sm_pct, mem_pct = 100.0 * (sm_factor - 1.0), 100.0 * max(mem_factor - 1.0, 0.0)
         use_mem = bound == "memory-bound"
-        out.update(predicted_pct=mem_pct if use_mem else sm_pct,
-                   time_factor=max(mem_factor, 1.0) if use_mem else sm_factor,
-                   compute_share_lost_pct=lost, predicted_sm_bound_pct=sm_pct, predicted_memory_bound_pct=mem_pct,
-                   basis=(f"{model.key} {p.name}: {p.sms} of {model.sms} SMs "
-                          f"({p.max_count}× → {model.sms - p.max_count * p.sms} SMs unused, {lost:.2f}% compute "
-                          f"share lost); " + (f"memory-bound: {model.mem_gb:g}/{p.mem_gb:g} GB − 1 = {mem_pct:.2f}%"
-                                              if use_mem else
-                                              f"SM-bound: {model.sms}/{p.sms} − 1 = {sm_pct:.2f}%")))
+        out.update(
+            predicted_pct=mem_pct if use_mem else sm_pct,
+            time_factor=max(mem_factor, 1.0) if use_mem else sm_factor,
+            compute_share_lost_pct=lost,
+            predicted_sm_bound_pct=sm_pct,
+            predicted_memory_bound_pct=mem_pct,
+            basis=(
+                f"{model.key} {p.name}: {p.sms} of {model.sms} SMs "
+                f"({p.max_count}× → {model.sms - p.max_count * p.sms} SMs unused, {lost:.2f}% compute "
+                f"share lost); "
+                + (
+                    f"memory-bound: {model.mem_gb:g}/{p.mem_gb:g} GB − 1 = {mem_pct:.2f}%"
+                    if use_mem
+                    else f"SM-bound: {model.sms}/{p.sms} − 1 = {sm_pct:.2f}%"
+                )
+            ),
+        )
     elif m.kind == "partition":
         unit = "SMs" if device_class == "gpu" else "cores"
-        out.update(metric="T_slice vs ideal",
-                   basis=f"ideal = T_full × full {unit} / slice {unit} ({m.replicas} slices): 0% excess")
+        out.update(
+            metric="T_slice vs ideal",
+            basis=f"ideal = T_full × full {unit} / slice {unit} ({m.replicas} slices): 0% excess",
+        )
     return out
 
 
@@ -192,8 +240,9 @@ def _bound_for(bounds: dict[tuple, tuple[str, str]] | None, row: dict[str, Any])
     return same_class[0] if same_class else next(iter(bounds.values()))
 
 
-def predicted_vs_measured(tables: dict[str, Any], gpu: GpuModel | str | None = None,
-                          bounds: dict[tuple, tuple[str, str]] | None = None):
+def predicted_vs_measured(
+    tables: dict[str, Any], gpu: GpuModel | str | None = None, bounds: dict[tuple, tuple[str, str]] | None = None
+):
     """Predicted vs measured loss and the excess (measured − predicted), one row per table row.
 
     ``tables``: sharebench.analysis tables (``timeslice``, ``mps``: ``loss_pct``; ``mig``:
@@ -209,36 +258,74 @@ def predicted_vs_measured(tables: dict[str, Any], gpu: GpuModel | str | None = N
         for r in t.to_dict("records"):
             bound, evidence = _bound_for(bounds, r)
             try:
-                pred = predict_cell(str(r["mode"]), gpu=gpu, device_class=str(r.get("device_class") or "gpu"),
-                                    mig_profile=r.get("mig_profile") if name == "mig" else None,
-                                    bound=bound)
+                pred = predict_cell(
+                    str(r["mode"]),
+                    gpu=gpu,
+                    device_class=str(r.get("device_class") or "gpu"),
+                    mig_profile=r.get("mig_profile") if name == "mig" else None,
+                    bound=bound,
+                )
             except UserError as exc:  # e.g. a mixed layout ("1g.18gb, 3g.71gb"): no single prediction
-                pred = {"metric": "T_mig vs T_full" if name == "mig" else "", "predicted_pct": math.nan,
-                        "compute_share_lost_pct": math.nan, "basis": f"no prediction: {exc}"}
+                pred = {
+                    "metric": "T_mig vs T_full" if name == "mig" else "",
+                    "predicted_pct": math.nan,
+                    "compute_share_lost_pct": math.nan,
+                    "basis": f"no prediction: {exc}",
+                }
             if name == "partition":  # the ideal already holds the SM/core fraction: 0 excess predicted
                 unit = r.get("unit") or "units"
                 full, part = number_or_nan(r.get("full_units")), number_or_nan(r.get("slice_units"))
-                pred = {"metric": "T_slice vs ideal", "predicted_pct": 0.0, "compute_share_lost_pct": 0.0,
-                        "basis": (f"ideal = T_full × {full:g}/{part:g} {unit}: 0% excess"
-                                  if math.isfinite(full) and math.isfinite(part) else
-                                  f"ideal = T_full × full/slice {unit}: 0% excess")}
+                pred = {
+                    "metric": "T_slice vs ideal",
+                    "predicted_pct": 0.0,
+                    "compute_share_lost_pct": 0.0,
+                    "basis": (
+                        f"ideal = T_full × {full:g}/{part:g} {unit}: 0% excess"
+                        if math.isfinite(full) and math.isfinite(part)
+                        else f"ideal = T_full × full/slice {unit}: 0% excess"
+                    ),
+                }
             measured = number_or_nan(r.get(f"{prefix}_pct"))
             lo, hi = number_or_nan(r.get(f"{prefix}_ci_low")), number_or_nan(r.get(f"{prefix}_ci_high"))
             predicted = number_or_nan(pred["predicted_pct"])
-            rows.append({
-                "table": name, "mode": r["mode"], "device_class": r.get("device_class"),
-                "particles": r.get("particles"), "metric": pred["metric"] if name != "partition"
-                else "T_slice vs ideal",
-                "measured_pct": measured, "measured_ci_low": lo, "measured_ci_high": hi,
-                "predicted_pct": predicted, "excess_pct": measured - predicted,
-                "predicted_in_ci": bool(lo <= predicted <= hi) if math.isfinite(lo) and math.isfinite(hi)
-                and math.isfinite(predicted) else None,
-                "compute_share_lost_pct": pred["compute_share_lost_pct"],
-                "bound": bound, "bound_evidence": evidence, "basis": pred["basis"],
-            })
-    cols = ["table", "mode", "device_class", "particles", "metric", "measured_pct", "measured_ci_low",
-            "measured_ci_high", "predicted_pct", "excess_pct", "predicted_in_ci", "compute_share_lost_pct",
-            "bound", "bound_evidence", "basis"]
+            rows.append(
+                {
+                    "table": name,
+                    "mode": r["mode"],
+                    "device_class": r.get("device_class"),
+                    "particles": r.get("particles"),
+                    "metric": pred["metric"] if name != "partition" else "T_slice vs ideal",
+                    "measured_pct": measured,
+                    "measured_ci_low": lo,
+                    "measured_ci_high": hi,
+                    "predicted_pct": predicted,
+                    "excess_pct": measured - predicted,
+                    "predicted_in_ci": bool(lo <= predicted <= hi)
+                    if math.isfinite(lo) and math.isfinite(hi) and math.isfinite(predicted)
+                    else None,
+                    "compute_share_lost_pct": pred["compute_share_lost_pct"],
+                    "bound": bound,
+                    "bound_evidence": evidence,
+                    "basis": pred["basis"],
+                }
+            )
+    cols = [
+        "table",
+        "mode",
+        "device_class",
+        "particles",
+        "metric",
+        "measured_pct",
+        "measured_ci_low",
+        "measured_ci_high",
+        "predicted_pct",
+        "excess_pct",
+        "predicted_in_ci",
+        "compute_share_lost_pct",
+        "bound",
+        "bound_evidence",
+        "basis",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -284,7 +371,7 @@ def gpu_of(results_dir: Path | str, tables: dict[str, Any]) -> str | None:
         if _model(name):
             return _model(name).key
     mig = tables.get("mig")
-    for prof in (mig["mig_profile"] if mig is not None and len(mig) else []):
+    for prof in mig["mig_profile"] if mig is not None and len(mig) else []:
         models = models_with_profile(prof)
         if len(models) == 1:
             return models[0].key

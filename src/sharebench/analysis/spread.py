@@ -19,8 +19,17 @@ import pandas as pd
 from sharebench.analysis.tables import WORK_KEYS, build_tables
 
 LOSS_TABLES = ("timeslice", "mps")
-SPREAD_COLUMNS = [*WORK_KEYS, "mode", "machines", "loss_pct", "loss_min_pct", "loss_max_pct", "within_ci_pts",
-                  "spread_pts", "uuids"]
+SPREAD_COLUMNS = [
+    *WORK_KEYS,
+    "mode",
+    "machines",
+    "loss_pct",
+    "loss_min_pct",
+    "loss_max_pct",
+    "within_ci_pts",
+    "spread_pts",
+    "uuids",
+]
 
 
 def machine_losses(df: pd.DataFrame) -> pd.DataFrame:
@@ -48,8 +57,16 @@ def machine_spread(df: pd.DataFrame) -> pd.DataFrame:
     for key, g in per.groupby([*WORK_KEYS, "mode"], sort=True, dropna=False):
         loss = g["loss_pct"].astype(float)
         half = ((g["loss_ci_high"].astype(float) - g["loss_ci_low"].astype(float)) / 2).max()
-        rows.append(dict(zip([*WORK_KEYS, "mode"], key), machines=g["uuid"].nunique(), loss_pct=loss.mean(),
-                         loss_min_pct=loss.min(), loss_max_pct=loss.max(), within_ci_pts=half,
-                         spread_pts=loss.max() - loss.min() if g["uuid"].nunique() > 1 else float("nan"),
-                         uuids=" ".join(sorted(g["uuid"].unique()))))
+        rows.append(
+            dict(
+                zip([*WORK_KEYS, "mode"], key),
+                machines=g["uuid"].nunique(),
+                loss_pct=loss.mean(),
+                loss_min_pct=loss.min(),
+                loss_max_pct=loss.max(),
+                within_ci_pts=half,
+                spread_pts=loss.max() - loss.min() if g["uuid"].nunique() > 1 else float("nan"),
+                uuids=" ".join(sorted(g["uuid"].unique())),
+            )
+        )
     return pd.DataFrame(rows, columns=SPREAD_COLUMNS)

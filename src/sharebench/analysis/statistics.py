@@ -50,7 +50,7 @@ def ratio_ci(num, den, factor: float = 1.0) -> tuple[float, float, float]:
     r = ma / (factor * mb)
     if a.size < MIN_CI_REPEATS or b.size < MIN_CI_REPEATS or ma <= 0 or mb <= 0:
         return (r, math.nan, math.nan)
-    va = float(np.var(a, ddof=1)) / (a.size * ma * ma)   # relative variance of each mean
+    va = float(np.var(a, ddof=1)) / (a.size * ma * ma)  # relative variance of each mean
     vb = float(np.var(b, ddof=1)) / (b.size * mb * mb)
     if va + vb == 0:
         return (r, r, r)

@@ -85,8 +85,10 @@ def cell_summary(df: pd.DataFrame) -> pd.DataFrame:
             span = float(track.max()) if len(track) else math.nan
             overlap = math.nan
         if not excluded and n > 1 and np.isfinite(overlap) and overlap < OVERLAP_MIN_PCT:
-            flags.append(f"overlap {overlap:.2f}% < {OVERLAP_MIN_PCT:.0f}%: replicas did not track together; "
-                         "left out of the loss")
+            flags.append(
+                f"overlap {overlap:.2f}% < {OVERLAP_MIN_PCT:.0f}%: replicas did not track together; "
+                "left out of the loss"
+            )
             excluded = True
         phys = g["parent_uuid"].where(g["parent_uuid"].astype(str) != "", g["device_uuid"])
         phys = sorted({str(p) for p in phys if isinstance(p, str) and p})
@@ -97,25 +99,55 @@ def cell_summary(df: pd.DataFrame) -> pd.DataFrame:
         work = float((g["particles"].astype(float) * g["turns"].astype(float)).sum())
         row = {k: first[k] for k in WORK_KEYS}
         row.update(
-            sweep_id=sweep_id, cell_id=cell_id, mode=first["mode"], mode_kind=first["mode_kind"] or
-            str(first["mode"]).split(":")[0], replicas=n, repeat=first["repeat"], warmup=bool(first["warmup"]),
-            mig_profile=first["mig_profile"], sms=g["sms"].astype(float).median(),
+            sweep_id=sweep_id,
+            cell_id=cell_id,
+            mode=first["mode"],
+            mode_kind=first["mode_kind"] or str(first["mode"]).split(":")[0],
+            replicas=n,
+            repeat=first["repeat"],
+            warmup=bool(first["warmup"]),
+            mig_profile=first["mig_profile"],
+            sms=g["sms"].astype(float).median(),
             cores=g["cores"].astype(float).median(),
-            span_s=span, mean_track_s=float(track.mean()) if len(track) else math.nan,
+            span_s=span,
+            mean_track_s=float(track.mean()) if len(track) else math.nan,
             min_track_s=float(track.min()) if len(track) else math.nan,
             max_track_s=float(track.max()) if len(track) else math.nan,
-            overlap_pct=overlap, fairness=fair, work_particle_turns=work,
+            overlap_pct=overlap,
+            fairness=fair,
+            work_particle_turns=work,
             throughput_pt_per_s=work / span if span and np.isfinite(span) and span > 0 else math.nan,
-            devices=", ".join(phys), excluded=excluded, flags="; ".join(flags),
+            devices=", ".join(phys),
+            excluded=excluded,
+            flags="; ".join(flags),
         )
         rows.append(row)
     return pd.DataFrame(rows, columns=CELL_COLUMNS)
 
 
 CELL_COLUMNS = [
-    "sweep_id", "cell_id", "mode", "mode_kind", "replicas", "repeat", "warmup", *WORK_KEYS, "mig_profile",
-    "sms", "cores", "span_s", "mean_track_s", "min_track_s", "max_track_s", "overlap_pct", "fairness",
-    "work_particle_turns", "throughput_pt_per_s", "devices", "excluded", "flags",
+    "sweep_id",
+    "cell_id",
+    "mode",
+    "mode_kind",
+    "replicas",
+    "repeat",
+    "warmup",
+    *WORK_KEYS,
+    "mig_profile",
+    "sms",
+    "cores",
+    "span_s",
+    "mean_track_s",
+    "min_track_s",
+    "max_track_s",
+    "overlap_pct",
+    "fairness",
+    "work_particle_turns",
+    "throughput_pt_per_s",
+    "devices",
+    "excluded",
+    "flags",
 ]
 
 
@@ -125,17 +157,77 @@ CELL_COLUMNS = [
 # ------------------------------------------------------------------ tables
 
 
-SHARED_COLUMNS = [*WORK_KEYS, "mode", "N", "T1_s", "T1_ci_low", "T1_ci_high", "NT1_s", "TN_s", "TN_ci_low",
-                  "TN_ci_high", "loss_pct", "loss_ci_low", "loss_ci_high", "cv_T1_pct", "cv_TN_pct", "fairness",
-                  "fairness_max", "overlap_min_pct", "repeats", "t1_repeats"]
-MIG_COLUMNS = [*WORK_KEYS, "mode", "layout", "mig_profile", "instances", "full_s", "full_ci_low", "full_ci_high",
-               "mig_s", "mig_ci_low", "mig_ci_high", "loss_pct", "loss_ci_low", "loss_ci_high", "cv_mig_pct",
-               "fairness", "repeats"]
-PARTITION_COLUMNS = [*WORK_KEYS, "mode", "unit", "full_units", "slice_units", "full_s", "ideal_s", "slice_s",
-                     "slice_ci_low", "slice_ci_high", "excess_pct", "excess_ci_low", "excess_ci_high",
-                     "efficiency_pct", "repeats"]
-THROUGHPUT_COLUMNS = [*WORK_KEYS, "mode", "replicas", "repeats", "throughput_pt_per_s", "throughput_ci_low",
-                      "throughput_ci_high", "gain", "gain_ci_low", "gain_ci_high", "fairness"]
+SHARED_COLUMNS = [
+    *WORK_KEYS,
+    "mode",
+    "N",
+    "T1_s",
+    "T1_ci_low",
+    "T1_ci_high",
+    "NT1_s",
+    "TN_s",
+    "TN_ci_low",
+    "TN_ci_high",
+    "loss_pct",
+    "loss_ci_low",
+    "loss_ci_high",
+    "cv_T1_pct",
+    "cv_TN_pct",
+    "fairness",
+    "fairness_max",
+    "overlap_min_pct",
+    "repeats",
+    "t1_repeats",
+]
+MIG_COLUMNS = [
+    *WORK_KEYS,
+    "mode",
+    "layout",
+    "mig_profile",
+    "instances",
+    "full_s",
+    "full_ci_low",
+    "full_ci_high",
+    "mig_s",
+    "mig_ci_low",
+    "mig_ci_high",
+    "loss_pct",
+    "loss_ci_low",
+    "loss_ci_high",
+    "cv_mig_pct",
+    "fairness",
+    "repeats",
+]
+PARTITION_COLUMNS = [
+    *WORK_KEYS,
+    "mode",
+    "unit",
+    "full_units",
+    "slice_units",
+    "full_s",
+    "ideal_s",
+    "slice_s",
+    "slice_ci_low",
+    "slice_ci_high",
+    "excess_pct",
+    "excess_ci_low",
+    "excess_ci_high",
+    "efficiency_pct",
+    "repeats",
+]
+THROUGHPUT_COLUMNS = [
+    *WORK_KEYS,
+    "mode",
+    "replicas",
+    "repeats",
+    "throughput_pt_per_s",
+    "throughput_ci_low",
+    "throughput_ci_high",
+    "gain",
+    "gain_ci_low",
+    "gain_ci_high",
+    "fairness",
+]
 FLAG_COLUMNS = ["scope", "mode", "particles", "cell_id", "flag", "excluded"]
 
 
@@ -143,20 +235,21 @@ FLAG_COLUMNS = ["scope", "mode", "particles", "cell_id", "flag", "excluded"]
 class WorkGroup:
     """The measured cells of one mode for one kind of work, and the exclusive baseline of that work."""
 
-    work: dict          # the WORK_KEYS values
+    work: dict  # the WORK_KEYS values
     mode: str
     kind: str
     replicas: int
     cells: pd.DataFrame
-    t1: np.ndarray      # T_1 samples of the same work (empty: no baseline)
+    t1: np.ndarray  # T_1 samples of the same work (empty: no baseline)
 
     @property
     def repeats(self) -> int:
         return len(self.cells)
 
     def flag(self, text: str) -> dict:
-        return dict(scope="group", mode=self.mode, particles=self.work["particles"], cell_id="", flag=text,
-                    excluded=False)
+        return dict(
+            scope="group", mode=self.mode, particles=self.work["particles"], cell_id="", flag=text, excluded=False
+        )
 
     def fairness(self) -> float:
         return float(np.nanmedian(self.cells["fairness"])) if self.replicas > 1 else math.nan
@@ -169,10 +262,17 @@ def work_groups(good: pd.DataFrame) -> list[WorkGroup]:
         t1_by_key[key if isinstance(key, tuple) else (key,)] = g["mean_track_s"].to_numpy(float)
     groups = list(good.groupby(WORK_KEYS + ["mode"], sort=False, dropna=False))
     groups.sort(key=lambda kg: (mode_sort_key(kg[0][-1]), kg[0][:-1]))
-    return [WorkGroup(work=dict(zip(WORK_KEYS, key[:-1])), mode=key[-1], kind=g["mode_kind"].iloc[0],
-                      replicas=int(g["replicas"].iloc[0]), cells=g,
-                      t1=t1_by_key.get(tuple(key[:-1]), np.array([])))
-            for key, g in groups]
+    return [
+        WorkGroup(
+            work=dict(zip(WORK_KEYS, key[:-1])),
+            mode=key[-1],
+            kind=g["mode_kind"].iloc[0],
+            replicas=int(g["replicas"].iloc[0]),
+            cells=g,
+            t1=t1_by_key.get(tuple(key[:-1]), np.array([])),
+        )
+        for key, g in groups
+    ]
 
 
 def cell_flags(measured: pd.DataFrame) -> list[dict]:
@@ -181,8 +281,16 @@ def cell_flags(measured: pd.DataFrame) -> list[dict]:
     for _, c in measured.iterrows():
         if c["flags"]:
             for f in str(c["flags"]).split("; "):
-                flags.append(dict(scope="cell", mode=c["mode"], particles=c["particles"], cell_id=c["cell_id"],
-                                  flag=f, excluded=bool(c["excluded"])))
+                flags.append(
+                    dict(
+                        scope="cell",
+                        mode=c["mode"],
+                        particles=c["particles"],
+                        cell_id=c["cell_id"],
+                        flag=f,
+                        excluded=bool(c["excluded"]),
+                    )
+                )
     return flags
 
 
@@ -190,16 +298,20 @@ def coverage_flags(group: WorkGroup) -> list[dict]:
     """Too few repeats for a trustworthy CI; no exclusive baseline to compute a loss against."""
     flags = []
     if group.repeats < MIN_REPEATS:
-        flags.append(group.flag(f"only {group.repeats} measured repeat(s) (< {MIN_REPEATS}): "
-                                "no 95% interval, no ≠ 0 claim"))
+        flags.append(
+            group.flag(f"only {group.repeats} measured repeat(s) (< {MIN_REPEATS}): no 95% interval, no ≠ 0 claim")
+        )
     if group.kind != "exclusive" and group.t1.size == 0:
         flags.append(group.flag("no exclusive baseline for this work: loss not computed"))
     return flags
 
 
 def spread_flags(group: WorkGroup, cvs: dict[str, float]) -> list[dict]:
-    return [group.flag(f"CV of {name} {cv:.2f}% > {CV_WARN_PCT:.0f}%: spread is large, trust the mean less")
-            for name, cv in cvs.items() if np.isfinite(cv) and cv > CV_WARN_PCT]
+    return [
+        group.flag(f"CV of {name} {cv:.2f}% > {CV_WARN_PCT:.0f}%: spread is large, trust the mean less")
+        for name, cv in cvs.items()
+        if np.isfinite(cv) and cv > CV_WARN_PCT
+    ]
 
 
 def fairness_flags(group: WorkGroup) -> list[dict]:
@@ -221,9 +333,19 @@ def throughput_row(group: WorkGroup) -> dict:
     s_mean, s_lo, s_hi = mean_ci(span)
     thr = (w / s_mean, w / s_hi, w / s_lo) if s_mean > 0 else (math.nan,) * 3
     gain = ratio_ci(group.t1, span, factor=w1 / w) if group.t1.size and w > 0 else (math.nan,) * 3
-    return dict(**work, mode=group.mode, replicas=group.replicas, repeats=group.repeats, throughput_pt_per_s=thr[0],
-                throughput_ci_low=thr[1], throughput_ci_high=thr[2],
-                gain=gain[0], gain_ci_low=gain[1], gain_ci_high=gain[2], fairness=group.fairness())
+    return dict(
+        **work,
+        mode=group.mode,
+        replicas=group.replicas,
+        repeats=group.repeats,
+        throughput_pt_per_s=thr[0],
+        throughput_ci_low=thr[1],
+        throughput_ci_high=thr[2],
+        gain=gain[0],
+        gain_ci_low=gain[1],
+        gain_ci_high=gain[2],
+        fairness=group.fairness(),
+    )
 
 
 def shared_row(group: WorkGroup) -> tuple[dict, list[dict]]:
@@ -235,13 +357,27 @@ def shared_row(group: WorkGroup) -> tuple[dict, list[dict]]:
     loss, lo, hi = ratio_loss_ci(tn, t1, factor=n)
     cv_tn, cv_t1 = cv_pct(tn), cv_pct(t1)
     row = dict(
-        **group.work, mode=group.mode, N=n, T1_s=t1_med, T1_ci_low=t1_lo, T1_ci_high=t1_hi,
-        NT1_s=n * t1_med, TN_s=tn_med, TN_ci_low=tn_lo, TN_ci_high=tn_hi,
-        loss_pct=loss, loss_ci_low=lo, loss_ci_high=hi, cv_T1_pct=cv_t1, cv_TN_pct=cv_tn,
+        **group.work,
+        mode=group.mode,
+        N=n,
+        T1_s=t1_med,
+        T1_ci_low=t1_lo,
+        T1_ci_high=t1_hi,
+        NT1_s=n * t1_med,
+        TN_s=tn_med,
+        TN_ci_low=tn_lo,
+        TN_ci_high=tn_hi,
+        loss_pct=loss,
+        loss_ci_low=lo,
+        loss_ci_high=hi,
+        cv_T1_pct=cv_t1,
+        cv_TN_pct=cv_tn,
         fairness=group.fairness(),
         fairness_max=float(np.nanmax(g["fairness"])) if n > 1 and g["fairness"].notna().any() else math.nan,
         overlap_min_pct=float(np.nanmin(g["overlap_pct"])) if g["overlap_pct"].notna().any() else math.nan,
-        repeats=group.repeats, t1_repeats=int(t1.size))
+        repeats=group.repeats,
+        t1_repeats=int(t1.size),
+    )
     return row, spread_flags(group, {"T_N": cv_tn, "T_1": cv_t1}) + fairness_flags(group)
 
 
@@ -253,11 +389,25 @@ def mig_row(group: WorkGroup) -> tuple[dict, list[dict]]:
     tm_med, tm_lo, tm_hi = mean_ci(tm)
     loss, lo, hi = ratio_loss_ci(tm, t1)
     profile = ", ".join(sorted({str(p) for p in g["mig_profile"] if isinstance(p, str) and p})) or "?"
-    row = dict(**group.work, mode=group.mode, layout=group.mode.partition(":")[2], mig_profile=profile,
-               instances=group.replicas, full_s=t1_med, full_ci_low=t1_lo, full_ci_high=t1_hi,
-               mig_s=tm_med, mig_ci_low=tm_lo, mig_ci_high=tm_hi, loss_pct=loss,
-               loss_ci_low=lo, loss_ci_high=hi, cv_mig_pct=cv_pct(tm), fairness=group.fairness(),
-               repeats=group.repeats)
+    row = dict(
+        **group.work,
+        mode=group.mode,
+        layout=group.mode.partition(":")[2],
+        mig_profile=profile,
+        instances=group.replicas,
+        full_s=t1_med,
+        full_ci_low=t1_lo,
+        full_ci_high=t1_hi,
+        mig_s=tm_med,
+        mig_ci_low=tm_lo,
+        mig_ci_high=tm_hi,
+        loss_pct=loss,
+        loss_ci_low=lo,
+        loss_ci_high=hi,
+        cv_mig_pct=cv_pct(tm),
+        fairness=group.fairness(),
+        repeats=group.repeats,
+    )
     return row, spread_flags(group, {"T_mig": cv_pct(tm)})
 
 
@@ -295,11 +445,23 @@ def partition_row(group: WorkGroup, good: pd.DataFrame) -> tuple[dict, list[dict
         exc, lo, hi = ratio_loss_ci(slice_s, t1, factor=full_units / slice_units)
     else:
         exc = lo = hi = math.nan
-    row = dict(**work, mode=group.mode, unit=unit, full_units=full_units, slice_units=slice_units, full_s=t1_med,
-               ideal_s=ideal, slice_s=s_med, slice_ci_low=s_lo, slice_ci_high=s_hi, excess_pct=exc,
-               excess_ci_low=lo, excess_ci_high=hi,
-               efficiency_pct=100 * ideal / s_med if np.isfinite(ideal) and s_med > 0 else math.nan,
-               repeats=group.repeats)
+    row = dict(
+        **work,
+        mode=group.mode,
+        unit=unit,
+        full_units=full_units,
+        slice_units=slice_units,
+        full_s=t1_med,
+        ideal_s=ideal,
+        slice_s=s_med,
+        slice_ci_low=s_lo,
+        slice_ci_high=s_hi,
+        excess_pct=exc,
+        excess_ci_low=lo,
+        excess_ci_high=hi,
+        efficiency_pct=100 * ideal / s_med if np.isfinite(ideal) and s_med > 0 else math.nan,
+        repeats=group.repeats,
+    )
     return row, flags
 
 

@@ -38,8 +38,9 @@ def find_raw(results_dir: Path, raw: Any, cell_id: str | None = None) -> Path | 
         return None
     p = Path(raw)
     # as recorded, then its trailing parts under this folder (a results folder moved or copied)
-    for cand in [p] + [results_dir.joinpath(*p.parts[-k:]) for k in range(len(p.parts), 0, -1)
-                       if not Path(*p.parts[-k:]).is_absolute()]:
+    for cand in [p] + [
+        results_dir.joinpath(*p.parts[-k:]) for k in range(len(p.parts), 0, -1) if not Path(*p.parts[-k:]).is_absolute()
+    ]:
         if cand.is_file():
             return cand
     hits = sorted(results_dir.rglob(p.name))
@@ -74,9 +75,18 @@ def window_energy_j(samples: pd.DataFrame, t0: float, t1: float) -> tuple[float,
 
 # raw sample columns averaged over the tracking window (``win_<name>``); GPM columns also per MIG
 # instance (``mig<G>_<name>``, averaged over the instances)
-WINDOW_COLUMNS = ("gpu_util_pct", "mem_util_pct", "sm_clock_mhz", "power_w", "sm_active_pct",
-                  "sm_occupancy_pct", "fp64_active_pct", "dram_bw_util_pct", "cpu_busy_cores",
-                  "proc_busy_cores")
+WINDOW_COLUMNS = (
+    "gpu_util_pct",
+    "mem_util_pct",
+    "sm_clock_mhz",
+    "power_w",
+    "sm_active_pct",
+    "sm_occupancy_pct",
+    "fp64_active_pct",
+    "dram_bw_util_pct",
+    "cpu_busy_cores",
+    "proc_busy_cores",
+)
 
 
 def window_means(samples: pd.DataFrame, t0: float, t1: float) -> dict[str, float]:
@@ -89,8 +99,9 @@ def window_means(samples: pd.DataFrame, t0: float, t1: float) -> dict[str, float
     out: dict[str, float] = {}
     for col in WINDOW_COLUMNS:
         cols = [c for c in inside.columns if c == col or re.fullmatch(rf"migx?\d+_{col}", c)]
-        vals = (pd.concat([pd.to_numeric(inside[c], errors="coerce") for c in cols]) if cols
-                else pd.Series([], dtype=float))
+        vals = (
+            pd.concat([pd.to_numeric(inside[c], errors="coerce") for c in cols]) if cols else pd.Series([], dtype=float)
+        )
         vals = vals[np.isfinite(vals)]
         if len(vals):
             out[f"win_{col}"] = float(vals.mean())
@@ -109,13 +120,22 @@ def cell_telemetry(results_dir: Path | str) -> pd.DataFrame:
         ok = not ((g["status"] == "failed").any() or (g["cell_status"] == "failed").any())
         starts, ends = g["track_start"].astype(float), g["track_end"].astype(float)
         t0, t1 = float(starts.min()), float(ends.max())
-        row = {"sweep_id": sweep_id, "cell_id": cell_id, "mode": first["mode"], "mode_kind": first["mode_kind"],
-               "device_class": first["device_class"], "particles": number_or_nan(first["particles"]),
-               "turns": number_or_nan(first["turns"]), "replicas": len(g), "warmup": bool(first["warmup"]), "ok": ok,
-               "cores": number_or_nan(g["cores"].astype(float).median()),
-               "sms": number_or_nan(g["sms"].astype(float).median()),
-               "work_particle_turns": float((g["particles"].astype(float) * g["turns"].astype(float)).sum()),
-               "track_window_s": t1 - t0 if math.isfinite(t0) and math.isfinite(t1) else math.nan}
+        row = {
+            "sweep_id": sweep_id,
+            "cell_id": cell_id,
+            "mode": first["mode"],
+            "mode_kind": first["mode_kind"],
+            "device_class": first["device_class"],
+            "particles": number_or_nan(first["particles"]),
+            "turns": number_or_nan(first["turns"]),
+            "replicas": len(g),
+            "warmup": bool(first["warmup"]),
+            "ok": ok,
+            "cores": number_or_nan(g["cores"].astype(float).median()),
+            "sms": number_or_nan(g["sms"].astype(float).median()),
+            "work_particle_turns": float((g["particles"].astype(float) * g["turns"].astype(float)).sum()),
+            "track_window_s": t1 - t0 if math.isfinite(t0) and math.isfinite(t1) else math.nan,
+        }
         for c in tel_cols:
             row[c] = first[c]
         energy, src = math.nan, ""
@@ -163,19 +183,37 @@ def price_per_hour(results_dir: Path) -> tuple[float | None, str]:
     return None, ""
 
 
-def energy_table(cells: pd.DataFrame, throughput: pd.DataFrame | None,
-                 price: float | None = None) -> pd.DataFrame:
+def energy_table(cells: pd.DataFrame, throughput: pd.DataFrame | None, price: float | None = None) -> pd.DataFrame:
     """Per mode × particle count: telemetry medians over measured cells, J/Mpt, throughput, gain, cost."""
-    cols = ["mode", "device_class", "particles", "cells", "tel_source", "gpu_util_pct", "sm_clock_mhz",
-            "sm_active_pct", "dram_bw_util_pct", "power_w", "mem_used_bytes_max", "cpu_busy_cores", "proc_busy_cores",
-            "dcgm_sm_active_pct", "dcgm_fp64_active_pct",
-            "track_energy_j", "energy_j_per_mpt", "energy_source", "throughput_pt_per_s", "gain",
-            "cost_per_1e9_pt"]
+    cols = [
+        "mode",
+        "device_class",
+        "particles",
+        "cells",
+        "tel_source",
+        "gpu_util_pct",
+        "sm_clock_mhz",
+        "sm_active_pct",
+        "dram_bw_util_pct",
+        "power_w",
+        "mem_used_bytes_max",
+        "cpu_busy_cores",
+        "proc_busy_cores",
+        "dcgm_sm_active_pct",
+        "dcgm_fp64_active_pct",
+        "track_energy_j",
+        "energy_j_per_mpt",
+        "energy_source",
+        "throughput_pt_per_s",
+        "gain",
+        "cost_per_1e9_pt",
+    ]
     if cells is None or cells.empty:
         return pd.DataFrame(columns=cols)
     good = cells[(~cells["warmup"].astype(bool)) & cells["ok"].astype(bool)]
     rows = []
     for (mode, dc, particles), g in good.groupby(["mode", "device_class", "particles"], sort=False, dropna=False):
+
         def med(c: str, g: pd.DataFrame = g) -> float:
             """Median over the cells; the tracking-window value (win_*) where the raw samples had it."""
             stem = c[4:-5] if c.startswith("tel_") and c.endswith("_mean") else None
@@ -184,6 +222,7 @@ def energy_table(cells: pd.DataFrame, throughput: pd.DataFrame | None,
                 if win.notna().any():
                     return float(win.median())
             return float(pd.to_numeric(g[c], errors="coerce").median()) if c in g else math.nan
+
         src = sorted({str(s) for s in g.get("tel_source", []) if isinstance(s, str) and s})
         esrc = sorted({str(s) for s in g["track_energy_source"] if isinstance(s, str) and s})
         thr = gain = math.nan
@@ -194,17 +233,29 @@ def energy_table(cells: pd.DataFrame, throughput: pd.DataFrame | None,
             if len(t):
                 thr, gain = number_or_nan(t["throughput_pt_per_s"].iloc[0]), number_or_nan(t["gain"].iloc[0])
         cost = (price / 3600.0 / thr * COST_UNIT_PT) if price and math.isfinite(thr) and thr > 0 else math.nan
-        rows.append({"mode": mode, "device_class": dc, "particles": particles, "cells": len(g),
-                     "tel_source": ", ".join(src) or "none",
-                     "gpu_util_pct": med("tel_gpu_util_pct_mean"), "sm_clock_mhz": med("tel_sm_clock_mhz_mean"),
-                     "sm_active_pct": med("tel_sm_active_pct_mean"),
-                     "dram_bw_util_pct": med("tel_dram_bw_util_pct_mean"), "power_w": med("tel_power_w_mean"),
-                     "mem_used_bytes_max": med("tel_mem_used_bytes_max"),
-                     "cpu_busy_cores": med("tel_cpu_busy_cores_mean"),
-                     "proc_busy_cores": med("tel_proc_busy_cores_mean"),
-                     "dcgm_sm_active_pct": 100 * med("dcgm_sm_active_mean"),
-                     "dcgm_fp64_active_pct": 100 * med("dcgm_fp64_active_mean"),
-                     "track_energy_j": med("track_energy_j"), "energy_j_per_mpt": med("energy_j_per_mpt"),
-                     "energy_source": ", ".join(esrc), "throughput_pt_per_s": thr, "gain": gain,
-                     "cost_per_1e9_pt": cost})
+        rows.append(
+            {
+                "mode": mode,
+                "device_class": dc,
+                "particles": particles,
+                "cells": len(g),
+                "tel_source": ", ".join(src) or "none",
+                "gpu_util_pct": med("tel_gpu_util_pct_mean"),
+                "sm_clock_mhz": med("tel_sm_clock_mhz_mean"),
+                "sm_active_pct": med("tel_sm_active_pct_mean"),
+                "dram_bw_util_pct": med("tel_dram_bw_util_pct_mean"),
+                "power_w": med("tel_power_w_mean"),
+                "mem_used_bytes_max": med("tel_mem_used_bytes_max"),
+                "cpu_busy_cores": med("tel_cpu_busy_cores_mean"),
+                "proc_busy_cores": med("tel_proc_busy_cores_mean"),
+                "dcgm_sm_active_pct": 100 * med("dcgm_sm_active_mean"),
+                "dcgm_fp64_active_pct": 100 * med("dcgm_fp64_active_mean"),
+                "track_energy_j": med("track_energy_j"),
+                "energy_j_per_mpt": med("energy_j_per_mpt"),
+                "energy_source": ", ".join(esrc),
+                "throughput_pt_per_s": thr,
+                "gain": gain,
+                "cost_per_1e9_pt": cost,
+            }
+        )
     return pd.DataFrame(rows, columns=cols)

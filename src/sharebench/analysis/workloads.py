@@ -20,11 +20,34 @@ from sharebench.analysis.tables import WORK_KEYS
 from sharebench.errors import UserError
 from sharebench.results import PROVENANCE_JSON, RESULTS_CSV, ResultsWriter
 
-WORKLOAD_COLUMNS = ["workload", "timing", "backend", "particles", "mode", "replicas", "loss_pct", "loss_ci_low",
-                    "loss_ci_high", "loss_metric", "worst_slowdown", "gain", "gain_ci_low", "gain_ci_high",
-                    "repeats"]
-ANSWER_COLUMNS = ["workload", "timing", "backend", "particles", "best_mode", "gain", "worst_slowdown",
-                  "loss_pct", "why"]
+WORKLOAD_COLUMNS = [
+    "workload",
+    "timing",
+    "backend",
+    "particles",
+    "mode",
+    "replicas",
+    "loss_pct",
+    "loss_ci_low",
+    "loss_ci_high",
+    "loss_metric",
+    "worst_slowdown",
+    "gain",
+    "gain_ci_low",
+    "gain_ci_high",
+    "repeats",
+]
+ANSWER_COLUMNS = [
+    "workload",
+    "timing",
+    "backend",
+    "particles",
+    "best_mode",
+    "gain",
+    "worst_slowdown",
+    "loss_pct",
+    "why",
+]
 
 
 def _key(row: dict) -> tuple:
@@ -64,11 +87,25 @@ def workload_table(tables: dict[str, pd.DataFrame], timings: dict[str, str] | No
     for r in tables.get("throughput", pd.DataFrame()).to_dict("records"):
         key = _key(r)
         loss = losses.get(key, (math.nan, math.nan, math.nan, "" if r["mode"] != "exclusive" else "baseline"))
-        rows.append(dict(workload=r["engine"], timing=(timings or {}).get(r["engine"]) or "kernel",
-                         backend=r["backend"], particles=r["particles"], mode=r["mode"], replicas=r["replicas"],
-                         loss_pct=loss[0], loss_ci_low=loss[1], loss_ci_high=loss[2], loss_metric=loss[3],
-                         worst_slowdown=worst.get(key, math.nan), gain=r["gain"], gain_ci_low=r["gain_ci_low"],
-                         gain_ci_high=r["gain_ci_high"], repeats=r["repeats"]))
+        rows.append(
+            dict(
+                workload=r["engine"],
+                timing=(timings or {}).get(r["engine"]) or "kernel",
+                backend=r["backend"],
+                particles=r["particles"],
+                mode=r["mode"],
+                replicas=r["replicas"],
+                loss_pct=loss[0],
+                loss_ci_low=loss[1],
+                loss_ci_high=loss[2],
+                loss_metric=loss[3],
+                worst_slowdown=worst.get(key, math.nan),
+                gain=r["gain"],
+                gain_ci_low=r["gain_ci_low"],
+                gain_ci_high=r["gain_ci_high"],
+                repeats=r["repeats"],
+            )
+        )
     df = pd.DataFrame(rows, columns=WORKLOAD_COLUMNS)
     return df.sort_values(["workload", "particles", "replicas", "mode"], kind="stable").reset_index(drop=True)
 
@@ -77,21 +114,35 @@ def workload_answers(table: pd.DataFrame) -> pd.DataFrame:
     """Per workload and size: the shared mode with the largest throughput gain (ties: the smaller
     worst-job slowdown), or exclusive when no shared mode gains."""
     rows = []
-    for (wl, timing, backend, particles), g in table.groupby(["workload", "timing", "backend", "particles"],
-                                                             dropna=False, sort=True):
+    for (wl, timing, backend, particles), g in table.groupby(
+        ["workload", "timing", "backend", "particles"], dropna=False, sort=True
+    ):
         shared = g[(g["mode"] != "exclusive") & g["gain"].notna()]
         if shared.empty:
             continue
         best = shared.sort_values(["gain", "worst_slowdown"], ascending=[False, True]).iloc[0]
         if best["gain"] > 1:
-            why = (f"{best['mode']} does {best['gain']:.2f}x the work of exclusive use per unit time; "
-                   f"its slowest job takes {best['worst_slowdown']:.2f}x its time alone")
+            why = (
+                f"{best['mode']} does {best['gain']:.2f}x the work of exclusive use per unit time; "
+                f"its slowest job takes {best['worst_slowdown']:.2f}x its time alone"
+            )
             mode = best["mode"]
         else:
             why = f"no shared mode gains throughput (best: {best['mode']} at {best['gain']:.2f}x)"
             mode = "exclusive"
-        rows.append(dict(workload=wl, timing=timing, backend=backend, particles=particles, best_mode=mode,
-                         gain=best["gain"], worst_slowdown=best["worst_slowdown"], loss_pct=best["loss_pct"], why=why))
+        rows.append(
+            dict(
+                workload=wl,
+                timing=timing,
+                backend=backend,
+                particles=particles,
+                best_mode=mode,
+                gain=best["gain"],
+                worst_slowdown=best["worst_slowdown"],
+                loss_pct=best["loss_pct"],
+                why=why,
+            )
+        )
     return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
 
 

@@ -28,8 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lattice": ("sharebench.cli.kernel", "element mix, circumference, tunes and chromaticities of a lattice"),
     "track": ("sharebench.cli.kernel", "one tracking run; prints its record"),
     "bench": ("sharebench.cli.kernel", "speed benchmark: engines x devices, writes JSON and markdown"),
-    "run": ("sharebench.cli.sweep", "measure every sharing mode on this machine (a local sweep) and write tables, "
-                                    "plots, report"),
+    "run": (
+        "sharebench.cli.sweep",
+        "measure every sharing mode on this machine (a local sweep) and write tables, plots, report",
+    ),
     "report": ("sharebench.cli.sweep", "rebuild tables, plots and report.md/report.html of a results folder"),
     "compare": ("sharebench.cli.compare", "differences between results folders, per cell, with intervals and verdicts"),
     "cleanup": ("sharebench.cli.sweep", "stop MPS daemons (and remove their folders) that a killed sweep left behind"),

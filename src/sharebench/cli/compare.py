@@ -12,14 +12,19 @@ from sharebench.report import markdown_table
 
 
 def configure(name: str, parser: argparse.ArgumentParser) -> None:
-    parser.description = ("Compare results folders cell by cell: for each (work, mode) measured in A and in B, "
-                          "the change of the cell time with its 95%% interval and a verdict (same within noise / "
-                          "faster / slower), each folder's loss with its interval and the between-run spread. "
-                          "Never writes into A or B.")
+    parser.description = (
+        "Compare results folders cell by cell: for each (work, mode) measured in A and in B, "
+        "the change of the cell time with its 95%% interval and a verdict (same within noise / "
+        "faster / slower), each folder's loss with its interval and the between-run spread. "
+        "Never writes into A or B."
+    )
     parser.add_argument("dirs", metavar="DIR", nargs="+", help="results folders: A, then B [C …] compared with A")
     parser.add_argument("--out", default=None, help="also write compare.md and compare.csv into this folder")
-    parser.add_argument("--ignore", default="", help="work keys not to match on, comma-separated "
-                                                     "(engine, backend, lattice, device_class)")
+    parser.add_argument(
+        "--ignore",
+        default="",
+        help="work keys not to match on, comma-separated (engine, backend, lattice, device_class)",
+    )
     parser.set_defaults(func=cmd_compare)
 
 
@@ -43,8 +48,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
             labels = (str(dirs[0]), str(other))
         title = f"## {labels[1]} against {labels[0]}"
         if t.empty:
-            parts.append(f"{title}\n\nNo cell measured in both (same work: engine, backend, device class, lattice, "
-                         "particles, turns; see --ignore).\n")
+            parts.append(
+                f"{title}\n\nNo cell measured in both (same work: engine, backend, device class, lattice, "
+                "particles, turns; see --ignore).\n"
+            )
         else:
             parts.append(f"{title}\n\n{markdown_table(display_compare(t, labels))}\n")
         frames.append(t.assign(a=str(dirs[0]), b=str(other)))

@@ -28,8 +28,12 @@ def cpus_option(text: str) -> list[int]:
 def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", default="simpletrack", help="simpletrack (default) or xtrack")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda[:N], opencl[:P.D] (default auto)")
-    p.add_argument("--lattice", default=None, metavar="FILE",
-                   help="Xsuite line JSON/JSON.gz (default: the generated LHC-like ring)")
+    p.add_argument(
+        "--lattice",
+        default=None,
+        metavar="FILE",
+        help="Xsuite line JSON/JSON.gz (default: the generated LHC-like ring)",
+    )
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--nemitt-x", type=float, default=2.5e-6, help="normalised emittance [m] (default 2.5e-6)")
     p.add_argument("--nemitt-y", type=float, default=2.5e-6)
@@ -44,16 +48,28 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 
 def run_options(args: argparse.Namespace) -> dict:
     """The RunConfig options the commands share, from their flags."""
-    return dict(lattice=args.lattice, seed=args.seed, nemitt_x=args.nemitt_x, nemitt_y=args.nemitt_y,
-                sigma_z=args.sigma_z, sigma_delta=args.sigma_delta, warmup_turns=args.warmup_turns,
-                mem_limit_bytes=args.mem_limit_bytes, cpus=args.cpus, optimize=not args.no_optimize,
-                block_size=args.block_size)
+    return dict(
+        lattice=args.lattice,
+        seed=args.seed,
+        nemitt_x=args.nemitt_x,
+        nemitt_y=args.nemitt_y,
+        sigma_z=args.sigma_z,
+        sigma_delta=args.sigma_delta,
+        warmup_turns=args.warmup_turns,
+        mem_limit_bytes=args.mem_limit_bytes,
+        cpus=args.cpus,
+        optimize=not args.no_optimize,
+        block_size=args.block_size,
+    )
 
 
 def command_line() -> str:
     """How this command was typed, for the records."""
-    return "sharebench " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv and "sharebench" in sys.argv[0] \
+    return (
+        "sharebench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        if sys.argv and "sharebench" in sys.argv[0]
         else " ".join(shlex.quote(a) for a in sys.argv)
+    )
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
@@ -65,8 +81,10 @@ def cmd_devices(args: argparse.Namespace) -> int:
     print(f"{'spec':<12} {'kind':<4} {'memory':>10}  {'name':<40} {'platform':<34} uuid")
     for d in devs:
         mark = " (auto)" if d.spec == auto.spec else ""
-        print(f"{d.spec:<12} {d.kind:<4} {d.memory_bytes / 2**30:8.1f} GiB  {d.name[:40]:<40} {d.platform[:34]:<34} "
-              f"{d.uuid}{mark}")
+        print(
+            f"{d.spec:<12} {d.kind:<4} {d.memory_bytes / 2**30:8.1f} GiB  {d.name[:40]:<40} {d.platform[:34]:<34} "
+            f"{d.uuid}{mark}"
+        )
     return 0
 
 
@@ -81,8 +99,9 @@ def cmd_lattice(args: argparse.Namespace) -> int:
     print(f"elements        {info['elements']:,}  " + ", ".join(f"{k} {v:,}" for k, v in info["element_types"].items()))
     print("multipoles      orders " + ", ".join(f"{k}: {v:,}" for k, v in info["multipole_orders"].items()))
     print(f"circumference   {info['circumference_m']:.4f} m")
-    print(f"reference       p0c {info['p0c_ev'] / 1e12:g} TeV, mass {info['mass0_ev'] / 1e6:.3f} MeV, "
-          f"q0 {info['q0']:g}")
+    print(
+        f"reference       p0c {info['p0c_ev'] / 1e12:g} TeV, mass {info['mass0_ev'] / 1e6:.3f} MeV, q0 {info['q0']:g}"
+    )
     if "qx" in info:
         print(f"tunes (6d)      Qx {info['qx']:.4f}  Qy {info['qy']:.4f}  Qs {info['qs']:.5f}")
         print(f"chromaticities  Q'x {info['dqx']:.2f}  Q'y {info['dqy']:.2f}")
@@ -92,8 +111,11 @@ def cmd_lattice(args: argparse.Namespace) -> int:
 def cmd_track(args: argparse.Namespace) -> int:
     check_engine(args.engine)  # a tracker: the exec engine runs under `sharebench run`
     with contextlib.redirect_stdout(sys.stderr):  # xtrack's chatter
-        rec = run_replica(RunConfig(engine=args.engine, device=args.device, particles=args.particles,
-                                    turns=args.turns, **run_options(args)))
+        rec = run_replica(
+            RunConfig(
+                engine=args.engine, device=args.device, particles=args.particles, turns=args.turns, **run_options(args)
+            )
+        )
     d = rec.to_dict()
     if args.out:
         write_json(args.out, "record", d)
@@ -108,16 +130,24 @@ def cmd_track(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    config = BenchConfig(engines=args.engines, devices=args.devices or args.device, particles=args.particles,
-                         turns=args.turns, repeats=args.repeats, out_dir=args.out, command=command_line(),
-                         **run_options(args))
+    config = BenchConfig(
+        engines=args.engines,
+        devices=args.devices or args.device,
+        particles=args.particles,
+        turns=args.turns,
+        repeats=args.repeats,
+        out_dir=args.out,
+        command=command_line(),
+        **run_options(args),
+    )
     print(to_markdown(run_bench(config)))
     return 0
 
 
 def configure(name: str, p: argparse.ArgumentParser) -> None:
-    {"devices": configure_devices, "lattice": configure_lattice, "track": configure_track,
-     "bench": configure_bench}[name](p)
+    {"devices": configure_devices, "lattice": configure_lattice, "track": configure_track, "bench": configure_bench}[
+        name
+    ](p)
 
 
 def configure_devices(p: argparse.ArgumentParser) -> None:
@@ -126,8 +156,9 @@ def configure_devices(p: argparse.ArgumentParser) -> None:
 
 
 def configure_lattice(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--lattice", default=None, metavar="FILE",
-                   help="Xsuite line JSON/JSON.gz (default: the generated ring)")
+    p.add_argument(
+        "--lattice", default=None, metavar="FILE", help="Xsuite line JSON/JSON.gz (default: the generated ring)"
+    )
     p.add_argument("--no-twiss", action="store_true", help="skip xtrack's twiss (tunes, chromaticities)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_lattice)

@@ -30,24 +30,30 @@ def configure(name: str, node: argparse.ArgumentParser) -> None:
         p.add_argument("--json", action="store_true", help="print the result as JSON")
 
     def waits(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--timeout", type=float, default=600, metavar="S",
-                       help="seconds to wait for the operator (default 600)")
+        p.add_argument(
+            "--timeout", type=float, default=600, metavar="S", help="seconds to wait for the operator (default 600)"
+        )
         p.add_argument("--poll", type=float, default=2.0, metavar="S", help="seconds between checks (default 2)")
 
     ap = nsub.add_parser("apply", help="put NODE in MODE and wait until it advertises it")
     common(ap)
-    ap.add_argument("mode", metavar="MODE",
-                    help="exclusive, timeslice:N, mps:N, mig:LAYOUT (7g, 1g, 1g.18gb, all-disabled)")
+    ap.add_argument(
+        "mode", metavar="MODE", help="exclusive, timeslice:N, mps:N, mig:LAYOUT (7g, 1g, 1g.18gb, all-disabled)"
+    )
     ap.add_argument("--force", action="store_true", help="proceed although pods outside sharebench use the node's GPUs")
     ap.add_argument("--cordon", action="store_true", help="cordon the node (restore uncordons it)")
     waits(ap)
     ap.add_argument("--namespace", default=OPERATOR_NAMESPACE, help="gpu-operator namespace (default gpu-operator)")
-    ap.add_argument("--configmap", default=DEVICE_PLUGIN_CONFIGMAP,
-                    help=f"device-plugin config ConfigMap (default {DEVICE_PLUGIN_CONFIGMAP})")
+    ap.add_argument(
+        "--configmap",
+        default=DEVICE_PLUGIN_CONFIGMAP,
+        help=f"device-plugin config ConfigMap (default {DEVICE_PLUGIN_CONFIGMAP})",
+    )
     ap.add_argument("--gpu-model", help="GPU model when the node's product label is not in sharebench's table")
     ap.add_argument("--rename-shared", action="store_true", help="advertise shared GPUs as nvidia.com/gpu.shared")
-    ap.add_argument("--dry-run", action="store_true",
-                    help="print the label and ConfigMap changes it would make, and change nothing")
+    ap.add_argument(
+        "--dry-run", action="store_true", help="print the label and ConfigMap changes it would make, and change nothing"
+    )
     ap.add_argument("--holder", help="who holds the node's Lease (a run id; default: this machine)")
     ap.set_defaults(func=cmd_apply)
 
@@ -93,28 +99,46 @@ def _print(result: dict[str, Any], as_json: bool) -> None:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     check_times(args.timeout, args.poll, ("--timeout", "--poll"))
-    options = ReconfigureOptions(gpu_model=args.gpu_model, namespace=args.namespace, configmap=args.configmap,
-                                 timeout_s=args.timeout, poll_s=args.poll, force=args.force, cordon=args.cordon,
-                                 rename_shared=args.rename_shared, holder=args.holder)
+    options = ReconfigureOptions(
+        gpu_model=args.gpu_model,
+        namespace=args.namespace,
+        configmap=args.configmap,
+        timeout_s=args.timeout,
+        poll_s=args.poll,
+        force=args.force,
+        cordon=args.cordon,
+        rename_shared=args.rename_shared,
+        holder=args.holder,
+    )
     if args.dry_run:
-        _print(preview(args.node, args.mode, options, api_client=make_api_client(args.kubeconfig, args.context)),
-               args.json)
+        _print(
+            preview(args.node, args.mode, options, api_client=make_api_client(args.kubeconfig, args.context)), args.json
+        )
         return 0
-    res = reconfigure(args.node, args.mode, options, api_client=make_api_client(args.kubeconfig, args.context),
-                      progress=_progress)
+    res = reconfigure(
+        args.node, args.mode, options, api_client=make_api_client(args.kubeconfig, args.context), progress=_progress
+    )
     _print(res, args.json)
     return 0
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
     check_times(args.timeout, args.poll, ("--timeout", "--poll"))
-    res = restore(args.node, api_client=make_api_client(args.kubeconfig, args.context), timeout_s=args.timeout,
-                  progress=_progress, poll_s=args.poll, holder=args.holder)
+    res = restore(
+        args.node,
+        api_client=make_api_client(args.kubeconfig, args.context),
+        timeout_s=args.timeout,
+        progress=_progress,
+        poll_s=args.poll,
+        holder=args.holder,
+    )
     _print(res, args.json)
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    _print(status(args.node, api_client=make_api_client(args.kubeconfig, args.context), namespace=args.namespace),
-           args.json)
+    _print(
+        status(args.node, api_client=make_api_client(args.kubeconfig, args.context), namespace=args.namespace),
+        args.json,
+    )
     return 0

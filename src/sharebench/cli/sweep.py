@@ -32,52 +32,88 @@ def configure(name: str, parser: argparse.ArgumentParser) -> None:
 
 
 def configure_run(run: argparse.ArgumentParser) -> None:
-    run.description = ("Run a sweep of sharing modes x particle counts x repeats on this machine, write results.csv "
-                    "as it goes, then the tables, plots and report.md/report.html. With no options: the best device "
-                    "found (auto), exclusive, timeslice:2, timeslice:4 and mps:2 where available (partition:2 on "
-                       "the CPU), at sizes that finish in a few minutes.")
+    run.description = (
+        "Run a sweep of sharing modes x particle counts x repeats on this machine, write results.csv "
+        "as it goes, then the tables, plots and report.md/report.html. With no options: the best device "
+        "found (auto), exclusive, timeslice:2, timeslice:4 and mps:2 where available (partition:2 on "
+        "the CPU), at sizes that finish in a few minutes."
+    )
     run.add_argument("--device", default=None, help="auto, cpu, cuda[:N], opencl[:P.D] (default: auto)")
-    run.add_argument("--engine", default=None,
-                     help="simpletrack (default), xtrack, or exec (any program: --exec)")
-    run.add_argument("--modes", default=None,
-                     help="comma-separated: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], mig:LAYOUT, "
-                          "mig-emulated:LAYOUT, partition:N "
-                          "(default: exclusive,timeslice:2,timeslice:4 + mps:2 on an NVIDIA GPU "
-                          "/ partition:2 on the CPU)")
-    run.add_argument("--particles", "--work", dest="particles", default=None,
-                     help="comma-separated particle counts (--engine exec: work sizes) per replica, e.g. 5e6,1e7 "
-                          "(default: on the CPU one size calibrated for about 2 s of exclusive tracking; 1e6,2e6 "
-                          "on a GPU)")
-    run.add_argument("--turns", default=None,
-                     help="turns per run (default: 10)")
+    run.add_argument("--engine", default=None, help="simpletrack (default), xtrack, or exec (any program: --exec)")
+    run.add_argument(
+        "--modes",
+        default=None,
+        help="comma-separated: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], mig:LAYOUT, "
+        "mig-emulated:LAYOUT, partition:N "
+        "(default: exclusive,timeslice:2,timeslice:4 + mps:2 on an NVIDIA GPU "
+        "/ partition:2 on the CPU)",
+    )
+    run.add_argument(
+        "--particles",
+        "--work",
+        dest="particles",
+        default=None,
+        help="comma-separated particle counts (--engine exec: work sizes) per replica, e.g. 5e6,1e7 "
+        "(default: on the CPU one size calibrated for about 2 s of exclusive tracking; 1e6,2e6 "
+        "on a GPU)",
+    )
+    run.add_argument("--turns", default=None, help="turns per run (default: 10)")
     run.add_argument("--repeats", default=None, help="measured repeats, 1..1000 (default 3)")
-    run.add_argument("--warmup-repeats", default=None,
-                     help="discarded warm-up repeats before them (default 1)")
+    run.add_argument("--warmup-repeats", default=None, help="discarded warm-up repeats before them (default 1)")
     run.add_argument("--lattice", default=None, help="Xsuite line JSON/JSON.gz (default: the generated LHC-like ring)")
-    run.add_argument("--out", default=None,
-                     help="results folder (default: sharebench-results/<UTC time>); must not hold results "
-                          "unless --resume")
-    run.add_argument("--resume", action="store_true",
-                     help="continue an existing results folder with its own options (those given must match "
-                          "it): cells already measured are kept and skipped")
-    run.add_argument("--ready-timeout", default=None, metavar="S",
-                     help="longest a replica may take to build and warm up before the start barrier (s)")
-    run.add_argument("--run-timeout", default=None, metavar="S",
-                     help="longest a cell may track before its replicas are stopped and the cell marked failed (s)")
-    run.add_argument("--stop-after", default=None, metavar="S",
-                     help="start no new cell after S seconds (what is done is kept; continue with --resume)")
-    run.add_argument("--allow-gpu-settings", action="store_true",
-                     help="let timeslice:N/INTERVAL set the GPU's time-slice interval (nvidia-smi compute-policy), "
-                          "put back after each cell; refused without it")
-    run.add_argument("--fresh-replicas", action="store_true",
-                     help="start new replica processes for every cell (default: warm replicas, kept from cell to "
-                          "cell with their context, kernel and particles; see the README's 'Warm replicas')")
-    run.add_argument("--dry-run", action="store_true",
-                     help="check everything and print what would run (cells, replicas, cost), run nothing")
+    run.add_argument(
+        "--out",
+        default=None,
+        help="results folder (default: sharebench-results/<UTC time>); must not hold results unless --resume",
+    )
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an existing results folder with its own options (those given must match "
+        "it): cells already measured are kept and skipped",
+    )
+    run.add_argument(
+        "--ready-timeout",
+        default=None,
+        metavar="S",
+        help="longest a replica may take to build and warm up before the start barrier (s)",
+    )
+    run.add_argument(
+        "--run-timeout",
+        default=None,
+        metavar="S",
+        help="longest a cell may track before its replicas are stopped and the cell marked failed (s)",
+    )
+    run.add_argument(
+        "--stop-after",
+        default=None,
+        metavar="S",
+        help="start no new cell after S seconds (what is done is kept; continue with --resume)",
+    )
+    run.add_argument(
+        "--allow-gpu-settings",
+        action="store_true",
+        help="let timeslice:N/INTERVAL set the GPU's time-slice interval (nvidia-smi compute-policy), "
+        "put back after each cell; refused without it",
+    )
+    run.add_argument(
+        "--fresh-replicas",
+        action="store_true",
+        help="start new replica processes for every cell (default: warm replicas, kept from cell to "
+        "cell with their context, kernel and particles; see the README's 'Warm replicas')",
+    )
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check everything and print what would run (cells, replicas, cost), run nothing",
+    )
     run.add_argument("--no-telemetry", action="store_true", help="do not sample GPU/CPU telemetry")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument("--strict", action="store_true",
-                     help="refuse to start on a busy host, stop after a cell measured under disturbance (exit 1)")
+    run.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse to start on a busy host, stop after a cell measured under disturbance (exit 1)",
+    )
     add_exec_options(run)
     run.set_defaults(func=cmd_run)
 
@@ -85,15 +121,21 @@ def configure_run(run: argparse.ArgumentParser) -> None:
 def configure_report(rep: argparse.ArgumentParser) -> None:
     rep.description = "Rebuild tables/, plots/, report.md and report.html from DIR/results.csv."
     rep.add_argument("dir", metavar="DIR", help="results folder (holds results.csv)")
-    rep.add_argument("--compare", metavar="DIR2", default=None,
-                     help="refused: use `sharebench compare DIR DIR2`, which never overwrites DIR's report")
+    rep.add_argument(
+        "--compare",
+        metavar="DIR2",
+        default=None,
+        help="refused: use `sharebench compare DIR DIR2`, which never overwrites DIR's report",
+    )
     rep.set_defaults(func=cmd_report)
 
 
 def configure_cleanup(cleanup: argparse.ArgumentParser) -> None:
-    cleanup.description = ("Stop the MPS daemons a killed sweep left on this machine (their folders "
-                           "$TMPDIR/sbmps-* name a sweep pid that is gone) and remove their folders. "
-                           "The next MPS cell does the same on its own.")
+    cleanup.description = (
+        "Stop the MPS daemons a killed sweep left on this machine (their folders "
+        "$TMPDIR/sbmps-* name a sweep pid that is gone) and remove their folders. "
+        "The next MPS cell does the same on its own."
+    )
     cleanup.set_defaults(func=cmd_cleanup)
 
 
@@ -104,27 +146,40 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    out = Path(args.out) if args.out else Path("sharebench-results") / datetime.now(timezone.utc).strftime(
-        "%Y%m%dT%H%M%SZ")
+    out = (
+        Path(args.out)
+        if args.out
+        else Path("sharebench-results") / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    )
     given = {
         "turns": whole_number("--turns", args.turns, 1, MAX_TURNS) if args.turns is not None else None,
         "repeats": whole_number("--repeats", args.repeats, 1, MAX_REPEATS) if args.repeats is not None else None,
-        "warmup_repeats": (whole_number("--warmup-repeats", args.warmup_repeats, 0, MAX_REPEATS)
-                           if args.warmup_repeats is not None else None),
+        "warmup_repeats": (
+            whole_number("--warmup-repeats", args.warmup_repeats, 0, MAX_REPEATS)
+            if args.warmup_repeats is not None
+            else None
+        ),
         "ready_timeout_s": seconds("--ready-timeout", args.ready_timeout, 0.001) if args.ready_timeout else None,
         "run_timeout_s": seconds("--run-timeout", args.run_timeout, 0.001) if args.run_timeout is not None else None,
         "modes": args.modes.split(",") if args.modes is not None else None,
-        "particles": args.particles, "device": args.device, "engine": args.engine, "lattice": args.lattice,
+        "particles": args.particles,
+        "device": args.device,
+        "engine": args.engine,
+        "lattice": args.lattice,
         "run_options": exec_options(args) or None,  # None: none given (a resumed folder keeps its own)
     }
     stop_after = seconds("--stop-after", args.stop_after) if args.stop_after is not None else None
     if args.resume:  # the folder's own sweep: what the user did not give comes from its sweep.json
         given = inherit_options(out, given)
     cfg = SweepConfig(
-        **{k: v for k, v in given.items() if v is not None}, resume=args.resume,
+        **{k: v for k, v in given.items() if v is not None},
+        resume=args.resume,
         telemetry_interval_s=None if args.no_telemetry else 0.1,
-        progress=not args.no_progress, command=list(sys.argv), stop_after_s=stop_after,
-        allow_gpu_settings=args.allow_gpu_settings, fresh_replicas=args.fresh_replicas,
+        progress=not args.no_progress,
+        command=list(sys.argv),
+        stop_after_s=stop_after,
+        allow_gpu_settings=args.allow_gpu_settings,
+        fresh_replicas=args.fresh_replicas,
     )
     if args.dry_run:
         print(describe_plan(validate(cfg)))
@@ -133,10 +188,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_quiet()
     try:
         with stop_on_signals() as watch:
+
             def on_cell(rows: list[dict]) -> None:
                 watch.check()
                 if args.strict:
                     strict_guard(rows)
+
             run_sweep(cfg, out, on_cell=on_cell)
             watch.check()
             if (out / RESULTS_CSV).exists():
@@ -146,13 +203,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"sharebench: {exc}; the cells measured so far are in {out}/results.csv", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:
-        print(f"sharebench: interrupted; the cells finished so far are in {out}/results.csv "
-              f"(continue with --resume --out {out}, or `sharebench report {out}`)", file=sys.stderr)
+        print(
+            f"sharebench: interrupted; the cells finished so far are in {out}/results.csv "
+            f"(continue with --resume --out {out}, or `sharebench report {out}`)",
+            file=sys.stderr,
+        )
         return exc.exit_status if isinstance(exc, Stopped) else 130
     except OSError as exc:  # disk full, read-only folder: what is on disk stays, the message names the file
-        print(f"sharebench: error: cannot write {exc.filename or out}: {exc.strerror or exc}; the cells finished "
-              f"so far are in {out}/results.csv (free space or fix the folder, then --resume --out {out})",
-              file=sys.stderr)
+        print(
+            f"sharebench: error: cannot write {exc.filename or out}: {exc.strerror or exc}; the cells finished "
+            f"so far are in {out}/results.csv (free space or fix the folder, then --resume --out {out})",
+            file=sys.stderr,
+        )
         return 1
     print(f"results: {out}/results.csv\nreport:  {out}/report.html  ({out}/report.md)")
     screen, status = end_screen(out)
@@ -162,13 +224,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     if args.compare:
-        raise UserError(f"report --compare is gone: run `sharebench compare {args.dir} {args.compare}` "
-                        "(differences per cell, never overwriting a report)")
+        raise UserError(
+            f"report --compare is gone: run `sharebench compare {args.dir} {args.compare}` "
+            "(differences per cell, never overwriting a report)"
+        )
     try:
         paths = build_report(Path(args.dir))
     except OSError as exc:
-        print(f"sharebench: error: cannot write {exc.filename or args.dir}: {exc.strerror or exc}; results.csv is "
-              "unchanged (free space or fix the folder, then run sharebench report again)", file=sys.stderr)
+        print(
+            f"sharebench: error: cannot write {exc.filename or args.dir}: {exc.strerror or exc}; results.csv is "
+            "unchanged (free space or fix the folder, then run sharebench report again)",
+            file=sys.stderr,
+        )
         return 1
     print(f"report: {paths['html']}  ({paths['markdown']})")
     return 0

@@ -28,8 +28,9 @@ def configure(name: str, tel: argparse.ArgumentParser) -> None:
     sp.add_argument("--out", help="raw samples CSV")
     sp.set_defaults(func=cmd_sample)
 
-    dp = tsub.add_parser("dcgm", help=f"attach DCGM metrics from Prometheus to each cell of a results folder "
-                                      f"(writes {DCGM_CSV} there)")
+    dp = tsub.add_parser(
+        "dcgm", help=f"attach DCGM metrics from Prometheus to each cell of a results folder (writes {DCGM_CSV} there)"
+    )
     dp.add_argument("results", help="results folder (results.csv)")
     dp.add_argument("--url", required=True, help="Prometheus base URL, e.g. http://prometheus.monitoring:9090")
     dp.add_argument("--node", help="node name (the ServiceMonitor's node label)")
@@ -41,8 +42,11 @@ def configure(name: str, tel: argparse.ArgumentParser) -> None:
     an = tsub.add_parser("annotate", help="write a results folder's cells to Grafana as annotations")
     an.add_argument("results", help="results folder (results.csv)")
     an.add_argument("--grafana", required=True, help="Grafana base URL, e.g. http://grafana.monitoring")
-    an.add_argument("--token-env", default="GRAFANA_TOKEN",
-                    help="environment variable holding a service-account token (default GRAFANA_TOKEN)")
+    an.add_argument(
+        "--token-env",
+        default="GRAFANA_TOKEN",
+        help="environment variable holding a service-account token (default GRAFANA_TOKEN)",
+    )
     an.add_argument("--run", help="a run label added as tag run:<label>")
     an.set_defaults(func=cmd_annotate)
     tel.set_defaults(func=lambda _args: _help(tel))
@@ -73,8 +77,9 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_dcgm(args: argparse.Namespace) -> int:
-    df = attach_to_results(args.results, args.url, node=args.node, node_label=args.node_label,
-                           gpu_uuid=args.gpu_uuid, step_s=args.step)
+    df = attach_to_results(
+        args.results, args.url, node=args.node, node_label=args.node_label, gpu_uuid=args.gpu_uuid, step_s=args.step
+    )
     print(f"{len(df)} cells -> {args.results}/{DCGM_CSV}")
     return 0
 

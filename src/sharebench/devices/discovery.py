@@ -164,8 +164,9 @@ def resolve_device(spec: str = "auto") -> DeviceInfo:
     if s.startswith("opencl"):
         devs = _opencl_devices()
         if not devs:
-            raise UserError(f"device {spec!r}: no OpenCL platform found "
-                            "(install pocl-binary-distribution or a GPU driver's ICD)")
+            raise UserError(
+                f"device {spec!r}: no OpenCL platform found (install pocl-binary-distribution or a GPU driver's ICD)"
+            )
         if ":" not in s:
             gpus = [d for d in devs if d.kind == "gpu"]
             return (gpus or devs)[0]

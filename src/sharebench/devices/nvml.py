@@ -170,12 +170,14 @@ def mig_devices(nv: Any, parent: Any) -> list[dict[str, Any]]:
         except nv.NVMLError:  # NotFound for unused slots
             continue
         inst: dict[str, Any] = {"handle": h, "index": i}
-        for key, fn in (("name", lambda h=h: text(nv.nvmlDeviceGetName(h))),
-                        ("uuid", lambda h=h: text(nv.nvmlDeviceGetUUID(h))),
-                        ("gpu_instance_id", lambda h=h: int(nv.nvmlDeviceGetGpuInstanceId(h))),
-                        ("compute_instance_id", lambda h=h: int(nv.nvmlDeviceGetComputeInstanceId(h))),
-                        ("sms", lambda h=h: int(nv.nvmlDeviceGetAttributes(h).multiprocessorCount)),
-                        ("memory_bytes", lambda h=h: int(nv.nvmlDeviceGetMemoryInfo(h).total))):
+        for key, fn in (
+            ("name", lambda h=h: text(nv.nvmlDeviceGetName(h))),
+            ("uuid", lambda h=h: text(nv.nvmlDeviceGetUUID(h))),
+            ("gpu_instance_id", lambda h=h: int(nv.nvmlDeviceGetGpuInstanceId(h))),
+            ("compute_instance_id", lambda h=h: int(nv.nvmlDeviceGetComputeInstanceId(h))),
+            ("sms", lambda h=h: int(nv.nvmlDeviceGetAttributes(h).multiprocessorCount)),
+            ("memory_bytes", lambda h=h: int(nv.nvmlDeviceGetMemoryInfo(h).total)),
+        ):
             try:
                 inst[key] = fn()
             except (nv.NVMLError, AttributeError):

@@ -86,10 +86,22 @@ class BenchConfig:
     def run_config(self, engine: str, device: str, particles: int, replica: int = 0) -> RunConfig:
         """The RunConfig of one run of the benchmark."""
         return RunConfig(
-            engine=engine, device=device, lattice=self.lattice, particles=particles, turns=self.turns, seed=self.seed,
-            nemitt_x=self.nemitt_x, nemitt_y=self.nemitt_y, sigma_z=self.sigma_z, sigma_delta=self.sigma_delta,
-            warmup_turns=self.warmup_turns, mem_limit_bytes=self.mem_limit_bytes, cpus=self.cpus,
-            replica=replica, optimize=self.optimize, block_size=self.block_size,
+            engine=engine,
+            device=device,
+            lattice=self.lattice,
+            particles=particles,
+            turns=self.turns,
+            seed=self.seed,
+            nemitt_x=self.nemitt_x,
+            nemitt_y=self.nemitt_y,
+            sigma_z=self.sigma_z,
+            sigma_delta=self.sigma_delta,
+            warmup_turns=self.warmup_turns,
+            mem_limit_bytes=self.mem_limit_bytes,
+            cpus=self.cpus,
+            replica=replica,
+            optimize=self.optimize,
+            block_size=self.block_size,
         )
 
 
@@ -100,12 +112,22 @@ def summarize(records: list[dict]) -> dict:
     ptps = [r["particle_turns_per_s"] for r in records]
     r0 = records[0]
     return {
-        "engine": r0["engine"], "device": r0["device"], "device_name": r0["device_name"], "context": r0["context"],
-        "particles": r0["particles"], "turns": r0["turns"], "elements": r0["elements"], "repeats": len(records),
-        "track_s_median": statistics.median(track), "track_s_min": min(track),
-        "element_passes_per_s_median": statistics.median(eps), "element_passes_per_s_best": max(eps),
-        "particle_turns_per_s_median": statistics.median(ptps), "survived_min": min(r["survived"] for r in records),
-        "compile_s_first": r0["compile_s"], "setup_s_median": statistics.median(r["setup_s"] for r in records),
+        "engine": r0["engine"],
+        "device": r0["device"],
+        "device_name": r0["device_name"],
+        "context": r0["context"],
+        "particles": r0["particles"],
+        "turns": r0["turns"],
+        "elements": r0["elements"],
+        "repeats": len(records),
+        "track_s_median": statistics.median(track),
+        "track_s_min": min(track),
+        "element_passes_per_s_median": statistics.median(eps),
+        "element_passes_per_s_best": max(eps),
+        "particle_turns_per_s_median": statistics.median(ptps),
+        "survived_min": min(r["survived"] for r in records),
+        "compile_s_first": r0["compile_s"],
+        "setup_s_median": statistics.median(r["setup_s"] for r in records),
     }
 
 
@@ -121,8 +143,9 @@ def to_markdown(doc: dict) -> str:
     ]
     for s in doc["summary"]:
         if "error" in s:
-            lines.append(f"| {s['engine']} | {s['device']} | | {s['particles']:,} | | "
-                         f"| not run: {s['error']} | | | | |")
+            lines.append(
+                f"| {s['engine']} | {s['device']} | | {s['particles']:,} | | | not run: {s['error']} | | | | |"
+            )
             continue
         lines.append(
             f"| {s['engine']} | {s['device']} | {s['device_name']} | {s['particles']:,} | {s['turns']} "
@@ -141,8 +164,12 @@ def run_cell(config: BenchConfig, engine: str, device: str, particles: int) -> l
         with contextlib.redirect_stdout(sys.stderr):  # xtrack's chatter
             rec = run_replica(cfg).to_dict()
         recs.append(rec)
-        print(f"bench: {engine} {rec['device']} n={particles:,} rep {rep}: track {rec['track_s']:.3f} s, "
-              f"{rec['element_passes_per_s']:.3e} element-passes/s", file=sys.stderr, flush=True)
+        print(
+            f"bench: {engine} {rec['device']} n={particles:,} rep {rep}: track {rec['track_s']:.3f} s, "
+            f"{rec['element_passes_per_s']:.3e} element-passes/s",
+            file=sys.stderr,
+            flush=True,
+        )
     return recs
 
 

@@ -64,12 +64,16 @@ class RunConfig:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or v < 0:
                 raise UserError(f"bad {name} {v!r}: a number >= 0 is allowed")
-        if self.mem_limit_bytes is not None and (not isinstance(self.mem_limit_bytes, int)
-                                                 or self.mem_limit_bytes <= 0):
+        if self.mem_limit_bytes is not None and (
+            not isinstance(self.mem_limit_bytes, int) or self.mem_limit_bytes <= 0
+        ):
             raise UserError(f"bad mem_limit_bytes {self.mem_limit_bytes!r}: a positive integer is allowed")
         if self.cpus is not None:
-            if (not isinstance(self.cpus, (list, tuple)) or not self.cpus
-                    or not all(isinstance(c, int) and c >= 0 for c in self.cpus)):
+            if (
+                not isinstance(self.cpus, (list, tuple))
+                or not self.cpus
+                or not all(isinstance(c, int) and c >= 0 for c in self.cpus)
+            ):
                 raise UserError(f"bad cpus {self.cpus!r}: a non-empty list of core numbers is allowed")
             self.cpus = list(self.cpus)
         if self.lattice is not None:

@@ -60,8 +60,10 @@ def uncoupled_twiss(m: np.ndarray) -> dict:
         mm = m[sl, sl]
         cos_mu = 0.5 * np.trace(mm)
         if not abs(cos_mu) < 1:
-            raise UserError(f"the lattice is linearly unstable in {plane} (|cos mu| = {abs(cos_mu):.3f} >= 1); "
-                            "no matched distribution")
+            raise UserError(
+                f"the lattice is linearly unstable in {plane} (|cos mu| = {abs(cos_mu):.3f} >= 1); "
+                "no matched distribution"
+            )
         sin_mu = np.sign(mm[0, 1]) * np.sqrt(1 - cos_mu**2)
         optics[f"beta{plane}"] = float(mm[0, 1] / sin_mu)
         optics[f"alf{plane}"] = float((mm[0, 0] - mm[1, 1]) / (2 * sin_mu))
@@ -108,12 +110,26 @@ def xtrack_optics(line) -> dict:
             tw = line.twiss(method="4d")
         except Exception as exc:  # noqa: BLE001 - any twiss failure: one line, not a traceback
             raise UserError(f"no matched distribution: twiss failed on this lattice ({type(exc).__name__})") from None
-    return {"closed_orbit": np.array([tw.x[0], tw.px[0], tw.y[0], tw.py[0]]), "betax": float(tw.betx[0]),
-            "alfx": float(tw.alfx[0]), "betay": float(tw.bety[0]), "alfy": float(tw.alfy[0])}
+    return {
+        "closed_orbit": np.array([tw.x[0], tw.px[0], tw.y[0], tw.py[0]]),
+        "betax": float(tw.betx[0]),
+        "alfx": float(tw.alfx[0]),
+        "betay": float(tw.bety[0]),
+        "alfy": float(tw.alfy[0]),
+    }
 
 
-def matched_gaussian(optics: dict, beta0: float, gamma0: float, n: int, seed: int = 1, nemitt_x: float = 2.5e-6,
-                     nemitt_y: float = 2.5e-6, sigma_z: float = 0.05, sigma_delta: float = 1e-4) -> np.ndarray:
+def matched_gaussian(
+    optics: dict,
+    beta0: float,
+    gamma0: float,
+    n: int,
+    seed: int = 1,
+    nemitt_x: float = 2.5e-6,
+    nemitt_y: float = 2.5e-6,
+    sigma_z: float = 0.05,
+    sigma_delta: float = 1e-4,
+) -> np.ndarray:
     """(6, n) array x, px, y, py, zeta, delta, from linear_optics()/xtrack_optics()."""
     rng = np.random.default_rng(seed)
     out = np.empty((6, n))

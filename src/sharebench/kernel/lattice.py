@@ -68,25 +68,31 @@ def load_line(path):
         with opener(p, "rt") as fh:
             data = json.load(fh)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, EOFError) as exc:
-        raise UserError(f"lattice file {str(path)!r} is not an Xsuite line (JSON or JSON.gz): "
-                        f"{type(exc).__name__}") from None
+        raise UserError(
+            f"lattice file {str(path)!r} is not an Xsuite line (JSON or JSON.gz): {type(exc).__name__}"
+        ) from None
     if not isinstance(data, dict) or "elements" not in data or "element_names" not in data:
-        raise UserError(f"lattice file {str(path)!r} is not an Xsuite line: no 'elements'/'element_names' "
-                        "(save one with line.to_json)")
+        raise UserError(
+            f"lattice file {str(path)!r} is not an Xsuite line: no 'elements'/'element_names' "
+            "(save one with line.to_json)"
+        )
     with warnings.catch_warnings():
         _quiet()
         try:
             line = xt.Line.from_dict(data)
         except Exception as exc:  # noqa: BLE001 - a malformed line: say so in one line
-            raise UserError(f"lattice file {str(path)!r} could not be read as an Xsuite line: "
-                            f"{type(exc).__name__}: {exc}") from None
+            raise UserError(
+                f"lattice file {str(path)!r} could not be read as an Xsuite line: {type(exc).__name__}: {exc}"
+            ) from None
     if line.particle_ref is None:
         raise UserError(f"lattice file {str(path)!r} has no reference particle (particle_ref)")
     elements = data["elements"] if isinstance(data["elements"], dict) else {}
     missing = [n for n in line.element_names if n not in line.element_dict]
     if missing:
-        raise UserError(f"lattice file {str(path)!r} lists element {missing[0]!r} in element_names but does not "
-                        "define it in elements")
+        raise UserError(
+            f"lattice file {str(path)!r} lists element {missing[0]!r} in element_names but does not "
+            "define it in elements"
+        )
     fix_missing_shifts(line, elements)
     check_line_numbers(line, str(path))
     return line
@@ -101,8 +107,9 @@ def check_line_numbers(line, path: str) -> None:
     for name in names:
         element = line.element_dict.get(name)
         if element is None:
-            raise UserError(f"lattice file {path!r} lists element {name!r} in element_names but does not define "
-                            "it in elements")
+            raise UserError(
+                f"lattice file {path!r} lists element {name!r} in element_names but does not define it in elements"
+            )
         for attr in ("length", "knl", "ksl", "k1", "k2", "k3", "angle", "voltage", "frequency"):
             value = getattr(element, attr, None)
             if value is None:
@@ -112,9 +119,11 @@ def check_line_numbers(line, path: str) -> None:
             except (TypeError, ValueError):
                 continue
             if not np.all(np.isfinite(numbers)):
-                raise UserError(f"lattice file {path!r}: element {name!r} has a non-finite {attr} "
-                                f"({numbers.tolist()}); "
-                                "every length and strength must be a finite number")
+                raise UserError(
+                    f"lattice file {path!r}: element {name!r} has a non-finite {attr} "
+                    f"({numbers.tolist()}); "
+                    "every length and strength must be a finite number"
+                )
 
 
 # ----------------------------------------------------------------------------
@@ -246,7 +255,7 @@ def _cell_sequence(roles: list[tuple[int, str, int]], idx: list[int]) -> list[in
     per = max(1, len(dips))
     for j, d in enumerate(dips):
         order_body.append(d)
-        order_body += spls[j * len(spls) // per:(j + 1) * len(spls) // per]
+        order_body += spls[j * len(spls) // per : (j + 1) * len(spls) // per]
     half = len(order_body) // 2
     return head_f + order_body[:half] + head_d + order_body[half:]
 
@@ -407,8 +416,12 @@ def _read_packed(path: Path) -> PackedLine | None:
     """The packed line cached at ``path``; None when it is missing or unreadable."""
     try:
         z = np.load(path)
-        return PackedLine(data=z["data"], n_elements=int(z["n_elements"]), kinds=z["kinds"],
-                          **{k: float(z[k]) for k in ("line_length", "p0c", "mass0", "q0", "beta0", "xy_limit")})
+        return PackedLine(
+            data=z["data"],
+            n_elements=int(z["n_elements"]),
+            kinds=z["kinds"],
+            **{k: float(z[k]) for k in ("line_length", "p0c", "mass0", "q0", "beta0", "xy_limit")},
+        )
     except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):  # torn or foreign: rebuilt
         return None
 
@@ -425,8 +438,18 @@ def get_packed(lattice=None) -> PackedLine:
             return packed
     packed = pack_line(get_line_cached(lattice))
     buf = io.BytesIO()
-    np.savez(buf, data=packed.data, n_elements=packed.n_elements, kinds=packed.kinds, line_length=packed.line_length,
-             p0c=packed.p0c, mass0=packed.mass0, q0=packed.q0, beta0=packed.beta0, xy_limit=packed.xy_limit)
+    np.savez(
+        buf,
+        data=packed.data,
+        n_elements=packed.n_elements,
+        kinds=packed.kinds,
+        line_length=packed.line_length,
+        p0c=packed.p0c,
+        mass0=packed.mass0,
+        q0=packed.q0,
+        beta0=packed.beta0,
+        xy_limit=packed.xy_limit,
+    )
     write_atomic(path, buf.getvalue())
     return packed
 
@@ -436,7 +459,8 @@ def describe(line, twiss: bool = True) -> dict:
     chromaticities from xtrack's 6d twiss (on the CPU) when twiss=True."""
     counts = Counter(type(line.element_dict[n]).__name__ for n in line.element_names)
     orders = Counter(
-        int(line.element_dict[n].order) for n in line.element_names
+        int(line.element_dict[n].order)
+        for n in line.element_names
         if type(line.element_dict[n]).__name__ == "Multipole"
     )
     ref = line.particle_ref
@@ -460,9 +484,17 @@ def describe(line, twiss: bool = True) -> dict:
             try:
                 tw = line.twiss(method="6d")
             except Exception as exc:  # noqa: BLE001 - an unstable line: say so rather than crash
-                raise UserError(f"twiss failed on this lattice ({type(exc).__name__}: {exc}); "
-                                "is it a stable ring?") from None
-        out.update(qx=float(tw.qx), qy=float(tw.qy), qs=float(tw.qs), dqx=float(tw.dqx), dqy=float(tw.dqy),
-                   betx_max_m=float(np.max(tw.betx)), bety_max_m=float(np.max(tw.bety)),
-                   dx_max_m=float(np.max(np.abs(tw.dx))))
+                raise UserError(
+                    f"twiss failed on this lattice ({type(exc).__name__}: {exc}); is it a stable ring?"
+                ) from None
+        out.update(
+            qx=float(tw.qx),
+            qy=float(tw.qy),
+            qs=float(tw.qs),
+            dqx=float(tw.dqx),
+            dqy=float(tw.dqy),
+            betx_max_m=float(np.max(tw.betx)),
+            bety_max_m=float(np.max(tw.bety)),
+            dx_max_m=float(np.max(np.abs(tw.dx))),
+        )
     return out

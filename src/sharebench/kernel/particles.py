@@ -24,12 +24,33 @@ ENV = "SHAREBENCH_PARTICLE_CACHE"
 OPTICS_KEYS = ("closed_orbit", "betax", "alfx", "betay", "alfy")
 
 
-def particles_key(optics: dict, beta0: float, gamma0: float, n: int, seed: int, nemitt_x: float, nemitt_y: float,
-                  sigma_z: float, sigma_delta: float) -> str:
+def particles_key(
+    optics: dict,
+    beta0: float,
+    gamma0: float,
+    n: int,
+    seed: int,
+    nemitt_x: float,
+    nemitt_y: float,
+    sigma_z: float,
+    sigma_delta: float,
+) -> str:
     """The cache key of one distribution: a digest of everything it depends on."""
     parts = [np.asarray(optics[k], dtype=float).tobytes() for k in OPTICS_KEYS]
-    parts.append(repr((float(beta0), float(gamma0), int(n), int(seed), float(nemitt_x), float(nemitt_y),
-                       float(sigma_z), float(sigma_delta))).encode())
+    parts.append(
+        repr(
+            (
+                float(beta0),
+                float(gamma0),
+                int(n),
+                int(seed),
+                float(nemitt_x),
+                float(nemitt_y),
+                float(sigma_z),
+                float(sigma_delta),
+            )
+        ).encode()
+    )
     return hashlib.sha1(b"|".join(parts)).hexdigest()[:24]
 
 
@@ -37,8 +58,17 @@ def cache_enabled() -> bool:
     return os.environ.get(ENV, "1").strip().lower() not in ("0", "no", "off", "false")
 
 
-def shared_particles(optics: dict, beta0: float, gamma0: float, n: int, seed: int = 1, nemitt_x: float = 2.5e-6,
-                     nemitt_y: float = 2.5e-6, sigma_z: float = 0.05, sigma_delta: float = 1e-4) -> np.ndarray:
+def shared_particles(
+    optics: dict,
+    beta0: float,
+    gamma0: float,
+    n: int,
+    seed: int = 1,
+    nemitt_x: float = 2.5e-6,
+    nemitt_y: float = 2.5e-6,
+    sigma_z: float = 0.05,
+    sigma_delta: float = 1e-4,
+) -> np.ndarray:
     """The (6, n) matched distribution, from the cache file when one holds it, else drawn and saved."""
     args = (optics, beta0, gamma0, n, seed, nemitt_x, nemitt_y, sigma_z, sigma_delta)
     if not cache_enabled():

@@ -159,8 +159,9 @@ def set_up(cfg: RunConfig) -> Prepared:
     optics, n_el, beta0, gamma0 = reference_optics(line, packed)
     engine = make_engine(cfg, device, line, packed)
     engine.build()
-    x6 = shared_particles(optics, beta0, gamma0, cfg.particles, cfg.seed, cfg.nemitt_x, cfg.nemitt_y, cfg.sigma_z,
-                          cfg.sigma_delta)
+    x6 = shared_particles(
+        optics, beta0, gamma0, cfg.particles, cfg.seed, cfg.nemitt_x, cfg.nemitt_y, cfg.sigma_z, cfg.sigma_delta
+    )
     coords, counters = make_state(*x6, beta0)
     upload_s = warm_up_and_upload(engine, cfg, coords, counters)
     return Prepared(device, engine, n_el, time.perf_counter() - t_setup, upload_s)
@@ -205,10 +206,10 @@ class WarmRunner:
         check_fits(cfg.particles, cfg.mem_limit_bytes, cfg.engine, what="memory limit (mem_limit_bytes)")
         if self._engine is not None:
             self._engine.release()  # the last cell's particles: not counted against this one's memory
-        check_fits(cfg.particles, available_bytes(device), cfg.engine,
-                   what=f"free memory of {device.spec} ({device.name})")
-        engine_key = (cfg.engine, device.spec, cfg.lattice, cfg.block_size, cfg.optimize,
-                      tuple(cfg.cpus or ()))
+        check_fits(
+            cfg.particles, available_bytes(device), cfg.engine, what=f"free memory of {device.spec} ({device.name})"
+        )
+        engine_key = (cfg.engine, device.spec, cfg.lattice, cfg.block_size, cfg.optimize, tuple(cfg.cpus or ()))
         if engine_key != self._engine_key or self._engine is None:
             self._engine = self._state = self._engine_key = self._state_key = None
             line, packed = line_for(cfg)
@@ -221,8 +222,9 @@ class WarmRunner:
         state_key = (cfg.particles, cfg.seed, cfg.nemitt_x, cfg.nemitt_y, cfg.sigma_z, cfg.sigma_delta)
         if state_key != self._state_key or self._state is None:
             self._state = self._state_key = None  # the old size's buffers go before the new ones are made
-            x6 = shared_particles(optics, beta0, gamma0, cfg.particles, cfg.seed, cfg.nemitt_x, cfg.nemitt_y,
-                                  cfg.sigma_z, cfg.sigma_delta)
+            x6 = shared_particles(
+                optics, beta0, gamma0, cfg.particles, cfg.seed, cfg.nemitt_x, cfg.nemitt_y, cfg.sigma_z, cfg.sigma_delta
+            )
             coords, counters = make_state(*x6, beta0)
             keep = getattr(engine, "keep_on_host", None)  # page-locked copies: fast uploads, every cell
             self._state = keep(coords, counters) if keep is not None else (coords, counters)
@@ -260,8 +262,15 @@ class WarmRunner:
         return rec
 
 
-def record(cfg: RunConfig, run: Prepared, track_start: float, track_s: float, download_s: float,
-           coords: np.ndarray, counters: np.ndarray) -> RunRecord:
+def record(
+    cfg: RunConfig,
+    run: Prepared,
+    track_start: float,
+    track_s: float,
+    download_s: float,
+    coords: np.ndarray,
+    counters: np.ndarray,
+) -> RunRecord:
     """The run's record from its timings and the particles read back."""
     pt = cfg.particles * cfg.turns
     n_el = run.n_elements

@@ -35,9 +35,12 @@ CONFIG_API = "resource.nvidia.com/v1beta1"
 REQUEST = "gpu"
 FEATURE_GATES = {"TimeSlicingSettings": True, "MPSSupport": True}
 # the claim templates manifests/dra/ carries: the modes a DRA sweep is expected to use
-TEMPLATE_MODES = ("exclusive",
-                  *(f"timeslice:{n}{i}" for n in (2, 4, 8) for i in ("", "/default", "/short", "/medium", "/long")),
-                  "mps:2", "mps:4")
+TEMPLATE_MODES = (
+    "exclusive",
+    *(f"timeslice:{n}{i}" for n in (2, 4, 8) for i in ("", "/default", "/short", "/medium", "/long")),
+    "mps:2",
+    "mps:4",
+)
 
 
 def _mode(mode: Mode | str) -> Mode:
@@ -60,8 +63,10 @@ def gpu_config(mode: Mode | str, gpu: str = "") -> dict[str, Any] | None:
             mps["defaultPinnedDeviceMemoryLimit"] = f"{share_mib}Mi"
         sharing = {"strategy": "MPS", "mpsConfig": mps}
     else:
-        raise UserError(f"{m.label} is a CPU-only local mode; the dra placement takes exclusive, "
-                        "timeslice:N[/INTERVAL], mps:N[@PCT] and mig:LAYOUT (one profile)")
+        raise UserError(
+            f"{m.label} is a CPU-only local mode; the dra placement takes exclusive, "
+            "timeslice:N[/INTERVAL], mps:N[@PCT] and mig:LAYOUT (one profile)"
+        )
     return {"apiVersion": CONFIG_API, "kind": "GpuConfig", "sharing": sharing}
 
 
@@ -71,8 +76,10 @@ def mig_profile(mode: Mode, gpu: str) -> str:
         raise UserError(f"{mode.label} needs gpu_model to know the MIG profile to claim")
     names = sorted({p.name for p in layout_profiles(gpu, mode.layout)})
     if len(names) != 1:
-        raise UserError(f"{mode.label} on {gpu} mixes MIG profiles ({', '.join(names) or 'none'}); the dra "
-                        "placement claims one profile: use mig:1g, mig:7g or another one-profile layout")
+        raise UserError(
+            f"{mode.label} on {gpu} mixes MIG profiles ({', '.join(names) or 'none'}); the dra "
+            "placement claims one profile: use mig:1g, mig:7g or another one-profile layout"
+        )
     return names[0]
 
 
@@ -82,8 +89,12 @@ def claim_spec(mode: Mode | str, gpu: str = "") -> dict[str, Any]:
     exactly: dict[str, Any] = {"deviceClassName": GPU_CLASS, "allocationMode": "ExactCount", "count": 1}
     if m.kind == "mig":
         profile = mig_profile(m, gpu)
-        exactly = {"deviceClassName": MIG_CLASS, "allocationMode": "ExactCount", "count": 1,
-                   "selectors": [{"cel": {"expression": f"device.attributes['{DRIVER}'].profile == '{profile}'"}}]}
+        exactly = {
+            "deviceClassName": MIG_CLASS,
+            "allocationMode": "ExactCount",
+            "count": 1,
+            "selectors": [{"cel": {"expression": f"device.attributes['{DRIVER}'].profile == '{profile}'"}}],
+        }
     spec: dict[str, Any] = {"devices": {"requests": [{"name": REQUEST, "exactly": exactly}]}}
     config = gpu_config(m, gpu)
     if config is not None:
@@ -99,18 +110,25 @@ def object_name(mode: Mode | str) -> str:
 
 def claim_template(mode: Mode | str, namespace: str = RUN_NAMESPACE, gpu: str = "") -> dict[str, Any]:
     m = _mode(mode)
-    return {"apiVersion": API_VERSION, "kind": "ResourceClaimTemplate",
-            "metadata": metadata(object_name(m), namespace, **{"sharebench.io/mode": _label_value(m)}),
-            "spec": {"spec": claim_spec(m, gpu)}}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ResourceClaimTemplate",
+        "metadata": metadata(object_name(m), namespace, **{"sharebench.io/mode": _label_value(m)}),
+        "spec": {"spec": claim_spec(m, gpu)},
+    }
 
 
-def claim(mode: Mode | str, name: str, namespace: str = RUN_NAMESPACE, gpu: str = "",
-          labels: dict[str, str] | None = None) -> dict[str, Any]:
+def claim(
+    mode: Mode | str, name: str, namespace: str = RUN_NAMESPACE, gpu: str = "", labels: dict[str, str] | None = None
+) -> dict[str, Any]:
     """The ResourceClaim one cell's replica pods share."""
     m = _mode(mode)
-    return {"apiVersion": API_VERSION, "kind": "ResourceClaim",
-            "metadata": metadata(name, namespace, **{"sharebench.io/mode": _label_value(m), **(labels or {})}),
-            "spec": claim_spec(m, gpu)}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ResourceClaim",
+        "metadata": metadata(name, namespace, **{"sharebench.io/mode": _label_value(m), **(labels or {})}),
+        "spec": claim_spec(m, gpu),
+    }
 
 
 def _label_value(m: Mode) -> str:
@@ -121,7 +139,7 @@ def _label_value(m: Mode) -> str:
 def helm_values() -> dict[str, Any]:
     """NVIDIA DRA driver Helm values: the GPU kubelet plugin on, the sharing feature gates on."""
     return {
-        "gpuResourcesEnabledOverride": True,   # the chart refuses GPU resources without it
+        "gpuResourcesEnabledOverride": True,  # the chart refuses GPU resources without it
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
         "featureGates": dict(FEATURE_GATES),
     }
@@ -132,22 +150,36 @@ def rbac_objects(run_namespace: str = RUN_NAMESPACE) -> list[tuple[str, dict]]:
     the templates they are made from) in the run namespace; nothing cluster-wide."""
     name = f"{SERVICE_ACCOUNT}-claims"
     return [
-        (f"0100_role_{name}.yaml", {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": metadata(name, run_namespace),
-            "rules": [
-                {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"],
-                 "verbs": ["create", "get", "list", "watch", "delete"]},
-                {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaimtemplates"],
-                 "verbs": ["get", "list"]},
-            ],
-        }),
-        (f"0110_rolebinding_{name}.yaml", {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": metadata(name, run_namespace),
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": run_namespace}],
-        }),
+        (
+            f"0100_role_{name}.yaml",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": metadata(name, run_namespace),
+                "rules": [
+                    {
+                        "apiGroups": ["resource.k8s.io"],
+                        "resources": ["resourceclaims"],
+                        "verbs": ["create", "get", "list", "watch", "delete"],
+                    },
+                    {
+                        "apiGroups": ["resource.k8s.io"],
+                        "resources": ["resourceclaimtemplates"],
+                        "verbs": ["get", "list"],
+                    },
+                ],
+            },
+        ),
+        (
+            f"0110_rolebinding_{name}.yaml",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": metadata(name, run_namespace),
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+                "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": run_namespace}],
+            },
+        ),
     ]
 
 

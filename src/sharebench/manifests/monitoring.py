@@ -53,21 +53,29 @@ _EXTRA_FIELDS = (
     ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
     ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
     ("DCGM_FI_PROF_PIPE_FP32_ACTIVE", "gauge", "Ratio of cycles the FP32 pipe is active."),
-    ("DCGM_FI_PROF_PCIE_TX_BYTES", "counter",
-     "The number of bytes of active PCIe tx data including both header and payload."),
-    ("DCGM_FI_PROF_PCIE_RX_BYTES", "counter",
-     "The number of bytes of active PCIe rx data including both header and payload."),
+    (
+        "DCGM_FI_PROF_PCIE_TX_BYTES",
+        "counter",
+        "The number of bytes of active PCIe tx data including both header and payload.",
+    ),
+    (
+        "DCGM_FI_PROF_PCIE_RX_BYTES",
+        "counter",
+        "The number of bytes of active PCIe rx data including both header and payload.",
+    ),
 )
 
 
 def metrics_csv() -> str:
     """The dcgm-exporter collectors file (``# Format`` header, one field per line)."""
-    lines = ["# Format",
-             "# If line starts with a '#' it is considered a comment",
-             "# DCGM FIELD, Prometheus metric type, help message",
-             "",
-             "# sharebench reads these (sharebench.telemetry.prometheus.METRICS); DCGM_FI_PROF_* are",
-             "# the profiling metrics (data-center GPUs; per MIG instance under MIG)"]
+    lines = [
+        "# Format",
+        "# If line starts with a '#' it is considered a comment",
+        "# DCGM FIELD, Prometheus metric type, help message",
+        "",
+        "# sharebench reads these (sharebench.telemetry.prometheus.METRICS); DCGM_FI_PROF_* are",
+        "# the profiling metrics (data-center GPUs; per MIG instance under MIG)",
+    ]
     lines += [f"{m.name}, gauge, {m.help}" for m in METRICS]
     lines += ["", "# context for the dashboard and energy accounting"]
     lines += [f"{name}, {kind}, {help_}" for name, kind, help_ in _EXTRA_FIELDS]
@@ -89,43 +97,71 @@ def csv_metric_names(text: str) -> list[str]:
 
 
 def metrics_configmap(namespace: str = OPERATOR_NAMESPACE) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata(METRICS_CONFIGMAP, namespace),
-            "data": {METRICS_KEY: metrics_csv()}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(METRICS_CONFIGMAP, namespace),
+        "data": {METRICS_KEY: metrics_csv()},
+    }
 
 
 def service_monitor(namespace: str = OPERATOR_NAMESPACE) -> dict[str, Any]:
     return {
-        "apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
         "metadata": metadata(SERVICE_MONITOR, namespace, release=PROMETHEUS_RELEASE),
         "spec": {
             "selector": {"matchLabels": dict(EXPORTER_SERVICE_LABELS)},
             "namespaceSelector": {"matchNames": [namespace]},
-            "endpoints": [{
-                "port": EXPORTER_PORT, "path": "/metrics", "interval": SCRAPE_INTERVAL,
-                "scrapeTimeout": SCRAPE_INTERVAL,
-                "relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "action": "replace",
-                                 "targetLabel": DEFAULT_NODE_LABEL}],
-            }],
+            "endpoints": [
+                {
+                    "port": EXPORTER_PORT,
+                    "path": "/metrics",
+                    "interval": SCRAPE_INTERVAL,
+                    "scrapeTimeout": SCRAPE_INTERVAL,
+                    "relabelings": [
+                        {
+                            "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+                            "action": "replace",
+                            "targetLabel": DEFAULT_NODE_LABEL,
+                        }
+                    ],
+                }
+            ],
         },
     }
 
 
 def _target(expr: str, legend: str, ref: str) -> dict[str, Any]:
-    return {"datasource": {"type": "prometheus", "uid": "${datasource}"}, "expr": expr,
-            "legendFormat": legend, "refId": ref, "range": True}
+    return {
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "expr": expr,
+        "legendFormat": legend,
+        "refId": ref,
+        "range": True,
+    }
 
 
-def _panel(pid: int, title: str, targets: list[dict], unit: str, x: int, y: int, *,
-           desc: str = "", max_: float | None = None) -> dict[str, Any]:
+def _panel(
+    pid: int, title: str, targets: list[dict], unit: str, x: int, y: int, *, desc: str = "", max_: float | None = None
+) -> dict[str, Any]:
     defaults: dict[str, Any] = {"unit": unit, "custom": {"lineWidth": 1, "fillOpacity": 10}}
     if max_ is not None:
         defaults.update(min=0, max=max_)
-    return {"id": pid, "type": "timeseries", "title": title, "description": desc,
-            "datasource": {"type": "prometheus", "uid": "${datasource}"},
-            "gridPos": {"h": 8, "w": 12, "x": x, "y": y}, "targets": targets,
-            "fieldConfig": {"defaults": defaults, "overrides": []},
-            "options": {"legend": {"displayMode": "table", "placement": "bottom", "calcs": ["mean", "max"]},
-                        "tooltip": {"mode": "multi"}}}
+    return {
+        "id": pid,
+        "type": "timeseries",
+        "title": title,
+        "description": desc,
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "gridPos": {"h": 8, "w": 12, "x": x, "y": y},
+        "targets": targets,
+        "fieldConfig": {"defaults": defaults, "overrides": []},
+        "options": {
+            "legend": {"displayMode": "table", "placement": "bottom", "calcs": ["mean", "max"]},
+            "tooltip": {"mode": "multi"},
+        },
+    }
 
 
 def dashboard() -> dict[str, Any]:
@@ -140,64 +176,159 @@ def dashboard() -> dict[str, Any]:
     gpu_leg = "{{" + DEFAULT_NODE_LABEL + "}} GPU {{gpu}} {{modelName}}"
     mig_leg = "{{" + DEFAULT_NODE_LABEL + "}} GPU {{gpu}} GI {{GPU_I_ID}} ({{GPU_I_PROFILE}})"
     panels = [
-        _panel(1, "SM activity per GPU", [_target(f'{gpu_by} (DCGM_FI_PROF_SM_ACTIVE{{{n}, GPU_I_ID=""}})',
-                                                  gpu_leg, "A")], "percentunit", 0, 0, max_=1,
-               desc="DCGM_FI_PROF_SM_ACTIVE: share of cycles an SM had a warp. Under time-slicing one value per "
-                    "GPU for all replicas."),
-        _panel(2, "SM activity per MIG instance", [_target(
-            f'{mig_by} (DCGM_FI_PROF_SM_ACTIVE{{{n}, GPU_I_ID!=""}})', mig_leg, "A")], "percentunit", 12, 0,
-            max_=1, desc="DCGM_FI_PROF_SM_ACTIVE per GPU instance (GPU_I_ID, GPU_I_PROFILE)."),
-        _panel(3, "FP64 pipe activity", [
-            _target(f'{gpu_by} (DCGM_FI_PROF_PIPE_FP64_ACTIVE{{{n}, GPU_I_ID=""}})', gpu_leg, "A"),
-            _target(f'{mig_by} (DCGM_FI_PROF_PIPE_FP64_ACTIVE{{{n}, GPU_I_ID!=""}})', mig_leg, "B")],
-            "percentunit", 0, 8, max_=1, desc="DCGM_FI_PROF_PIPE_FP64_ACTIVE: tracking is FP64 arithmetic."),
-        _panel(4, "DRAM activity", [
-            _target(f'{gpu_by} (DCGM_FI_PROF_DRAM_ACTIVE{{{n}, GPU_I_ID=""}})', gpu_leg, "A"),
-            _target(f'{mig_by} (DCGM_FI_PROF_DRAM_ACTIVE{{{n}, GPU_I_ID!=""}})', mig_leg, "B")],
-            "percentunit", 12, 8, max_=1, desc="DCGM_FI_PROF_DRAM_ACTIVE: memory-interface busy share."),
-        _panel(5, "GPU memory used", [
-            _target(f'{gpu_by} (DCGM_FI_DEV_FB_USED{{{n}, GPU_I_ID=""}})', gpu_leg, "A"),
-            _target(f'{mig_by} (DCGM_FI_DEV_FB_USED{{{n}, GPU_I_ID!=""}})', mig_leg, "B")],
-            "decmbytes", 0, 16, desc="DCGM_FI_DEV_FB_USED (MiB)."),
-        _panel(6, "Power", [_target(f'{gpu_by} (DCGM_FI_DEV_POWER_USAGE{{{n}}})', gpu_leg, "A")], "watt", 12, 16,
-               desc="DCGM_FI_DEV_POWER_USAGE: whole GPU (also under MIG)."),
-        _panel(7, "SM clock", [_target(f'{gpu_by} (DCGM_FI_DEV_SM_CLOCK{{{n}}})', gpu_leg, "A")], "rothz", 0, 24,
-               desc="DCGM_FI_DEV_SM_CLOCK (MHz)."),
+        _panel(
+            1,
+            "SM activity per GPU",
+            [_target(f'{gpu_by} (DCGM_FI_PROF_SM_ACTIVE{{{n}, GPU_I_ID=""}})', gpu_leg, "A")],
+            "percentunit",
+            0,
+            0,
+            max_=1,
+            desc="DCGM_FI_PROF_SM_ACTIVE: share of cycles an SM had a warp. Under time-slicing one value per "
+            "GPU for all replicas.",
+        ),
+        _panel(
+            2,
+            "SM activity per MIG instance",
+            [_target(f'{mig_by} (DCGM_FI_PROF_SM_ACTIVE{{{n}, GPU_I_ID!=""}})', mig_leg, "A")],
+            "percentunit",
+            12,
+            0,
+            max_=1,
+            desc="DCGM_FI_PROF_SM_ACTIVE per GPU instance (GPU_I_ID, GPU_I_PROFILE).",
+        ),
+        _panel(
+            3,
+            "FP64 pipe activity",
+            [
+                _target(f'{gpu_by} (DCGM_FI_PROF_PIPE_FP64_ACTIVE{{{n}, GPU_I_ID=""}})', gpu_leg, "A"),
+                _target(f'{mig_by} (DCGM_FI_PROF_PIPE_FP64_ACTIVE{{{n}, GPU_I_ID!=""}})', mig_leg, "B"),
+            ],
+            "percentunit",
+            0,
+            8,
+            max_=1,
+            desc="DCGM_FI_PROF_PIPE_FP64_ACTIVE: tracking is FP64 arithmetic.",
+        ),
+        _panel(
+            4,
+            "DRAM activity",
+            [
+                _target(f'{gpu_by} (DCGM_FI_PROF_DRAM_ACTIVE{{{n}, GPU_I_ID=""}})', gpu_leg, "A"),
+                _target(f'{mig_by} (DCGM_FI_PROF_DRAM_ACTIVE{{{n}, GPU_I_ID!=""}})', mig_leg, "B"),
+            ],
+            "percentunit",
+            12,
+            8,
+            max_=1,
+            desc="DCGM_FI_PROF_DRAM_ACTIVE: memory-interface busy share.",
+        ),
+        _panel(
+            5,
+            "GPU memory used",
+            [
+                _target(f'{gpu_by} (DCGM_FI_DEV_FB_USED{{{n}, GPU_I_ID=""}})', gpu_leg, "A"),
+                _target(f'{mig_by} (DCGM_FI_DEV_FB_USED{{{n}, GPU_I_ID!=""}})', mig_leg, "B"),
+            ],
+            "decmbytes",
+            0,
+            16,
+            desc="DCGM_FI_DEV_FB_USED (MiB).",
+        ),
+        _panel(
+            6,
+            "Power",
+            [_target(f"{gpu_by} (DCGM_FI_DEV_POWER_USAGE{{{n}}})", gpu_leg, "A")],
+            "watt",
+            12,
+            16,
+            desc="DCGM_FI_DEV_POWER_USAGE: whole GPU (also under MIG).",
+        ),
+        _panel(
+            7,
+            "SM clock",
+            [_target(f"{gpu_by} (DCGM_FI_DEV_SM_CLOCK{{{n}}})", gpu_leg, "A")],
+            "rothz",
+            0,
+            24,
+            desc="DCGM_FI_DEV_SM_CLOCK (MHz).",
+        ),
     ]
     panels[6]["fieldConfig"]["defaults"]["unit"] = "none"
     panels[6]["fieldConfig"]["defaults"]["custom"]["axisLabel"] = "MHz"
     return {
-        "uid": DASHBOARD_UID, "title": "sharebench: GPU sharing during benchmark runs",
-        "tags": ["sharebench", "gpu", "dcgm"], "timezone": "utc", "schemaVersion": 39, "version": 1,
-        "editable": True, "refresh": "10s", "time": {"from": "now-1h", "to": "now"},
-        "templating": {"list": [
-            {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus",
-             "current": {}, "hide": 0},
-            {"name": "node", "type": "query", "label": "node",
-             "datasource": {"type": "prometheus", "uid": "${datasource}"},
-             "query": {"query": f"label_values(DCGM_FI_PROF_SM_ACTIVE, {DEFAULT_NODE_LABEL})", "refId": "node"},
-             "definition": f"label_values(DCGM_FI_PROF_SM_ACTIVE, {DEFAULT_NODE_LABEL})",
-             "includeAll": True, "multi": True, "refresh": 2, "current": {}, "hide": 0},
-        ]},
-        "annotations": {"list": [
-            {"name": "Annotations & Alerts", "builtIn": 1, "type": "dashboard", "enable": True, "hide": True,
-             "datasource": {"type": "grafana", "uid": "-- Grafana --"}, "iconColor": "rgba(0, 211, 255, 1)"},
-            {"name": "sharebench cells", "enable": True, "hide": False, "iconColor": "#FF9830",
-             "datasource": {"type": "grafana", "uid": "-- Grafana --"},
-             "target": {"type": "tags", "tags": [ANNOTATION_TAG], "matchAny": True, "limit": 1000}},
-        ]},
+        "uid": DASHBOARD_UID,
+        "title": "sharebench: GPU sharing during benchmark runs",
+        "tags": ["sharebench", "gpu", "dcgm"],
+        "timezone": "utc",
+        "schemaVersion": 39,
+        "version": 1,
+        "editable": True,
+        "refresh": "10s",
+        "time": {"from": "now-1h", "to": "now"},
+        "templating": {
+            "list": [
+                {
+                    "name": "datasource",
+                    "type": "datasource",
+                    "query": "prometheus",
+                    "label": "Prometheus",
+                    "current": {},
+                    "hide": 0,
+                },
+                {
+                    "name": "node",
+                    "type": "query",
+                    "label": "node",
+                    "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                    "query": {"query": f"label_values(DCGM_FI_PROF_SM_ACTIVE, {DEFAULT_NODE_LABEL})", "refId": "node"},
+                    "definition": f"label_values(DCGM_FI_PROF_SM_ACTIVE, {DEFAULT_NODE_LABEL})",
+                    "includeAll": True,
+                    "multi": True,
+                    "refresh": 2,
+                    "current": {},
+                    "hide": 0,
+                },
+            ]
+        },
+        "annotations": {
+            "list": [
+                {
+                    "name": "Annotations & Alerts",
+                    "builtIn": 1,
+                    "type": "dashboard",
+                    "enable": True,
+                    "hide": True,
+                    "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+                    "iconColor": "rgba(0, 211, 255, 1)",
+                },
+                {
+                    "name": "sharebench cells",
+                    "enable": True,
+                    "hide": False,
+                    "iconColor": "#FF9830",
+                    "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+                    "target": {"type": "tags", "tags": [ANNOTATION_TAG], "matchAny": True, "limit": 1000},
+                },
+            ]
+        },
         "panels": panels,
     }
 
 
 def dashboard_configmap() -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": metadata(DASHBOARD_CONFIGMAP, MONITORING_NAMESPACE, grafana_dashboard="1"),
-            "data": {DASHBOARD_KEY: json.dumps(dashboard(), indent=2, sort_keys=True) + "\n"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(DASHBOARD_CONFIGMAP, MONITORING_NAMESPACE, grafana_dashboard="1"),
+        "data": {DASHBOARD_KEY: json.dumps(dashboard(), indent=2, sort_keys=True) + "\n"},
+    }
 
 
 def objects(operator_namespace: str = OPERATOR_NAMESPACE) -> list[tuple[str, dict[str, Any]]]:
     """(file name, object) in apply order."""
-    return [(f"0100_configmap_{METRICS_CONFIGMAP}.yaml", metrics_configmap(operator_namespace)),
-            (f"0200_servicemonitor_{SERVICE_MONITOR}.yaml", service_monitor(operator_namespace)),
-            (f"0300_configmap_{DASHBOARD_CONFIGMAP}.yaml", dashboard_configmap())]
+    return [
+        (f"0100_configmap_{METRICS_CONFIGMAP}.yaml", metrics_configmap(operator_namespace)),
+        (f"0200_servicemonitor_{SERVICE_MONITOR}.yaml", service_monitor(operator_namespace)),
+        (f"0300_configmap_{DASHBOARD_CONFIGMAP}.yaml", dashboard_configmap()),
+    ]

@@ -1,18 +1,18 @@
 """The names sharebench gives its Kubernetes objects, and the label that marks its pods."""
 
-OPERATOR_NAMESPACE = "gpu-operator"     # the NVIDIA gpu-operator's namespace
-RUN_NAMESPACE = "sharebench"            # where the pipeline's pods and the service account live
+OPERATOR_NAMESPACE = "gpu-operator"  # the NVIDIA gpu-operator's namespace
+RUN_NAMESPACE = "sharebench"  # where the pipeline's pods and the service account live
 SYSTEM_NAMESPACE = "sharebench-system"  # sharebench's own: the per-node Leases (one reconfiguration per node)
-MONITORING_NAMESPACE = "monitoring"     # kube-prometheus-stack and its Grafana
+MONITORING_NAMESPACE = "monitoring"  # kube-prometheus-stack and its Grafana
 SERVICE_ACCOUNT = "sharebench-node"
 DEVICE_PLUGIN_CONFIGMAP = "sharebench-device-plugin-config"
 MIG_PARTED_CONFIGMAP = "sharebench-mig-parted-config"
 DCGM_METRICS_CONFIGMAP = "sharebench-dcgm-metrics"
-PRIOR_STATE_ANNOTATION = "sharebench.io/prior-state"   # the node's state before sharebench's first change
+PRIOR_STATE_ANNOTATION = "sharebench.io/prior-state"  # the node's state before sharebench's first change
 # the node labels sharebench sets: the device-plugin entry and the MIG layout (and the MIG
 # manager's state label, which it drops when the layout changes)
 SHARING_LABELS = ("nvidia.com/device-plugin.config", "nvidia.com/mig.config", "nvidia.com/mig.config.state")
-ENTRY_PREFIX = "sharebench-"            # sharebench's own entries in the site's device-plugin ConfigMap
+ENTRY_PREFIX = "sharebench-"  # sharebench's own entries in the site's device-plugin ConfigMap
 # every object and pod of sharebench carries it; the node step spares pods that have it
 PART_OF_LABEL = ("app.kubernetes.io/part-of", "sharebench")
 

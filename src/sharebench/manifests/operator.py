@@ -21,11 +21,11 @@ from sharebench.manifests.names import (
     metadata,
 )
 
-MIG_PARTED_KEY = "config.yaml"          # the key the mig-manager reads
-DEFAULT_ENTRY = f"{ENTRY_PREFIX}exclusive"   # sharebench's device-plugin config entry with no sharing
-SHARED_REPLICAS = (2, 4, 8)             # entries shipped in the ConfigMap
+MIG_PARTED_KEY = "config.yaml"  # the key the mig-manager reads
+DEFAULT_ENTRY = f"{ENTRY_PREFIX}exclusive"  # sharebench's device-plugin config entry with no sharing
+SHARED_REPLICAS = (2, 4, 8)  # entries shipped in the ConfigMap
 MIG_STRATEGIES = ("single", "mixed")
-DEFAULT_MIG_STRATEGY = "mixed"          # explicit nvidia.com/mig-<profile> resources
+DEFAULT_MIG_STRATEGY = "mixed"  # explicit nvidia.com/mig-<profile> resources
 
 # PCI device ids (device-filter in mig-parted configs), as in NVIDIA's
 # default-mig-parted-config of the gpu-operator. Not part of gpus.py's table:
@@ -126,9 +126,14 @@ def mig_parted_config(models: list[GpuModel]) -> dict:
             }
             configs.setdefault(f"all-{p.name}", []).append(item)
         for name, shape in MIXED_LAYOUTS.items():
-            configs.setdefault(name, []).append({
-                "device-filter": list(PCI_DEVICE_IDS[model.key]), "devices": "all", "mig-enabled": True,
-                "mig-devices": mixed_layout(model, shape)})
+            configs.setdefault(name, []).append(
+                {
+                    "device-filter": list(PCI_DEVICE_IDS[model.key]),
+                    "devices": "all",
+                    "mig-enabled": True,
+                    "mig-devices": mixed_layout(model, shape),
+                }
+            )
     return {"version": "v1", "mig-configs": configs}
 
 
@@ -171,7 +176,8 @@ def helm_values(mig_strategy: str = DEFAULT_MIG_STRATEGY) -> dict:
 
 def device_plugin_configmap(namespace: str = OPERATOR_NAMESPACE) -> dict:
     return {
-        "apiVersion": "v1", "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
         "metadata": metadata(DEVICE_PLUGIN_CONFIGMAP, namespace),
         "data": device_plugin_entries(),
     }
@@ -179,7 +185,8 @@ def device_plugin_configmap(namespace: str = OPERATOR_NAMESPACE) -> dict:
 
 def mig_parted_configmap(models: list[GpuModel], namespace: str = OPERATOR_NAMESPACE) -> dict:
     return {
-        "apiVersion": "v1", "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
         "metadata": metadata(MIG_PARTED_CONFIGMAP, namespace),
         "data": {MIG_PARTED_KEY: dump_yaml(mig_parted_config(models))},
     }

@@ -43,8 +43,7 @@ def _map(expr: str) -> str:
 
 def _only_keys_change(new: str, old: str, allowed: str) -> str:
     """CEL: every key added, removed or changed between maps ``old`` and ``new`` satisfies ``allowed(k)``."""
-    return (f"{new}.all(k, {allowed} || (k in {old} && {old}[k] == {new}[k])) && "
-            f"{old}.all(k, {allowed} || k in {new})")
+    return f"{new}.all(k, {allowed} || (k in {old} && {old}[k] == {new}[k])) && {old}.all(k, {allowed} || k in {new})"
 
 
 def variables() -> list[dict]:
@@ -61,23 +60,35 @@ def variables() -> list[dict]:
 def validations(operator_namespace: str = OPERATOR_NAMESPACE) -> list[dict]:
     nodes = "request.resource.resource != 'nodes'"
     return [
-        {"expression": f"{nodes} || " + _only_keys_change(
-            "variables.newLabels", "variables.oldLabels", f"k in {_cel_list(SHARING_LABELS)}"),
-         "message": f"sharebench may change only the node labels {', '.join(SHARING_LABELS)}"},
-        {"expression": f"{nodes} || " + _only_keys_change(
-            "variables.newAnnotations", "variables.oldAnnotations", f"k.startsWith('{ANNOTATION_PREFIX}')"),
-         "message": f"sharebench may change only its own node annotations ({ANNOTATION_PREFIX}...)"},
-        {"expression": f"{nodes} || ((has(object.spec.taints) ? object.spec.taints : []) == "
-                       "(has(oldObject.spec.taints) ? oldObject.spec.taints : []))",
-         "message": "sharebench may not change a node's taints"},
-        {"expression": "request.resource.resource != 'configmaps' || " + _only_keys_change(
-            "variables.newData", "variables.oldData", f"k.startsWith('{ENTRY_PREFIX}')"),
-         "message": f"sharebench may change only its own ConfigMap entries ({ENTRY_PREFIX}...)"},
-        {"expression": "request.resource.resource != 'pods' || "
-                       f"(oldObject.metadata.namespace == '{operator_namespace}' && "
-                       "has(oldObject.metadata.labels) && 'app' in oldObject.metadata.labels && "
-                       f"oldObject.metadata.labels['app'] in {_cel_list(OPERAND_APPS)})",
-         "message": "sharebench may delete only the device-plugin and GPU-feature-discovery pods"},
+        {
+            "expression": f"{nodes} || "
+            + _only_keys_change("variables.newLabels", "variables.oldLabels", f"k in {_cel_list(SHARING_LABELS)}"),
+            "message": f"sharebench may change only the node labels {', '.join(SHARING_LABELS)}",
+        },
+        {
+            "expression": f"{nodes} || "
+            + _only_keys_change(
+                "variables.newAnnotations", "variables.oldAnnotations", f"k.startsWith('{ANNOTATION_PREFIX}')"
+            ),
+            "message": f"sharebench may change only its own node annotations ({ANNOTATION_PREFIX}...)",
+        },
+        {
+            "expression": f"{nodes} || ((has(object.spec.taints) ? object.spec.taints : []) == "
+            "(has(oldObject.spec.taints) ? oldObject.spec.taints : []))",
+            "message": "sharebench may not change a node's taints",
+        },
+        {
+            "expression": "request.resource.resource != 'configmaps' || "
+            + _only_keys_change("variables.newData", "variables.oldData", f"k.startsWith('{ENTRY_PREFIX}')"),
+            "message": f"sharebench may change only its own ConfigMap entries ({ENTRY_PREFIX}...)",
+        },
+        {
+            "expression": "request.resource.resource != 'pods' || "
+            f"(oldObject.metadata.namespace == '{operator_namespace}' && "
+            "has(oldObject.metadata.labels) && 'app' in oldObject.metadata.labels && "
+            f"oldObject.metadata.labels['app'] in {_cel_list(OPERAND_APPS)})",
+            "message": "sharebench may delete only the device-plugin and GPU-feature-discovery pods",
+        },
     ]
 
 
@@ -85,8 +96,9 @@ def service_account_user(run_namespace: str = RUN_NAMESPACE) -> str:
     return f"system:serviceaccount:{run_namespace}:{SERVICE_ACCOUNT}"
 
 
-def policy_objects(operator_namespace: str = OPERATOR_NAMESPACE,
-                   run_namespace: str = RUN_NAMESPACE) -> list[tuple[str, dict]]:
+def policy_objects(
+    operator_namespace: str = OPERATOR_NAMESPACE, run_namespace: str = RUN_NAMESPACE
+) -> list[tuple[str, dict]]:
     """The policy and its binding (``Deny``), as (file name, object)."""
     rules = [
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["nodes"]},
@@ -94,23 +106,34 @@ def policy_objects(operator_namespace: str = OPERATOR_NAMESPACE,
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"], "resources": ["pods"]},
     ]
     return [
-        (f"0400_validatingadmissionpolicy_{POLICY}.yaml", {
-            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-            "metadata": metadata(POLICY),
-            "spec": {
-                "failurePolicy": "Fail",
-                "matchConstraints": {"resourceRules": rules},
-                # only sharebench's ServiceAccount: the site's own users and controllers are untouched
-                "matchConditions": [{"name": "sharebench-service-account",
-                                     "expression": f"request.userInfo.username == "
-                                                   f"'{service_account_user(run_namespace)}'"}],
-                "variables": variables(),
-                "validations": validations(operator_namespace),
+        (
+            f"0400_validatingadmissionpolicy_{POLICY}.yaml",
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicy",
+                "metadata": metadata(POLICY),
+                "spec": {
+                    "failurePolicy": "Fail",
+                    "matchConstraints": {"resourceRules": rules},
+                    # only sharebench's ServiceAccount: the site's own users and controllers are untouched
+                    "matchConditions": [
+                        {
+                            "name": "sharebench-service-account",
+                            "expression": f"request.userInfo.username == '{service_account_user(run_namespace)}'",
+                        }
+                    ],
+                    "variables": variables(),
+                    "validations": validations(operator_namespace),
+                },
             },
-        }),
-        (f"0410_validatingadmissionpolicybinding_{POLICY}.yaml", {
-            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-            "metadata": metadata(POLICY),
-            "spec": {"policyName": POLICY, "validationActions": ["Deny"]},
-        }),
+        ),
+        (
+            f"0410_validatingadmissionpolicybinding_{POLICY}.yaml",
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": metadata(POLICY),
+                "spec": {"policyName": POLICY, "validationActions": ["Deny"]},
+            },
+        ),
     ]

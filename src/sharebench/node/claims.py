@@ -69,8 +69,10 @@ def _call(verb: str, what: str, fn, *args, **kwargs):
             cls = ClaimNotFound if exc.status == 404 else ClaimExists
             raise cls(f"{verb} {what}: HTTP {exc.status}: {_message(exc)}") from None
         if exc.status == 403:
-            raise ClaimError(f"permission denied: cannot {verb} {what} (RBAC: grant {verb!r} on "
-                             f"resource.k8s.io resourceclaims; see manifests/dra/)") from None
+            raise ClaimError(
+                f"permission denied: cannot {verb} {what} (RBAC: grant {verb!r} on "
+                f"resource.k8s.io resourceclaims; see manifests/dra/)"
+            ) from None
         raise ClaimError(f"{verb} {what} failed: HTTP {exc.status} {exc.reason}: {_message(exc)}") from None
     except urllib3.exceptions.HTTPError as exc:
         raise ClaimError(f"{verb} {what}: cannot reach the Kubernetes API ({type(exc).__name__})") from None
@@ -96,13 +98,24 @@ def pod_patch(names: list[str], container: str = "main") -> dict[str, Any]:
     """The pod-spec patch that makes a pod use the claim(s) ``names`` (the ``i``-th pod of a MIG cell
     takes ``names[i]``; give it that one name)."""
     refs = [{"name": f"gpu-{i}", "resourceClaimName": n} for i, n in enumerate(names)]
-    return {"spec": {"resourceClaims": refs,
-                     "containers": [{"name": container,
-                                     "resources": {"claims": [{"name": r["name"]} for r in refs]}}]}}
+    return {
+        "spec": {
+            "resourceClaims": refs,
+            "containers": [{"name": container, "resources": {"claims": [{"name": r["name"]} for r in refs]}}],
+        }
+    }
 
 
-def create_claims(mode: Mode | str, cell_id: str, *, pods: int = 1, namespace: str = RUN_NAMESPACE,
-                  gpu_model: str = "", api_client=None, progress: Progress | None = None) -> list[str]:
+def create_claims(
+    mode: Mode | str,
+    cell_id: str,
+    *,
+    pods: int = 1,
+    namespace: str = RUN_NAMESPACE,
+    gpu_model: str = "",
+    api_client=None,
+    progress: Progress | None = None,
+) -> list[str]:
     """Create the cell's claim(s); return their names. A claim left over by an interrupted earlier
     run of the same cell is replaced."""
     m = parse_mode(mode) if isinstance(mode, str) else mode
@@ -132,15 +145,30 @@ def create_claims(mode: Mode | str, cell_id: str, *, pods: int = 1, namespace: s
 def _delete(api: k8s.CustomObjectsApi, namespace: str, name: str) -> bool:
     """Delete one claim; False when it was already gone."""
     try:
-        _call("delete", f"ResourceClaim {namespace}/{name}", api.delete_namespaced_custom_object,
-              GROUP, VERSION, namespace, PLURAL, name)
+        _call(
+            "delete",
+            f"ResourceClaim {namespace}/{name}",
+            api.delete_namespaced_custom_object,
+            GROUP,
+            VERSION,
+            namespace,
+            PLURAL,
+            name,
+        )
     except ClaimNotFound:
         return False
     return True
 
 
-def delete_claims(cell_id: str | None, *, namespace: str = RUN_NAMESPACE, api_client=None, timeout_s: float = 60.0,
-                  poll_s: float = 0.5, progress: Progress | None = None) -> list[str]:
+def delete_claims(
+    cell_id: str | None,
+    *,
+    namespace: str = RUN_NAMESPACE,
+    api_client=None,
+    timeout_s: float = 60.0,
+    poll_s: float = 0.5,
+    progress: Progress | None = None,
+) -> list[str]:
     """Delete every claim of the cell (by its label; ``cell_id`` None: every sharebench claim in the
     namespace, what a sweep's exit step leaves nothing behind with) and wait until they are gone;
     idempotent."""
@@ -149,16 +177,26 @@ def delete_claims(cell_id: str | None, *, namespace: str = RUN_NAMESPACE, api_cl
     cell_id = cell_id if cell_id is not None else f"claims {selector}"
 
     def names() -> list[str]:
-        found = _call("list", f"ResourceClaims {selector} in {namespace}", api.list_namespaced_custom_object,
-                      GROUP, VERSION, namespace, PLURAL, label_selector=selector)
+        found = _call(
+            "list",
+            f"ResourceClaims {selector} in {namespace}",
+            api.list_namespaced_custom_object,
+            GROUP,
+            VERSION,
+            namespace,
+            PLURAL,
+            label_selector=selector,
+        )
         return [o["metadata"]["name"] for o in found.get("items", [])]
 
     gone = [n for n in names() if _delete(api, namespace, n)]
     deadline = time.monotonic() + timeout_s
     while left := names():
         if time.monotonic() > deadline:
-            raise ClaimError(f"ResourceClaims {', '.join(left)} in {namespace} still exist {timeout_s:g} s after "
-                             "their deletion (a finalizer of the DRA driver or a pod still holding them?)")
+            raise ClaimError(
+                f"ResourceClaims {', '.join(left)} in {namespace} still exist {timeout_s:g} s after "
+                "their deletion (a finalizer of the DRA driver or a pod still holding them?)"
+            )
         time.sleep(poll_s)
     if progress and gone:
         progress(f"{cell_id}: deleted ResourceClaim(s) {', '.join(gone)}")
@@ -167,18 +205,35 @@ def delete_claims(cell_id: str | None, *, namespace: str = RUN_NAMESPACE, api_cl
 
 def read_claim(name: str, *, namespace: str = RUN_NAMESPACE, api_client=None) -> dict[str, Any]:
     api = k8s.CustomObjectsApi(api_client if api_client is not None else make_api_client())
-    return _call("get", f"ResourceClaim {namespace}/{name}", api.get_namespaced_custom_object,
-                 GROUP, VERSION, namespace, PLURAL, name)
+    return _call(
+        "get",
+        f"ResourceClaim {namespace}/{name}",
+        api.get_namespaced_custom_object,
+        GROUP,
+        VERSION,
+        namespace,
+        PLURAL,
+        name,
+    )
 
 
 @contextlib.contextmanager
-def cell_claims(mode: Mode | str, cell_id: str, *, pods: int = 1, namespace: str = RUN_NAMESPACE,
-                gpu_model: str = "", api_client=None, progress: Progress | None = None) -> Iterator[list[str]]:
+def cell_claims(
+    mode: Mode | str,
+    cell_id: str,
+    *,
+    pods: int = 1,
+    namespace: str = RUN_NAMESPACE,
+    gpu_model: str = "",
+    api_client=None,
+    progress: Progress | None = None,
+) -> Iterator[list[str]]:
     """The cell's claims for the body; deleted afterwards whatever happens (SIGINT/SIGTERM are held
     back while they are deleted, then delivered)."""
     client = api_client if api_client is not None else make_api_client()
-    names = create_claims(mode, cell_id, pods=pods, namespace=namespace, gpu_model=gpu_model, api_client=client,
-                          progress=progress)
+    names = create_claims(
+        mode, cell_id, pods=pods, namespace=namespace, gpu_model=gpu_model, api_client=client, progress=progress
+    )
     try:
         yield names
     finally:

@@ -62,7 +62,7 @@ class _Retryable(Exception):
         self.what = what
 
 
-MAX_ATTEMPTS = 50   # an upper bound besides the deadline
+MAX_ATTEMPTS = 50  # an upper bound besides the deadline
 
 
 class NotFound(Exception):
@@ -87,8 +87,9 @@ def make_api_client(kubeconfig: str | os.PathLike | None = None, context: str | 
             raise UserError(f"kubeconfig {str(path)!r} does not exist; pass an existing file to --kubeconfig")
         cfg = k8s.Configuration()
         try:
-            k8s_config.load_kube_config(config_file=str(path), context=context, client_configuration=cfg,
-                                        persist_config=False)
+            k8s_config.load_kube_config(
+                config_file=str(path), context=context, client_configuration=cfg, persist_config=False
+            )
         except (k8s_config.ConfigException, yaml.YAMLError, KeyError, TypeError) as exc:
             raise UserError(f"cannot use kubeconfig {str(path)!r}: {exc}") from exc
         return _client(cfg)
@@ -105,8 +106,9 @@ def make_api_client(kubeconfig: str | os.PathLike | None = None, context: str | 
     try:
         k8s_config.load_incluster_config(client_configuration=cfg)
     except k8s_config.ConfigException as exc:
-        raise UserError("no Kubernetes credentials: pass --kubeconfig, set KUBECONFIG, "
-                        "or run in a pod with a service account") from exc
+        raise UserError(
+            "no Kubernetes credentials: pass --kubeconfig, set KUBECONFIG, or run in a pod with a service account"
+        ) from exc
     return _client(cfg)
 
 
@@ -121,11 +123,12 @@ def _client(cfg: k8s.Configuration) -> k8s.ApiClient:
 class Session:
     """One operation on one node: the API, the current state for messages, progress."""
 
-    def __init__(self, node: str, mode: str, api_client, progress: Progress | None,
-                 timeout_s: float, poll_s: float | None):
+    def __init__(
+        self, node: str, mode: str, api_client, progress: Progress | None, timeout_s: float, poll_s: float | None
+    ):
         self.node, self.mode = node, mode
         self.state = "pre-flight"
-        self.changed = False    # True once the node or its ConfigMaps were changed
+        self.changed = False  # True once the node or its ConfigMaps were changed
         try:
             self.api_client = api_client if api_client is not None else make_api_client()
         except UserError as exc:
@@ -178,10 +181,13 @@ class Session:
                 raise self.error(
                     f"permission denied: cannot {verb} {resource}{where} "
                     f"(RBAC: grant verb {verb!r} on resource {resource!r}; see manifests/rbac/)",
-                    PermissionDenied) from None
+                    PermissionDenied,
+                ) from None
             if exc.status == 401:
-                raise self.error("unauthorized: the API server refused the credentials "
-                                 "(check the kubeconfig or service account token)") from None
+                raise self.error(
+                    "unauthorized: the API server refused the credentials "
+                    "(check the kubeconfig or service account token)"
+                ) from None
             what = f"{verb} {resource}{where} failed: HTTP {exc.status} {exc.reason}: {_status_message(exc)}"
             if exc.status in RETRY_STATUSES:
                 raise _Retryable(what) from None
@@ -190,11 +196,14 @@ class Session:
             host = getattr(self.api_client.configuration, "host", "?")
             cause = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
             if isinstance(cause, urllib3.exceptions.NewConnectionError) or not isinstance(
-                    cause, (urllib3.exceptions.TimeoutError, urllib3.exceptions.ProtocolError)):
+                cause, (urllib3.exceptions.TimeoutError, urllib3.exceptions.ProtocolError)
+            ):
                 raise self.error(f"cannot reach the Kubernetes API at {host}: {type(exc).__name__}") from None
-            raise _Retryable(f"{verb} {resource}{where}: no answer from the Kubernetes API at {host} "
-                             f"within {CONNECT_TIMEOUT_S:g} s (connect) / {READ_TIMEOUT_S:g} s (read): "
-                             f"{type(cause).__name__}") from None
+            raise _Retryable(
+                f"{verb} {resource}{where}: no answer from the Kubernetes API at {host} "
+                f"within {CONNECT_TIMEOUT_S:g} s (connect) / {READ_TIMEOUT_S:g} s (read): "
+                f"{type(cause).__name__}"
+            ) from None
 
     def read_node(self) -> k8s.V1Node:
         """The node; a missing one is an error that lists some existing nodes when it may."""

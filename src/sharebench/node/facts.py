@@ -30,8 +30,8 @@ PLUGIN_POD_SELECTOR = f"app in ({PLUGIN_APP},{GFD_APP})"
 @dataclass(frozen=True)
 class GpuFacts:
     model: GpuModel
-    gpus: int              # physical GPUs on the node
-    product: str           # nvidia.com/gpu.product as labelled
+    gpus: int  # physical GPUs on the node
+    product: str  # nvidia.com/gpu.product as labelled
     mig_strategy: str | None
     mig_capable: bool | None
 
@@ -75,8 +75,10 @@ def gpu_facts(sess: Session, node, gpu_model_name: str | None, recorded: dict | 
     product = labels.get(LABEL_PRODUCT)
     count = labels.get(LABEL_COUNT)
     if not product and not gpu_model_name:
-        raise sess.error(f"has no NVIDIA GPUs: labels {LABEL_PRODUCT} and {LABEL_COUNT} are absent "
-                         "(is the gpu-operator's GPU feature discovery running on it?)")
+        raise sess.error(
+            f"has no NVIDIA GPUs: labels {LABEL_PRODUCT} and {LABEL_COUNT} are absent "
+            "(is the gpu-operator's GPU feature discovery running on it?)"
+        )
     try:
         model = gpu_model(gpu_model_name or (recorded or {}).get("gpu_model") or product)
     except UserError as exc:
@@ -87,8 +89,13 @@ def gpu_facts(sess: Session, node, gpu_model_name: str | None, recorded: dict | 
     if not gpus:
         raise sess.error(f"has no NVIDIA GPUs: {LABEL_COUNT}={count!r}")
     capable = labels.get(LABEL_MIG_CAPABLE)
-    return GpuFacts(model, int(gpus), product or model.key, labels.get(LABEL_MIG_STRATEGY),
-                    None if capable is None else capable == "true")
+    return GpuFacts(
+        model,
+        int(gpus),
+        product or model.key,
+        labels.get(LABEL_MIG_STRATEGY),
+        None if capable is None else capable == "true",
+    )
 
 
 def physical_gpus(model: GpuModel, labels: dict[str, str]) -> int:
@@ -111,7 +118,7 @@ def physical_gpus(model: GpuModel, labels: dict[str, str]) -> int:
     for k, v in labels.items():
         if k.startswith("nvidia.com/mig-") and k.endswith(".count"):
             try:
-                total += int(v) / model.profile(k[len("nvidia.com/mig-"):-len(".count")]).max_count
+                total += int(v) / model.profile(k[len("nvidia.com/mig-") : -len(".count")]).max_count
             except (UserError, ValueError):
                 continue
     return int(-(-total // 1))
@@ -123,21 +130,20 @@ def _uses_gpu(pod) -> bool:
     for c in list(spec.containers or []) + list(spec.init_containers or []):
         res = c.resources
         for d in (res.limits, res.requests) if res else ():
-            for k in (d or {}):
+            for k in d or {}:
                 if k.startswith(("nvidia.com/gpu", "nvidia.com/mig-")):
                     return True
     return False
 
 
-RUN_LABEL = "pipeline/runid"   # the Kubeflow Pipelines run a pod belongs to
+RUN_LABEL = "pipeline/runid"  # the Kubeflow Pipelines run a pod belongs to
 
 
 def gpu_pods(sess: Session, operator_ns: str, run: str | None = None) -> list[str]:
     """``namespace/name`` of running or pending pods on the node that use its GPUs, except the
     operator's and this run's own (labelled part-of=sharebench and ``pipeline/runid=<run>``):
     another run's sharebench pods count as foreign."""
-    pods = sess.call("list", "pods", sess.core.list_pod_for_all_namespaces,
-                     field_selector=f"spec.nodeName={sess.node}")
+    pods = sess.call("list", "pods", sess.core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={sess.node}")
     out = []
     for p in pods.items:
         if (p.status.phase if p.status else None) in ("Succeeded", "Failed"):
@@ -154,8 +160,15 @@ def gpu_pods(sess: Session, operator_ns: str, run: str | None = None) -> list[st
 
 def plugin_pods(sess: Session, namespace: str) -> list:
     """The device-plugin and GPU-feature-discovery pods on the node."""
-    return sess.call("list", "pods", sess.core.list_namespaced_pod, namespace, namespace=namespace,
-                     label_selector=PLUGIN_POD_SELECTOR, field_selector=f"spec.nodeName={sess.node}").items
+    return sess.call(
+        "list",
+        "pods",
+        sess.core.list_namespaced_pod,
+        namespace,
+        namespace=namespace,
+        label_selector=PLUGIN_POD_SELECTOR,
+        field_selector=f"spec.nodeName={sess.node}",
+    ).items
 
 
 def pod_ready(p) -> bool:

@@ -17,7 +17,7 @@ from kubernetes import client as k8s
 from sharebench.manifests.names import SYSTEM_NAMESPACE
 from sharebench.node.client import NodeError, NotFound, Session
 
-LEASE_DURATION_S = 3600     # renewed on every apply of a run; a run's cells between two applies fit in it
+LEASE_DURATION_S = 3600  # renewed on every apply of a run; a run's cells between two applies fit in it
 
 
 def lease_name(node: str) -> str:
@@ -34,7 +34,7 @@ def _now() -> _dt.datetime:
 
 
 def _stamp(t: _dt.datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")   # MicroTime
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # MicroTime
 
 
 def _expires_in(lease) -> float:
@@ -52,8 +52,9 @@ def _api(sess: Session) -> k8s.CoordinationV1Api:
 def read_lease(sess: Session, namespace: str = SYSTEM_NAMESPACE):
     """The node's Lease, or None."""
     try:
-        return sess.call("get", "leases", _api(sess).read_namespaced_lease, lease_name(sess.node), namespace,
-                         namespace=namespace)
+        return sess.call(
+            "get", "leases", _api(sess).read_namespaced_lease, lease_name(sess.node), namespace, namespace=namespace
+        )
     except NotFound:
         return None
 
@@ -63,12 +64,16 @@ def holder_of(sess: Session, namespace: str = SYSTEM_NAMESPACE) -> dict | None:
     lease = read_lease(sess, namespace)
     if lease is None or not lease.spec.holder_identity:
         return None
-    return {"holder": lease.spec.holder_identity, "expires_in_s": round(_expires_in(lease), 1),
-            "lease": f"{namespace}/{lease_name(sess.node)}"}
+    return {
+        "holder": lease.spec.holder_identity,
+        "expires_in_s": round(_expires_in(lease), 1),
+        "lease": f"{namespace}/{lease_name(sess.node)}",
+    }
 
 
-def acquire(sess: Session, holder: str, duration_s: float = LEASE_DURATION_S,
-            namespace: str = SYSTEM_NAMESPACE) -> None:
+def acquire(
+    sess: Session, holder: str, duration_s: float = LEASE_DURATION_S, namespace: str = SYSTEM_NAMESPACE
+) -> None:
     """Hold the node's Lease for ``holder``: create, renew, or take over an expired one; else refuse."""
     api, name = _api(sess), lease_name(sess.node)
     sess.state = f"taking Lease {namespace}/{name}"
@@ -77,18 +82,26 @@ def acquire(sess: Session, holder: str, duration_s: float = LEASE_DURATION_S,
         now = _stamp(_now())
         spec = {"holderIdentity": holder, "leaseDurationSeconds": int(duration_s), "renewTime": now}
         if lease is None:
-            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": name, "namespace": namespace,
-                                 "labels": {"app.kubernetes.io/part-of": "sharebench"}},
-                    "spec": {**spec, "acquireTime": now, "leaseTransitions": 0}}
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "labels": {"app.kubernetes.io/part-of": "sharebench"},
+                },
+                "spec": {**spec, "acquireTime": now, "leaseTransitions": 0},
+            }
             try:
                 sess.call("create", "leases", api.create_namespaced_lease, namespace, body, namespace=namespace)
             except NotFound:
-                raise sess.error(f"namespace {namespace} not found; apply manifests/namespace/ "
-                                 "(sharebench keeps its per-node Leases there)") from None
+                raise sess.error(
+                    f"namespace {namespace} not found; apply manifests/namespace/ "
+                    "(sharebench keeps its per-node Leases there)"
+                ) from None
             except NodeError as exc:
                 if "HTTP 409" in str(exc):
-                    continue   # another run created it first: look again
+                    continue  # another run created it first: look again
                 raise
             sess.say(f"holding Lease {namespace}/{name} as {holder}")
             return
@@ -98,13 +111,21 @@ def acquire(sess: Session, holder: str, duration_s: float = LEASE_DURATION_S,
             raise sess.error(
                 f"refusing: the node is being reconfigured by {current} (Lease {namespace}/{name}, "
                 f"expires in {left:.0f} s unless renewed); wait for that run to end, or, if it is gone, "
-                f"run 'sharebench node restore {sess.node}'")
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": name, "namespace": namespace,
-                             "resourceVersion": lease.metadata.resource_version,
-                             "labels": dict(lease.metadata.labels or {})},
-                "spec": spec if current == holder else {
-                    **spec, "acquireTime": now, "leaseTransitions": (lease.spec.lease_transitions or 0) + 1}}
+                f"run 'sharebench node restore {sess.node}'"
+            )
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "resourceVersion": lease.metadata.resource_version,
+                "labels": dict(lease.metadata.labels or {}),
+            },
+            "spec": spec
+            if current == holder
+            else {**spec, "acquireTime": now, "leaseTransitions": (lease.spec.lease_transitions or 0) + 1},
+        }
         if current == holder:
             body["spec"]["acquireTime"] = _stamp(lease.spec.acquire_time) if lease.spec.acquire_time else now
             body["spec"]["leaseTransitions"] = lease.spec.lease_transitions or 0
@@ -114,7 +135,7 @@ def acquire(sess: Session, holder: str, duration_s: float = LEASE_DURATION_S,
             continue
         except NodeError as exc:
             if "HTTP 409" in str(exc):
-                continue   # changed under us (another run renewed or took it): look again
+                continue  # changed under us (another run renewed or took it): look again
             raise
         if current != holder:
             sess.say(f"took over Lease {namespace}/{name} from {current or 'nobody'} (expired) as {holder}")
@@ -131,13 +152,16 @@ def check_release(sess: Session, holder: str | None, namespace: str = SYSTEM_NAM
         return None
     current = lease.spec.holder_identity
     if holder is not None and current not in (None, "", holder) and _expires_in(lease) > 0:
-        raise sess.error(f"refusing: the node's Lease {namespace}/{lease_name(sess.node)} is held by {current}, "
-                         f"not {holder}; that run restores the node itself")
+        raise sess.error(
+            f"refusing: the node's Lease {namespace}/{lease_name(sess.node)} is held by {current}, "
+            f"not {holder}; that run restores the node itself"
+        )
     return lease
 
 
-def renew(node: str, holder: str, *, lease_s: float = LEASE_DURATION_S, timeout_s: float = 30,
-          api_client=None, progress=None) -> None:
+def renew(
+    node: str, holder: str, *, lease_s: float = LEASE_DURATION_S, timeout_s: float = 30, api_client=None, progress=None
+) -> None:
     """Renew ``holder``'s Lease on ``node`` between two applies of a run (each cell); refused in one line
     when another run holds it."""
     sess = Session(node, "renew", api_client, progress, timeout_s, None)
@@ -151,8 +175,14 @@ def release(sess: Session, holder: str | None, namespace: str = SYSTEM_NAMESPACE
         return
     current = lease.spec.holder_identity
     try:
-        sess.call("delete", "leases", _api(sess).delete_namespaced_lease, lease_name(sess.node), namespace,
-                  namespace=namespace)
+        sess.call(
+            "delete",
+            "leases",
+            _api(sess).delete_namespaced_lease,
+            lease_name(sess.node),
+            namespace,
+            namespace=namespace,
+        )
     except NotFound:
         return
     sess.say(f"released Lease {namespace}/{lease_name(sess.node)}" + (f" (held by {current})" if current else ""))

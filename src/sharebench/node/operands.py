@@ -18,7 +18,7 @@ from sharebench.node.facts import (
     pod_ready,
 )
 
-Check = Callable[[], tuple[bool, str, str | None]]   # (ok, what is seen, failure or None)
+Check = Callable[[], tuple[bool, str, str | None]]  # (ok, what is seen, failure or None)
 
 
 # ---------------------------------------------------------------- waiting
@@ -32,13 +32,14 @@ def wait(sess: Session, what: str, check: Check, stuck_hint: Callable[[], str] |
         if ok:
             sess.say(f"ok: {seen} ({sess.elapsed_s():.1f} s)")
             return
-        if seen != last_seen:   # a line only when the state changes
+        if seen != last_seen:  # a line only when the state changes
             sess.say(f"waiting for {what}: {seen}")
             last_seen = seen
         if sess.remaining_s() <= 0:
             hint = stuck_hint() if stuck_hint else ""
-            raise sess.error(f"timed out after {sess.timeout_s:g} s waiting for {what}; last seen: {seen}{hint}",
-                             NodeTimeout)
+            raise sess.error(
+                f"timed out after {sess.timeout_s:g} s waiting for {what}; last seen: {seen}{hint}", NodeTimeout
+            )
         time.sleep(max(0.0, min(sess.poll_s, sess.remaining_s())))
 
 
@@ -46,15 +47,24 @@ def wait(sess: Session, what: str, check: Check, stuck_hint: Callable[[], str] |
 def read_configmap(sess: Session, namespace: str, name: str):
     """The device-plugin ConfigMap; a missing one is an error saying how to create it."""
     try:
-        return sess.call("get", "configmaps", sess.core.read_namespaced_config_map, name, namespace,
-                         namespace=namespace)
+        return sess.call(
+            "get", "configmaps", sess.core.read_namespaced_config_map, name, namespace, namespace=namespace
+        )
     except NotFound:
-        raise sess.error(f"ConfigMap {namespace}/{name} not found; apply manifests/operator/ "
-                         "(or pass the device plugin's ConfigMap with --configmap, --namespace)") from None
+        raise sess.error(
+            f"ConfigMap {namespace}/{name} not found; apply manifests/operator/ "
+            "(or pass the device plugin's ConfigMap with --configmap, --namespace)"
+        ) from None
 
 
-def set_entry(sess: Session, namespace: str, name: str, entry: str, text: str | None,
-              before_change: Callable[[str | None], None] | None = None) -> bool:
+def set_entry(
+    sess: Session,
+    namespace: str,
+    name: str,
+    entry: str,
+    text: str | None,
+    before_change: Callable[[str | None], None] | None = None,
+) -> bool:
     """Make the ConfigMap entry equal ``text`` (None: remove it). True if it changed."""
     for _ in range(5):
         cm = read_configmap(sess, namespace, name)
@@ -70,8 +80,15 @@ def set_entry(sess: Session, namespace: str, name: str, entry: str, text: str | 
             data[entry] = text
         cm.data = data
         try:
-            sess.call("update", "configmaps", sess.core.replace_namespaced_config_map, name, namespace, cm,
-                      namespace=namespace)
+            sess.call(
+                "update",
+                "configmaps",
+                sess.core.replace_namespaced_config_map,
+                name,
+                namespace,
+                cm,
+                namespace=namespace,
+            )
             sess.say(f"ConfigMap {namespace}/{name}: entry {entry} " + ("removed" if text is None else "written"))
             return True
         except NodeError as exc:
@@ -89,14 +106,17 @@ def restart_device_plugin(sess: Session, namespace: str) -> None:
     old = plugin_pods(sess, namespace)
     apps = sorted({(p.metadata.labels or {}).get("app") for p in old})
     if PLUGIN_APP not in apps:
-        raise sess.error(f"no device-plugin pod (app={PLUGIN_APP}) on the node in namespace "
-                         f"{namespace}; is the gpu-operator installed there (see --namespace)?")
+        raise sess.error(
+            f"no device-plugin pod (app={PLUGIN_APP}) on the node in namespace "
+            f"{namespace}; is the gpu-operator installed there (see --namespace)?"
+        )
     old_uids = {p.metadata.uid for p in old}
     for p in old:
         sess.say(f"restarting pod {namespace}/{p.metadata.name} so it re-reads the device-plugin config")
         try:
-            sess.call("delete", "pods", sess.core.delete_namespaced_pod, p.metadata.name, namespace,
-                      namespace=namespace)
+            sess.call(
+                "delete", "pods", sess.core.delete_namespaced_pod, p.metadata.name, namespace, namespace=namespace
+            )
         except NotFound:
             pass  # already gone
 
@@ -128,8 +148,14 @@ def wait_mig_state(sess: Session, layout: str, operator_ns: str) -> None:
         st = labels.get(LABEL_MIG_STATE)
         seen = f"{LABEL_MIG}={labels.get(LABEL_MIG)}, {LABEL_MIG_STATE}={st}"
         if labels.get(LABEL_MIG) == layout and st == "failed":
-            return False, seen, (f"the MIG manager failed to apply {layout} ({LABEL_MIG_STATE}=failed); "
-                                 "is the layout in the mig-parted config, and the GPUs idle?")
+            return (
+                False,
+                seen,
+                (
+                    f"the MIG manager failed to apply {layout} ({LABEL_MIG_STATE}=failed); "
+                    "is the layout in the mig-parted config, and the GPUs idle?"
+                ),
+            )
         return labels.get(LABEL_MIG) == layout and st == "success", seen, None
 
     def stuck():

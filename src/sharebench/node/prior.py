@@ -36,13 +36,17 @@ def read_prior(sess: Session, node) -> dict | None:
         if not isinstance(prior, dict) or prior.get("version") != STATE_VERSION:
             raise ValueError("unknown version")
     except ValueError:
-        raise sess.error(f"annotation {ANNOTATION} is unreadable; inspect it and remove it with "
-                         f"'kubectl annotate node {sess.node} {ANNOTATION}-'") from None
+        raise sess.error(
+            f"annotation {ANNOTATION} is unreadable; inspect it and remove it with "
+            f"'kubectl annotate node {sess.node} {ANNOTATION}-'"
+        ) from None
     problem = prior_problem(prior)
     if problem:
-        raise sess.error(f"annotation {ANNOTATION} holds {problem}; restore applies only sharebench's own "
-                         f"keys, so it refuses: inspect the annotation and remove it with "
-                         f"'kubectl annotate node {sess.node} {ANNOTATION}-'")
+        raise sess.error(
+            f"annotation {ANNOTATION} holds {problem}; restore applies only sharebench's own "
+            f"keys, so it refuses: inspect the annotation and remove it with "
+            f"'kubectl annotate node {sess.node} {ANNOTATION}-'"
+        )
     return prior
 
 
@@ -95,8 +99,12 @@ def record_prior(sess: Session, node, facts: GpuFacts, namespace: str, configmap
         if prior is not None:
             return node, prior
         prior = _prior_of(node, facts, namespace, configmap)
-        body = {"metadata": {"resourceVersion": node.metadata.resource_version,
-                             "annotations": {ANNOTATION: json.dumps(prior, sort_keys=True)}}}
+        body = {
+            "metadata": {
+                "resourceVersion": node.metadata.resource_version,
+                "annotations": {ANNOTATION: json.dumps(prior, sort_keys=True)},
+            }
+        }
         try:
             node = sess.call("patch", "nodes", sess.core.patch_node, sess.node, body)
             sess.say(f"recorded prior state in annotation {ANNOTATION}")

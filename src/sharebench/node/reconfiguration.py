@@ -56,21 +56,27 @@ from sharebench.node.targets import Target, advertised_check, target_for
 class ReconfigureOptions:
     """How :func:`reconfigure` moves a node; checked when it runs (``timeout_s``, ``poll_s`` > 0)."""
 
-    gpu_model: str | None = None                # GPU model key or product; None: from the node's labels
-    namespace: str = OPERATOR_NAMESPACE         # the gpu-operator's namespace
-    configmap: str = DEVICE_PLUGIN_CONFIGMAP    # the device plugin's ConfigMap in that namespace
-    timeout_s: float = 600                      # deadline of the whole call
-    poll_s: float | None = None                 # between two looks at the node; None: 2 s
-    force: bool = False                         # proceed although foreign pods use the node's GPUs
-    cordon: bool = False                        # mark the node unschedulable (restore undoes it)
-    rename_shared: bool = False                 # advertise shared GPUs as nvidia.com/gpu.shared
-    holder: str | None = None                   # who holds the node's Lease (a run id); None: this machine
-    lease_s: float = LEASE_DURATION_S           # the Lease lasts this long unless renewed (every apply)
+    gpu_model: str | None = None  # GPU model key or product; None: from the node's labels
+    namespace: str = OPERATOR_NAMESPACE  # the gpu-operator's namespace
+    configmap: str = DEVICE_PLUGIN_CONFIGMAP  # the device plugin's ConfigMap in that namespace
+    timeout_s: float = 600  # deadline of the whole call
+    poll_s: float | None = None  # between two looks at the node; None: 2 s
+    force: bool = False  # proceed although foreign pods use the node's GPUs
+    cordon: bool = False  # mark the node unschedulable (restore undoes it)
+    rename_shared: bool = False  # advertise shared GPUs as nvidia.com/gpu.shared
+    holder: str | None = None  # who holds the node's Lease (a run id); None: this machine
+    lease_s: float = LEASE_DURATION_S  # the Lease lasts this long unless renewed (every apply)
 
 
 # ---------------------------------------------------------------- reconfigure
-def reconfigure(node: str, mode: str, options: ReconfigureOptions = ReconfigureOptions(), *,
-                api_client=None, progress: Progress | None = None) -> dict:
+def reconfigure(
+    node: str,
+    mode: str,
+    options: ReconfigureOptions = ReconfigureOptions(),
+    *,
+    api_client=None,
+    progress: Progress | None = None,
+) -> dict:
     """Put ``node`` in sharing ``mode`` and wait until it advertises it.
 
     ``mode``: ``exclusive``, ``timeslice:N``, ``mps:N``, ``mig:LAYOUT`` (see sharebench.modes).
@@ -90,21 +96,24 @@ def reconfigure(node: str, mode: str, options: ReconfigureOptions = ReconfigureO
         prior, restarted, mig_changed = _apply(sess, n, facts, t, options)
         _wait_advertised(sess, t, facts, mig_changed, options.namespace)
     except NodeError as exc:
-        if not sess.changed:   # nothing changed: give the node back to other runs
+        if not sess.changed:  # nothing changed: give the node back to other runs
             try:
                 release(sess, options.holder or default_holder())
             except NodeError:
-                pass   # it expires by itself
+                pass  # it expires by itself
             raise
         # past the pre-flight the node may be half-configured: say how to put it back
-        raise type(exc)(exc.node, exc.mode, exc.state,
-                        f"{exc.what}; the node may be half-configured: run "
-                        f"'sharebench node restore {node}' to put it back as it was") from None
+        raise type(exc)(
+            exc.node,
+            exc.mode,
+            exc.state,
+            f"{exc.what}; the node may be half-configured: run "
+            f"'sharebench node restore {node}' to put it back as it was",
+        ) from None
     return _reconfigured(sess, facts, t, prior, restarted)
 
 
-def preview(node: str, mode: str, options: ReconfigureOptions = ReconfigureOptions(), *,
-            api_client=None) -> dict:
+def preview(node: str, mode: str, options: ReconfigureOptions = ReconfigureOptions(), *, api_client=None) -> dict:
     """What :func:`reconfigure` would change, changing nothing (``node apply --dry-run``): the same
     pre-flight checks, then the ConfigMap entry and node labels it would write and the Lease's holder."""
     try:
@@ -117,7 +126,7 @@ def preview(node: str, mode: str, options: ReconfigureOptions = ReconfigureOptio
     labels = node_labels(n)
     want = {LABEL_DP: t.entry, **({LABEL_MIG: t.mig_layout} if t.mig_layout is not None else {})}
     label_changes = {k: v for k, v in want.items() if labels.get(k) != v}
-    entry_change = ("unchanged" if current_text == t.entry_text else "add" if current_text is None else "replace")
+    entry_change = "unchanged" if current_text == t.entry_text else "add" if current_text is None else "replace"
     lease = holder_of(sess)
     holder = options.holder or default_holder()
     return {
@@ -129,9 +138,11 @@ def preview(node: str, mode: str, options: ReconfigureOptions = ReconfigureOptio
         "label_changes": {k: f"{labels.get(k, '(absent)')} -> {v}" for k, v in label_changes.items()},
         "restarts_device_plugin": entry_change != "unchanged",
         "cordon": bool(options.cordon and not (n.spec and n.spec.unschedulable)),
-        "lease": (f"held by {lease['holder']} (expires in {lease['expires_in_s']:.0f} s): refused"
-                  if lease and lease["holder"] != holder and lease["expires_in_s"] > 0
-                  else f"taken by {holder}"),
+        "lease": (
+            f"held by {lease['holder']} (expires in {lease['expires_in_s']:.0f} s): refused"
+            if lease and lease["holder"] != holder and lease["expires_in_s"] > 0
+            else f"taken by {holder}"
+        ),
         "resource": t.resource,
     }
 
@@ -141,13 +152,17 @@ def _preflight(sess: Session, m: Mode, options: ReconfigureOptions) -> tuple[obj
     if m.kind == "partition":
         raise sess.error("partition:N is a CPU-only local mode; a node takes exclusive, timeslice:N, mps:N, mig:LAYOUT")
     if m.kind == "mig-emulated":
-        raise sess.error(f"{m.label} is a local mode (a private MPS daemon emulating MIG); a node takes exclusive, "
-                         "timeslice:N, mps:N, mig:LAYOUT")
+        raise sess.error(
+            f"{m.label} is a local mode (a private MPS daemon emulating MIG); a node takes exclusive, "
+            "timeslice:N, mps:N, mig:LAYOUT"
+        )
     if m.kind == "mps" and m.thread_pct is not None:
         raise sess.error("the device plugin sets the MPS thread share itself (100/N); use mps:N without @PCT")
     if m.interval is not None:
-        raise sess.error("the device plugin cannot set the time-slice interval; use timeslice:N here, or the "
-                         "pipeline's placement dra (the DRA driver sets it per claim)")
+        raise sess.error(
+            "the device plugin cannot set the time-slice interval; use timeslice:N here, or the "
+            "pipeline's placement dra (the DRA driver sets it per claim)"
+        )
     n = sess.read_node()
     prior_seen = read_prior(sess, n)
     facts = gpu_facts(sess, n, options.gpu_model, prior_seen)
@@ -161,8 +176,10 @@ def _preflight(sess: Session, m: Mode, options: ReconfigureOptions) -> tuple[obj
     foreign = gpu_pods(sess, options.namespace, options.holder)
     if foreign:
         if not options.force:
-            raise sess.error(f"refusing: pods outside this run use this node's GPUs ({', '.join(foreign)}); "
-                             "a reconfiguration would disturb or evict them; pass --force to proceed anyway")
+            raise sess.error(
+                f"refusing: pods outside this run use this node's GPUs ({', '.join(foreign)}); "
+                "a reconfiguration would disturb or evict them; pass --force to proceed anyway"
+            )
         sess.say(f"--force: proceeding although GPU pods run here: {', '.join(foreign)}")
     read_configmap(sess, options.namespace, options.configmap)  # exists and is readable, before any change
     return n, facts, t
@@ -208,7 +225,8 @@ def _label(sess: Session, t: Target) -> bool:
     current = node_labels(sess.read_node())
     patch = {k: v for k, v in want.items() if current.get(k) != v}
     mig_changed = LABEL_MIG in patch or (
-        t.mig_layout is not None and current.get(LABEL_MIG_STATE) not in ("success", None))
+        t.mig_layout is not None and current.get(LABEL_MIG_STATE) not in ("success", None)
+    )
     if patch:
         sess.patch_node({"metadata": {"labels": with_state_reset(patch)}})
         sess.say(f"labelled {format_pairs(patch)}")
@@ -230,8 +248,12 @@ def _reconfigured(sess: Session, facts: GpuFacts, t: Target, prior: dict, restar
     fl = node_labels(final)
     resource = t.resource
     # no nvidia.com/mig.strategy label: name the resource the node turned out to advertise
-    if (t.mode.kind == "mig" and facts.mig_strategy is None and t.mig_layout != "all-disabled"
-            and gpu_resources(final).get(t.resource, 0) != facts.gpus * t.per_gpu):
+    if (
+        t.mode.kind == "mig"
+        and facts.mig_strategy is None
+        and t.mig_layout != "all-disabled"
+        and gpu_resources(final).get(t.resource, 0) != facts.gpus * t.per_gpu
+    ):
         resource = "nvidia.com/gpu"
     return {
         "node": sess.node,
@@ -252,8 +274,15 @@ def _reconfigured(sess: Session, facts: GpuFacts, t: Target, prior: dict, restar
 
 
 # ---------------------------------------------------------------- restore
-def restore(node: str, *, timeout_s: float = 600, poll_s: float | None = None, api_client=None,
-            progress: Progress | None = None, holder: str | None = None) -> dict:
+def restore(
+    node: str,
+    *,
+    timeout_s: float = 600,
+    poll_s: float | None = None,
+    api_client=None,
+    progress: Progress | None = None,
+    holder: str | None = None,
+) -> dict:
     """Put the node back as it was before sharebench's first change; idempotent.
 
     Reads the prior state from the node's annotation (so it works from another process
@@ -267,7 +296,7 @@ def restore(node: str, *, timeout_s: float = 600, poll_s: float | None = None, a
         raise NodeError(node, "restore", "pre-flight", str(exc)) from None
     sess = Session(node, "restore", api_client, progress, timeout_s, poll_s)
     n = sess.read_node()
-    check_release(sess, holder)     # another run's node: refused before any change
+    check_release(sess, holder)  # another run's node: refused before any change
     prior = read_prior(sess, n)
     if prior is None:
         sess.say("no recorded prior state: nothing to restore")
@@ -322,8 +351,10 @@ def _remove_added_entries(sess: Session, prior: dict, added: list[str]) -> list[
         users = sess.call("list", "nodes", sess.core.list_node, label_selector=f"{LABEL_DP}={entry}").items
         if users:
             left.append(entry)
-            sess.say(f"ConfigMap {ns}/{cm_name}: entry {entry} left, node(s) "
-                     f"{', '.join(u.metadata.name for u in users)} use it")
+            sess.say(
+                f"ConfigMap {ns}/{cm_name}: entry {entry} left, node(s) "
+                f"{', '.join(u.metadata.name for u in users)} use it"
+            )
             continue
         set_entry(sess, ns, cm_name, entry, None)
     return left
@@ -367,13 +398,15 @@ def _wait_restored(sess: Session, prior: dict) -> None:
         ok = got == want_alloc and got_labels == want_labels
         return ok, f"allocatable {format_pairs(got)}" + (f"; {format_pairs(got_labels)}" if got_labels else ""), None
 
-    wait(sess, f"allocatable {format_pairs(want_alloc)}"
-         + (f"; {format_pairs(want_labels)}" if want_labels else ""), check)
+    wait(
+        sess,
+        f"allocatable {format_pairs(want_alloc)}" + (f"; {format_pairs(want_labels)}" if want_labels else ""),
+        check,
+    )
 
 
 # ---------------------------------------------------------------- status
-def status(node: str, *, namespace: str = OPERATOR_NAMESPACE, gpu_model: str | None = None,
-           api_client=None) -> dict:
+def status(node: str, *, namespace: str = OPERATOR_NAMESPACE, gpu_model: str | None = None, api_client=None) -> dict:
     """What the node advertises now, its GPU facts, GPU pods on it and any recorded prior state."""
     sess = Session(node, "status", api_client, None, 0, POLL_S)
     n = sess.read_node()

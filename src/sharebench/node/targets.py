@@ -27,16 +27,17 @@ from sharebench.node.operands import Check
 @dataclass(frozen=True)
 class Target:
     mode: Mode
-    entry: str | None           # device-plugin config entry
+    entry: str | None  # device-plugin config entry
     entry_text: str | None
-    mig_layout: str | None      # None: leave the mig.config label alone
-    resource: str               # resource the node must advertise
-    per_gpu: int                # ... this many per physical GPU
+    mig_layout: str | None  # None: leave the mig.config label alone
+    resource: str  # resource the node must advertise
+    per_gpu: int  # ... this many per physical GPU
 
 
 def _exclusive(mode: Mode, mig_layout: str | None) -> Target:
-    return Target(mode, entry_name("exclusive"), dump_yaml(device_plugin_config("exclusive")),
-                  mig_layout, "nvidia.com/gpu", 1)
+    return Target(
+        mode, entry_name("exclusive"), dump_yaml(device_plugin_config("exclusive")), mig_layout, "nvidia.com/gpu", 1
+    )
 
 
 def target_for(mode: Mode, facts: GpuFacts, labels: dict, alloc: dict, rename: bool) -> Target:
@@ -46,22 +47,30 @@ def target_for(mode: Mode, facts: GpuFacts, labels: dict, alloc: dict, rename: b
     when the node has it on or carries the label, and leave the label alone otherwise.
     """
     has_mig = labels.get(LABEL_MIG) not in (None, "all-disabled") or any(
-        k.startswith("nvidia.com/mig-") and v > 0 for k, v in alloc.items())
+        k.startswith("nvidia.com/mig-") and v > 0 for k, v in alloc.items()
+    )
     if mode.kind == "mig":
         layout = resolve_layout(facts.model, mode.layout)
         if layout == "all-disabled":
             return _exclusive(mode, layout)
         prof = facts.model.profile(layout[4:])
         res = "nvidia.com/gpu" if facts.mig_strategy == "single" else f"nvidia.com/mig-{prof.name}"
-        return Target(mode, entry_name("exclusive"), dump_yaml(device_plugin_config("exclusive")),
-                      layout, res, prof.max_count)
+        return Target(
+            mode, entry_name("exclusive"), dump_yaml(device_plugin_config("exclusive")), layout, res, prof.max_count
+        )
     keep_mig = "all-disabled" if has_mig or LABEL_MIG in labels else None
     n = 1 if mode.kind == "exclusive" else int(mode.replicas or 1)
     if n == 1:
         return _exclusive(mode, keep_mig)
     res = "nvidia.com/gpu.shared" if rename else "nvidia.com/gpu"
-    return Target(mode, entry_name(mode.kind, n, rename=rename),
-                  dump_yaml(device_plugin_config(mode.kind, n, rename=rename)), keep_mig, res, n)
+    return Target(
+        mode,
+        entry_name(mode.kind, n, rename=rename),
+        dump_yaml(device_plugin_config(mode.kind, n, rename=rename)),
+        keep_mig,
+        res,
+        n,
+    )
 
 
 def advertised_check(sess: Session, t: Target, facts: GpuFacts) -> tuple[Check, str]:
@@ -79,8 +88,10 @@ def advertised_check(sess: Session, t: Target, facts: GpuFacts) -> tuple[Check, 
             # single: nvidia.com/gpu on a "-MIG-<profile>" product (a count alone could be a
             # time-slicing leftover); mixed: nvidia.com/mig-<profile>; unknown strategy: either
             prof = t.mig_layout[4:]
-            single = (alloc.get("nvidia.com/gpu", 0) == want
-                      and f"-MIG-{prof}".upper() in labels.get(LABEL_PRODUCT, "").upper())
+            single = (
+                alloc.get("nvidia.com/gpu", 0) == want
+                and f"-MIG-{prof}".upper() in labels.get(LABEL_PRODUCT, "").upper()
+            )
             mixed = alloc.get(f"nvidia.com/mig-{prof}", 0) == want
             ok = {"single": single, "mixed": mixed}.get(facts.mig_strategy or "", single or mixed)
         else:

@@ -6,5 +6,14 @@ from sharebench.report.build import TABLE_TITLES, build_report, tables_markdown,
 from sharebench.report.plots import make_plots, save_figure
 from sharebench.report.render import html_table, markdown_table
 
-__all__ = ["TABLE_TITLES", "build_report", "end_screen", "html_table", "make_plots", "markdown_table", "save_figure",
-           "tables_markdown", "write_tables"]
+__all__ = [
+    "TABLE_TITLES",
+    "build_report",
+    "end_screen",
+    "html_table",
+    "make_plots",
+    "markdown_table",
+    "save_figure",
+    "tables_markdown",
+    "write_tables",
+]

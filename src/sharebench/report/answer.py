@@ -25,9 +25,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 DECISION_PLOT = "decision"
-ANSWER_HELP = ("Derived from the tables below by the rules in the README (*How the Answer is derived*): "
-               "throughput against exclusive (1.00× = no gain), the worst job's time against running alone, "
-               "95% Student-t intervals (none below 3 repeats).")
+ANSWER_HELP = (
+    "Derived from the tables below by the rules in the README (*How the Answer is derived*): "
+    "throughput against exclusive (1.00× = no gain), the worst job's time against running alone, "
+    "95% Student-t intervals (none below 3 repeats)."
+)
 
 
 class Answer:
@@ -41,8 +43,9 @@ class Answer:
 
     def lines(self) -> list[str]:
         """The verdict per mode, then the choice per pattern (Markdown)."""
-        return ([verdict_line(r) for _, r in self.rows.iterrows()]
-                + [f"*{c['pattern']}*: **{c['mode']}**: {c['reason']}" for _, c in self.choices.iterrows()])
+        return [verdict_line(r) for _, r in self.rows.iterrows()] + [
+            f"*{c['pattern']}*: **{c['mode']}**: {c['reason']}" for _, c in self.choices.iterrows()
+        ]
 
     def flags(self) -> int:
         return int((self.rows["trust"] != "ok").sum()) if len(self.rows) else 0
@@ -58,11 +61,13 @@ class Answer:
     def blocks(self, plots: list[Path]) -> list:
         if self.rows.empty:
             return [Heading("Answer"), Text("No mode was measured: no answer (see Flags and Cells).")]
-        out: list[Any] = [Heading("Answer"), Text(ANSWER_HELP),
-                          Bullets([verdict_line(r) for _, r in self.rows.iterrows()]),
-                          Text("**Per workload pattern, the mode to choose on this device:**"),
-                          Bullets([f"*{c['pattern']}*: **{c['mode']}**: {c['reason']}"
-                                   for _, c in self.choices.iterrows()])]
+        out: list[Any] = [
+            Heading("Answer"),
+            Text(ANSWER_HELP),
+            Bullets([verdict_line(r) for _, r in self.rows.iterrows()]),
+            Text("**Per workload pattern, the mode to choose on this device:**"),
+            Bullets([f"*{c['pattern']}*: **{c['mode']}**: {c['reason']}" for _, c in self.choices.iterrows()]),
+        ]
         return out + [Image(p) for p in plots if p.suffix == ".png"]
 
 
@@ -80,9 +85,17 @@ def plot_decision(rows: pd.DataFrame, out_dir: Path, machine: str = "") -> list[
         x, y = float(r["slowdown"]) / n, float(r["gain"])
         if not (math.isfinite(x) and math.isfinite(y)):
             continue
-        ax.errorbar([x], [y], xerr=_err([r["slowdown_ci_low"] / n], [r["slowdown_ci_high"] / n], [x]),
-                    yerr=_err([r["gain_ci_low"]], [r["gain_ci_high"]], [y]), marker="o", capsize=3,
-                    color=f"C{k % 10}", label=str(r["mode"]), linestyle="none")
+        ax.errorbar(
+            [x],
+            [y],
+            xerr=_err([r["slowdown_ci_low"] / n], [r["slowdown_ci_high"] / n], [x]),
+            yerr=_err([r["gain_ci_low"]], [r["gain_ci_high"]], [y]),
+            marker="o",
+            capsize=3,
+            color=f"C{k % 10}",
+            label=str(r["mode"]),
+            linestyle="none",
+        )
     ax.axhline(1.0, color="0.6", lw=0.8, ls=":")
     ax.axvline(1.0, color="0.6", lw=0.8, ls=":")
     ax.set_xlabel("worst job's time / (N × its time alone)   (1 = a fair share at no cost)")
@@ -115,8 +128,10 @@ def end_screen(results_dir: Path | str) -> tuple[str, int]:
     if rows.empty:
         lines.append("  none: no cell was measured")
     untrusted = int((rows["trust"] != "ok").sum()) if len(rows) else 0
-    lines.append(f"cells: {good} measured, {failed} failed; flags: {len(flags)} (see the report), "
-                 f"{untrusted} mode(s) not to be trusted as measured")
+    lines.append(
+        f"cells: {good} measured, {failed} failed; flags: {len(flags)} (see the report), "
+        f"{untrusted} mode(s) not to be trusted as measured"
+    )
     return "\n".join(lines), EXIT_OK if failed == 0 and good > 0 else EXIT_FAILED
 
 

@@ -72,7 +72,8 @@ FLAGS_HELP = (
     "replicas ran on different devices, or their tracking windows overlapped less than 95% so they did not really "
     "share the device). *excluded = no* is a warning: few repeats (wide or missing CI), a large spread (CV > 10%: "
     "trust the median less), an unfair share between replicas, or no exclusive baseline for that work (no loss "
-    "computed).")
+    "computed)."
+)
 
 
 def write_tables(tables: dict[str, pd.DataFrame], results_dir: Path | str) -> Path:
@@ -88,8 +89,11 @@ def write_tables(tables: dict[str, pd.DataFrame], results_dir: Path | str) -> Pa
 
 def tables_markdown(tables: dict[str, pd.DataFrame]) -> str:
     """Every titled, non-empty table as Markdown, one after the other."""
-    return "\n".join(f"## {title}\n\n{markdown_table(display_table(name, tables[name]))}\n"
-                     for name, title in TABLE_TITLES.items() if name in tables and not tables[name].empty)
+    return "\n".join(
+        f"## {title}\n\n{markdown_table(display_table(name, tables[name]))}\n"
+        for name, title in TABLE_TITLES.items()
+        if name in tables and not tables[name].empty
+    )
 
 
 def folder_label(results_dir: Path, prov: dict[str, Any] | None) -> str:
@@ -134,8 +138,9 @@ def _sections(folder: Folder) -> tuple[list[Section], list[str]]:
     return sections, notes
 
 
-def report_blocks(this: Folder, other: Folder | None, plots: list[Path], sections: list[Section],
-                  notes: list[str]) -> list:
+def report_blocks(
+    this: Folder, other: Folder | None, plots: list[Path], sections: list[Section], notes: list[str]
+) -> list:
     """The report as blocks, in reading order (see ``sharebench.report.render``)."""
     labels = (this.label, other.label if other else "")
 
@@ -145,17 +150,28 @@ def report_blocks(this: Folder, other: Folder | None, plots: list[Path], section
     blocks: list = []
     if other:
         blocks.append(Text(f"Compared with **{other.label}**."))
-    blocks += [Heading("Machine"), both(lambda f: [machine_table(f.provenance)]),
-               Heading("Summary: loss % (95% CI) per mode"), both(lambda f: [Table(summary_table(f.tables))]),
-               Heading("Definitions"), Bullets(DEFINITIONS)]
+    blocks += [
+        Heading("Machine"),
+        both(lambda f: [machine_table(f.provenance)]),
+        Heading("Summary: loss % (95% CI) per mode"),
+        both(lambda f: [Table(summary_table(f.tables))]),
+        Heading("Definitions"),
+        Bullets(DEFINITIONS),
+    ]
     for name in TABLE_ORDER:
         if this.tables[name].empty and (other is None or other.tables[name].empty):
             continue
         blocks += [Heading(TABLE_TITLES[name]), both(lambda f, n=name: [Table(display_table(n, f.tables[n]))])]
-    blocks += [Heading("Plots"), *(Image(p) for p in plots if p.suffix == ".png"),
-               Heading(TABLE_TITLES["flags"]), Text(FLAGS_HELP),
-               both(lambda f: [Table(display_table("flags", f.tables["flags"]))]),
-               Heading("Cells"), Table(display_table("cells", this.tables["cells"])), *sections]
+    blocks += [
+        Heading("Plots"),
+        *(Image(p) for p in plots if p.suffix == ".png"),
+        Heading(TABLE_TITLES["flags"]),
+        Text(FLAGS_HELP),
+        both(lambda f: [Table(display_table("flags", f.tables["flags"]))]),
+        Heading("Cells"),
+        Table(display_table("cells", this.tables["cells"])),
+        *sections,
+    ]
     if notes:
         blocks += [Heading("Notes"), Bullets(notes)]
     return blocks
@@ -172,15 +188,21 @@ def build_report(results_dir: Path | str, compare: Path | str | None = None) -> 
             raise UserError(f"--compare {other.path} is the results folder itself; give a second results folder")
         if other.label == this.label:
             other.label += " (compare)"
-    plots = make_plots(this.tables, this.path / "plots", other.tables if other else None,
-                       (this.label, other.label if other else ""))
+    plots = make_plots(
+        this.tables, this.path / "plots", other.tables if other else None, (this.label, other.label if other else "")
+    )
     sections, section_notes = _sections(this)
     answer = Answer(this.path, this.tables, device_label(this.provenance))
     # what the sweep noted (added modes, resumed cells, absent telemetry ...), then the report's own
-    blocks = answer.blocks(answer.write()) + report_blocks(this, other, plots, sections,
-                                                           read_notes(this.path) + section_notes)
+    blocks = answer.blocks(answer.write()) + report_blocks(
+        this, other, plots, sections, read_notes(this.path) + section_notes
+    )
     title = f"sharebench report: {this.label}"
     (this.path / "report.md").write_text(f"# {title}\n\n" + markdown(blocks, this.path))
     (this.path / "report.html").write_text(html_page(title, blocks))
-    return {"markdown": this.path / "report.md", "html": this.path / "report.html", "tables": this.path / "tables",
-            "plots": this.path / "plots"}
+    return {
+        "markdown": this.path / "report.md",
+        "html": this.path / "report.html",
+        "tables": this.path / "tables",
+        "plots": this.path / "plots",
+    }

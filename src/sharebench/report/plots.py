@@ -61,9 +61,9 @@ def _log_if_wide(ax, decades: float = 2.0) -> None:
         x, y = np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
         xs += list(x[np.isfinite(x) & (x > 0)])
         ys += list(y[np.isfinite(y) & (y > 0)])
-    if ys and max(ys) / min(ys) > 10 ** decades:
+    if ys and max(ys) / min(ys) > 10**decades:
         ax.set_yscale("log")
-    if xs and max(xs) / min(xs) > 10 ** decades:
+    if xs and max(xs) / min(xs) > 10**decades:
         ax.set_xscale("log")
 
 
@@ -83,8 +83,7 @@ Series = tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # name, x, 
 
 def _series(name: str, g: pd.DataFrame, col: str, lo: str, hi: str) -> Series:
     g = g.sort_values("particles")
-    return (name, g["particles"].to_numpy(float), g[col].to_numpy(float), g[lo].to_numpy(float),
-            g[hi].to_numpy(float))
+    return (name, g["particles"].to_numpy(float), g[col].to_numpy(float), g[lo].to_numpy(float), g[hi].to_numpy(float))
 
 
 def _loss_series(tables) -> list[Series]:
@@ -135,9 +134,17 @@ def _draw(ax, tables, compare, labels, series_of) -> int:
             continue
         series = series_of(tabs)
         for k, (name, x, y, lo, hi) in enumerate(series):
-            ax.errorbar(_dodge(x, k, len(series)), y, yerr=_err(lo, hi, y), marker=marker, linestyle=line,
-                        fillstyle=fill, capsize=3, color=color(name),
-                        label=name + (f" ({lab})" if compare is not None else ""))
+            ax.errorbar(
+                _dodge(x, k, len(series)),
+                y,
+                yerr=_err(lo, hi, y),
+                marker=marker,
+                linestyle=line,
+                fillstyle=fill,
+                capsize=3,
+                color=color(name),
+                label=name + (f" ({lab})" if compare is not None else ""),
+            )
             drawn += 1
     return drawn
 
@@ -174,8 +181,9 @@ def _time_series(tables) -> list[Series]:
     # exclusive T_1 per particle count, from the measured cells
     cells = tables.get("cells")
     if cells is not None and not cells.empty:
-        ex = cells[(cells["mode_kind"] == "exclusive") & ~cells["warmup"].astype(bool)
-                   & ~cells["excluded"].astype(bool)]
+        ex = cells[
+            (cells["mode_kind"] == "exclusive") & ~cells["warmup"].astype(bool) & ~cells["excluded"].astype(bool)
+        ]
         if not ex.empty:
             rows = [(p, *mean_ci(g["mean_track_s"])) for p, g in ex.groupby("particles")]
             a = np.array(rows, dtype=float)
@@ -215,14 +223,22 @@ def plot_throughput(tables, out_dir: Path, compare=None, labels=("this", "compar
         for j, (e, p) in enumerate(parts):
             g = t[(t["engine"].astype(str) == e) & (t["particles"] == p)].set_index("mode").reindex(modes)
             y = g["throughput_pt_per_s"].to_numpy(float)
-            ax.bar(np.arange(len(modes)) + (j - (len(parts) - 1) / 2) * width, y, width,
-                   yerr=_err(g["throughput_ci_low"].to_numpy(float), g["throughput_ci_high"].to_numpy(float), y),
-                   capsize=2, label=(f"{e} " if several else "") + f"{fmt_particles(p)} particles",
-                   color=f"C{j % 10}")
+            ax.bar(
+                np.arange(len(modes)) + (j - (len(parts) - 1) / 2) * width,
+                y,
+                width,
+                yerr=_err(g["throughput_ci_low"].to_numpy(float), g["throughput_ci_high"].to_numpy(float), y),
+                capsize=2,
+                label=(f"{e} " if several else "") + f"{fmt_particles(p)} particles",
+                color=f"C{j % 10}",
+            )
         ax.set_xticks(np.arange(len(modes)), modes, rotation=30, ha="right")
         ax.set_xlabel("sharing mode")
-        ax.set_title(f"Aggregate throughput per device ({lab})" if compare is not None
-                     else "Aggregate throughput per physical device")
+        ax.set_title(
+            f"Aggregate throughput per device ({lab})"
+            if compare is not None
+            else "Aggregate throughput per physical device"
+        )
         _legend_outside(ax)
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("particle-turns / s (all replicas)")
@@ -247,8 +263,9 @@ def _subtitle(fig, tables) -> None:
         fig.text(0.01, -0.03, label, fontsize=7, color="0.4")
 
 
-def make_plots(tables: dict[str, pd.DataFrame], out_dir: Path | str, compare=None,
-               labels=("this", "compare")) -> list[Path]:
+def make_plots(
+    tables: dict[str, pd.DataFrame], out_dir: Path | str, compare=None, labels=("this", "compare")
+) -> list[Path]:
     """All figures into out_dir; returns the written paths (PNG and SVG)."""
     out = Path(out_dir)
     paths = []
@@ -276,8 +293,13 @@ def plot_partitions(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path
     if not part.empty and "unit" in part:
         sm = part[part["unit"] == "SMs"]
         for n, g in sm.groupby("particles"):
-            series.append((f"MPS thread share (mps:1@PCT), {n / 1e6:g} M", g.rename(
-                columns={"slice_units": "sms", "full_units": "full_sms"}), "^"))
+            series.append(
+                (
+                    f"MPS thread share (mps:1@PCT), {n / 1e6:g} M",
+                    g.rename(columns={"slice_units": "sms", "full_units": "full_sms"}),
+                    "^",
+                )
+            )
     if not series:
         return []
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
@@ -303,20 +325,27 @@ def plot_predicted_vs_measured(df: pd.DataFrame, out_dir: Path | str, title: str
     if d.empty:
         return []
     dup = d["mode"].duplicated(keep=False) & (d["table"] == "partition")
-    labels = [f"{r.mode} @ {fmt_particles(r.particles)}" + (" (vs SM ideal)" if dup.iloc[i] else "")
-              for i, r in enumerate(d.itertuples())]
+    labels = [
+        f"{r.mode} @ {fmt_particles(r.particles)}" + (" (vs SM ideal)" if dup.iloc[i] else "")
+        for i, r in enumerate(d.itertuples())
+    ]
     y = np.arange(len(d))
     h = max(2.5, 0.42 * len(d) + 1.2)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, h), sharey=True,
-                                   gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, h), sharey=True, gridspec_kw={"width_ratios": [3, 2]})
     meas = d["measured_pct"].astype(float).to_numpy()
     lo = d["measured_ci_low"].astype(float).to_numpy()
     hi = d["measured_ci_high"].astype(float).to_numpy()
     err = np.vstack([np.where(np.isfinite(lo), meas - lo, 0), np.where(np.isfinite(hi), hi - meas, 0)])
-    ax1.barh(y, meas, height=0.5, xerr=np.clip(err, 0, None), capsize=3, color="#4477aa",
-             label="measured (95% CI)")
-    ax1.plot(d["predicted_pct"].astype(float), y, linestyle="none", marker="D", color="#222222",
-             markersize=6, label="predicted (no interference)")
+    ax1.barh(y, meas, height=0.5, xerr=np.clip(err, 0, None), capsize=3, color="#4477aa", label="measured (95% CI)")
+    ax1.plot(
+        d["predicted_pct"].astype(float),
+        y,
+        linestyle="none",
+        marker="D",
+        color="#222222",
+        markersize=6,
+        label="predicted (no interference)",
+    )
     ax1.axvline(0, color="black", lw=0.8)
     ax1.set_yticks(y, labels)
     ax1.invert_yaxis()
@@ -356,8 +385,7 @@ def plot_energy(table: pd.DataFrame, out_dir: Path) -> list[Path]:
     for k, p in enumerate(sizes):
         s = d[d["particles"].astype(float) == p].set_index("mode")
         vals = [float(s["energy_j_per_mpt"].get(m, math.nan)) for m in modes]
-        ax.bar(np.arange(len(modes)) + (k - (len(sizes) - 1) / 2) * width, vals, width,
-               label=f"{p:,.0f} particles")
+        ax.bar(np.arange(len(modes)) + (k - (len(sizes) - 1) / 2) * width, vals, width, label=f"{p:,.0f} particles")
     ax.set_xticks(np.arange(len(modes)), modes, rotation=20)
     ax.set_ylabel("energy per 10⁶ particle-turns (J)")
     ax.set_title("Energy per unit of work, per sharing mode")

@@ -113,8 +113,9 @@ def _markdown_block(block: object, base: Path) -> list[str]:
             lines.append(f"(also [SVG]({Path(rel).with_suffix('.svg').as_posix()}))")
         return [*lines, ""]
     if isinstance(block, Section):
-        return (_markdown_block(Heading(block.title), base)
-                + [ln for b in block.blocks for ln in _markdown_block(b, base)])
+        return _markdown_block(Heading(block.title), base) + [
+            ln for b in block.blocks for ln in _markdown_block(b, base)
+        ]
     if isinstance(block, Compare):
         if block.right is None:
             return [ln for b in block.left for ln in _markdown_block(b, base)]
@@ -157,8 +158,10 @@ def inline_html(text: str) -> str:
 def html_page(title: str, blocks: list) -> str:
     """A self-contained HTML page of the blocks (styles inline, images as data URIs)."""
     e = html.escape
-    head = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
-            f"<style>{CSS}</style></head><body>")
+    head = (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
+        f"<style>{CSS}</style></head><body>"
+    )
     return "\n".join([head, f"<h1>{e(title)}</h1>", *(_html_block(b) for b in blocks), "</body></html>"])
 
 
@@ -175,8 +178,10 @@ def _html_block(block: object) -> str:
     if isinstance(block, Image):
         if not block.path.exists():
             return ""
-        return (f"<figure><img alt='{e(block.path.stem)}' src='{_data_uri(block.path)}'>"
-                f"<figcaption class='note'>{e(block.path.stem)}</figcaption></figure>")
+        return (
+            f"<figure><img alt='{e(block.path.stem)}' src='{_data_uri(block.path)}'>"
+            f"<figcaption class='note'>{e(block.path.stem)}</figcaption></figure>"
+        )
     if isinstance(block, Section):
         return "\n".join([_html_block(Heading(block.title)), *(_html_block(b) for b in block.blocks)])
     if isinstance(block, Compare):
@@ -184,8 +189,10 @@ def _html_block(block: object) -> str:
         if block.right is None:
             return left
         right = "\n".join(_html_block(b) for b in block.right)
-        return (f"<div class='side'><div><h3>{e(block.labels[0])}</h3>{left}</div>"
-                f"<div><h3>{e(block.labels[1])}</h3>{right}</div></div>")
+        return (
+            f"<div class='side'><div><h3>{e(block.labels[0])}</h3>{left}</div>"
+            f"<div><h3>{e(block.labels[1])}</h3>{right}</div></div>"
+        )
     raise TypeError(f"not a report block: {block!r}")
 
 

@@ -50,12 +50,22 @@ def machine_rows(prov: dict[str, Any] | None) -> list[tuple[str, str]]:
     return [
         ("device", ", ".join(f"{k}={v}" for k, v in dev.items() if v not in (None, "")) or "-"),
         ("GPUs (NVML)", gpus or str(nv.get("reason") or "-")),
-        ("driver / CUDA", f"{nv.get('driver_version') or '-'} / {nv.get('cuda_driver_version') or '-'}"
-                          + (f" ({prov['cuda_runtime']})" if prov.get("cuda_runtime") else "")),
-        ("CPU", f"{host.get('cpu_model') or '-'}, {host.get('usable_cores') or host.get('cpu_logical') or '-'} "
-                f"usable cores, {(host.get('mem_bytes') or 0) / 2**30:.1f} GiB"),
-        ("load average at start", " / ".join(f"{v:.2f}" for v in load)
-         + f" (1, 5, 15 min; {host.get('cpu_logical') or '?'} logical cores)" if load else "-"),
+        (
+            "driver / CUDA",
+            f"{nv.get('driver_version') or '-'} / {nv.get('cuda_driver_version') or '-'}"
+            + (f" ({prov['cuda_runtime']})" if prov.get("cuda_runtime") else ""),
+        ),
+        (
+            "CPU",
+            f"{host.get('cpu_model') or '-'}, {host.get('usable_cores') or host.get('cpu_logical') or '-'} "
+            f"usable cores, {(host.get('mem_bytes') or 0) / 2**30:.1f} GiB",
+        ),
+        (
+            "load average at start",
+            " / ".join(f"{v:.2f}" for v in load) + f" (1, 5, 15 min; {host.get('cpu_logical') or '?'} logical cores)"
+            if load
+            else "-",
+        ),
         ("host / OS", f"{host.get('hostname') or '-'} / {host.get('os') or '-'}, Python {host.get('python') or '-'}"),
         ("libraries", ", ".join(f"{k} {v}" for k, v in libs.items() if v)),
         ("command", (" ".join(map(str, cmd)) if isinstance(cmd, (list, tuple)) else str(cmd or "")) or "-"),
@@ -81,35 +91,57 @@ def provenance_rows(prov: dict[str, Any]) -> list[tuple[str, str]]:
         if not gpu.get("available"):
             rows.append(("GPU (NVML)", f"not available: {_v(gpu.get('reason'))}"))
         else:
-            rows += [("GPU model", f"{_v(gpu.get('name'))} [{_v(gpu.get('model_key'))}, {_v(gpu.get('sms'))} SMs]"),
-                     ("GPU UUID", _v(gpu.get("uuid"))),
-                     ("driver / CUDA (driver API)",
-                      f"{_v(nv.get('driver_version'))} / {_v(nv.get('cuda_driver_version'))}")]
+            rows += [
+                ("GPU model", f"{_v(gpu.get('name'))} [{_v(gpu.get('model_key'))}, {_v(gpu.get('sms'))} SMs]"),
+                ("GPU UUID", _v(gpu.get("uuid"))),
+                ("driver / CUDA (driver API)", f"{_v(nv.get('driver_version'))} / {_v(nv.get('cuda_driver_version'))}"),
+            ]
             mig = gpu.get("mig_mode") or {}
             insts = gpu.get("mig_instances") or []
-            layout = ", ".join(f"GI {i.get('gpu_instance_id')}: {_v(i.get('profile'))} ({_v(i.get('sms'))} SMs)"
-                               for i in insts)
+            layout = ", ".join(
+                f"GI {i.get('gpu_instance_id')}: {_v(i.get('profile'))} ({_v(i.get('sms'))} SMs)" for i in insts
+            )
             rows.append(("MIG", f"{_v(mig.get('current'))}" + (f"; {layout}" if layout else "")))
     if prov.get("cuda_runtime"):
         rows.append(("CUDA runtime", prov["cuda_runtime"]))
     if prov.get("opencl"):
-        rows.append(("OpenCL platform / device",
-                     f"{_v(prov['opencl'].get('platform'))} / {_v(prov['opencl'].get('device'))}"))
+        rows.append(
+            ("OpenCL platform / device", f"{_v(prov['opencl'].get('platform'))} / {_v(prov['opencl'].get('device'))}")
+        )
     libs = prov.get("libraries") or {}
-    rows.append(("xsuite / xtrack / xobjects / xpart",
-                 " / ".join(_v(libs.get(k)) for k in ("xsuite", "xtrack", "xobjects", "xpart"))))
+    rows.append(
+        (
+            "xsuite / xtrack / xobjects / xpart",
+            " / ".join(_v(libs.get(k)) for k in ("xsuite", "xtrack", "xobjects", "xpart")),
+        )
+    )
     sb = prov.get("sharebench") or {}
     commit = sb.get("git_commit")
-    rows.append(("sharebench", f"{_v(sb.get('version'))}" + (f", commit {commit[:12]}" if commit else "")
-                 + (" (uncommitted changes)" if sb.get("git_dirty") else "")))
+    rows.append(
+        (
+            "sharebench",
+            f"{_v(sb.get('version'))}"
+            + (f", commit {commit[:12]}" if commit else "")
+            + (" (uncommitted changes)" if sb.get("git_dirty") else ""),
+        )
+    )
     host = prov.get("host") or {}
-    rows.append(("host", f"{_v(host.get('hostname'))}: {_v(host.get('cpu_model'))}, {_v(host.get('cpu_logical'))} "
-                 f"logical cores, {_v(host.get('os'))}"))
+    rows.append(
+        (
+            "host",
+            f"{_v(host.get('hostname'))}: {_v(host.get('cpu_model'))}, {_v(host.get('cpu_logical'))} "
+            f"logical cores, {_v(host.get('os'))}",
+        )
+    )
     cl = prov.get("cluster") or {}
     if cl.get("in_cluster") or cl.get("node") or cl.get("api"):
         rows.append(("cluster node", _v(cl.get("node"))))
-        rows.append(("gpu-operator / device-plugin",
-                     f"{_v(cl.get('gpu_operator_version'))} / {_v(cl.get('device_plugin_version'))}"))
+        rows.append(
+            (
+                "gpu-operator / device-plugin",
+                f"{_v(cl.get('gpu_operator_version'))} / {_v(cl.get('device_plugin_version'))}",
+            )
+        )
         if (cl.get("api") or {}).get("error"):
             rows.append(("Kubernetes API", f"not read: {cl['api']['error']}"))
     cmd = prov.get("command")
@@ -125,8 +157,10 @@ def provenance_section(prov: dict[str, Any] | None) -> Section:
     if prov is None:
         section.blocks.append(Text(f"No {PROVENANCE_JSON} in this results folder: the run's context was not recorded."))
         return section
-    section.blocks += [Table(pd.DataFrame(provenance_rows(prov), columns=["what", "value"])),
-                       Text(f"Full record: `{PROVENANCE_JSON}`.")]
+    section.blocks += [
+        Table(pd.DataFrame(provenance_rows(prov), columns=["what", "value"])),
+        Text(f"Full record: `{PROVENANCE_JSON}`."),
+    ]
     return section
 
 
@@ -138,19 +172,33 @@ PREDICTION_INTRO = (
     "(the ideal span is N·T_1), the SM (or memory) share of the instance for MIG, 0% excess over "
     "the SM/core-fraction ideal for partitions. Excess = measured − predicted, in percentage points. "
     f"Bound from the exclusive cells' telemetry (thresholds: DRAM ≥ {DRAM_BOUND_PCT:.0f}% → memory-bound, "
-    f"SM active ≥ {SM_BOUND_PCT:.0f}% → SM-bound, < {SM_IDLE_PCT:.0f}% → latency-bound).")
+    f"SM active ≥ {SM_BOUND_PCT:.0f}% → SM-bound, < {SM_IDLE_PCT:.0f}% → latency-bound)."
+)
 
 
 def prediction_display(df: pd.DataFrame) -> pd.DataFrame:
     """The prediction table as printed: percentages with two decimals, "—" where not measured."""
     rows = []
     for r in df.to_dict("records"):
-        ci = (f"[{fmt_pct(r['measured_ci_low'], '—')}, {fmt_pct(r['measured_ci_high'], '—')}]"
-              if math.isfinite(number_or_nan(r["measured_ci_low"])) else "—")
-        rows.append({"table": r["table"], "mode": r["mode"], "particles": fmt_particles(r["particles"]),
-                     "compares": r["metric"], "measured %": fmt_pct(r["measured_pct"], "—"), "95% CI": ci,
-                     "predicted %": fmt_pct(r["predicted_pct"], "—"), "excess (pp)": fmt_pct(r["excess_pct"], "—"),
-                     "bound": r["bound"], "basis": r["basis"]})
+        ci = (
+            f"[{fmt_pct(r['measured_ci_low'], '—')}, {fmt_pct(r['measured_ci_high'], '—')}]"
+            if math.isfinite(number_or_nan(r["measured_ci_low"]))
+            else "—"
+        )
+        rows.append(
+            {
+                "table": r["table"],
+                "mode": r["mode"],
+                "particles": fmt_particles(r["particles"]),
+                "compares": r["metric"],
+                "measured %": fmt_pct(r["measured_pct"], "—"),
+                "95% CI": ci,
+                "predicted %": fmt_pct(r["predicted_pct"], "—"),
+                "excess (pp)": fmt_pct(r["excess_pct"], "—"),
+                "bound": r["bound"],
+                "basis": r["basis"],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -159,17 +207,21 @@ def prediction_section(results_dir: Path, tables: dict[str, pd.DataFrame], devic
     section = Section("Predicted vs measured loss")
     df, gpu = predicted_vs_measured_of(results_dir, tables)
     if df.empty:
-        section.blocks.append(Text("No loss table to compare with a prediction (no shared-mode cells with an "
-                                   "exclusive baseline)."))
+        section.blocks.append(
+            Text("No loss table to compare with a prediction (no shared-mode cells with an exclusive baseline).")
+        )
         return section
-    images = plot_predicted_vs_measured(df, results_dir / "plots",
-                                        title=f"{gpu or device_label or 'device'}: "
-                                              "loss against a no-interference prediction")[:1]
+    images = plot_predicted_vs_measured(
+        df, results_dir / "plots", title=f"{gpu or device_label or 'device'}: loss against a no-interference prediction"
+    )[:1]
     evidence = sorted({f"{r['bound']}: {r['bound_evidence']}" for r in df.to_dict("records")})
     df.to_csv(results_dir / PREDICTION_CSV, index=False)
-    section.blocks += [Text(PREDICTION_INTRO), Table(prediction_display(df)),
-                       Text("Telemetry behind the bound: " + "; ".join(evidence) + "."),
-                       *(Image(p) for p in images)]
+    section.blocks += [
+        Text(PREDICTION_INTRO),
+        Table(prediction_display(df)),
+        Text("Telemetry behind the bound: " + "; ".join(evidence) + "."),
+        *(Image(p) for p in images),
+    ]
     return section
 
 
@@ -178,13 +230,21 @@ def prediction_section(results_dir: Path, tables: dict[str, pd.DataFrame], devic
 
 # (energy_table column, header, format spec; None: as text)
 TELEMETRY_COLUMNS = [
-    ("mode", "mode", None), ("particles", "particles", ",.0f"), ("tel_source", "source", None),
-    ("gpu_util_pct", "GPU util %", ".1f"), ("sm_clock_mhz", "SM clock MHz", ".0f"),
-    ("sm_active_pct", "SM active %", ".1f"), ("dram_bw_util_pct", "DRAM BW %", ".1f"),
-    ("power_w", "power W", ".1f"), ("mem_used_bytes_max", "GPU mem max GiB", None),
-    ("cpu_busy_cores", "host busy cores", ".2f"), ("proc_busy_cores", "replica cores", ".2f"),
+    ("mode", "mode", None),
+    ("particles", "particles", ",.0f"),
+    ("tel_source", "source", None),
+    ("gpu_util_pct", "GPU util %", ".1f"),
+    ("sm_clock_mhz", "SM clock MHz", ".0f"),
+    ("sm_active_pct", "SM active %", ".1f"),
+    ("dram_bw_util_pct", "DRAM BW %", ".1f"),
+    ("power_w", "power W", ".1f"),
+    ("mem_used_bytes_max", "GPU mem max GiB", None),
+    ("cpu_busy_cores", "host busy cores", ".2f"),
+    ("proc_busy_cores", "replica cores", ".2f"),
     ("energy_j_per_mpt", "J / 10⁶ pt", ".3g"),
-    ("throughput_pt_per_s", "throughput pt/s per device", ".4g"), ("gain", "sharing gain", ".2f")]
+    ("throughput_pt_per_s", "throughput pt/s per device", ".4g"),
+    ("gain", "sharing gain", ".2f"),
+]
 
 
 def telemetry_display(table: pd.DataFrame, price: float | None) -> pd.DataFrame:
@@ -214,29 +274,43 @@ def telemetry_section(results_dir: Path, tables: dict[str, pd.DataFrame]) -> Sec
     section = Section("Telemetry, energy and cost")
     cells = cell_telemetry(results_dir)
     if cells.empty or not any(c.startswith(("tel_", "dcgm_")) for c in cells.columns):
-        section.blocks.append(Text("No telemetry in this results folder (the sweep ran without sharebench.telemetry, "
-                                   "and no dcgm.csv from Prometheus)."))
+        section.blocks.append(
+            Text(
+                "No telemetry in this results folder (the sweep ran without sharebench.telemetry, "
+                "and no dcgm.csv from Prometheus)."
+            )
+        )
         return section
     price, price_src = price_per_hour(results_dir)
     table = energy_table(cells, tables.get("throughput"), price)
     table.to_csv(results_dir / TELEMETRY_SUMMARY_CSV, index=False)
     esrc = sorted({str(s) for s in table["energy_source"] if s})
-    section.blocks.append(Text(
-        "Medians over the measured cells of each mode and size, of each cell's mean over its tracking "
-        "window (from the raw samples; the whole sampled window where those are missing). Telemetry is per cell "
-        "and per whole device: under time-slicing and MPS, NVML's values are the GPU's, shared by all replicas "
-        "(not per replica). Host busy cores count everything on the machine; replica cores only the "
-        "sweep's own processes. Energy is over the tracking window; source: "
-        + (", ".join(esrc) if esrc else "none recorded (NVML gives GPU energy; none is read for a CPU)") + "."))
+    section.blocks.append(
+        Text(
+            "Medians over the measured cells of each mode and size, of each cell's mean over its tracking "
+            "window (from the raw samples; the whole sampled window where those are missing). Telemetry is per cell "
+            "and per whole device: under time-slicing and MPS, NVML's values are the GPU's, shared by all replicas "
+            "(not per replica). Host busy cores count everything on the machine; replica cores only the "
+            "sweep's own processes. Energy is over the tracking window; source: "
+            + (", ".join(esrc) if esrc else "none recorded (NVML gives GPU energy; none is read for a CPU)")
+            + "."
+        )
+    )
     if price:
-        section.blocks.append(Text(f"Price: {price:g} per GPU-hour ({price_src}); cost per 10⁹ particle-turns = "
-                                   "price / 3600 / throughput × 10⁹."))
+        section.blocks.append(
+            Text(
+                f"Price: {price:g} per GPU-hour ({price_src}); cost per 10⁹ particle-turns = "
+                "price / 3600 / throughput × 10⁹."
+            )
+        )
     else:
-        section.blocks.append(Text(f"No price given (sweep config `price_per_gpu_hour` or `{PRICE_ENV}`): "
-                                   "no cost column."))
+        section.blocks.append(
+            Text(f"No price given (sweep config `price_per_gpu_hour` or `{PRICE_ENV}`): no cost column.")
+        )
     section.blocks.append(Table(telemetry_display(table, price)))
-    notes = sorted({str(n) for col in ("tel_note", "dcgm_note") for n in cells.get(col, [])
-                    if isinstance(n, str) and n})
+    notes = sorted(
+        {str(n) for col in ("tel_note", "dcgm_note") for n in cells.get(col, []) if isinstance(n, str) and n}
+    )
     if notes:
         section.blocks += [Text("Telemetry notes:"), Bullets(notes)]
     section.blocks += [Image(p) for p in plot_energy(table, results_dir / "plots")[:1]]

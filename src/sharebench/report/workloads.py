@@ -15,9 +15,11 @@ from sharebench.report.render import Section, Table, Text
 from sharebench.results import load_results
 
 WORKLOADS_CSV = "workloads.csv"
-TIMING_NOTE = ("*timing*: **kernel** = the tracker's own synchronised window; **protocol** = the window the "
-               "program reported through the replica protocol; **process** = the whole program, started at the "
-               "barrier instant (set-up included: its loss is diluted by the set-up time).")
+TIMING_NOTE = (
+    "*timing*: **kernel** = the tracker's own synchronised window; **protocol** = the window the "
+    "program reported through the replica protocol; **process** = the whole program, started at the "
+    "barrier instant (set-up included: its loss is diluted by the set-up time)."
+)
 
 
 def _x(v: object) -> str:
@@ -26,18 +28,42 @@ def _x(v: object) -> str:
 
 
 def workloads_display(table: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame([{
-        "workload": r["workload"], "timing": r["timing"], "work": fmt_particles(r["particles"]), "mode": r["mode"],
-        "loss %": fmt_pct(r["loss_pct"], "—"),
-        "95% CI": (f"[{fmt_pct(r['loss_ci_low'], '—')}, {fmt_pct(r['loss_ci_high'], '—')}]"
-                   if math.isfinite(number_or_nan(r["loss_ci_low"])) else "—"),
-        "loss compares": r["loss_metric"] or "—", "worst job": _x(r["worst_slowdown"]),
-        "throughput gain": _x(r["gain"]), "repeats": r["repeats"]} for r in table.to_dict("records")])
+    return pd.DataFrame(
+        [
+            {
+                "workload": r["workload"],
+                "timing": r["timing"],
+                "work": fmt_particles(r["particles"]),
+                "mode": r["mode"],
+                "loss %": fmt_pct(r["loss_pct"], "—"),
+                "95% CI": (
+                    f"[{fmt_pct(r['loss_ci_low'], '—')}, {fmt_pct(r['loss_ci_high'], '—')}]"
+                    if math.isfinite(number_or_nan(r["loss_ci_low"]))
+                    else "—"
+                ),
+                "loss compares": r["loss_metric"] or "—",
+                "worst job": _x(r["worst_slowdown"]),
+                "throughput gain": _x(r["gain"]),
+                "repeats": r["repeats"],
+            }
+            for r in table.to_dict("records")
+        ]
+    )
 
 
 def answers_display(answers: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame([{"workload": r["workload"], "timing": r["timing"], "work": fmt_particles(r["particles"]),
-                          "suits": r["best_mode"], "why": r["why"]} for r in answers.to_dict("records")])
+    return pd.DataFrame(
+        [
+            {
+                "workload": r["workload"],
+                "timing": r["timing"],
+                "work": fmt_particles(r["particles"]),
+                "suits": r["best_mode"],
+                "why": r["why"],
+            }
+            for r in answers.to_dict("records")
+        ]
+    )
 
 
 def workloads_section(results_dir: Path, tables: dict[str, pd.DataFrame]) -> Section:
@@ -51,9 +77,12 @@ def workloads_section(results_dir: Path, tables: dict[str, pd.DataFrame]) -> Sec
     table.to_csv(results_dir / "tables" / WORKLOADS_CSV, index=False)
     answers = workload_answers(table)
     section.blocks += [
-        Text("*worst job* = the slowest replica's time over the same work's exclusive time (what the last job "
-             "waits); *throughput gain* = work done per second by all replicas over exclusive use (> 1: sharing "
-             "helps). " + TIMING_NOTE)]
+        Text(
+            "*worst job* = the slowest replica's time over the same work's exclusive time (what the last job "
+            "waits); *throughput gain* = work done per second by all replicas over exclusive use (> 1: sharing "
+            "helps). " + TIMING_NOTE
+        )
+    ]
     if not answers.empty:
         section.blocks.append(Table(answers_display(answers)))
     section.blocks.append(Table(workloads_display(table)))

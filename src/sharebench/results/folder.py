@@ -77,9 +77,14 @@ def merge_legacy_machine(prov: dict[str, Any] | None, machine: dict[str, Any]) -
     out["host"] = host
     nv = machine.get("nvidia") or {}
     ok = nv.get("nvml") == "ok"
-    out["nvidia"] = {"available": ok, "reason": None if ok else nv.get("nvml"),
-                     "driver_version": nv.get("driver"), "cuda_driver_version": nv.get("cuda_driver"),
-                     "nvml_version": (out.get("nvidia") or {}).get("nvml_version"), "gpus": list(nv.get("gpus") or [])}
+    out["nvidia"] = {
+        "available": ok,
+        "reason": None if ok else nv.get("nvml"),
+        "driver_version": nv.get("driver"),
+        "cuda_driver_version": nv.get("cuda_driver"),
+        "nvml_version": (out.get("nvidia") or {}).get("nvml_version"),
+        "gpus": list(nv.get("gpus") or []),
+    }
     if machine.get("cuda_runtime"):
         out["cuda_runtime"] = machine["cuda_runtime"]
     out.setdefault("cuda_runtime", None)
@@ -87,9 +92,10 @@ def merge_legacy_machine(prov: dict[str, Any] | None, machine: dict[str, Any]) -
         device = dict(machine["device"])
         device.update((k, v) for k, v in (out.get("device") or {}).items() if k not in device)
         out["device"] = device
-    out["libraries"] = {**(machine.get("libraries") or {}),
-                        **{k: v for k, v in (out.get("libraries") or {}).items()
-                           if k not in (machine.get("libraries") or {})}}
+    out["libraries"] = {
+        **(machine.get("libraries") or {}),
+        **{k: v for k, v in (out.get("libraries") or {}).items() if k not in (machine.get("libraries") or {})},
+    }
     out.setdefault("command", machine.get("command"))
     out.setdefault("created_utc", machine.get("written_utc"))
     return out

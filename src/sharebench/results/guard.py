@@ -56,8 +56,10 @@ def check_new_folder(out: Path) -> None:
     held = sorted(p.name for p in out.iterdir() if p.name not in (LOCK_FILE, OWNER_FILE))
     if held:
         shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
-        raise UserError(f"{out} is not empty (it holds {shown}); sharebench writes only into a new or empty "
-                        "folder: give another --out, or --resume to continue a sharebench results folder")
+        raise UserError(
+            f"{out} is not empty (it holds {shown}); sharebench writes only into a new or empty "
+            "folder: give another --out, or --resume to continue a sharebench results folder"
+        )
 
 
 @contextmanager
@@ -67,8 +69,9 @@ def claim_folder(out: Path) -> Iterator[None]:
     try:
         lock.acquire()
     except Timeout:
-        raise UserError(f"{out} is in use by another sweep ({_owner(out)}); wait for it to end, "
-                        "or give another --out") from None
+        raise UserError(
+            f"{out} is in use by another sweep ({_owner(out)}); wait for it to end, or give another --out"
+        ) from None
     except OSError as exc:
         raise UserError(f"cannot lock results folder {out}: {exc.strerror or exc}") from None
     try:
@@ -118,5 +121,4 @@ def set_aside_torn_tail(out: Path) -> str | None:
         write_atomic(path, whole, fsync=True)
     except OSError as exc:
         raise UserError(f"cannot repair {path}: {exc.strerror or exc}") from None
-    return (f"{RESULTS_CSV} ended in a torn row ({len(tail)} bytes, moved to {TORN_TXT}); "
-            "its cell runs again")
+    return f"{RESULTS_CSV} ended in a torn row ({len(tail)} bytes, moved to {TORN_TXT}); its cell runs again"

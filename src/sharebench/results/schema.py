@@ -30,8 +30,8 @@ DOCUMENTS: dict[str, int] = {"provenance": 2, "sweep": 1, "record": 1, "bench": 
 @dataclass(frozen=True)
 class Column:
     name: str
-    dtype: str      # "str", "int", "float", "bool"
-    unit: str       # "" when dimensionless or text
+    dtype: str  # "str", "int", "float", "bool"
+    unit: str  # "" when dimensionless or text
     doc: str
 
 
@@ -41,10 +41,20 @@ COLUMNS: tuple[Column, ...] = (
     Column("schema_version", "int", "", "version of this schema (1); a loader refuses other versions"),
     Column("sweep_id", "str", "", "identifier of the sweep that wrote the row (UTC start time)"),
     Column("cell_id", "str", "", "one cell = one mode x particle count x repeat, e.g. `timeslice:2_p10000_r1`"),
-    Column("work_key", "str", "", "hash of the cell's whole work identity: cell id, turns, engine, lattice "
-           "content, seed, run options, device model (sharebench.sweep.resume)"),
-    Column("mode", "str", "", "sharing mode, lowercase: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], "
-                              "mig:LAYOUT, mig-emulated:LAYOUT, partition:N"),
+    Column(
+        "work_key",
+        "str",
+        "",
+        "hash of the cell's whole work identity: cell id, turns, engine, lattice "
+        "content, seed, run options, device model (sharebench.sweep.resume)",
+    ),
+    Column(
+        "mode",
+        "str",
+        "",
+        "sharing mode, lowercase: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], "
+        "mig:LAYOUT, mig-emulated:LAYOUT, partition:N",
+    ),
     Column("mode_kind", "str", "", "exclusive, timeslice, mps, mig, mig-emulated or partition"),
     Column("replicas", "int", "", "N: replicas that ran concurrently in the cell"),
     Column("replica", "int", "", "index of this replica in the cell, 0..N-1"),
@@ -82,22 +92,36 @@ COLUMNS: tuple[Column, ...] = (
     Column("error", "str", "", "one-line error of a failed replica; empty when ok"),
     Column("cell_status", "str", "", "ok or failed (any replica of the cell failed, or they ran on different devices)"),
     Column("cell_error", "str", "", "why the cell failed; empty when ok"),
-    Column("exec_timing", "str", "", "exec engine: `protocol` (the program's own timed window) or `process` "
-                                     "(the whole process from the barrier instant); empty for the trackers"),
-    Column("warm_cells", "int", "cells", "cells the replica's process ran before this one: 0 a fresh process, "
-                                         "more a warm replica kept from earlier cells (sharebench.sharing.pool)"),
+    Column(
+        "exec_timing",
+        "str",
+        "",
+        "exec engine: `protocol` (the program's own timed window) or `process` "
+        "(the whole process from the barrier instant); empty for the trackers",
+    ),
+    Column(
+        "warm_cells",
+        "int",
+        "cells",
+        "cells the replica's process ran before this one: 0 a fresh process, "
+        "more a warm replica kept from earlier cells (sharebench.sharing.pool)",
+    ),
 )
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
 DTYPES: dict[str, str] = {c.name: c.dtype for c in COLUMNS}
 EXTRA_PREFIX = "tel_"
 
 
-
-
 def schema_table() -> list[dict[str, str]]:
     """The CSV schema as rows (column, type, unit, meaning) for the README and the report."""
     rows = [{"column": f"`{c.name}`", "type": c.dtype, "unit": c.unit or "-", "meaning": c.doc} for c in COLUMNS]
-    rows.append({"column": f"`{EXTRA_PREFIX}*`", "type": "float/str", "unit": "in the name",
-                 "meaning": "telemetry summary of the cell (sharebench.telemetry), same value on each replica row; "
-                            "absent: not measured"})
+    rows.append(
+        {
+            "column": f"`{EXTRA_PREFIX}*`",
+            "type": "float/str",
+            "unit": "in the name",
+            "meaning": "telemetry summary of the cell (sharebench.telemetry), same value on each replica row; "
+            "absent: not measured",
+        }
+    )
     return rows

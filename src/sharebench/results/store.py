@@ -46,12 +46,16 @@ def read_json(path: str | os.PathLike, kind: str) -> dict[str, Any]:
     try:
         doc = json.loads(p.read_text())
     except json.JSONDecodeError as exc:
-        raise UserError(f"{p} is not valid JSON ({exc.msg} at line {exc.lineno}); re-run what wrote it "
-                        "or delete the file") from None
+        raise UserError(
+            f"{p} is not valid JSON ({exc.msg} at line {exc.lineno}); re-run what wrote it or delete the file"
+        ) from None
     except OSError as exc:
         raise UserError(f"cannot read {p}: {exc.strerror or exc}") from None
-    if not isinstance(doc, dict) or doc.get("kind", kind) != kind or (
-            "schema" in doc and not str(doc["schema"]).startswith(f"sharebench.{kind}/")):
+    if (
+        not isinstance(doc, dict)
+        or doc.get("kind", kind) != kind
+        or ("schema" in doc and not str(doc["schema"]).startswith(f"sharebench.{kind}/"))
+    ):
         found = doc.get("kind") or doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise UserError(f"{p} is not a sharebench {kind} document (it holds {found!r})")
     try:
@@ -60,8 +64,10 @@ def read_json(path: str | os.PathLike, kind: str) -> dict[str, Any]:
         raise UserError(f"{p} has an unreadable schema version; re-run what wrote it") from None
     current = DOCUMENTS[kind]
     if version > current:
-        raise UserError(f"{p} has {kind} schema version {version}; this sharebench reads up to {current}: "
-                        "upgrade sharebench to read it")
+        raise UserError(
+            f"{p} has {kind} schema version {version}; this sharebench reads up to {current}: "
+            "upgrade sharebench to read it"
+        )
     data = {k: v for k, v in doc.items() if k not in (*ENVELOPE, "schema", "record_version")}
     for v in range(version, current):
         data = UPGRADES[(kind, v)](data)

@@ -119,8 +119,10 @@ def load_results(results: Path | str) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         raise UserError(f"{path} is empty; run `sharebench run --out DIR` first") from None
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise UserError(f"{path} is not a readable results CSV ({type(exc).__name__}); restore it from a copy, "
-                        "or move it aside and re-run the sweep") from None
+        raise UserError(
+            f"{path} is not a readable results CSV ({type(exc).__name__}); restore it from a copy, "
+            "or move it aside and re-run the sweep"
+        ) from None
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
     _check_header(list(df.columns), path)
@@ -132,10 +134,14 @@ def load_results(results: Path | str) -> pd.DataFrame:
             newer = int(v) > SCHEMA_VERSION
         except ValueError:
             newer = False
-        what = ("upgrade sharebench to read it" if newer
-                else f"re-run the sweep, or convert it to schema {SCHEMA_VERSION} (columns in README)")
-        raise UserError(f"{path} has results schema version {v}; this sharebench reads version "
-                        f"{SCHEMA_VERSION}: {what}")
+        what = (
+            "upgrade sharebench to read it"
+            if newer
+            else f"re-run the sweep, or convert it to schema {SCHEMA_VERSION} (columns in README)"
+        )
+        raise UserError(
+            f"{path} has results schema version {v}; this sharebench reads version {SCHEMA_VERSION}: {what}"
+        )
     missing = [c for c in ("mode", "particles", "track_s", "replica", "cell_id") if c not in df.columns]
     if missing:
         raise UserError(f"{path} lacks required column(s) {', '.join(missing)}; see the schema in README")

@@ -17,7 +17,19 @@ from sharebench.sharing.orphans import find_orphans, stop_orphans
 from sharebench.sharing.pool import ReplicaPool
 
 __all__ = [
-    "CellPlan", "MigInstance", "MpsDaemon", "ReplicaPlan", "ReplicaPool", "check_mps_available",
-    "find_mig_instances", "find_orphans", "parse_nvidia_smi_list", "partition_cpus", "plan_cell", "prime_pool",
-    "run_cell", "select_instances", "stop_orphans",
+    "CellPlan",
+    "MigInstance",
+    "MpsDaemon",
+    "ReplicaPlan",
+    "ReplicaPool",
+    "check_mps_available",
+    "find_mig_instances",
+    "find_orphans",
+    "parse_nvidia_smi_list",
+    "partition_cpus",
+    "plan_cell",
+    "prime_pool",
+    "run_cell",
+    "select_instances",
+    "stop_orphans",
 ]

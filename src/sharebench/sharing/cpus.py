@@ -35,11 +35,12 @@ def partition_cpus(n: int, cpus: list[int] | None = None) -> list[list[int]]:
     if n < 1:
         raise UserError(f"partition count must be >= 1 (got {n})")
     if n > len(cpus):
-        raise UserError(f"partition:{n} needs at least {n} cores; this process may use {len(cpus)} "
-                        f"({format_cpu_set(cpus)})")
+        raise UserError(
+            f"partition:{n} needs at least {n} cores; this process may use {len(cpus)} ({format_cpu_set(cpus)})"
+        )
     groups = _core_groups(cpus)
     if len(groups) >= n and len({len(g) for g in groups}) == 1:
         per = len(groups) // n
-        return [sorted(c for g in groups[i * per:(i + 1) * per] for c in g) for i in range(n)]
+        return [sorted(c for g in groups[i * per : (i + 1) * per] for c in g) for i in range(n)]
     per = len(cpus) // n
-    return [cpus[i * per:(i + 1) * per] for i in range(n)]
+    return [cpus[i * per : (i + 1) * per] for i in range(n)]

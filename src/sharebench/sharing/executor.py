@@ -62,11 +62,20 @@ def _stop(procs: list[subprocess.Popen | Worker], grace_s: float = 5.0) -> None:
             p.wait()
 
 
-def run_cell(mode: Mode | str, cfg: RunConfig | dict[str, Any], workdir: Path | str, *,
-             device: DeviceInfo | dict[str, Any] | None = None, plan: CellPlan | None = None,
-             ready_timeout_s: float = 900.0, run_timeout_s: float | None = None, start_delay_s: float = 0.5,
-             python: str = sys.executable, poll_s: float = 0.02,
-             pool: ReplicaPool | None = None) -> list[dict[str, Any]]:
+def run_cell(
+    mode: Mode | str,
+    cfg: RunConfig | dict[str, Any],
+    workdir: Path | str,
+    *,
+    device: DeviceInfo | dict[str, Any] | None = None,
+    plan: CellPlan | None = None,
+    ready_timeout_s: float = 900.0,
+    run_timeout_s: float | None = None,
+    start_delay_s: float = 0.5,
+    python: str = sys.executable,
+    poll_s: float = 0.02,
+    pool: ReplicaPool | None = None,
+) -> list[dict[str, Any]]:
     """Run the N replicas of one cell; return one dict per replica (record or error).
 
     Every dict carries ``replica``, ``status`` ("ok"/"failed"), ``error``,
@@ -94,8 +103,18 @@ def run_cell(mode: Mode | str, cfg: RunConfig | dict[str, Any], workdir: Path | 
         start_delay_s = pool.start_delay_s
     if plan.mps:
         if pool is not None:
-            return _run_mps(pool.mps_daemon(plan.device, plan.mode.label), plan, base, wd, ready_timeout_s,
-                            run_timeout_s, start_delay_s, python, poll_s, pool)
+            return _run_mps(
+                pool.mps_daemon(plan.device, plan.mode.label),
+                plan,
+                base,
+                wd,
+                ready_timeout_s,
+                run_timeout_s,
+                start_delay_s,
+                python,
+                poll_s,
+                pool,
+            )
         with MpsDaemon(plan.device, keep_logs_in=wd, mode_label=plan.mode.label) as mps:
             return _run_mps(mps, plan, base, wd, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s, None)
     return _run(plan, base, wd, {}, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s, pool=pool)
@@ -110,8 +129,9 @@ def replica_config(base: dict[str, Any], plan: CellPlan, rp: ReplicaPlan, **extr
     return cfg
 
 
-def prime_pool(pool: ReplicaPool, plans: list[CellPlan], cfg: RunConfig | dict[str, Any],
-               ready_timeout_s: float = 900.0) -> list[str]:
+def prime_pool(
+    pool: ReplicaPool, plans: list[CellPlan], cfg: RunConfig | dict[str, Any], ready_timeout_s: float = 900.0
+) -> list[str]:
     """Start, and set up all at once, the warm replicas the cells of ``plans`` will need (as many of each
     kind as the largest of those cells), before any cell is measured; the MPS cells' replicas under
     the pool's daemon. One line per replica that could not set up (the exec engine: none started)."""
@@ -132,40 +152,82 @@ def prime_pool(pool: ReplicaPool, plans: list[CellPlan], cfg: RunConfig | dict[s
     return pool.prime([job for jobs in need.values() for job in jobs], timeout_s=ready_timeout_s)
 
 
-def _run_mps(mps: MpsDaemon, plan: CellPlan, base: dict, wd: Path, ready_timeout_s: float,
-             run_timeout_s: float | None, start_delay_s: float, python: str, poll_s: float,
-             pool: ReplicaPool | None) -> list[dict[str, Any]]:
+def _run_mps(
+    mps: MpsDaemon,
+    plan: CellPlan,
+    base: dict,
+    wd: Path,
+    ready_timeout_s: float,
+    run_timeout_s: float | None,
+    start_delay_s: float,
+    python: str,
+    poll_s: float,
+    pool: ReplicaPool | None,
+) -> list[dict[str, Any]]:
     env = mps.client_env(plan.mode.thread_pct)
     # all replicas created their GPU contexts before the barrier: each must be an MPS client
     # (SHAREBENCH_MPS_CHECK=0 skips the check, e.g. where the daemon sees other PID namespaces)
     check = None if os.environ.get("SHAREBENCH_MPS_CHECK", "1") == "0" else mps.check_clients
     if base.get("engine") == "exec":  # the clients are the programs the replicas started
         check = exec_client_check(check, base.get("exec_timing"))
-    return _run(plan, base, wd, env, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s,
-                check_ready=check, pool=pool)
+    return _run(
+        plan, base, wd, env, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s, check_ready=check, pool=pool
+    )
 
 
-def _run(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str], ready_timeout_s: float,
-         run_timeout_s: float | None, start_delay_s: float, python: str, poll_s: float,
-         check_ready: Callable[[list[int]], str] | None = None, pool: ReplicaPool | None = None,
-         ) -> list[dict[str, Any]]:
+def _run(
+    plan: CellPlan,
+    base: dict,
+    wd: Path,
+    extra_env: dict[str, str],
+    ready_timeout_s: float,
+    run_timeout_s: float | None,
+    start_delay_s: float,
+    python: str,
+    poll_s: float,
+    check_ready: Callable[[list[int]], str] | None = None,
+    pool: ReplicaPool | None = None,
+) -> list[dict[str, Any]]:
     if pool is None:
-        return _run_replicas(plan, base, wd, extra_env, ready_timeout_s, run_timeout_s, start_delay_s, python,
-                             poll_s, check_ready, None)
+        return _run_replicas(
+            plan, base, wd, extra_env, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s, check_ready, None
+        )
     workers: list[Worker] = []
     rows: list[dict[str, Any]] = []
     try:
-        rows = _run_replicas(plan, base, wd, extra_env, ready_timeout_s, run_timeout_s, start_delay_s, python,
-                             poll_s, check_ready, pool, workers)
+        rows = _run_replicas(
+            plan,
+            base,
+            wd,
+            extra_env,
+            ready_timeout_s,
+            run_timeout_s,
+            start_delay_s,
+            python,
+            poll_s,
+            check_ready,
+            pool,
+            workers,
+        )
     finally:  # warm replicas of a cell that went well wait for the next; the others end
         pool.release(workers, ok=bool(rows) and all(r["cell_status"] == "ok" for r in rows))
     return rows
 
 
-def _run_replicas(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str], ready_timeout_s: float,
-                  run_timeout_s: float | None, start_delay_s: float, python: str, poll_s: float,
-                  check_ready: Callable[[list[int]], str] | None, pool: ReplicaPool | None,
-                  workers: list[Worker] | None = None) -> list[dict[str, Any]]:
+def _run_replicas(
+    plan: CellPlan,
+    base: dict,
+    wd: Path,
+    extra_env: dict[str, str],
+    ready_timeout_s: float,
+    run_timeout_s: float | None,
+    start_delay_s: float,
+    python: str,
+    poll_s: float,
+    check_ready: Callable[[list[int]], str] | None,
+    pool: ReplicaPool | None,
+    workers: list[Worker] | None = None,
+) -> list[dict[str, Any]]:
     start_file = wd / "start"
     for stale in [start_file, *wd.glob("ready.*"), *wd.glob("record.*.json")]:
         stale.unlink(missing_ok=True)
@@ -174,10 +236,19 @@ def _run_replicas(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str
     errors: dict[int, str] = {}
     try:
         for rp in plan.replicas:
-            cfg = replica_config(base, plan, rp, ready_file=str(wd / f"ready.{rp.replica}"),
-                                 start_file=str(start_file), start_at=base.get("start_at"))
-            cfg_path, out_path, log_path = (wd / f"config.{rp.replica}.json", wd / f"record.{rp.replica}.json",
-                                            wd / f"replica.{rp.replica}.log")
+            cfg = replica_config(
+                base,
+                plan,
+                rp,
+                ready_file=str(wd / f"ready.{rp.replica}"),
+                start_file=str(start_file),
+                start_at=base.get("start_at"),
+            )
+            cfg_path, out_path, log_path = (
+                wd / f"config.{rp.replica}.json",
+                wd / f"record.{rp.replica}.json",
+                wd / f"replica.{rp.replica}.log",
+            )
             cfg_path.write_text(json.dumps(cfg, indent=2))
             if pool is not None and workers is not None:
                 w = pool.acquire(rp.device, rp.cpus, {**extra_env, **rp.env})
@@ -187,10 +258,17 @@ def _run_replicas(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str
             else:
                 env = dict(os.environ, **extra_env, **rp.env, PYTHONUNBUFFERED="1")
                 with log_path.open("w") as log:
-                    procs.append(subprocess.Popen(
-                        [python, "-m", REPLICA_MODULE, "--config", str(cfg_path), "--out", str(out_path)],
-                        env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                        start_new_session=True, preexec_fn=die_with_parent if sys.platform == "linux" else None))
+                    procs.append(
+                        subprocess.Popen(
+                            [python, "-m", REPLICA_MODULE, "--config", str(cfg_path), "--out", str(out_path)],
+                            env=env,
+                            stdout=log,
+                            stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL,
+                            start_new_session=True,
+                            preexec_fn=die_with_parent if sys.platform == "linux" else None,
+                        )
+                    )
             logs.append(log_path)
             outs.append(out_path)
             readies.append(Path(cfg["ready_file"]))
@@ -215,8 +293,10 @@ def _run_replicas(plan: CellPlan, base: dict, wd: Path, extra_env: dict[str, str
             reason = check_ready([p.pid for p in procs]) if check_ready is not None else ""
             if reason:
                 _stop(procs)
-                stopped = {rp.replica: "stopped before tracking: the cell's check failed (see cell_error)"
-                           for rp in plan.replicas}
+                stopped = {
+                    rp.replica: "stopped before tracking: the cell's check failed (see cell_error)"
+                    for rp in plan.replicas
+                }
                 return _collect(plan, outs, logs, procs, stopped, cell_error=reason)
             write_atomic(start_file, repr(time.time() + start_delay_s))
             run_deadline = None if run_timeout_s is None else time.monotonic() + start_delay_s + run_timeout_s
@@ -264,13 +344,19 @@ def _collect(plan: CellPlan, outs, logs, procs, errors: dict[int, str], cell_err
                 err = _STOPPED
             else:
                 err = _replica_error(out, log, p.returncode)
-        row.update(replica=rp.replica, device_spec=plan.device.spec or rp.device,
-                   cpus=format_cpu_set(rp.cpus) if rp.cpus else "", cores=rp.cores, sms=rp.sms,
-                   mig_profile=rp.mig_profile,
-                   # the physical GPU: the MIG instance's parent, else the device the replica itself reported
-                   parent_uuid=(rp.parent_uuid if rp.mig_uuid else row.get("device_uuid") or rp.parent_uuid),
-                   thread_pct=replica_thread_pct(plan, rp),
-                   status="failed" if err else "ok", error=err or "")
+        row.update(
+            replica=rp.replica,
+            device_spec=plan.device.spec or rp.device,
+            cpus=format_cpu_set(rp.cpus) if rp.cpus else "",
+            cores=rp.cores,
+            sms=rp.sms,
+            mig_profile=rp.mig_profile,
+            # the physical GPU: the MIG instance's parent, else the device the replica itself reported
+            parent_uuid=(rp.parent_uuid if rp.mig_uuid else row.get("device_uuid") or rp.parent_uuid),
+            thread_pct=replica_thread_pct(plan, rp),
+            status="failed" if err else "ok",
+            error=err or "",
+        )
         rows.append(row)
     failed = [r for r in rows if r["status"] == "failed"]
     causes = [r for r in failed if r["error"] != _STOPPED] or failed  # the root cause, not its victims
@@ -296,8 +382,11 @@ def check_devices(plan: CellPlan, rows: list[dict[str, Any]]) -> str:
     """'' if all replicas ran on the same physical device (MIG: the assigned instances of one GPU)."""
     seen = [str(r.get("device_uuid") or "") for r in rows]
     if plan.mode.kind == "mig":
-        wrong = [f"replica {rp.replica} on {u or '?'} instead of {rp.mig_uuid}"
-                 for rp, u in zip(plan.replicas, seen) if u and u != rp.mig_uuid]
+        wrong = [
+            f"replica {rp.replica} on {u or '?'} instead of {rp.mig_uuid}"
+            for rp, u in zip(plan.replicas, seen)
+            if u and u != rp.mig_uuid
+        ]
         parents = {rp.parent_uuid for rp in plan.replicas}
         if wrong:
             return "replicas not on their MIG instances: " + ", ".join(wrong)

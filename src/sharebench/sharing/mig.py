@@ -19,11 +19,11 @@ from sharebench.errors import UserError
 
 @dataclass(frozen=True)
 class MigInstance:
-    uuid: str            # MIG-...
-    profile: str         # e.g. "1g.18gb"
-    parent_uuid: str     # GPU-...
+    uuid: str  # MIG-...
+    profile: str  # e.g. "1g.18gb"
+    parent_uuid: str  # GPU-...
     parent_index: int
-    parent_name: str     # e.g. "NVIDIA H200"
+    parent_name: str  # e.g. "NVIDIA H200"
     sms: int | None = None
     memory_bytes: int | None = None
 
@@ -44,8 +44,16 @@ def parse_nvidia_smi_list(text: str) -> list[MigInstance]:
         m = _MIG_LINE.match(line)
         if m and parent is not None:
             profile = m.group(1)
-            out.append(MigInstance(uuid=m.group(3), profile=profile, parent_uuid=parent[2],
-                                   parent_index=parent[0], parent_name=parent[1], sms=_table_sms(parent[1], profile)))
+            out.append(
+                MigInstance(
+                    uuid=m.group(3),
+                    profile=profile,
+                    parent_uuid=parent[2],
+                    parent_index=parent[0],
+                    parent_name=parent[1],
+                    sms=_table_sms(parent[1], profile),
+                )
+            )
     return out
 
 
@@ -95,14 +103,17 @@ def find_mig_instances() -> tuple[list[MigInstance], str]:
     return [], "; ".join(reasons)
 
 
-def select_instances(layout: str, instances: list[MigInstance], gpu_index: int | None = None,
-                     how: str = "") -> list[MigInstance]:
+def select_instances(
+    layout: str, instances: list[MigInstance], gpu_index: int | None = None, how: str = ""
+) -> list[MigInstance]:
     """The existing instances a ``mig:LAYOUT`` cell uses: all instances of the layout's profile on one GPU."""
     label = f"mig:{layout}"
     if not instances:
-        raise UserError(f"{label}: no MIG instances exist on this machine ({how or 'none found'}); "
-                        "sharebench does not change MIG mode or layout locally: create them with nvidia-smi mig "
-                        "(or use the cluster pipeline)")
+        raise UserError(
+            f"{label}: no MIG instances exist on this machine ({how or 'none found'}); "
+            "sharebench does not change MIG mode or layout locally: create them with nvidia-smi mig "
+            "(or use the cluster pipeline)"
+        )
     by_gpu: dict[int, list[MigInstance]] = {}
     for inst in instances:
         by_gpu.setdefault(inst.parent_index, []).append(inst)
@@ -123,5 +134,7 @@ def select_instances(layout: str, instances: list[MigInstance], gpu_index: int |
         chosen = [i for i in insts if i.profile == wanted[4:]]
         if chosen:
             return sorted(chosen, key=lambda i: i.uuid)
-    raise UserError(f"{label}: the layout does not match the MIG instances that exist ({'; '.join(existing)}); "
-                    "give a layout that exists, e.g. mig:" + existing[0].split(": ")[1].split(" x")[0])
+    raise UserError(
+        f"{label}: the layout does not match the MIG instances that exist ({'; '.join(existing)}); "
+        "give a layout that exists, e.g. mig:" + existing[0].split(": ")[1].split(" x")[0]
+    )

@@ -56,13 +56,16 @@ def mps_client_problem(servers: dict[int, list[int]], pids: list[int]) -> str:
     joined = {c for cs in servers.values() for c in cs}
     missing = [p for p in pids if p not in joined]
     if missing:
-        return (f"replica process(es) {missing} are not clients of the MPS server {sorted(servers)} "
-                f"(clients: {sorted(joined)}): they did not run under MPS")
+        return (
+            f"replica process(es) {missing} are not clients of the MPS server {sorted(servers)} "
+            f"(clients: {sorted(joined)}): they did not run under MPS"
+        )
     return ""
 
 
-def exec_client_check(check: Callable[[list[int]], str] | None,
-                      timing: str | None) -> Callable[[list[int]], str] | None:
+def exec_client_check(
+    check: Callable[[list[int]], str] | None, timing: str | None
+) -> Callable[[list[int]], str] | None:
     """The MPS check for exec replicas: each replica's program (one of its descendants) must be a client.
     None under process timing, where the program starts only at the barrier instant."""
     if check is None or timing == "process":
@@ -83,14 +86,17 @@ def exec_client_check(check: Callable[[list[int]], str] | None,
     return check_descendants
 
 
-def check_mps_available(device: DeviceInfo | dict[str, Any] | None, mode_label: str = "mps",
-                        control: str = CONTROL) -> str:
+def check_mps_available(
+    device: DeviceInfo | dict[str, Any] | None, mode_label: str = "mps", control: str = CONTROL
+) -> str:
     """The control program's path, or a one-line UserError saying why MPS cannot run here."""
     dev = as_device(device)
     backend, spec, name = dev.backend, dev.spec, dev.name
     if not is_nvidia_gpu(device):
-        raise UserError(f"{mode_label} needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is "
-                        f"{spec or backend} ({name}): MPS exists only on NVIDIA GPUs")
+        raise UserError(
+            f"{mode_label} needs an NVIDIA GPU (--device cuda, or NVIDIA's OpenCL); the device is "
+            f"{spec or backend} ({name}): MPS exists only on NVIDIA GPUs"
+        )
     path = shutil.which(control)
     if not path:
         raise UserError(f"{mode_label} needs {control} (NVIDIA driver utilities) on the PATH; it was not found")
@@ -104,8 +110,16 @@ class MpsDaemon:
     ...     env = mps.client_env(thread_pct=50)                # give to each replica process
     """
 
-    def __init__(self, device: Any = None, *, control: str = CONTROL, keep_logs_in: Path | None = None,
-                 start_timeout_s: float = 20.0, stop_timeout_s: float = 60.0, mode_label: str = "mps"):
+    def __init__(
+        self,
+        device: Any = None,
+        *,
+        control: str = CONTROL,
+        keep_logs_in: Path | None = None,
+        start_timeout_s: float = 20.0,
+        stop_timeout_s: float = 60.0,
+        mode_label: str = "mps",
+    ):
         self.device = device
         self.control = control
         self.mode_label = mode_label
@@ -161,11 +175,14 @@ class MpsDaemon:
         try:
             self.install_signal_handlers()
             atexit.register(self.stop)
-            out = subprocess.run([path, "-d"], env=self.daemon_env(), capture_output=True, text=True,
-                                 timeout=self.start_timeout_s)
+            out = subprocess.run(
+                [path, "-d"], env=self.daemon_env(), capture_output=True, text=True, timeout=self.start_timeout_s
+            )
             if out.returncode != 0:
-                raise UserError(f"{self.control} -d failed (exit {out.returncode}): "
-                                f"{(out.stderr or out.stdout).strip() or 'no message'}; see {self.log_dir}")
+                raise UserError(
+                    f"{self.control} -d failed (exit {out.returncode}): "
+                    f"{(out.stderr or out.stdout).strip() or 'no message'}; see {self.log_dir}"
+                )
             self.running = True
             self._wait_ready(path)
             self.daemon_pids = self._find_daemon_pids()
@@ -175,8 +192,9 @@ class MpsDaemon:
         return self
 
     def _query(self, path: str, command: str, timeout_s: float = 10.0) -> subprocess.CompletedProcess:
-        return subprocess.run([path], input=command + "\n", env=self.daemon_env(), capture_output=True,
-                              text=True, timeout=timeout_s)
+        return subprocess.run(
+            [path], input=command + "\n", env=self.daemon_env(), capture_output=True, text=True, timeout=timeout_s
+        )
 
     def _wait_ready(self, path: str) -> None:
         deadline = time.monotonic() + self.start_timeout_s
@@ -190,8 +208,10 @@ class MpsDaemon:
             except subprocess.TimeoutExpired:
                 last = "no answer"
             time.sleep(0.2)
-        raise UserError(f"MPS control daemon did not answer within {self.start_timeout_s:.0f} s ({last}); "
-                        f"see {self.log_dir}/control.log")
+        raise UserError(
+            f"MPS control daemon did not answer within {self.start_timeout_s:.0f} s ({last}); "
+            f"see {self.log_dir}/control.log"
+        )
 
     def clients(self) -> dict[int, list[int]]:
         """{MPS server pid: [client pids]} as the control daemon reports them (empty: no server started)."""
@@ -217,8 +237,11 @@ class MpsDaemon:
         pids = []
         for p in psutil.process_iter(["name"]):
             try:
-                if (p.info["name"] and p.info["name"].startswith("nvidia-cuda-mps")
-                        and p.environ().get("CUDA_MPS_PIPE_DIRECTORY") == str(self.pipe_dir)):
+                if (
+                    p.info["name"]
+                    and p.info["name"].startswith("nvidia-cuda-mps")
+                    and p.environ().get("CUDA_MPS_PIPE_DIRECTORY") == str(self.pipe_dir)
+                ):
                     pids.append(p.pid)
             except (psutil.Error, OSError):
                 continue
@@ -235,8 +258,11 @@ class MpsDaemon:
                         self._query(path, "quit", timeout_s=self.stop_timeout_s)
                     except (OSError, subprocess.SubprocessError) as exc:
                         self._keep_dirs = True  # the daemon may live on: keep its pipe folder reachable
-                        print(f"sharebench: warning: could not stop the MPS daemon ({exc}); stop it with "
-                              f"CUDA_MPS_PIPE_DIRECTORY={self.pipe_dir} {self.control} <<< quit", file=sys.stderr)
+                        print(
+                            f"sharebench: warning: could not stop the MPS daemon ({exc}); stop it with "
+                            f"CUDA_MPS_PIPE_DIRECTORY={self.pipe_dir} {self.control} <<< quit",
+                            file=sys.stderr,
+                        )
                     self._wait_gone()
             finally:
                 self._restore_signal_handlers()
@@ -257,8 +283,11 @@ class MpsDaemon:
                 continue
         _gone, alive_procs = psutil.wait_procs(procs, timeout=self.stop_timeout_s)
         if alive_procs:
-            print(f"sharebench: warning: MPS control daemon pid {[p.pid for p in alive_procs]} still running "
-                  f"{self.stop_timeout_s:.0f} s after quit", file=sys.stderr)
+            print(
+                f"sharebench: warning: MPS control daemon pid {[p.pid for p in alive_procs]} still running "
+                f"{self.stop_timeout_s:.0f} s after quit",
+                file=sys.stderr,
+            )
 
     def _cleanup_dirs(self) -> None:
         if self.root is None:

@@ -49,8 +49,9 @@ def _daemon_processes(pipe: Path) -> list[psutil.Process]:
     procs = []
     for p in psutil.process_iter(["name"]):
         try:
-            if (p.info["name"] or "").startswith("nvidia-cuda-mps") and \
-                    p.environ().get("CUDA_MPS_PIPE_DIRECTORY") == str(pipe):
+            if (p.info["name"] or "").startswith("nvidia-cuda-mps") and p.environ().get(
+                "CUDA_MPS_PIPE_DIRECTORY"
+            ) == str(pipe):
                 procs.append(p)
         except (psutil.Error, OSError):
             continue
@@ -65,9 +66,18 @@ def stop_orphans(tmp: Path | None = None, control: str = "nvidia-cuda-mps-contro
         path = shutil.which(control)
         if path:
             try:
-                subprocess.run([path], input="quit\n", text=True, capture_output=True, timeout=10,
-                               env={**os.environ, "CUDA_MPS_PIPE_DIRECTORY": str(pipe),
-                                    "CUDA_MPS_LOG_DIRECTORY": str(root / "log")})
+                subprocess.run(
+                    [path],
+                    input="quit\n",
+                    text=True,
+                    capture_output=True,
+                    timeout=10,
+                    env={
+                        **os.environ,
+                        "CUDA_MPS_PIPE_DIRECTORY": str(pipe),
+                        "CUDA_MPS_LOG_DIRECTORY": str(root / "log"),
+                    },
+                )
             except (OSError, subprocess.SubprocessError):
                 pass  # stopped below by its pid
         procs = _daemon_processes(pipe)

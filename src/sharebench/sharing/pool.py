@@ -111,8 +111,9 @@ class ReplicaPool:
     ...     rows = run_cell(mode, cfg, cell_dir, plan=plan, pool=pool)
     """
 
-    def __init__(self, folder: Path | str, *, python: str = sys.executable, max_idle: int = MAX_IDLE,
-                 start_delay_s: float = 0.1) -> None:
+    def __init__(
+        self, folder: Path | str, *, python: str = sys.executable, max_idle: int = MAX_IDLE, start_delay_s: float = 0.1
+    ) -> None:
         self.folder = Path(folder)
         self.python = python
         self.max_idle = max_idle
@@ -152,16 +153,26 @@ class ReplicaPool:
                 w.stop()  # died while idle: start another
         full_env = dict(os.environ, **env, PYTHONUNBUFFERED="1")
         proc = subprocess.Popen(
-            [self.python, "-m", REPLICA_MODULE, "--serve"], env=full_env, stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
-            preexec_fn=die_with_parent if sys.platform == "linux" else None)
+            [self.python, "-m", REPLICA_MODULE, "--serve"],
+            env=full_env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+            preexec_fn=die_with_parent if sys.platform == "linux" else None,
+        )
         self.started += 1
         w = Worker(key, proc)
         self.busy[proc.pid] = w
         return w
 
-    def prime(self, jobs: list[tuple[str, list[int] | None, dict[str, str], dict[str, Any]]],
-              timeout_s: float = 900.0, poll_s: float = 0.05) -> list[str]:
+    def prime(
+        self,
+        jobs: list[tuple[str, list[int] | None, dict[str, str], dict[str, Any]]],
+        timeout_s: float = 900.0,
+        poll_s: float = 0.05,
+    ) -> list[str]:
         """Start a replica for each job ``(device, cpus, env, run config)`` and let all of them set up at
         once (context, engine, particles, warm-up; no timed window), before any cell is measured, so no
         cell waits for that. Jobs beyond ``max_idle`` are left out. Returns one line per replica that
@@ -169,7 +180,7 @@ class ReplicaPool:
         folder = self.folder / "prime"
         folder.mkdir(parents=True, exist_ok=True)
         started = []
-        for i, (device, cpus, env, cfg) in enumerate(jobs[:self.max_idle]):
+        for i, (device, cpus, env, cfg) in enumerate(jobs[: self.max_idle]):
             cfg_path, out, log = folder / f"config.{i}.json", folder / f"primed.{i}.txt", folder / f"replica.{i}.log"
             out.unlink(missing_ok=True)
             cfg_path.write_text(json.dumps(cfg, indent=2))

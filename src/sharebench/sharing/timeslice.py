@@ -34,15 +34,18 @@ def check_allowed(modes: Iterable[Mode], allowed: bool) -> None:
         raise UserError(
             f"{', '.join(wanting)}: a time-slice interval is a setting of the whole GPU "
             f"(nvidia-smi compute-policy --set-timeslice), shared with everyone on it; pass {FLAG} to let "
-            "sharebench set it and put the previous value back after each cell, or drop the /INTERVAL")
+            "sharebench set it and put the previous value back after each cell, or drop the /INTERVAL"
+        )
 
 
 def gpu_target(device: DeviceInfo, label: str) -> str:
     """What ``nvidia-smi -i`` names the device by: its UUID, else the CUDA index."""
     nvidia = device.backend == "cuda" or "nvidia" in f"{device.platform} {device.name}".lower()
     if not (device.is_gpu and nvidia):
-        raise UserError(f"{label} sets an NVIDIA GPU's time-slice interval; the device {device.spec or '?'} "
-                        f"({device.name or device.backend}) is not one: drop the /INTERVAL or use --device cuda")
+        raise UserError(
+            f"{label} sets an NVIDIA GPU's time-slice interval; the device {device.spec or '?'} "
+            f"({device.name or device.backend}) is not one: drop the /INTERVAL or use --device cuda"
+        )
     if device.uuid.startswith("GPU-"):
         return device.uuid
     if re.fullmatch(r"cuda:\d+", device.spec):
@@ -53,15 +56,18 @@ def gpu_target(device: DeviceInfo, label: str) -> str:
 def _smi(args: list[str], what: str) -> str:
     exe = shutil.which(NVIDIA_SMI)
     if exe is None:
-        raise UserError(f"{what}: {NVIDIA_SMI} not found on PATH; the time-slice interval needs the NVIDIA driver's "
-                        "nvidia-smi")
+        raise UserError(
+            f"{what}: {NVIDIA_SMI} not found on PATH; the time-slice interval needs the NVIDIA driver's nvidia-smi"
+        )
     try:
         done = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60, check=False)
     except subprocess.TimeoutExpired:
         raise UserError(f"{what}: {NVIDIA_SMI} {' '.join(args)} did not answer in 60 s") from None
     if done.returncode != 0:
-        raise UserError(f"{what}: {NVIDIA_SMI} {' '.join(args)} failed (status {done.returncode}): "
-                        f"{one_line(done.stderr or done.stdout, 300)}")
+        raise UserError(
+            f"{what}: {NVIDIA_SMI} {' '.join(args)} failed (status {done.returncode}): "
+            f"{one_line(done.stderr or done.stdout, 300)}"
+        )
     return done.stdout
 
 
@@ -70,19 +76,24 @@ def read_interval(target: str) -> str:
     out = _smi(["compute-policy", "-l", "-i", target], f"reading GPU {target}'s time-slice interval")
     found = re.findall(r"\b(default|short|medium|long)\b", out.lower())
     if not found:
-        raise UserError(f"GPU {target}: no time-slice interval in `{NVIDIA_SMI} compute-policy -l` "
-                        f"({one_line(out, 200)!r}); not changing what could not be put back")
+        raise UserError(
+            f"GPU {target}: no time-slice interval in `{NVIDIA_SMI} compute-policy -l` "
+            f"({one_line(out, 200)!r}); not changing what could not be put back"
+        )
     return found[-1]
 
 
 def set_interval(target: str, interval: str) -> None:
-    _smi(["compute-policy", "-i", target, f"--set-timeslice={INTERVAL_CODES[interval]}"],
-         f"setting GPU {target}'s time-slice interval to {interval}")
+    _smi(
+        ["compute-policy", "-i", target, f"--set-timeslice={INTERVAL_CODES[interval]}"],
+        f"setting GPU {target}'s time-slice interval to {interval}",
+    )
 
 
 @contextlib.contextmanager
-def gpu_timeslice(device: DeviceInfo, mode: Mode, *, allowed: bool,
-                  say: Callable[[str], None] | None = None) -> Iterator[str | None]:
+def gpu_timeslice(
+    device: DeviceInfo, mode: Mode, *, allowed: bool, say: Callable[[str], None] | None = None
+) -> Iterator[str | None]:
     """Run the body with the GPU's time-slice interval at ``mode.interval``; yields the previous
     value (None: the mode names no interval, nothing is touched)."""
     if mode.interval is None:

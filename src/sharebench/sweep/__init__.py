@@ -24,8 +24,24 @@ from sharebench.sweep.runner import CellResult, measure_cell, new_sweep_id, run_
 from sharebench.sweep.signals import Stopped, stop_on_signals
 
 __all__ = [
-    "DEFAULT_PARTICLES", "DEFAULT_REPEATS", "DEFAULT_TURNS", "MAX_REPEATS", "MAX_TURNS", "Cell", "CellResult",
-    "Stopped", "SweepConfig",
-    "SweepPlan", "cell_id", "default_modes", "describe_plan", "inherit_options", "measure_cell", "new_sweep_id",
-    "parse_particles", "run_sweep", "stop_on_signals", "validate",
+    "DEFAULT_PARTICLES",
+    "DEFAULT_REPEATS",
+    "DEFAULT_TURNS",
+    "MAX_REPEATS",
+    "MAX_TURNS",
+    "Cell",
+    "CellResult",
+    "Stopped",
+    "SweepConfig",
+    "SweepPlan",
+    "cell_id",
+    "default_modes",
+    "describe_plan",
+    "inherit_options",
+    "measure_cell",
+    "new_sweep_id",
+    "parse_particles",
+    "run_sweep",
+    "stop_on_signals",
+    "validate",
 ]

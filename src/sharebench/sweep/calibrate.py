@@ -42,6 +42,8 @@ def calibrate(plan, out) -> str:
     rate = PROBE_PARTICLES * plan.turns / rec.track_s if rec.track_s > 0 else math.inf
     particles = min(MAX_PARTICLES, max(PROBE_PARTICLES, round2(rate * TARGET_TRACK_S / plan.turns)))
     plan.particles = [particles]
-    return (f"calibration: {PROBE_PARTICLES:,} particles x {plan.turns} turns tracked in {rec.track_s:.3f} s "
-            f"({rate:,.0f} particle-turns/s): {particles:,} particles for about {TARGET_TRACK_S:g} s of exclusive "
-            f"tracking per cell (kept between {PROBE_PARTICLES:,} and {MAX_PARTICLES:,})")
+    return (
+        f"calibration: {PROBE_PARTICLES:,} particles x {plan.turns} turns tracked in {rec.track_s:.3f} s "
+        f"({rate:,.0f} particle-turns/s): {particles:,} particles for about {TARGET_TRACK_S:g} s of exclusive "
+        f"tracking per cell (kept between {PROBE_PARTICLES:,} and {MAX_PARTICLES:,})"
+    )

@@ -41,25 +41,25 @@ MAX_TURNS = 10**9
 
 @dataclass
 class SweepConfig:
-    modes: list[str] | None = None          # None: the default set for the device
+    modes: list[str] | None = None  # None: the default set for the device
     particles: list[int] | str | None = None  # None: the default sizes for the device class
-    turns: int | None = None                # None: the default for the device class
-    repeats: int = DEFAULT_REPEATS          # measured repeats per cell
-    warmup_repeats: int = 1                 # discarded warm-up repeats before them
+    turns: int | None = None  # None: the default for the device class
+    repeats: int = DEFAULT_REPEATS  # measured repeats per cell
+    warmup_repeats: int = 1  # discarded warm-up repeats before them
     device: str = "auto"
     engine: str = "simpletrack"
-    lattice: str | None = None              # None: the generated LHC-like ring
+    lattice: str | None = None  # None: the generated LHC-like ring
     seed: int = 1
-    ready_timeout_s: float = 900.0          # barrier: longest setup (build, compile) allowed
-    run_timeout_s: float | None = None      # longest tracking allowed per cell (None: no limit)
+    ready_timeout_s: float = 900.0  # barrier: longest setup (build, compile) allowed
+    run_timeout_s: float | None = None  # longest tracking allowed per cell (None: no limit)
     telemetry_interval_s: float | None = 0.1  # None: no telemetry sampler
-    resume: bool = False                    # continue an existing results folder
-    stop_after_s: float | None = None       # start no new cell after this many seconds (resume later)
+    resume: bool = False  # continue an existing results folder
+    stop_after_s: float | None = None  # start no new cell after this many seconds (resume later)
     progress: bool = True
-    command: list[str] | None = None        # recorded in provenance.json (default: sys.argv)
+    command: list[str] | None = None  # recorded in provenance.json (default: sys.argv)
     run_options: dict[str, Any] = field(default_factory=dict)  # extra RunConfig fields (nemitt_x, ...)
-    allow_gpu_settings: bool = False        # timeslice:N/INTERVAL may set (and restore) the GPU's interval
-    fresh_replicas: bool = False            # a new process per replica per cell (default: warm ones, kept)
+    allow_gpu_settings: bool = False  # timeslice:N/INTERVAL may set (and restore) the GPU's interval
+    fresh_replicas: bool = False  # a new process per replica per cell (default: warm ones, kept)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -110,14 +110,22 @@ class SweepPlan:
     def cells(self) -> list[Cell]:
         """Every cell in run order: repeat -> particle count -> mode; repeats <= 0 are warm-ups."""
         first = 1 - self.config.warmup_repeats
-        return [Cell(m, p, r) for r in range(first, self.config.repeats + 1) for p in self.particles
-                for m in self.modes]
+        return [
+            Cell(m, p, r) for r in range(first, self.config.repeats + 1) for p in self.particles for m in self.modes
+        ]
 
     def run_config(self, particles: int) -> RunConfig:
         """What each replica of a cell of ``particles`` does."""
         c = self.config
-        return RunConfig(engine=c.engine, device=self.device.spec or c.device, lattice=c.lattice,
-                         particles=particles, turns=self.turns, seed=c.seed, **dict(c.run_options))
+        return RunConfig(
+            engine=c.engine,
+            device=self.device.spec or c.device,
+            lattice=c.lattice,
+            particles=particles,
+            turns=self.turns,
+            seed=c.seed,
+            **dict(c.run_options),
+        )
 
     @property
     def workload(self) -> str:
@@ -147,11 +155,14 @@ def describe_plan(plan: SweepPlan) -> str:
     cells = plan.cells()
     lines = [
         f"device:    {d.spec} ({d.name}; {d.kind}, {d.backend})",
-        (f"engine:    {c.engine}, lattice {c.lattice or 'generated LHC-like ring'}" if c.engine != "exec" else
-         f"engine:    exec: {c.run_options.get('exec_command')!r} as {plan.workload} "
-         f"({plan.exec_timing} timing; work = SHAREBENCH_WORK)"),
-        "modes:     " + ", ".join(f"{m.label} ({plan.replicas(m)} replica{'s' if plan.replicas(m) > 1 else ''})"
-                                  for m in plan.modes),
+        (
+            f"engine:    {c.engine}, lattice {c.lattice or 'generated LHC-like ring'}"
+            if c.engine != "exec"
+            else f"engine:    exec: {c.run_options.get('exec_command')!r} as {plan.workload} "
+            f"({plan.exec_timing} timing; work = SHAREBENCH_WORK)"
+        ),
+        "modes:     "
+        + ", ".join(f"{m.label} ({plan.replicas(m)} replica{'s' if plan.replicas(m) > 1 else ''})" for m in plan.modes),
         f"particles: {', '.join(f'{p:,}' for p in plan.particles)} per replica, {plan.turns} turns",
         f"repeats:   {c.repeats} measured + {c.warmup_repeats} warm-up",
         f"cells:     {len(cells)} ({sum(plan.replicas(cell.mode) for cell in cells)} replica runs)",
@@ -165,9 +176,11 @@ def describe_plan(plan: SweepPlan) -> str:
             elif rp.cpus:
                 lines.append(f"  {m.label} replica {rp.replica}: cores {rp.cpus}")
             elif rp.mig_profile:
-                lines.append(f"  {m.label} replica {rp.replica}: {rp.mig_profile} emulated with MPS "
-                             f"({rp.env.get('CUDA_MPS_ACTIVE_THREAD_PERCENTAGE')}% of the threads, {rp.sms} SMs, "
-                             f"memory limit {rp.env.get('CUDA_MPS_PINNED_DEVICE_MEM_LIMIT')})")
+                lines.append(
+                    f"  {m.label} replica {rp.replica}: {rp.mig_profile} emulated with MPS "
+                    f"({rp.env.get('CUDA_MPS_ACTIVE_THREAD_PERCENTAGE')}% of the threads, {rp.sms} SMs, "
+                    f"memory limit {rp.env.get('CUDA_MPS_PINNED_DEVICE_MEM_LIMIT')})"
+                )
     lines += [f"note: {n}" for n in plan.notes]
     return "\n".join(lines)
 
@@ -187,7 +200,7 @@ def default_modes(device: DeviceInfo) -> list[str]:
 
 
 def parse_particles(text: str | list, name: str = "particle count") -> list[int]:
-    """"5e6,1e7,1.5e7" -> [5000000, 10000000, 15000000]; each must be a whole number > 0. ``name``: what the
+    """ "5e6,1e7,1.5e7" -> [5000000, 10000000, 15000000]; each must be a whole number > 0. ``name``: what the
     error calls a value (the exec engine's --work sizes are "work size")."""
     return counts(name, text)
 
@@ -195,8 +208,11 @@ def parse_particles(text: str | list, name: str = "particle count") -> list[int]
 def _resolve_modes(config: SweepConfig, device: DeviceInfo, notes: list[str]) -> list[Mode]:
     modes = parse_modes(config.modes if config.modes is not None else default_modes(device))
     modes = list({m.label: m for m in modes}.values())
-    if any(m.kind != "exclusive" for m in modes) and not any(m.kind == "exclusive" for m in modes) \
-            and not all(m.kind == "mig" for m in modes):
+    if (
+        any(m.kind != "exclusive" for m in modes)
+        and not any(m.kind == "exclusive" for m in modes)
+        and not all(m.kind == "mig" for m in modes)
+    ):
         modes.insert(0, Mode("exclusive", 1))
         notes.append("added 'exclusive': every loss needs the T_1 baseline")
     return modes
@@ -210,13 +226,20 @@ def _check_memory(config: SweepConfig, device: DeviceInfo, plans: dict[str, Cell
             try:
                 if plan.mode.kind in ("mig", "mig-emulated"):
                     for rp in plan.replicas:
-                        check_fits(p, rp.memory_bytes, config.engine,
-                                   what=f"memory of MIG instance {rp.mig_uuid or rp.mig_profile + ' (emulated)'}")
+                        check_fits(
+                            p,
+                            rp.memory_bytes,
+                            config.engine,
+                            what=f"memory of MIG instance {rp.mig_uuid or rp.mig_profile + ' (emulated)'}",
+                        )
                 elif mem:
                     n = plan.n
-                    check_fits(p, int(mem) // n, config.engine,
-                               what="device memory" if n == 1
-                               else f"1/{n} share of the device memory ({int(mem):,} bytes)")
+                    check_fits(
+                        p,
+                        int(mem) // n,
+                        config.engine,
+                        what="device memory" if n == 1 else f"1/{n} share of the device memory ({int(mem):,} bytes)",
+                    )
             except UserError as exc:
                 raise UserError(f"{plan.mode.label} at {p:,} particles: {exc}") from None
 
@@ -233,10 +256,12 @@ def _check_lattice(config: SweepConfig) -> None:
 def validate(config: SweepConfig) -> SweepPlan:
     """Everything checked before anything runs; a one-line UserError otherwise."""
     notes: list[str] = []
-    config = dataclasses.replace(config, engine=check_engine(config.engine, RUN_ENGINES),
-                                 repeats=whole_number("repeats", config.repeats, 1, MAX_REPEATS),
-                                 warmup_repeats=whole_number("warm-up repeats", config.warmup_repeats, 0,
-                                                             MAX_REPEATS))
+    config = dataclasses.replace(
+        config,
+        engine=check_engine(config.engine, RUN_ENGINES),
+        repeats=whole_number("repeats", config.repeats, 1, MAX_REPEATS),
+        warmup_repeats=whole_number("warm-up repeats", config.warmup_repeats, 0, MAX_REPEATS),
+    )
     if config.lattice is not None and not Path(config.lattice).is_file():
         raise UserError(f"lattice file {config.lattice!r} not found; give an Xsuite line JSON or JSON.gz")
     device = resolve_device(config.device)

@@ -20,12 +20,29 @@ from sharebench.errors import UserError
 from sharebench.results import read_sweeps
 
 # options a resumed run takes from the folder when the user does not give them
-INHERITED = ("modes", "particles", "turns", "repeats", "warmup_repeats", "device", "engine", "lattice", "seed",
-             "run_options", "ready_timeout_s", "run_timeout_s")
+INHERITED = (
+    "modes",
+    "particles",
+    "turns",
+    "repeats",
+    "warmup_repeats",
+    "device",
+    "engine",
+    "lattice",
+    "seed",
+    "run_options",
+    "ready_timeout_s",
+    "run_timeout_s",
+)
 # what every cell of a sweep shares: a resumed run must match the folder on each
 IDENTITY = ("turns", "engine", "lattice_sha256", "seed", "run_options")
-OPTION_NAMES = {"turns": "--turns", "engine": "--engine", "lattice_sha256": "--lattice (its content)",
-                "seed": "seed", "run_options": "run options"}
+OPTION_NAMES = {
+    "turns": "--turns",
+    "engine": "--engine",
+    "lattice_sha256": "--lattice (its content)",
+    "seed": "seed",
+    "run_options": "run options",
+}
 
 
 def lattice_digest(lattice: str | None) -> str:
@@ -40,9 +57,19 @@ def lattice_digest(lattice: str | None) -> str:
 
 def identity(config: Any, turns: int, workload: str | None = None) -> dict[str, Any]:
     """The shared identity of a sweep's cells (JSON-normalised, so that it compares with sweep.json)."""
-    return json.loads(json.dumps({"workload": workload or config.engine, "turns": turns, "engine": config.engine,
-                                  "lattice_sha256": lattice_digest(config.lattice), "seed": config.seed,
-                                  "run_options": dict(config.run_options)}, default=str))
+    return json.loads(
+        json.dumps(
+            {
+                "workload": workload or config.engine,
+                "turns": turns,
+                "engine": config.engine,
+                "lattice_sha256": lattice_digest(config.lattice),
+                "seed": config.seed,
+                "run_options": dict(config.run_options),
+            },
+            default=str,
+        )
+    )
 
 
 def work_key(shared: dict[str, Any], cell_id: str, device_model: str) -> str:
@@ -76,12 +103,17 @@ def check_same_work(out: Path, shared: dict[str, Any], workload: str) -> None:
     cells (the runner keeps cells per workload), so that the folder compares workloads."""
     if not out.is_dir():
         return
-    same = [s for s in read_sweeps(out) if "identity" in s
-            and s["identity"].get("workload", s["identity"].get("engine")) == workload]
+    same = [
+        s
+        for s in read_sweeps(out)
+        if "identity" in s and s["identity"].get("workload", s["identity"].get("engine")) == workload
+    ]
     if not same:
         return  # a new workload, or a folder of the first releases (its device check is all there is)
     before = same[-1]["identity"]
     for key in IDENTITY:
         if key in before and before[key] != shared.get(key):
-            raise UserError(f"--resume: {out} was measured with {OPTION_NAMES[key]} {before[key]!r}, this run has "
-                            f"{shared.get(key)!r}; resume without changing it, or give another --out")
+            raise UserError(
+                f"--resume: {out} was measured with {OPTION_NAMES[key]} {before[key]!r}, this run has "
+                f"{shared.get(key)!r}; resume without changing it, or give another --out"
+            )

@@ -109,8 +109,9 @@ def _stop_sampler(sampler: Any, notes: list[str], kept: Kept | None = None) -> d
     return {k: v for k, v in summary.items() if k.startswith(EXTRA_PREFIX)}
 
 
-def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: str = "",
-                 kept: Kept | None = None) -> CellResult:
+def measure_cell(
+    plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: str = "", kept: Kept | None = None
+) -> CellResult:
     """Run one cell (its replicas behind one start barrier, telemetry around them) under
     ``out_dir/cells/<cell>/``; returns its rows in the results schema. A failed replica never
     raises: its rows say so (``status``, ``cell_status``). With ``kept`` the replicas are warm ones
@@ -124,9 +125,15 @@ def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: 
     probe = Probe(plan.device)  # what else kept the host/GPU busy (sharebench.telemetry.disturbance)
     try:
         with gpu_timeslice(plan.device, cell_plan.mode, allowed=plan.config.allow_gpu_settings, say=notes.append):
-            recs = run_cell(cell.mode, plan.run_config(cell.particles), cdir, plan=cell_plan,
-                            ready_timeout_s=plan.config.ready_timeout_s, run_timeout_s=plan.config.run_timeout_s,
-                            pool=kept.pool if kept is not None else None)
+            recs = run_cell(
+                cell.mode,
+                plan.run_config(cell.particles),
+                cdir,
+                plan=cell_plan,
+                ready_timeout_s=plan.config.ready_timeout_s,
+                run_timeout_s=plan.config.run_timeout_s,
+                pool=kept.pool if kept is not None else None,
+            )
     finally:
         summary = {**_stop_sampler(sampler, notes, kept), **probe.stop()}
     lattice = Path(plan.config.lattice).name if plan.config.lattice else "generated"
@@ -138,9 +145,19 @@ def measure_cell(plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: 
         row.setdefault("exec_timing", plan.exec_timing)
         row.setdefault("particles", cell.particles)
         row.setdefault("turns", plan.turns)
-        row.update(sweep_id=sweep_id, cell_id=cell.id, mode=cell_plan.mode.label, mode_kind=cell.mode.kind,
-                   replicas=cell_plan.n, repeat=cell.repeat, warmup=cell.warmup,
-                   device_class=plan.device.kind, backend=plan.device.backend, lattice=lattice, **summary)
+        row.update(
+            sweep_id=sweep_id,
+            cell_id=cell.id,
+            mode=cell_plan.mode.label,
+            mode_kind=cell.mode.kind,
+            replicas=cell_plan.n,
+            repeat=cell.repeat,
+            warmup=cell.warmup,
+            device_class=plan.device.kind,
+            backend=plan.device.backend,
+            lattice=lattice,
+            **summary,
+        )
         row["work_key"] = work_key(shared, cell.id, plan.device.name or plan.device.kind)
         row["warm_cells"] = (rec.get("extra") or {}).get("warm_cells")  # 0: a fresh process
         rows.append(row)
@@ -158,15 +175,17 @@ def _check_resume(out: Path, plan: SweepPlan, notes: list[str]) -> set[str]:
         return re.sub(r"\s+MIG\s.*$", "", str(name or "")).strip()
 
     for r in df[["device_class", "backend", "device_name"]].drop_duplicates().itertuples():
-        if (r.device_class, r.backend) != (dev.kind, dev.backend) or \
-                (model(r.device_name) and model(dev.name) and model(r.device_name) != model(dev.name)):
-            raise UserError(f"{out} holds results measured on {r.device_name or '?'} ({r.backend}, {r.device_class}); "
-                            f"this run's device is {dev.name} ({dev.backend}, {dev.kind}): "
-                            "use another --out (and compare the two with sharebench compare A B)")
+        if (r.device_class, r.backend) != (dev.kind, dev.backend) or (
+            model(r.device_name) and model(dev.name) and model(r.device_name) != model(dev.name)
+        ):
+            raise UserError(
+                f"{out} holds results measured on {r.device_name or '?'} ({r.backend}, {r.device_class}); "
+                f"this run's device is {dev.name} ({dev.backend}, {dev.kind}): "
+                "use another --out (and compare the two with sharebench compare A B)"
+            )
     uuids = sorted({u for u in df["parent_uuid"] if isinstance(u, str) and u})
     if dev.uuid and uuids and dev.uuid not in uuids and dev.kind == "gpu":
-        notes.append(f"resumed on another physical device of the same model ({dev.uuid}; before: "
-                     f"{', '.join(uuids)})")
+        notes.append(f"resumed on another physical device of the same model ({dev.uuid}; before: {', '.join(uuids)})")
     # another workload resumed into the folder has its own cells under the same ids
     return set(df.loc[(df["cell_status"] == "ok") & (df["engine"] == plan.workload), "cell_id"])
 
@@ -175,14 +194,24 @@ def _record(out: Path, sweep_id: str, plan: SweepPlan) -> list[str]:
     """The sweep's entry in sweep.json and its provenance (a resumed folder keeps its first
     provenance.json; later sessions add their own beside it). Notes what could not be recorded."""
     config = plan.config
-    append_sweep(out, {"sweep_id": sweep_id, "config": config.to_dict(), "device": plan.device.to_dict(),
-                       "modes": [m.label for m in plan.modes], "particles": plan.particles,
-                       "turns": plan.turns, "identity": identity(config, plan.turns, plan.workload),
-                       "started_unix": time.time()})
+    append_sweep(
+        out,
+        {
+            "sweep_id": sweep_id,
+            "config": config.to_dict(),
+            "device": plan.device.to_dict(),
+            "modes": [m.label for m in plan.modes],
+            "particles": plan.particles,
+            "turns": plan.turns,
+            "identity": identity(config, plan.turns, plan.workload),
+            "started_unix": time.time(),
+        },
+    )
     name = PROVENANCE_JSON if not (out / PROVENANCE_JSON).exists() else f"provenance-{sweep_id}.json"
     try:
-        prov = collect_provenance(plan.device, command=config.command if config.command is not None else sys.argv,
-                                  config=config.to_dict())
+        prov = collect_provenance(
+            plan.device, command=config.command if config.command is not None else sys.argv, config=config.to_dict()
+        )
     except Exception as exc:  # noqa: BLE001 - provenance never costs the measurement
         return [f"provenance: collect failed ({type(exc).__name__}: {exc})"]
     write_provenance(out, prov, name=name)
@@ -197,13 +226,19 @@ def _weight(plan: SweepPlan, cell: Cell) -> float:
 def _progress(cells: list[Cell], plan: SweepPlan) -> tqdm | None:
     if not plan.config.progress:
         return None
-    return tqdm(total=sum(_weight(plan, c) for c in cells), unit="M particle-turns", unit_scale=False,
-                dynamic_ncols=True, file=sys.stderr,
-                bar_format="{l_bar}{bar}| {n:.3g}/{total:.3g} {unit} [{elapsed}<{remaining}{postfix}]")
+    return tqdm(
+        total=sum(_weight(plan, c) for c in cells),
+        unit="M particle-turns",
+        unit_scale=False,
+        dynamic_ncols=True,
+        file=sys.stderr,
+        bar_format="{l_bar}{bar}| {n:.3g}/{total:.3g} {unit} [{elapsed}<{remaining}{postfix}]",
+    )
 
 
-def run_sweep(config: SweepConfig, out_dir: Path | str, *,
-              on_cell: Callable[[list[dict[str, Any]]], None] | None = None) -> Path:
+def run_sweep(
+    config: SweepConfig, out_dir: Path | str, *, on_cell: Callable[[list[dict[str, Any]]], None] | None = None
+) -> Path:
     """Run the sweep into out_dir (results.csv, provenance.json, sweep.json, notes.txt, cells/); returns
     out_dir. The report is built from it by ``sharebench.report.build_report``."""
     out = Path(out_dir)
@@ -221,8 +256,9 @@ def run_sweep(config: SweepConfig, out_dir: Path | str, *,
         return _sweep(plan, out, on_cell, [torn] if torn else [])
 
 
-def _sweep(plan: SweepPlan, out: Path, on_cell: Callable[[list[dict[str, Any]]], None] | None,
-           notes: list[str]) -> Path:
+def _sweep(
+    plan: SweepPlan, out: Path, on_cell: Callable[[list[dict[str, Any]]], None] | None, notes: list[str]
+) -> Path:
     config = plan.config
     writer = ResultsWriter(out)
     sweep_id = new_sweep_id()
@@ -242,13 +278,16 @@ def _sweep(plan: SweepPlan, out: Path, on_cell: Callable[[list[dict[str, Any]]],
     try:
         if kept.pool is not None and cells:  # every warm replica set up at once, before the first cell
             modes = list(dict.fromkeys(c.mode.label for c in cells))
-            notes += prime_pool(kept.pool, [plan.plans[m] for m in modes], plan.run_config(cells[0].particles),
-                                config.ready_timeout_s)
+            notes += prime_pool(
+                kept.pool, [plan.plans[m] for m in modes], plan.run_config(cells[0].particles), config.ready_timeout_s
+            )
             t0 = time.monotonic()  # --stop-after counts from the first cell, as it did before set-up was shared
         for i, cell in enumerate(cells):
             if config.stop_after_s is not None and time.monotonic() - t0 > config.stop_after_s:
-                msg = (f"stopped after {config.stop_after_s:g} s (--stop-after): {len(cells) - i} of {len(cells)} "
-                       f"cell(s) not run; continue with --resume --out {out}")
+                msg = (
+                    f"stopped after {config.stop_after_s:g} s (--stop-after): {len(cells) - i} of {len(cells)} "
+                    f"cell(s) not run; continue with --resume --out {out}"
+                )
                 notes.append(msg)
                 print(f"sharebench: {msg}", file=sys.stderr)
                 break

@@ -38,8 +38,7 @@ class CpuReader:
                 self._owner = psutil.Process(owner_pid)
             except psutil.Error:
                 self._owner = None
-        self.columns = ["cpu_util_pct", "cpu_busy_cores", "proc_busy_cores", "cpu_freq_mhz",
-                        "host_mem_used_bytes"] + [
+        self.columns = ["cpu_util_pct", "cpu_busy_cores", "proc_busy_cores", "cpu_freq_mhz", "host_mem_used_bytes"] + [
             f"cpu{i}_util_pct" for i in range(self.cores)
         ]
 

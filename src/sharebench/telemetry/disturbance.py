@@ -68,8 +68,8 @@ def _processes() -> dict[int, tuple[str, int, int]]:
             raw = (d / "stat").read_text()
         except OSError:
             continue
-        name = raw[raw.find("(") + 1:raw.rfind(")")]
-        rest = raw[raw.rfind(")") + 2:].split()
+        name = raw[raw.find("(") + 1 : raw.rfind(")")]
+        rest = raw[raw.rfind(")") + 2 :].split()
         if len(rest) > 12:
             out[int(d.name)] = (name, int(rest[1]), int(rest[11]) + int(rest[12]))
     return out
@@ -114,8 +114,12 @@ def _freq_mhz() -> float | None:
 
 
 # NVML clocks-event (throttle) reason bits that slow a measurement down against its own baseline
-THROTTLE_BITS = {0x8: "hardware slowdown", 0x20: "thermal slowdown (software)", 0x40: "thermal slowdown (hardware)",
-                 0x80: "power brake"}  # not the software power cap (0x4): a GPU at full load sits there normally
+THROTTLE_BITS = {
+    0x8: "hardware slowdown",
+    0x20: "thermal slowdown (software)",
+    0x40: "thermal slowdown (hardware)",
+    0x80: "power brake",
+}  # not the software power cap (0x4): a GPU at full load sits there normally
 
 
 def gpu_state(device: Any, own: set[int]) -> dict[str, Any]:
@@ -134,9 +138,11 @@ def gpu_state(device: Any, own: set[int]) -> dict[str, Any]:
         return {}
     finally:
         nvml.shutdown(nv)
-    return {"tel_gpu_other_pids": " ".join(map(str, others)),
-            "tel_gpu_throttle": ", ".join(t for bit, t in THROTTLE_BITS.items() if reasons & bit),
-            "tel_gpu_temp_c": temp}
+    return {
+        "tel_gpu_other_pids": " ".join(map(str, others)),
+        "tel_gpu_throttle": ", ".join(t for bit, t in THROTTLE_BITS.items() if reasons & bit),
+        "tel_gpu_temp_c": temp,
+    }
 
 
 class Probe:
@@ -160,8 +166,13 @@ class Probe:
             busy = (cpu1[0] - self.cpu0[0]) / _HZ
             total = wall * (os.cpu_count() or 1)
             # ours: this process, its reaped children (os.times) and its live descendants (warm replicas)
-            live = sum(procs1[p][2] - (self.procs0[p][2] if p in self.procs0 and self.procs0[p][0] == procs1[p][0]
-                                       else 0) for p in _descendants(procs1, os.getpid())) / _HZ
+            live = (
+                sum(
+                    procs1[p][2] - (self.procs0[p][2] if p in self.procs0 and self.procs0[p][0] == procs1[p][0] else 0)
+                    for p in _descendants(procs1, os.getpid())
+                )
+                / _HZ
+            )
             out["tel_foreign_cpu_cores"] = round(max(0.0, busy - (own1 - self.own0) - live) / wall, 3)
             out["tel_steal_pct"] = round(100.0 * (cpu1[1] - self.cpu0[1]) / _HZ / total, 2)
         if self.load0 and load1:
@@ -170,8 +181,11 @@ class Probe:
         if freq:
             out["tel_cpu_mhz"] = round(freq, 1)
         ours = _ours(procs1, os.getpid())
-        busiest = sorted(((procs1[p][2] - self.procs0[p][2]) / _HZ / wall, procs1[p][0], p)
-                         for p in procs1 if p in self.procs0 and p not in ours and procs1[p][0] == self.procs0[p][0])
+        busiest = sorted(
+            ((procs1[p][2] - self.procs0[p][2]) / _HZ / wall, procs1[p][0], p)
+            for p in procs1
+            if p in self.procs0 and p not in ours and procs1[p][0] == self.procs0[p][0]
+        )
         self.others = {pid: (name, cores) for cores, name, pid in busiest}  # every other process, in cores
         top = [f"{name} (pid {pid}) {cores:.2f}" for cores, name, pid in reversed(busiest[-5:]) if cores >= 0.05]
         out["tel_busy_processes"] = "; ".join(top)
@@ -188,8 +202,10 @@ def verdict(d: dict[str, Any]) -> str:
     foreign, steal = d.get("tel_foreign_cpu_cores"), d.get("tel_steal_pct")
     if foreign is not None and foreign > FOREIGN_CORES_MAX:
         busiest = d.get("tel_busy_processes") or ""
-        reasons.append(f"other processes used {foreign:.2f} cores (> {FOREIGN_CORES_MAX})"
-                       + (f", busiest: {busiest}" if busiest else ""))
+        reasons.append(
+            f"other processes used {foreign:.2f} cores (> {FOREIGN_CORES_MAX})"
+            + (f", busiest: {busiest}" if busiest else "")
+        )
     if steal is not None and steal > STEAL_MAX_PCT:
         reasons.append(f"CPU steal {steal:.1f}% (> {STEAL_MAX_PCT:.0f}%)")
     if d.get("tel_gpu_other_pids"):
@@ -205,8 +221,10 @@ def check_quiet(seconds: float = 1.0) -> None:
     time.sleep(seconds)
     reason = probe.stop()[COLUMN]
     if reason:
-        raise UserError(f"--strict: the host is busy before the sweep starts ({reason}); wait, or run without "
-                        "--strict (disturbed cells are then flagged)")
+        raise UserError(
+            f"--strict: the host is busy before the sweep starts ({reason}); wait, or run without "
+            "--strict (disturbed cells are then flagged)"
+        )
 
 
 def strict_guard(rows: list[dict[str, Any]]) -> None:

@@ -127,13 +127,15 @@ class NvmlReader:
         # one entry per GPU instance (a GPU instance split into compute instances has several
         # MIG devices sharing its memory and GPM counters)
         seen: set = set()
-        self.migs = [i for i in nvml.mig_devices(nv, self.parent)
-                     if (key := _gi_label(i)) not in seen and not seen.add(key)]
+        self.migs = [
+            i for i in nvml.mig_devices(nv, self.parent) if (key := _gi_label(i)) not in seen and not seen.add(key)
+        ]
         self.mig = bool(self.migs)
         if self.mig:
             self.notes.append(
                 f"MIG on ({len(self.migs)} instances): NVML reports no utilization under MIG; "
-                "SM clock, power and energy are whole-GPU values; memory and GPM activity per instance")
+                "SM clock, power and energy are whole-GPU values; memory and GPM activity per instance"
+            )
         self._fields: list[tuple[str, Callable[[], float]]] = []
         util_note = "utilization not reported under MIG" if self.mig else "utilization"
         candidates: list[tuple[str, Callable[[], float]]] = [
@@ -144,8 +146,7 @@ class NvmlReader:
         ]
         for inst in self.migs:
             h, gi = inst["handle"], _gi_label(inst)
-            candidates.append((f"mig{gi}_mem_used_bytes",
-                               lambda h=h: float(nv.nvmlDeviceGetMemoryInfo(h).used)))
+            candidates.append((f"mig{gi}_mem_used_bytes", lambda h=h: float(nv.nvmlDeviceGetMemoryInfo(h).used)))
         # utilization is one call giving two values
         self._util = self._probe(lambda: nv.nvmlDeviceGetUtilizationRates(self.parent), util_note)
         for col, fn in candidates:
@@ -188,8 +189,8 @@ class NvmlReader:
             self.notes.append(f"GPM: {one_line(exc)}")
             return
         scopes: list[tuple[str, int | None]] = (
-            [(f"mig{_gi_label(i)}_", i.get("gpu_instance_id")) for i in self.migs]
-            if self.mig else [("", None)])
+            [(f"mig{_gi_label(i)}_", i.get("gpu_instance_id")) for i in self.migs] if self.mig else [("", None)]
+        )
         for prefix, gi in scopes:
             if self.mig and gi is None:
                 continue

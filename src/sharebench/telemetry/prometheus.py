@@ -35,31 +35,57 @@ from sharebench.results import DCGM_CSV, load_results
 @dataclass(frozen=True)
 class DcgmMetric:
     name: str
-    short: str        # column stem: dcgm_<short>_mean
-    unit: str         # unit of the exported value
+    short: str  # column stem: dcgm_<short>_mean
+    unit: str  # unit of the exported value
     help: str
-    per_mig: bool     # exported per MIG instance (GPU_I_ID) under MIG, else per GPU only
+    per_mig: bool  # exported per MIG instance (GPU_I_ID) under MIG, else per GPU only
 
 
 # The metrics sharebench reads (and the dcgm-exporter CSV in manifests/monitoring enables).
 METRICS: tuple[DcgmMetric, ...] = (
-    DcgmMetric("DCGM_FI_PROF_SM_ACTIVE", "sm_active", "ratio",
-               "Ratio of cycles an SM has at least 1 warp assigned (0..1).", True),
-    DcgmMetric("DCGM_FI_PROF_SM_OCCUPANCY", "sm_occupancy", "ratio",
-               "Ratio of warps resident on an SM to the maximum (0..1).", True),
-    DcgmMetric("DCGM_FI_PROF_PIPE_FP64_ACTIVE", "fp64_active", "ratio",
-               "Ratio of cycles the FP64 pipe is active (0..1).", True),
-    DcgmMetric("DCGM_FI_PROF_DRAM_ACTIVE", "dram_active", "ratio",
-               "Ratio of cycles the device memory interface is active (0..1).", True),
-    DcgmMetric("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gr_engine_active", "ratio",
-               "Ratio of time the graphics engine is active (0..1).", True),
+    DcgmMetric(
+        "DCGM_FI_PROF_SM_ACTIVE",
+        "sm_active",
+        "ratio",
+        "Ratio of cycles an SM has at least 1 warp assigned (0..1).",
+        True,
+    ),
+    DcgmMetric(
+        "DCGM_FI_PROF_SM_OCCUPANCY",
+        "sm_occupancy",
+        "ratio",
+        "Ratio of warps resident on an SM to the maximum (0..1).",
+        True,
+    ),
+    DcgmMetric(
+        "DCGM_FI_PROF_PIPE_FP64_ACTIVE", "fp64_active", "ratio", "Ratio of cycles the FP64 pipe is active (0..1).", True
+    ),
+    DcgmMetric(
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        "dram_active",
+        "ratio",
+        "Ratio of cycles the device memory interface is active (0..1).",
+        True,
+    ),
+    DcgmMetric(
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "gr_engine_active",
+        "ratio",
+        "Ratio of time the graphics engine is active (0..1).",
+        True,
+    ),
     DcgmMetric("DCGM_FI_DEV_FB_USED", "fb_used_mib", "MiB", "Framebuffer memory used (MiB).", True),
     DcgmMetric("DCGM_FI_DEV_POWER_USAGE", "power_w", "W", "Power draw (W).", False),
     DcgmMetric("DCGM_FI_DEV_SM_CLOCK", "sm_clock_mhz", "MHz", "SM clock frequency (MHz).", False),
     DcgmMetric("DCGM_FI_DEV_GPU_UTIL", "gpu_util_pct", "%", "GPU utilization (%).", False),
 )
-REQUIRED = ("DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_PIPE_FP64_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE",
-            "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE")
+REQUIRED = (
+    "DCGM_FI_PROF_SM_ACTIVE",
+    "DCGM_FI_PROF_PIPE_FP64_ACTIVE",
+    "DCGM_FI_PROF_DRAM_ACTIVE",
+    "DCGM_FI_DEV_FB_USED",
+    "DCGM_FI_DEV_POWER_USAGE",
+)
 POD_LABELS = ("pod", "namespace", "container")
 DEFAULT_NODE_LABEL = "node"  # added by the ServiceMonitor from __meta_kubernetes_pod_node_name
 
@@ -102,15 +128,20 @@ class Prometheus:
         """Series as ``{"metric": labels, "values": [(t, value), ...]}`` (floats)."""
         if not end > start:
             raise UserError(f"empty time window {start}..{end}; the end must be after the start")
-        data = self._get("/api/v1/query_range", {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}",
-                                                 "step": f"{step_s:g}"})
-        return [{"metric": s["metric"], "values": [(float(t), float(v)) for t, v in s["values"]]}
-                for s in data["result"]]
+        data = self._get(
+            "/api/v1/query_range",
+            {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step_s:g}"},
+        )
+        return [
+            {"metric": s["metric"], "values": [(float(t), float(v)) for t, v in s["values"]]} for s in data["result"]
+        ]
 
 
-def selector(metric: str, node: str | None = None, node_label: str = DEFAULT_NODE_LABEL,
-             gpu_uuid: str | None = None) -> str:
+def selector(
+    metric: str, node: str | None = None, node_label: str = DEFAULT_NODE_LABEL, gpu_uuid: str | None = None
+) -> str:
     """``METRIC{node="n1",UUID="GPU-…"}`` with label values escaped for PromQL."""
+
     def esc(v: str) -> str:
         return v.replace("\\", "\\\\").replace('"', '\\"')
 
@@ -147,9 +178,18 @@ def _stats(values: list[float]) -> dict[str, float]:
     return {"mean": sum(v) / len(v), "max": max(v), "min": min(v), "n": len(v)}
 
 
-def cell_summary(prom: Prometheus, start: float, end: float, *, node: str | None = None,
-                 node_label: str = DEFAULT_NODE_LABEL, gpu_uuid: str | None = None, step_s: float = 1.0,
-                 mode: str | None = None, metrics: tuple[DcgmMetric, ...] = METRICS) -> dict[str, Any]:
+def cell_summary(
+    prom: Prometheus,
+    start: float,
+    end: float,
+    *,
+    node: str | None = None,
+    node_label: str = DEFAULT_NODE_LABEL,
+    gpu_uuid: str | None = None,
+    step_s: float = 1.0,
+    mode: str | None = None,
+    metrics: tuple[DcgmMetric, ...] = METRICS,
+) -> dict[str, Any]:
     """DCGM metrics of one cell's window, flat (``dcgm_*`` columns) plus ``instances`` detail.
 
     ``dcgm_<short>_mean`` is the mean over the window and over the physical series
@@ -175,10 +215,16 @@ def cell_summary(prom: Prometheus, start: float, end: float, *, node: str | None
             vals = [v for _t, v in s["values"]]
             all_vals += vals
             key = physical_key(s["metric"])
-            inst = instances.setdefault(key, {"uuid": key[0], "gpu_instance_id": key[1] or None,
-                                              "gpu": s["metric"].get("gpu"),
-                                              "profile": s["metric"].get("GPU_I_PROFILE"),
-                                              "model": s["metric"].get("modelName")})
+            inst = instances.setdefault(
+                key,
+                {
+                    "uuid": key[0],
+                    "gpu_instance_id": key[1] or None,
+                    "gpu": s["metric"].get("gpu"),
+                    "profile": s["metric"].get("GPU_I_PROFILE"),
+                    "model": s["metric"].get("modelName"),
+                },
+            )
             inst[f"{m.short}_mean"] = _stats(vals)["mean"]
         st = _stats(all_vals)
         out[f"dcgm_{m.short}_mean"], out[f"dcgm_{m.short}_max"] = st["mean"], st["max"]
@@ -230,15 +276,22 @@ def cell_windows(results_dir: Path | str) -> list[dict[str, Any]]:
     return out
 
 
-def attach_to_results(results_dir: Path | str, url: str, *, node: str | None = None,
-                      node_label: str = DEFAULT_NODE_LABEL, gpu_uuid: str | None = None,
-                      step_s: float = 1.0) -> Any:
+def attach_to_results(
+    results_dir: Path | str,
+    url: str,
+    *,
+    node: str | None = None,
+    node_label: str = DEFAULT_NODE_LABEL,
+    gpu_uuid: str | None = None,
+    step_s: float = 1.0,
+) -> Any:
     """Query DCGM for every cell of a results folder; write ``dcgm.csv`` (one row per cell,
     ``dcgm_*`` columns) beside results.csv and return it as a DataFrame. The telemetry and
     prediction report sections use it when present."""
     prom = Prometheus(url)
-    rows = summarize_cells(prom, cell_windows(results_dir), node=node, node_label=node_label,
-                           gpu_uuid=gpu_uuid, step_s=step_s)
+    rows = summarize_cells(
+        prom, cell_windows(results_dir), node=node, node_label=node_label, gpu_uuid=gpu_uuid, step_s=step_s
+    )
     df = pd.DataFrame(rows)
     df.to_csv(Path(results_dir) / DCGM_CSV, index=False)
     return df

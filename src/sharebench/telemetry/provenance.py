@@ -42,9 +42,23 @@ from sharebench.devices.host import cpu_model, load_average, usable_cpus
 from sharebench.errors import UserError, one_line
 from sharebench.gpus import gpu_model, profile_name
 
-LIBRARIES = ("xsuite", "xtrack", "xobjects", "xpart", "xfields", "numpy", "scipy", "pandas", "pyopencl",
-             "pocl-binary-distribution", "cupy-cuda13x", "cupy-cuda12x", "nvidia-ml-py", "kfp",
-             "kubernetes")
+LIBRARIES = (
+    "xsuite",
+    "xtrack",
+    "xobjects",
+    "xpart",
+    "xfields",
+    "numpy",
+    "scipy",
+    "pandas",
+    "pyopencl",
+    "pocl-binary-distribution",
+    "cupy-cuda13x",
+    "cupy-cuda12x",
+    "nvidia-ml-py",
+    "kfp",
+    "kubernetes",
+)
 # Downward API / env names for the cluster context (first one set wins)
 NODE_ENV = ("NODE_NAME", "KUBERNETES_NODE_NAME", "SHAREBENCH_NODE")
 OPERAND_IMAGES = {  # component -> substrings of container image names in the operator namespace
@@ -66,19 +80,23 @@ def config_hash(config: Any) -> str:
 def _git(root: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"commit": None, "dirty": None}
     try:
-        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"],
-                             capture_output=True, text=True, timeout=10)
+        top = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=10
+        )
         if top.returncode != 0:
             return out
         # only our own checkout counts (not a repository that happens to contain site-packages)
         if not (Path(top.stdout.strip()) / "src" / "sharebench").is_dir():
             return out
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"],
-                              capture_output=True, text=True, timeout=10)
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
         if head.returncode == 0:
             out["commit"] = head.stdout.strip()
-        st = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                            capture_output=True, text=True, timeout=10)
+        st = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         if st.returncode == 0:
             out["dirty"] = bool(st.stdout.strip())
     except (OSError, subprocess.TimeoutExpired):
@@ -116,6 +134,7 @@ def nvidia_info() -> dict[str, Any]:
     """The NVIDIA driver and every GPU NVML lists (``available: False`` and the reason without NVML)."""
     try:
         with nvml.session() as nv:
+
             def get(fn, *args):
                 try:
                     return fn(*args)
@@ -127,18 +146,32 @@ def nvidia_info() -> dict[str, Any]:
                 h = nv.nvmlDeviceGetHandleByIndex(i)
                 mem = get(nv.nvmlDeviceGetMemoryInfo, h)
                 mode = get(nv.nvmlDeviceGetMigMode, h)
-                gpus.append({"index": i, "name": nvml.text(get(nv.nvmlDeviceGetName, h) or ""),
-                             "uuid": nvml.text(get(nv.nvmlDeviceGetUUID, h) or ""),
-                             "memory_bytes": int(mem.total) if mem is not None else None,
-                             "mig_mode": "unsupported" if mode is None else "enabled" if mode[0] else "disabled"})
-            return {"available": True, "reason": None,
-                    "driver_version": nvml.text(get(nv.nvmlSystemGetDriverVersion) or "") or None,
-                    "cuda_driver_version": nvml.cuda_version(get(nv.nvmlSystemGetCudaDriverVersion)),
-                    "nvml_version": nvml.text(get(nv.nvmlSystemGetNVMLVersion) or "") or None,
-                    "gpus": gpus}
+                gpus.append(
+                    {
+                        "index": i,
+                        "name": nvml.text(get(nv.nvmlDeviceGetName, h) or ""),
+                        "uuid": nvml.text(get(nv.nvmlDeviceGetUUID, h) or ""),
+                        "memory_bytes": int(mem.total) if mem is not None else None,
+                        "mig_mode": "unsupported" if mode is None else "enabled" if mode[0] else "disabled",
+                    }
+                )
+            return {
+                "available": True,
+                "reason": None,
+                "driver_version": nvml.text(get(nv.nvmlSystemGetDriverVersion) or "") or None,
+                "cuda_driver_version": nvml.cuda_version(get(nv.nvmlSystemGetCudaDriverVersion)),
+                "nvml_version": nvml.text(get(nv.nvmlSystemGetNVMLVersion) or "") or None,
+                "gpus": gpus,
+            }
     except nvml.NvmlUnavailable as exc:
-        return {"available": False, "reason": str(exc), "driver_version": None, "cuda_driver_version": None,
-                "nvml_version": None, "gpus": []}
+        return {
+            "available": False,
+            "reason": str(exc),
+            "driver_version": None,
+            "cuda_driver_version": None,
+            "nvml_version": None,
+            "gpus": [],
+        }
 
 
 def gpu_info(device: DeviceInfo) -> dict[str, Any]:
@@ -149,6 +182,7 @@ def gpu_info(device: DeviceInfo) -> dict[str, Any]:
         return {"available": False, "reason": str(exc)}
     out: dict[str, Any] = {"available": True}
     try:
+
         def get(fn, *args):
             try:
                 return fn(*args)
@@ -176,13 +210,19 @@ def gpu_info(device: DeviceInfo) -> dict[str, Any]:
         except UserError:
             out["model_key"] = out["sms"] = None
         mode = get(nv.nvmlDeviceGetMigMode, parent)
-        out["mig_mode"] = None if mode is None else {
-            "current": "enabled" if mode[0] == nv.NVML_DEVICE_MIG_ENABLE else "disabled",
-            "pending": "enabled" if mode[1] == nv.NVML_DEVICE_MIG_ENABLE else "disabled"}
+        out["mig_mode"] = (
+            None
+            if mode is None
+            else {
+                "current": "enabled" if mode[0] == nv.NVML_DEVICE_MIG_ENABLE else "disabled",
+                "pending": "enabled" if mode[1] == nv.NVML_DEVICE_MIG_ENABLE else "disabled",
+            }
+        )
         out["mig_instances"] = [
             {k: v for k, v in inst.items() if k not in ("handle", "name")}
             | {"profile": profile_name(out["model_key"], inst.get("sms"), inst.get("memory_bytes"))}
-            for inst in nvml.mig_devices(nv, parent)]
+            for inst in nvml.mig_devices(nv, parent)
+        ]
         return out
     finally:
         nvml.shutdown(nv)
@@ -221,12 +261,24 @@ def cluster_from_env(env: dict[str, str] | None = None) -> dict[str, Any]:
     }
 
 
-NODE_LABELS = ("nvidia.com/gpu.product", "nvidia.com/gpu.count", "nvidia.com/gpu.memory",
-               "nvidia.com/gpu.replicas", "nvidia.com/gpu.sharing-strategy", "nvidia.com/mig.config",
-               "nvidia.com/mig.config.state", "nvidia.com/mig.strategy", "nvidia.com/cuda.driver.major",
-               "nvidia.com/cuda.driver.minor", "nvidia.com/cuda.driver.rev", "nvidia.com/cuda.runtime.major",
-               "nvidia.com/cuda.runtime.minor", "nvidia.com/device-plugin.config",
-               "nvidia.com/gpu.deploy.mig-manager", "nvidia.com/gfd.timestamp")
+NODE_LABELS = (
+    "nvidia.com/gpu.product",
+    "nvidia.com/gpu.count",
+    "nvidia.com/gpu.memory",
+    "nvidia.com/gpu.replicas",
+    "nvidia.com/gpu.sharing-strategy",
+    "nvidia.com/mig.config",
+    "nvidia.com/mig.config.state",
+    "nvidia.com/mig.strategy",
+    "nvidia.com/cuda.driver.major",
+    "nvidia.com/cuda.driver.minor",
+    "nvidia.com/cuda.driver.rev",
+    "nvidia.com/cuda.runtime.major",
+    "nvidia.com/cuda.runtime.minor",
+    "nvidia.com/device-plugin.config",
+    "nvidia.com/gpu.deploy.mig-manager",
+    "nvidia.com/gfd.timestamp",
+)
 
 
 def node_facts(node: Any) -> dict[str, Any]:
@@ -262,8 +314,7 @@ def operand_versions(pods: list[Any]) -> dict[str, str | None]:
     return out
 
 
-def cluster_from_api(node_name: str | None, api_client: Any = None,
-                     namespace: str = "gpu-operator") -> dict[str, Any]:
+def cluster_from_api(node_name: str | None, api_client: Any = None, namespace: str = "gpu-operator") -> dict[str, Any]:
     """Ask the Kubernetes API (in-cluster config, or SHAREBENCH_KUBECONFIG) about the node and
     the operator's pods. Returns what it learned, with ``error`` when the API refused."""
     try:
@@ -290,8 +341,14 @@ def cluster_from_api(node_name: str | None, api_client: Any = None,
         return {"error": f"{type(exc).__name__}: {one_line(exc)[:300]}"}
 
 
-def collect(device: DeviceInfo | dict[str, Any] | None = None, command: Any = None, config: Any = None, *,
-            node: str | None = None, api_client: Any = None) -> dict[str, Any]:
+def collect(
+    device: DeviceInfo | dict[str, Any] | None = None,
+    command: Any = None,
+    config: Any = None,
+    *,
+    node: str | None = None,
+    api_client: Any = None,
+) -> dict[str, Any]:
     """Everything known about this run's context (see the module docstring): the provenance document
     ``sharebench.results.write_provenance`` writes. ``device`` may carry extra keys (a KFP run's node
     and GPU model); they are kept. ``node``: the Kubernetes node the replicas ran on, when the process
@@ -308,13 +365,18 @@ def collect(device: DeviceInfo | dict[str, Any] | None = None, command: Any = No
         "sharebench": {"version": __version__, "git_commit": git["commit"], "git_dirty": git["dirty"]},
         "libraries": _versions(),
         "host": host_info(),
-        "device": {**info.to_dict(), **{k: v if v is None or isinstance(v, (str, int, float, bool)) else str(v)
-                                         for k, v in extra.items()}},
+        "device": {
+            **info.to_dict(),
+            **{k: v if v is None or isinstance(v, (str, int, float, bool)) else str(v) for k, v in extra.items()},
+        },
         "nvidia": nvidia_info(),
         "gpu": gpu_info(info) if info.kind == "gpu" or info.backend == "cuda" else None,
         "cuda_runtime": cuda_runtime(info),
-        "opencl": ({"platform": info.platform, "device": info.name, "icd_vendors": os.environ.get("OCL_ICD_VENDORS")}
-                   if info.backend == "opencl" else None),
+        "opencl": (
+            {"platform": info.platform, "device": info.name, "icd_vendors": os.environ.get("OCL_ICD_VENDORS")}
+            if info.backend == "opencl"
+            else None
+        ),
         "cluster": cluster_from_env(),
     }
     cl = prov["cluster"]

@@ -40,34 +40,34 @@ from sharebench.telemetry.gpu_readings import NvmlReader, NvmlUnavailable
 
 # Flat per-cell summary columns (always all present; None = not measured here).
 SUMMARY_COLUMNS = (
-    "tel_source",              # "nvml" (GPU + host CPU), "psutil" (host CPU only), "none"
-    "tel_note",                # why something is missing or how to read it; "" when nothing to say
-    "tel_interval_s",          # requested sampling interval
-    "tel_samples",             # number of samples taken
-    "tel_duration_s",          # first to last sample
-    "tel_device_name",         # GPU name (NVML) or CPU model
-    "tel_device_uuid",         # physical GPU UUID (NVML)
-    "tel_mig_instances",       # MIG instances on the GPU (0 = MIG off)
-    "tel_gpu_util_pct_mean",   # NVML utilization.gpu, %
+    "tel_source",  # "nvml" (GPU + host CPU), "psutil" (host CPU only), "none"
+    "tel_note",  # why something is missing or how to read it; "" when nothing to say
+    "tel_interval_s",  # requested sampling interval
+    "tel_samples",  # number of samples taken
+    "tel_duration_s",  # first to last sample
+    "tel_device_name",  # GPU name (NVML) or CPU model
+    "tel_device_uuid",  # physical GPU UUID (NVML)
+    "tel_mig_instances",  # MIG instances on the GPU (0 = MIG off)
+    "tel_gpu_util_pct_mean",  # NVML utilization.gpu, %
     "tel_gpu_util_pct_max",
-    "tel_mem_util_pct_mean",   # NVML utilization.memory (memory-controller busy), %
-    "tel_sm_clock_mhz_mean",   # NVML SM clock, MHz
+    "tel_mem_util_pct_mean",  # NVML utilization.memory (memory-controller busy), %
+    "tel_sm_clock_mhz_mean",  # NVML SM clock, MHz
     "tel_sm_clock_mhz_min",
     "tel_mem_used_bytes_max",  # GPU memory used, bytes (whole GPU)
-    "tel_power_w_mean",        # board power, W
+    "tel_power_w_mean",  # board power, W
     "tel_power_w_max",
-    "tel_energy_j",            # energy over the cell, J
-    "tel_energy_source",       # "nvml_counter" (total-energy counter) or "power_integral"
+    "tel_energy_j",  # energy over the cell, J
+    "tel_energy_source",  # "nvml_counter" (total-energy counter) or "power_integral"
     "tel_sm_active_pct_mean",  # GPM SM utilization, % (mean over MIG instances under MIG)
     "tel_sm_occupancy_pct_mean",
     "tel_fp64_active_pct_mean",
     "tel_dram_bw_util_pct_mean",
-    "tel_cpu_util_pct_mean",   # host CPU, mean over cores, %
-    "tel_cpu_busy_cores_mean", # host CPU, sum over cores / 100 (everything on the host)
-    "tel_proc_busy_cores_mean",# cores used by the sweep's own processes (its replicas), not the sampler
+    "tel_cpu_util_pct_mean",  # host CPU, mean over cores, %
+    "tel_cpu_busy_cores_mean",  # host CPU, sum over cores / 100 (everything on the host)
+    "tel_proc_busy_cores_mean",  # cores used by the sweep's own processes (its replicas), not the sampler
     "tel_cpu_freq_mhz_mean",
     "tel_host_mem_used_bytes_max",
-    "tel_raw_file",            # the raw samples CSV, the path given to make_sampler, or ""
+    "tel_raw_file",  # the raw samples CSV, the path given to make_sampler, or ""
 )
 
 _START_TIMEOUT_S = 30.0
@@ -111,11 +111,18 @@ def summarize(samples: list[dict], meta: dict[str, Any]) -> dict[str, Any]:
         out["tel_duration_s"] = t[-1] - t[0]
     elif t:
         out["tel_duration_s"] = 0.0
-    for col, stats in (("gpu_util_pct", ("mean", "max")), ("mem_util_pct", ("mean",)),
-                       ("sm_clock_mhz", ("mean", "min")), ("mem_used_bytes", ("max",)),
-                       ("power_w", ("mean", "max")), ("cpu_util_pct", ("mean",)),
-                       ("cpu_busy_cores", ("mean",)), ("proc_busy_cores", ("mean",)), ("cpu_freq_mhz", ("mean",)),
-                       ("host_mem_used_bytes", ("max",))):
+    for col, stats in (
+        ("gpu_util_pct", ("mean", "max")),
+        ("mem_util_pct", ("mean",)),
+        ("sm_clock_mhz", ("mean", "min")),
+        ("mem_used_bytes", ("max",)),
+        ("power_w", ("mean", "max")),
+        ("cpu_util_pct", ("mean",)),
+        ("cpu_busy_cores", ("mean",)),
+        ("proc_busy_cores", ("mean",)),
+        ("cpu_freq_mhz", ("mean",)),
+        ("host_mem_used_bytes", ("max",)),
+    ):
         v = _col(samples, col)
         if not v:
             continue
@@ -124,8 +131,11 @@ def summarize(samples: list[dict], meta: dict[str, Any]) -> dict[str, Any]:
     keys = set().union(*samples) if samples else set()
     mig_mem = sorted(k for k in keys if k.startswith("mig") and k.endswith("_mem_used_bytes"))
     if out["tel_mem_used_bytes_max"] is None and mig_mem:  # MIG: the GPU's use = the instances' sum
-        sums = [sum(float(s[k]) for k in mig_mem if s.get(k) is not None) for s in samples
-                if any(s.get(k) is not None for k in mig_mem)]
+        sums = [
+            sum(float(s[k]) for k in mig_mem if s.get(k) is not None)
+            for s in samples
+            if any(s.get(k) is not None for k in mig_mem)
+        ]
         out["tel_mem_used_bytes_max"] = max(sums) if sums else None
     for gpm in ("sm_active_pct", "sm_occupancy_pct", "fp64_active_pct", "dram_bw_util_pct"):
         cols = sorted(k for k in keys if k == gpm or (k.startswith("mig") and k.endswith("_" + gpm)))
@@ -139,19 +149,23 @@ def summarize(samples: list[dict], meta: dict[str, Any]) -> dict[str, Any]:
         out["tel_energy_j"] = (energy[-1][1] - energy[0][1]) / 1000.0
         out["tel_energy_source"] = "nvml_counter"
     elif len(power) >= 2:
-        out["tel_energy_j"] = sum((t1 - t0) * (p0 + p1) / 2.0
-                                  for (t0, p0), (t1, p1) in zip(power, power[1:]))
+        out["tel_energy_j"] = sum((t1 - t0) * (p0 + p1) / 2.0 for (t0, p0), (t1, p1) in zip(power, power[1:]))
         out["tel_energy_source"] = "power_integral"
     return out
 
 
 # ---------------------------------------------------------------- child process
 
+
 def _open_readers(dev: DeviceInfo) -> tuple[list[Any], dict[str, Any]]:
     readers: list[Any] = []
     notes: list[str] = []
-    meta: dict[str, Any] = {"source": "none", "device_name": dev.name or None, "device_uuid": None,
-                            "mig_instances": None}
+    meta: dict[str, Any] = {
+        "source": "none",
+        "device_name": dev.name or None,
+        "device_uuid": None,
+        "mig_instances": None,
+    }
     wants_gpu = dev.kind == "gpu" and dev.backend in ("cuda", "opencl", "")
     if wants_gpu:
         name = dev.name.lower()
@@ -162,8 +176,7 @@ def _open_readers(dev: DeviceInfo) -> tuple[list[Any], dict[str, Any]]:
                 r = NvmlReader(dev)
                 readers.append(r)
                 notes += r.notes
-                meta.update(source="nvml", device_name=r.name, device_uuid=r.uuid,
-                            mig_instances=len(r.migs))
+                meta.update(source="nvml", device_name=r.name, device_uuid=r.uuid, mig_instances=len(r.migs))
             except NvmlUnavailable as exc:
                 notes.append(f"GPU telemetry not recorded: {exc}")
     try:
@@ -263,6 +276,7 @@ def _window(readers: list[Any], meta: dict[str, Any], interval: float, out_path:
 
 # ---------------------------------------------------------------- parent side
 
+
 class Sampler:
     """Start before a cell's replicas pass their barrier, stop after the last one ends.
 
@@ -270,8 +284,12 @@ class Sampler:
     (``tel_source="none"``, ``tel_note``) and the cell's measurements are unaffected.
     """
 
-    def __init__(self, device_info: DeviceInfo | dict[str, Any] | None, interval_s: float = 0.1,
-                 out_path: str | Path | None = None):
+    def __init__(
+        self,
+        device_info: DeviceInfo | dict[str, Any] | None,
+        interval_s: float = 0.1,
+        out_path: str | Path | None = None,
+    ):
         if not (isinstance(interval_s, (int, float)) and 0.01 <= float(interval_s) <= 3600):
             raise UserError(f"telemetry interval {interval_s!r} s out of range; allowed: 0.01 .. 3600 s")
         self.device = as_device(device_info)
@@ -291,14 +309,21 @@ class Sampler:
         """Start the sampling process and wait until it has taken its first sample."""
         if self._proc is not None:
             return self
-        cfg = {"device": self.device.to_dict(), "interval_s": self.interval_s,
-               "out_path": str(self.out_path) if self.out_path else None}
+        cfg = {
+            "device": self.device.to_dict(),
+            "interval_s": self.interval_s,
+            "out_path": str(self.out_path) if self.out_path else None,
+        }
         # a file, so a chatty child never blocks
         self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - kept past start(): stop() closes it
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "sharebench.telemetry.sampler", json.dumps(cfg)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                text=True,
+            )
         except OSError as exc:
             self._summary = empty_summary("none", f"telemetry sampler did not start: {exc}", self.interval_s)
             return self
@@ -364,8 +389,7 @@ class Sampler:
             return self.stop()
         summary = self._read_summary()
         if summary is None:
-            self._summary = empty_summary("none", f"telemetry sampler failed: {self._finish_error()}",
-                                          self.interval_s)
+            self._summary = empty_summary("none", f"telemetry sampler failed: {self._finish_error()}", self.interval_s)
             return dict(self._summary)
         return {c: summary.get(c) for c in SUMMARY_COLUMNS}
 
@@ -428,8 +452,7 @@ class Sampler:
             pass
         summary = self._read_summary()
         if summary is None:
-            self._summary = empty_summary("none", f"telemetry sampler failed: {self._finish_error()}",
-                                          self.interval_s)
+            self._summary = empty_summary("none", f"telemetry sampler failed: {self._finish_error()}", self.interval_s)
         else:
             self._reap()
             self._summary = {c: summary.get(c) for c in SUMMARY_COLUMNS}
@@ -442,8 +465,9 @@ class Sampler:
         self.stop()
 
 
-def make_sampler(device_info: DeviceInfo | dict[str, Any] | None, interval_s: float = 0.1,
-                 out_path: str | Path | None = None) -> Sampler:
+def make_sampler(
+    device_info: DeviceInfo | dict[str, Any] | None, interval_s: float = 0.1, out_path: str | Path | None = None
+) -> Sampler:
     """A sampler for the device the replicas use (see :class:`Sampler`)."""
     return Sampler(device_info, interval_s=interval_s, out_path=out_path)
 

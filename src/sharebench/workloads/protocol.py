@@ -138,12 +138,13 @@ def workload_name(command: str | None) -> str:
 def parse_result(doc: Any, where: str) -> dict[str, Any]:
     """The result document checked: start <= end (epoch s), work > 0, unit a name; UserError naming the fault."""
     if not isinstance(doc, dict):
-        raise UserError(f"malformed result in {where}: a JSON object with {', '.join(RESULT_KEYS)} is needed, "
-                        f"got {type(doc).__name__}")
+        raise UserError(
+            f"malformed result in {where}: a JSON object with {', '.join(RESULT_KEYS)} is needed, "
+            f"got {type(doc).__name__}"
+        )
     missing = [k for k in RESULT_KEYS if k not in doc]
     if missing:
-        raise UserError(f"malformed result in {where}: missing {', '.join(missing)} "
-                        f"(needed: {', '.join(RESULT_KEYS)})")
+        raise UserError(f"malformed result in {where}: missing {', '.join(missing)} (needed: {', '.join(RESULT_KEYS)})")
     for k in ("start", "end", "work"):
         v = doc[k]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
@@ -175,9 +176,17 @@ def read_result(path: Path) -> dict[str, Any]:
 def program_env(cfg: RunConfig, result_file: Path) -> dict[str, str]:
     """The program's environment: ours (device pinning, MPS, OMP_NUM_THREADS) plus the protocol's."""
     env = dict(os.environ)
-    env.update({READY_FILE: cfg.ready_file or "", START_FILE: cfg.start_file or "", RESULT_FILE: str(result_file),
-                REPLICA: str(cfg.replica), REPLICAS: str(cfg.replicas), WORK: str(cfg.particles),
-                DEVICE: cfg.device})
+    env.update(
+        {
+            READY_FILE: cfg.ready_file or "",
+            START_FILE: cfg.start_file or "",
+            RESULT_FILE: str(result_file),
+            REPLICA: str(cfg.replica),
+            REPLICAS: str(cfg.replicas),
+            WORK: str(cfg.particles),
+            DEVICE: cfg.device,
+        }
+    )
     return env
 
 
@@ -213,8 +222,10 @@ def run_exec(cfg: RunConfig) -> RunRecord:
     one-line reason when the command is missing, exits non-zero, or writes no or a malformed result."""
     argv = split_command(cfg.exec_command)
     if shutil.which(argv[0]) is None:
-        raise UserError(f"command {argv[0]!r} not found (--exec {cfg.exec_command!r}): give a program on the PATH "
-                        "or a path to an executable file")
+        raise UserError(
+            f"command {argv[0]!r} not found (--exec {cfg.exec_command!r}): give a program on the PATH "
+            "or a path to an executable file"
+        )
     timing = check_exec_timing(cfg.exec_timing)
     base = Path(cfg.ready_file).parent if cfg.ready_file else Path.cwd()
     result_file = base / f"result.{cfg.replica}.json"
@@ -230,8 +241,9 @@ def run_exec(cfg: RunConfig) -> RunRecord:
     try:
         with log_file.open("w") as log:
             start = time.time()
-            proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    preexec_fn=_child_setup)
+            proc = subprocess.Popen(
+                argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_child_setup
+            )
         try:
             rc = proc.wait()
         finally:
@@ -279,9 +291,26 @@ def exec_record(cfg: RunConfig, doc: dict[str, Any], timing: str, setup_s: float
         cpu = resolve_device("cpu")
         name, uuid = cpu.name, cpu.uuid
     return RunRecord(
-        engine=cfg.exec_name or workload_name(cfg.exec_command), context=str(doc.get("context") or cfg.device),
-        device=cfg.device, device_name=name, device_uuid=uuid, particles=cfg.particles, turns=1, elements=0,
-        setup_s=setup_s, transfer_s=0.0, track_s=track_s, track_start=float(doc["start"]),
-        track_end=float(doc["end"]), particle_turns_per_s=work / track_s if track_s > 0 else float("inf"),
-        element_passes_per_s=0.0, survived=0, checksum=0.0,
-        host=socket.gethostname(), pid=os.getpid(), replica=cfg.replica, extra=extra, exec_timing=timing)
+        engine=cfg.exec_name or workload_name(cfg.exec_command),
+        context=str(doc.get("context") or cfg.device),
+        device=cfg.device,
+        device_name=name,
+        device_uuid=uuid,
+        particles=cfg.particles,
+        turns=1,
+        elements=0,
+        setup_s=setup_s,
+        transfer_s=0.0,
+        track_s=track_s,
+        track_start=float(doc["start"]),
+        track_end=float(doc["end"]),
+        particle_turns_per_s=work / track_s if track_s > 0 else float("inf"),
+        element_passes_per_s=0.0,
+        survived=0,
+        checksum=0.0,
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        replica=cfg.replica,
+        extra=extra,
+        exec_timing=timing,
+    )

@@ -59,8 +59,9 @@ def resnet18(torch: Any, num_classes: int = 1000) -> Any:
         def _layer(self, planes: int, stride: int) -> Any:
             downsample = None
             if stride != 1 or self.inplanes != planes:
-                downsample = nn.Sequential(nn.Conv2d(self.inplanes, planes, 1, stride=stride, bias=False),
-                                           nn.BatchNorm2d(planes))
+                downsample = nn.Sequential(
+                    nn.Conv2d(self.inplanes, planes, 1, stride=stride, bias=False), nn.BatchNorm2d(planes)
+                )
             blocks = [BasicBlock(self.inplanes, planes, stride, downsample), BasicBlock(planes, planes)]
             self.inplanes = planes
             return nn.Sequential(*blocks)

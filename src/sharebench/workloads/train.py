@@ -34,8 +34,10 @@ def import_torch() -> Any:
     try:
         import torch  # noqa: PLC0415 - optional: the ml extra
     except ImportError as exc:
-        raise UserError(f"the training workload needs PyTorch ({exc}); install it with "
-                        "`pip install 'sharebench[ml]'` (or `make install-ml`)") from None
+        raise UserError(
+            f"the training workload needs PyTorch ({exc}); install it with "
+            "`pip install 'sharebench[ml]'` (or `make install-ml`)"
+        ) from None
     return torch
 
 
@@ -60,8 +62,16 @@ def device_facts(torch: Any, device: Any) -> dict[str, str]:
     return {"context": "torch-cuda", "device_name": str(props.name), "device_uuid": uuid}
 
 
-def train(batch: int, steps: int, warmup_steps: int, image_size: int, amp: bool, seed: int,
-          device_spec: str, threads: int | None = None) -> dict[str, Any]:
+def train(
+    batch: int,
+    steps: int,
+    warmup_steps: int,
+    image_size: int,
+    amp: bool,
+    seed: int,
+    device_spec: str,
+    threads: int | None = None,
+) -> dict[str, Any]:
     """Set up, wait at the barrier, run the timed steps; the result document (protocol keys and extras)."""
     torch = import_torch()
     torch.manual_seed(seed)
@@ -101,10 +111,20 @@ def train(batch: int, steps: int, warmup_steps: int, image_size: int, amp: bool,
         loss = step()
     sync()
     end = time.time()
-    return {"start": start, "end": end, "work": batch * steps, "unit": "samples",
-            "model": "resnet18", "batch": batch, "steps": steps, "image_size": image_size,
-            "precision": "bf16-amp" if amp else "fp32", "final_loss": float(loss.item()) if loss is not None else None,
-            "torch": torch.__version__, **device_facts(torch, device)}
+    return {
+        "start": start,
+        "end": end,
+        "work": batch * steps,
+        "unit": "samples",
+        "model": "resnet18",
+        "batch": batch,
+        "steps": steps,
+        "image_size": image_size,
+        "precision": "bf16-amp" if amp else "fp32",
+        "final_loss": float(loss.item()) if loss is not None else None,
+        "torch": torch.__version__,
+        **device_facts(torch, device),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,15 +135,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--image-size", default="224", help="image side in pixels (default 224)")
     ap.add_argument("--amp", action="store_true", help="mixed precision (bfloat16 autocast); default FP32")
     ap.add_argument("--seed", default="1", help="seed of the weights and the synthetic data (default 1)")
-    ap.add_argument("--device", default=None,
-                    help="auto, cpu or cuda[:N] (default: SHAREBENCH_DEVICE, else auto)")
+    ap.add_argument("--device", default=None, help="auto, cpu or cuda[:N] (default: SHAREBENCH_DEVICE, else auto)")
     args = ap.parse_args(argv)
     try:
         batch = work_size(whole_number("--batch", args.batch, 1))
-        doc = train(batch, whole_number("--steps", args.steps, 1), whole_number("--warmup-steps", args.warmup_steps, 0),
-                    whole_number("--image-size", args.image_size, 32), args.amp, whole_number("--seed", args.seed, 0),
-                    args.device or os.environ.get("SHAREBENCH_DEVICE", "auto"),
-                    threads=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None)
+        doc = train(
+            batch,
+            whole_number("--steps", args.steps, 1),
+            whole_number("--warmup-steps", args.warmup_steps, 0),
+            whole_number("--image-size", args.image_size, 32),
+            args.amp,
+            whole_number("--seed", args.seed, 0),
+            args.device or os.environ.get("SHAREBENCH_DEVICE", "auto"),
+            threads=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        )
     except UserError as exc:
         print(f"train: error: {exc}", file=sys.stderr)
         return 2

@@ -34,8 +34,9 @@ class NumpyParticles:
     __slots__ = ("beta0", "delta", "p0c", "px", "py", "pzeta", "q0", "rpp", "rvv", "x", "y", "zeta")
 
     def __init__(self, coords: np.ndarray, beta0: float, p0c: float, q0: float):
-        (self.x, self.px, self.y, self.py, self.zeta, self.delta, self.rpp, self.rvv,
-         self.pzeta) = (np.array(c, dtype=float) for c in coords)
+        (self.x, self.px, self.y, self.py, self.zeta, self.delta, self.rpp, self.rvv, self.pzeta) = (
+            np.array(c, dtype=float) for c in coords
+        )
         self.beta0, self.p0c, self.q0 = beta0, p0c, q0
 
     def coords(self) -> np.ndarray:
@@ -52,8 +53,10 @@ def check_no_alignment(el: Any, name: str) -> None:
         except (TypeError, ValueError):
             nonzero = False
         if nonzero:
-            raise UserError(f"element {name!r} ({type(el).__name__}) has {f}={v}: misaligned elements are not "
-                            "supported by the simpletrack engine")
+            raise UserError(
+                f"element {name!r} ({type(el).__name__}) has {f}={v}: misaligned elements are not "
+                "supported by the simpletrack engine"
+            )
 
 
 class Element:

@@ -46,8 +46,10 @@ class Cavity(Element):
     @staticmethod
     def pack(el: Any, name: str, ref: LineReference) -> list[float]:
         if el.model not in DEFAULT_MODELS or el.integrator not in DEFAULT_INTEGRATORS:
-            raise UserError(f"element {name!r} (Cavity) uses model {el.model}/integrator {el.integrator}; "
-                            "only the defaults are supported")
+            raise UserError(
+                f"element {name!r} (Cavity) uses model {el.model}/integrator {el.integrator}; "
+                "only the defaults are supported"
+            )
         if int(el.absolute_time) != 0:
             raise UserError(f"element {name!r} (Cavity) has absolute_time=1, not supported by the simpletrack engine")
         frequency = float(el.frequency)

@@ -111,8 +111,9 @@ def decode(packed: PackedLine) -> list[tuple]:
     return out
 
 
-def track_numpy(packed: PackedLine, coords: np.ndarray, nturns: int = 1,
-                elements: list[tuple] | None = None) -> np.ndarray:
+def track_numpy(
+    packed: PackedLine, coords: np.ndarray, nturns: int = 1, elements: list[tuple] | None = None
+) -> np.ndarray:
     """Track a few particles with numpy (no losses); returns coords (9, n).
 
     ``elements``: the line as :func:`decode` returns it, when already decoded."""

@@ -71,6 +71,7 @@ def make_engine(cfg: EngineOptions, device: DeviceInfo, line: Any, packed: Packe
     form, when given), with as many threads as ``cfg.cpus`` on the CPU."""
     threads = len(cfg.cpus) if cfg.cpus else None
     if check_engine(cfg.engine) == "simpletrack":
-        return SimpletrackEngine(device, packed if packed is not None else pack_line(line), threads=threads,
-                                 block_size=cfg.block_size)
+        return SimpletrackEngine(
+            device, packed if packed is not None else pack_line(line), threads=threads, block_size=cfg.block_size
+        )
     return XtrackEngine(device, line, threads=threads, optimize=cfg.optimize)

@@ -70,8 +70,14 @@ def kernel_description() -> Any:
 
 def scalar_args(packed: PackedLine, npart: int, nturns: int) -> tuple:
     """The kernel's arguments after the buffers, typed as a GPU launch passes them."""
-    return (np.int64(npart), np.int64(nturns), np.float64(packed.beta0), np.float64(packed.p0c),
-            np.float64(packed.q0), np.float64(packed.xy_limit))
+    return (
+        np.int64(npart),
+        np.int64(nturns),
+        np.float64(packed.beta0),
+        np.float64(packed.p0c),
+        np.float64(packed.q0),
+        np.float64(packed.xy_limit),
+    )
 
 
 class CpuBackend:
@@ -116,7 +122,10 @@ class CpuBackend:
         os.chdir(tmp)
         try:
             kernels = ctx.build_kernels(
-                kernel_descriptions=desc, sources=[src], module_name=module, containing_dir=str(tmp),
+                kernel_descriptions=desc,
+                sources=[src],
+                module_name=module,
+                containing_dir=str(tmp),
                 extra_compile_args=("-fno-fast-math", "-ffp-contract=off"),
             )
         finally:
@@ -136,8 +145,15 @@ class CpuBackend:
 
     def track(self, packed: PackedLine, npart: int, nturns: int) -> None:
         self._kernel(
-            elems=self._elems, n_elements=packed.n_elements, coords=self._coords, counters=self._counters,
-            npart=npart, nturns=int(nturns), beta0=packed.beta0, p0c=packed.p0c, q0=packed.q0,
+            elems=self._elems,
+            n_elements=packed.n_elements,
+            coords=self._coords,
+            counters=self._counters,
+            npart=npart,
+            nturns=int(nturns),
+            beta0=packed.beta0,
+            p0c=packed.p0c,
+            q0=packed.q0,
             xy_limit=packed.xy_limit,
         )
 
@@ -210,8 +226,16 @@ class OpenclBackend:
     def track(self, packed: PackedLine, npart: int, nturns: int) -> None:
         bs = self.block_size
         gsize = ((npart + bs - 1) // bs) * bs
-        self._kernel(self._queue, (gsize,), (bs,), self._elems, np.int64(packed.n_elements), self._coords,
-                     self._counters, *scalar_args(packed, npart, nturns))
+        self._kernel(
+            self._queue,
+            (gsize,),
+            (bs,),
+            self._elems,
+            np.int64(packed.n_elements),
+            self._coords,
+            self._counters,
+            *scalar_args(packed, npart, nturns),
+        )
         self._queue.finish()
 
     def download(self, npart: int) -> tuple[np.ndarray, np.ndarray]:
@@ -272,8 +296,17 @@ class CudaBackend:
     def track(self, packed: PackedLine, npart: int, nturns: int) -> None:
         bs = self.block_size
         grid = (npart + bs - 1) // bs
-        self._kernel((grid,), (bs,), (self._elems, np.int64(packed.n_elements), self._coords, self._counters,
-                                      *scalar_args(packed, npart, nturns)))
+        self._kernel(
+            (grid,),
+            (bs,),
+            (
+                self._elems,
+                np.int64(packed.n_elements),
+                self._coords,
+                self._counters,
+                *scalar_args(packed, npart, nturns),
+            ),
+        )
         self._cupy.cuda.get_current_stream().synchronize()
 
     def download(self, npart: int) -> tuple[np.ndarray, np.ndarray]:

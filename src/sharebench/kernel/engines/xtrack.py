@@ -112,8 +112,9 @@ class XtrackEngine:
 
         ref = self.line.particle_ref
         kw = {k: coords[i] for i, k in enumerate(COORDS[:6])}
-        self.particles = xt.Particles(_context=self.context, p0c=float(ref.p0c[0]), mass0=float(ref.mass0),
-                                      q0=float(ref.q0), **kw)
+        self.particles = xt.Particles(
+            _context=self.context, p0c=float(ref.p0c[0]), mass0=float(ref.mass0), q0=float(ref.q0), **kw
+        )
         self.context.synchronize()
 
     def track(self, nturns: int) -> None:
