@@ -22,6 +22,8 @@ from support.k8s_sim import LABEL_DP, LABEL_MIG, SimCluster
 ROOT = Path(__file__).resolve().parents[2]
 POLICY_FILE = ROOT / "manifests/rbac/0400_validatingadmissionpolicy_sharebench-node.yaml"
 NODE = "gpu-node-1"
+OTHER = "control-plane-1"
+BENCH = names.BENCHMARK_LABEL
 SA = policy.service_account_user()
 SITE_ENTRIES = {
     "default": "version: v1\n",
@@ -37,7 +39,9 @@ def vap() -> AdmissionPolicy:
 @pytest.fixture
 def sim(tmp_path):
     with SimCluster(tmp_path) as cluster:
-        cluster.add_gpu_node(NODE, "H200", gpus=2, labels={"topology.kubernetes.io/zone": "z1"})
+        cluster.add_gpu_node(NODE, "H200", gpus=2, labels={"topology.kubernetes.io/zone": "z1", BENCH[0]: BENCH[1]})
+        # a node the site did not offer to sharebench: its control plane
+        cluster.add_gpu_node(OTHER, "H200", gpus=2, labels={"node-role.kubernetes.io/control-plane": ""})
         # the site's own entries in its device-plugin ConfigMap, beside sharebench's
         cluster.edit(
             "configmaps", cluster.ns, names.DEVICE_PLUGIN_CONFIGMAP, lambda cm: cm["data"].update(SITE_ENTRIES)
@@ -84,7 +88,26 @@ NODE_CASES = [
         None,
     ),
     ("prior-state annotation", lambda o: o["metadata"]["annotations"].update({ANNOTATION: "{}"}), None),
-    ("cordon", lambda o: o["spec"].update({"unschedulable": True}), None),
+    (
+        "cordon while the prior state is recorded",
+        lambda o: (o["spec"].update({"unschedulable": True}), o["metadata"]["annotations"].update({ANNOTATION: "{}"})),
+        None,
+    ),
+    (
+        "cordon without a prior state",
+        lambda o: o["spec"].update({"unschedulable": True}),
+        "may cordon or uncordon a node only while it records its prior state",
+    ),
+    (
+        "another spec field",
+        lambda o: o["spec"].update({"podCIDR": "10.9.0.0/24"}),
+        "may change only spec.unschedulable",
+    ),
+    (
+        "the benchmark label removed",
+        lambda o: o["metadata"]["labels"].pop(BENCH[0]),
+        "may change only the node labels",
+    ),
     (
         "node-restriction label",
         lambda o: o["metadata"]["labels"].update({"node-restriction.kubernetes.io/team": "a"}),
@@ -127,6 +150,32 @@ def test_node_updates(vap, sim, what, fn, denied):
     assert (
         vap.denials(resource="nodes", operation="UPDATE", user="kubernetes-admin", obj=changed(old, fn), old=old) == []
     )
+
+
+@pytest.mark.parametrize(
+    "what, fn",
+    [
+        ("device-plugin label", lambda o: o["metadata"]["labels"].update({LABEL_DP: "sharebench-timeslice-2"})),
+        ("mig label", lambda o: o["metadata"]["labels"].update({LABEL_MIG: "all-1g.18gb"})),
+        (
+            "cordon",
+            lambda o: (o["spec"].update({"unschedulable": True}), o["metadata"]["annotations"].update({ANNOTATION: "{}"})),
+        ),
+    ],
+)
+def test_nodes_the_site_did_not_label_are_refused(vap, sim, what, fn):
+    old = sim.node(OTHER)
+    got = vap.denials(resource="nodes", operation="UPDATE", user=SA, obj=changed(old, fn), old=old)
+    assert f"sharebench may change only nodes labelled {BENCH[0]}={BENCH[1]} (the site sets it)" in got
+    admin = vap.denials(resource="nodes", operation="UPDATE", user="kubernetes-admin", obj=changed(old, fn), old=old)
+    assert admin == []
+
+
+def test_reconfigure_of_an_unlabelled_node_is_refused_by_the_enforced_policy(vap, sim):
+    sim.admission.append(vap)
+    with pytest.raises(NodeError, match=f"nodes labelled {BENCH[0]}={BENCH[1]}"):
+        reconfigure(OTHER, "timeslice:2", ReconfigureOptions(timeout_s=5, poll_s=0.01), api_client=sim.api_client())
+    assert LABEL_DP not in sim.node(OTHER)["metadata"]["labels"]
 
 
 CM_CASES = [

@@ -13,6 +13,8 @@ PRIOR_STATE_ANNOTATION = "sharebench.io/prior-state"  # the node's state before 
 # manager's state label, which it drops when the layout changes)
 SHARING_LABELS = ("nvidia.com/device-plugin.config", "nvidia.com/mig.config", "nvidia.com/mig.config.state")
 ENTRY_PREFIX = "sharebench-"  # sharebench's own entries in the site's device-plugin ConfigMap
+# the label a site sets on the nodes sharebench may reconfigure (the admission policy refuses the others)
+BENCHMARK_LABEL = ("sharebench.io/benchmark", "allowed")
 # every object and pod of sharebench carries it; the node step spares pods that have it
 PART_OF_LABEL = ("app.kubernetes.io/part-of", "sharebench")
 

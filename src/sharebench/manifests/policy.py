@@ -4,9 +4,13 @@ and its binding, for requests of sharebench's ServiceAccount.
 RBAC cannot say *which* labels of a node a ``patch`` may change, nor which pods of a namespace a
 ``delete`` may remove; this policy can. For the ServiceAccount, the API server admits:
 
-* on nodes, changes to the sharing labels only (:data:`~sharebench.manifests.names.SHARING_LABELS`),
-  to sharebench's own annotations only (``sharebench.io/...``) and to ``spec.unschedulable``
-  (cordon) - never a ``node-restriction.kubernetes.io/`` label, a taint or another field's value;
+* on nodes, only on the nodes the site labelled :data:`~sharebench.manifests.names.BENCHMARK_LABEL`
+  (``sharebench.io/benchmark=allowed``; never the control plane unless the site labels it): changes to
+  the sharing labels only (:data:`~sharebench.manifests.names.SHARING_LABELS`), to sharebench's own
+  annotations only (``sharebench.io/...``) and to ``spec.unschedulable`` (cordon), the latter only
+  while the node carries sharebench's prior-state annotation (so a restore undoes it) - never a
+  ``node-restriction.kubernetes.io/`` label, the benchmark label itself, a taint or another field of
+  ``spec``;
 * on ConfigMaps, changes to sharebench's own entries only (keys ``sharebench-...``): the site's
   default and other entries stay byte for byte;
 * pod deletion of the device-plugin and GPU-feature-discovery pods only.
@@ -18,8 +22,10 @@ them with cel-python on allowed and denied requests.
 from __future__ import annotations
 
 from sharebench.manifests.names import (
+    BENCHMARK_LABEL,
     ENTRY_PREFIX,
     OPERATOR_NAMESPACE,
+    PRIOR_STATE_ANNOTATION,
     RUN_NAMESPACE,
     SERVICE_ACCOUNT,
     SHARING_LABELS,
@@ -52,6 +58,8 @@ def variables() -> list[dict]:
         {"name": "oldLabels", "expression": _map("oldObject.metadata.labels")},
         {"name": "newAnnotations", "expression": _map("object.metadata.annotations")},
         {"name": "oldAnnotations", "expression": _map("oldObject.metadata.annotations")},
+        {"name": "newSpec", "expression": _map("object.spec")},
+        {"name": "oldSpec", "expression": _map("oldObject.spec")},
         {"name": "newData", "expression": _map("object.data")},
         {"name": "oldData", "expression": _map("oldObject.data")},
     ]
@@ -59,7 +67,13 @@ def variables() -> list[dict]:
 
 def validations(operator_namespace: str = OPERATOR_NAMESPACE) -> list[dict]:
     nodes = "request.resource.resource != 'nodes'"
+    key, value = BENCHMARK_LABEL
+    unschedulable = "(has({0}.unschedulable) && {0}.unschedulable)"
     return [
+        {
+            "expression": f"{nodes} || ('{key}' in variables.oldLabels && variables.oldLabels['{key}'] == '{value}')",
+            "message": f"sharebench may change only nodes labelled {key}={value} (the site sets it)",
+        },
         {
             "expression": f"{nodes} || "
             + _only_keys_change("variables.newLabels", "variables.oldLabels", f"k in {_cel_list(SHARING_LABELS)}"),
@@ -76,6 +90,18 @@ def validations(operator_namespace: str = OPERATOR_NAMESPACE) -> list[dict]:
             "expression": f"{nodes} || ((has(object.spec.taints) ? object.spec.taints : []) == "
             "(has(oldObject.spec.taints) ? oldObject.spec.taints : []))",
             "message": "sharebench may not change a node's taints",
+        },
+        {
+            "expression": f"{nodes} || "
+            + _only_keys_change("variables.newSpec", "variables.oldSpec", "k in ['unschedulable', 'taints']"),
+            "message": "sharebench may change only spec.unschedulable of a node's spec",
+        },
+        {
+            "expression": f"{nodes} || {unschedulable.format('variables.newSpec')} == "
+            f"{unschedulable.format('variables.oldSpec')} || '{PRIOR_STATE_ANNOTATION}' in variables.oldAnnotations "
+            f"|| '{PRIOR_STATE_ANNOTATION}' in variables.newAnnotations",
+            "message": f"sharebench may cordon or uncordon a node only while it records its prior state "
+            f"({PRIOR_STATE_ANNOTATION})",
         },
         {
             "expression": "request.resource.resource != 'configmaps' || "
