@@ -44,11 +44,43 @@ def _nvidia_uuid_for_pci(bus: int, slot: int) -> str:
 
         for i in range(cupy.cuda.runtime.getDeviceCount()):
             props = cupy.cuda.runtime.getDeviceProperties(i)
-            if int(props["pciBusID"]) == bus and int(props["pciDeviceID"]) == slot and props.get("uuid"):
-                return nvml.format_uuid(props["uuid"])
+            if int(props["pciBusID"]) == bus and int(props["pciDeviceID"]) == slot:
+                return cuda_uuid(i, props)
     except Exception:  # noqa: BLE001 - no CUDA runtime here: the UUID stays unknown
         pass
     return ""
+
+
+def driver_uuid_bytes(ordinal: int) -> bytes | None:
+    """The 16 bytes of CUDA device ``ordinal``'s UUID from the driver API (``cuDeviceGetUuid_v2``), or None
+    where the driver library does not answer. Read into a 16-byte buffer, never as a C string."""
+    import ctypes  # noqa: PLC0415 - only where a CUDA device is listed
+
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    dev = ctypes.c_int()
+    buf = (ctypes.c_ubyte * 16)()
+    get = getattr(cuda, "cuDeviceGetUuid_v2", None) or getattr(cuda, "cuDeviceGetUuid", None)
+    if get is None or cuda.cuInit(0) != 0 or cuda.cuDeviceGet(ctypes.byref(dev), ordinal) != 0:
+        return None
+    if get(buf, dev) != 0:
+        return None
+    return bytes(buf)
+
+
+def cuda_uuid(ordinal: int, props: dict, driver_bytes: bytes | None = None) -> str:
+    """CUDA device ``ordinal``'s GPU UUID: from its 16 bytes (the driver API), else from NVML by its PCI
+    address, else from CuPy's ``props["uuid"]`` only when that holds all 16 bytes; '' when none does."""
+    raw = driver_bytes if driver_bytes is not None else driver_uuid_bytes(ordinal)
+    if raw is not None and nvml.format_uuid(raw):
+        return nvml.format_uuid(raw)
+    try:
+        by_pci = nvml.uuid_at_pci(int(props["pciBusID"]), int(props["pciDeviceID"]))
+    except (KeyError, TypeError, ValueError):
+        by_pci = ""
+    return by_pci or nvml.format_uuid(props.get("uuid") or b"")
 
 
 def _cuda_devices() -> list[DeviceInfo]:
@@ -66,12 +98,9 @@ def _cuda_devices() -> list[DeviceInfo]:
     for i in range(count):
         props = cupy.cuda.runtime.getDeviceProperties(i)
         name = nvml.text(props["name"])
-        uuid = ""
         # MIG: CUDA_VISIBLE_DEVICES names the MIG instance; that is the device's id.
-        if i < len(visible_ids) and visible_ids[i].startswith("MIG-"):
-            uuid = visible_ids[i]
-        elif props.get("uuid"):
-            uuid = nvml.format_uuid(props["uuid"])
+        mig = i < len(visible_ids) and visible_ids[i].startswith("MIG-")
+        uuid = visible_ids[i] if mig else cuda_uuid(i, props)
         with cupy.cuda.Device(i):
             _free, total = cupy.cuda.runtime.memGetInfo()
         out.append(

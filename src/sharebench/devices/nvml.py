@@ -76,9 +76,15 @@ def cuda_version(version: int | None) -> str | None:
     return f"{version // 1000}.{(version % 1000) // 10}"
 
 
-def format_uuid(raw: bytes) -> str:
-    """A device UUID as 16 raw bytes (CUDA device properties, OpenCL's UUID_KHR) in NVML's spelling."""
-    return normalise_uuid(bytes(raw).hex()) or ""
+def format_uuid(raw: bytes | bytearray | list[int]) -> str:
+    """A device UUID given as its 16 raw bytes (the CUDA driver's ``CUuuid``, OpenCL's UUID_KHR) in NVML's
+    spelling; '' for anything but 16 bytes. A UUID is never read as a C string: one holding a zero byte
+    (``GPU-ad3a316f-400c-01e1-b1d0-88a21f6400df``) came back cut at it, 14 bytes, from CuPy's device
+    properties; such a value is refused here rather than spelled as a wrong id."""
+    data = bytes(raw)
+    if len(data) != 16:
+        return ""
+    return normalise_uuid(data.hex()) or ""
 
 
 def normalise_uuid(uuid: Any) -> str | None:
