@@ -1,11 +1,14 @@
 # The two set-up commands (see README):
 #   make run    install into .venv and run the default local sweep
-#   make test   install into .venv (with test extras) and run the test suite
+#   make test   install into .venv (with test extras), type-check src/ and run the test suite (what CI runs)
+#   make check  the quick loop (under 2 minutes on 2 cores): the pre-commit hooks on every file (ruff check,
+#               ruff format --check, lint-imports, mypy, the README / manifests / compiled-pipeline sync
+#               checks) and the tests not marked slow
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test install install-test install-ml clean
+.PHONY: run test check install install-test install-ml clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +27,17 @@ run: install
 	$(BIN)/sharebench run $(ARGS)
 
 test: install-test
+	$(BIN)/mypy
 	$(BIN)/python -m pytest $(ARGS)
+
+# no reinstall on each run: the test extra is installed once (or again when its tools are missing)
+$(BIN)/pre-commit $(BIN)/mypy:
+	$(MAKE) install-test
+
+check: $(BIN)/pre-commit $(BIN)/mypy
+	# the compiled-pipeline check is one of the tests below: skipped here so that it runs once
+	SKIP=pipelines-sync $(BIN)/pre-commit run --all-files
+	$(BIN)/python -m pytest -m "not slow" -q $(ARGS)
 
 clean:
 	rm -rf $(VENV) sharebench-results .pytest_cache
