@@ -177,8 +177,8 @@ def report_blocks(
     return blocks
 
 
-def build_report(results_dir: Path | str, compare: Path | str | None = None) -> dict[str, Path]:
-    """Rebuild tables, plots, report.md and report.html; returns their paths."""
+def report_page(results_dir: Path | str, compare: Path | str | None = None) -> tuple[str, list]:
+    """The report's title and blocks (tables/ and plots/ written into the results folder on the way)."""
     this = Folder(results_dir)
     write_tables(this.tables, this.path)
     other = None
@@ -197,12 +197,18 @@ def build_report(results_dir: Path | str, compare: Path | str | None = None) -> 
     blocks = answer.blocks(answer.write()) + report_blocks(
         this, other, plots, sections, read_notes(this.path) + section_notes
     )
-    title = f"sharebench report: {this.label}"
-    (this.path / "report.md").write_text(f"# {title}\n\n" + markdown(blocks, this.path))
-    (this.path / "report.html").write_text(html_page(title, blocks))
+    return f"sharebench report: {this.label}", blocks
+
+
+def build_report(results_dir: Path | str, compare: Path | str | None = None) -> dict[str, Path]:
+    """Rebuild tables, plots, report.md and report.html; returns their paths."""
+    title, blocks = report_page(results_dir, compare)
+    path = Path(results_dir)
+    (path / "report.md").write_text(f"# {title}\n\n" + markdown(blocks, path))
+    (path / "report.html").write_text(html_page(title, blocks))
     return {
-        "markdown": this.path / "report.md",
-        "html": this.path / "report.html",
-        "tables": this.path / "tables",
-        "plots": this.path / "plots",
+        "markdown": path / "report.md",
+        "html": path / "report.html",
+        "tables": path / "tables",
+        "plots": path / "plots",
     }
