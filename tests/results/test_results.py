@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 
 import numpy as np
@@ -71,6 +72,26 @@ def test_round_trip_types_and_units(tmp_path):
     assert_allclose(df["track_s"].to_numpy()[:2], [0.5, 1.5])
     assert np.isnan(df["track_s"].iloc[2])  # failed: no number, not a zero
     assert df["particles"].dtype == np.int64
+
+
+def test_a_number_that_does_not_parse_fails_its_row_and_cell_with_the_reason(tmp_path):
+    """Issue 27: a row with track_s=abc gave empty times and no flag."""
+    w = ResultsWriter(tmp_path)
+    w.append([row(0, cell_id="c1"), row(1, cell_id="c1"), row(2, cell_id="c2")])
+    path = tmp_path / RESULTS_CSV
+    lines = path.read_text().splitlines(keepends=True)
+    header = next(csv.reader([lines[0]]))
+    fields = next(csv.reader([lines[2]]))
+    fields[header.index("track_s")] = "abc"
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(fields)
+    path.write_text(lines[0] + lines[1] + buf.getvalue() + lines[3])
+    df = load_results(tmp_path)
+    assert df["status"].tolist() == ["ok", "failed", "ok"]
+    assert df["error"].iloc[1] == "unreadable row: track_s='abc' is not a number"
+    assert df["cell_status"].tolist() == ["failed", "failed", "ok"]
+    assert df["cell_error"].iloc[0] == "unreadable row: track_s='abc' is not a number"
+    assert np.isnan(df["track_s"].iloc[1]) and df["track_s"].iloc[2] == 2.5
 
 
 def test_rows_are_on_disk_after_each_append(tmp_path):

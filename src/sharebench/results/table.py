@@ -148,13 +148,33 @@ def load_results(results: Path | str) -> pd.DataFrame:
     for c in COLUMN_NAMES:
         if c not in df.columns:
             df[c] = ""
+    unparsed = pd.Series("", index=df.index)
     for c in df.columns:
         kind = DTYPES.get(c, "float" if c.startswith(EXTRA_PREFIX) else "str")
         if kind in ("int", "float"):
             num = pd.to_numeric(df[c].replace("", None), errors="coerce")
-            if c.startswith(EXTRA_PREFIX) and num.isna().all() and (df[c] != "").any():
-                continue  # a text telemetry column (tel_source, tel_note)
+            if c.startswith(EXTRA_PREFIX):
+                if num.isna().all() and (df[c] != "").any():
+                    continue  # a text telemetry column (tel_source, tel_note)
+            else:  # a schema number that does not parse: the row is failed, with the reason
+                bad = (df[c] != "") & num.isna() & ~df[c].str.lower().isin(["nan", "inf", "-inf"])
+                for i in df.index[bad]:
+                    unparsed[i] += f"{c}={df.at[i, c][:40]!r} is not a number; "
             df[c] = num.astype("float64") if kind == "float" or num.isna().any() else num.astype("int64")
         elif kind == "bool":
             df[c] = df[c].str.lower().isin(["true", "1", "yes"])
+    return mark_unparsed(df, unparsed.str.rstrip("; "))
+
+
+def mark_unparsed(df: pd.DataFrame, reasons: pd.Series) -> pd.DataFrame:
+    """Rows whose numbers did not parse are failed (and so are their cells), the reason in their errors."""
+    bad = reasons != ""
+    if not bad.any():
+        return df
+    df.loc[bad, "status"] = "failed"
+    df.loc[bad, "error"] = "unreadable row: " + reasons[bad]
+    for cell in df.loc[bad, "cell_id"].unique():
+        rows = df["cell_id"] == cell
+        df.loc[rows, "cell_status"] = "failed"
+        df.loc[rows, "cell_error"] = "unreadable row: " + reasons[bad & rows].iloc[0]
     return df
