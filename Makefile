@@ -34,8 +34,8 @@ test: install-test
 $(BIN)/pre-commit $(BIN)/mypy:
 	$(MAKE) install-test
 
+# the compiled-pipeline hook is also one of the tests: skipped among the hooks so that it runs once
 check: $(BIN)/pre-commit $(BIN)/mypy
-	# the compiled-pipeline check is one of the tests below: skipped here so that it runs once
 	SKIP=pipelines-sync $(BIN)/pre-commit run --all-files
 	$(BIN)/python -m pytest -m "not slow" -q $(ARGS)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 import psutil
 
@@ -127,9 +128,12 @@ def _opencl_devices() -> list[DeviceInfo]:
     except Exception:  # noqa: BLE001 - no ICD
         return []
     out = []
+    info: Any = cl.device_info
     for ip, plat in enumerate(platforms):
         try:
-            devices = plat.get_devices()
+            # Any: pyopencl's stubs type get_info as object, and name no UUID_KHR (its module has none
+            # either, so the lookup below fails and the PCI address is tried)
+            devices: list[Any] = plat.get_devices()
         except Exception:  # noqa: BLE001 - a platform that cannot list its devices offers none
             continue
         for idev, dev in enumerate(devices):
@@ -140,7 +144,7 @@ def _opencl_devices() -> list[DeviceInfo]:
             else:
                 try:
                     if "cl_khr_device_uuid" in dev.extensions:
-                        uuid = nvml.format_uuid(dev.get_info(cl.device_info.UUID_KHR))
+                        uuid = nvml.format_uuid(dev.get_info(info.UUID_KHR))
                 except Exception:  # noqa: BLE001 - the UUID extension is optional: try the PCI address next
                     uuid = ""
                 if not uuid:

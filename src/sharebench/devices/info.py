@@ -24,8 +24,11 @@ class DeviceInfo:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DeviceInfo:
         """A DeviceInfo from its dict form; missing fields are empty (0 bytes), other keys are ignored."""
-        values = {f.name: data.get(f.name) for f in fields(cls)}
-        return cls(**{k: (v if v is not None else (0 if k == "memory_bytes" else "")) for k, v in values.items()})
+        values: dict[str, Any] = {f.name: data.get(f.name) for f in fields(cls)}
+        filled: dict[str, Any] = {
+            k: (v if v is not None else (0 if k == "memory_bytes" else "")) for k, v in values.items()
+        }
+        return cls(**filled)
 
     @property
     def is_gpu(self) -> bool:

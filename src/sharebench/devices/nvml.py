@@ -163,7 +163,7 @@ def find_handle(nv: Any, device: DeviceInfo) -> tuple[Any, list[str]]:
 def mig_devices(nv: Any, parent: Any) -> list[dict[str, Any]]:
     """The MIG devices that exist on ``parent``: handle, index, name, uuid, GPU and compute instance
     ids, SMs, memory (None where NVML refuses a field); [] when MIG is off."""
-    out = []
+    out: list[dict[str, Any]] = []
     try:
         current, _pending = nv.nvmlDeviceGetMigMode(parent)
     except nv.NVMLError:

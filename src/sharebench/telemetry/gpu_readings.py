@@ -27,6 +27,7 @@ memory and (on Hopper and later) per-instance GPM activity are what NVML gives.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -44,6 +45,10 @@ _GPM_METRICS = (
     ("NVML_GPM_METRIC_DRAM_BW_UTIL", "dram_bw_util_pct"),
 )
 GPM_MIN_INTERVAL_S = 0.1  # NVML documents GPM samples at least 100 ms apart
+
+
+def _mem_used_bytes(nv: Any, handle: Any) -> float:
+    return float(nv.nvmlDeviceGetMemoryInfo(handle).used)
 
 
 def _gi_label(inst: dict[str, Any]) -> str:
@@ -126,10 +131,10 @@ class NvmlReader:
         self.target_uuid = self._safe(lambda: nvml.text(nv.nvmlDeviceGetUUID(target)))
         # one entry per GPU instance (a GPU instance split into compute instances has several
         # MIG devices sharing its memory and GPM counters)
-        seen: set = set()
-        self.migs = [
-            i for i in nvml.mig_devices(nv, self.parent) if (key := _gi_label(i)) not in seen and not seen.add(key)
-        ]
+        by_instance: dict[str, dict[str, Any]] = {}
+        for inst in nvml.mig_devices(nv, self.parent):
+            by_instance.setdefault(_gi_label(inst), inst)
+        self.migs = list(by_instance.values())
         self.mig = bool(self.migs)
         if self.mig:
             self.notes.append(
@@ -146,7 +151,7 @@ class NvmlReader:
         ]
         for inst in self.migs:
             h, gi = inst["handle"], _gi_label(inst)
-            candidates.append((f"mig{gi}_mem_used_bytes", lambda h=h: float(nv.nvmlDeviceGetMemoryInfo(h).used)))
+            candidates.append((f"mig{gi}_mem_used_bytes", functools.partial(_mem_used_bytes, nv, h)))
         # utilization is one call giving two values
         self._util = self._probe(lambda: nv.nvmlDeviceGetUtilizationRates(self.parent), util_note)
         for col, fn in candidates:

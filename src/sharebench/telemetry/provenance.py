@@ -30,6 +30,7 @@ import platform
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,7 @@ def _git(root: Path) -> dict[str, Any]:
 
 
 def _versions() -> dict[str, str | None]:
-    out = {}
+    out: dict[str, str | None] = {}
     for name in LIBRARIES:
         try:
             out[name] = metadata.version(name)
@@ -135,7 +136,7 @@ def nvidia_info() -> dict[str, Any]:
     try:
         with nvml.session() as nv:
 
-            def get(fn, *args):
+            def get(fn: Callable[..., Any], *args: Any) -> Any:
                 try:
                     return fn(*args)
                 except nv.NVMLError:
@@ -183,7 +184,7 @@ def gpu_info(device: DeviceInfo) -> dict[str, Any]:
     out: dict[str, Any] = {"available": True}
     try:
 
-        def get(fn, *args):
+        def get(fn: Callable[..., Any], *args: Any) -> Any:
             try:
                 return fn(*args)
             except nv.NVMLError:
@@ -284,7 +285,7 @@ NODE_LABELS = (
 def node_facts(node: Any) -> dict[str, Any]:
     """The NVIDIA labels and capacity of a ``V1Node`` (what GPU feature discovery published)."""
     labels = dict(node.metadata.labels or {})
-    facts = {"labels": {k: labels[k] for k in NODE_LABELS if k in labels}}
+    facts: dict[str, Any] = {"labels": {k: labels[k] for k in NODE_LABELS if k in labels}}
     capacity = dict(getattr(node.status, "capacity", None) or {})
     facts["gpu_resources"] = {k: v for k, v in capacity.items() if k.startswith("nvidia.com/")}
     info = getattr(node.status, "node_info", None)

@@ -158,6 +158,8 @@ class CpuBackend:
         )
 
     def download(self, npart: int) -> tuple[np.ndarray, np.ndarray]:
+        if self._coords is None or self._counters is None:
+            raise RuntimeError("download before upload (or after release)")
         return self._coords.copy(), self._counters.copy()
 
     def release(self) -> None:
