@@ -1,0 +1,241 @@
+"""The per-burst driver: runs a replica pattern (``sharebench.patterns``) over any unit of work, and the
+per-burst record a program writes for the harness.
+
+``run_pattern(pattern, do_work, count=N | duration_s=S, seed=..., phase=True)`` calls ``do_work(units)``
+on the pattern's schedule and returns one :class:`Burst` per call: its ``arrival`` (when the work was
+asked for), ``start`` and ``end`` (when ``do_work`` began and returned) and ``units``. ``do_work`` must
+return only when its work is done (synchronise the device). Times are epoch seconds, read from a
+monotonic clock anchored to ``time.time()`` once, so they compare with the other replicas' records.
+
+* ``batch``: ``do_work(batch_units)`` back to back; a call arrives when the last ends.
+* ``interactive``: a burst of ``pattern.units``, then a think time drawn from an exponential
+  distribution of mean ``pattern.think_s``; the next burst arrives at the end of the think (closed loop).
+  With ``phase=True`` the user starts with a think time of its own (drawn the same way), so that users
+  started at one instant are out of step; ``phase=False`` starts at once (users in lockstep).
+* ``serve``: requests of ``pattern.units`` arrive as a Poisson process of rate ``pattern.rate_per_s``
+  (exponential gaps from the start, so ``phase`` changes nothing); a request that arrives while the last
+  is running waits for it, so its latency (end - arrival) includes the time it queued. All arrivals are
+  drawn from the seed before the first request runs.
+
+The draws come from ``numpy.random.default_rng(seed)`` (seed: an int or a sequence of ints, e.g.
+``(sweep_seed, replica, repeat)``), so a seed gives the same schedule. The driver waits for an arrival
+by sleeping to :data:`SPIN_S` before it and spinning the rest, so a late wake-up does not count as the
+device's latency (``benchmarks/burst_overhead.py`` measures what the driver adds to a burst of no work).
+With ``count`` exactly that many bursts run; with ``duration_s`` bursts keep arriving until that many
+seconds after the first instant, and every request that arrived in the window is served.
+
+The record (protocol extension): a program run by ``--engine exec`` finds a file name in
+:data:`BURSTS` (``SHAREBENCH_BURSTS``), its pattern in :data:`PATTERN` and its seed in :data:`SEED`;
+:func:`record_bursts` writes the JSON-lines record there (nothing outside a cell, and a program that
+ignores the variables keeps working). First line: ``{"kind": "bursts", "schema_version": 1, "pattern":
+label, "seed": ..., "unit": ..., ...}``; then one ``{"i", "arrival", "start", "end", "units"}`` line per
+burst. :func:`read_bursts` reads it back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sharebench.errors import UserError, one_line
+from sharebench.files import write_atomic
+from sharebench.patterns import BATCH, Pattern, parse_pattern
+
+BURSTS = "SHAREBENCH_BURSTS"  # where a program writes its per-burst record (JSON lines)
+PATTERN = "SHAREBENCH_PATTERN"  # the pattern a program follows (a sharebench.patterns label)
+SEED = "SHAREBENCH_PATTERN_SEED"  # the seed of its think times or arrivals
+BURSTS_KIND = "bursts"
+# 1: a header line {kind, schema_version, pattern, seed, ...}, then {i, arrival, start, end, units} a burst
+BURSTS_SCHEMA_VERSION = 1
+BURST_KEYS = ("i", "arrival", "start", "end", "units")
+SPIN_S = 0.0005  # the last half millisecond before an arrival is spun, not slept
+
+Clock = Callable[[], float]
+Sleep = Callable[[float], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Burst:
+    """One burst or request: ``i`` its index, times in epoch seconds, ``units`` the work it asked for."""
+
+    i: int
+    arrival: float
+    start: float
+    end: float
+    units: int
+
+    @property
+    def latency_s(self) -> float:
+        """From arrival to end: the time the work took, and for a request the time it queued."""
+        return self.end - self.arrival
+
+
+def epoch_clock() -> Clock:
+    """A clock in epoch seconds that never goes back: ``time.perf_counter`` anchored to ``time.time`` once."""
+    offset = time.time() - time.perf_counter()
+    return lambda: time.perf_counter() + offset
+
+
+def wait_until(instant: float, clock: Clock, sleep: Sleep = time.sleep) -> None:
+    """Return at ``instant`` of ``clock``: sleep to :data:`SPIN_S` before it, spin the rest."""
+    remaining = instant - clock()
+    if remaining > SPIN_S:
+        sleep(remaining - SPIN_S)
+    while clock() < instant:
+        pass
+
+
+def pattern_rng(seed: int | Sequence[int]) -> np.random.Generator:
+    return np.random.default_rng(list(seed) if isinstance(seed, Sequence) else seed)
+
+
+def run_pattern(
+    pattern: Pattern,
+    do_work: Callable[[int], object],
+    *,
+    count: int | None = None,
+    duration_s: float | None = None,
+    seed: int | Sequence[int] = 0,
+    phase: bool = True,
+    batch_units: int = 1,
+    clock: Clock | None = None,
+    sleep: Sleep = time.sleep,
+) -> list[Burst]:
+    """Run ``pattern`` over ``do_work`` for ``count`` bursts or ``duration_s`` seconds (exactly one);
+    one :class:`Burst` per call of ``do_work``. ``batch_units`` is the work of one call under ``batch``."""
+    if (count is None) == (duration_s is None):
+        raise ValueError("run_pattern needs exactly one of count and duration_s")
+    if count is not None and count < 0:
+        raise ValueError(f"count {count} < 0")
+    if duration_s is not None and not (math.isfinite(duration_s) and duration_s >= 0):
+        raise ValueError(f"duration_s {duration_s} is not a finite number >= 0")
+    now = clock or epoch_clock()
+    t0 = now()
+    until = math.inf if duration_s is None else t0 + duration_s
+    limit = count if count is not None else math.inf
+    rng = pattern_rng(seed)
+    if pattern.kind == "serve":
+        arrivals = poisson_arrivals(rng, float(pattern.rate_per_s or 0), t0, until, count)
+        return [run_burst(i, a, int(pattern.units or 1), do_work, now, sleep) for i, a in enumerate(arrivals)]
+    if pattern.kind == "interactive":
+        think = float(pattern.think_s or 0)
+        units = int(pattern.units or 1)
+        arrival = t0 + (float(rng.exponential(think)) if phase else 0.0)
+    else:
+        think, units, arrival = 0.0, batch_units, t0
+    out: list[Burst] = []
+    while len(out) < limit and arrival < until:
+        burst = run_burst(len(out), arrival, units, do_work, now, sleep)
+        out.append(burst)
+        arrival = burst.end + (float(rng.exponential(think)) if think else 0.0)
+    return out
+
+
+def poisson_arrivals(rng: np.random.Generator, rate: float, t0: float, until: float, count: int | None) -> list[float]:
+    """Arrival instants of a Poisson process of ``rate`` from ``t0``: ``count`` of them, or all before ``until``."""
+    out: list[float] = []
+    t = t0
+    while count is None or len(out) < count:
+        t += float(rng.exponential(1.0 / rate))
+        if t >= until:
+            break
+        out.append(t)
+    return out
+
+
+def run_burst(i: int, arrival: float, units: int, do_work: Callable[[int], object], now: Clock, sleep: Sleep) -> Burst:
+    wait_until(arrival, now, sleep)
+    start = now()
+    do_work(units)
+    return Burst(i, arrival, start, now(), units)
+
+
+# ----------------------------------------------------------------- the per-burst record
+
+
+def pattern_from_env(default: Pattern = BATCH) -> Pattern:
+    """The pattern in :data:`PATTERN` (``default`` when unset); UserError naming a bad one."""
+    text = os.environ.get(PATTERN, "").strip()
+    return parse_pattern(text) if text else default
+
+
+def seed_from_env(default: int = 0) -> int:
+    """The seed in :data:`SEED` (``default`` when unset); UserError naming a bad one."""
+    text = os.environ.get(SEED, "").strip()
+    if not text:
+        return default
+    if not text.isdigit():
+        raise UserError(f"bad {SEED} {text!r}; allowed: a whole number >= 0")
+    return int(text)
+
+
+def bursts_text(bursts: Sequence[Burst], header: dict[str, Any]) -> str:
+    head = {"kind": BURSTS_KIND, "schema_version": BURSTS_SCHEMA_VERSION, **header}
+    lines = [json.dumps(head)] + [json.dumps(asdict(b)) for b in bursts]
+    return "\n".join(lines) + "\n"
+
+
+def write_bursts(path: Path, bursts: Sequence[Burst], pattern: Pattern, seed: object, **header: Any) -> None:
+    """Write the record (atomically): the header (pattern label, seed, ``header``'s keys), one line a burst."""
+    write_atomic(Path(path), bursts_text(bursts, {"pattern": pattern.label, "seed": seed, **header}))
+
+
+def record_bursts(bursts: Sequence[Burst], pattern: Pattern, seed: object, **header: Any) -> Path | None:
+    """Write the record to the file named by :data:`BURSTS`; nothing (None) when it is unset."""
+    path = os.environ.get(BURSTS, "").strip()
+    if not path:
+        return None
+    write_bursts(Path(path), bursts, pattern, seed, **header)
+    return Path(path)
+
+
+def read_bursts(path: Path) -> tuple[dict[str, Any], list[Burst]]:
+    """The record's header and bursts; UserError (one line) when absent, of another kind, newer than this
+    sharebench reads, or malformed (naming the line)."""
+    try:
+        lines = [ln for ln in Path(path).read_text().splitlines() if ln.strip()]
+    except OSError as exc:
+        raise UserError(f"burst record {path} unreadable: {one_line(exc)}") from None
+    if not lines:
+        raise UserError(f"burst record {path} is empty; a header line is needed")
+    header = parse_line(path, 1, lines[0])
+    if header.get("kind") != BURSTS_KIND:
+        raise UserError(f"{path} is not a burst record (kind {header.get('kind')!r}, expected {BURSTS_KIND!r})")
+    version = header.get("schema_version")
+    if not isinstance(version, int) or not 1 <= version <= BURSTS_SCHEMA_VERSION:
+        raise UserError(
+            f"burst record {path} has schema_version {version!r}; this sharebench reads 1..{BURSTS_SCHEMA_VERSION} "
+            "(a newer record needs a newer sharebench)"
+        )
+    return header, [burst_of(path, n, parse_line(path, n, ln)) for n, ln in enumerate(lines[1:], start=2)]
+
+
+def parse_line(path: Path, n: int, line: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"burst record {path} line {n}: not JSON ({exc.msg}): {one_line(line, 60)!r}") from None
+    if not isinstance(doc, dict):
+        raise UserError(f"burst record {path} line {n}: a JSON object is needed, got {type(doc).__name__}")
+    return doc
+
+
+def burst_of(path: Path, n: int, doc: dict[str, Any]) -> Burst:
+    missing = [k for k in BURST_KEYS if k not in doc]
+    if missing:
+        raise UserError(f"burst record {path} line {n}: missing {', '.join(missing)} (needed: {', '.join(BURST_KEYS)})")
+    for k in BURST_KEYS:
+        v = doc[k]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise UserError(f"burst record {path} line {n}: {k} {v!r} is not a finite number")
+    if not doc["arrival"] <= doc["end"] or not doc["start"] <= doc["end"]:
+        raise UserError(f"burst record {path} line {n}: end {doc['end']!r} before its arrival or start")
+    return Burst(int(doc["i"]), float(doc["arrival"]), float(doc["start"]), float(doc["end"]), int(doc["units"]))
