@@ -11,7 +11,7 @@ import pytest
 from sharebench import gpus
 from sharebench.errors import UserError
 from sharebench.modes import parse_mode
-from sharebench.sharing import plan as plan_mod
+from sharebench.sharing import layout as plan_mod
 
 H200 = {
     "spec": "cuda:0",

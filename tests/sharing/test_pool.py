@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from sharebench.kernel import RunConfig
-from sharebench.sharing import ReplicaPool, plan_cell, run_cell
+from sharebench.sharing import ReplicaPool, WarmLauncher, cell_run, plan_cell, run_cell
 from sharebench.telemetry.disturbance import Probe
 from support.contexts import device_of
 
@@ -32,11 +32,12 @@ def test_warm_replicas_track_the_same_particles_as_fresh_ones(tmp_path, lattice,
     dev = device_of(spec)
     cells = [("exclusive", 1500), ("timeslice:2", 1500), ("exclusive", 900), ("timeslice:2", 1500)]
     fresh = [
-        run_cell(m, cfg(dev.spec, lattice, n), tmp_path / f"fresh{i}", device=dev) for i, (m, n) in enumerate(cells)
+        run_cell(cell_run(m, cfg(dev.spec, lattice, n), tmp_path / f"fresh{i}", device=dev))
+        for i, (m, n) in enumerate(cells)
     ]
     with ReplicaPool(tmp_path / "pool") as pool:
         warm = [
-            run_cell(m, cfg(dev.spec, lattice, n), tmp_path / f"warm{i}", device=dev, pool=pool)
+            run_cell(cell_run(m, cfg(dev.spec, lattice, n), tmp_path / f"warm{i}", device=dev), WarmLauncher(pool))
             for i, (m, n) in enumerate(cells)
         ]
         assert pool.started == 2  # two processes served all six replicas of the four cells
@@ -63,24 +64,28 @@ def test_warm_replicas_track_the_same_particles_as_fresh_ones(tmp_path, lattice,
 def test_a_failed_cell_ends_its_replicas_and_the_next_starts_fresh(tmp_path, lattice):
     dev = device_of("cpu")
     with ReplicaPool(tmp_path / "pool") as pool:
-        good = run_cell("exclusive", cfg("cpu", lattice, 800), tmp_path / "a", device=dev, pool=pool)
+        good = run_cell(cell_run("exclusive", cfg("cpu", lattice, 800), tmp_path / "a", device=dev), WarmLauncher(pool))
         assert ok(good) and len(pool.idle) == 1
         plan = plan_cell("timeslice:2", dev)
         plan.replicas[1].device = "opencl:9.9"  # this replica cannot open its device
-        bad = run_cell("timeslice:2", cfg("cpu", lattice, 800), tmp_path / "b", plan=plan, pool=pool)
+        bad = run_cell(cell_run("timeslice:2", cfg("cpu", lattice, 800), tmp_path / "b", plan=plan), WarmLauncher(pool))
         assert bad[1]["status"] == "failed" and "opencl:9.9" in bad[1]["error"]
         assert {r["cell_status"] for r in bad} == {"failed"}
         # both replicas of the failed cell were ended, the one that had served cell a included
         assert not pool.idle and not pool.busy
         assert not psutil.Process().children(recursive=True)
-        again = run_cell("exclusive", cfg("cpu", lattice, 800), tmp_path / "c", device=dev, pool=pool)
+        again = run_cell(
+            cell_run("exclusive", cfg("cpu", lattice, 800), tmp_path / "c", device=dev), WarmLauncher(pool)
+        )
         assert ok(again) and again[0]["extra"]["warm_cells"] == 0 and again[0]["checksum"] == good[0]["checksum"]
 
 
 def test_ctrl_c_in_a_warm_cell_stops_every_replica(tmp_path, lattice):
     dev = device_of("cpu")
     with ReplicaPool(tmp_path / "pool") as pool:
-        assert ok(run_cell("exclusive", cfg("cpu", lattice, 800), tmp_path / "a", device=dev, pool=pool))
+        assert ok(
+            run_cell(cell_run("exclusive", cfg("cpu", lattice, 800), tmp_path / "a", device=dev), WarmLauncher(pool))
+        )
         start = tmp_path / "b" / "start"
         timer = subprocess.Popen(
             [
@@ -96,7 +101,10 @@ os.kill({os.getpid()}, signal.SIGINT)
             ]
         )
         with pytest.raises(KeyboardInterrupt):
-            run_cell("timeslice:2", cfg("cpu", lattice, 20000, turns=400), tmp_path / "b", device=dev, pool=pool)
+            run_cell(
+                cell_run("timeslice:2", cfg("cpu", lattice, 20000, turns=400), tmp_path / "b", device=dev),
+                WarmLauncher(pool),
+            )
         timer.wait(timeout=30)
         assert not pool.idle and not pool.busy
     assert not psutil.Process().children(recursive=True)
@@ -105,10 +113,14 @@ os.kill({os.getpid()}, signal.SIGINT)
 def test_a_replica_killed_while_idle_is_replaced(tmp_path, lattice):
     dev = device_of("cpu")
     with ReplicaPool(tmp_path / "pool") as pool:
-        first = run_cell("exclusive", cfg("cpu", lattice, 800), tmp_path / "a", device=dev, pool=pool)
+        first = run_cell(
+            cell_run("exclusive", cfg("cpu", lattice, 800), tmp_path / "a", device=dev), WarmLauncher(pool)
+        )
         os.kill(first[0]["pid"], signal.SIGKILL)
         time.sleep(0.2)
-        second = run_cell("exclusive", cfg("cpu", lattice, 800), tmp_path / "b", device=dev, pool=pool)
+        second = run_cell(
+            cell_run("exclusive", cfg("cpu", lattice, 800), tmp_path / "b", device=dev), WarmLauncher(pool)
+        )
         assert ok(second) and second[0]["pid"] != first[0]["pid"] and pool.started == 2
     assert not psutil.Process().children(recursive=True)
 
@@ -116,7 +128,9 @@ def test_a_replica_killed_while_idle_is_replaced(tmp_path, lattice):
 def test_idle_replicas_beyond_the_cap_are_ended(tmp_path, lattice):
     dev = device_of("cpu")
     with ReplicaPool(tmp_path / "pool", max_idle=1) as pool:
-        assert ok(run_cell("timeslice:2", cfg("cpu", lattice, 800), tmp_path / "a", device=dev, pool=pool))
+        assert ok(
+            run_cell(cell_run("timeslice:2", cfg("cpu", lattice, 800), tmp_path / "a", device=dev), WarmLauncher(pool))
+        )
         assert len(pool.idle) == 1 and len(psutil.Process().children()) == 1
     assert not psutil.Process().children(recursive=True)
 
@@ -140,25 +154,25 @@ def test_cpu_of_live_replicas_is_not_foreign(tmp_path):
 
 
 def test_primed_replicas_set_up_before_the_first_cell(tmp_path, lattice):
-    """prime_pool starts as many replicas as the largest cell needs and sets them up at once; the cells
+    """A warm launcher's prime starts as many replicas as the largest cell needs and sets them up at once; the cells
     then start none, and the first cell of each still reports the build it did not wait for."""
-    from sharebench.sharing import prime_pool
-
     dev = device_of("cpu")
     plans = [plan_cell("exclusive", dev), plan_cell("timeslice:2", dev)]
     with ReplicaPool(tmp_path / "pool") as pool:
-        assert prime_pool(pool, plans, cfg("cpu", lattice, 1200)) == []
+        assert WarmLauncher(pool).prime(plans, cfg("cpu", lattice, 1200).to_dict()) == []
         assert pool.started == 2 and len(pool.idle) == 2
         assert sorted(p.read_text() for p in (tmp_path / "pool" / "prime").glob("primed.*")) == ["ok\n", "ok\n"]
-        rows = run_cell("timeslice:2", cfg("cpu", lattice, 1200), tmp_path / "a", plan=plans[1], pool=pool)
+        rows = run_cell(
+            cell_run("timeslice:2", cfg("cpu", lattice, 1200), tmp_path / "a", plan=plans[1]), WarmLauncher(pool)
+        )
         assert ok(rows) and pool.started == 2
         assert [r["extra"]["warm_cells"] for r in rows] == [0, 0]
         assert all(r["compile_s"] > 0 for r in rows)  # the build happened while priming, and is reported
-        fresh = run_cell("timeslice:2", cfg("cpu", lattice, 1200), tmp_path / "b", plan=plans[1])
+        fresh = run_cell(cell_run("timeslice:2", cfg("cpu", lattice, 1200), tmp_path / "b", plan=plans[1]))
         assert [r["checksum"] for r in rows] == [r["checksum"] for r in fresh]
         # a replica that cannot set up is reported and ended, not kept
         bad = plan_cell("exclusive", dev)
         bad.replicas[0].device = "opencl:9.9"
-        problems = prime_pool(pool, [bad], cfg("cpu", lattice, 1200))
+        problems = WarmLauncher(pool).prime([bad], cfg("cpu", lattice, 1200).to_dict())
         assert len(problems) == 1 and "opencl:9.9" in problems[0] and pool.started == 3 and len(pool.idle) == 2
     assert not psutil.Process().children(recursive=True)

@@ -19,6 +19,7 @@ from sharebench.sharing import (
     CellPlan,
     MpsDaemon,
     ReplicaPlan,
+    cell_run,
     check_mps_available,
     find_mig_instances,
     parse_nvidia_smi_list,
@@ -73,7 +74,7 @@ def test_cell_replicas_start_together(tmp_path, lattice, spec, mode):
     dev = device_of(spec)
     if mode == "partition:2" and len(os.sched_getaffinity(0)) < 2:
         pytest.skip("partition:2 needs 2 cores")
-    recs = run_cell(mode, run_config(dev.spec, lattice), tmp_path, device=dev)
+    recs = run_cell(cell_run(mode, run_config(dev.spec, lattice), tmp_path, device=dev))
     n = 1 if mode == "exclusive" else 2
     assert [r["replica"] for r in recs] == list(range(n))
     assert all(r["status"] == "ok" and r["cell_status"] == "ok" for r in recs), recs
@@ -96,7 +97,7 @@ def test_a_replica_that_fails_at_setup_fails_the_cell_fast(tmp_path, lattice):
     plan = plan_cell("timeslice:2", dev)
     plan.replicas[1].device = "opencl:9.9"  # this replica cannot open its device
     t0 = time.monotonic()
-    recs = run_cell("timeslice:2", run_config("cpu", lattice), tmp_path, plan=plan)
+    recs = run_cell(cell_run("timeslice:2", run_config("cpu", lattice), tmp_path, plan=plan))
     assert time.monotonic() - t0 < 60
     assert recs[1]["status"] == "failed" and "opencl:9.9" in recs[1]["error"]
     assert recs[0]["status"] == "failed" and recs[0]["error"] == "stopped: another replica of the cell failed first"
@@ -137,7 +138,7 @@ def test_a_crash_while_tracking_keeps_the_other_replicas_record(tmp_path, lattic
     # long enough to be killed mid-run: ~4e6 particle-turns on a 100-element ring
     cfg = run_config("cpu", lattice, particles=20000, turns=200)
     _when_started(tmp_path, lambda: os.kill(_replica_pid(tmp_path, 1), signal.SIGKILL))
-    recs = run_cell("timeslice:2", cfg, tmp_path, device=dev)
+    recs = run_cell(cell_run("timeslice:2", cfg, tmp_path, device=dev))
     assert recs[0]["status"] == "ok" and recs[0]["track_s"] > 0
     assert recs[1]["status"] == "failed" and recs[1]["error"].startswith("exited with status -9")
     assert recs[0]["cell_status"] == "failed" and recs[0]["cell_error"].startswith("replica 1: exited with status -9")
@@ -148,14 +149,14 @@ def test_ctrl_c_stops_every_replica(tmp_path, lattice):
     cfg = run_config("cpu", lattice, particles=20000, turns=400)
     _when_started(tmp_path, lambda: os.kill(os.getpid(), signal.SIGINT))
     with pytest.raises(KeyboardInterrupt):
-        run_cell("timeslice:2", cfg, tmp_path, device=dev)
+        run_cell(cell_run("timeslice:2", cfg, tmp_path, device=dev))
     assert not psutil.Process().children(recursive=True)
 
 
 def test_run_timeout_stops_a_cell_that_tracks_too_long(tmp_path, lattice):
     dev = device_of("cpu")
     cfg = run_config("cpu", lattice, particles=20000, turns=400)
-    recs = run_cell("timeslice:2", cfg, tmp_path, device=dev, run_timeout_s=0.5)
+    recs = run_cell(cell_run("timeslice:2", cfg, tmp_path, device=dev, run_timeout_s=0.5))
     assert [r["status"] for r in recs] == ["failed", "failed"]
     assert recs[0]["error"] == "still running 0.5 s after the start; stopped"
     assert not psutil.Process().children(recursive=True)
@@ -165,7 +166,7 @@ def test_barrier_timeout(tmp_path, lattice):
     dev = device_of("cpu")
     # 10 ms: less than a Python interpreter needs to start and import numpy, so never ready in time
     # (0.3 s was flaky: with warm kernel and lattice caches a replica can be ready sooner)
-    recs = run_cell("exclusive", run_config("cpu", lattice), tmp_path, device=dev, ready_timeout_s=0.01)
+    recs = run_cell(cell_run("exclusive", run_config("cpu", lattice), tmp_path, device=dev, ready_timeout_s=0.01))
     assert recs[0]["status"] == "failed"
     assert recs[0]["error"] == "not ready after 0.01 s (setup too slow or hung)"
     assert not psutil.Process().children(recursive=True)

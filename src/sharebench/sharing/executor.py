@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +25,11 @@ from sharebench.kernel import RunConfig
 from sharebench.modes import Mode
 from sharebench.parse import format_cpu_set
 from sharebench.results.store import read_json
+from sharebench.sharing.launch import CellRun, FreshLauncher, Launcher, Replica, ReplicaFiles, replica_config
 from sharebench.sharing.layout import CellPlan, ReplicaPlan, plan_cell
 from sharebench.sharing.mps import MpsDaemon, exec_client_check
-from sharebench.sharing.pool import ReplicaPool, Worker, die_with_parent
-from sharebench.workloads import REPLICA_MODULE
 
 _STOPPED = "stopped: another replica of the cell failed first"
-
-
-# ----------------------------------------------------------------------- processes
 
 
 def _log_tail(path: Path, lines: int = 5) -> str:
@@ -45,37 +40,26 @@ def _log_tail(path: Path, lines: int = 5) -> str:
     return " | ".join(tail)
 
 
-def _stop(procs: list[subprocess.Popen | Worker], grace_s: float = 5.0) -> None:
-    """Stop the replicas still running (a warm one whose record is written is left alone)."""
-    running = [p for p in procs if p.poll() is None]
-    for p in running:
-        try:
-            p.terminate()
-        except OSError:
-            pass
-    deadline = time.monotonic() + grace_s
-    for p in running:
-        try:
-            p.wait(timeout=max(0.05, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-
-
-def run_cell(
+def cell_run(
     mode: Mode | str,
-    cfg: RunConfig | dict[str, Any],
-    workdir: Path | str,
+    cfg: RunConfig | Mapping[str, Any],
+    folder: Path | str,
     *,
     device: DeviceInfo | dict[str, Any] | None = None,
     plan: CellPlan | None = None,
-    ready_timeout_s: float = 900.0,
-    run_timeout_s: float | None = None,
-    start_delay_s: float = 0.5,
-    python: str = sys.executable,
-    poll_s: float = 0.02,
-    pool: ReplicaPool | None = None,
-) -> list[dict[str, Any]]:
+    **settings: Any,
+) -> CellRun:
+    """The :class:`CellRun` of ``mode`` (planned on ``device`` unless ``plan`` is given) with the run
+    config ``cfg``, in ``folder``; ``settings``: the other CellRun fields (timeouts, start delay, ...)."""
+    if plan is None:
+        if device is None:
+            raise TypeError("cell_run needs device= or plan=")
+        plan = plan_cell(mode, device)
+    base = (cfg if isinstance(cfg, RunConfig) else RunConfig.from_dict(dict(cfg))).to_dict()
+    return CellRun(plan=plan, base=base, folder=Path(folder), **settings)
+
+
+def run_cell(run: CellRun, launcher: Launcher | None = None) -> list[dict[str, Any]]:
     """Run the N replicas of one cell; return one dict per replica (record or error).
 
     Every dict carries ``replica``, ``status`` ("ok"/"failed"), ``error``,
@@ -86,232 +70,120 @@ def run_cell(
     KeyboardInterrupt (Ctrl-C, SIGTERM under MPS) stops every replica and the
     MPS daemon, then propagates.
 
-    With ``pool``, the replicas are warm ones (``sharebench.sharing.pool``): processes kept from
-    earlier cells, under the pool's MPS daemon, started ``pool.start_delay_s`` after the barrier; the
-    exec engine's programs always start fresh.
+    ``launcher`` (default: a :class:`FreshLauncher`) starts and ends the replicas: fresh processes,
+    or warm ones kept from earlier cells (``WarmLauncher``); the exec engine's programs always start
+    fresh. An MPS cell's replicas are clients of the launcher's daemon.
     """
-    if plan is None:
-        if device is None:
-            raise TypeError("run_cell needs device= or plan=")
-        plan = plan_cell(mode, device)
-    base = (cfg if isinstance(cfg, RunConfig) else RunConfig.from_dict(dict(cfg))).to_dict()
-    wd = Path(workdir)
-    wd.mkdir(parents=True, exist_ok=True)
-    if base.get("engine") == "exec":
-        pool = None
-    if pool is not None:
-        start_delay_s = pool.start_delay_s
-    if plan.mps:
-        if pool is not None:
-            return _run_mps(
-                pool.mps_daemon(plan.device, plan.mode.label),
-                plan,
-                base,
-                wd,
-                ready_timeout_s,
-                run_timeout_s,
-                start_delay_s,
-                python,
-                poll_s,
-                pool,
-            )
-        with MpsDaemon(plan.device, keep_logs_in=wd, mode_label=plan.mode.label) as mps:
-            return _run_mps(mps, plan, base, wd, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s, None)
-    return _run(plan, base, wd, {}, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s, pool=pool)
+    launcher = (launcher or FreshLauncher()).for_engine(run.engine)
+    run.folder.mkdir(parents=True, exist_ok=True)
+    if run.start_delay_s is None:
+        run = replace(run, start_delay_s=launcher.start_delay_s)
+    if not run.plan.mps:
+        return _run(run, launcher)
+    with launcher.mps(run.plan, run.folder) as mps:
+        return _run(_under_mps(run, mps), launcher)
 
 
-def replica_config(base: dict[str, Any], plan: CellPlan, rp: ReplicaPlan, **extra: Any) -> dict[str, Any]:
-    """One replica's run config: the cell's, with its index, device, CPUs and memory limit (a MIG
-    instance's, unless the run sets its own)."""
-    cfg = dict(base, replica=rp.replica, replicas=plan.n, device=rp.device, cpus=rp.cpus, **extra)
-    if rp.memory_bytes and not cfg.get("mem_limit_bytes"):
-        cfg["mem_limit_bytes"] = rp.memory_bytes
-    return cfg
+def _under_mps(run: CellRun, mps: MpsDaemon) -> CellRun:
+    """The run as clients of ``mps``: its client environment, and the check that every replica is one
+    (SHAREBENCH_MPS_CHECK=0 skips it, e.g. where the daemon sees other PID namespaces)."""
+    check: Callable[[list[int]], str] | None = mps.check_clients
+    if os.environ.get("SHAREBENCH_MPS_CHECK", "1") == "0":
+        check = None
+    if run.engine == "exec":  # the clients are the programs the replicas started
+        check = exec_client_check(check, run.base.get("exec_timing"))
+    return replace(run, env={**mps.client_env(run.plan.mode.thread_pct), **run.env}, check_ready=check)
 
 
-def prime_pool(
-    pool: ReplicaPool, plans: list[CellPlan], cfg: RunConfig | dict[str, Any], ready_timeout_s: float = 900.0
-) -> list[str]:
-    """Start, and set up all at once, the warm replicas the cells of ``plans`` will need (as many of each
-    kind as the largest of those cells), before any cell is measured; the MPS cells' replicas under
-    the pool's daemon. One line per replica that could not set up (the exec engine: none started)."""
-    base = (cfg if isinstance(cfg, RunConfig) else RunConfig.from_dict(dict(cfg))).to_dict()
-    if base.get("engine") == "exec":
-        return []
-    need: dict[tuple, list] = {}
-    for plan in plans:
-        env0 = pool.mps_daemon(plan.device, plan.mode.label).client_env(plan.mode.thread_pct) if plan.mps else {}
-        here: dict[tuple, list] = {}
-        for rp in plan.replicas:
-            env = {**env0, **rp.env}
-            job = replica_config(base, plan, rp)
-            here.setdefault(pool.key(rp.device, rp.cpus, env), []).append((rp.device, rp.cpus, env, job))
-        for key, jobs in here.items():
-            if len(jobs) > len(need.get(key, [])):
-                need[key] = jobs
-    return pool.prime([job for jobs in need.values() for job in jobs], timeout_s=ready_timeout_s)
-
-
-def _run_mps(
-    mps: MpsDaemon,
-    plan: CellPlan,
-    base: dict,
-    wd: Path,
-    ready_timeout_s: float,
-    run_timeout_s: float | None,
-    start_delay_s: float,
-    python: str,
-    poll_s: float,
-    pool: ReplicaPool | None,
-) -> list[dict[str, Any]]:
-    env = mps.client_env(plan.mode.thread_pct)
-    # all replicas created their GPU contexts before the barrier: each must be an MPS client
-    # (SHAREBENCH_MPS_CHECK=0 skips the check, e.g. where the daemon sees other PID namespaces)
-    check = None if os.environ.get("SHAREBENCH_MPS_CHECK", "1") == "0" else mps.check_clients
-    if base.get("engine") == "exec":  # the clients are the programs the replicas started
-        check = exec_client_check(check, base.get("exec_timing"))
-    return _run(
-        plan, base, wd, env, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s, check_ready=check, pool=pool
-    )
-
-
-def _run(
-    plan: CellPlan,
-    base: dict,
-    wd: Path,
-    extra_env: dict[str, str],
-    ready_timeout_s: float,
-    run_timeout_s: float | None,
-    start_delay_s: float,
-    python: str,
-    poll_s: float,
-    check_ready: Callable[[list[int]], str] | None = None,
-    pool: ReplicaPool | None = None,
-) -> list[dict[str, Any]]:
-    if pool is None:
-        return _run_replicas(
-            plan, base, wd, extra_env, ready_timeout_s, run_timeout_s, start_delay_s, python, poll_s, check_ready, None
-        )
-    workers: list[Worker] = []
+def _run(run: CellRun, launcher: Launcher) -> list[dict[str, Any]]:
+    replicas: list[Replica] = []
     rows: list[dict[str, Any]] = []
     try:
-        rows = _run_replicas(
-            plan,
-            base,
-            wd,
-            extra_env,
-            ready_timeout_s,
-            run_timeout_s,
-            start_delay_s,
-            python,
-            poll_s,
-            check_ready,
-            pool,
-            workers,
-        )
-    finally:  # warm replicas of a cell that went well wait for the next; the others end
-        pool.release(workers, ok=bool(rows) and all(r["cell_status"] == "ok" for r in rows))
+        rows = _run_replicas(run, launcher, replicas)
+    finally:  # fresh replicas end; warm ones of a cell that went well wait for the next
+        launcher.finish(replicas, ok=bool(rows) and all(r["cell_status"] == "ok" for r in rows))
     return rows
 
 
-def _run_replicas(
-    plan: CellPlan,
-    base: dict,
-    wd: Path,
-    extra_env: dict[str, str],
-    ready_timeout_s: float,
-    run_timeout_s: float | None,
-    start_delay_s: float,
-    python: str,
-    poll_s: float,
-    check_ready: Callable[[list[int]], str] | None,
-    pool: ReplicaPool | None,
-    workers: list[Worker] | None = None,
-) -> list[dict[str, Any]]:
-    start_file = wd / "start"
-    for stale in [start_file, *wd.glob("ready.*"), *wd.glob("record.*.json")]:
+def _start(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> list[ReplicaFiles]:
+    """Write each replica's config and start it (appending to ``replicas``); their files."""
+    start_file = run.folder / "start"
+    for stale in [start_file, *run.folder.glob("ready.*"), *run.folder.glob("record.*.json")]:
         stale.unlink(missing_ok=True)
-    procs: list[subprocess.Popen | Worker] = []
-    logs, outs, readies = [], [], []
+    files = []
+    for rp in run.plan.replicas:
+        cfg = replica_config(
+            run.base,
+            run.plan,
+            rp,
+            ready_file=str(run.folder / f"ready.{rp.replica}"),
+            start_file=str(start_file),
+            start_at=run.base.get("start_at"),
+        )
+        f = ReplicaFiles(
+            run.folder / f"config.{rp.replica}.json",
+            run.folder / f"record.{rp.replica}.json",
+            run.folder / f"replica.{rp.replica}.log",
+        )
+        f.config.write_text(json.dumps(cfg, indent=2))
+        replicas.append(launcher.start(run, rp, f))
+        files.append(f)
+    return files
+
+
+def _run_replicas(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> list[dict[str, Any]]:
     errors: dict[int, str] = {}
     try:
-        for rp in plan.replicas:
-            cfg = replica_config(
-                base,
-                plan,
-                rp,
-                ready_file=str(wd / f"ready.{rp.replica}"),
-                start_file=str(start_file),
-                start_at=base.get("start_at"),
-            )
-            cfg_path, out_path, log_path = (
-                wd / f"config.{rp.replica}.json",
-                wd / f"record.{rp.replica}.json",
-                wd / f"replica.{rp.replica}.log",
-            )
-            cfg_path.write_text(json.dumps(cfg, indent=2))
-            if pool is not None and workers is not None:
-                w = pool.acquire(rp.device, rp.cpus, {**extra_env, **rp.env})
-                workers.append(w)
-                w.send(cfg_path, out_path, log_path)
-                procs.append(w)
-            else:
-                env = dict(os.environ, **extra_env, **rp.env, PYTHONUNBUFFERED="1")
-                with log_path.open("w") as log:
-                    procs.append(
-                        subprocess.Popen(
-                            [python, "-m", REPLICA_MODULE, "--config", str(cfg_path), "--out", str(out_path)],
-                            env=env,
-                            stdout=log,
-                            stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL,
-                            start_new_session=True,
-                            preexec_fn=die_with_parent if sys.platform == "linux" else None,
-                        )
-                    )
-            logs.append(log_path)
-            outs.append(out_path)
-            readies.append(Path(cfg["ready_file"]))
-
+        files = _start(run, launcher, replicas)
+        readies = [run.folder / f"ready.{rp.replica}" for rp in run.plan.replicas]
         # barrier: all ready, or fail fast
-        deadline = time.monotonic() + ready_timeout_s
+        deadline = time.monotonic() + run.ready_timeout_s
         while not all(r.exists() for r in readies):
-            dead = [i for i, p in enumerate(procs) if p.poll() is not None and not readies[i].exists()]
+            dead = [i for i, p in enumerate(replicas) if p.poll() is not None and not readies[i].exists()]
             if dead:
                 for i in dead:
-                    errors[i] = _replica_error(outs[i], logs[i], procs[i].returncode, "before the start barrier")
-                _stop(procs)
+                    errors[i] = _replica_error(files[i], replicas[i].returncode, "before the start barrier")
+                launcher.stop(replicas)
                 break
             if time.monotonic() > deadline:
                 for i, r in enumerate(readies):
                     if not r.exists():
-                        errors[i] = f"not ready after {ready_timeout_s:g} s (setup too slow or hung)"
-                _stop(procs)
+                        errors[i] = f"not ready after {run.ready_timeout_s:g} s (setup too slow or hung)"
+                launcher.stop(replicas)
                 break
-            time.sleep(poll_s)
+            time.sleep(run.poll_s)
         else:
-            reason = check_ready([p.pid for p in procs]) if check_ready is not None else ""
+            reason = run.check_ready([p.pid for p in replicas]) if run.check_ready is not None else ""
             if reason:
-                _stop(procs)
+                launcher.stop(replicas)
                 stopped = {
                     rp.replica: "stopped before tracking: the cell's check failed (see cell_error)"
-                    for rp in plan.replicas
+                    for rp in run.plan.replicas
                 }
-                return _collect(plan, outs, logs, procs, stopped, cell_error=reason)
-            write_atomic(start_file, repr(time.time() + start_delay_s))
-            run_deadline = None if run_timeout_s is None else time.monotonic() + start_delay_s + run_timeout_s
-            while any(p.poll() is None for p in procs):
-                if run_deadline is not None and time.monotonic() > run_deadline:
-                    for i, p in enumerate(procs):
-                        if p.poll() is None:
-                            errors[i] = f"still running {run_timeout_s:g} s after the start; stopped"
-                    _stop(procs)
-                    break
-                time.sleep(poll_s)
+                return _collect(run.plan, files, replicas, stopped, cell_error=reason)
+            errors = _track(run, launcher, replicas)
     except BaseException:
-        _stop(procs)
+        launcher.stop(replicas)
         raise
-    return _collect(plan, outs, logs, procs, errors)
+    return _collect(run.plan, files, replicas, errors)
+
+
+def _track(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> dict[int, str]:
+    """Write the start file, then wait for the replicas to end (stopping them after ``run_timeout_s``);
+    the replicas stopped, with why."""
+    delay = run.start_delay_s or 0.0
+    write_atomic(run.folder / "start", repr(time.time() + delay))
+    run_deadline = None if run.run_timeout_s is None else time.monotonic() + delay + run.run_timeout_s
+    errors: dict[int, str] = {}
+    while any(p.poll() is None for p in replicas):
+        if run_deadline is not None and time.monotonic() > run_deadline:
+            for i, p in enumerate(replicas):
+                if p.poll() is None:
+                    errors[i] = f"still running {run.run_timeout_s:g} s after the start; stopped"
+            launcher.stop(replicas)
+            break
+        time.sleep(run.poll_s)
+    return errors
 
 
 def _record(path: Path) -> dict[str, Any] | None:
@@ -322,28 +194,30 @@ def _record(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _replica_error(out: Path, log: Path, rc: int | None, when: str = "") -> str:
-    data = _record(out)
+def _replica_error(files: ReplicaFiles, rc: int | None, when: str = "") -> str:
+    data = _record(files.out)
     if data and data.get("error"):
         return one_line(data["error"], 400)
-    tail = _log_tail(log)
+    tail = _log_tail(files.log)
     what = f"exited with status {rc}" + (f" {when}" if when else "")
     return one_line(f"{what}: {tail}" if tail else what, 400)
 
 
-def _collect(plan: CellPlan, outs, logs, procs, errors: dict[int, str], cell_error: str = "") -> list[dict[str, Any]]:
+def _collect(
+    plan: CellPlan, files: list[ReplicaFiles], replicas: list[Replica], errors: dict[int, str], cell_error: str = ""
+) -> list[dict[str, Any]]:
     rows = []
-    for rp, out, log, p in zip(plan.replicas, outs, logs, procs):
+    for rp, f, p in zip(plan.replicas, files, replicas):
         row: dict[str, Any] = {}
         err = errors.get(rp.replica)
         if err is None:
-            data = _record(out)
+            data = _record(f.out)
             if data and not data.get("error") and p.returncode == 0:
                 row.update(data)
             elif (errors or cell_error) and p.returncode is not None and p.returncode < 0:
                 err = _STOPPED
             else:
-                err = _replica_error(out, log, p.returncode)
+                err = _replica_error(f, p.returncode)
         row.update(
             replica=rp.replica,
             device_spec=plan.device.spec or rp.device,

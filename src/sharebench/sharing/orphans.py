@@ -18,6 +18,8 @@ from pathlib import Path
 
 import psutil
 
+from sharebench import processes
+
 OWNER_FILE = "owner.pid"
 PREFIX = "sbmps-"
 
@@ -81,17 +83,7 @@ def stop_orphans(tmp: Path | None = None, control: str = "nvidia-cuda-mps-contro
             except (OSError, subprocess.SubprocessError):
                 pass  # stopped below by its pid
         procs = _daemon_processes(pipe)
-        for p in procs:
-            try:
-                p.terminate()
-            except psutil.Error:
-                pass
-        _gone, alive = psutil.wait_procs(procs, timeout=10)
-        for p in alive:
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
+        processes.end_processes(procs, grace_s=10.0)
         shutil.rmtree(root, ignore_errors=True)
         pids = ", ".join(str(p.pid) for p in procs) or "none running"
         done.append(f"stopped an orphaned MPS daemon (pid {pids}) and removed {root}")

@@ -28,6 +28,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from sharebench import processes
 from sharebench.sharing.mps import MpsDaemon
 from sharebench.workloads import REPLICA_MODULE
 
@@ -71,37 +72,28 @@ class Worker:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def stop(self, grace_s: float = 5.0) -> None:
-        """End the process: end of input, then SIGTERM, then SIGKILL."""
-        if self.proc.poll() is None:
-            try:
-                assert self.proc.stdin is not None
+    def end_input(self) -> None:
+        """Close the replica's input: it ends once its current job is done."""
+        try:
+            if self.proc.stdin is not None:
                 self.proc.stdin.close()
-            except (OSError, ValueError):
-                pass
+        except (OSError, ValueError):
+            pass
+
+    def stop(self, grace_s: float = processes.GRACE_S) -> None:
+        """End the process and its group: end of input, up to 2 s, then SIGTERM, the grace period, SIGKILL
+        (``sharebench.processes.stop``)."""
+        if self.proc.poll() is None:
+            self.end_input()
             try:
                 self.proc.wait(timeout=min(grace_s, 2.0))
             except subprocess.TimeoutExpired:
-                self.terminate()
-        try:
-            self.proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+                pass
+        processes.stop([self.proc], grace_s=grace_s)
 
     def terminate(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.proc.send_signal(signal.SIGTERM)
-            except OSError:
-                pass
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-
-    def wait(self, timeout: float | None = None) -> int:
-        return self.proc.wait(timeout=timeout)
+        """SIGTERM to the replica's group."""
+        processes.signal_group(self.proc, signal.SIGTERM)
 
 
 class ReplicaPool:
@@ -151,16 +143,13 @@ class ReplicaPool:
                     self.busy[pid] = w
                     return w
                 w.stop()  # died while idle: start another
-        full_env = dict(os.environ, **env, PYTHONUNBUFFERED="1")
-        proc = subprocess.Popen(
+        proc = processes.spawn(
             [self.python, "-m", REPLICA_MODULE, "--serve"],
-            env=full_env,
+            env=dict(os.environ, **env, PYTHONUNBUFFERED="1"),
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             text=True,
-            start_new_session=True,
-            preexec_fn=die_with_parent if sys.platform == "linux" else None,
         )
         self.started += 1
         w = Worker(key, proc)
@@ -223,29 +212,14 @@ class ReplicaPool:
         self.busy.clear()
         self.idle.clear()
         for w in workers:  # end of input first, for all: they exit together
-            try:
-                if w.proc.stdin is not None:
-                    w.proc.stdin.close()
-            except (OSError, ValueError):
-                pass
+            w.end_input()
         deadline = time.monotonic() + 5.0
         for w in workers:
             try:
                 w.proc.wait(timeout=max(0.05, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                w.terminate()
-        for w in workers:
-            w.stop()
+                pass
+        processes.stop([w.proc for w in workers])  # SIGTERM, SIGKILL: to what is left of each group
         if self.mps is not None:
             self.mps.stop()
             self.mps = None
-
-
-def die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    """Linux: the replica gets SIGTERM if sharebench dies, so none waits at the barrier forever."""
-    import ctypes  # noqa: PLC0415 - only in the child
-
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - no glibc prctl here: the replica runs without the parent-death signal
-        pass

@@ -34,7 +34,7 @@ from sharebench.results import (
     write_provenance,
 )
 from sharebench.results.guard import check_new_folder, check_out_path, claim_folder, set_aside_torn_tail
-from sharebench.sharing import ReplicaPool, prime_pool, run_cell
+from sharebench.sharing import FreshLauncher, Launcher, ReplicaPool, WarmLauncher, cell_run, run_cell
 from sharebench.sharing.timeslice import gpu_timeslice
 from sharebench.sweep.calibrate import calibrate
 from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, validate
@@ -65,18 +65,18 @@ def new_sweep_id() -> str:
 
 @dataclass
 class Kept:
-    """What a sweep keeps from one cell to the next: its warm replicas (``pool``, None: fresh ones) and
-    its telemetry sampler (paused between cells, so no cell pays for starting one)."""
+    """What a sweep keeps from one cell to the next: its replica launcher (warm replicas, or fresh ones
+    with ``--fresh-replicas``) and its telemetry sampler (paused between cells, so no cell pays for
+    starting one)."""
 
-    pool: ReplicaPool | None = None
+    launcher: Launcher = field(default_factory=FreshLauncher)
     sampler: Any = None
 
     def close(self) -> None:
         if self.sampler is not None:
             self.sampler.close()
             self.sampler = None
-        if self.pool is not None:
-            self.pool.close()
+        self.launcher.close()
 
 
 def _start_sampler(plan: SweepPlan, cdir: Path, notes: list[str], kept: Kept | None = None) -> Any:
@@ -114,9 +114,9 @@ def measure_cell(
 ) -> CellResult:
     """Run one cell (its replicas behind one start barrier, telemetry around them) under
     ``out_dir/cells/<cell>/``; returns its rows in the results schema. A failed replica never
-    raises: its rows say so (``status``, ``cell_status``). With ``kept`` the replicas are warm ones
-    kept from earlier cells (``sharebench.sharing.pool``) and the sampler is the sweep's; without,
-    fresh processes."""
+    raises: its rows say so (``status``, ``cell_status``). With ``kept`` the replicas come from the
+    sweep's launcher (warm ones kept from earlier cells, ``sharebench.sharing.launch``) and the sampler
+    is the sweep's; without, fresh processes."""
     cell_plan = plan.plans[cell.mode.label]
     cdir = Path(out_dir) / CELLS_DIR / cell.folder
     notes: list[str] = []
@@ -125,18 +125,18 @@ def measure_cell(
     probe = Probe(plan.device)  # what else kept the host/GPU busy (sharebench.telemetry.disturbance)
     try:
         with gpu_timeslice(plan.device, cell_plan.mode, allowed=plan.config.allow_gpu_settings, say=notes.append):
-            recs = run_cell(
+            run = cell_run(
                 cell.mode,
                 plan.run_config(cell.particles),
                 cdir,
                 plan=cell_plan,
                 ready_timeout_s=plan.config.ready_timeout_s,
                 run_timeout_s=plan.config.run_timeout_s,
-                pool=kept.pool if kept is not None else None,
             )
+            recs = run_cell(run, kept.launcher if kept is not None else None)
     finally:
         summary = {**_stop_sampler(sampler, notes, kept), **probe.stop()}
-    lattice = Path(plan.config.lattice).name if plan.config.lattice else "generated"
+    lattice = Path(plan.config.workload.lattice).name if plan.config.workload.lattice else "generated"
     shared = identity(plan.config, plan.turns, plan.workload)
     rows = []
     for rec in recs:
@@ -263,7 +263,7 @@ def _sweep(
     writer = ResultsWriter(out)
     sweep_id = new_sweep_id()
     notes = list(plan.notes) + notes
-    if config.particles is None and plan.device.kind == "cpu" and config.engine != "exec":  # sweep.calibrate
+    if config.particles is None and plan.device.kind == "cpu" and config.workload.engine != "exec":  # sweep.calibrate
         notes.append(calibrate(plan, out if config.resume else None))
     done = _check_resume(out, plan, notes) if config.resume else set()
     notes += _record(out, sweep_id, plan)
@@ -274,12 +274,12 @@ def _sweep(
     t0 = time.monotonic()
     # warm replicas and the sampler: kept from cell to cell (sharebench.sharing.pool); --fresh-replicas
     # starts new ones for every cell
-    kept = Kept(pool=None if config.fresh_replicas else ReplicaPool(out / WARM_DIR))
+    kept = Kept(launcher=FreshLauncher() if config.fresh_replicas else WarmLauncher(ReplicaPool(out / WARM_DIR)))
     try:
-        if kept.pool is not None and cells:  # every warm replica set up at once, before the first cell
+        if cells:  # every warm replica set up at once, before the first cell
             modes = list(dict.fromkeys(c.mode.label for c in cells))
-            notes += prime_pool(
-                kept.pool, [plan.plans[m] for m in modes], plan.run_config(cells[0].particles), config.ready_timeout_s
+            notes += kept.launcher.prime(
+                [plan.plans[m] for m in modes], plan.run_config(cells[0].particles).to_dict(), config.ready_timeout_s
             )
             t0 = time.monotonic()  # --stop-after counts from the first cell, as it did before set-up was shared
         for i, cell in enumerate(cells):

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sharebench import processes
 from sharebench.devices import DeviceInfo, as_device
 from sharebench.devices.host import cpu_model
 from sharebench.errors import UserError
@@ -317,7 +318,7 @@ class Sampler:
         # a file, so a chatty child never blocks
         self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - kept past start(): stop() closes it
         try:
-            self._proc = subprocess.Popen(
+            self._proc = processes.spawn(
                 [sys.executable, "-m", "sharebench.telemetry.sampler", json.dumps(cfg)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -346,12 +347,7 @@ class Sampler:
         proc = self._proc
         if proc is None:
             return "not started"
-        if proc.poll() is None:
-            proc.kill()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        processes.stop([proc], grace_s=0.0)
         self._close_streams()
         self._stderr.seek(0)
         err = self._stderr.read()
@@ -431,8 +427,8 @@ class Sampler:
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            pass
+        processes.stop([proc], grace_s=0.0)  # what still runs of its group
         self._close_streams()
         self._stderr.close()
 

@@ -30,12 +30,12 @@ import shlex
 import shutil
 import signal
 import socket
-import subprocess
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from sharebench import processes
 from sharebench.devices import resolve_device
 from sharebench.errors import UserError, one_line
 from sharebench.files import write_atomic
@@ -190,25 +190,6 @@ def program_env(cfg: RunConfig, result_file: Path) -> dict[str, str]:
     return env
 
 
-def _child_setup() -> None:  # pragma: no cover - runs in the child before exec
-    try:
-        import ctypes  # noqa: PLC0415
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # die with the harness
-    except Exception:  # noqa: BLE001 - no glibc prctl: the harness still stops it on SIGTERM
-        pass
-
-
-def _stop(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def _stderr_tail(path: Path) -> str:
     try:
         lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
@@ -239,15 +220,13 @@ def run_exec(cfg: RunConfig) -> RunRecord:
         wait_at_barrier(cfg)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        with log_file.open("w") as log:
-            start = time.time()
-            proc = subprocess.Popen(
-                argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_child_setup
-            )
+        start = time.time()
+        # in the replica's process group: what stops the replica's group stops the program and its children
+        proc = processes.spawn(argv, log=log_file, env=env, own_group=False)
         try:
             rc = proc.wait()
         finally:
-            _stop(proc)
+            processes.stop([proc])
         end = time.time()
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -276,7 +255,7 @@ def relay_start(cfg: RunConfig, proxy: Path) -> Path:
     return proxy
 
 
-def _raise_interrupt(signum, frame) -> None:
+def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
