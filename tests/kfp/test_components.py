@@ -1,5 +1,7 @@
-"""The KFP components: their specs, and the steps their bodies call (planning, pod layout,
-cell checks, node reconfiguration against the simulated cluster, in-process and as a kfp.local task)."""
+"""The KFP components: their specs, and the glue their bodies call (sharebench.components.steps: planning,
+rows handed between tasks, node reconfiguration against the simulated cluster, in-process and as a
+kfp.local task). The library functions behind them are tested in tests/sweep/test_cells.py,
+tests/node/test_placement.py and tests/report/test_combine.py."""
 
 from __future__ import annotations
 
@@ -45,128 +47,29 @@ def test_image_is_named_in_one_place():
     assert re.fullmatch(r"[a-z0-9./-]+/sharebench:[0-9A-Za-z._-]+", IMAGE)
 
 
-# ------------------------------------------------------------------ planning
-@pytest.mark.parametrize(
-    "gpu, modes, resolved",
-    [
-        (
-            "H200",
-            steps.DEFAULT_MODES,
-            ["exclusive", "timeslice:2", "timeslice:4", "timeslice:8", "mps:2", "mps:4", "mig:7g.141gb", "mig:1g.18gb"],
-        ),
-        ("A100-40GB", ["mig:7g", "mig:1g"], ["mig:7g.40gb", "mig:1g.5gb"]),
-        ("NVIDIA-H100-80GB-HBM3", ["MIG:all-3g.40gb", "Exclusive"], ["mig:3g.40gb", "exclusive"]),
-        ("", ["exclusive", "timeslice:2"], ["exclusive", "timeslice:2"]),
-    ],
-)
-def test_plan_resolves_modes_for_the_gpu_model(gpu, modes, resolved):
+# ------------------------------------------------------------------ planning (sharebench.sweep.cells)
+def test_plan_step_hands_kfp_plain_values_and_logs_the_plan(capsys):
     plan = steps.plan_sweep(
-        modes=modes, gpu_model=gpu, particle_counts=[5e6, 1e7], repeats=3, turns=10, placement="pods", node_name="n1"
-    )
-    assert plan["modes"] == resolved
-    assert plan["cells"] == list(range(2 * (3 + 1)))
-
-
-def test_plan_reads_name_equals_model_node_specs():
-    plan = steps.plan_sweep(
-        modes=["mig:1g"],
+        modes=["exclusive", "mig:1g"],
         gpu_model="",
-        particle_counts=[1000],
-        repeats=1,
-        turns=1,
+        particle_counts=[5e6, 1e7],
+        repeats=3.0,
+        turns=10,
         placement="pods",
-        node_name="gpu-a=A100-80GB",
+        node_name="n1=H200",
     )
-    assert (plan["node_name"], plan["gpu_model"], plan["modes"]) == ("gpu-a", "A100-80GB", ["mig:1g.10gb"])
-
-
-@pytest.mark.parametrize(
-    "change, message",
-    [
-        ({"placement": "pod"}, "placement 'pod' is not allowed; allowed: pods, processes, dra"),
-        ({"modes": ["timeslice:0"]}, "replica count must be >= 1"),
-        ({"modes": ["spatial:2"]}, "unknown sharing mode 'spatial:2'"),
-        ({"modes": []}, "modes: empty"),
-        ({"modes": ["partition:2"]}, "CPU-only local mode: it needs placement 'processes' and no node_name"),
-        ({"modes": ["mig:1g"], "gpu_model": ""}, "needs gpu_model"),
-        ({"modes": ["mig:5g"]}, "MIG layout '5g' has no profile on H200; allowed sizes: 1g, 2g, 3g, 4g, 7g"),
-        ({"gpu_model": "T4"}, "unknown GPU model 'T4'"),
-        ({"particle_counts": [0]}, "bad particle count 0; allowed: whole numbers > 0"),
-        ({"particle_counts": ["many"]}, "bad particle count 'many'; allowed: whole numbers > 0"),
-        ({"particle_counts": []}, "no particle count given"),
-        ({"repeats": 0}, "bad repeats 0; allowed: a whole number >= 1"),
-        ({"warmup_repeats": -1}, "bad warmup_repeats -1; allowed: a whole number >= 0"),
-        ({"node_name": "=H200"}, "node '=H200': write NAME or NAME=GPU_MODEL"),
-        # the Kubeflow UI's defaults (no node, placement pods): refused before any pod starts
-        (
-            {"node_name": "", "modes": ["exclusive", "mig:7g", "mig:1g"]},
-            "mode 'mig:7g.141gb' with placement 'pods' needs node_name (NAME or NAME=GPU_MODEL)",
-        ),
-        ({"node_name": ""}, "mode 'timeslice:2' with placement 'pods' needs node_name"),
-        ({"node_name": "", "modes": ["mps:2"], "gpu_model": ""}, "mode 'mps:2' with placement 'pods' needs node_name"),
-    ],
-)
-def test_plan_refuses_bad_input_in_one_line(change, message):
-    kw = dict(
-        modes=["exclusive", "timeslice:2"],
-        gpu_model="H200",
-        particle_counts=[1000],
-        repeats=1,
-        turns=1,
-        placement="pods",
-        node_name="n1",
+    assert plan == {
+        "modes": ["exclusive", "mig:1g.18gb"],
+        "cells": list(range(8)),
+        "node_name": "n1",
+        "gpu_model": "H200",
+    }
+    assert "sharebench: plan: 2 mode(s) exclusive, mig:1g.18gb; 8 cell(s) per mode; placement pods; node n1" in (
+        capsys.readouterr().out
     )
-    kw.update(change)
-    with pytest.raises(UserError) as exc:
-        steps.plan_sweep(**kw)
-    assert message in str(exc.value) and "\n" not in str(exc.value)
-
-
-@pytest.mark.parametrize(
-    "mode, gpu, placement, want",
-    [
-        ("exclusive", "H200", "pods", ("nvidia.com/gpu", 1, [0], 1)),
-        ("timeslice:4", "H200", "pods", ("nvidia.com/gpu", 1, [0, 1, 2, 3], 1)),
-        ("timeslice:4", "H200", "processes", ("nvidia.com/gpu", 1, [0], 4)),
-        ("mps:2", "H200", "pods", ("nvidia.com/gpu", 1, [0, 1], 1)),
-        ("mig:1g.18gb", "H200", "pods", ("nvidia.com/mig-1g.18gb", 1, list(range(7)), 1)),
-        ("mig:1g.18gb", "H200", "processes", ("nvidia.com/mig-1g.18gb", 7, [0], 7)),
-        ("mig:7g.40gb", "A100-40GB", "pods", ("nvidia.com/mig-7g.40gb", 1, [0], 1)),
-        ("mig:3g.20gb", "A100-40GB", "pods", ("nvidia.com/mig-3g.20gb", 1, [0, 1], 1)),
-        ("partition:2", "", "processes", ("", 0, [0], 2)),
-    ],
-)
-def test_pod_request_per_mode_and_placement(mode, gpu, placement, want):
-    r = steps.pod_request(mode, gpu, placement)
-    assert (r["resource"], r["count"], r["pods"], r["processes"]) == want
-
-
-def test_pod_request_uses_what_the_node_advertises():
-    r = steps.pod_request("timeslice:2", "H200", "pods", resource="nvidia.com/gpu.shared")
-    assert (r["resource"], r["pods"]) == ("nvidia.com/gpu.shared", [0, 1])
-
-
-@pytest.mark.parametrize(
-    "warmup, cells",
-    [
-        (1, [(100, 0), (100, 1), (100, 2), (200, 0), (200, 1), (200, 2)]),
-        (0, [(100, 1), (100, 2), (200, 1), (200, 2)]),
-        (2, [(100, -1), (100, 0), (100, 1), (100, 2), (200, -1), (200, 0), (200, 1), (200, 2)]),
-    ],
-)
-def test_cells_cover_sizes_and_repeats_with_warmups_first(warmup, cells):
-    plan = steps.plan_sweep(
-        modes=["exclusive"],
-        gpu_model="",
-        particle_counts=[100, 200],
-        repeats=2,
-        turns=1,
-        placement="processes",
-        node_name="",
-        warmup_repeats=warmup,
-    )
-    # KFP hands list items over JSON: numbers may come back as floats
-    assert [steps.cell_of(float(c), [100.0, 200.0], 2.0, float(warmup)) for c in plan["cells"]] == cells
+    with pytest.raises(UserError, match="placement 'pod' is not allowed"):
+        steps.plan_sweep(modes=["exclusive"], gpu_model="", particle_counts=[1], repeats=1, turns=1, placement="pod",
+                         node_name="")  # fmt: skip
 
 
 def test_schedule_start_is_in_the_future_and_names_the_cell():
@@ -190,22 +93,6 @@ def _row(replica, uuid="GPU-a", status="ok", mode="timeslice:2", **kw):
         cell_error="",
     )
     return {**row, **kw}
-
-
-@pytest.mark.parametrize(
-    "rows, cell_status, cell_error",
-    [
-        ([_row(0), _row(1)], "ok", ""),
-        ([_row(0), _row(1, uuid="GPU-b")], "failed", "replicas ran on different devices: GPU-a, GPU-b"),
-        ([_row(0), _row(1, status="failed")], "failed", "replica 1: boom"),
-        ([_row(0, mode="mig:1g.18gb", uuid="MIG-1"), _row(1, mode="mig:1g.18gb", uuid="MIG-2")], "ok", ""),
-        ([_row(0, cell_status="failed", cell_error="overran"), _row(1)], "failed", "overran"),
-    ],
-)
-def test_check_cell_fails_a_cell_as_a_whole(rows, cell_status, cell_error):
-    out = steps.check_cell(rows)
-    assert {r["cell_status"] for r in out} == {cell_status}
-    assert {r["cell_error"] for r in out} == {cell_error}
 
 
 def test_merge_records_keeps_loop_order_and_checks_cells(tmp_path):

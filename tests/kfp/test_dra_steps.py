@@ -1,4 +1,5 @@
-"""The dra placement's steps without a cluster: planning, the pods of a cell, no node change."""
+"""The dra placement's steps without a cluster: planning, no node change, no claims elsewhere (the pods of
+a cell under dra: tests/node/test_placement.py)."""
 
 from __future__ import annotations
 
@@ -34,14 +35,6 @@ def test_interval_modes_plan_only_with_dra():
 def test_partition_is_refused_under_dra():
     with pytest.raises(UserError, match="needs placement 'processes'"):
         plan(modes=["partition:2"])
-
-
-@pytest.mark.parametrize(
-    "mode, pods",
-    [("timeslice:4/short", [0, 1, 2, 3]), ("mps:2@50", [0, 1]), ("exclusive", [0]), ("mig:1g", list(range(7)))],
-)
-def test_pod_request_under_dra_asks_no_extended_resource(mode, pods):
-    assert steps.pod_request(mode, "H200", "dra") == {"resource": "", "count": 0, "pods": pods, "processes": 1}
 
 
 def test_reconfigure_under_dra_leaves_the_node_alone(capsys):
