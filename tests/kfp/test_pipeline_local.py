@@ -166,9 +166,9 @@ def test_compare_nodes_report_puts_other_results_beside_the_first(local_sweep, t
     html, md, plots = tmp_path / "r.html", tmp_path / "r.md", tmp_path / "plots"
     steps.write_report([str(ours), str(earlier), str(third)], str(html), str(md), str(plots))
     page = html.read_text()
-    assert page.count("<body") == 1 and page.count("<hr>") == 1  # two comparisons, one page
+    assert page.count("<body") == 1 and page.count("<h1>") == 2  # two comparisons, one page
     assert "cpu-example" in page and "gpu-node-b" in page
-    assert md.read_text().count("\n---\n") == 1
+    assert md.read_text().count("\n# ") == 1  # the second comparison's heading
     assert any(plots.glob("loss_vs_particles.png"))
 
 
