@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "node": ("sharebench.cli.node", "reconfigure a GPU node through the gpu-operator (exclusive, timeslice, mps, mig)"),
     "manifests": ("sharebench.cli.manifests", "render or check the Kubernetes manifests sharebench deploys"),
     "telemetry": ("sharebench.cli.telemetry", "sample this machine, attach DCGM metrics, annotate Grafana"),
+    "history": ("sharebench.cli.history", "a results history: add runs to a store, show the trend, check for changes"),
+    "probe": ("sharebench.cli.probe", "measure the GPU's time slices and split a time-slicing loss into its causes"),
 }
 PLUGIN_GROUP = "sharebench.commands"
 
