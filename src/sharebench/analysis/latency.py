@@ -1,0 +1,328 @@
+"""Latency of bursts and requests per cell and pattern (``tables/latency.csv``), and users per GPU at a target.
+
+Input: per-burst rows (:data:`BURST_COLUMNS`): the cell run (``cell_id``: one repeat of a mode), its
+``mode`` and ``repeat``, the ``replica``, its ``role`` (``victim``: replica 0, the one measured;
+``neighbour``: the others), its ``pattern`` label, and the burst's ``arrival``, ``start``, ``end``
+(epoch s) and ``units``. A burst's latency is end - arrival (a request's includes its time queued).
+
+One row of :func:`latency_table` per (mode, pattern, role, beside), where ``beside`` is the pattern of
+the cell's replicas of the other role ("" alone); :data:`LATENCY_COLUMNS`:
+
+* ``latency_pXX_s`` (50, 95, 99) with ``_lo_s``/``_hi_s``; ``slowdown_pXX`` with ``_lo``/``_hi``: the
+  same percentile over the bursts of the same pattern alone (the ``exclusive`` cells' victim);
+* ``busy_fraction``: the share of its window (first arrival to last end) a replica of the role had work
+  in flight, mean over replicas and repeats; ``cell_busy_fraction``: the share of the cell's window in
+  which any replica had (the union of every replica's bursts), mean over repeats: the busy fraction
+  the pattern achieved on the device as the harness sees it (no device counter);
+* ``throughput_units_per_s``: units over the window per replica, mean; ``throughput_cost`` with
+  ``_lo``/``_hi``: 1 - that over the same pattern's alone, Student-t between repeats (the neighbour's cost
+  of sharing, and the victim's).
+
+Percentiles are numpy's (linear interpolation between order statistics). Intervals (95%), by
+``ci_method``:
+
+* ``bursts`` (default): the percentile of the pooled bursts; its interval a percentile bootstrap
+  (``scipy.stats.bootstrap``, 2000 resamples, seeded) that resamples bursts within each repeat (each
+  cell run a sample of its own), and the slowdown's interval the same over both sides at once. Bursts of
+  one run are not independent (a queue carries over from one request to the next), so this interval
+  can be narrower than the spread between runs;
+* ``repeats``: the mean over repeats of each repeat's percentile, with its Student-t interval
+  (``statistics.mean_ci``) and the slowdown's delta-method ratio interval (``statistics.ratio_ci``):
+  honest about run-to-run spread, none below 3 repeats.
+
+Fewer than :data:`MIN_CI_BURSTS` bursts on a side give no interval (NaN).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from sharebench.analysis.statistics import CONFIDENCE, mean_ci, ratio_ci
+from sharebench.errors import UserError
+from sharebench.modes import mode_sort_key, parse_mode
+
+BURST_COLUMNS = ("cell_id", "mode", "replica", "role", "pattern", "repeat", "arrival", "start", "end", "units")
+ROLES = ("victim", "neighbour")
+PERCENTILES = (50, 95, 99)
+CI_METHODS = ("bursts", "repeats")
+MIN_CI_BURSTS = 20
+N_RESAMPLES = 2000
+DEFAULT_SLO = 2.0
+LATENCY_CSV = "latency.csv"
+KEY_COLUMNS = ["mode", "pattern", "role", "beside"]
+LATENCY_COLUMNS = [
+    *KEY_COLUMNS,
+    "replicas",
+    "repeats",
+    "bursts",
+    *[f"latency_p{p}{s}" for p in PERCENTILES for s in ("_s", "_lo_s", "_hi_s")],
+    *[f"slowdown_p{p}{s}" for p in PERCENTILES for s in ("", "_lo", "_hi")],
+    "busy_fraction",
+    "cell_busy_fraction",
+    "throughput_units_per_s",
+    "throughput_cost",
+    "throughput_cost_lo",
+    "throughput_cost_hi",
+    "ci_method",
+]
+
+
+def burst_frame(rows: pd.DataFrame | Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """The rows as a DataFrame with :data:`BURST_COLUMNS` and ``latency_s``, ``beside`` and ``replicas``."""
+    df = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    if df.empty and not len(df.columns):  # no rows at all
+        df = pd.DataFrame(columns=list(BURST_COLUMNS))
+    missing = [c for c in BURST_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"burst rows lack {', '.join(missing)}")
+    df = df[df["end"].notna() & df["arrival"].notna()].copy()
+    df["latency_s"] = df["end"].astype(float) - df["arrival"].astype(float)
+    beside = {}
+    for cell, g in df.groupby("cell_id", sort=False):
+        for role in ROLES:
+            other = sorted(set(g.loc[g["role"] != role, "pattern"]))
+            beside[(cell, role)] = "+".join(other)
+    df["beside"] = [beside[(c, r)] for c, r in zip(df["cell_id"], df["role"])]
+    df["replicas"] = df.groupby("cell_id")["replica"].transform("nunique")
+    return df
+
+
+def samples(g: pd.DataFrame) -> list[np.ndarray]:
+    """Latencies of a group, one array per cell run (repeat)."""
+    return [np.asarray(s["latency_s"], float) for _, s in g.groupby("cell_id", sort=True)]
+
+
+def pooled_percentiles(*runs: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.percentile(np.concatenate(runs, axis=axis), PERCENTILES, axis=axis)
+
+
+def bootstrap_ci(
+    runs: list[np.ndarray], seed: int, statistic: Any, n_resamples: int = N_RESAMPLES
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile-bootstrap 95% bounds of ``statistic(*runs)``, resampling within each run."""
+    n = len(PERCENTILES)
+    if sum(r.size for r in runs) < MIN_CI_BURSTS or any(r.size < 2 for r in runs):
+        return np.full(n, math.nan), np.full(n, math.nan)
+    res = stats.bootstrap(
+        tuple(runs),
+        statistic,
+        vectorized=True,
+        method="percentile",
+        n_resamples=n_resamples,
+        batch=100,
+        confidence_level=CONFIDENCE,
+        rng=np.random.default_rng(seed),
+    )
+    return np.asarray(res.confidence_interval.low, float), np.asarray(res.confidence_interval.high, float)
+
+
+def latency_stats(
+    runs: list[np.ndarray], alone: list[np.ndarray], method: str, seed: int, n_resamples: int = N_RESAMPLES
+) -> dict[str, float]:
+    """The latency and slowdown columns of one group against its alone runs."""
+    out: dict[str, float] = {}
+    if method == "repeats":
+        mine = np.array([np.percentile(r, PERCENTILES) for r in runs if r.size])
+        base = np.array([np.percentile(r, PERCENTILES) for r in alone if r.size]).reshape(-1, len(PERCENTILES))
+        for k, p in enumerate(PERCENTILES):
+            out[f"latency_p{p}_s"], out[f"latency_p{p}_lo_s"], out[f"latency_p{p}_hi_s"] = mean_ci(mine[:, k])
+            s = ratio_ci(mine[:, k], base[:, k]) if base.size else (math.nan,) * 3
+            out[f"slowdown_p{p}"], out[f"slowdown_p{p}_lo"], out[f"slowdown_p{p}_hi"] = s
+        return out
+    point = pooled_percentiles(*runs)
+    lo, hi = bootstrap_ci(runs, seed, pooled_percentiles, n_resamples)
+    base_point = pooled_percentiles(*alone) if alone else np.full(len(PERCENTILES), math.nan)
+    k_runs = len(runs)
+
+    def ratio(*both: np.ndarray, axis: int = -1) -> np.ndarray:
+        return pooled_percentiles(*both[:k_runs], axis=axis) / pooled_percentiles(*both[k_runs:], axis=axis)
+
+    slo_lo, slo_hi = (
+        bootstrap_ci([*runs, *alone], seed + 1, ratio, n_resamples) if alone else (lo * math.nan, hi * math.nan)
+    )
+    if alone and sum(a.size for a in alone) < MIN_CI_BURSTS:
+        slo_lo, slo_hi = slo_lo * math.nan, slo_hi * math.nan
+    for k, p in enumerate(PERCENTILES):
+        out[f"latency_p{p}_s"], out[f"latency_p{p}_lo_s"], out[f"latency_p{p}_hi_s"] = point[k], lo[k], hi[k]
+        slowdown = point[k] / base_point[k] if base_point[k] > 0 else math.nan
+        out[f"slowdown_p{p}"], out[f"slowdown_p{p}_lo"], out[f"slowdown_p{p}_hi"] = slowdown, slo_lo[k], slo_hi[k]
+    return {k: float(v) for k, v in out.items()}
+
+
+def busy_union_s(intervals: Sequence[tuple[float, float]]) -> float:
+    """Seconds covered by the union of ``(start, end)`` intervals."""
+    total, cur_s, cur_e = 0.0, -math.inf, -math.inf
+    for s, e in sorted(intervals):
+        if s > cur_e:
+            total += max(0.0, cur_e - cur_s) if cur_e > -math.inf else 0.0
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    return total + (cur_e - cur_s if cur_e > -math.inf else 0.0)
+
+
+def replica_runs(g: pd.DataFrame) -> pd.DataFrame:
+    """One row per (cell run, replica): its window, busy fraction and throughput (units/s)."""
+    rows = []
+    for (cell, replica), s in g.groupby(["cell_id", "replica"], sort=True):
+        window = float(s["end"].max() - s["arrival"].min())
+        busy = float((s["end"] - s["start"]).sum())
+        rows.append(
+            dict(
+                cell_id=cell,
+                replica=replica,
+                busy_fraction=busy / window if window > 0 else math.nan,
+                throughput=float(s["units"].sum()) / window if window > 0 else math.nan,
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def cell_busy(df: pd.DataFrame) -> dict[Any, float]:
+    """The union busy fraction of each cell run, over every replica of it."""
+    out = {}
+    for cell, s in df.groupby("cell_id", sort=False):
+        window = float(s["end"].max() - s["arrival"].min())
+        union = busy_union_s(list(zip(s["start"].astype(float), s["end"].astype(float))))
+        out[cell] = union / window if window > 0 else math.nan
+    return out
+
+
+def per_run_throughput(g: pd.DataFrame) -> np.ndarray:
+    """Mean per-replica throughput of each cell run of a group."""
+    runs = replica_runs(g)
+    return runs.groupby("cell_id")["throughput"].mean().to_numpy(float) if len(runs) else np.array([])
+
+
+def latency_table(
+    rows: pd.DataFrame | Iterable[Mapping[str, Any]],
+    *,
+    method: str = "bursts",
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+) -> pd.DataFrame:
+    """The ``latency.csv`` rows (:data:`LATENCY_COLUMNS`) of per-burst rows, sorted by mode, pattern, role;
+    ``seed`` and ``n_resamples`` are the bootstrap's (method ``bursts``)."""
+    if method not in CI_METHODS:
+        raise UserError(f"bad latency interval method {method!r}; allowed: {', '.join(CI_METHODS)}")
+    df = burst_frame(rows)
+    if df.empty:
+        return pd.DataFrame(columns=LATENCY_COLUMNS)
+    busy_of_cell = cell_busy(df)
+    alone_all = df[(df["mode"] == "exclusive") & (df["role"] == "victim")]
+    out = []
+    for key, g in df.groupby(KEY_COLUMNS, sort=False):
+        mode, pattern, role, beside = key
+        alone = alone_all[alone_all["pattern"] == pattern]
+        runs = replica_runs(g)
+        mine_thr, alone_thr = per_run_throughput(g), per_run_throughput(alone)
+        ratio, r_lo, r_hi = ratio_ci(mine_thr, alone_thr) if len(alone) else (math.nan,) * 3
+        row: dict[str, Any] = dict(
+            mode=mode,
+            pattern=pattern,
+            role=role,
+            beside=beside,
+            replicas=int(g["replicas"].max()),
+            repeats=int(g["cell_id"].nunique()),
+            bursts=len(g),
+            busy_fraction=float(runs["busy_fraction"].mean()),
+            cell_busy_fraction=float(np.nanmean([busy_of_cell[c] for c in g["cell_id"].unique()])),
+            throughput_units_per_s=float(np.mean(mine_thr)),
+            throughput_cost=1 - ratio,
+            throughput_cost_lo=1 - r_hi,
+            throughput_cost_hi=1 - r_lo,
+            ci_method=method,
+        )
+        row.update(latency_stats(samples(g), samples(alone), method, seed, n_resamples))
+        out.append(row)
+    table = pd.DataFrame(out, columns=LATENCY_COLUMNS)
+    order = sorted(range(len(table)), key=lambda i: (mode_sort_key(table["mode"][i]), *table.loc[i, KEY_COLUMNS[1:]]))
+    return table.iloc[order].reset_index(drop=True)
+
+
+# ----------------------------------------------------------------- users per GPU at a target
+
+
+@dataclass(frozen=True)
+class UsersAtTarget:
+    """The largest measured number of users of ``pattern`` per GPU under ``family`` whose p95 slowdown
+    stays within ``slo`` (None when even the smallest measured N fails, or nothing was measured)."""
+
+    pattern: str
+    family: str  # the mode without its count: timeslice, timeslice/long, mps, mps@25, mig, mig-emulated
+    users: int | None
+    slowdown_p95: float  # at ``users`` (or at the smallest N, when that fails); NaN when none
+    measured: tuple[int, ...]  # the N values measured, ascending
+    reason: str
+
+
+def mode_family(mode: str) -> str:
+    """``timeslice:4/long`` -> ``timeslice/long``, ``mps:4@25`` -> ``mps@25``, ``mig-emulated:7x1g`` -> ``mig-emulated``."""
+    m = parse_mode(mode)
+    if m.kind == "timeslice" and m.interval:
+        return f"timeslice/{m.interval}"
+    if m.kind == "mps" and m.thread_pct is not None:
+        return f"mps@{m.thread_pct}"
+    return m.kind
+
+
+def check_slo(slo: float) -> float:
+    """The slowdown target: a finite number >= 1; UserError naming a bad one."""
+    try:
+        value = float(slo)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value) or value < 1:
+        raise UserError(f"bad --slo {slo!r}; allowed: a p95 slowdown target >= 1 (e.g. 2 for twice as slow)")
+    return value
+
+
+def users_at_target(table: pd.DataFrame, slo: float = DEFAULT_SLO) -> list[UsersAtTarget]:
+    """Per pattern and mode family, from the cells where every replica follows the pattern (victim rows,
+    ``beside`` empty or the same pattern): the largest N such that it and every smaller measured N keep
+    the p95 slowdown within ``slo``. Never extrapolated: N is one of the measured replica counts."""
+    target = check_slo(slo)
+    if table is None or table.empty:
+        return [UsersAtTarget("", "", None, math.nan, (), "nothing measured: no latency rows")]
+    homogeneous = table[
+        (table["role"] == "victim")
+        & (table["mode"] != "exclusive")
+        & ((table["beside"].fillna("") == "") | (table["beside"] == table["pattern"]))
+    ]
+    out = []
+    for pattern in sorted(set(table.loc[table["role"] == "victim", "pattern"])):
+        rows = homogeneous[homogeneous["pattern"] == pattern]
+        if rows.empty:
+            out.append(UsersAtTarget(pattern, "", None, math.nan, (), f"no sharing cell of {pattern} alone measured"))
+            continue
+        families = sorted({mode_family(m) for m in rows["mode"]}, key=mode_sort_key)
+        for family in families:
+            fam = rows[[mode_family(m) == family for m in rows["mode"]]].sort_values("replicas")
+            out.append(family_users(pattern, family, fam, target))
+    return out
+
+
+def family_users(pattern: str, family: str, rows: pd.DataFrame, target: float) -> UsersAtTarget:
+    measured = tuple(int(n) for n in rows["replicas"])
+    best: tuple[int, float] | None = None
+    for mode, n, slow in zip(rows["mode"], rows["replicas"], rows["slowdown_p95"]):
+        if not math.isfinite(slow):
+            reason = f"{mode}: no p95 slowdown (no exclusive cell of {pattern} to compare with)"
+            return UsersAtTarget(pattern, family, best[0] if best else None, math.nan, measured, reason)
+        if slow > target:
+            if best is None:
+                reason = f"{mode} already exceeds the target: p95 slowdown {slow:.2f}x > {target:g}x"
+                return UsersAtTarget(pattern, family, None, float(slow), measured, reason)
+            reason = f"{best[0]} users within {target:g}x; {mode} exceeds it (p95 slowdown {slow:.2f}x)"
+            return UsersAtTarget(pattern, family, best[0], best[1], measured, reason)
+        best = (int(n), float(slow))
+    assert best is not None
+    reason = f"within {target:g}x at every measured N (up to {best[0]}); more users not measured"
+    return UsersAtTarget(pattern, family, best[0], best[1], measured, reason)

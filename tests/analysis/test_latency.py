@@ -1,0 +1,230 @@
+"""latency.csv and users per GPU at a target, on synthetic per-burst rows: percentiles against numpy,
+intervals against scipy and the distribution-free order-statistic interval, busy fractions and
+throughput costs against hand-computed values, and the users-at-target rule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from sharebench.analysis.latency import (
+    BURST_COLUMNS,
+    LATENCY_COLUMNS,
+    busy_union_s,
+    check_slo,
+    latency_table,
+    mode_family,
+    users_at_target,
+)
+from sharebench.errors import UserError
+
+INTERACTIVE = "interactive:burst=10,think=0.5"
+
+
+def cell_rows(mode, repeat, replicas, latencies, *, think=0.05, t0=1000.0, patterns=None, units=10):
+    """Rows of one cell run: replica r's bursts back to back with ``think`` s between them, latencies given."""
+    rows = []
+    for r in range(replicas):
+        t = t0
+        pattern = (patterns or [INTERACTIVE] * replicas)[r]
+        for i, lat in enumerate(latencies[r]):
+            rows.append(
+                dict(
+                    cell_id=f"{mode}_r{repeat}",
+                    mode=mode,
+                    replica=r,
+                    role="victim" if r == 0 else "neighbour",
+                    pattern=pattern,
+                    repeat=repeat,
+                    i=i,
+                    arrival=t,
+                    start=t,
+                    end=t + lat,
+                    units=units,
+                )
+            )
+            t += lat + think
+    return rows
+
+
+def synthetic(n=500, repeats=3, scale=None, seed=0):
+    """exclusive, timeslice:2, timeslice:4 and mps:2 cells of interactive users; each mode's latencies
+    are the alone distribution (lognormal, median 20 ms) times ``scale[mode]``."""
+    scale = scale or {"exclusive": 1.0, "timeslice:2": 1.8, "timeslice:4": 3.0, "mps:2": 1.4}
+    rng = np.random.default_rng(seed)
+    rows, lat = [], {}
+    for mode, factor in scale.items():
+        replicas = 1 if mode == "exclusive" else int(mode.split(":")[1])
+        for rep in range(1, repeats + 1):
+            draws = [0.02 * factor * rng.lognormal(0, 0.3, n) for _ in range(replicas)]
+            lat[(mode, rep)] = draws[0]
+            rows += cell_rows(mode, rep, replicas, draws)
+    return rows, lat
+
+
+def test_columns_and_percentiles_match_numpy():
+    rows, lat = synthetic(n=300)
+    table = latency_table(rows, n_resamples=400)
+    assert list(table.columns) == LATENCY_COLUMNS
+    assert list(table["mode"].drop_duplicates()) == ["exclusive", "timeslice:2", "timeslice:4", "mps:2"]
+    for mode in ("exclusive", "timeslice:2", "mps:2"):
+        row = table[(table["mode"] == mode) & (table["role"] == "victim")].iloc[0]
+        pooled = np.concatenate([lat[(mode, r)] for r in (1, 2, 3)])
+        alone = np.concatenate([lat[("exclusive", r)] for r in (1, 2, 3)])
+        for p in (50, 95, 99):
+            assert row[f"latency_p{p}_s"] == pytest.approx(np.percentile(pooled, p), rel=1e-12)
+            assert row[f"slowdown_p{p}"] == pytest.approx(np.percentile(pooled, p) / np.percentile(alone, p))
+            assert row[f"latency_p{p}_lo_s"] < row[f"latency_p{p}_s"] < row[f"latency_p{p}_hi_s"]
+        assert row["bursts"] == 900 and row["repeats"] == 3 and row["ci_method"] == "bursts"
+    excl = table[table["mode"] == "exclusive"].iloc[0]
+    assert excl["slowdown_p95"] == 1.0 and excl["replicas"] == 1 and excl["beside"] == ""
+    ts4 = table[(table["mode"] == "timeslice:4") & (table["role"] == "victim")].iloc[0]
+    assert ts4["replicas"] == 4 and ts4["beside"] == INTERACTIVE
+
+
+def test_the_bootstrap_interval_of_a_percentile_agrees_with_the_order_statistic_interval():
+    rows, lat = synthetic(n=600, scale={"exclusive": 1.0})
+    row = latency_table(rows).iloc[0]
+    x = np.sort(np.concatenate([lat[("exclusive", r)] for r in (1, 2, 3)]))
+    n = x.size
+    for p, tol in ((50, 6), (95, 6)):
+        q = p / 100
+        lo_rank, hi_rank = int(stats.binom.ppf(0.025, n, q)), int(stats.binom.ppf(0.975, n, q))
+        # the distribution-free 95% interval lies between these order statistics; the bootstrap's within a few
+        assert x[lo_rank - tol] <= row[f"latency_p{p}_lo_s"] <= x[lo_rank + tol]
+        assert x[hi_rank - tol] <= row[f"latency_p{p}_hi_s"] <= x[hi_rank + tol]
+
+
+def test_slowdown_intervals_cover_the_true_factor():
+    rows, _ = synthetic(n=400, seed=3, scale={"exclusive": 1.0, "timeslice:2": 1.8, "mps:2": 1.4})
+    table = latency_table(rows, seed=5)
+    for mode, factor in (("timeslice:2", 1.8), ("mps:2", 1.4)):
+        row = table[(table["mode"] == mode) & (table["role"] == "victim")].iloc[0]
+        for p in (50, 95):
+            assert row[f"slowdown_p{p}_lo"] < factor < row[f"slowdown_p{p}_hi"], (mode, p)
+            assert row[f"slowdown_p{p}_hi"] - row[f"slowdown_p{p}_lo"] < 0.3 * factor
+
+
+def test_between_repeats_method_is_students_t_over_each_repeats_percentile():
+    rows, lat = synthetic(n=200, repeats=4)
+    table = latency_table(rows, method="repeats")
+    row = table[(table["mode"] == "timeslice:2") & (table["role"] == "victim")].iloc[0]
+    per_repeat = np.array([np.percentile(lat[("timeslice:2", r)], 95) for r in (1, 2, 3, 4)])
+    lo, hi = stats.t.interval(0.95, 3, loc=per_repeat.mean(), scale=stats.sem(per_repeat))
+    assert row["latency_p95_s"] == pytest.approx(per_repeat.mean())
+    assert (row["latency_p95_lo_s"], row["latency_p95_hi_s"]) == pytest.approx((lo, hi))
+    alone = np.array([np.percentile(lat[("exclusive", r)], 95) for r in (1, 2, 3, 4)])
+    assert row["slowdown_p95"] == pytest.approx(per_repeat.mean() / alone.mean())
+    assert row["slowdown_p95_lo"] < row["slowdown_p95"] < row["slowdown_p95_hi"] and row["ci_method"] == "repeats"
+    two = latency_table(synthetic(n=50, repeats=2)[0], method="repeats")
+    assert two["latency_p95_lo_s"].isna().all()  # no interval from two repeats
+
+
+def test_too_few_bursts_give_no_interval():
+    rows, _ = synthetic(n=5, repeats=3, scale={"exclusive": 1.0, "timeslice:2": 2.0})
+    table = latency_table(rows)
+    assert table["latency_p95_s"].notna().all() and table["latency_p95_lo_s"].isna().all()
+    assert table["slowdown_p95_lo"].isna().all()
+
+
+def test_busy_fractions_and_the_neighbours_throughput_cost():
+    rows = []
+    for rep in (1, 2, 3):
+        # alone: an interactive user busy 0.1 s of every 0.4 s; a batch job alone at 100 units/s
+        rows += cell_rows("exclusive", rep, 1, [[0.1] * 10], think=0.3, units=1)
+        batch_alone = cell_rows("exclusive", rep, 1, [[0.01] * 100], think=0.0, units=1, patterns=["batch"])
+        rows += [dict(r, cell_id=f"exclusive_batch_r{rep}") for r in batch_alone]
+        # shared: the user's bursts take 0.2 s; the batch neighbour runs at 80, 78, 82 units/s
+        speed = {1: 80.0, 2: 78.0, 3: 82.0}[rep]
+        rows += cell_rows("timeslice:2", rep, 1, [[0.2] * 10], think=0.3, units=1)
+        batch = cell_rows("timeslice:2", rep, 1, [[1 / speed] * 100], think=0.0, units=1, patterns=["batch"])
+        rows += [dict(r, replica=1, role="neighbour") for r in batch]
+    table = latency_table(rows)
+    victim = table[(table["mode"] == "timeslice:2") & (table["role"] == "victim")].iloc[0]
+    assert victim["beside"] == "batch" and victim["slowdown_p50"] == pytest.approx(2.0)
+    # 10 bursts of 0.2 s with 9 thinks of 0.3 s between them: window 4.7 s, busy 2.0 s
+    assert victim["busy_fraction"] == pytest.approx(2.0 / 4.7)
+    alone = table[(table["mode"] == "exclusive") & (table["pattern"] == INTERACTIVE)].iloc[0]
+    assert alone["busy_fraction"] == pytest.approx(1.0 / 3.7)
+    neighbour = table[(table["mode"] == "timeslice:2") & (table["role"] == "neighbour")].iloc[0]
+    assert neighbour["pattern"] == "batch" and neighbour["beside"] == INTERACTIVE
+    speeds = np.array([80.0, 78.0, 82.0])
+    assert neighbour["throughput_units_per_s"] == pytest.approx(speeds.mean())
+    assert neighbour["throughput_cost"] == pytest.approx(1 - speeds.mean() / 100.0)
+    assert neighbour["throughput_cost_lo"] < 0.2 < neighbour["throughput_cost_hi"]
+    assert neighbour["busy_fraction"] == pytest.approx(1.0)
+    # the cell: the batch neighbour keeps it busy from its start to its end; the user's bursts lie inside
+    # bursts at 0, 0.5, 1.0, ...: those from 1.5 s on (7 of 0.2 s) lie outside the neighbour's [0, 100/speed]
+    assert victim["cell_busy_fraction"] == pytest.approx(np.mean(100 / speeds + 1.4) / 4.7)
+
+
+def test_busy_union():
+    assert busy_union_s([]) == 0
+    assert busy_union_s([(0, 1), (0.5, 2), (3, 4)]) == pytest.approx(3.0)
+    assert busy_union_s([(3, 4), (0, 10)]) == pytest.approx(10.0)
+
+
+def target_table(slowdowns, pattern=INTERACTIVE, beside=None):
+    rows = [dict(mode="exclusive", pattern=pattern, role="victim", beside="", replicas=1, slowdown_p95=1.0)]
+    for mode, s in slowdowns.items():
+        n = int(mode.split(":")[1].split("@")[0].split("/")[0])
+        rows.append(
+            dict(mode=mode, pattern=pattern, role="victim", beside=beside or pattern, replicas=n, slowdown_p95=s)
+        )
+    return pd.DataFrame(rows)
+
+
+def test_users_at_target_takes_the_largest_measured_n_within_it():
+    got = users_at_target(target_table({"timeslice:2": 1.5, "timeslice:4": 2.6, "mps:2": 1.2, "mps:4": 1.9}))
+    by = {u.family: u for u in got}
+    assert by["timeslice"].users == 2 and by["timeslice"].measured == (2, 4)
+    assert "timeslice:4 exceeds it (p95 slowdown 2.60x)" in by["timeslice"].reason
+    assert by["mps"].users == 4 and by["mps"].slowdown_p95 == 1.9
+    assert "more users not measured" in by["mps"].reason  # never extrapolated past 4
+    assert [u.family for u in got] == ["timeslice", "mps"]
+
+
+def test_users_at_target_none_when_the_smallest_fails_or_nothing_was_measured():
+    got = users_at_target(target_table({"timeslice:2": 2.2, "timeslice:4": 1.9}), slo=2)
+    assert got[0].users is None and "timeslice:2 already exceeds the target" in got[0].reason
+    assert users_at_target(pd.DataFrame())[0].users is None
+    alone_only = users_at_target(target_table({}))
+    assert alone_only[0].users is None and "no sharing cell" in alone_only[0].reason
+    # cells beside another pattern (noisy neighbours) are not users of one pattern: never counted
+    mixed = users_at_target(target_table({"timeslice:2": 1.1}, beside="batch"))
+    assert mixed[0].users is None and "no sharing cell" in mixed[0].reason
+    no_base = users_at_target(target_table({"timeslice:2": math.nan}))
+    assert no_base[0].users is None and "no exclusive cell" in no_base[0].reason
+
+
+def test_users_at_target_follows_the_target():
+    table = target_table({"mps:2": 1.2, "mps:4": 1.9, "mps:8": 3.5})
+    assert [users_at_target(table, slo=s)[0].users for s in (1.1, 1.5, 2, 4)] == [None, 2, 4, 8]
+
+
+@pytest.mark.parametrize("bad", [0.5, 0, -2, math.nan, math.inf, "two"])
+def test_a_target_below_one_is_one_line(bad):
+    with pytest.raises(UserError, match=r"bad --slo .*allowed: a p95 slowdown target >= 1"):
+        check_slo(bad)
+
+
+def test_mode_family():
+    assert [mode_family(m) for m in ("timeslice:4", "timeslice:2/long", "mps:4@25", "mig-emulated:7x1g.18gb")] == [
+        "timeslice",
+        "timeslice/long",
+        "mps@25",
+        "mig-emulated",
+    ]
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="burst rows lack"):
+        latency_table([{"cell_id": "x"}])
+    with pytest.raises(UserError, match="bad latency interval method 'jackknife'"):
+        latency_table([], method="jackknife")
+    assert list(latency_table(pd.DataFrame(columns=list(BURST_COLUMNS))).columns) == LATENCY_COLUMNS
+    assert latency_table([]).empty
