@@ -36,6 +36,7 @@ from sharebench.sweep.cells import DEFAULT_PARTICLE_COUNTS as DEFAULT_PARTICLE_C
 from sharebench.sweep.cells import WARMUP_REPEATS, cell_name, cell_of, check_cell
 from sharebench.sweep.cells import plan_sweep as plan_cells
 from sharebench.telemetry import collect_provenance
+from sharebench.workloads import Workload
 
 
 def say(message: str) -> None:
@@ -171,15 +172,10 @@ def run_simpletrack(
     replicas: int,
     processes: int,
     start_at: float,
-    device: str,
-    engine: str,
-    lattice: str,
-    seed: int,
+    workload: dict[str, Any],
     out_path: str,
     workdir: str | None = None,
     placed: str = "",
-    command: str = "",
-    exec_timing: str = "protocol",
 ) -> list[dict[str, Any]]:
     """Run this pod's part of a cell; write its results rows to ``out_path``.
 
@@ -187,9 +183,11 @@ def run_simpletrack(
     it (the mode's sharing executor, N processes behind one start barrier). Otherwise this
     pod is replica ``replica`` of ``replicas`` pods sharing the node's device: one process
     that sleeps until ``start_at`` and tracks; its row is labelled with the cell's mode.
-    ``placed``: what the pod requested, where (logged).
+    ``workload``: the pipeline's ``workload`` parameter (``Workload.from_dict``). ``placed``: what the
+    pod requested, where (logged).
     """
     m = parse_mode(mode)
+    what = Workload.from_dict(workload)
     particles, turns, repeat = (
         whole_number(n, v, lo)
         for n, v, lo in (("particles", particles, 1), ("turns", turns, 1), ("repeat", repeat, -(10**6)))
@@ -201,18 +199,13 @@ def run_simpletrack(
     one_of_pods = processes == 1 and replicas > 1
     here = parse_mode("exclusive") if one_of_pods else m
     options: dict[str, Any] = {"start_at": float(start_at)} if one_of_pods else {}
-    if engine == "exec" or command:  # any program, through the replica protocol
-        options.update(exec_command=command, exec_timing=exec_timing)
     config = SweepConfig(
         modes=[here.label],
         particles=[particles],
         turns=turns,
         repeats=1,
         warmup_repeats=0,
-        device=device,
-        engine=engine,
-        lattice=lattice or None,
-        seed=whole_number("seed", seed, 0),
+        workload=what,
         progress=False,
         run_options=options,
     )

@@ -9,6 +9,7 @@ import pytest
 from sharebench.results import ResultsWriter
 from sharebench.sweep import SweepConfig, validate
 from sharebench.sweep.calibrate import MAX_PARTICLES, PROBE_PARTICLES, TARGET_TRACK_S, calibrate, round2
+from sharebench.workloads import Workload
 from support.crafted import crafted_rows
 from support.lattices import tiny_lattice
 
@@ -19,7 +20,9 @@ def test_two_significant_digits(x, want):
 
 
 def test_calibration_sizes_one_particle_count_from_the_measured_rate(tmp_path):
-    plan = validate(SweepConfig(device="cpu", lattice=str(tiny_lattice(tmp_path / "fodo.json")), turns=50))
+    plan = validate(
+        SweepConfig(workload=Workload(device="cpu", lattice=str(tiny_lattice(tmp_path / "fodo.json"))), turns=50)
+    )
     note = calibrate(plan, None)
     m = re.fullmatch(
         r"calibration: 1,000 particles x 50 turns tracked in ([0-9.]+) s \(([0-9,]+) particle-turns/s\): "
@@ -35,6 +38,6 @@ def test_calibration_sizes_one_particle_count_from_the_measured_rate(tmp_path):
 
 def test_a_resumed_folder_keeps_its_sizes(tmp_path):
     ResultsWriter(tmp_path).append(crafted_rows())
-    plan = validate(SweepConfig(device="cpu", lattice=str(tiny_lattice(tmp_path / "fodo.json"))))
+    plan = validate(SweepConfig(workload=Workload(device="cpu", lattice=str(tiny_lattice(tmp_path / "fodo.json")))))
     assert calibrate(plan, tmp_path) == "calibration: kept the folder's particle counts 1,000, 2,000"
     assert plan.particles == [1000, 2000]

@@ -14,24 +14,26 @@ from sharebench.errors import UserError
 from sharebench.report import TABLE_TITLES, build_report
 from sharebench.results import load_results
 from sharebench.sweep import SweepConfig, parse_particles, run_sweep, validate
+from sharebench.workloads import Workload
+from sharebench.workloads.workload import KEYS
 from support.contexts import cpu_opencl_spec, device_of
 
 
 def cfg(lattice_path, **kw):
+    """A tiny sweep's config; keyword arguments named as Workload fields go to its workload."""
+    workload = {"device": "cpu", "lattice": lattice_path, **{k: v for k, v in kw.items() if k in KEYS}}
     base = dict(
-        device="cpu",
         modes=["exclusive"],
         particles=[2000],
         turns=20,
         repeats=1,
         warmup_repeats=0,
-        lattice=lattice_path,
         progress=False,
         telemetry_interval_s=None,
         command=["test"],
     )
-    base.update(kw)
-    return SweepConfig(**base)
+    base.update({k: v for k, v in kw.items() if k not in KEYS})
+    return SweepConfig(workload=Workload.from_dict(workload), **base)
 
 
 @pytest.mark.parametrize(
@@ -85,7 +87,8 @@ def test_too_many_particles_for_the_memory(lattice):
 
 
 def test_defaults_for_this_machine(lattice):
-    plan = validate(SweepConfig(device="cpu", lattice=lattice))  # (the generated ring would take ~20 s to build)
+    # (the generated ring would take ~20 s to build)
+    plan = validate(SweepConfig(workload=Workload(device="cpu", lattice=lattice)))
     assert [m.label for m in plan.modes] == ["exclusive", "timeslice:2", "timeslice:4", "partition:2"]
     assert plan.particles == [500, 1000] and plan.turns == 10 and plan.config.repeats == 3
     # a shared mode alone gets its baseline

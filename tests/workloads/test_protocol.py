@@ -15,6 +15,7 @@ from sharebench.errors import UserError
 from sharebench.report import build_report
 from sharebench.results import load_results
 from sharebench.sweep import SweepConfig, run_sweep
+from sharebench.workloads import Workload
 from sharebench.workloads.protocol import parse_result, workload_name
 from support.paths import ROOT
 
@@ -24,8 +25,7 @@ LOCAL_MODES = ["exclusive", "timeslice:2", "partition:2"]
 
 def exec_cfg(command: str, work, modes=None, timing="protocol", **kw) -> SweepConfig:
     base = dict(
-        device="cpu",
-        engine="exec",
+        workload=Workload(device="cpu", engine="exec", command=command, timing=timing),
         modes=modes or ["exclusive"],
         particles=work,
         repeats=1,
@@ -33,7 +33,6 @@ def exec_cfg(command: str, work, modes=None, timing="protocol", **kw) -> SweepCo
         progress=False,
         telemetry_interval_s=None,
         command=["test"],
-        run_options={"exec_command": command, "exec_timing": timing},
     )
     base.update(kw)
     return SweepConfig(**base)
@@ -247,14 +246,9 @@ def test_pipeline_run_step_runs_a_command(processes, tmp_path):
         replicas=2,
         processes=processes,
         start_at=start_at,
-        device="cpu",
-        engine="exec",
-        lattice="",
-        seed=1,
+        workload={"device": "cpu", "engine": "exec", "command": f"{EXAMPLES}/sum_sqrt.sh", "timing": "protocol"},
         out_path=str(out),
         workdir=str(tmp_path / "cell"),
-        command=f"{EXAMPLES}/sum_sqrt.sh",
-        exec_timing="protocol",
     )
     rows = read_json(out, "rows")["rows"]
     assert len(rows) == processes  # processes=1: this pod is one replica of the cell's two pods

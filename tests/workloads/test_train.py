@@ -12,6 +12,7 @@ import pytest
 
 from sharebench.results import load_results
 from sharebench.sweep import SweepConfig, run_sweep
+from sharebench.workloads import Workload
 
 pytest.importorskip("torch", reason="the ml extra is not installed (make install-ml)")
 
@@ -60,8 +61,7 @@ def test_train_in_a_sweep(tmp_path):
     command = f"{sys.executable} -m sharebench.workloads.train " + " ".join(TINY)
     out = run_sweep(
         SweepConfig(
-            device="cpu",
-            engine="exec",
+            workload=Workload(device="cpu", engine="exec", command=command),
             modes=["exclusive", "timeslice:2"],
             particles=[2],
             repeats=1,
@@ -69,7 +69,6 @@ def test_train_in_a_sweep(tmp_path):
             progress=False,
             telemetry_interval_s=None,
             command=["test"],
-            run_options={"exec_command": command},
         ),
         tmp_path / "out",
     )

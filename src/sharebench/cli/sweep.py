@@ -7,7 +7,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sharebench.cli.workloads import add_exec_options, exec_options
+from sharebench.cli.workloads import add_exec_options, given_workload, make_workload
 from sharebench.errors import UserError
 from sharebench.parse import seconds, whole_number
 from sharebench.report import build_report, end_screen
@@ -163,16 +163,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         "run_timeout_s": seconds("--run-timeout", args.run_timeout, 0.001) if args.run_timeout is not None else None,
         "modes": args.modes.split(",") if args.modes is not None else None,
         "particles": args.particles,
-        "device": args.device,
-        "engine": args.engine,
-        "lattice": args.lattice,
-        "run_options": exec_options(args) or None,  # None: none given (a resumed folder keeps its own)
+        "workload": given_workload(args),  # None where not given (a resumed folder keeps its own)
     }
     stop_after = seconds("--stop-after", args.stop_after) if args.stop_after is not None else None
     if args.resume:  # the folder's own sweep: what the user did not give comes from its sweep.json
         given = inherit_options(out, given)
+    workload = make_workload(given.pop("workload"))
     cfg = SweepConfig(
         **{k: v for k, v in given.items() if v is not None},
+        workload=workload,
         resume=args.resume,
         telemetry_interval_s=None if args.no_telemetry else 0.1,
         progress=not args.no_progress,

@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from sharebench.errors import UserError
+from sharebench.workloads import Workload
 from sharebench.workloads.protocol import check_exec_timing
 
 
@@ -37,9 +38,9 @@ def add_exec_options(run: argparse.ArgumentParser) -> None:
 
 
 def exec_options(args: argparse.Namespace, engine: str | None = None) -> dict[str, Any]:
-    """The RunConfig fields the exec options give (none for the trackers, and none when a resumed exec
-    sweep takes its own from the folder); UserError on a bad combination. ``engine``: the run's engine
-    (default: ``args.engine``; None there: the default, simpletrack)."""
+    """The Workload keys the exec options give (command, timing, name; none for the trackers, and none
+    when a resumed exec sweep takes its own from the folder); UserError on a bad combination. ``engine``:
+    the run's engine (default: ``args.engine``; None there: the default, simpletrack)."""
     given = args.exec_command is not None or args.exec_name is not None or args.exec_timing != "protocol"
     engine = str(engine or args.engine or "simpletrack").strip().lower()
     if engine != "exec":
@@ -50,8 +51,18 @@ def exec_options(args: argparse.Namespace, engine: str | None = None) -> dict[st
         if getattr(args, "resume", False) and not given:
             return {}  # the folder's own command (sweep.json)
         raise UserError("--engine exec needs a command: --exec 'CMD ARGS'")
-    timing = check_exec_timing(args.exec_timing)
-    opts: dict[str, Any] = {"exec_command": args.exec_command, "exec_timing": timing}
+    opts: dict[str, Any] = {"command": args.exec_command, "timing": check_exec_timing(args.exec_timing)}
     if args.exec_name:
-        opts["exec_name"] = args.exec_name
+        opts["name"] = args.exec_name
     return opts
+
+
+def given_workload(args: argparse.Namespace) -> dict[str, Any]:
+    """The Workload keys the run command's options give (None where an option was not given: a resumed
+    run takes those from its folder, ``sharebench.sweep.inherit_options``)."""
+    return {"engine": args.engine, "device": args.device, "lattice": args.lattice, **exec_options(args)}
+
+
+def make_workload(given: dict[str, Any]) -> Workload:
+    """The Workload of the keys given (the others take their defaults)."""
+    return Workload.from_dict({k: v for k, v in given.items() if v is not None})

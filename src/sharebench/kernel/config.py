@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Protocol
 
 from sharebench.devices import check_spec
 from sharebench.errors import UserError
@@ -19,6 +20,26 @@ def check_exec(command: str | None, timing: str) -> None:
         raise UserError("--engine exec needs a command: --exec 'CMD ARGS'")
     if timing not in ("protocol", "process"):
         raise UserError(f"bad exec timing {timing!r}; allowed: protocol, process")
+
+
+class WorkloadFields(Protocol):
+    """What :meth:`RunConfig.from_workload` reads of a workload (``sharebench.workloads.Workload``, a
+    layer above this one, which the kernel does not import)."""
+
+    @property
+    def engine(self) -> str: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def lattice(self) -> str | None: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def command(self) -> str | None: ...
+    @property
+    def timing(self) -> str: ...
+    @property
+    def name(self) -> str | None: ...
 
 
 @dataclass
@@ -80,6 +101,24 @@ class RunConfig:
             self.lattice = str(self.lattice)
         if self.engine == "exec":
             check_exec(self.exec_command, self.exec_timing)
+
+    @classmethod
+    def from_workload(cls, workload: WorkloadFields, *, device: str | None = None, **options: Any) -> RunConfig:
+        """The config of one replica of ``workload`` (on ``device`` when given, e.g. the sweep's resolved
+        device; else the workload's); ``options``: the other fields (particles, turns, start_at ...)."""
+        exec_fields = (
+            {"exec_command": workload.command, "exec_timing": workload.timing, "exec_name": workload.name}
+            if workload.engine == "exec"
+            else {}
+        )
+        return cls(
+            engine=workload.engine,
+            device=device or workload.device,
+            lattice=workload.lattice,
+            seed=workload.seed,
+            **exec_fields,
+            **options,
+        )
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -19,13 +19,13 @@ from typing import Any
 
 from sharebench.devices import DeviceInfo, resolve_device
 from sharebench.errors import UserError
-from sharebench.kernel import RUN_ENGINES, RunConfig, check_engine, check_fits, check_xtrack_device
+from sharebench.kernel import RunConfig, check_fits, check_xtrack_device
 from sharebench.kernel.lattice import get_line_cached, get_packed
 from sharebench.modes import Mode, parse_modes
 from sharebench.parse import counts, whole_number
 from sharebench.sharing import CellPlan, check_mps_available, plan_cell
 from sharebench.sharing.timeslice import check_allowed
-from sharebench.workloads.protocol import workload_name
+from sharebench.workloads import Workload
 
 # `sharebench run` with no options: sizes per device class that finish in a few minutes (CPU: what
 # --dry-run shows; the run itself sizes one particle count by a calibration, sharebench.sweep.calibrate; GPU: the
@@ -46,10 +46,7 @@ class SweepConfig:
     turns: int | None = None  # None: the default for the device class
     repeats: int = DEFAULT_REPEATS  # measured repeats per cell
     warmup_repeats: int = 1  # discarded warm-up repeats before them
-    device: str = "auto"
-    engine: str = "simpletrack"
-    lattice: str | None = None  # None: the generated LHC-like ring
-    seed: int = 1
+    workload: Workload = field(default_factory=Workload)  # what every replica runs, on which device spec
     ready_timeout_s: float = 900.0  # barrier: longest setup (build, compile) allowed
     run_timeout_s: float | None = None  # longest tracking allowed per cell (None: no limit)
     telemetry_interval_s: float | None = 0.1  # None: no telemetry sampler
@@ -57,12 +54,26 @@ class SweepConfig:
     stop_after_s: float | None = None  # start no new cell after this many seconds (resume later)
     progress: bool = True
     command: list[str] | None = None  # recorded in provenance.json (default: sys.argv)
-    run_options: dict[str, Any] = field(default_factory=dict)  # extra RunConfig fields (nemitt_x, ...)
+    run_options: dict[str, Any] = field(default_factory=dict)  # other RunConfig fields (start_at, nemitt_x, ...)
     allow_gpu_settings: bool = False  # timeslice:N/INTERVAL may set (and restore) the GPU's interval
     fresh_replicas: bool = False  # a new process per replica per cell (default: warm ones, kept)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.workload, Workload):
+            raise TypeError(
+                f"SweepConfig.workload is a Workload (Workload.from_dict for a dict), not {self.workload!r}"
+            )
+        doubled = sorted(set(self.run_options) & set(RUN_CONFIG_OF_WORKLOAD))
+        if doubled:
+            raise UserError(f"run option(s) {', '.join(doubled)} belong to the workload; give them there")
+
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """As ``sweep.json`` and provenance.json record it: the workload as its own dict."""
+        return {**dataclasses.asdict(self), "workload": self.workload.to_dict()}
+
+
+# the RunConfig fields a Workload sets (RunConfig.from_workload); not run options
+RUN_CONFIG_OF_WORKLOAD = ("engine", "device", "lattice", "seed", "exec_command", "exec_timing", "exec_name")
 
 
 @dataclass(frozen=True)
@@ -117,30 +128,19 @@ class SweepPlan:
     def run_config(self, particles: int) -> RunConfig:
         """What each replica of a cell of ``particles`` does."""
         c = self.config
-        return RunConfig(
-            engine=c.engine,
-            device=self.device.spec or c.device,
-            lattice=c.lattice,
-            particles=particles,
-            turns=self.turns,
-            seed=c.seed,
-            **dict(c.run_options),
+        return RunConfig.from_workload(
+            c.workload, device=self.device.spec, particles=particles, turns=self.turns, **dict(c.run_options)
         )
 
     @property
     def workload(self) -> str:
         """The workload's name in the tables: the engine, or the exec engine's program name."""
-        if self.config.engine != "exec":
-            return self.config.engine
-        opts = self.config.run_options
-        return opts.get("exec_name") or workload_name(opts.get("exec_command"))
+        return self.config.workload.label
 
     @property
     def exec_timing(self) -> str:
         """The exec engine's timing (protocol or process); '' for the trackers."""
-        if self.config.engine != "exec":
-            return ""
-        return self.config.run_options.get("exec_timing") or "protocol"
+        return self.config.workload.table_timing
 
     def replicas(self, mode: Mode) -> int:
         return self.plans[mode.label].n
@@ -155,12 +155,7 @@ def describe_plan(plan: SweepPlan) -> str:
     cells = plan.cells()
     lines = [
         f"device:    {d.spec} ({d.name}; {d.kind}, {d.backend})",
-        (
-            f"engine:    {c.engine}, lattice {c.lattice or 'generated LHC-like ring'}"
-            if c.engine != "exec"
-            else f"engine:    exec: {c.run_options.get('exec_command')!r} as {plan.workload} "
-            f"({plan.exec_timing} timing; work = SHAREBENCH_WORK)"
-        ),
+        f"engine:    {c.workload.describe()}",
         "modes:     "
         + ", ".join(f"{m.label} ({plan.replicas(m)} replica{'s' if plan.replicas(m) > 1 else ''})" for m in plan.modes),
         f"particles: {', '.join(f'{p:,}' for p in plan.particles)} per replica, {plan.turns} turns",
@@ -229,7 +224,7 @@ def _check_memory(config: SweepConfig, device: DeviceInfo, plans: dict[str, Cell
                         check_fits(
                             p,
                             rp.memory_bytes,
-                            config.engine,
+                            config.workload.engine,
                             what=f"memory of MIG instance {rp.mig_uuid or rp.mig_profile + ' (emulated)'}",
                         )
                 elif mem:
@@ -237,7 +232,7 @@ def _check_memory(config: SweepConfig, device: DeviceInfo, plans: dict[str, Cell
                     check_fits(
                         p,
                         int(mem) // n,
-                        config.engine,
+                        config.workload.engine,
                         what="device memory" if n == 1 else f"1/{n} share of the device memory ({int(mem):,} bytes)",
                     )
             except UserError as exc:
@@ -247,10 +242,10 @@ def _check_memory(config: SweepConfig, device: DeviceInfo, plans: dict[str, Cell
 def _check_lattice(config: SweepConfig) -> None:
     """Load (and cache, once for all replicas) the lattice: a bad file or element fails here, not per cell."""
     with contextlib.redirect_stdout(sys.stderr):  # xtrack's loader chatter stays off our stdout
-        if config.engine == "simpletrack":
-            get_packed(config.lattice)
+        if config.workload.engine == "simpletrack":
+            get_packed(config.workload.lattice)
         else:
-            get_line_cached(config.lattice)
+            get_line_cached(config.workload.lattice)
 
 
 def validate(config: SweepConfig) -> SweepPlan:
@@ -258,30 +253,33 @@ def validate(config: SweepConfig) -> SweepPlan:
     notes: list[str] = []
     config = dataclasses.replace(
         config,
-        engine=check_engine(config.engine, RUN_ENGINES),
         repeats=whole_number("repeats", config.repeats, 1, MAX_REPEATS),
         warmup_repeats=whole_number("warm-up repeats", config.warmup_repeats, 0, MAX_REPEATS),
     )
-    if config.lattice is not None and not Path(config.lattice).is_file():
-        raise UserError(f"lattice file {config.lattice!r} not found; give an Xsuite line JSON or JSON.gz")
-    device = resolve_device(config.device)
-    if config.engine == "xtrack":  # a doomed sweep fails here, not in every cell (engine checked above)
+    workload = config.workload  # checked when it was made (Workload.from_dict)
+    if workload.lattice is not None and not Path(workload.lattice).is_file():
+        raise UserError(f"lattice file {workload.lattice!r} not found; give an Xsuite line JSON or JSON.gz")
+    device = resolve_device(workload.device)
+    if workload.engine == "xtrack":  # a doomed sweep fails here, not in every cell (engine checked above)
         check_xtrack_device(device)
     dclass = device.kind or "cpu"
-    what = "work size (--work)" if config.engine == "exec" else "particle count"
-    particles = parse_particles(config.particles, what) if config.particles is not None else DEFAULT_PARTICLES[dclass]
+    particles = (
+        parse_particles(config.particles, workload.size_name)
+        if config.particles is not None
+        else DEFAULT_PARTICLES[dclass]
+    )
     turns = whole_number("turns", config.turns if config.turns is not None else DEFAULT_TURNS[dclass], 1, MAX_TURNS)
     modes = _resolve_modes(config, device, notes)
     check_allowed(modes, config.allow_gpu_settings)
     plans = {m.label: plan_cell(m, device) for m in modes}
-    if config.engine == "exec":
+    if workload.engine == "exec":
         if config.particles is None:
             raise UserError("--engine exec needs --work N[,N...]: the sizes SHAREBENCH_WORK gives the program")
-        turns = 1  # a program's work is SHAREBENCH_WORK alone; memory and lattice are the program's business
+        turns = workload.turns(turns)  # a program's work is SHAREBENCH_WORK alone; memory and lattice are its own
     else:
         _check_memory(config, device, plans, particles)
     plan = SweepPlan(config, device, modes, plans, particles, turns, notes)
     plan.run_config(particles[0])  # the run config itself (engine, device grammar, emittances ...)
-    if config.engine != "exec":
+    if workload.engine != "exec":
         _check_lattice(config)
     return plan

@@ -3,7 +3,8 @@
 A cell's work is its whole identity: mode, particle count and repeat (its id) and what every cell
 of the sweep shares: turns, engine, lattice content, seed, the run options and the device model.
 :func:`work_key` hashes it into the ``work_key`` column. ``--resume`` takes every option the user
-did not give from the folder's last sweep in ``sweep.json`` (:func:`inherit_options`), and
+did not give from the folder's last sweep in ``sweep.json`` (:func:`inherit_options`; a folder of the
+releases before the Workload value kept its fields loose, :func:`folder_workload` reads both), and
 :func:`check_same_work` refuses, in one line naming the difference, a run whose shared identity
 differs from the folder's for the same workload: its cells would be kept beside cells measured
 under other settings (another workload is measured beside, in its own cells).
@@ -18,6 +19,7 @@ from typing import Any
 
 from sharebench.errors import UserError
 from sharebench.results import read_sweeps
+from sharebench.workloads.workload import EXEC_KEYS, KEYS
 
 # options a resumed run takes from the folder when the user does not give them
 INHERITED = (
@@ -26,10 +28,6 @@ INHERITED = (
     "turns",
     "repeats",
     "warmup_repeats",
-    "device",
-    "engine",
-    "lattice",
-    "seed",
     "run_options",
     "ready_timeout_s",
     "run_timeout_s",
@@ -43,6 +41,10 @@ OPTION_NAMES = {
     "seed": "seed",
     "run_options": "run options",
 }
+# a workload's fields a resumed run takes from the folder one by one (the exec ones go together)
+INHERITED_WORKLOAD = tuple(k for k in KEYS if k not in EXEC_KEYS)
+# sweep.json of the releases before the Workload value: its exec fields sat in run_options
+LEGACY_EXEC = {"exec_command": "command", "exec_timing": "timing", "exec_name": "name"}
 
 
 def lattice_digest(lattice: str | None) -> str:
@@ -56,16 +58,18 @@ def lattice_digest(lattice: str | None) -> str:
 
 
 def identity(config: Any, turns: int, workload: str | None = None) -> dict[str, Any]:
-    """The shared identity of a sweep's cells (JSON-normalised, so that it compares with sweep.json)."""
+    """The shared identity of a sweep's cells (JSON-normalised, so that it compares with sweep.json).
+    Its shape predates the Workload value: the exec fields count among the run options, as before."""
+    w = config.workload
     return json.loads(
         json.dumps(
             {
-                "workload": workload or config.engine,
+                "workload": workload or w.label,
                 "turns": turns,
-                "engine": config.engine,
-                "lattice_sha256": lattice_digest(config.lattice),
-                "seed": config.seed,
-                "run_options": dict(config.run_options),
+                "engine": w.engine,
+                "lattice_sha256": lattice_digest(w.lattice),
+                "seed": w.seed,
+                "run_options": {**w.run_options(), **dict(config.run_options)},
             },
             default=str,
         )
@@ -83,17 +87,42 @@ def _last_sweep(out: Path) -> dict[str, Any] | None:
     return sweeps[-1] if sweeps else None
 
 
+def folder_workload(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(workload dict, other run options) of a ``sweep.json`` config: its ``workload``, or, in a folder
+    of the releases before it, its loose ``device, engine, lattice, seed`` and the exec fields of its
+    ``run_options``."""
+    options = dict(config.get("run_options") or {})
+    if isinstance(config.get("workload"), dict):
+        return dict(config["workload"]), options
+    workload = {k: config[k] for k in ("device", "engine", "lattice", "seed") if config.get(k) is not None}
+    for old, new in LEGACY_EXEC.items():
+        if old in options:
+            workload[new] = options.pop(old)
+    return workload, options
+
+
 def inherit_options(out: Path, given: dict[str, Any]) -> dict[str, Any]:
-    """``given`` (SweepConfig fields, None where the user gave nothing) with the folder's own values
-    filled in where the user gave none."""
+    """``given`` (SweepConfig fields, None where the user gave nothing; ``workload``: a dict of the
+    Workload keys the user gave, None where not) with the folder's own values filled in where the user
+    gave none. The exec fields (command, timing, name) come as a group, when the run's engine is exec
+    and no command was given."""
     last = _last_sweep(out) if out.is_dir() else None
     if last is None:
         return given
-    before = last.get("config") or {}
+    before_workload, before_options = folder_workload(last.get("config") or {})
+    before = {**(last.get("config") or {}), "run_options": before_options}
     filled = dict(given)
     for key in INHERITED:
         if filled.get(key) is None and before.get(key) is not None:
             filled[key] = before[key]
+    workload = dict(given.get("workload") or {})
+    for key in INHERITED_WORKLOAD:
+        if workload.get(key) is None and before_workload.get(key) is not None:
+            workload[key] = before_workload[key]
+    same_exec = str(workload.get("engine")).lower() == "exec" == str(before_workload.get("engine")).lower()
+    if same_exec and workload.get("command") is None:
+        workload.update({k: before_workload[k] for k in EXEC_KEYS if before_workload.get(k) is not None})
+    filled["workload"] = workload
     return filled
 
 

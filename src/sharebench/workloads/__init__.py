@@ -8,9 +8,13 @@ Modules:
 * ``replica``: the replica process entry (one cell, or ``--serve``: cell after cell, warm);
 * ``protocol``: the replica protocol for any program (``--engine exec``): its environment, barrier
   helpers and result file;
+* ``workload``: the Workload value (engine, device, command, timing, lattice, seed, pattern): what every
+  replica of a sweep runs, one value from the CLI (and the KFP ``workload`` parameter) to the replica;
 * ``train``, ``resnet``: the built-in ML workload (ResNet-18 training in plain PyTorch).
 """
 
+from sharebench.workloads.workload import DEFAULT_WORKLOAD, Workload
+
 REPLICA_MODULE = "sharebench.workloads.replica"  # python -m REPLICA_MODULE --config CFG.json --out REC.json
 
-__all__ = ["REPLICA_MODULE"]
+__all__ = ["DEFAULT_WORKLOAD", "REPLICA_MODULE", "Workload"]

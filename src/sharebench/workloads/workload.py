@@ -1,0 +1,127 @@
+"""The Workload: what every replica of a sweep runs, as one value from the command line to the replica.
+
+A sweep measures one workload: a tracker (``simpletrack``, ``xtrack``) on a lattice with a seed, or any
+program (``exec``: its command, its timing and its name in the tables), on a device spec. The value
+travels whole: the CLI builds it, ``SweepConfig.workload`` carries it, ``RunConfig.from_workload`` turns
+it into a replica's config, and the KFP pipelines pass it as one ``workload`` struct parameter.
+:meth:`Workload.from_dict` is the one place a dict (a KFP parameter, ``sweep.json``) becomes a Workload:
+a one-line UserError names a bad key or value.
+
+Sizes stay a sweep axis: a tracker's size is a particle count, a program's a work size
+(``SHAREBENCH_WORK``) run for one "turn" (:attr:`Workload.size_name`, :meth:`Workload.turns`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from sharebench.devices import check_spec
+from sharebench.errors import UserError
+from sharebench.kernel import RUN_ENGINES, check_engine
+from sharebench.parse import whole_number
+from sharebench.workloads.protocol import check_exec_timing, workload_name
+
+EXEC_KEYS = ("command", "timing", "name")  # the exec engine's own keys
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What each replica runs. Normalised on construction (engine and device lowercased, '' -> None);
+    UserError naming the first bad field."""
+
+    engine: str = "simpletrack"  # simpletrack, xtrack, or exec (any program: ``command``)
+    device: str = "auto"  # device spec inside a replica: auto, cpu, cuda[:N], opencl[:P.D]
+    command: str | None = None  # exec: the program each replica runs (replica protocol)
+    timing: str = "protocol"  # exec: protocol (the program's own window) or process (the whole process)
+    name: str | None = None  # exec: the workload's name in the tables (default: from the command)
+    lattice: str | None = None  # trackers: Xsuite line JSON (a path is kept as its text); None: the generated ring
+    seed: int = 1  # trackers: seed of the particle distribution
+    pattern: str = "batch"  # how the replicas use the device (issue 23; checked there)
+
+    def __post_init__(self) -> None:
+        def put(key: str, value: Any) -> None:
+            object.__setattr__(self, key, value)
+
+        for key in ("engine", "device", "timing", "pattern"):
+            if not isinstance(getattr(self, key), str):
+                raise UserError(f"bad workload {key} {getattr(self, key)!r}: a string is allowed")
+        if isinstance(self.lattice, os.PathLike):
+            put("lattice", os.fspath(self.lattice))
+        for key in ("command", "name", "lattice"):
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, str):
+                raise UserError(f"bad workload {key} {value!r}: a string (or nothing) is allowed")
+            put(key, (value.strip() or None) if isinstance(value, str) else None)
+        put("engine", check_engine(self.engine, RUN_ENGINES))
+        put("device", check_spec(self.device))
+        put("timing", check_exec_timing(self.timing))
+        put("seed", whole_number("workload seed", self.seed, 0))
+        if not self.pattern.strip():
+            raise UserError("bad workload pattern '': a pattern name is allowed (default: batch)")
+        if self.engine == "exec":
+            if self.command is None:
+                raise UserError("workload engine 'exec' needs a command: the program each replica runs")
+        elif self.command is not None or self.name is not None or self.timing != "protocol":
+            raise UserError(
+                f"workload command, timing and name need engine 'exec'; the engine is {self.engine!r} "
+                f"(command {self.command!r}, timing {self.timing!r}, name {self.name!r})"
+            )
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Workload:
+        """The Workload of a dict; missing keys take their defaults. UserError naming a bad key or value."""
+        if not isinstance(d, dict):
+            raise UserError(f"bad workload {d!r}: a JSON object with keys {', '.join(KEYS)} is allowed")
+        unknown = sorted(str(k) for k in d if k not in KEYS)
+        if unknown:
+            raise UserError(f"unknown workload key(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(KEYS)}")
+        return cls(**d)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, JSON-ready, '' where a field is not given (a KFP struct holds no null);
+        ``from_dict(w.to_dict()) == w``."""
+        return {k: "" if v is None else v for k, v in asdict(self).items()}
+
+    @property
+    def label(self) -> str:
+        """The workload's name in the tables (the ``engine`` column): the engine, or the program's name."""
+        if self.engine != "exec":
+            return self.engine
+        return self.name or workload_name(self.command)
+
+    @property
+    def table_timing(self) -> str:
+        """The ``exec_timing`` column: the program's timing; '' for the trackers."""
+        return self.timing if self.engine == "exec" else ""
+
+    @property
+    def size_name(self) -> str:
+        """What a size of the sweep is called in an error: a program's work size, a tracker's particle count."""
+        return "work size (--work)" if self.engine == "exec" else "particle count"
+
+    def turns(self, turns: int) -> int:
+        """The turns a replica runs: a program's work is SHAREBENCH_WORK alone (one turn)."""
+        return 1 if self.engine == "exec" else turns
+
+    def run_options(self) -> dict[str, Any]:
+        """The RunConfig fields of the exec engine (none for the trackers), as ``sweep.json`` kept them."""
+        if self.engine != "exec":
+            return {}
+        opts: dict[str, Any] = {"exec_command": self.command, "exec_timing": self.timing}
+        if self.name:
+            opts["exec_name"] = self.name
+        return opts
+
+    def describe(self) -> str:
+        """One line: the engine and what it runs."""
+        if self.engine == "exec":
+            text = f"exec: {self.command!r} as {self.label} ({self.timing} timing; work = SHAREBENCH_WORK)"
+        else:
+            text = f"{self.engine}, lattice {self.lattice or 'generated LHC-like ring'}"
+        return text + (f", pattern {self.pattern}" if self.pattern != "batch" else "")
+
+
+KEYS = tuple(f.name for f in fields(Workload))
+DEFAULT_WORKLOAD: dict[str, Any] = Workload().to_dict()

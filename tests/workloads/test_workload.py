@@ -1,0 +1,129 @@
+"""The Workload value: one dict form (round trip), one-line errors naming the bad key or value, and the
+replica config it gives."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sharebench.errors import UserError
+from sharebench.kernel import RunConfig
+from sharebench.workloads import DEFAULT_WORKLOAD, Workload
+from sharebench.workloads.workload import KEYS
+
+DEVICES = st.sampled_from(["auto", "cpu", "cuda", "cuda:3", "opencl", "opencl:0.1", " CPU "])
+WORDS = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=20)
+TRACKERS = st.builds(
+    Workload,
+    engine=st.sampled_from(["simpletrack", "xtrack", "XTrack"]),
+    device=DEVICES,
+    lattice=st.none() | WORDS,
+    seed=st.integers(0, 2**31),
+    pattern=WORDS,
+)
+PROGRAMS = st.builds(
+    Workload,
+    engine=st.just("exec"),
+    device=DEVICES,
+    command=WORDS,
+    timing=st.sampled_from(["protocol", "process", "Process"]),
+    name=st.none() | WORDS,
+    seed=st.integers(0, 2**31),
+)
+
+
+@given(TRACKERS | PROGRAMS)
+def test_dict_round_trip(w):
+    d = w.to_dict()
+    assert set(d) == set(KEYS) and None not in d.values()  # a KFP struct holds no null
+    assert Workload.from_dict(d) == w
+    assert Workload.from_dict(json.loads(json.dumps(d))) == w  # as sweep.json and a KFP struct carry it
+
+
+@given(TRACKERS | PROGRAMS)
+def test_a_kfp_struct_number_is_a_whole_seed(w):
+    """A protobuf Struct carries numbers as doubles: seed 3.0 is seed 3."""
+    assert Workload.from_dict({**w.to_dict(), "seed": float(w.seed)}).seed == w.seed
+
+
+def test_defaults_and_normalisation():
+    assert Workload.from_dict({}) == Workload() and Workload().to_dict() == DEFAULT_WORKLOAD
+    w = Workload.from_dict({"engine": " EXEC ", "device": "CUDA:1", "command": " python3 job.py ", "lattice": ""})
+    assert (w.engine, w.device, w.command, w.lattice, w.timing) == (
+        "exec",
+        "cuda:1",
+        "python3 job.py",
+        None,
+        "protocol",
+    )
+    assert (
+        w.label == "job" and w.table_timing == "protocol" and w.turns(10) == 1 and w.size_name.startswith("work size")
+    )
+    assert Workload(name="", lattice="").name is None
+    t = Workload(engine="xtrack", lattice="ring.json", seed=4)
+    assert t.label == "xtrack" and t.table_timing == "" and t.turns(10) == 10 and t.size_name == "particle count"
+
+
+def test_describe():
+    assert Workload().describe() == "simpletrack, lattice generated LHC-like ring"
+    assert Workload(lattice="lhc.json", pattern="interactive").describe() == (
+        "simpletrack, lattice lhc.json, pattern interactive"
+    )
+    assert Workload(engine="exec", command="sleep 1", timing="process", name="nap").describe() == (
+        "exec: 'sleep 1' as nap (process timing; work = SHAREBENCH_WORK)"
+    )
+
+
+@pytest.mark.parametrize(
+    "d, message",
+    [
+        ({"engin": "exec"}, "unknown workload key(s) 'engin'; allowed: engine, device, command, timing, name, lattice"),
+        ({"engine": "sixtrack"}, "bad engine 'sixtrack': allowed are simpletrack, xtrack, exec"),
+        ({"device": "tpu"}, "bad device 'tpu': allowed are auto, cpu, cuda[:N], opencl[:P.D]"),
+        ({"seed": -1}, "bad workload seed -1; allowed: a whole number >= 0"),
+        ({"seed": 1.5}, "bad workload seed 1.5; allowed: a whole number >= 0"),
+        ({"seed": True}, "bad workload seed True; allowed: a whole number >= 0"),
+        ({"engine": 3}, "bad workload engine 3: a string is allowed"),
+        ({"lattice": ["a"]}, "bad workload lattice ['a']: a string (or nothing) is allowed"),
+        ({"pattern": " "}, "bad workload pattern '': a pattern name is allowed (default: batch)"),
+        ({"engine": "exec"}, "workload engine 'exec' needs a command: the program each replica runs"),
+        ({"engine": "exec", "command": "true", "timing": "wall"}, "bad exec timing 'wall'; allowed: protocol, process"),
+        ({"command": "true"}, "workload command, timing and name need engine 'exec'; the engine is 'simpletrack'"),
+        ({"timing": "process"}, "workload command, timing and name need engine 'exec'; the engine is 'simpletrack'"),
+        ("exec", "bad workload 'exec': a JSON object with keys engine, device, command"),
+    ],
+)
+def test_bad_key_or_value_is_one_line(d, message):
+    with pytest.raises(UserError) as e:
+        Workload.from_dict(d)
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+@given(PROGRAMS)
+def test_run_config_of_a_program(w):
+    cfg = RunConfig.from_workload(w, particles=7, turns=1, replica=2)
+    assert (cfg.engine, cfg.device, cfg.exec_command, cfg.exec_timing, cfg.exec_name, cfg.seed) == (
+        "exec",
+        w.device,
+        w.command,
+        w.timing,
+        w.name,
+        w.seed,
+    )
+    assert (cfg.particles, cfg.replica) == (7, 2)
+
+
+def test_run_config_of_a_tracker_on_the_sweeps_device():
+    w = Workload(engine="xtrack", lattice="ring.json", seed=9)
+    cfg = RunConfig.from_workload(w, device="opencl:0.0", particles=100, turns=3)
+    assert cfg.to_dict() == {
+        **RunConfig(particles=100, turns=3).to_dict(),
+        "engine": "xtrack",
+        "device": "opencl:0.0",
+        "lattice": "ring.json",
+        "seed": 9,
+    }
+    assert RunConfig.from_workload(Workload(), particles=1, turns=1).device == "auto"
