@@ -16,7 +16,13 @@
 * ``0300_configmap_sharebench-grafana-dashboard.yaml`` — a Grafana dashboard (picked up by
   the Grafana sidecar through the ``grafana_dashboard: "1"`` label): SM activity per GPU and
   per MIG instance, FP64 and DRAM activity, memory, power, SM clock; annotations of the
-  benchmark cells (tag ``sharebench``) that ``sharebench telemetry annotate`` writes.
+  benchmark cells (tag ``sharebench``) that ``sharebench telemetry annotate`` writes; beside them the
+  trend of the loss per node and mode with its interval, as ``sharebench history add|check
+  --pushgateway`` pushes it (:data:`HISTORY_LOSS_METRIC`).
+* ``0400_prometheusrule_sharebench-history.yaml`` — a PrometheusRule that fires
+  :data:`HISTORY_ALERT` while the last ``history check`` of a node found a changed loss
+  (:data:`HISTORY_CHANGES_METRIC` > 0 on the Pushgateway, which Prometheus scrapes with
+  ``honor_labels``).
 
 They are rendered with the rest of ``manifests/`` by ``sharebench manifests render``;
 ``sharebench manifests dashboard`` prints the raw dashboard JSON (Grafana import), and
@@ -43,6 +49,18 @@ EXPORTER_SERVICE_LABELS = {"app": "nvidia-dcgm-exporter"}  # the gpu-operator's 
 EXPORTER_PORT = "gpu-metrics"
 PROMETHEUS_RELEASE = "kube-prometheus-stack"  # serviceMonitorSelector: release=<helm release>
 SCRAPE_INTERVAL = "1s"
+
+# what `sharebench history --pushgateway` pushes (sharebench.history.push), named here once so that the
+# dashboard and the alert read the names the history writes
+HISTORY_PUSH_JOB = "sharebench-history"
+HISTORY_LOSS_METRIC = "sharebench_loss_percent"
+HISTORY_LOSS_LOW_METRIC = "sharebench_loss_ci_low_percent"
+HISTORY_LOSS_HIGH_METRIC = "sharebench_loss_ci_high_percent"
+HISTORY_CHANGES_METRIC = "sharebench_history_check_changes"
+HISTORY_CHECK_TIME_METRIC = "sharebench_history_check_timestamp_seconds"
+HISTORY_LABELS = ("node", "gpu_model", "mode", "pattern", "particles", "turns", "engine", "backend")
+HISTORY_RULE = "sharebench-history"
+HISTORY_ALERT = "SharebenchLossChanged"
 
 # dcgm-exporter CSV rows: (DCGM field, Prometheus type, help). sharebench's metrics first.
 _EXTRA_FIELDS = (
@@ -256,6 +274,7 @@ def dashboard() -> dict[str, Any]:
     ]
     panels[6]["fieldConfig"]["defaults"]["unit"] = "none"
     panels[6]["fieldConfig"]["defaults"]["custom"]["axisLabel"] = "MHz"
+    panels.append(history_panel(8, 12, 24))
     return {
         "uid": DASHBOARD_UID,
         "title": "sharebench: GPU sharing during benchmark runs",
@@ -316,6 +335,60 @@ def dashboard() -> dict[str, Any]:
     }
 
 
+def history_panel(pid: int, x: int, y: int) -> dict[str, Any]:
+    """The loss per node × mode × size over the runs `sharebench history` pushed, with its 95% interval."""
+    n = f'{DEFAULT_NODE_LABEL}=~"$node"'
+    by = "max by (node, gpu_model, mode, pattern, particles, turns)"
+    legend = "{{node}} {{mode}} {{pattern}} {{particles}} particles x {{turns}}"
+    return _panel(
+        pid,
+        "Loss per node and mode (sharebench history)",
+        [
+            _target(f"{by} ({HISTORY_LOSS_METRIC}{{{n}}})", legend, "A"),
+            _target(f"{by} ({HISTORY_LOSS_LOW_METRIC}{{{n}}})", "low " + legend, "B"),
+            _target(f"{by} ({HISTORY_LOSS_HIGH_METRIC}{{{n}}})", "high " + legend, "C"),
+        ],
+        "percent",
+        x,
+        y,
+        desc=f"{HISTORY_LOSS_METRIC}: the loss of each scheduled run (time-slicing, MPS: (T_N - N*T_1)/(N*T_1); "
+        "MIG: (T_mig - T_1)/T_1) with its 95% interval, as `sharebench history add --pushgateway` pushed it. "
+        f"A step that `history check` calls a change raises {HISTORY_ALERT}.",
+    )
+
+
+def history_rule(namespace: str = MONITORING_NAMESPACE) -> dict[str, Any]:
+    """PrometheusRule: alert while the last `history check` of a node found a change of a loss."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": metadata(HISTORY_RULE, namespace, release=PROMETHEUS_RELEASE),
+        "spec": {
+            "groups": [
+                {
+                    "name": "sharebench-history",
+                    "interval": "1m",
+                    "rules": [
+                        {
+                            "alert": HISTORY_ALERT,
+                            "expr": f"max by (node) ({HISTORY_CHANGES_METRIC}) > 0",
+                            "for": "0m",
+                            "labels": {"severity": "warning"},
+                            "annotations": {
+                                "summary": "The cost of GPU sharing changed on node {{ $labels.node }}",
+                                "description": "sharebench history check found {{ $value }} cell(s) whose loss "
+                                "changed on {{ $labels.node }} (significant and larger than the threshold). "
+                                "Run `sharebench history check STORE --node {{ $labels.node }}` to see them; "
+                                "`sharebench history accept` starts a new baseline.",
+                            },
+                        }
+                    ],
+                }
+            ]
+        },
+    }
+
+
 def dashboard_configmap() -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -331,4 +404,5 @@ def objects(operator_namespace: str = OPERATOR_NAMESPACE) -> list[tuple[str, dic
         (f"0100_configmap_{METRICS_CONFIGMAP}.yaml", metrics_configmap(operator_namespace)),
         (f"0200_servicemonitor_{SERVICE_MONITOR}.yaml", service_monitor(operator_namespace)),
         (f"0300_configmap_{DASHBOARD_CONFIGMAP}.yaml", dashboard_configmap()),
+        (f"0400_prometheusrule_{HISTORY_RULE}.yaml", history_rule()),
     ]
