@@ -43,6 +43,26 @@ def namespace_objects(
     ]
 
 
+RBAC_API = "rbac.authorization.k8s.io/v1"
+
+
+def role(kind: str, name: str, namespace: str | None, rules: list[dict]) -> dict:
+    """A Role (``namespace`` given) or ClusterRole object."""
+    return {"apiVersion": RBAC_API, "kind": kind, "metadata": metadata(name, namespace), "rules": rules}
+
+
+def binding(kind: str, name: str, namespace: str | None, subject: list[dict]) -> dict:
+    """The RoleBinding or ClusterRoleBinding of the role of the same name to ``subject``."""
+    role_kind = "ClusterRole" if kind == "ClusterRoleBinding" else "Role"
+    return {
+        "apiVersion": RBAC_API,
+        "kind": kind,
+        "metadata": metadata(name, namespace),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
+        "subjects": subject,
+    }
+
+
 def rbac_objects(
     operator_namespace: str = OPERATOR_NAMESPACE, run_namespace: str = RUN_NAMESPACE
 ) -> list[tuple[str, dict]]:
@@ -57,88 +77,33 @@ def rbac_objects(
     """
     name = SERVICE_ACCOUNT
     subject = [{"kind": "ServiceAccount", "name": name, "namespace": run_namespace}]
+    cluster_rules = [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+    ]
+    operator_rules = [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": [DEVICE_PLUGIN_CONFIGMAP],
+            "verbs": ["get", "update"],
+        },
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
+    ]
+    # one reconfiguration per node: a Lease per node, in sharebench's own namespace only
+    lease_rules = [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update", "delete"]}
+    ]
+    leases = f"{name}-leases"
     return [
         (
-            "0100_serviceaccount_sharebench-node.yaml",
-            {
-                "apiVersion": "v1",
-                "kind": "ServiceAccount",
-                "metadata": metadata(name, run_namespace),
-            },
+            f"0100_serviceaccount_{name}.yaml",
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(name, run_namespace)},
         ),
-        (
-            "0200_clusterrole_sharebench-node.yaml",
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRole",
-                "metadata": metadata(name),
-                "rules": [
-                    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
-                    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
-                ],
-            },
-        ),
-        (
-            "0210_role_sharebench-node.yaml",
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "Role",
-                "metadata": metadata(name, operator_namespace),
-                "rules": [
-                    {
-                        "apiGroups": [""],
-                        "resources": ["configmaps"],
-                        "resourceNames": [DEVICE_PLUGIN_CONFIGMAP],
-                        "verbs": ["get", "update"],
-                    },
-                    {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
-                ],
-            },
-        ),
-        # one reconfiguration per node: a Lease per node, in sharebench's own namespace only
-        (
-            "0220_role_sharebench-node-leases.yaml",
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "Role",
-                "metadata": metadata(f"{name}-leases", SYSTEM_NAMESPACE),
-                "rules": [
-                    {
-                        "apiGroups": ["coordination.k8s.io"],
-                        "resources": ["leases"],
-                        "verbs": ["get", "create", "update", "delete"],
-                    },
-                ],
-            },
-        ),
-        (
-            "0300_clusterrolebinding_sharebench-node.yaml",
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRoleBinding",
-                "metadata": metadata(name),
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-                "subjects": subject,
-            },
-        ),
-        (
-            "0310_rolebinding_sharebench-node.yaml",
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "RoleBinding",
-                "metadata": metadata(name, operator_namespace),
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-                "subjects": subject,
-            },
-        ),
-        (
-            "0320_rolebinding_sharebench-node-leases.yaml",
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "RoleBinding",
-                "metadata": metadata(f"{name}-leases", SYSTEM_NAMESPACE),
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{name}-leases"},
-                "subjects": subject,
-            },
-        ),
+        (f"0200_clusterrole_{name}.yaml", role("ClusterRole", name, None, cluster_rules)),
+        (f"0210_role_{name}.yaml", role("Role", name, operator_namespace, operator_rules)),
+        (f"0220_role_{leases}.yaml", role("Role", leases, SYSTEM_NAMESPACE, lease_rules)),
+        (f"0300_clusterrolebinding_{name}.yaml", binding("ClusterRoleBinding", name, None, subject)),
+        (f"0310_rolebinding_{name}.yaml", binding("RoleBinding", name, operator_namespace, subject)),
+        (f"0320_rolebinding_{leases}.yaml", binding("RoleBinding", leases, SYSTEM_NAMESPACE, subject)),
     ]
