@@ -116,3 +116,19 @@ def end_processes(procs: list[psutil.Process], grace_s: float = 10.0) -> None:
             p.kill()
         except psutil.Error:
             pass
+
+
+def end_own_group(grace_s: float = GRACE_S) -> None:
+    """End every other process of this process's group, when this process leads one (a replica that
+    sharebench started): what its program left behind ends with it, even when sharebench is gone."""
+    me = os.getpid()
+    if os.getpgid(0) != me:
+        return  # run by hand, in someone else's group: not ours to end
+    others = []
+    for p in psutil.process_iter():
+        try:
+            if p.pid != me and os.getpgid(p.pid) == me:
+                others.append(p)
+        except (OSError, psutil.Error):
+            continue
+    end_processes(others, grace_s)

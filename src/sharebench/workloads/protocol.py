@@ -227,6 +227,7 @@ def run_exec(cfg: RunConfig) -> RunRecord:
             rc = proc.wait()
         finally:
             processes.stop([proc])
+            processes.end_own_group()  # what the program started (a shim's children, a stray `sleep`)
         end = time.time()
     finally:
         signal.signal(signal.SIGTERM, previous)
