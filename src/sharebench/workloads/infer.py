@@ -1,0 +1,164 @@
+"""The built-in inference workload: ResNet-18 forward passes in plain PyTorch, following the replica protocol
+and a replica pattern, with one record per request.
+
+    python -m sharebench.workloads.infer [--batch N] [--requests N | --duration S] [--pattern P]
+                                         [--warmup N] [--image-size N] [--amp] [--seed N] [--device D]
+
+Model: ResNet-18 (``sharebench.workloads.resnet``; random weights, 1000 classes) in eval mode under
+``torch.inference_mode``, on one fixed batch of seeded synthetic images held on the device. A unit of
+work is one batch through the model, synchronised (``--batch`` images: 1, 8 or 32 in the study; the
+batch is ``SHAREBENCH_WORK`` under a sweep, ``--work``). The pattern (``sharebench.patterns``:
+``batch``, ``interactive:burst=N,think=S``, ``serve:rate=R,size=N``) comes from ``--pattern``, else
+``SHAREBENCH_PATTERN``, else ``batch``; its think times or arrivals are seeded by
+``SHAREBENCH_PATTERN_SEED`` (else ``--seed``) together with ``SHAREBENCH_REPLICA``, so the replicas of a
+cell are out of step. Set-up (model, data, ``--warmup`` batches for cuDNN's choice of kernels) happens
+before the ready file; the timed window is ``--requests`` bursts or requests (or ``--duration``
+seconds) of the pattern. The result: work = samples (batches x batch), unit ``samples``; each burst's
+arrival, start, end and batches go to the file named by ``SHAREBENCH_BURSTS`` (``workloads.bursts``).
+FP32 by default, ``--amp`` for bfloat16 autocast. Needs the ``ml`` extra.
+
+As the sweep's workload: ``sharebench run --engine exec --exec 'python -m sharebench.workloads.infer
+--pattern serve:rate=50' --work 8``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from sharebench.errors import UserError
+from sharebench.parse import seconds, whole_number
+from sharebench.patterns import Pattern, parse_pattern
+from sharebench.workloads.bursts import pattern_from_env, record_bursts, run_pattern, seed_from_env
+from sharebench.workloads.protocol import REPLICA, ready, wait_for_start, work_size, write_result
+from sharebench.workloads.resnet import resnet18
+from sharebench.workloads.train import device_facts, pick_device
+
+
+def import_torch() -> Any:
+    """torch; UserError naming the extra when absent."""
+    try:
+        import torch  # noqa: PLC0415 - optional: the ml extra
+    except ImportError as exc:
+        raise UserError(
+            f"the inference workload needs PyTorch ({exc}); install it with "
+            "`pip install 'sharebench[ml]'` (or `make install-ml`)"
+        ) from None
+    return torch
+
+
+def infer(
+    batch: int,
+    pattern: Pattern,
+    limit: dict[str, Any],
+    warmup: int,
+    image_size: int,
+    amp: bool,
+    seed: int,
+    device_spec: str,
+    pattern_seed: list[int],
+    threads: int | None = None,
+) -> dict[str, Any]:
+    """Set up, wait at the barrier, run the pattern; the result document (protocol keys and extras).
+    ``limit`` is ``{"count": N}`` or ``{"duration_s": S}``."""
+    torch = import_torch()
+    torch.manual_seed(seed)
+    if threads:
+        torch.set_num_threads(threads)
+    device = pick_device(torch, device_spec)
+    model = resnet18(torch, num_classes=1000).to(device).eval()
+    gen = torch.Generator().manual_seed(seed)
+    images = torch.randn(batch, 3, image_size, image_size, generator=gen).to(device)
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = True
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    def do_work(batches: int) -> None:
+        with torch.inference_mode(), torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=amp):
+            for _ in range(batches):
+                model(images)
+        sync()
+
+    do_work(warmup)
+    ready()
+    start = wait_for_start()
+    bursts = run_pattern(pattern, do_work, seed=pattern_seed, **limit)
+    end = time.time()
+    latency_ms = np.array([b.latency_s for b in bursts]) * 1e3
+    record_bursts(bursts, pattern, pattern_seed, unit="batches", batch=batch, model="resnet18")
+    return {
+        "start": start,
+        "end": max(end, start + 1e-9),
+        "work": max(1, sum(b.units for b in bursts)) * batch,
+        "unit": "samples",
+        "model": "resnet18",
+        "mode": "inference",
+        "batch": batch,
+        "image_size": image_size,
+        "precision": "bf16-amp" if amp else "fp32",
+        "pattern": pattern.label,
+        "pattern_seed": pattern_seed,
+        "bursts": len(bursts),
+        "latency_p50_ms": float(np.percentile(latency_ms, 50)) if bursts else None,
+        "latency_p95_ms": float(np.percentile(latency_ms, 95)) if bursts else None,
+        "torch": torch.__version__,
+        **device_facts(torch, device),
+    }
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m sharebench.workloads.infer", description=__doc__.splitlines()[0])
+    ap.add_argument("--batch", default="8", help="images per batch when SHAREBENCH_WORK is not set (default 8)")
+    stop = ap.add_mutually_exclusive_group()
+    stop.add_argument("--requests", default=None, help="bursts or requests in the timed window (default 100)")
+    stop.add_argument("--duration", default=None, help="seconds of the pattern instead of --requests")
+    ap.add_argument(
+        "--pattern", default=None, help="batch, interactive[:...], serve[:...] (default: SHAREBENCH_PATTERN)"
+    )
+    ap.add_argument("--warmup", default="5", help="untimed batches before the ready file (default 5)")
+    ap.add_argument("--image-size", default="224", help="image side in pixels (default 224)")
+    ap.add_argument("--amp", action="store_true", help="mixed precision (bfloat16 autocast); default FP32")
+    ap.add_argument("--seed", default="1", help="seed of the weights, the data and the pattern (default 1)")
+    ap.add_argument("--device", default=None, help="auto, cpu or cuda[:N] (default: SHAREBENCH_DEVICE, else auto)")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        seed = whole_number("--seed", args.seed, 0)
+        if args.duration is not None:
+            limit: dict[str, Any] = {"duration_s": seconds("--duration", args.duration, 0.001)}
+        else:
+            limit = {"count": whole_number("--requests", args.requests or "100", 1)}
+        pattern = parse_pattern(args.pattern) if args.pattern else pattern_from_env()
+        replica = whole_number(REPLICA, os.environ.get(REPLICA, "0"), 0)
+        doc = infer(
+            work_size(whole_number("--batch", args.batch, 1)),
+            pattern,
+            limit,
+            whole_number("--warmup", args.warmup, 0),
+            whole_number("--image-size", args.image_size, 32),
+            args.amp,
+            seed,
+            args.device or os.environ.get("SHAREBENCH_DEVICE", "auto"),
+            pattern_seed=[seed_from_env(seed), replica],
+            threads=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        )
+    except UserError as exc:
+        print(f"infer: error: {exc}", file=sys.stderr)
+        return 2
+    write_result(**doc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
