@@ -5,8 +5,8 @@ mode, and put it back as it was.
 Modules, each importing only those above it:
 
 * ``client``: credentials (:func:`make_api_client`), the errors (:class:`NodeError`,
-  :class:`NodeTimeout`, :class:`PermissionDenied`), :func:`check_times`, and the per-operation
-  ``Session`` whose ``call`` turns API failures into one-line errors;
+  :class:`NodeTimeout`, :class:`PermissionDenied`, :class:`Conflict` for HTTP 409), :func:`check_times`,
+  and the per-operation ``Session`` whose ``call`` turns API failures into one-line errors;
 * ``facts``: the gpu-operator's labels, allocatable GPU resources, GPU model and physical GPU
   count of a node, the pods that use its GPUs, the device-plugin pods on it;
 * ``prior``: the node's state before the first change, kept as the annotation :data:`ANNOTATION`;
@@ -25,6 +25,7 @@ The manifests that set up the cluster for this (RBAC, ConfigMaps, Helm values) a
 from __future__ import annotations
 
 from sharebench.node.client import (
+    Conflict,
     NodeError,
     NodeTimeout,
     PermissionDenied,
@@ -43,6 +44,7 @@ from sharebench.node.reconfiguration import (
 
 __all__ = [
     "ANNOTATION",
+    "Conflict",
     "NodeError",
     "NodeTimeout",
     "PermissionDenied",

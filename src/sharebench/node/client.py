@@ -3,8 +3,8 @@
 A :class:`Session` is one operation (reconfigure, restore, status) on one node: it holds the API
 client, the state named in error messages, the deadline and the progress callback. Its
 :meth:`Session.call` turns ``ApiException`` and urllib3 errors into one-line :class:`NodeError`\\ s
-(403: :class:`PermissionDenied` naming the RBAC verb and resource), except 404, which it raises as
-:class:`NotFound` for the caller to name the missing object.
+(403: :class:`PermissionDenied` naming the RBAC verb and resource; 409: :class:`Conflict`, for a caller
+that reads again), except 404, which it raises as :class:`NotFound` for the caller to name the missing object.
 """
 
 from __future__ import annotations
@@ -52,6 +52,12 @@ class NodeTimeout(NodeError):
 
 class PermissionDenied(NodeError):
     """The API server answered 403: the service account lacks an RBAC verb."""
+
+
+class Conflict(NodeError):
+    """The API server answered 409: the object changed since it was read (a stale ``resourceVersion``) or
+    a create found it already there. A caller that can read again and retry catches this type (never
+    the message text); one that cannot lets it through as a one-line error."""
 
 
 class _Retryable(Exception):
@@ -191,6 +197,8 @@ class Session:
             what = f"{verb} {resource}{where} failed: HTTP {exc.status} {exc.reason}: {_status_message(exc)}"
             if exc.status in RETRY_STATUSES:
                 raise _Retryable(what) from None
+            if exc.status == 409:
+                raise self.error(what, Conflict) from None
             raise self.error(what) from None
         except urllib3.exceptions.HTTPError as exc:
             host = getattr(self.api_client.configuration, "host", "?")

@@ -15,7 +15,7 @@ import socket
 from kubernetes import client as k8s
 
 from sharebench.manifests.names import SYSTEM_NAMESPACE
-from sharebench.node.client import NodeError, NotFound, Session
+from sharebench.node.client import Conflict, NotFound, Session
 
 LEASE_DURATION_S = 3600  # renewed on every apply of a run; a run's cells between two applies fit in it
 
@@ -99,10 +99,8 @@ def acquire(
                     f"namespace {namespace} not found; apply manifests/namespace/ "
                     "(sharebench keeps its per-node Leases there)"
                 ) from None
-            except NodeError as exc:
-                if "HTTP 409" in str(exc):
-                    continue  # another run created it first: look again
-                raise
+            except Conflict:
+                continue  # another run created it first: look again
             sess.say(f"holding Lease {namespace}/{name} as {holder}")
             return
         current = lease.spec.holder_identity
@@ -133,14 +131,12 @@ def acquire(
             sess.call("update", "leases", api.replace_namespaced_lease, name, namespace, body, namespace=namespace)
         except NotFound:
             continue
-        except NodeError as exc:
-            if "HTTP 409" in str(exc):
-                continue  # changed under us (another run renewed or took it): look again
-            raise
+        except Conflict:
+            continue  # changed under us (another run renewed or took it): look again
         if current != holder:
             sess.say(f"took over Lease {namespace}/{name} from {current or 'nobody'} (expired) as {holder}")
         return
-    raise sess.error(f"Lease {namespace}/{name} kept changing under us (HTTP 409)")
+    raise sess.error(f"Lease {namespace}/{name} kept changing under us (HTTP 409)", Conflict)
 
 
 def check_release(sess: Session, holder: str | None, namespace: str = SYSTEM_NAMESPACE):

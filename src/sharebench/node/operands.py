@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from sharebench.node.client import NodeError, NodeTimeout, NotFound, Session
+from sharebench.node.client import Conflict, NodeError, NodeTimeout, NotFound, Session
 from sharebench.node.facts import (
     LABEL_MIG,
     LABEL_MIG_STATE,
@@ -91,12 +91,11 @@ def set_entry(
             )
             sess.say(f"ConfigMap {namespace}/{name}: entry {entry} " + ("removed" if text is None else "written"))
             return True
-        except NodeError as exc:
-            if "HTTP 409" not in str(exc):
-                raise
+        except Conflict:
+            continue  # changed under us: read it again
         except NotFound:
             raise sess.error(f"ConfigMap {namespace}/{name} disappeared") from None
-    raise sess.error(f"ConfigMap {namespace}/{name} kept changing under us (HTTP 409)")
+    raise sess.error(f"ConfigMap {namespace}/{name} kept changing under us (HTTP 409)", Conflict)
 
 
 # ---------------------------------------------------------------- device plugin

@@ -7,7 +7,7 @@ import datetime as _dt
 import json
 
 from sharebench.manifests.names import ENTRY_PREFIX, PRIOR_STATE_ANNOTATION
-from sharebench.node.client import NodeError, Session
+from sharebench.node.client import Conflict, Session
 from sharebench.node.facts import (
     LABEL_DP,
     LABEL_MIG,
@@ -109,11 +109,9 @@ def record_prior(sess: Session, node, facts: GpuFacts, namespace: str, configmap
             node = sess.call("patch", "nodes", sess.core.patch_node, sess.node, body)
             sess.say(f"recorded prior state in annotation {ANNOTATION}")
             return node, prior
-        except NodeError as exc:
-            if "HTTP 409" not in str(exc):
-                raise
+        except Conflict:
             node = sess.read_node()
-    raise sess.error("could not record the prior state: the node kept changing (HTTP 409)")
+    raise sess.error("could not record the prior state: the node kept changing (HTTP 409)", Conflict)
 
 
 def save_prior(sess: Session, prior: dict) -> None:
