@@ -17,13 +17,8 @@ def run_simpletrack(
     replicas: int,
     processes: int,
     start_at: float,
+    workload: dict,
     records: Output[Dataset],
-    device: str = "auto",
-    engine: str = "simpletrack",
-    command: str = "",
-    exec_timing: str = "protocol",
-    lattice: str = "",
-    seed: int = 1,
     resource: str = "",
     resource_count: int = 0,
     node_name: str = "",
@@ -44,12 +39,8 @@ def run_simpletrack(
         replicas: N, the replicas of the cell (all pods' processes together).
         processes: Replica processes to run in this pod (1: this pod is one replica).
         start_at: Instant the replicas start tracking together, Unix epoch seconds.
-        device: Device spec: auto, cpu, cuda[:N], opencl[:P.D].
-        engine: Workload engine (simpletrack, xtrack, or exec: the command).
-        command: engine exec: the program each replica runs (replica protocol; SHAREBENCH_WORK = particles).
-        exec_timing: engine exec: protocol (the program reports its window) or process (the whole process).
-        lattice: Path of an Xsuite line JSON in the image; empty uses the generated LHC-like ring.
-        seed: Random seed of the particle distribution.
+        workload: What each replica runs (sharebench.workloads.Workload as a dict): engine (simpletrack,
+            xtrack, or exec: the command), device spec, command and timing (engine exec), lattice, seed.
         resource: Extended resource the pod requested (the pipeline sets the request from it; logged).
         resource_count: How many of it the pod requested (logged).
         node_name: Node the pod was pinned to (logged; empty without a cluster).
@@ -68,12 +59,7 @@ def run_simpletrack(
         replicas=replicas,
         processes=processes,
         start_at=start_at,
-        device=device,
-        engine=engine,
-        command=command,
-        exec_timing=exec_timing,
-        lattice=lattice,
-        seed=seed,
+        workload=workload,
         out_path=records.path,
         placed=f"{resource_count} x {resource or 'nothing'} on {node_name or 'this machine'}",
     )

@@ -25,6 +25,7 @@ from kfp_server_api.exceptions import ApiException
 from sharebench.errors import UserError
 from sharebench.pipelines.compile import compile_all
 from sharebench.pipelines.fetch import Store, fetch_results
+from sharebench.workloads import Workload
 
 HERE = Path(__file__).resolve().parent
 PIPELINE_FILES = {"sweep": "sharebench_sweep.yaml", "multi-node": "sharebench_multi_node.yaml"}
@@ -120,7 +121,18 @@ def parse_params(items: list[str], params: dict[str, dict[str, Any]]) -> dict[st
                 f"--param {key!r} is not a parameter of this pipeline; allowed: {', '.join(sorted(params))}"
             )
         out[key] = _typed(key, raw.strip(), params[key].get("parameterType", "STRING"))
+    if "workload" in out:
+        out["workload"] = check_workload(out["workload"])
     return out
+
+
+def check_workload(value: Any) -> dict[str, Any]:
+    """A ``workload`` argument checked here, before the run exists (``Workload.from_dict``): the whole
+    value the pipeline gets, every key filled in; a one-line UserError naming the bad key or value."""
+    try:
+        return Workload.from_dict(value).to_dict()
+    except UserError as exc:
+        raise UserError(f"--param workload: {exc}") from None
 
 
 def _typed(key: str, raw: str, ptype: str) -> Any:

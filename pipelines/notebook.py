@@ -4,7 +4,7 @@
 
     from sharebench.pipelines.notebook import run_local
     out = run_local("kfp-root", modes=["exclusive", "timeslice:2"], particle_counts=[2000], turns=100,
-                    repeats=1, placement="processes", device="opencl:0.0")
+                    repeats=1, placement="processes", workload={"device": "opencl:0.0"})
     out.results_dir, out.report_html, out.metrics
 """
 
@@ -20,7 +20,7 @@ import kfp
 from kfp import local
 
 from sharebench.errors import UserError
-from sharebench.pipelines.cli import HERE, PIPELINE_FILES, parse_params, pipeline_parameters
+from sharebench.pipelines.cli import HERE, PIPELINE_FILES, check_workload, parse_params, pipeline_parameters
 from sharebench.pipelines.sweep_pipeline import SWEEP_NAME, sweep_pipeline
 
 
@@ -70,7 +70,10 @@ def local_outputs(run_dir: Path | str) -> PipelineOutputs:
 
 
 def run_local(pipeline_root: Path | str, **arguments: Any) -> PipelineOutputs:
-    """Run ``sharebench-sweep`` with kfp.local (SubprocessRunner in this Python, no cluster)."""
+    """Run ``sharebench-sweep`` with kfp.local (SubprocessRunner in this Python, no cluster). A
+    ``workload`` argument may name only some keys: it is checked and completed here."""
+    if "workload" in arguments:
+        arguments = {**arguments, "workload": check_workload(arguments["workload"])}
     root = Path(pipeline_root).resolve()
     root.mkdir(parents=True, exist_ok=True)
     before = set(root.glob(f"{SWEEP_NAME}-*"))
@@ -96,7 +99,9 @@ def submit_and_wait(
     run's page in the Kubeflow UI shows it); its results folder is collect-results' ``results``."""
     package = HERE / PIPELINE_FILES["sweep"]
     known = pipeline_parameters(package)
-    parse_params([f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in arguments.items()], known)
+    arguments = parse_params(
+        [f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in arguments.items()], known
+    )
     kw = {k: v for k, v in dict(host=host, existing_token=token, cookies=cookies).items() if v}
     if namespace:
         kw["namespace"] = namespace

@@ -53,6 +53,7 @@ from sharebench.components.run_simpletrack import run_simpletrack
 from sharebench.components.schedule_start import schedule_start
 from sharebench.components.write_report import write_report
 from sharebench.manifests.names import PART_OF_LABEL
+from sharebench.workloads import DEFAULT_WORKLOAD
 
 SWEEP_NAME = "sharebench-sweep"
 MULTI_NODE_NAME = "sharebench-multi-node"
@@ -107,12 +108,7 @@ def run_cell(
     resource_count: int,
     node_selector: dict,
     node_name: str,
-    device: str,
-    engine: str,
-    command: str,
-    exec_timing: str,
-    lattice: str,
-    seed: int,
+    workload: dict,
     placement: str = "pods",
 ) -> Dataset:
     with Loop(pods, name="replicas") as replica:
@@ -125,12 +121,7 @@ def run_cell(
             replicas=replicas,
             processes=processes,
             start_at=start_at,
-            device=device,
-            engine=engine,
-            command=command,
-            exec_timing=exec_timing,
-            lattice=lattice,
-            seed=seed,
+            workload=workload,
             resource=resource,
             resource_count=resource_count,
             node_name=node_name,
@@ -157,12 +148,7 @@ def run_cells(
     resource_count: int,
     node_selector: dict,
     node_name: str,
-    device: str,
-    engine: str,
-    command: str,
-    exec_timing: str,
-    lattice: str,
-    seed: int,
+    workload: dict,
     placement: str,
     gpu_model: str,
 ) -> Dataset:
@@ -197,12 +183,7 @@ def run_cells(
             resource_count=resource_count,
             node_selector=node_selector,
             node_name=node_name,
-            device=device,
-            engine=engine,
-            command=command,
-            exec_timing=exec_timing,
-            lattice=lattice,
-            seed=seed,
+            workload=workload,
             placement=placement,
         )
     merged = in_image(merge_records(records=dsl.Collected(one.output)), image)
@@ -222,12 +203,7 @@ def sweep_modes(
     turns: int,
     placement: str,
     start_delay_s: float,
-    device: str,
-    engine: str,
-    command: str,
-    exec_timing: str,
-    lattice: str,
-    seed: int,
+    workload: dict,
     operator_namespace: str,
     reconfigure_timeout_s: float,
     force: bool,
@@ -262,12 +238,7 @@ def sweep_modes(
             resource_count=node.outputs["count"],
             node_selector=node.outputs["node_selector"],
             node_name=node_name,
-            device=device,
-            engine=engine,
-            command=command,
-            exec_timing=exec_timing,
-            lattice=lattice,
-            seed=seed,
+            workload=workload,
             placement=placement,
             gpu_model=gpu_model,
         )
@@ -286,12 +257,7 @@ def sweep_node(
     turns: int,
     placement: str,
     start_delay_s: float,
-    device: str,
-    engine: str,
-    command: str,
-    exec_timing: str,
-    lattice: str,
-    seed: int,
+    workload: dict,
     operator_namespace: str,
     reconfigure_timeout_s: float,
     force: bool,
@@ -321,12 +287,7 @@ def sweep_node(
         turns=turns,
         placement=placement,
         start_delay_s=start_delay_s,
-        device=device,
-        engine=engine,
-        command=command,
-        exec_timing=exec_timing,
-        lattice=lattice,
-        seed=seed,
+        workload=workload,
         operator_namespace=operator_namespace,
         reconfigure_timeout_s=reconfigure_timeout_s,
         force=force,
@@ -358,12 +319,7 @@ def sweep_pipeline(
     turns: int = 10,
     placement: str = "pods",
     image: str = IMAGE,
-    lattice: str = "",
-    device: str = "auto",
-    engine: str = "simpletrack",
-    command: str = "",
-    exec_timing: str = "protocol",
-    seed: int = 1,
+    workload: dict = DEFAULT_WORKLOAD,
     start_delay_s: float = 60.0,
     operator_namespace: str = "gpu-operator",
     reconfigure_timeout_s: float = 900.0,
@@ -382,13 +338,12 @@ def sweep_pipeline(
         placement: 'pods' (each replica a pod), 'processes' (N processes in one pod) or 'dra' (each
             replica a pod; each cell's GPU from one ResourceClaim, the node never reconfigured).
         image: Container image of every task.
-        lattice: Xsuite line JSON inside the image; '' uses the generated LHC-like ring.
-        device: Device spec inside a replica: auto, cuda[:N], opencl[:P.D], cpu.
-        engine: Workload engine: simpletrack, xtrack, or exec (the command, run in the image).
-        command: engine exec: the program each replica runs in the image, following the replica protocol
-            (SHAREBENCH_WORK = the particle count); e.g. 'python -m sharebench.workloads.train'.
-        exec_timing: engine exec: protocol (the program reports its window) or process (the whole process).
-        seed: Random seed of the particle distribution.
+        workload: What every replica runs, one value: engine (simpletrack, xtrack, or exec: any program
+            in the image following the replica protocol, SHAREBENCH_WORK = the particle count), device
+            (spec inside a replica: auto, cuda[:N], opencl[:P.D], cpu), command and timing (engine
+            exec: e.g. 'python -m sharebench.workloads.train'; protocol or process), name (exec: its
+            name in the tables), lattice (Xsuite line JSON in the image; null: the generated LHC-like
+            ring), seed (of the particle distribution), pattern (batch).
         start_delay_s: Seconds between a cell's start instant being set and the replicas tracking.
         operator_namespace: Namespace of the NVIDIA gpu-operator.
         reconfigure_timeout_s: Longest wait for the node to advertise a mode.
@@ -409,12 +364,7 @@ def sweep_pipeline(
             turns=turns,
             placement=placement,
             start_delay_s=start_delay_s,
-            device=device,
-            engine=engine,
-            command=command,
-            exec_timing=exec_timing,
-            lattice=lattice,
-            seed=seed,
+            workload=workload,
             operator_namespace=operator_namespace,
             reconfigure_timeout_s=reconfigure_timeout_s,
             force=force,
@@ -437,12 +387,7 @@ def multi_node_pipeline(
     turns: int = 10,
     placement: str = "pods",
     image: str = IMAGE,
-    lattice: str = "",
-    device: str = "auto",
-    engine: str = "simpletrack",
-    command: str = "",
-    exec_timing: str = "protocol",
-    seed: int = 1,
+    workload: dict = DEFAULT_WORKLOAD,
     start_delay_s: float = 60.0,
     operator_namespace: str = "gpu-operator",
     reconfigure_timeout_s: float = 900.0,
@@ -460,13 +405,12 @@ def multi_node_pipeline(
         placement: 'pods' (each replica a pod), 'processes' (N processes in one pod) or 'dra' (each
             replica a pod; each cell's GPU from one ResourceClaim, the node never reconfigured).
         image: Container image of every task.
-        lattice: Xsuite line JSON inside the image; '' uses the generated LHC-like ring.
-        device: Device spec inside a replica: auto, cuda[:N], opencl[:P.D], cpu.
-        engine: Workload engine: simpletrack, xtrack, or exec (the command, run in the image).
-        command: engine exec: the program each replica runs in the image, following the replica protocol
-            (SHAREBENCH_WORK = the particle count); e.g. 'python -m sharebench.workloads.train'.
-        exec_timing: engine exec: protocol (the program reports its window) or process (the whole process).
-        seed: Random seed of the particle distribution.
+        workload: What every replica runs, one value: engine (simpletrack, xtrack, or exec: any program
+            in the image following the replica protocol, SHAREBENCH_WORK = the particle count), device
+            (spec inside a replica: auto, cuda[:N], opencl[:P.D], cpu), command and timing (engine
+            exec: e.g. 'python -m sharebench.workloads.train'; protocol or process), name (exec: its
+            name in the tables), lattice (Xsuite line JSON in the image; null: the generated LHC-like
+            ring), seed (of the particle distribution), pattern (batch).
         start_delay_s: Seconds between a cell's start instant being set and the replicas tracking.
         operator_namespace: Namespace of the NVIDIA gpu-operator.
         reconfigure_timeout_s: Longest wait for a node to advertise a mode.
@@ -488,12 +432,7 @@ def multi_node_pipeline(
                 turns=turns,
                 placement=placement,
                 start_delay_s=start_delay_s,
-                device=device,
-                engine=engine,
-                command=command,
-                exec_timing=exec_timing,
-                lattice=lattice,
-                seed=seed,
+                workload=workload,
                 operator_namespace=operator_namespace,
                 reconfigure_timeout_s=reconfigure_timeout_s,
                 force=force,

@@ -50,8 +50,7 @@ def run_sweep(root: Path, lattice: Path, **kw):
         warmup_repeats=0,
         turns=2,
         placement="dra",
-        lattice=str(lattice),
-        device=cpu_opencl_spec(),
+        workload={"lattice": str(lattice), "device": cpu_opencl_spec()},
         start_delay_s=8.0,
     )
     sweep_pipeline(**{**args, **kw})
@@ -76,6 +75,11 @@ def test_dra_sweep_claims_each_cell_and_leaves_no_claim(cluster, tmp_path, latti
 
 def test_dra_sweep_failure_leaves_no_claim(cluster, tmp_path, lattice):
     with pytest.raises(RuntimeError):
-        run_sweep(tmp_path / "root", lattice, modes=["timeslice:2/short"], device="cuda:7")  # no such device
+        run_sweep(
+            tmp_path / "root",
+            lattice,
+            modes=["timeslice:2/short"],
+            workload={"lattice": str(lattice), "device": "cuda:7"},
+        )  # no such device
     assert len(cluster.dra.created) == 1  # the cell's claim was made ...
     assert claims_in(cluster) == []  # ... and deleted by the exit task

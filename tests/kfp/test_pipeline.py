@@ -18,6 +18,7 @@ from kfp.kubernetes import kubernetes_executor_config_pb2 as k8s_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from sharebench.components import steps
+from sharebench.workloads import Workload
 from support.paths import ROOT
 
 PIPELINES = ROOT / "pipelines"
@@ -101,7 +102,9 @@ def test_yaml_parses_back_into_pipeline_and_platform_specs(name):
     assert [v.string_value for v in root["modes"].default_value.list_value.values] == steps.DEFAULT_MODES
     assert [v.number_value for v in root["particle_counts"].default_value.list_value.values] == [5e6, 1e7, 1.5e7]
     assert root["placement"].default_value.string_value == "pods"
-    for p in ("modes", "particle_counts", "repeats", "turns", "placement", "image", "lattice"):
+    # the workload is one struct parameter whose default is the default Workload (seed 1.0: a struct's number)
+    assert Workload.from_dict(json_format.MessageToDict(root["workload"].default_value.struct_value)) == Workload()
+    for p in ("modes", "particle_counts", "repeats", "turns", "placement", "image", "workload"):
         assert root[p].description, f"parameter {p} has no description in {name}"
 
     # the node is restored by the exit handler's task, whatever fails before it
@@ -159,7 +162,7 @@ def test_yaml_parses_back_into_pipeline_and_platform_specs(name):
 def test_yaml_loads_as_a_component(name, pipeline, extra):
     comp = kfp_components.load_component_from_file(str(PIPELINES / name))
     assert comp.name == pipeline
-    assert extra | {"modes", "particle_counts", "repeats", "turns", "placement", "image", "lattice"} <= set(
+    assert extra | {"modes", "particle_counts", "repeats", "turns", "placement", "image", "workload"} <= set(
         comp.component_spec.inputs
     )
     assert comp.component_spec.description

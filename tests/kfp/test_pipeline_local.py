@@ -20,6 +20,7 @@ from kfp import local
 
 from sharebench.components import steps
 from sharebench.results import load_results, read_provenance, write_provenance
+from sharebench.workloads import Workload
 from support.contexts import cpu_opencl_spec
 from support.paths import ROOT
 
@@ -41,8 +42,7 @@ def local_sweep(tmp_path_factory, lattice) -> Path:
         repeats=1,
         turns=200,
         placement="processes",
-        lattice=str(lattice),
-        device=cpu_opencl_spec(),
+        workload={"lattice": str(lattice), "device": cpu_opencl_spec()},
         start_delay_s=2.0,
     )
     (run,) = root.glob("sharebench-sweep-*")
@@ -133,12 +133,7 @@ def test_pods_placement_cell_starts_replicas_at_the_upstream_instant(tmp_path, l
         resource_count=1,
         node_selector={},
         node_name="",
-        device=cpu_opencl_spec(),
-        engine="simpletrack",
-        command="",
-        exec_timing="protocol",
-        lattice=str(lattice),
-        seed=1,
+        workload=Workload(device=cpu_opencl_spec(), lattice=str(lattice)).to_dict(),
     )
     rows = steps.read_rows([task.output.path])
     assert [r["replica"] for r in rows] == [0, 1]
@@ -186,8 +181,7 @@ def test_multi_node_pipeline_runs_locally_and_compares(tmp_path, lattice):
         repeats=1,
         warmup_repeats=0,
         placement="processes",
-        device=cpu_opencl_spec(),
-        lattice=str(lattice),
+        workload={"lattice": str(lattice), "device": cpu_opencl_spec()},
         start_delay_s=1.0,
     )
     (run,) = tmp_path.glob("sharebench-multi-node-*")

@@ -46,6 +46,8 @@ def test_submit_uploads_the_compiled_sweep_with_typed_parameters(kfp_server, cap
         "repeats=2",
         "--param",
         "force=true",
+        "--param",
+        'workload={"engine": "exec", "command": "python -m sharebench.workloads.train", "device": "CUDA"}',
         "--service-account",
         "sharebench-node",
     )
@@ -71,6 +73,17 @@ def test_submit_uploads_the_compiled_sweep_with_typed_parameters(kfp_server, cap
         "particle_counts": [5000000, 10000000],
         "repeats": 2,
         "force": True,
+        # checked here (Workload.from_dict) and sent whole, every key filled in
+        "workload": {
+            "engine": "exec",
+            "device": "cuda",
+            "command": "python -m sharebench.workloads.train",
+            "timing": "protocol",
+            "name": "",
+            "lattice": "",
+            "seed": 1,
+            "pattern": "batch",
+        },
     }
 
 
@@ -153,7 +166,17 @@ def test_good_crons_pass(cron):
     "argv, message",
     [
         (["--schedule", "0 3 * * *"], "use '0 0 3 * * *'"),
-        (["--param", "node=gpu-1"], "--param 'node' is not a parameter of this pipeline; allowed: command, device,"),
+        (["--param", "node=gpu-1"], "--param 'node' is not a parameter of this pipeline; allowed: force, gpu_model,"),
+        (["--param", "workload=exec"], "--param workload='exec': expected a JSON object"),
+        (
+            ["--param", 'workload={"engin": "exec"}'],
+            "--param workload: unknown workload key(s) 'engin'; allowed: engine,",
+        ),
+        (["--param", 'workload={"seed": -2}'], "--param workload: bad workload seed -2; allowed: a whole number >= 0"),
+        (
+            ["--param", 'workload={"engine": "exec"}'],
+            "--param workload: workload engine 'exec' needs a command: the program each replica runs",
+        ),
         (["--param", "repeats=three"], "--param repeats='three': expected an integer"),
         (["--param", "repeats"], "--param 'repeats': write NAME=VALUE"),
         (["--param", "force=maybe"], "--param force='maybe': expected true or false"),
