@@ -281,6 +281,7 @@ def test_sweep_cell_runs_between_set_and_restore(fake_smi, tmp_path, lattice):
     from sharebench.sharing import CellPlan, ReplicaPlan
     from sharebench.sweep import Cell, SweepConfig, measure_cell
     from sharebench.sweep.plan import SweepPlan
+    from sharebench.workloads import Workload
     from support.contexts import cpu_opencl_spec
 
     spec = cpu_opencl_spec()
@@ -291,8 +292,7 @@ def test_sweep_cell_runs_between_set_and_restore(fake_smi, tmp_path, lattice):
         turns=2,
         repeats=1,
         warmup_repeats=0,
-        device=spec,
-        lattice=str(lattice),
+        workload=Workload(device=spec, lattice=str(lattice)),
         telemetry_interval_s=None,
         progress=False,
         allow_gpu_settings=True,
