@@ -1,0 +1,115 @@
+"""Resume and the Workload value: a folder's sweep.json, old (loose fields) or new (``workload``), gives
+the resumed run its workload, and the shared identity (so the ``work_key`` column) keeps its shape."""
+
+from __future__ import annotations
+
+import pytest
+
+from sharebench.errors import UserError
+from sharebench.results import append_sweep
+from sharebench.sweep import SweepConfig, inherit_options
+from sharebench.sweep.resume import check_same_work, folder_workload, identity
+from sharebench.workloads import Workload
+
+# the config and identity sweep.json held before the Workload value (as run_sweep wrote them then)
+LEGACY_EXEC = {
+    "config": {
+        "modes": ["exclusive"],
+        "particles": [100],
+        "turns": None,
+        "device": "cpu",
+        "engine": "exec",
+        "lattice": None,
+        "seed": 1,
+        "run_options": {"exec_command": "sleep 0.1", "exec_timing": "process", "exec_name": "nap"},
+    },
+    "identity": {
+        "workload": "nap",
+        "turns": 1,
+        "engine": "exec",
+        "lattice_sha256": "generated",
+        "seed": 1,
+        "run_options": {"exec_command": "sleep 0.1", "exec_timing": "process", "exec_name": "nap"},
+    },
+}
+LEGACY_TRACKER = {
+    "config": {
+        "modes": ["exclusive"],
+        "particles": [100],
+        "turns": 7,
+        "device": "opencl:0.0",
+        "engine": "simpletrack",
+        "lattice": None,
+        "seed": 3,
+        "run_options": {},
+    },
+    "identity": {
+        "workload": "simpletrack",
+        "turns": 7,
+        "engine": "simpletrack",
+        "lattice_sha256": "generated",
+        "seed": 3,
+        "run_options": {},
+    },
+}
+NOT_GIVEN = {"engine": None, "device": None, "lattice": None}
+
+
+def resumed(out, workload=None) -> SweepConfig:
+    """What `sharebench run --resume --out OUT` builds (sharebench.cli.sweep), given ``workload`` keys."""
+    given = {"modes": None, "particles": None, "turns": None, "workload": {**NOT_GIVEN, **(workload or {})}}
+    filled = inherit_options(out, given)
+    w = Workload.from_dict({k: v for k, v in filled.pop("workload").items() if v is not None})
+    return SweepConfig(**{k: v for k, v in filled.items() if v is not None}, workload=w)
+
+
+@pytest.mark.parametrize(
+    "entry, workload",
+    [
+        (LEGACY_EXEC, Workload(engine="exec", device="cpu", command="sleep 0.1", timing="process", name="nap")),
+        (LEGACY_TRACKER, Workload(device="opencl:0.0", seed=3)),
+    ],
+)
+def test_an_old_folder_resumes_with_its_own_workload_and_identity(tmp_path, entry, workload):
+    append_sweep(tmp_path, entry)
+    cfg = resumed(tmp_path)
+    assert cfg.workload == workload and cfg.run_options == {} and cfg.modes == ["exclusive"]
+    shared = identity(cfg, entry["identity"]["turns"], cfg.workload.label)
+    assert shared == entry["identity"]  # the same work_key for the same cell as before
+    check_same_work(tmp_path, shared, cfg.workload.label)  # accepted
+
+
+def test_a_new_folder_round_trips_through_sweep_json(tmp_path):
+    w = Workload(engine="exec", device="cpu", command="python3 job.py", name="job")
+    cfg = SweepConfig(modes=["exclusive"], particles=[5], workload=w, run_options={"warmup_turns": 0})
+    append_sweep(tmp_path, {"config": cfg.to_dict(), "identity": identity(cfg, 1, w.label)})
+    assert folder_workload(cfg.to_dict()) == (w.to_dict(), {"warmup_turns": 0})
+    again = resumed(tmp_path)
+    assert again.workload == w and again.run_options == {"warmup_turns": 0}
+
+
+def test_resume_keeps_given_values_and_takes_the_exec_fields_together(tmp_path):
+    append_sweep(tmp_path, LEGACY_EXEC)
+    # another device given: kept; the command, timing and name come from the folder together
+    assert resumed(tmp_path, {"device": "auto"}).workload == Workload(
+        engine="exec", device="auto", command="sleep 0.1", timing="process", name="nap"
+    )
+    # another program given: none of the folder's exec fields (its name would be wrong)
+    other = resumed(tmp_path, {"command": "python3 b.py"}).workload
+    assert (other.command, other.timing, other.name, other.label) == ("python3 b.py", "protocol", None, "b")
+    # a tracker given on an exec folder: measured beside it, without the folder's command
+    tracker = resumed(tmp_path, {"engine": "simpletrack"}).workload
+    assert tracker == Workload(device="cpu")
+
+
+def test_resume_refuses_another_seed_of_the_same_workload(tmp_path):
+    append_sweep(tmp_path, LEGACY_TRACKER)
+    cfg = resumed(tmp_path)
+    cfg.workload = Workload(device="opencl:0.0", seed=4)
+    with pytest.raises(UserError, match=r"measured with seed 3, this run has 4; resume without changing it"):
+        check_same_work(tmp_path, identity(cfg, 7, "simpletrack"), "simpletrack")
+
+
+def test_run_options_that_belong_to_the_workload_are_refused():
+    with pytest.raises(UserError, match="run option.s. exec_command, seed belong to the workload; give them there"):
+        SweepConfig(run_options={"seed": 2, "exec_command": "x"})
