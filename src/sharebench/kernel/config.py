@@ -6,6 +6,7 @@ A record is stored as the JSON document of kind ``"record"`` (``sharebench.resul
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Protocol
 
@@ -70,7 +71,7 @@ class RunConfig:
     exec_timing: str = "protocol"  # exec engine: protocol (its own result) or process (the whole process)
     exec_name: str | None = None  # exec engine: the workload's name in the tables (default: from the command)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.validate()
 
     def validate(self) -> None:
@@ -106,7 +107,7 @@ class RunConfig:
     def from_workload(cls, workload: WorkloadFields, *, device: str | None = None, **options: Any) -> RunConfig:
         """The config of one replica of ``workload`` (on ``device`` when given, e.g. the sweep's resolved
         device; else the workload's); ``options``: the other fields (particles, turns, start_at ...)."""
-        exec_fields = (
+        exec_fields: dict[str, Any] = (
             {"exec_command": workload.command, "exec_timing": workload.timing, "exec_name": workload.name}
             if workload.engine == "exec"
             else {}
@@ -132,7 +133,7 @@ class RunConfig:
         return cls(**d)
 
     @classmethod
-    def from_json(cls, path) -> RunConfig:
+    def from_json(cls, path: str | os.PathLike[str]) -> RunConfig:
         try:
             with open(path) as fh:
                 d = json.load(fh)
