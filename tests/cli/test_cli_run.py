@@ -14,6 +14,8 @@ from sharebench.results import ResultsWriter
 from support.crafted import crafted_rows
 from support.lattices import tiny_lattice
 
+pytestmark = pytest.mark.slow  # real replica processes and sweeps
+
 MODES = "exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], mig:LAYOUT, mig-emulated:LAYOUT, partition:N"
 PARTICLES = "allowed: whole numbers > 0 such as 10000 or 5e6"
 

@@ -21,7 +21,7 @@ from sharebench.results.guard import complete_rows
 from support.faults import one_line_error
 from support.lattices import tiny_lattice
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
 
 @pytest.mark.parametrize(

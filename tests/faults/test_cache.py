@@ -8,7 +8,7 @@ import pytest
 
 from sharebench.kernel.lattice import get_packed
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
 
 def test_a_truncated_packed_lattice_is_rebuilt(lattice, tmp_path, monkeypatch):

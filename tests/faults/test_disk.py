@@ -12,7 +12,7 @@ import pytest
 from sharebench.results import load_results
 from support.faults import one_line_error, sharebench, sweep_argv
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 
 from sharebench.sharing import find_orphans
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
 
 def daemon_folder(tmp, owner_pid):

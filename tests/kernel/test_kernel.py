@@ -48,6 +48,8 @@ from sharebench.results.store import read_json
 from sharebench.workloads import REPLICA_MODULE
 from support.contexts import ACCELERATORS, CONTEXTS, cpu_opencl_spec, device_of
 
+pytestmark = pytest.mark.slow  # replicas, bench and CLI runs: 413 s measured under load 7 on 2 cores
+
 warnings.simplefilter("ignore", FutureWarning)
 
 

@@ -25,6 +25,8 @@ from sharebench.kernel.lattice import (
 )
 from sharebench.kernel.state import energy_deviations
 
+pytestmark = pytest.mark.slow  # builds and tracks the rings: 362 s measured under load 7 on 2 cores
+
 warnings.simplefilter("ignore", FutureWarning)
 
 

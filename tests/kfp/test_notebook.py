@@ -15,6 +15,8 @@ from support.contexts import cpu_opencl_spec  # noqa: E402 - after the importors
 from support.lattices import tiny_lattice  # noqa: E402 - after the importorskip above
 from support.paths import ROOT  # noqa: E402 - after the importorskip above
 
+pytestmark = pytest.mark.slow  # runs the notebook in a kernel
+
 NOTEBOOK = ROOT / "notebooks" / "sharing_experiment.ipynb"
 EARLIER = ROOT / "docs" / "results" / "cpu-example"
 

@@ -24,6 +24,8 @@ from sharebench.workloads import Workload
 from support.contexts import cpu_opencl_spec
 from support.paths import ROOT
 
+pytestmark = pytest.mark.slow  # kfp.local runs
+
 MODES = ["exclusive", "timeslice:2"]
 
 

@@ -18,6 +18,8 @@ from sharebench.sharing import ReplicaPool, WarmLauncher, cell_run, plan_cell, r
 from sharebench.telemetry.disturbance import Probe
 from support.contexts import device_of
 
+pytestmark = pytest.mark.slow  # real replica processes and sweeps
+
 
 def cfg(spec: str, lattice: Path, particles: int, turns: int = 3) -> RunConfig:
     return RunConfig(device=spec, lattice=str(lattice), particles=particles, turns=turns)

@@ -31,6 +31,8 @@ from sharebench.sharing import (
 from sharebench.sharing.executor import check_devices
 from support.contexts import device_of
 
+pytestmark = pytest.mark.slow  # real replica processes and sweeps
+
 # `nvidia-smi -L` as printed by a driver with MIG on (format of NVIDIA's MIG user guide)
 SMI_L = """\
 GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77)

@@ -20,6 +20,8 @@ from sharebench.errors import UserError
 from sharebench.modes import Mode, mode_sort_key, parse_mode
 from sharebench.sharing.timeslice import check_allowed, gpu_timeslice
 
+pytestmark = pytest.mark.slow  # real replica processes and sweeps
+
 UUID = "GPU-11111111-2222-3333-4444-555555555555"
 GPU = DeviceInfo(
     spec="cuda:0", kind="gpu", backend="cuda", name="NVIDIA H200", uuid=UUID, memory_bytes=141 * 2**30, platform="CUDA"

@@ -18,6 +18,8 @@ from sharebench.workloads import Workload
 from sharebench.workloads.workload import KEYS
 from support.contexts import cpu_opencl_spec, device_of
 
+pytestmark = pytest.mark.slow  # real replica processes and sweeps
+
 
 def cfg(lattice_path, **kw):
     """A tiny sweep's config; keyword arguments named as Workload fields go to its workload."""

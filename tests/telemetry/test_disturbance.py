@@ -15,6 +15,8 @@ from sharebench.cli import main
 from sharebench.telemetry.disturbance import FOREIGN_CORES_MAX, Probe, verdict
 from support.lattices import tiny_lattice
 
+pytestmark = pytest.mark.slow  # real replica processes and sweeps
+
 
 @pytest.fixture
 def hogs():

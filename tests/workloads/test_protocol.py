@@ -19,6 +19,8 @@ from sharebench.workloads import Workload
 from sharebench.workloads.protocol import parse_result, workload_name
 from support.paths import ROOT
 
+pytestmark = pytest.mark.slow  # real replica processes and sweeps
+
 EXAMPLES = ROOT / "examples" / "workloads"
 LOCAL_MODES = ["exclusive", "timeslice:2", "partition:2"]
 

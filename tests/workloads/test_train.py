@@ -14,6 +14,8 @@ from sharebench.results import load_results
 from sharebench.sweep import SweepConfig, run_sweep
 from sharebench.workloads import Workload
 
+pytestmark = pytest.mark.slow  # trains a model for real (PyTorch)
+
 pytest.importorskip("torch", reason="the ml extra is not installed (make install-ml)")
 
 
