@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 from scipy import stats
 
 from sharebench import analysis
+from sharebench.analysis.tables import TABLE_COLUMNS
 from sharebench.report import write_tables
 from sharebench.results import ResultsWriter, load_results
 from support.crafted import crafted_rows
@@ -32,7 +35,7 @@ T975_2 = 4.302652729749462  # Student t, 97.5% quantile, 2 degrees of freedom (3
 
 
 def test_timeslice_table(tables):
-    r = one(tables["timeslice"], mode="timeslice:2")
+    r = one(tables.timeslice, mode="timeslice:2")
     # T_1 = mean(10, 11, 12) = 11; warm-up 50 s left out; Student-t CI: 11 ± t(2)·sd/√3 with sd = 1
     assert_allclose([r.T1_s, r.T1_ci_low, r.T1_ci_high], [11, 11 - T975_2 / np.sqrt(3), 11 + T975_2 / np.sqrt(3)])
     assert_allclose(r.NT1_s, 22)
@@ -55,29 +58,29 @@ def test_timeslice_table(tables):
     # fairness per cell: 21/20.4, 24/23, 23/22 -> median 24/23... sorted: 1.0294, 1.0435, 1.0455
     assert_allclose(r.fairness, 24 / 23)
     assert r.repeats == 3 and r.t1_repeats == 3
-    shown = analysis.display_table("timeslice", tables["timeslice"]).iloc[0]
+    shown = analysis.display_table("timeslice", tables.timeslice).iloc[0]
     assert (shown["loss %"], shown["loss 95% CI"], shown["≠ 0?"]) == ("3.03", "[-14.59, 24.29]", "no")
 
 
 def test_mps_table_leaves_out_the_failed_cell(tables):
-    r = one(tables["mps"], mode="mps:2")
+    r = one(tables.mps, mode="mps:2")
     # only r2 (span 30) and r3 (span 32): mean 31; loss (31 - 22)/22 = 40.9090...%
     assert_allclose([r.TN_s, r.loss_pct], [31, 900 / 22])
     # two repeats: no interval (it could not have 95% coverage) and so no "≠ 0?" claim
     assert np.isnan(r.loss_ci_low) and np.isnan(r.loss_ci_high)
     assert r.repeats == 2
-    shown = analysis.display_table("mps", tables["mps"]).iloc[0]
+    shown = analysis.display_table("mps", tables.mps).iloc[0]
     assert (shown["loss 95% CI"], shown["≠ 0?"]) == ("", "")
 
 
 def test_mig_table(tables):
-    r = one(tables["mig"], mode="mig:3g")
+    r = one(tables.mig, mode="mig:3g")
     # T_mig = mean of the per-cell mean track_s (12.1, 12.4, 12.3) = 36.8/3; T_full = mean(5.0, 5.2, 5.4) = 5.2
     assert_allclose([r.full_s, r.mig_s], [5.2, 36.8 / 3])
     # MIG loss = (36.8/3 - 5.2) / 5.2 = 135.897...%
     assert_allclose(r.loss_pct, 100 * (36.8 / 3 - 5.2) / 5.2)
     assert r.mig_profile == "3g.71gb" and r.instances == 2
-    assert analysis.display_table("mig", tables["mig"]).iloc[0]["loss %"] == "135.90"
+    assert analysis.display_table("mig", tables.mig).iloc[0]["loss %"] == "135.90"
 
 
 @pytest.mark.parametrize(
@@ -90,14 +93,14 @@ def test_mig_table(tables):
     ],
 )
 def test_partition_scaling(tables, mode, full, slice_, ideal, measured):
-    r = one(tables["partition"], mode=mode)
+    r = one(tables.partition, mode=mode)
     assert_allclose([r.full_units, r.slice_units, r.ideal_s, r.slice_s], [full, slice_, ideal, measured])
     assert_allclose(r.excess_pct, 100 * (measured - ideal) / ideal)
     assert_allclose(r.efficiency_pct, 100 * ideal / measured)
 
 
 def test_throughput_and_gain(tables):
-    t = tables["throughput"]
+    t = tables.throughput
     ex = one(t, mode="exclusive", particles=1000)
     ts = one(t, mode="timeslice:2", particles=1000)
     # exclusive: 1000*10 / mean(10, 11, 12); timeslice:2: 2*1000*10 / mean(21, 24, 23)
@@ -106,31 +109,72 @@ def test_throughput_and_gain(tables):
     assert_allclose([ex.gain, ts.gain], [1.0, 66 / 68])
     t_lo, t_hi = 68 / 3 - T975_2 * np.sqrt(7 / 9), 68 / 3 + T975_2 * np.sqrt(7 / 9)
     assert_allclose([ts.throughput_ci_low, ts.throughput_ci_high], [20000 / t_hi, 20000 / t_lo])
-    loss = one(tables["timeslice"], mode="timeslice:2")
+    loss = one(tables.timeslice, mode="timeslice:2")
     assert_allclose(
         [ts.gain_ci_low, ts.gain_ci_high], [100 / (100 + loss.loss_ci_high), 100 / (100 + loss.loss_ci_low)]
     )
 
 
 @pytest.mark.parametrize(
-    "mode, text, excluded",
+    "mode, text, excluded, kind, detail",
     [
-        ("timeslice:2", "overlap 50.00% < 95%", True),
-        ("mps:2", "failed: replica 1: boom", True),
-        ("mps:2", "only 2 measured repeat(s)", False),
-        ("mig:3g", "replicas on different devices: GPU-a, GPU-b", True),
+        ("timeslice:2", "overlap 50.00% < 95%", True, "overlap", "50.00% < 95%"),
+        ("mps:2", "failed: replica 1: boom", True, "failed", "replica 1: boom"),
+        ("mps:2", "only 2 measured repeat(s)", False, "repeats", "only 2 measured repeat(s) (< 3)"),
+        ("mig:3g", "replicas on different devices: GPU-a, GPU-b", True, "devices", "GPU-a, GPU-b"),
     ],
 )
-def test_flags(tables, mode, text, excluded):
-    f = tables["flags"]
+def test_flags(tables, mode, text, excluded, kind, detail):
+    f = tables.flags
     hit = f[(f["mode"] == mode) & f["flag"].str.contains(text, regex=False)]
     assert len(hit) == 1, f["flag"].tolist()
     assert bool(hit.iloc[0]["excluded"]) is excluded
+    assert (hit.iloc[0]["kind"], hit.iloc[0]["detail"]) == (kind, detail)
+
+
+def test_every_flag_has_a_known_kind(tables):
+    assert set(tables.flags["kind"]) <= set(analysis.FLAG_KINDS)
+    assert {"overlap", "failed", "repeats", "devices"} <= set(tables.flags["kind"])
+    with pytest.raises(ValueError, match="flag kind 'odd'"):
+        analysis.Flag("cell", "exclusive", 1000, "c", "odd: x", False, kind="odd", detail="x")
+
+
+def test_a_failure_naming_several_replicas_is_one_flag(tmp_path):
+    """An error text holding '; ' (one clause per failed replica) stays one flag of kind failed."""
+    rows = crafted_rows()
+    for r in rows:
+        if r["cell_error"]:
+            r["cell_error"] = "replica 0: boom; replica 1: boom"
+    ResultsWriter(tmp_path).append(rows)
+    f = analysis.build_tables(load_results(tmp_path)).flags
+    failed = f[f["kind"] == "failed"]
+    assert failed["detail"].tolist() == ["replica 0: boom; replica 1: boom"]
+    assert f["flag"].str.contains("boom").sum() == 1
+
+
+def test_tables_always_hold_their_columns(tmp_path):
+    """Every table is present with its documented columns, even with no rows; a table without them
+    cannot be built."""
+    empty = analysis.build_tables(load_results(_one_exclusive_folder(tmp_path)))
+    for name, t in empty.to_dict().items():
+        assert set(TABLE_COLUMNS[name]) <= set(t.columns), name
+    assert empty.mig.empty and empty.timeslice.empty and len(empty.cells) == 1
+    assert tuple(empty.to_dict()) == analysis.TABLES
+    with pytest.raises(ValueError, match="table mps lacks its column"):
+        dataclasses.replace(empty, mps=empty.mps.drop(columns=["loss_pct"]))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        empty.mps = empty.timeslice  # type: ignore[misc]
+
+
+def _one_exclusive_folder(tmp_path):
+    rows = [r for r in crafted_rows() if r["mode"] == "exclusive"][:1]
+    ResultsWriter(tmp_path).append(rows)
+    return tmp_path
 
 
 def test_overlap_of_concurrent_but_unequal_windows(tables):
     """An unfair pair that started together overlaps 100% of the shorter window."""
-    c = tables["cells"]
+    c = tables.cells
     r = one(c, cell_id="timeslice:2_p1000_r1")
     # windows [100, 121] and [100.1, 120.5]: (120.5 - 100.1) / 20.4 = 100%
     assert_allclose([r.overlap_pct, r.span_s], [100.0, 21.0])
@@ -143,9 +187,9 @@ def test_no_baseline_is_flagged_not_invented(tmp_path):
     rows = [r for r in crafted_rows() if not (r["mode"] == "exclusive" and r["device_class"] == "cpu")]
     ResultsWriter(tmp_path).append(rows)
     t = analysis.build_tables(load_results(tmp_path))
-    r = one(t["timeslice"], mode="timeslice:2")
+    r = one(t.timeslice, mode="timeslice:2")
     assert np.isnan(r.loss_pct) and np.isnan(r.T1_s)
-    assert t["flags"]["flag"].str.contains("no exclusive baseline").any()
+    assert t.flags["flag"].str.contains("no exclusive baseline").any()
 
 
 def test_write_tables(tables, tmp_path):

@@ -55,3 +55,28 @@ def test_too_few_repeats_are_not_trusted(tmp_path):
     # mps:2 kept 2 good repeats (one failed): no interval, and the Answer says so
     assert rows.loc["mps:2"].trust.startswith("2 repeat(s) < 3: no interval")
     assert math.isnan(rows.loc["mps:2"].gain_ci_low)
+
+
+def test_a_disturbed_baseline_is_a_flag_of_kind_disturbed_and_the_answer_names_what(tmp_path):
+    """The flag keeps the whole reason; its detail and the Answer leave out the busiest processes."""
+    from sharebench.results import ResultsWriter, load_results
+    from support.crafted import crafted_rows
+
+    busy = "stress (pid 7) 1.90; yes (pid 8) 0.40"
+    rows = crafted_rows()
+    for r in rows:
+        if r["mode"] == "exclusive" and r["particles"] == 1000:
+            r["tel_busy_processes"] = busy
+            r["tel_disturbed"] = f"other processes used 2.30 cores (> 0.5), busiest: {busy}; CPU steal 6.0% (> 5%)"
+    ResultsWriter(tmp_path).append(rows)
+    tables = analysis.build_tables(load_results(tmp_path))
+    disturbed = tables.flags[tables.flags["kind"] == "disturbed"]
+    assert len(disturbed) > 0 and (disturbed["mode"] == "exclusive").all()
+    assert disturbed["flag"].str.contains(busy, regex=False).all()
+    assert set(disturbed["detail"]) == {"other processes used 2.30 cores (> 0.5); CPU steal 6.0% (> 5%)"}
+    trust = answer_rows(tables).set_index("mode").loc["timeslice:2", "trust"]
+    assert (
+        f"{len(disturbed)} cell(s) of it or its baseline disturbed "
+        "(other processes used 2.30 cores (> 0.5); CPU steal 6.0% (> 5%))" in trust
+    )
+    assert "pid" not in trust

@@ -37,7 +37,7 @@ def folder(tmp_path_factory):
 
 
 def test_each_interval_its_own_loss(folder):
-    t = analysis.build_tables(load_results(folder))["timeslice"]
+    t = analysis.build_tables(load_results(folder)).timeslice
     assert list(t["mode"]) == ["timeslice:2/short", "timeslice:2/long"]  # the interval order, not the alphabet
     short, long_ = t.iloc[0], t.iloc[1]
     assert_allclose([short.T1_s, short.TN_s, short.loss_pct], [5.2, 11.2, 100 * 0.8 / 10.4], rtol=1e-9)

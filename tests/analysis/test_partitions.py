@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sharebench.analysis import build_tables
+from sharebench.analysis import Tables, build_tables
 from sharebench.analysis.partitions import seven_g_deficit, share_slice_sms
 from sharebench.results import load_results
 
@@ -33,9 +33,9 @@ def one(t, **where):
 
 @pytest.mark.parametrize("mode, sms", [("mps:1@50", 66), ("mps:1@25", 32), ("mps:1@12", 14)])
 def test_a_thread_share_is_a_partition_near_ideal(tables, mode, sms):
-    assert mode not in set(tables["mps"]["mode"])  # never a loss against N x T_1
+    assert mode not in set(tables.mps["mode"])  # never a loss against N x T_1
     for particles in (5_000_000, 10_000_000):
-        r = one(tables["partition"], mode=mode, particles=particles)
+        r = one(tables.partition, mode=mode, particles=particles)
         assert (r["unit"], r["full_units"], r["slice_units"]) == ("SMs", 132, sms)
         assert r["ideal_s"] == pytest.approx(r["full_s"] * 132 / sms)
         assert 98 < r["efficiency_pct"] < 102, r
@@ -46,12 +46,12 @@ def test_rows_recorded_with_the_full_gpus_sms_still_get_the_shares_sms(rows):
     share's SMs from the percentage, so such a cell is not filed as a 99.5% loss or a 100% slice."""
     old = rows.copy()
     old.loc[old["mode"].str.startswith("mps:"), "sms"] = 132
-    r = one(build_tables(old)["partition"], mode="mps:1@50", particles=5_000_000)
+    r = one(build_tables(old).partition, mode="mps:1@50", particles=5_000_000)
     assert r["slice_units"] == 66 and 98 < r["efficiency_pct"] < 102
 
 
 def test_emulated_mig_in_the_studys_form(tables):
-    t = tables["mig_emulated"]
+    t = tables.mig_emulated
     assert set(t["mig_profile"]) == {"1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"}
     assert t["emulation"].str.contains("emulated").all()
     seven = one(t, mode="mig-emulated:7g.141gb", particles=10_000_000)
@@ -92,4 +92,4 @@ def test_partition_scaling_plot_from_recorded_rows(tables, tmp_path):
     ):
         assert label in text
     # nothing to draw without partitions: no figure
-    assert plot_partitions({k: v.iloc[0:0] for k, v in tables.items()}, tmp_path / "none") == []
+    assert plot_partitions(Tables.empty(), tmp_path / "none") == []

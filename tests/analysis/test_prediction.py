@@ -10,6 +10,7 @@ The crafted sweep (real ResultsWriter → load_results → analysis.build_tables
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -17,6 +18,7 @@ from numpy.testing import assert_allclose
 
 from sharebench import analysis
 from sharebench.analysis import prediction
+from sharebench.analysis.tables import MIG_COLUMNS
 from sharebench.analysis.telemetry import cell_telemetry
 from sharebench.errors import UserError
 from sharebench.report.render import Image, html_page, markdown
@@ -208,6 +210,7 @@ def test_a_row_without_a_single_profile_gets_no_prediction_not_an_error():
             }
         ]
     )
-    df = prediction.predicted_vs_measured({"mig": mig}, gpu="H200")
+    tables = dataclasses.replace(analysis.Tables.empty(), mig=mig.reindex(columns=MIG_COLUMNS))
+    df = prediction.predicted_vs_measured(tables, gpu="H200")
     assert math.isnan(df.loc[0, "predicted_pct"]) and df.loc[0, "basis"].startswith("no prediction: ")
     assert math.isnan(df.loc[0, "excess_pct"])

@@ -149,3 +149,21 @@ def test_section_images_link_relative_to_the_folder_from_any_cwd(folders, monkey
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
     assert links and all(not link.startswith(("/", a.name)) for link in links), links
     assert all((a / link).exists() for link in links), links
+
+
+def test_verdict_lines_are_built_in_report_from_the_answer_rows(tmp_path):
+    """The Answer's Markdown comes from report.answer; analysis gives the rows only."""
+    from sharebench import analysis
+    from sharebench.analysis.answer import answer_rows
+    from sharebench.report.answer import verdict_line
+    from sharebench.results import load_results
+
+    ResultsWriter(tmp_path).append(crafted_rows())
+    rows = answer_rows(analysis.build_tables(load_results(tmp_path))).set_index("mode", drop=False)
+    assert verdict_line(rows.loc["exclusive"]).startswith(
+        "**exclusive** (2,000 particles): the baseline, throughput 1.00×"
+    )
+    ts = verdict_line(rows.loc["timeslice:2"])
+    assert ts.startswith("**timeslice:2** (1,000 particles): throughput ")
+    assert f"worst job {rows.loc['timeslice:2', 'slowdown']:.2f}× its time alone [" in ts
+    assert ts.endswith(f"trust: {rows.loc['timeslice:2', 'trust']}")

@@ -5,15 +5,18 @@
 Everything here reads a results folder and returns DataFrames; nothing writes or plots.
 """
 
+from sharebench.analysis.flags import FLAG_KINDS, Flag
 from sharebench.analysis.format import (
     display_table,
     fmt_ci,
     fmt_int,
+    fmt_interval,
     fmt_num,
     fmt_particles,
     fmt_pct,
     fmt_sec,
     fmt_spec,
+    fmt_times,
     significant,
     summary_table,
 )
@@ -26,12 +29,15 @@ from sharebench.analysis.prediction import (
     predicted_vs_measured_of,
 )
 from sharebench.analysis.statistics import MIN_CI_REPEATS, cv_pct, mean_ci, ratio_ci, ratio_loss_ci
-from sharebench.analysis.tables import TABLES, WORK_KEYS, analyse, build_tables, cell_summary
+from sharebench.analysis.tables import TABLES, WORK_KEYS, Tables, analyse, build_tables, cell_summary
 from sharebench.analysis.telemetry import cell_telemetry, energy_table, price_per_hour
 
 __all__ = [
+    "FLAG_KINDS",
     "MIN_CI_REPEATS",
     "TABLES",
+    "Flag",
+    "Tables",
     "WORK_KEYS",
     "analyse",
     "bounds_from_telemetry",
@@ -44,11 +50,13 @@ __all__ = [
     "energy_table",
     "fmt_ci",
     "fmt_int",
+    "fmt_interval",
     "fmt_num",
     "fmt_particles",
     "fmt_pct",
     "fmt_sec",
     "fmt_spec",
+    "fmt_times",
     "gpu_of",
     "mean_ci",
     "predict_cell",

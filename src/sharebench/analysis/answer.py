@@ -27,14 +27,14 @@ below, which the README states in words (docs/readme/sweep.md, "How the Answer i
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from sharebench.analysis.format import fmt_interval, fmt_times
 from sharebench.analysis.prediction import predict_cell
 from sharebench.analysis.statistics import MIN_CI_REPEATS, ratio_ci
-from sharebench.analysis.tables import CV_WARN_PCT, FAIRNESS_WARN, WORK_KEYS
+from sharebench.analysis.tables import CV_WARN_PCT, FAIRNESS_WARN, WORK_KEYS, Tables
 from sharebench.modes import mode_sort_key
 
 ISOLATION = {
@@ -66,16 +66,6 @@ CHOICE_COLUMNS = ["pattern", "mode", "reason"]
 PATTERNS = ("batch throughput", "interactive / latency-sensitive", "isolation required")
 
 
-def _rows(t: pd.DataFrame | None, mode: str, work: dict) -> pd.DataFrame:
-    if t is None or t.empty:
-        return pd.DataFrame()
-    t = t[t["mode"] == mode]
-    for k, v in work.items():
-        if k in t.columns:
-            t = t[t[k] == v]
-    return t
-
-
 def _good_cells(cells: pd.DataFrame, mode: str, work: dict) -> pd.DataFrame:
     c = cells[(cells["mode"] == mode) & ~cells["warmup"].astype(bool) & ~cells["excluded"].astype(bool)]
     for k, v in work.items():
@@ -83,31 +73,27 @@ def _good_cells(cells: pd.DataFrame, mode: str, work: dict) -> pd.DataFrame:
     return c
 
 
-def _trust(mode: str, work: dict, repeats: int, tables: dict[str, pd.DataFrame]) -> str:
+def _trust(mode: str, work: dict, repeats: int, flags: pd.DataFrame) -> str:
     reasons = []
     if repeats < MIN_CI_REPEATS:
         reasons.append(f"{repeats} repeat(s) < {MIN_CI_REPEATS}: no interval")
-    flags = tables.get("flags")
-    if flags is not None and not flags.empty:
-        f = flags[(flags["mode"].isin([mode, "exclusive"])) & (flags["particles"] == work["particles"])]
-        texts = [str(x) for x in f["flag"]]
-        if any(x.startswith("disturbed") for x in texts):
-            first = sorted({x for x in texts if x.startswith("disturbed")})[0]
-            n = sum(x.startswith("disturbed") for x in texts)
-            what = first.removeprefix("disturbed: ").split(", busiest")[0]
-            reasons.append(f"{n} cell(s) of it or its baseline disturbed ({what})")
-        if any(x.startswith("CV of") for x in texts):
-            reasons.append(f"spread: CV > {CV_WARN_PCT:.0f}%")
-        n_excl = int(f[(f["mode"] == mode) & f["excluded"].astype(bool)]["cell_id"].nunique())
-        if n_excl:
-            reasons.append(f"{n_excl} cell(s) excluded")
+    f = flags[(flags["mode"].isin([mode, "exclusive"])) & (flags["particles"] == work["particles"])]
+    disturbed = f[f["kind"] == "disturbed"]
+    if len(disturbed):
+        what = sorted(disturbed["detail"].astype(str))[0]
+        reasons.append(f"{len(disturbed)} cell(s) of it or its baseline disturbed ({what})")
+    if (f["kind"] == "spread").any():
+        reasons.append(f"spread: CV > {CV_WARN_PCT:.0f}%")
+    n_excl = int(f[(f["mode"] == mode) & f["excluded"].astype(bool)]["cell_id"].nunique())
+    if n_excl:
+        reasons.append(f"{n_excl} cell(s) excluded")
     return "ok" if not reasons else "; ".join(reasons)
 
 
-def answer_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+def answer_rows(tables: Tables) -> pd.DataFrame:
     """One verdict row per measured mode (columns :data:`ANSWER_COLUMNS`), in mode order."""
-    thr, cells = tables.get("throughput"), tables.get("cells")
-    if thr is None or thr.empty or cells is None or cells.empty:
+    thr, cells = tables.throughput, tables.cells
+    if thr.empty or cells.empty:
         return pd.DataFrame(columns=ANSWER_COLUMNS)
     rows = []
     for mode, g in thr.groupby("mode", sort=False):
@@ -137,19 +123,11 @@ def answer_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
                 slowdown_ci_high=slow[2],
                 fairness=r["fairness"],
                 isolation=ISOLATION.get(kind, "?"),
-                trust=_trust(mode, work, int(r["repeats"]), tables),
+                trust=_trust(mode, work, int(r["repeats"]), tables.flags),
             )
         )
     out = pd.DataFrame(rows, columns=ANSWER_COLUMNS)
     return out.iloc[sorted(range(len(out)), key=lambda i: mode_sort_key(out["mode"].iloc[i]))].reset_index(drop=True)
-
-
-def _x(v: float) -> str:
-    return f"{v:.2f}×" if math.isfinite(v) else "?"
-
-
-def _interval(lo: float, hi: float) -> str:
-    return f" [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) and math.isfinite(hi) else " (no interval)"
 
 
 def _batch(rows: pd.DataFrame) -> dict[str, str]:
@@ -159,19 +137,20 @@ def _batch(rows: pd.DataFrame) -> dict[str, str]:
         b = better.iloc[0]
         return dict(
             mode=b["mode"],
-            reason=f"throughput {_x(b['gain'])} exclusive"
-            f"{_interval(b['gain_ci_low'], b['gain_ci_high'])}, the highest gain whose interval is above 1",
+            reason=f"throughput {fmt_times(b['gain'])} exclusive"
+            f"{fmt_interval(b['gain_ci_low'], b['gain_ci_high'])}, the highest gain whose interval is above 1",
         )
     free = sharing[(sharing["gain_ci_low"] <= 1) & (sharing["gain_ci_high"] >= 1)]
     worse = sharing[sharing["gain_ci_high"] < 1]
     parts = ["no mode raises throughput beyond noise"]
     if len(free):
         parts.append(
-            "same as exclusive within noise: " + ", ".join(f"{m} {_x(g)}" for m, g in zip(free["mode"], free["gain"]))
+            "same as exclusive within noise: "
+            + ", ".join(f"{m} {fmt_times(g)}" for m, g in zip(free["mode"], free["gain"]))
         )
     if len(worse):
         w = worse.sort_values("gain").iloc[0]
-        parts.append(f"worst: {w['mode']} {_x(w['gain'])}{_interval(w['gain_ci_low'], w['gain_ci_high'])}")
+        parts.append(f"worst: {w['mode']} {fmt_times(w['gain'])}{fmt_interval(w['gain_ci_low'], w['gain_ci_high'])}")
     return dict(mode="exclusive", reason="; ".join(parts))
 
 
@@ -185,7 +164,7 @@ def _interactive(rows: pd.DataFrame) -> dict[str, str]:
         note = (
             f"; not {', '.join(dict.fromkeys(unfair['kind'] + ':*'))}: unfair (fairness up to "
             f"{u['fairness']:.2f} in {u['mode']}: its jobs queue behind each other, the last waits "
-            f"{_x(u['slowdown'])} its time alone)"
+            f"{fmt_times(u['slowdown'])} its time alone)"
         )
     if fair.empty:
         return dict(mode="exclusive", reason="no sharing mode measured is fair" + note)
@@ -194,7 +173,7 @@ def _interactive(rows: pd.DataFrame) -> dict[str, str]:
     return dict(
         mode=b["mode"],
         reason=f"fair (fairness {b['fairness']:.2f}); every job takes "
-        f"{_x(b['slowdown'])} its time alone{_interval(b['slowdown_ci_low'], b['slowdown_ci_high'])} "
+        f"{fmt_times(b['slowdown'])} its time alone{fmt_interval(b['slowdown_ci_low'], b['slowdown_ci_high'])} "
         f"with {b['replicas']} sharing" + note,
     )
 
@@ -206,8 +185,8 @@ def _isolation(rows: pd.DataFrame, gpu: str | None) -> dict[str, str]:
             b = m.sort_values("gain", ascending=False).iloc[0]
             return dict(
                 mode=b["mode"],
-                reason=f"{ISOLATION[kind]}; measured: throughput {_x(b['gain'])} exclusive"
-                f"{_interval(b['gain_ci_low'], b['gain_ci_high'])}, each job {_x(b['slowdown'])} its time "
+                reason=f"{ISOLATION[kind]}; measured: throughput {fmt_times(b['gain'])} exclusive"
+                f"{fmt_interval(b['gain_ci_low'], b['gain_ci_high'])}, each job {fmt_times(b['slowdown'])} its time "
                 "alone",
             )
     if gpu:
@@ -219,7 +198,7 @@ def _isolation(rows: pd.DataFrame, gpu: str | None) -> dict[str, str]:
             return dict(
                 mode="mig:all-1g (predicted, not measured)",
                 reason=f"{ISOLATION['mig']}; predicted for {gpu}: each job takes "
-                f"{_x(1 + float(p['predicted_pct']) / 100)} its time alone ({p.get('basis', '')})",
+                f"{fmt_times(1 + float(p['predicted_pct']) / 100)} its time alone ({p.get('basis', '')})",
             )
     return dict(mode="none measured", reason="only MIG gives hardware isolation and none was measured here")
 
@@ -235,18 +214,3 @@ def choices(rows: pd.DataFrame, gpu: str | None = None) -> pd.DataFrame:
         if trust.get(c["mode"], "ok") != "ok":
             c["reason"] += f"; caution, not trusted as measured: {trust[c['mode']]}"
     return pd.DataFrame([dict(pattern=p, **c) for p, c in zip(PATTERNS, made)], columns=CHOICE_COLUMNS)
-
-
-def verdict_line(r: Any) -> str:
-    """One line of the Answer for a mode: gain, worst job, isolation, trust."""
-    work = f"{int(r['particles']):,} particles"
-    if r["kind"] == "exclusive":
-        head = f"**{r['mode']}** ({work}): the baseline, throughput 1.00×"
-    else:
-        head = (
-            f"**{r['mode']}** ({work}): throughput {_x(r['gain'])} exclusive"
-            f"{_interval(r['gain_ci_low'], r['gain_ci_high'])}; worst job {_x(r['slowdown'])} its time alone"
-            f"{_interval(r['slowdown_ci_low'], r['slowdown_ci_high'])}"
-        )
-    fair = f"; fairness {r['fairness']:.2f}" if math.isfinite(float(r["fairness"])) else ""
-    return f"{head}{fair}; isolation: {r['isolation']}; trust: {r['trust']}"

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from sharebench.analysis.statistics import ratio_ci
-from sharebench.analysis.tables import WORK_KEYS
+from sharebench.analysis.tables import WORK_KEYS, Tables
 from sharebench.errors import UserError
 from sharebench.modes import mode_sort_key
 
@@ -54,12 +54,9 @@ def _times(cells: pd.DataFrame) -> pd.DataFrame:
     return good
 
 
-def _losses(tables: dict[str, pd.DataFrame], keys: list[str]) -> dict[tuple, tuple[float, float, float]]:
+def _losses(tables: Tables, keys: list[str]) -> dict[tuple, tuple[float, float, float]]:
     out = {}
-    for name in ("timeslice", "mps", "mig"):
-        t = tables.get(name)
-        if t is None or t.empty:
-            continue
+    for t in (tables.timeslice, tables.mps, tables.mig):
         for _, r in t.iterrows():
             out[tuple(r[k] for k in keys) + (r["mode"],)] = (r["loss_pct"], r["loss_ci_low"], r["loss_ci_high"])
     return out
@@ -77,15 +74,13 @@ def _ci(lo: float, hi: float) -> str:
     return f"[{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) and math.isfinite(hi) else ""
 
 
-def compare_tables(
-    a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame], ignore: tuple[str, ...] = ()
-) -> pd.DataFrame:
+def compare_tables(a: Tables, b: Tables, ignore: tuple[str, ...] = ()) -> pd.DataFrame:
     """One row per (work, mode) measured in both (columns :data:`COMPARE_COLUMNS`); B against A."""
     bad = [k for k in ignore if k not in IGNORABLE]
     if bad:
         raise UserError(f"bad --ignore {','.join(bad)!r}; allowed: {', '.join(IGNORABLE)}")
     keys = [k for k in WORK_KEYS if k not in ignore]
-    ta, tb = _times(a["cells"]), _times(b["cells"])
+    ta, tb = _times(a.cells), _times(b.cells)
     la, lb = _losses(a, keys), _losses(b, keys)
     rows = []
     groups_b = dict(list(tb.groupby(keys + ["mode"], sort=False, dropna=False)))

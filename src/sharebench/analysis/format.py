@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from sharebench.analysis.tables import WORK_KEYS
+from sharebench.analysis.tables import WORK_KEYS, Tables
 from sharebench.modes import mode_sort_key
 from sharebench.parse import number_or_nan
 
@@ -66,6 +66,16 @@ def fmt_ci(lo: Any, hi: Any, fmt: Callable[[Any], str]) -> str:
     """A confidence interval ``[lo, hi]`` in the value's own format; "" without one."""
     lo, hi = number_or_nan(lo), number_or_nan(hi)
     return "" if not (math.isfinite(lo) and math.isfinite(hi)) else f"[{fmt(lo)}, {fmt(hi)}]"
+
+
+def fmt_times(v: float) -> str:
+    """A ratio as a factor: ``1.25×``; ``?`` when not measured."""
+    return f"{v:.2f}×" if math.isfinite(v) else "?"
+
+
+def fmt_interval(lo: float, hi: float) -> str:
+    """A ratio's 95% interval after its value: `` [0.98, 1.10]``, or `` (no interval)``."""
+    return f" [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) and math.isfinite(hi) else " (no interval)"
 
 
 def significant(lo: Any, hi: Any) -> str:
@@ -223,27 +233,20 @@ def display_table(name: str, t: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def summary_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+def summary_table(tables: Tables) -> pd.DataFrame:
     """One line per particle count, one column per mode: loss % with its 95% CI (partition modes: % over the
     ideal), the study's "loss % per N" at a glance."""
     cells: dict[tuple, dict[str, str]] = {}
     modes: list[str] = []
     sources = [
-        ("timeslice", "loss_pct", "loss_ci_low", "loss_ci_high", ""),
-        ("mps", "loss_pct", "loss_ci_low", "loss_ci_high", ""),
-        ("mig", "loss_pct", "loss_ci_low", "loss_ci_high", ""),
-        ("partition", "excess_pct", "excess_ci_low", "excess_ci_high", " vs ideal"),
+        (tables.timeslice, "loss_pct", "loss_ci_low", "loss_ci_high", ""),
+        (tables.mps, "loss_pct", "loss_ci_low", "loss_ci_high", ""),
+        (tables.mig, "loss_pct", "loss_ci_low", "loss_ci_high", ""),
+        (tables.partition, "excess_pct", "excess_ci_low", "excess_ci_high", " vs ideal"),
     ]
-    for name, col, lo, hi, suffix in sources:
-        t = tables.get(name)
-        if t is None or t.empty:
-            continue
+    for t, col, lo, hi, suffix in sources:
         for _, r in t.iterrows():
-            label = (
-                f"{r['mode']} vs ideal"
-                if name == "partition" and str(r["mode"]).startswith("mig:")
-                else f"{r['mode']}{suffix}"
-            )
+            label = f"{r['mode']}{suffix}"
             if label not in modes:
                 modes.append(label)
             key = (r.engine, r.backend, r.device_class, r.lattice, r.turns, r.particles)

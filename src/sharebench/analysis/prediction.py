@@ -27,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from sharebench.analysis.tables import Tables
 from sharebench.analysis.telemetry import cell_telemetry
 from sharebench.errors import UserError
 from sharebench.gpus import GpuModel, gpu_model, models_with_profile, resolve_layout
@@ -240,21 +241,39 @@ def _bound_for(bounds: dict[tuple, tuple[str, str]] | None, row: dict[str, Any])
     return same_class[0] if same_class else next(iter(bounds.values()))
 
 
+def partition_prediction(r: dict[str, Any]) -> dict[str, Any]:
+    """A partition row's prediction: 0% excess over the ideal, which already holds the slice's share."""
+    unit = r.get("unit") or "units"
+    full, part = number_or_nan(r.get("full_units")), number_or_nan(r.get("slice_units"))
+    return {
+        "metric": "T_slice vs ideal",
+        "predicted_pct": 0.0,
+        "compute_share_lost_pct": 0.0,
+        "basis": (
+            f"ideal = T_full × {full:g}/{part:g} {unit}: 0% excess"
+            if math.isfinite(full) and math.isfinite(part)
+            else f"ideal = T_full × full/slice {unit}: 0% excess"
+        ),
+    }
+
+
 def predicted_vs_measured(
-    tables: dict[str, Any], gpu: GpuModel | str | None = None, bounds: dict[tuple, tuple[str, str]] | None = None
-):
+    tables: Tables, gpu: GpuModel | str | None = None, bounds: dict[tuple, tuple[str, str]] | None = None
+) -> pd.DataFrame:
     """Predicted vs measured loss and the excess (measured − predicted), one row per table row.
 
     ``tables``: sharebench.analysis tables (``timeslice``, ``mps``: ``loss_pct``; ``mig``:
     ``loss_pct``; ``partition``: ``excess_pct``, each with ``*_ci_low/high``). ``bounds``:
     (device_class, particles) → (bound, evidence), from :func:`bounds_from_telemetry`.
     """
-    specs = [("timeslice", "loss"), ("mps", "loss"), ("mig", "loss"), ("partition", "excess")]
+    specs = [
+        ("timeslice", "loss", tables.timeslice),
+        ("mps", "loss", tables.mps),
+        ("mig", "loss", tables.mig),
+        ("partition", "excess", tables.partition),
+    ]
     rows = []
-    for name, prefix in specs:
-        t = tables.get(name)
-        if t is None or len(t) == 0:
-            continue
+    for name, prefix, t in specs:
         for r in t.to_dict("records"):
             bound, evidence = _bound_for(bounds, r)
             try:
@@ -273,18 +292,7 @@ def predicted_vs_measured(
                     "basis": f"no prediction: {exc}",
                 }
             if name == "partition":  # the ideal already holds the SM/core fraction: 0 excess predicted
-                unit = r.get("unit") or "units"
-                full, part = number_or_nan(r.get("full_units")), number_or_nan(r.get("slice_units"))
-                pred = {
-                    "metric": "T_slice vs ideal",
-                    "predicted_pct": 0.0,
-                    "compute_share_lost_pct": 0.0,
-                    "basis": (
-                        f"ideal = T_full × {full:g}/{part:g} {unit}: 0% excess"
-                        if math.isfinite(full) and math.isfinite(part)
-                        else f"ideal = T_full × full/slice {unit}: 0% excess"
-                    ),
-                }
+                pred = partition_prediction(r)
             measured = number_or_nan(r.get(f"{prefix}_pct"))
             lo, hi = number_or_nan(r.get(f"{prefix}_ci_low")), number_or_nan(r.get(f"{prefix}_ci_high"))
             predicted = number_or_nan(pred["predicted_pct"])
@@ -347,7 +355,7 @@ def bounds_from_telemetry(cell_tel) -> dict[tuple, tuple[str, str]]:
     return out
 
 
-def gpu_of(results_dir: Path | str, tables: dict[str, Any]) -> str | None:
+def gpu_of(results_dir: Path | str, tables: Tables) -> str | None:
     """The GPU model of a results folder: provenance.json, else the replicas' device names, else a
     MIG profile name that exists on one model only (``1g.18gb``: H200)."""
     try:
@@ -370,15 +378,14 @@ def gpu_of(results_dir: Path | str, tables: dict[str, Any]) -> str | None:
     for name in names:
         if _model(name):
             return _model(name).key
-    mig = tables.get("mig")
-    for prof in mig["mig_profile"] if mig is not None and len(mig) else []:
+    for prof in tables.mig["mig_profile"]:
         models = models_with_profile(prof)
         if len(models) == 1:
             return models[0].key
     return None
 
 
-def predicted_vs_measured_of(results_dir: Path | str, tables: dict[str, Any]) -> tuple[pd.DataFrame, str | None]:
+def predicted_vs_measured_of(results_dir: Path | str, tables: Tables) -> tuple[pd.DataFrame, str | None]:
     """The prediction table of a results folder and the GPU model it was made for: the bound of each
     work taken from the exclusive cells' telemetry (``sharebench.analysis.telemetry.cell_telemetry``)."""
     gpu = gpu_of(results_dir, tables)

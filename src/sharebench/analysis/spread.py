@@ -18,7 +18,6 @@ import pandas as pd
 
 from sharebench.analysis.tables import WORK_KEYS, build_tables
 
-LOSS_TABLES = ("timeslice", "mps")
 SPREAD_COLUMNS = [
     *WORK_KEYS,
     "mode",
@@ -38,9 +37,8 @@ def machine_losses(df: pd.DataFrame) -> pd.DataFrame:
     out = []
     for machine in sorted(u for u in uuid.unique() if u):
         tables = build_tables(df[uuid == machine])
-        for name in LOSS_TABLES:
-            t = tables.get(name)
-            if t is None or t.empty:
+        for t in (tables.timeslice, tables.mps):
+            if t.empty:
                 continue
             t = t[[*WORK_KEYS, "mode", "loss_pct", "loss_ci_low", "loss_ci_high"]].copy()
             t["uuid"] = machine

@@ -26,14 +26,15 @@ statistic.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from sharebench.analysis.disturbance import disturbed_flags
-from sharebench.analysis.partitions import emulated_table, is_sm_share, share_slice_sms
+from sharebench.analysis.flags import FLAG_COLUMNS, Flag, flags_frame
+from sharebench.analysis.partitions import EMULATED_COLUMNS, emulated_table, is_sm_share, share_slice_sms
 from sharebench.analysis.statistics import MIN_CI_REPEATS, cv_pct, mean_ci, ratio_ci, ratio_loss_ci
 from sharebench.gpus import models_with_profile
 from sharebench.modes import mode_sort_key
@@ -46,83 +47,108 @@ MIN_REPEATS = MIN_CI_REPEATS
 
 # what makes two cells "the same work": they may be compared with each other
 WORK_KEYS = ["engine", "backend", "device_class", "lattice", "particles", "turns"]
-TABLES = ("cells", "timeslice", "mps", "mig", "partition", "mig_emulated", "throughput", "flags")
 
 
 # ------------------------------------------------------------------ per cell
 
 
+def cell_checks(g: pd.DataFrame, n: int, overlap: float, phys: list[str]) -> list[tuple[str, str, str]]:
+    """(kind, detail, sentence) of each flag of one cell; any of them excludes the cell."""
+    if (g["status"] == "failed").any() or (g["cell_status"] == "failed").any():
+        errs = [e for e in list(g["cell_error"]) + list(g["error"]) if isinstance(e, str) and e]
+        err = errs[0] if errs else "a replica failed"
+        return [("failed", err, "failed: " + err)]
+    if len(g) != n:
+        detail = f"{len(g)} of {n} replica rows"
+        return [("incomplete", detail, f"incomplete: {detail}")]
+    if n > 1 and np.isfinite(overlap) and overlap < OVERLAP_MIN_PCT:
+        detail = f"{overlap:.2f}% < {OVERLAP_MIN_PCT:.0f}%"
+        return [("overlap", detail, f"overlap {detail}: replicas did not track together; left out of the loss")]
+    if len(phys) > 1:
+        return [("devices", ", ".join(phys), "replicas on different devices: " + ", ".join(phys) + "; left out")]
+    return []
+
+
+def span_overlap(g: pd.DataFrame, n: int) -> tuple[float, float]:
+    """T_N (the span of the tracking windows) and the overlap % of one cell of n replicas."""
+    track = g["track_s"].astype(float)
+    starts, ends = g["track_start"].astype(float), g["track_end"].astype(float)
+    if n == 1:
+        return (float(track.iloc[0]) if len(track) else math.nan), 100.0
+    if bool(starts.notna().all() and ends.notna().all()) and len(g):
+        shortest = float((ends - starts).min())
+        overlap = (100.0 * max(0.0, float(ends.min() - starts.max())) / shortest) if shortest > 0 else math.nan
+        return float(ends.max() - starts.min()), overlap
+    return (float(track.max()) if len(track) else math.nan), math.nan
+
+
+def one_cell(sweep_id: object, cell_id: object, g: pd.DataFrame) -> tuple[dict, list[Flag]]:
+    """One cell's row of the cells table and its flags."""
+    first = g.iloc[0]
+    n = int(first["replicas"]) if pd.notna(first["replicas"]) else len(g)
+    track = g["track_s"].astype(float)
+    span, overlap = span_overlap(g, n)
+    phys_ids = g["parent_uuid"].where(g["parent_uuid"].astype(str) != "", g["device_uuid"])
+    phys = sorted({str(p) for p in phys_ids if isinstance(p, str) and p})
+    checks = cell_checks(g, n, overlap, phys)
+    fair = float(track.max() / track.min()) if n > 1 and len(track) and track.min() > 0 else math.nan
+    work = float((g["particles"].astype(float) * g["turns"].astype(float)).sum())
+    row = {k: first[k] for k in WORK_KEYS}
+    row.update(
+        sweep_id=sweep_id,
+        cell_id=cell_id,
+        mode=first["mode"],
+        mode_kind=first["mode_kind"] or str(first["mode"]).split(":")[0],
+        replicas=n,
+        repeat=first["repeat"],
+        warmup=bool(first["warmup"]),
+        mig_profile=first["mig_profile"],
+        sms=g["sms"].astype(float).median(),
+        cores=g["cores"].astype(float).median(),
+        span_s=span,
+        mean_track_s=float(track.mean()) if len(track) else math.nan,
+        min_track_s=float(track.min()) if len(track) else math.nan,
+        max_track_s=float(track.max()) if len(track) else math.nan,
+        overlap_pct=overlap,
+        fairness=fair,
+        work_particle_turns=work,
+        throughput_pt_per_s=work / span if span and np.isfinite(span) and span > 0 else math.nan,
+        devices=", ".join(phys),
+        excluded=bool(checks),
+        flags="; ".join(text for _, _, text in checks),
+    )
+    flags = [
+        Flag(
+            scope="cell",
+            mode=row["mode"],
+            particles=row["particles"],
+            cell_id=str(cell_id),
+            flag=text,
+            excluded=bool(checks),
+            kind=kind,
+            detail=detail,
+        )
+        for kind, detail, text in checks
+    ]
+    return row, flags
+
+
+def summarise_cells(df: pd.DataFrame) -> tuple[pd.DataFrame, list[Flag]]:
+    """The cells table (one row per cell, measured repeats and warm-ups both) and the flags of the
+    measured (non-warm-up) cells, in table order."""
+    rows, flags = [], []
+    if df.empty:
+        return pd.DataFrame(columns=CELL_COLUMNS), []
+    for (sweep_id, cell_id), g in df.groupby(["sweep_id", "cell_id"], sort=False, dropna=False):
+        row, more = one_cell(sweep_id, cell_id, g)
+        rows.append(row)
+        flags += [] if row["warmup"] else more
+    return pd.DataFrame(rows, columns=CELL_COLUMNS), flags
+
+
 def cell_summary(df: pd.DataFrame) -> pd.DataFrame:
     """One row per cell (measured repeats and warm-ups both), with span, overlap, fairness, flags."""
-    rows = []
-    if df.empty:
-        return pd.DataFrame(columns=CELL_COLUMNS)
-    for (sweep_id, cell_id), g in df.groupby(["sweep_id", "cell_id"], sort=False, dropna=False):
-        first = g.iloc[0]
-        n = int(first["replicas"]) if pd.notna(first["replicas"]) else len(g)
-        flags: list[str] = []
-        excluded = False
-        failed = (g["status"] == "failed").any() or (g["cell_status"] == "failed").any()
-        if failed:
-            errs = [e for e in list(g["cell_error"]) + list(g["error"]) if isinstance(e, str) and e]
-            flags.append("failed: " + (errs[0] if errs else "a replica failed"))
-            excluded = True
-        elif len(g) != n:
-            flags.append(f"incomplete: {len(g)} of {n} replica rows")
-            excluded = True
-        track = g["track_s"].astype(float)
-        starts, ends = g["track_start"].astype(float), g["track_end"].astype(float)
-        windows_known = bool(starts.notna().all() and ends.notna().all())
-        if n == 1:
-            span = float(track.iloc[0]) if len(track) else math.nan
-            overlap = 100.0
-        elif windows_known and len(g):
-            span = float(ends.max() - starts.min())
-            durations = ends - starts
-            shortest = float(durations.min())
-            overlap = (100.0 * max(0.0, float(ends.min() - starts.max())) / shortest) if shortest > 0 else math.nan
-        else:
-            span = float(track.max()) if len(track) else math.nan
-            overlap = math.nan
-        if not excluded and n > 1 and np.isfinite(overlap) and overlap < OVERLAP_MIN_PCT:
-            flags.append(
-                f"overlap {overlap:.2f}% < {OVERLAP_MIN_PCT:.0f}%: replicas did not track together; "
-                "left out of the loss"
-            )
-            excluded = True
-        phys = g["parent_uuid"].where(g["parent_uuid"].astype(str) != "", g["device_uuid"])
-        phys = sorted({str(p) for p in phys if isinstance(p, str) and p})
-        if not excluded and len(phys) > 1:
-            flags.append("replicas on different devices: " + ", ".join(phys) + "; left out")
-            excluded = True
-        fair = float(track.max() / track.min()) if n > 1 and len(track) and track.min() > 0 else math.nan
-        work = float((g["particles"].astype(float) * g["turns"].astype(float)).sum())
-        row = {k: first[k] for k in WORK_KEYS}
-        row.update(
-            sweep_id=sweep_id,
-            cell_id=cell_id,
-            mode=first["mode"],
-            mode_kind=first["mode_kind"] or str(first["mode"]).split(":")[0],
-            replicas=n,
-            repeat=first["repeat"],
-            warmup=bool(first["warmup"]),
-            mig_profile=first["mig_profile"],
-            sms=g["sms"].astype(float).median(),
-            cores=g["cores"].astype(float).median(),
-            span_s=span,
-            mean_track_s=float(track.mean()) if len(track) else math.nan,
-            min_track_s=float(track.min()) if len(track) else math.nan,
-            max_track_s=float(track.max()) if len(track) else math.nan,
-            overlap_pct=overlap,
-            fairness=fair,
-            work_particle_turns=work,
-            throughput_pt_per_s=work / span if span and np.isfinite(span) and span > 0 else math.nan,
-            devices=", ".join(phys),
-            excluded=excluded,
-            flags="; ".join(flags),
-        )
-        rows.append(row)
-    return pd.DataFrame(rows, columns=CELL_COLUMNS)
+    return summarise_cells(df)[0]
 
 
 CELL_COLUMNS = [
@@ -149,9 +175,6 @@ CELL_COLUMNS = [
     "excluded",
     "flags",
 ]
-
-
-# ------------------------------------------------------------------ tables
 
 
 # ------------------------------------------------------------------ tables
@@ -228,7 +251,6 @@ THROUGHPUT_COLUMNS = [
     "gain_ci_high",
     "fairness",
 ]
-FLAG_COLUMNS = ["scope", "mode", "particles", "cell_id", "flag", "excluded"]
 
 
 @dataclass
@@ -246,9 +268,16 @@ class WorkGroup:
     def repeats(self) -> int:
         return len(self.cells)
 
-    def flag(self, text: str) -> dict:
-        return dict(
-            scope="group", mode=self.mode, particles=self.work["particles"], cell_id="", flag=text, excluded=False
+    def flag(self, kind: str, detail: str, text: str) -> Flag:
+        return Flag(
+            scope="group",
+            mode=self.mode,
+            particles=self.work["particles"],
+            cell_id="",
+            flag=text,
+            excluded=False,
+            kind=kind,
+            detail=detail,
         )
 
     def fairness(self) -> float:
@@ -275,49 +304,32 @@ def work_groups(good: pd.DataFrame) -> list[WorkGroup]:
     ]
 
 
-def cell_flags(measured: pd.DataFrame) -> list[dict]:
-    """One flag row per flag of a measured cell (failed, incomplete, low overlap, split devices)."""
-    flags = []
-    for _, c in measured.iterrows():
-        if c["flags"]:
-            for f in str(c["flags"]).split("; "):
-                flags.append(
-                    dict(
-                        scope="cell",
-                        mode=c["mode"],
-                        particles=c["particles"],
-                        cell_id=c["cell_id"],
-                        flag=f,
-                        excluded=bool(c["excluded"]),
-                    )
-                )
-    return flags
-
-
-def coverage_flags(group: WorkGroup) -> list[dict]:
+def coverage_flags(group: WorkGroup) -> list[Flag]:
     """Too few repeats for a trustworthy CI; no exclusive baseline to compute a loss against."""
     flags = []
     if group.repeats < MIN_REPEATS:
-        flags.append(
-            group.flag(f"only {group.repeats} measured repeat(s) (< {MIN_REPEATS}): no 95% interval, no ≠ 0 claim")
-        )
+        few = f"only {group.repeats} measured repeat(s) (< {MIN_REPEATS})"
+        flags.append(group.flag("repeats", few, f"{few}: no 95% interval, no ≠ 0 claim"))
     if group.kind != "exclusive" and group.t1.size == 0:
-        flags.append(group.flag("no exclusive baseline for this work: loss not computed"))
+        none = "no exclusive baseline for this work"
+        flags.append(group.flag("baseline", none, f"{none}: loss not computed"))
     return flags
 
 
-def spread_flags(group: WorkGroup, cvs: dict[str, float]) -> list[dict]:
-    return [
-        group.flag(f"CV of {name} {cv:.2f}% > {CV_WARN_PCT:.0f}%: spread is large, trust the mean less")
+def spread_flags(group: WorkGroup, cvs: dict[str, float]) -> list[Flag]:
+    details = [
+        f"CV of {name} {cv:.2f}% > {CV_WARN_PCT:.0f}%"
         for name, cv in cvs.items()
         if np.isfinite(cv) and cv > CV_WARN_PCT
     ]
+    return [group.flag("spread", d, f"{d}: spread is large, trust the mean less") for d in details]
 
 
-def fairness_flags(group: WorkGroup) -> list[dict]:
+def fairness_flags(group: WorkGroup) -> list[Flag]:
     fairness = group.cells["fairness"]
     if fairness.notna().any() and float(np.nanmax(fairness)) > FAIRNESS_WARN:
-        return [group.flag(f"unfair: slowest replica took {float(np.nanmax(fairness)):.2f}x the fastest's time")]
+        detail = f"slowest replica took {float(np.nanmax(fairness)):.2f}x the fastest's time"
+        return [group.flag("fairness", detail, f"unfair: {detail}")]
     return []
 
 
@@ -348,7 +360,7 @@ def throughput_row(group: WorkGroup) -> dict:
     )
 
 
-def shared_row(group: WorkGroup) -> tuple[dict, list[dict]]:
+def shared_row(group: WorkGroup) -> tuple[dict, list[Flag]]:
     """Time-slicing or MPS: T_N against N·T_1, and the flags of its spread and fairness."""
     g, n, t1 = group.cells, group.replicas, group.t1
     t1_med, t1_lo, t1_hi = mean_ci(t1)
@@ -381,7 +393,7 @@ def shared_row(group: WorkGroup) -> tuple[dict, list[dict]]:
     return row, spread_flags(group, {"T_N": cv_tn, "T_1": cv_t1}) + fairness_flags(group)
 
 
-def mig_row(group: WorkGroup) -> tuple[dict, list[dict]]:
+def mig_row(group: WorkGroup) -> tuple[dict, list[Flag]]:
     """MIG: one replica per instance against the full GPU, and the flag of its spread."""
     g, t1 = group.cells, group.t1
     t1_med, t1_lo, t1_hi = mean_ci(t1)
@@ -420,7 +432,7 @@ def full_sms_from_profile(mig_profiles: pd.Series) -> float:
     return math.nan
 
 
-def partition_row(group: WorkGroup, good: pd.DataFrame) -> tuple[dict, list[dict]]:
+def partition_row(group: WorkGroup, good: pd.DataFrame) -> tuple[dict, list[Flag]]:
     """A slice (MIG instance, core set) against the ideal T_full × full units / slice units."""
     work, g, t1 = group.work, group.cells, group.t1
     slice_s = g["mean_track_s"].to_numpy(float)
@@ -440,7 +452,8 @@ def partition_row(group: WorkGroup, good: pd.DataFrame) -> tuple[dict, list[dict
     ideal = t1_med * full_units / slice_units if slice_units and np.isfinite(slice_units) else math.nan
     flags = []
     if not np.isfinite(ideal) and t1.size:
-        flags.append(group.flag(f"{unit} of the full device or the slice unknown: no ideal scaling"))
+        unknown = f"{unit} of the full device or the slice unknown"
+        flags.append(group.flag("scaling", unknown, f"{unknown}: no ideal scaling"))
     if np.isfinite(ideal):
         exc, lo, hi = ratio_loss_ci(slice_s, t1, factor=full_units / slice_units)
     else:
@@ -465,17 +478,63 @@ def partition_row(group: WorkGroup, good: pd.DataFrame) -> tuple[dict, list[dict
     return row, flags
 
 
-def build_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """All tables (:data:`TABLES`) from a loaded results frame (``sharebench.results.load_results``)."""
-    cells = cell_summary(df)
+@dataclass(frozen=True, eq=False)
+class Tables:
+    """The study's tables of one results frame: each always present, with its documented columns
+    (possibly no rows). Built by :func:`build_tables` / :func:`analyse`; read by attribute."""
+
+    cells: pd.DataFrame  # CELL_COLUMNS: one row per cell, warm-ups included
+    timeslice: pd.DataFrame  # SHARED_COLUMNS
+    mps: pd.DataFrame  # SHARED_COLUMNS
+    mig: pd.DataFrame  # MIG_COLUMNS
+    partition: pd.DataFrame  # PARTITION_COLUMNS
+    mig_emulated: pd.DataFrame  # EMULATED_COLUMNS (sharebench.analysis.partitions)
+    throughput: pd.DataFrame  # THROUGHPUT_COLUMNS
+    flags: pd.DataFrame  # FLAG_COLUMNS (sharebench.analysis.flags)
+
+    def __post_init__(self) -> None:
+        for name, columns in TABLE_COLUMNS.items():
+            t = getattr(self, name)
+            if not isinstance(t, pd.DataFrame):
+                raise TypeError(f"table {name} is a {type(t).__name__}, not a DataFrame")
+            missing = [c for c in columns if c not in t.columns]
+            if missing:
+                raise ValueError(f"table {name} lacks its column(s) {', '.join(missing)}")
+
+    @classmethod
+    def empty(cls) -> Tables:
+        """Every table with its columns and no rows."""
+        return cls(**{name: pd.DataFrame(columns=columns) for name, columns in TABLE_COLUMNS.items()})
+
+    def to_dict(self) -> dict[str, pd.DataFrame]:
+        """Name -> table, in :data:`TABLES` order (the names of the files tables/<name>.csv)."""
+        return {name: getattr(self, name) for name in TABLES}
+
+
+TABLE_COLUMNS: dict[str, list[str]] = {
+    "cells": CELL_COLUMNS,
+    "timeslice": SHARED_COLUMNS,
+    "mps": SHARED_COLUMNS,
+    "mig": MIG_COLUMNS,
+    "partition": PARTITION_COLUMNS,
+    "mig_emulated": EMULATED_COLUMNS,
+    "throughput": THROUGHPUT_COLUMNS,
+    "flags": FLAG_COLUMNS,
+}
+TABLES = tuple(f.name for f in fields(Tables))
+
+
+def build_tables(df: pd.DataFrame) -> Tables:
+    """All tables (:class:`Tables`) from a loaded results frame (``sharebench.results.load_results``)."""
+    cells, flags = summarise_cells(df)
     measured = cells[~cells["warmup"].astype(bool)] if len(cells) else cells
     good = measured[~measured["excluded"].astype(bool)] if len(measured) else measured
-    flags = cell_flags(measured) + disturbed_flags(df, measured)
+    flags += disturbed_flags(df, measured)
     rows: dict[str, list[dict]] = {"timeslice": [], "mps": [], "mig": [], "partition": [], "throughput": []}
     for group in work_groups(good):
         flags += coverage_flags(group)
         rows["throughput"].append(throughput_row(group))
-        more: list[dict] = []
+        more: list[Flag] = []
         if group.kind in ("timeslice", "mps") and not is_sm_share(group.mode):
             row, more = shared_row(group)
             rows[group.kind].append(row)
@@ -487,18 +546,18 @@ def build_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
             row, more = partition_row(group, good)
             rows["partition"].append(row)
             flags += more
-    return {
-        "cells": cells,
-        "timeslice": pd.DataFrame(rows["timeslice"], columns=SHARED_COLUMNS),
-        "mps": pd.DataFrame(rows["mps"], columns=SHARED_COLUMNS),
-        "mig": pd.DataFrame(rows["mig"], columns=MIG_COLUMNS),
-        "partition": pd.DataFrame(rows["partition"], columns=PARTITION_COLUMNS),
-        "mig_emulated": emulated_table(df, good, WORK_KEYS),
-        "throughput": pd.DataFrame(rows["throughput"], columns=THROUGHPUT_COLUMNS),
-        "flags": pd.DataFrame(flags, columns=FLAG_COLUMNS),
-    }
+    return Tables(
+        cells=cells,
+        timeslice=pd.DataFrame(rows["timeslice"], columns=SHARED_COLUMNS),
+        mps=pd.DataFrame(rows["mps"], columns=SHARED_COLUMNS),
+        mig=pd.DataFrame(rows["mig"], columns=MIG_COLUMNS),
+        partition=pd.DataFrame(rows["partition"], columns=PARTITION_COLUMNS),
+        mig_emulated=emulated_table(df, good, WORK_KEYS),
+        throughput=pd.DataFrame(rows["throughput"], columns=THROUGHPUT_COLUMNS),
+        flags=flags_frame(flags),
+    )
 
 
-def analyse(results_dir: Path | str) -> dict[str, pd.DataFrame]:
+def analyse(results_dir: Path | str) -> Tables:
     """The tables of a results folder (or results.csv)."""
     return build_tables(load_results(results_dir))

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sharebench.analysis.tables import WORK_KEYS
+from sharebench.analysis.tables import WORK_KEYS, Tables
 from sharebench.errors import UserError
 from sharebench.results import PROVENANCE_JSON, RESULTS_CSV, ResultsWriter
 
@@ -54,13 +54,17 @@ def _key(row: dict) -> tuple:
     return tuple(row[k] for k in WORK_KEYS) + (row["mode"],)
 
 
-def _losses(tables: dict[str, pd.DataFrame]) -> dict[tuple, tuple[float, float, float, str]]:
+def _losses(tables: Tables) -> dict[tuple, tuple[float, float, float, str]]:
     """(loss, CI low, CI high, what it compares) per work and mode, from the loss tables."""
     out: dict[tuple, tuple[float, float, float, str]] = {}
-    for name, metric in (("timeslice", "T_N vs N·T_1"), ("mps", "T_N vs N·T_1"), ("mig", "MIG vs full GPU")):
-        for r in tables.get(name, pd.DataFrame()).to_dict("records"):
+    for t, metric in (
+        (tables.timeslice, "T_N vs N·T_1"),
+        (tables.mps, "T_N vs N·T_1"),
+        (tables.mig, "MIG vs full GPU"),
+    ):
+        for r in t.to_dict("records"):
             out[_key(r)] = (r["loss_pct"], r["loss_ci_low"], r["loss_ci_high"], metric)
-    for r in tables.get("partition", pd.DataFrame()).to_dict("records"):
+    for r in tables.partition.to_dict("records"):
         out.setdefault(_key(r), (r["excess_pct"], r["excess_ci_low"], r["excess_ci_high"], "slice vs ideal share"))
     return out
 
@@ -79,12 +83,12 @@ def _worst_slowdowns(cells: pd.DataFrame) -> dict[tuple, float]:
     return out
 
 
-def workload_table(tables: dict[str, pd.DataFrame], timings: dict[str, str] | None = None) -> pd.DataFrame:
+def workload_table(tables: Tables, timings: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per workload x work size x mode (``tables`` from ``build_tables``; ``timings``: the
     exec engine's timing per workload, ``protocol`` or ``process``; the trackers are ``kernel``)."""
-    losses, worst = _losses(tables), _worst_slowdowns(tables.get("cells", pd.DataFrame()))
+    losses, worst = _losses(tables), _worst_slowdowns(tables.cells)
     rows = []
-    for r in tables.get("throughput", pd.DataFrame()).to_dict("records"):
+    for r in tables.throughput.to_dict("records"):
         key = _key(r)
         loss = losses.get(key, (math.nan, math.nan, math.nan, "" if r["mode"] != "exclusive" else "baseline"))
         rows.append(

@@ -16,7 +16,8 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
-from sharebench.analysis.answer import answer_rows, choices, verdict_line
+from sharebench.analysis import Tables, fmt_interval, fmt_times
+from sharebench.analysis.answer import answer_rows, choices
 from sharebench.analysis.prediction import gpu_of
 from sharebench.report.plots import save_figure
 from sharebench.report.render import Bullets, Heading, Image, Text
@@ -35,7 +36,7 @@ ANSWER_HELP = (
 class Answer:
     """The Answer of one results folder."""
 
-    def __init__(self, results_dir: Path | str, tables: dict[str, pd.DataFrame], machine: str = ""):
+    def __init__(self, results_dir: Path | str, tables: Tables, machine: str = ""):
         self.path = Path(results_dir)
         self.rows = answer_rows(tables)
         self.choices = choices(self.rows, gpu_of(self.path, tables))
@@ -69,6 +70,21 @@ class Answer:
             Bullets([f"*{c['pattern']}*: **{c['mode']}**: {c['reason']}" for _, c in self.choices.iterrows()]),
         ]
         return out + [Image(p) for p in plots if p.suffix == ".png"]
+
+
+def verdict_line(r: Any) -> str:
+    """One line of the Answer for a mode (Markdown): gain, worst job, isolation, trust."""
+    work = f"{int(r['particles']):,} particles"
+    if r["kind"] == "exclusive":
+        head = f"**{r['mode']}** ({work}): the baseline, throughput 1.00×"
+    else:
+        head = (
+            f"**{r['mode']}** ({work}): throughput {fmt_times(r['gain'])} exclusive"
+            f"{fmt_interval(r['gain_ci_low'], r['gain_ci_high'])}; worst job {fmt_times(r['slowdown'])} its time "
+            f"alone{fmt_interval(r['slowdown_ci_low'], r['slowdown_ci_high'])}"
+        )
+    fair = f"; fairness {r['fairness']:.2f}" if math.isfinite(float(r["fairness"])) else ""
+    return f"{head}{fair}; isolation: {r['isolation']}; trust: {r['trust']}"
 
 
 def _err(lo: Any, hi: Any, mid: Any) -> np.ndarray:

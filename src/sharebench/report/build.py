@@ -14,9 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from sharebench.analysis import analyse, display_table, summary_table
+from sharebench.analysis import Tables, analyse, display_table, summary_table
 from sharebench.errors import UserError
 from sharebench.report.answer import Answer
 from sharebench.report.plots import make_plots
@@ -76,23 +74,24 @@ FLAGS_HELP = (
 )
 
 
-def write_tables(tables: dict[str, pd.DataFrame], results_dir: Path | str) -> Path:
+def write_tables(tables: Tables, results_dir: Path | str) -> Path:
     """tables/<name>.csv (numbers) and tables/<name>.md (as printed, for the titled tables)."""
     d = Path(results_dir) / "tables"
     d.mkdir(parents=True, exist_ok=True)
-    for name, t in tables.items():
+    for name, t in tables.to_dict().items():
         t.to_csv(d / f"{name}.csv", index=False)
         if name in TABLE_TITLES:
             (d / f"{name}.md").write_text(f"## {TABLE_TITLES[name]}\n\n{markdown_table(display_table(name, t))}\n")
     return d
 
 
-def tables_markdown(tables: dict[str, pd.DataFrame]) -> str:
+def tables_markdown(tables: Tables) -> str:
     """Every titled, non-empty table as Markdown, one after the other."""
+    named = tables.to_dict()
     return "\n".join(
-        f"## {title}\n\n{markdown_table(display_table(name, tables[name]))}\n"
+        f"## {title}\n\n{markdown_table(display_table(name, named[name]))}\n"
         for name, title in TABLE_TITLES.items()
-        if name in tables and not tables[name].empty
+        if not named[name].empty
     )
 
 
@@ -138,6 +137,15 @@ def _sections(folder: Folder) -> tuple[list[Section], list[str]]:
     return sections, notes
 
 
+def shown_table(name: str) -> Callable[[Folder], list]:
+    """The blocks of one titled table of a folder, as printed."""
+
+    def blocks(folder: Folder) -> list:
+        return [Table(display_table(name, folder.tables.to_dict()[name]))]
+
+    return blocks
+
+
 def report_blocks(
     this: Folder, other: Folder | None, plots: list[Path], sections: list[Section], notes: list[str]
 ) -> list:
@@ -159,17 +167,17 @@ def report_blocks(
         Bullets(DEFINITIONS),
     ]
     for name in TABLE_ORDER:
-        if this.tables[name].empty and (other is None or other.tables[name].empty):
+        if this.tables.to_dict()[name].empty and (other is None or other.tables.to_dict()[name].empty):
             continue
-        blocks += [Heading(TABLE_TITLES[name]), both(lambda f, n=name: [Table(display_table(n, f.tables[n]))])]
+        blocks += [Heading(TABLE_TITLES[name]), both(shown_table(name))]
     blocks += [
         Heading("Plots"),
         *(Image(p) for p in plots if p.suffix == ".png"),
         Heading(TABLE_TITLES["flags"]),
         Text(FLAGS_HELP),
-        both(lambda f: [Table(display_table("flags", f.tables["flags"]))]),
+        both(lambda f: [Table(display_table("flags", f.tables.flags))]),
         Heading("Cells"),
-        Table(display_table("cells", this.tables["cells"])),
+        Table(display_table("cells", this.tables.cells)),
         *sections,
     ]
     if notes:

@@ -23,7 +23,7 @@ matplotlib.use("Agg")  # before pyplot: figures are files, never windows
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from sharebench.analysis import fmt_particles, mean_ci
+from sharebench.analysis import Tables, fmt_particles, mean_ci
 from sharebench.modes import mode_sort_key
 
 FORMATS = ("png", "svg")
@@ -46,9 +46,9 @@ def save_figure(fig, out_dir: Path, name: str) -> list[Path]:
     return paths
 
 
-def _device_label(tables: dict[str, pd.DataFrame]) -> str:
-    cells = tables.get("cells")
-    if cells is None or cells.empty:
+def _device_label(tables: Tables) -> str:
+    cells = tables.cells
+    if cells.empty:
         return ""
     parts = sorted({f"{r.engine}/{r.backend} ({r.device_class})" for r in cells.itertuples()})
     return ", ".join(parts)
@@ -86,16 +86,15 @@ def _series(name: str, g: pd.DataFrame, col: str, lo: str, hi: str) -> Series:
     return (name, g["particles"].to_numpy(float), g[col].to_numpy(float), g[lo].to_numpy(float), g[hi].to_numpy(float))
 
 
-def _loss_series(tables) -> list[Series]:
+def _loss_series(tables: Tables) -> list[Series]:
     out = []
-    for name in ("timeslice", "mps", "mig"):
-        t = tables.get(name)
-        if t is None or t.empty:
+    for t in (tables.timeslice, tables.mps, tables.mig):
+        if t.empty:
             continue
         for mode, g in _by_mode(t):
             out.append(_series(mode, g, "loss_pct", "loss_ci_low", "loss_ci_high"))
-    part = tables.get("partition")
-    if part is not None and not part.empty:
+    part = tables.partition
+    if not part.empty:
         for mode, g in _by_mode(part):
             if not str(mode).startswith("mig:"):
                 out.append(_series(f"{mode} vs ideal", g, "excess_pct", "excess_ci_low", "excess_ci_high"))
@@ -166,21 +165,20 @@ def plot_loss(tables, out_dir: Path, compare=None, labels=("this", "compare")) -
     return save_figure(fig, out_dir, "loss_vs_particles")
 
 
-def _time_series(tables) -> list[Series]:
+def _time_series(tables: Tables) -> list[Series]:
     out = []
-    for name in ("timeslice", "mps"):
-        t = tables.get(name)
-        if t is None or t.empty:
+    for t in (tables.timeslice, tables.mps):
+        if t.empty:
             continue
         for mode, g in _by_mode(t):
             out.append(_series(f"{mode}: T_N", g, "TN_s", "TN_ci_low", "TN_ci_high"))
-    part = tables.get("partition")
-    if part is not None and not part.empty:
+    part = tables.partition
+    if not part.empty:
         for mode, g in _by_mode(part):
             out.append(_series(f"{mode}: T_slice", g, "slice_s", "slice_ci_low", "slice_ci_high"))
     # exclusive T_1 per particle count, from the measured cells
-    cells = tables.get("cells")
-    if cells is not None and not cells.empty:
+    cells = tables.cells
+    if not cells.empty:
         ex = cells[
             (cells["mode_kind"] == "exclusive") & ~cells["warmup"].astype(bool) & ~cells["excluded"].astype(bool)
         ]
@@ -211,8 +209,8 @@ def plot_throughput(tables, out_dir: Path, compare=None, labels=("this", "compar
     sets = [(tables, labels[0])] + ([(compare, labels[1])] if compare is not None else [])
     fig, axes = plt.subplots(1, len(sets), figsize=(7.5 * len(sets), 4.8), sharey=True, squeeze=False)
     for ax, (tabs, lab) in zip(axes[0], sets):
-        t = tabs.get("throughput")
-        if t is None or t.empty:
+        t = tabs.throughput
+        if t.empty:
             ax.text(0.5, 0.5, "nothing measured", transform=ax.transAxes, ha="center")
             continue
         modes = sorted(t["mode"].unique(), key=mode_sort_key)
@@ -264,7 +262,7 @@ def _subtitle(fig, tables) -> None:
 
 
 def make_plots(
-    tables: dict[str, pd.DataFrame], out_dir: Path | str, compare=None, labels=("this", "compare")
+    tables: Tables, out_dir: Path | str, compare: Tables | None = None, labels=("this", "compare")
 ) -> list[Path]:
     """All figures into out_dir; returns the written paths (PNG and SVG)."""
     out = Path(out_dir)
@@ -276,12 +274,12 @@ def make_plots(
     return paths
 
 
-def plot_partitions(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
+def plot_partitions(tables: Tables, out_dir: Path) -> list[Path]:
     """Partition scaling in the study's form: each slice's efficiency (ideal time / measured time, the ideal
     being T_full x full SMs / slice SMs) against its share of the SMs, for the emulated MIG profiles (alone,
     and in full layouts run concurrently) and the MPS thread shares; nothing when none was measured."""
-    emu = tables.get("mig_emulated", pd.DataFrame())
-    part = tables.get("partition", pd.DataFrame())
+    emu = tables.mig_emulated
+    part = tables.partition
     series = []  # (label, share %, efficiency %, marker)
     if not emu.empty:
         alone = emu["instances"] == 1
@@ -290,7 +288,7 @@ def plot_partitions(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path
             series.append((f"emulated profile alone, {n / 1e6:g} M", g, "o"))
         for n, g in emu[~alone].groupby("particles"):
             series.append((f"emulated full layout (concurrent), {n / 1e6:g} M", g, "s"))
-    if not part.empty and "unit" in part:
+    if not part.empty:
         sm = part[part["unit"] == "SMs"]
         for n, g in sm.groupby("particles"):
             series.append(

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from sharebench.analysis import (
+    Tables,
     cell_telemetry,
     energy_table,
     fmt_particles,
@@ -202,7 +203,7 @@ def prediction_display(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def prediction_section(results_dir: Path, tables: dict[str, pd.DataFrame], device_label: str) -> Section:
+def prediction_section(results_dir: Path, tables: Tables, device_label: str) -> Section:
     """Predicted vs measured loss per cell and the excess; writes prediction.csv and its plot."""
     section = Section("Predicted vs measured loss")
     df, gpu = predicted_vs_measured_of(results_dir, tables)
@@ -269,7 +270,7 @@ def telemetry_display(table: pd.DataFrame, price: float | None) -> pd.DataFrame:
     return pd.DataFrame([{h: rec[k] for k, h, _s in show} for rec in recs], columns=[h for _k, h, _s in show])
 
 
-def telemetry_section(results_dir: Path, tables: dict[str, pd.DataFrame]) -> Section:
+def telemetry_section(results_dir: Path, tables: Tables) -> Section:
     """Telemetry per cell, energy and cost; writes telemetry_summary.csv and its plot."""
     section = Section("Telemetry, energy and cost")
     cells = cell_telemetry(results_dir)
@@ -282,7 +283,7 @@ def telemetry_section(results_dir: Path, tables: dict[str, pd.DataFrame]) -> Sec
         )
         return section
     price, price_src = price_per_hour(results_dir)
-    table = energy_table(cells, tables.get("throughput"), price)
+    table = energy_table(cells, tables.throughput, price)
     table.to_csv(results_dir / TELEMETRY_SUMMARY_CSV, index=False)
     esrc = sorted({str(s) for s in table["energy_source"] if s})
     section.blocks.append(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sharebench.analysis import fmt_particles, fmt_pct
+from sharebench.analysis import Tables, fmt_particles, fmt_pct
 from sharebench.analysis.workloads import exec_timings, workload_answers, workload_table
 from sharebench.parse import number_or_nan
 from sharebench.report.render import Section, Table, Text
@@ -66,7 +66,7 @@ def answers_display(answers: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def workloads_section(results_dir: Path, tables: dict[str, pd.DataFrame]) -> Section:
+def workloads_section(results_dir: Path, tables: Tables) -> Section:
     """Per workload: the mode that suits it, then loss, worst-job slowdown and throughput gain per mode."""
     section = Section("Workloads: which mode suits which workload")
     table = workload_table(tables, exec_timings(load_results(results_dir)))

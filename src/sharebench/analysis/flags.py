@@ -1,0 +1,51 @@
+"""The flags table's rows: one typed :class:`Flag` per finding, its ``kind`` from a fixed vocabulary.
+
+``kind`` says what was found, ``detail`` the numbers or reason behind it, and ``flag`` the sentence the
+report prints. Readers filter on ``kind`` (the Answer: ``disturbed``, ``spread``), never on the sentence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pandas as pd
+
+# cell flags: failed, incomplete, overlap and devices exclude the cell; disturbed warns
+# group flags (one mode on one kind of work): warnings
+FLAG_KINDS = (
+    "failed",  # a replica or the cell failed; detail: the first error
+    "incomplete",  # fewer replica rows than replicas; detail: "2 of 3 replica rows"
+    "overlap",  # the replicas' tracking windows overlapped too little; detail: "90.00% < 95%"
+    "devices",  # the replicas ran on different physical devices; detail: their UUIDs
+    "disturbed",  # another job or the host disturbed the cell; detail: what (the busiest processes left out)
+    "repeats",  # too few measured repeats for an interval; detail: "only 2 measured repeat(s) (< 3)"
+    "baseline",  # no exclusive cell of the same work; detail: what is missing
+    "spread",  # a coefficient of variation above the limit; detail: "CV of T_N 12.00% > 10%"
+    "fairness",  # the slowest replica much slower than the fastest; detail: the ratio
+    "scaling",  # the units (SMs, cores) of the device or the slice unknown; detail: which
+)
+FLAG_COLUMNS = ["scope", "mode", "particles", "cell_id", "flag", "excluded", "kind", "detail"]
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One row of the flags table (columns :data:`FLAG_COLUMNS`)."""
+
+    scope: str  # "cell" or "group" (one mode on one kind of work)
+    mode: str
+    particles: Any
+    cell_id: str  # "" for a group flag
+    flag: str  # the sentence the report prints
+    excluded: bool  # the cell is left out of every statistic
+    kind: str  # one of FLAG_KINDS
+    detail: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in FLAG_KINDS:
+            raise ValueError(f"flag kind {self.kind!r} is not one of {', '.join(FLAG_KINDS)}")
+
+
+def flags_frame(flags: list[Flag]) -> pd.DataFrame:
+    """The flags table, columns :data:`FLAG_COLUMNS` (empty when nothing was flagged)."""
+    return pd.DataFrame([asdict(f) for f in flags], columns=FLAG_COLUMNS)
