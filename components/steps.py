@@ -251,13 +251,10 @@ def merge_records(paths: list[str], out_path: str, *, cell: bool = False) -> int
 
 
 # ------------------------------------------------------------------ results and report
-def loss_metrics(tables: dict[str, Any]) -> dict[str, float]:
-    """``loss_pct/<mode>/p<particles>`` -> loss % (two decimals) of every loss computed."""
+def loss_metrics(tables: Any) -> dict[str, float]:
+    """``loss_pct/<mode>/p<particles>`` -> loss % (two decimals) of every loss computed (``tables``: analysis Tables)."""
     metrics: dict[str, float] = {}
-    for name in ("timeslice", "mps", "mig", "partition"):
-        t = tables.get(name)
-        if t is None or t.empty or "loss_pct" not in t.columns:
-            continue
+    for t in (tables.timeslice, tables.mps, tables.mig):  # partition: an excess over the ideal, not a loss
         for _, r in t.iterrows():
             v = float(r["loss_pct"])
             if v == v:  # NaN: not computed (flagged in the report)
