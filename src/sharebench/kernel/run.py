@@ -147,26 +147,6 @@ def reference_optics(line: Any, packed: PackedLine | None) -> tuple[dict, int, f
     return xtrack_optics(line), len(line.element_names), float(ref.beta0[0]), float(ref.gamma0[0])
 
 
-def set_up(cfg: RunConfig) -> Prepared:
-    """Everything before the barrier: device, memory checks, lattice, engine build, particles,
-    warm-up turns, upload."""
-    t_setup = time.perf_counter()
-    device = resolve_device(cfg.device)
-    # refuse before allocating anything large
-    check_fits(cfg.particles, cfg.mem_limit_bytes, cfg.engine, what="memory limit (mem_limit_bytes)")
-    check_fits(cfg.particles, available_bytes(device), cfg.engine, what=f"free memory of {device.spec} ({device.name})")
-    line, packed = line_for(cfg)
-    optics, n_el, beta0, gamma0 = reference_optics(line, packed)
-    engine = make_engine(cfg, device, line, packed)
-    engine.build()
-    x6 = shared_particles(
-        optics, beta0, gamma0, cfg.particles, cfg.seed, cfg.nemitt_x, cfg.nemitt_y, cfg.sigma_z, cfg.sigma_delta
-    )
-    coords, counters = make_state(*x6, beta0)
-    upload_s = warm_up_and_upload(engine, cfg, coords, counters)
-    return Prepared(device, engine, n_el, time.perf_counter() - t_setup, upload_s)
-
-
 def warm_up_and_upload(engine: Engine, cfg: RunConfig, coords: np.ndarray, counters: np.ndarray) -> float:
     """The warm-up turns on the first particles (at most WARMUP_PARTICLES), then the upload of all of
     them; returns the upload's seconds."""
@@ -183,12 +163,17 @@ def warm_up_and_upload(engine: Engine, cfg: RunConfig, coords: np.ndarray, count
 class WarmRunner:
     """Runs cell after cell in one process (``python -m sharebench.workloads.replica --serve``), keeping
     what the last cell's set-up made: the resolved device, the built engine (kernel compiled, context
-    open) and the particle state of the last size, in page-locked host memory where the engine has it.
-    A cell's set-up is then the memory checks, the warm-up turns and the upload; the timed window and
-    the record are those of :func:`run_replica`. ``cells``: cells this process ran before the current one.
+    open) and the particle state of the last size, in page-locked host memory where the engine has it
+    (``keep``). A cell's set-up is then the memory checks, the warm-up turns and the upload. A fresh
+    replica (:func:`run_replica`) is a runner that prepares, runs one cell and exits: the same set-up
+    and timed window. ``cells``: cells this process ran before the current one.
+
+    Per cell: :meth:`prepare` (everything before the barrier), then :func:`track_and_record` (barrier,
+    timed window, record); :meth:`run` is the two.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, keep: bool = True) -> None:
+        self.keep = keep  # page-locked copies of the particles, for the next cells' uploads
         self.cells = 0
         self._devices: dict[str, DeviceInfo] = {}
         self._engine: Engine | None = None
@@ -198,7 +183,8 @@ class WarmRunner:
         self._state_key: tuple | None = None
 
     def prepare(self, cfg: RunConfig) -> Prepared:
-        """The set-up of one cell, reusing the engine and particles of earlier cells where they match."""
+        """Everything before the barrier: device, memory checks, lattice, engine build, particles,
+        warm-up turns, upload; reusing the engine and particles of earlier cells where they match."""
         t_setup = time.perf_counter()
         device = self._devices.get(cfg.device)
         if device is None:
@@ -226,7 +212,7 @@ class WarmRunner:
                 optics, beta0, gamma0, cfg.particles, cfg.seed, cfg.nemitt_x, cfg.nemitt_y, cfg.sigma_z, cfg.sigma_delta
             )
             coords, counters = make_state(*x6, beta0)
-            keep = getattr(engine, "keep_on_host", None)  # page-locked copies: fast uploads, every cell
+            keep = getattr(engine, "keep_on_host", None) if self.keep else None  # page-locked: fast uploads
             self._state = keep(coords, counters) if keep is not None else (coords, counters)
             self._state_key = state_key
         upload_s = warm_up_and_upload(engine, cfg, *self._state)
@@ -302,14 +288,11 @@ def record(
 
 
 def run_replica(cfg: RunConfig | dict) -> RunRecord:
-    """One run; raises UserError for bad input. See docs/architecture.md."""
+    """One run (a fresh replica: a runner that prepares and runs one cell); raises UserError for bad
+    input. See docs/architecture.md."""
     if isinstance(cfg, dict):
         cfg = RunConfig.from_dict(cfg)
-    cfg.validate()
-    pin_cpus(cfg.cpus)
-    rec = track_and_record(cfg, set_up(cfg))
-    rec.extra["warm_cells"] = 0
-    return rec
+    return WarmRunner(keep=False).run(cfg)
 
 
 def track_and_record(cfg: RunConfig, run: Prepared) -> RunRecord:
