@@ -22,7 +22,7 @@ from sharebench.history import (
     open_store,
 )
 from sharebench.history.push import push
-from sharebench.history.show import ShowFilter, plot, select, table
+from sharebench.history.show import ShowFilter, plot, provenance_changes, select, table
 from sharebench.modes import parse_mode
 from sharebench.parse import whole_number
 
@@ -148,6 +148,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         raise UserError(f"no run in {store.url} matches the filters (--node, --mode, --since)")
     t = table(runs)
     print(t.to_string(index=False, float_format=lambda x: f"{x:.2f}" if math.isfinite(x) else ""))
+    for node, when, what in provenance_changes(runs):
+        print(f"machine changed on {node} at {when}: {what}")
     if args.csv:
         t.to_csv(args.csv, index=False)
         print(f"written: {args.csv}")

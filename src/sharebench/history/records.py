@@ -22,7 +22,7 @@ import pandas as pd
 
 from sharebench.analysis import WORK_KEYS, analyse
 from sharebench.errors import UserError
-from sharebench.results import RESULTS_CSV, read_provenance
+from sharebench.results import PROVENANCE_JSON, RESULTS_CSV, read_provenance
 
 HISTORY_SCHEMA_VERSION = 1
 # what makes two rows of two runs the same cell (the series `history check` compares)
@@ -48,7 +48,7 @@ DEFAULT_PATTERN = "batch"
 
 @dataclass(frozen=True)
 class RunRows:
-    """A results folder summarised: its id (a hash of its results.csv), time, node and rows."""
+    """A results folder summarised: its id (a hash of its results.csv and provenance.json), time, node, rows."""
 
     run_id: str
     time_utc: str
@@ -127,7 +127,10 @@ def run_rows(results_dir: Path | str) -> RunRows:
     csv = results / RESULTS_CSV
     if not csv.is_file():
         raise UserError(f"results folder {results} has no {RESULTS_CSV}; give a folder written by `sharebench run`")
-    run_id = hashlib.sha256(csv.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(csv.read_bytes())
+    if (results / PROVENANCE_JSON).is_file():  # two runs with equal rows on two machines are two runs
+        digest.update((results / PROVENANCE_JSON).read_bytes())
+    run_id = digest.hexdigest()[:16]
     prov = read_provenance(results) or {}
     tables = analyse(results)
     good = _good_cells(tables.cells)
