@@ -72,6 +72,25 @@ def configure_run(run: argparse.ArgumentParser) -> None:
         help="continue an existing results folder with its own options (those given must match "
         "it): cells already measured are kept and skipped",
     )
+    add_limit_options(run)
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check everything and print what would run (cells, replicas, cost), run nothing",
+    )
+    run.add_argument("--no-telemetry", action="store_true", help="do not sample GPU/CPU telemetry")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse to start on a busy host, stop after a cell measured under disturbance (exit 1)",
+    )
+    add_exec_options(run)
+    run.set_defaults(func=cmd_run)
+
+
+def add_limit_options(run: argparse.ArgumentParser) -> None:
+    """The run command's time limits and what it may change or keep between cells."""
     run.add_argument(
         "--ready-timeout",
         default=None,
@@ -102,20 +121,6 @@ def configure_run(run: argparse.ArgumentParser) -> None:
         help="start new replica processes for every cell (default: warm replicas, kept from cell to "
         "cell with their context, kernel and particles; see the README's 'Warm replicas')",
     )
-    run.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="check everything and print what would run (cells, replicas, cost), run nothing",
-    )
-    run.add_argument("--no-telemetry", action="store_true", help="do not sample GPU/CPU telemetry")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument(
-        "--strict",
-        action="store_true",
-        help="refuse to start on a busy host, stop after a cell measured under disturbance (exit 1)",
-    )
-    add_exec_options(run)
-    run.set_defaults(func=cmd_run)
 
 
 def configure_report(rep: argparse.ArgumentParser) -> None:
