@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -98,7 +99,7 @@ def linear_optics(packed: PackedLine) -> dict:
     return optics
 
 
-def xtrack_optics(line) -> dict:
+def xtrack_optics(line: Any) -> dict[str, Any]:
     """The same optics from xtrack's 4d twiss (lines simpletrack cannot pack)."""
     import xobjects as xo  # noqa: PLC0415 - slow to import: only for lines simpletrack cannot pack
 

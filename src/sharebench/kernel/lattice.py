@@ -21,6 +21,7 @@ import warnings
 import zipfile
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,12 +35,12 @@ P0C_EV = 7e12
 PROTON_MASS_EV = 938272088.16
 
 
-def _quiet():
+def _quiet() -> None:
     warnings.simplefilter("ignore", FutureWarning)
     warnings.simplefilter("ignore", DeprecationWarning)
 
 
-def fix_missing_shifts(line, elements_dict: dict | None = None) -> int:
+def fix_missing_shifts(line: Any, elements_dict: dict[str, Any] | None = None) -> int:
     """xtrack 0.118.4 loads an XYShift saved without dx or dy as NaN (its
     documented default is 0): set those to 0. Returns how many were fixed."""
     fixed = 0
@@ -56,7 +57,7 @@ def fix_missing_shifts(line, elements_dict: dict | None = None) -> int:
     return fixed
 
 
-def load_line(path):
+def load_line(path: str | Path) -> Any:
     """Load an Xsuite line from JSON or JSON.gz; UserError if it is not one."""
     import xtrack as xt  # noqa: PLC0415 - slow to import: only where a line is built
 
@@ -98,7 +99,7 @@ def load_line(path):
     return line
 
 
-def check_line_numbers(line, path: str) -> None:
+def check_line_numbers(line: Any, path: str) -> None:
     """A line a sweep can track: at least one element, every name it lists defined, every length
     and strength finite; otherwise a one-line UserError naming the file and the element."""
     names = list(line.element_names)
@@ -155,7 +156,7 @@ N_ROLL_PAIRS = 8
 ORDER_HISTOGRAM = {15: 3722, 2: 2400, 3: 1616, 4: 792, 5: 616, 14: 458, 12: 440, 1: 89, 6: 4}
 
 
-def _errors(rng, order: int, main: float, units: float = 1.0):
+def _errors(rng: np.random.Generator, order: int, main: float, units: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Random normal/skew field errors b_n, a_n (in units of 1e-4 of main at
     R_REF_M) for n = 2..order, as integrated knl/ksl arrays of length order+1."""
     knl = np.zeros(order + 1)
@@ -167,7 +168,7 @@ def _errors(rng, order: int, main: float, units: float = 1.0):
     return knl, ksl
 
 
-def _assign_orders(rng, min_orders: list[int]) -> list[int]:
+def _assign_orders(rng: np.random.Generator, min_orders: list[int]) -> list[int]:
     """Draw an order >= each role's minimum from ORDER_HISTOGRAM, without replacement."""
     left = dict(ORDER_HISTOGRAM)
     out = [0] * len(min_orders)
@@ -187,14 +188,14 @@ DRIFT_AFTER_M = {"dipole": DIPOLE_SLICE_M, "quad": 0.8}  # any other role: 0.25 
 DIPOLE_ANGLE_RAD = 2 * math.pi / N_DIPOLE_SLICES
 
 
-def _spread(rng, n_cells: int, total: int) -> np.ndarray:
+def _spread(rng: np.random.Generator, n_cells: int, total: int) -> np.ndarray:
     """``total`` items over ``n_cells`` as evenly as possible, the remainder on random cells."""
     per_cell = np.full(n_cells, total // n_cells)
     per_cell[rng.choice(n_cells, total - per_cell.sum(), replace=False)] += 1
     return per_cell
 
 
-def _cell_roles(rng, n_cells: int) -> tuple[list[tuple[int, str, int]], np.ndarray, np.ndarray]:
+def _cell_roles(rng: np.random.Generator, n_cells: int) -> tuple[list[tuple[int, str, int]], np.ndarray, np.ndarray]:
     """Every multipole's (cell, role, sign): per cell 2 quadrupoles (2 slices each), 2 sextupoles,
     2 octupoles, 2 orbit correctors, dipole slices, and spool pieces / correctors; with the dipole
     slices and spool pieces per cell."""
@@ -208,7 +209,7 @@ def _cell_roles(rng, n_cells: int) -> tuple[list[tuple[int, str, int]], np.ndarr
     return roles, dip, spool
 
 
-def _drift_after(rng, roles: list[tuple[int, str, int]]) -> np.ndarray:
+def _drift_after(rng: np.random.Generator, roles: list[tuple[int, str, int]]) -> np.ndarray:
     """Which multipoles a drift follows: all dipole and quadrupole slices, then a random choice among
     the others to reach N_DRIFTS."""
     others = [i for i, r in enumerate(roles) if r[1] not in DRIFTED_ROLES]
@@ -219,7 +220,14 @@ def _drift_after(rng, roles: list[tuple[int, str, int]]) -> np.ndarray:
     return drift_after
 
 
-def _magnet(rng, role: str, sign: int, order: int, strengths: tuple[float, float, float, float], errors: bool) -> dict:
+def _magnet(
+    rng: np.random.Generator,
+    role: str,
+    sign: int,
+    order: int,
+    strengths: tuple[float, float, float, float],
+    errors: bool,
+) -> dict[str, Any]:
     """A multipole's knl/ksl (and, for a dipole slice, hxl and length) for its role."""
     k1l_qf, k1l_qd, k2l_sf, k2l_sd = strengths
     if role == "dipole":
@@ -276,7 +284,15 @@ def _fill_cell(cell: list[tuple], pre_qd: int, n_cells: int) -> None:
                     break
 
 
-def _cells(rng, n_cells, k1l_qf, k1l_qd, k2l_sf, k2l_sd, errors=True):
+def _cells(
+    rng: np.random.Generator,
+    n_cells: int,
+    k1l_qf: float,
+    k1l_qd: float,
+    k2l_sf: float,
+    k2l_sd: float,
+    errors: bool = True,
+) -> list[list[tuple[str, dict[str, Any], float | None, str]]]:
     """The ring's cells as lists of (kind, kwargs, drift_after_m, role); None drift: adjacent."""
     roles, dip, spool = _cell_roles(rng, n_cells)
     orders = _assign_orders(rng, [ROLE_MIN_ORDER[r[1]] for r in roles])
@@ -298,7 +314,7 @@ def _cells(rng, n_cells, k1l_qf, k1l_qd, k2l_sf, k2l_sd, errors=True):
     return cells
 
 
-def _build(elements, names):
+def _build(elements: list[Any], names: list[str]) -> Any:
     import xtrack as xt  # noqa: PLC0415 - slow to import: only where a line is built
 
     with warnings.catch_warnings():
@@ -309,7 +325,7 @@ def _build(elements, names):
     return line
 
 
-def _make(kind, kw):
+def _make(kind: str, kw: dict[str, Any]) -> Any:
     import xtrack as xt  # noqa: PLC0415 - slow to import: only where a line is built
 
     with warnings.catch_warnings():
@@ -317,16 +333,23 @@ def _make(kind, kw):
         return getattr(xt, kind)(**kw)
 
 
-def generate_ring(seed: int = 20241021, k1l=None, k2l=None, n_cells: int = N_CELLS, imperfections: bool = True):
+def generate_ring(
+    seed: int = 20241021,
+    k1l: tuple[float, float] | None = None,
+    k2l: tuple[float, float] | None = None,
+    n_cells: int = N_CELLS,
+    imperfections: bool = True,
+) -> Any:
     """The default LHC-like ring (an xtrack Line), deterministic for a seed."""
     k1l_qf, k1l_qd = k1l if k1l is not None else (K1L_QF, K1L_QD)
     k2l_sf, k2l_sd = k2l if k2l is not None else (K2L_SF, K2L_SD)
     rng = np.random.default_rng(seed)
     cells = _cells(rng, n_cells, k1l_qf, k1l_qd, k2l_sf, k2l_sd, errors=imperfections)
-    elements, names = [], []
-    counts = Counter()
+    elements: list[Any] = []
+    names: list[str] = []
+    counts: Counter[str] = Counter()
 
-    def add(kind, kw):
+    def add(kind: str, kw: dict[str, Any]) -> None:
         key = kind.lower()
         names.append(f"{key}.{counts[key]}")
         counts[key] += 1
@@ -379,7 +402,7 @@ def _generator_key() -> str:
     return "generated-" + h.hexdigest()[:16]
 
 
-def _file_key(path) -> str:
+def _file_key(path: str | Path) -> str:
     p = Path(path).resolve()
     st = p.stat()
     h = hashlib.sha1(f"{p}|{st.st_size}|{st.st_mtime_ns}".encode())
@@ -388,15 +411,17 @@ def _file_key(path) -> str:
     return "file-" + h.hexdigest()[:16]
 
 
-def _is_generated(lattice) -> bool:
-    return lattice is None or str(lattice) in ("", "generated", "lhc-like")
+def _lattice_file(lattice: str | Path | None) -> str | Path | None:
+    """The lattice file a run reads, or None for the generated ring (None, "", "generated", "lhc-like")."""
+    return None if lattice is None or str(lattice) in ("", "generated", "lhc-like") else lattice
 
 
-def get_line_cached(lattice=None):
+def get_line_cached(lattice: str | Path | None = None) -> Any:
     """The line a run uses: the file, or (None) the generated ring, kept as a
     line file in the cache."""
-    if not _is_generated(lattice):
-        return load_line(lattice)
+    file = _lattice_file(lattice)
+    if file is not None:
+        return load_line(file)
     path = cache_dir("lattices") / f"{_generator_key()}.json"
     if path.exists():
         try:
@@ -426,11 +451,12 @@ def _read_packed(path: Path) -> PackedLine | None:
         return None
 
 
-def get_packed(lattice=None) -> PackedLine:
+def get_packed(lattice: str | Path | None = None) -> PackedLine:
     """The packed line for the simpletrack engine, cached per lattice."""
-    if not _is_generated(lattice) and not Path(lattice).is_file():
-        raise UserError(f"lattice file {str(lattice)!r} not found")
-    key = _generator_key() if _is_generated(lattice) else _file_key(lattice)
+    file = _lattice_file(lattice)
+    if file is not None and not Path(file).is_file():
+        raise UserError(f"lattice file {str(file)!r} not found")
+    key = _generator_key() if file is None else _file_key(file)
     path = cache_dir("lattices") / f"{key}.npz"
     if path.exists():
         packed = _read_packed(path)
@@ -454,7 +480,7 @@ def get_packed(lattice=None) -> PackedLine:
     return packed
 
 
-def describe(line, twiss: bool = True) -> dict:
+def describe(line: Any, twiss: bool = True) -> dict[str, Any]:
     """Element mix, circumference, reference particle; tunes and
     chromaticities from xtrack's 6d twiss (on the CPU) when twiss=True."""
     counts = Counter(type(line.element_dict[n]).__name__ for n in line.element_names)

@@ -4,6 +4,7 @@ a (3, n) int64 array of counters (``COUNTERS``), 96 bytes per particle."""
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 COORDS = ("x", "px", "y", "py", "zeta", "delta", "rpp", "rvv", "pzeta")
 COUNTERS = ("state", "at_turn", "at_element")
@@ -21,11 +22,22 @@ def energy_deviations(delta: np.ndarray, beta0: float) -> tuple[np.ndarray, np.n
     return rpp, rvv, pzeta
 
 
-def make_state(x, px, y, py, zeta, delta, beta0, rpp=None, rvv=None, pzeta=None) -> tuple[np.ndarray, np.ndarray]:
+def make_state(
+    x: npt.ArrayLike,
+    px: npt.ArrayLike,
+    y: npt.ArrayLike,
+    py: npt.ArrayLike,
+    zeta: npt.ArrayLike,
+    delta: npt.ArrayLike,
+    beta0: float,
+    rpp: npt.ArrayLike | None = None,
+    rvv: npt.ArrayLike | None = None,
+    pzeta: npt.ArrayLike | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Host particle state: (coords (9, n) float64, counters (3, n) int64), every particle alive.
 
     rpp, rvv and pzeta are computed from delta unless given."""
-    n = len(x)
+    n = np.shape(x)[0]
     coords = np.empty((len(COORDS), n), dtype=np.float64)
     for i, v in enumerate((x, px, y, py, zeta, delta)):
         coords[i] = v

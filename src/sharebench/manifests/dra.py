@@ -74,7 +74,7 @@ def mig_profile(mode: Mode, gpu: str) -> str:
     """The one MIG profile of a mig mode's layout (``1g.18gb``), or a one-line refusal."""
     if not gpu:
         raise UserError(f"{mode.label} needs gpu_model to know the MIG profile to claim")
-    names = sorted({p.name for p in layout_profiles(gpu, mode.layout)})
+    names = sorted({p.name for p in layout_profiles(gpu, mode.layout or "")})
     if len(names) != 1:
         raise UserError(
             f"{mode.label} on {gpu} mixes MIG profiles ({', '.join(names) or 'none'}); the dra "

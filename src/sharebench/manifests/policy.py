@@ -21,6 +21,8 @@ them with cel-python on allowed and denied requests.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sharebench.manifests.names import (
     BENCHMARK_LABEL,
     ENTRY_PREFIX,
@@ -37,7 +39,7 @@ ANNOTATION_PREFIX = "sharebench.io/"
 OPERAND_APPS = ("nvidia-device-plugin-daemonset", "gpu-feature-discovery")
 
 
-def _cel_list(items) -> str:
+def _cel_list(items: Any) -> str:
     return "[" + ", ".join(f"'{i}'" for i in items) + "]"
 
 

@@ -61,7 +61,7 @@ def _message(exc: ApiException) -> str:
         return str(exc.reason)
 
 
-def _call(verb: str, what: str, fn, *args, **kwargs):
+def _call(verb: str, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except ApiException as exc:
@@ -113,7 +113,7 @@ def create_claims(
     pods: int = 1,
     namespace: str = RUN_NAMESPACE,
     gpu_model: str = "",
-    api_client=None,
+    api_client: Any = None,
     progress: Progress | None = None,
 ) -> list[str]:
     """Create the cell's claim(s); return their names. A claim left over by an interrupted earlier
@@ -164,7 +164,7 @@ def delete_claims(
     cell_id: str | None,
     *,
     namespace: str = RUN_NAMESPACE,
-    api_client=None,
+    api_client: Any = None,
     timeout_s: float = 60.0,
     poll_s: float = 0.5,
     progress: Progress | None = None,
@@ -203,7 +203,7 @@ def delete_claims(
     return gone
 
 
-def read_claim(name: str, *, namespace: str = RUN_NAMESPACE, api_client=None) -> dict[str, Any]:
+def read_claim(name: str, *, namespace: str = RUN_NAMESPACE, api_client: Any = None) -> dict[str, Any]:
     api = k8s.CustomObjectsApi(api_client if api_client is not None else make_api_client())
     return _call(
         "get",
@@ -225,7 +225,7 @@ def cell_claims(
     pods: int = 1,
     namespace: str = RUN_NAMESPACE,
     gpu_model: str = "",
-    api_client=None,
+    api_client: Any = None,
     progress: Progress | None = None,
 ) -> Iterator[list[str]]:
     """The cell's claims for the body; deleted afterwards whatever happens (SIGINT/SIGTERM are held

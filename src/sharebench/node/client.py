@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import urllib3
 import yaml
@@ -130,7 +131,7 @@ class Session:
     """One operation on one node: the API, the current state for messages, progress."""
 
     def __init__(
-        self, node: str, mode: str, api_client, progress: Progress | None, timeout_s: float, poll_s: float | None
+        self, node: str, mode: str, api_client: Any, progress: Progress | None, timeout_s: float, poll_s: float | None
     ):
         self.node, self.mode = node, mode
         self.state = "pre-flight"
@@ -159,7 +160,9 @@ class Session:
         return cls(self.node, self.mode, self.state, what)
 
     # -- API calls with one-line errors
-    def call(self, verb: str, resource: str, fn, *args, namespace: str | None = None, **kwargs):
+    def call(
+        self, verb: str, resource: str, fn: Callable[..., Any], *args: Any, namespace: str | None = None, **kwargs: Any
+    ) -> Any:
         """``fn(*args, **kwargs)`` with a connect and read timeout; API failures become one-line errors
         naming ``verb`` and ``resource``. 429, 5xx and timeouts are retried with backoff until the
         session's deadline (at least once more when the deadline has passed: a wait's last look)."""
@@ -176,7 +179,9 @@ class Session:
                 time.sleep(pause)
                 attempt += 1
 
-    def _call_once(self, verb: str, resource: str, fn, args, kwargs, namespace: str | None):
+    def _call_once(
+        self, verb: str, resource: str, fn: Callable[..., Any], args: Any, kwargs: Any, namespace: str | None
+    ) -> Any:
         where = f" in namespace {namespace}" if namespace else ""
         try:
             return fn(*args, **kwargs)

@@ -4,6 +4,7 @@ physical GPU count (also under MIG), the pods that use its GPUs and the device-p
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sharebench.errors import UserError
 from sharebench.gpus import GpuModel, gpu_model
@@ -36,17 +37,17 @@ class GpuFacts:
     mig_capable: bool | None
 
 
-def node_labels(node) -> dict[str, str]:
+def node_labels(node: Any) -> dict[str, str]:
     """The node's labels (a copy; empty when it has none)."""
     return dict(node.metadata.labels or {})
 
 
-def node_annotations(node) -> dict[str, str]:
+def node_annotations(node: Any) -> dict[str, str]:
     """The node's annotations (a copy; empty when it has none)."""
     return dict(node.metadata.annotations or {})
 
 
-def nvidia_labels(node) -> dict[str, str]:
+def nvidia_labels(node: Any) -> dict[str, str]:
     """The node's ``nvidia.com/`` labels, sorted by key."""
     return {k: v for k, v in sorted(node_labels(node).items()) if k.startswith("nvidia.com/")}
 
@@ -56,7 +57,7 @@ def format_pairs(d: dict) -> str:
     return ", ".join(f"{k}={'(removed)' if v is None else v}" for k, v in d.items()) or "none"
 
 
-def gpu_resources(node) -> dict[str, int]:
+def gpu_resources(node: Any) -> dict[str, int]:
     """Allocatable NVIDIA GPU resources of a node (``nvidia.com/gpu``, ``.shared``, ``mig-*``)."""
     alloc = (node.status.allocatable if node.status else None) or {}
     out = {}
@@ -69,7 +70,7 @@ def gpu_resources(node) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-def gpu_facts(sess: Session, node, gpu_model_name: str | None, recorded: dict | None) -> GpuFacts:
+def gpu_facts(sess: Session, node: Any, gpu_model_name: str | None, recorded: dict | None) -> GpuFacts:
     """GPU model and physical GPU count of ``node``: named, else recorded in the prior state, else labelled."""
     labels = node_labels(node)
     product = labels.get(LABEL_PRODUCT)
@@ -80,7 +81,7 @@ def gpu_facts(sess: Session, node, gpu_model_name: str | None, recorded: dict | 
             "(is the gpu-operator's GPU feature discovery running on it?)"
         )
     try:
-        model = gpu_model(gpu_model_name or (recorded or {}).get("gpu_model") or product)
+        model = gpu_model(gpu_model_name or (recorded or {}).get("gpu_model") or product or "")
     except UserError as exc:
         raise sess.error(f"{exc}; pass gpu_model= / --gpu-model to name it") from None
     gpus = (recorded or {}).get("gpus")
@@ -125,7 +126,7 @@ def physical_gpus(model: GpuModel, labels: dict[str, str]) -> int:
 
 
 # ---------------------------------------------------------------- pods
-def _uses_gpu(pod) -> bool:
+def _uses_gpu(pod: Any) -> bool:
     spec = pod.spec
     for c in list(spec.containers or []) + list(spec.init_containers or []):
         res = c.resources
@@ -171,7 +172,7 @@ def plugin_pods(sess: Session, namespace: str) -> list:
     ).items
 
 
-def pod_ready(p) -> bool:
+def pod_ready(p: Any) -> bool:
     """The pod runs, is not being deleted and has condition Ready=True."""
     if not p.status or p.status.phase != "Running" or p.metadata.deletion_timestamp:
         return False

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import socket
+from typing import Any
 
 from kubernetes import client as k8s
 
@@ -37,7 +38,7 @@ def _stamp(t: _dt.datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # MicroTime
 
 
-def _expires_in(lease) -> float:
+def _expires_in(lease: Any) -> float:
     spec = lease.spec
     renewed = spec.renew_time or spec.acquire_time
     if renewed is None or not spec.lease_duration_seconds:
@@ -49,7 +50,7 @@ def _api(sess: Session) -> k8s.CoordinationV1Api:
     return k8s.CoordinationV1Api(sess.api_client)
 
 
-def read_lease(sess: Session, namespace: str = SYSTEM_NAMESPACE):
+def read_lease(sess: Session, namespace: str = SYSTEM_NAMESPACE) -> Any:
     """The node's Lease, or None."""
     try:
         return sess.call(
@@ -82,7 +83,7 @@ def acquire(
         now = _stamp(_now())
         spec = {"holderIdentity": holder, "leaseDurationSeconds": int(duration_s), "renewTime": now}
         if lease is None:
-            body = {
+            body: dict[str, Any] = {
                 "apiVersion": "coordination.k8s.io/v1",
                 "kind": "Lease",
                 "metadata": {
@@ -139,7 +140,7 @@ def acquire(
     raise sess.error(f"Lease {namespace}/{name} kept changing under us (HTTP 409)", Conflict)
 
 
-def check_release(sess: Session, holder: str | None, namespace: str = SYSTEM_NAMESPACE):
+def check_release(sess: Session, holder: str | None, namespace: str = SYSTEM_NAMESPACE) -> Any:
     """The node's Lease (or None) when ``holder`` may release it: ``holder`` None (a person's restore)
     may release anyone's; a named holder only its own or an expired one, and is refused while
     another run holds it."""
@@ -156,7 +157,13 @@ def check_release(sess: Session, holder: str | None, namespace: str = SYSTEM_NAM
 
 
 def renew(
-    node: str, holder: str, *, lease_s: float = LEASE_DURATION_S, timeout_s: float = 30, api_client=None, progress=None
+    node: str,
+    holder: str,
+    *,
+    lease_s: float = LEASE_DURATION_S,
+    timeout_s: float = 30,
+    api_client: Any = None,
+    progress: Any = None,
 ) -> None:
     """Renew ``holder``'s Lease on ``node`` between two applies of a run (each cell); refused in one line
     when another run holds it."""

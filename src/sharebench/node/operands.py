@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from sharebench.node.client import Conflict, NodeError, NodeTimeout, NotFound, Session
 from sharebench.node.facts import (
@@ -44,7 +45,7 @@ def wait(sess: Session, what: str, check: Check, stuck_hint: Callable[[], str] |
 
 
 # ---------------------------------------------------------------- ConfigMap entries
-def read_configmap(sess: Session, namespace: str, name: str):
+def read_configmap(sess: Session, namespace: str, name: str) -> Any:
     """The device-plugin ConfigMap; a missing one is an error saying how to create it."""
     try:
         return sess.call(
@@ -103,7 +104,7 @@ def restart_device_plugin(sess: Session, namespace: str) -> None:
     """Delete the device-plugin and GPU-feature-discovery pods on the node (both read the
     ConfigMap only when they start) and wait for their DaemonSets to bring ready ones back."""
     old = plugin_pods(sess, namespace)
-    apps = sorted({(p.metadata.labels or {}).get("app") for p in old})
+    apps = sorted({str((p.metadata.labels or {}).get("app")) for p in old})
     if PLUGIN_APP not in apps:
         raise sess.error(
             f"no device-plugin pod (app={PLUGIN_APP}) on the node in namespace "
@@ -119,7 +120,7 @@ def restart_device_plugin(sess: Session, namespace: str) -> None:
         except NotFound:
             pass  # already gone
 
-    def ready():
+    def ready() -> tuple[bool, str, str | None]:
         pods = plugin_pods(sess, namespace)
         new = [p for p in pods if p.metadata.uid not in old_uids and pod_ready(p)]
         ok = {(p.metadata.labels or {}).get("app") for p in new} >= set(apps)
@@ -142,7 +143,7 @@ def wait_mig_state(sess: Session, layout: str, operator_ns: str) -> None:
     """Wait until the MIG manager reports ``layout`` applied (``nvidia.com/mig.config.state=success``)."""
     sess.state = f"waiting for MIG layout {layout}"
 
-    def check():
+    def check() -> tuple[bool, str, str | None]:
         labels = node_labels(sess.read_node())
         st = labels.get(LABEL_MIG_STATE)
         seen = f"{LABEL_MIG}={labels.get(LABEL_MIG)}, {LABEL_MIG_STATE}={st}"
@@ -157,7 +158,7 @@ def wait_mig_state(sess: Session, layout: str, operator_ns: str) -> None:
             )
         return labels.get(LABEL_MIG) == layout and st == "success", seen, None
 
-    def stuck():
+    def stuck() -> str:
         try:
             pods = gpu_pods(sess, operator_ns)
         except NodeError:

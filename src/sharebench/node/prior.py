@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+from typing import Any
 
 from sharebench.manifests.names import ENTRY_PREFIX, PRIOR_STATE_ANNOTATION
 from sharebench.node.client import Conflict, Session
@@ -26,7 +27,7 @@ RESTORED_LABELS = (LABEL_DP, LABEL_MIG)
 ADVERTISED_LABELS = (LABEL_PRODUCT, LABEL_REPLICAS, LABEL_SHARING)
 
 
-def read_prior(sess: Session, node) -> dict | None:
+def read_prior(sess: Session, node: Any) -> dict | None:
     """The recorded prior state of ``node``; None when there is none, an error when it is unreadable."""
     raw = node_annotations(node).get(ANNOTATION)
     if raw is None:
@@ -76,7 +77,7 @@ def prior_problem(prior: dict) -> str | None:
     return None
 
 
-def _prior_of(node, facts: GpuFacts, namespace: str, configmap: str) -> dict:
+def _prior_of(node: Any, facts: GpuFacts, namespace: str, configmap: str) -> dict:
     labels = node_labels(node)
     return {
         "version": STATE_VERSION,
@@ -92,7 +93,7 @@ def _prior_of(node, facts: GpuFacts, namespace: str, configmap: str) -> dict:
     }
 
 
-def record_prior(sess: Session, node, facts: GpuFacts, namespace: str, configmap: str) -> tuple[object, dict]:
+def record_prior(sess: Session, node: Any, facts: GpuFacts, namespace: str, configmap: str) -> tuple[object, dict]:
     """Store the node's state before the first change (once: later calls keep the first record)."""
     for _ in range(5):
         prior = read_prior(sess, node)
@@ -119,6 +120,6 @@ def save_prior(sess: Session, prior: dict) -> None:
     sess.patch_node({"metadata": {"annotations": {ANNOTATION: json.dumps(prior, sort_keys=True)}}})
 
 
-def remove_prior(sess: Session):
+def remove_prior(sess: Session) -> Any:
     """Remove the prior-state annotation; returns the patched node."""
     return sess.patch_node({"metadata": {"annotations": {ANNOTATION: None}}})

@@ -21,6 +21,7 @@ Every failure is a :class:`NodeError` (a ``UserError``): one line naming node, m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sharebench.errors import UserError
 from sharebench.manifests.names import DEVICE_PLUGIN_CONFIGMAP, OPERATOR_NAMESPACE
@@ -74,7 +75,7 @@ def reconfigure(
     mode: str,
     options: ReconfigureOptions = ReconfigureOptions(),
     *,
-    api_client=None,
+    api_client: Any = None,
     progress: Progress | None = None,
 ) -> dict:
     """Put ``node`` in sharing ``mode`` and wait until it advertises it.
@@ -113,7 +114,9 @@ def reconfigure(
     return _reconfigured(sess, facts, t, prior, restarted)
 
 
-def preview(node: str, mode: str, options: ReconfigureOptions = ReconfigureOptions(), *, api_client=None) -> dict:
+def preview(
+    node: str, mode: str, options: ReconfigureOptions = ReconfigureOptions(), *, api_client: Any = None
+) -> dict:
     """What :func:`reconfigure` would change, changing nothing (``node apply --dry-run``): the same
     pre-flight checks, then the ConfigMap entry and node labels it would write and the Lease's holder."""
     try:
@@ -147,7 +150,7 @@ def preview(node: str, mode: str, options: ReconfigureOptions = ReconfigureOptio
     }
 
 
-def _preflight(sess: Session, m: Mode, options: ReconfigureOptions) -> tuple[object, GpuFacts, Target]:
+def _preflight(sess: Session, m: Mode, options: ReconfigureOptions) -> tuple[Any, GpuFacts, Target]:
     """Step 1: check everything before the first change; the node, its GPU facts and the target."""
     if m.kind == "partition":
         raise sess.error("partition:N is a CPU-only local mode; a node takes exclusive, timeslice:N, mps:N, mig:LAYOUT")
@@ -185,7 +188,7 @@ def _preflight(sess: Session, m: Mode, options: ReconfigureOptions) -> tuple[obj
     return n, facts, t
 
 
-def _apply(sess: Session, n, facts: GpuFacts, t: Target, options: ReconfigureOptions) -> tuple[dict, bool, bool]:
+def _apply(sess: Session, n: Any, facts: GpuFacts, t: Target, options: ReconfigureOptions) -> tuple[dict, bool, bool]:
     """Steps 2-4: record the prior state, cordon, write the entry, label; (prior, plugin restarted, MIG changed)."""
     sess.state = "recording prior state"
     n, prior = record_prior(sess, n, facts, options.namespace, options.configmap)
@@ -279,7 +282,7 @@ def restore(
     *,
     timeout_s: float = 600,
     poll_s: float | None = None,
-    api_client=None,
+    api_client: Any = None,
     progress: Progress | None = None,
     holder: str | None = None,
 ) -> dict:
@@ -390,7 +393,7 @@ def _wait_restored(sess: Session, prior: dict) -> None:
     want_labels = dict(prior.get("advertised_labels", {}))
     sess.state = "waiting for the operator"
 
-    def check():
+    def check() -> tuple[bool, str, str | None]:
         n_now = sess.read_node()
         got = {k: v for k, v in gpu_resources(n_now).items() if v > 0}
         labels_now = node_labels(n_now)
@@ -406,7 +409,9 @@ def _wait_restored(sess: Session, prior: dict) -> None:
 
 
 # ---------------------------------------------------------------- status
-def status(node: str, *, namespace: str = OPERATOR_NAMESPACE, gpu_model: str | None = None, api_client=None) -> dict:
+def status(
+    node: str, *, namespace: str = OPERATOR_NAMESPACE, gpu_model: str | None = None, api_client: Any = None
+) -> dict:
     """What the node advertises now, its GPU facts, GPU pods on it and any recorded prior state."""
     sess = Session(node, "status", api_client, None, 0, POLL_S)
     n = sess.read_node()

@@ -27,7 +27,7 @@ from sharebench.node.operands import Check
 @dataclass(frozen=True)
 class Target:
     mode: Mode
-    entry: str | None  # device-plugin config entry
+    entry: str  # device-plugin config entry
     entry_text: str | None
     mig_layout: str | None  # None: leave the mig.config label alone
     resource: str  # resource the node must advertise
@@ -50,7 +50,7 @@ def target_for(mode: Mode, facts: GpuFacts, labels: dict, alloc: dict, rename: b
         k.startswith("nvidia.com/mig-") and v > 0 for k, v in alloc.items()
     )
     if mode.kind == "mig":
-        layout = resolve_layout(facts.model, mode.layout)
+        layout = resolve_layout(facts.model, mode.layout or "")
         if layout == "all-disabled":
             return _exclusive(mode, layout)
         prof = facts.model.profile(layout[4:])
@@ -78,13 +78,13 @@ def advertised_check(sess: Session, t: Target, facts: GpuFacts) -> tuple[Check, 
     want = facts.gpus * t.per_gpu
     replicas = t.per_gpu if t.mode.kind in ("timeslice", "mps") else None
 
-    def check():
+    def check() -> tuple[bool, str, str | None]:
         node = sess.read_node()
         labels, alloc = node_labels(node), gpu_resources(node)
         have = alloc.get(t.resource, 0)
         seen = f"allocatable {format_pairs(alloc)}; {LABEL_REPLICAS}={labels.get(LABEL_REPLICAS)}"
         ok = have == want
-        if t.mode.kind == "mig" and t.mig_layout != "all-disabled":
+        if t.mode.kind == "mig" and t.mig_layout is not None and t.mig_layout != "all-disabled":
             # single: nvidia.com/gpu on a "-MIG-<profile>" product (a count alone could be a
             # time-slicing leftover); mixed: nvidia.com/mig-<profile>; unknown strategy: either
             prof = t.mig_layout[4:]

@@ -25,7 +25,7 @@ from sharebench.kernel.elements.drift import drift_expanded
 CAVITY = 5
 
 
-def rf_kick(p: NumpyParticles, voltage, phase_const, omega_over_c, w) -> None:
+def rf_kick(p: NumpyParticles, voltage: float, phase_const: float, omega_over_c: float, w: float) -> None:
     """The energy kick of weight ``w`` and the energy deviations after it (``ST_RF_KICK``)."""
     beta0 = p.beta0
     tau = p.zeta / beta0

@@ -45,7 +45,9 @@ def thick_kicks(el: Any, name: str, knl: np.ndarray, ksl: np.ndarray, order: int
     return nk
 
 
-def kick(p: NumpyParticles, order, inv_f, el_len, hxl, knl, ksl, w) -> None:
+def kick(
+    p: NumpyParticles, order: int, inv_f: float, el_len: float, hxl: float, knl: np.ndarray, ksl: np.ndarray, w: float
+) -> None:
     """The multipole kick of weight ``w`` (``ST_MULT_KICK``)."""
     idx = order
     dpx_mul = knl[idx] * inv_f
