@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from sharebench.kernel.state import make_state
 WARMUP_PARTICLES = 4096  # particles the warm-up turns track (at most)
 
 
-def pin_cpus(cpus) -> None:
+def pin_cpus(cpus: Sequence[int] | None) -> None:
     """Pin this process to cpus and size OpenMP / PoCL threads to them.
 
     Must run before any OpenCL/CPU context is created (the replica process
@@ -204,6 +205,7 @@ class WarmRunner:
             engine.build()
             self._engine, self._engine_key = engine, engine_key
         engine = self._engine
+        assert self._ref is not None  # set with the engine
         optics, n_el, beta0, gamma0 = self._ref
         state_key = (cfg.particles, cfg.seed, cfg.nemitt_x, cfg.nemitt_y, cfg.sigma_z, cfg.sigma_delta)
         if state_key != self._state_key or self._state is None:
