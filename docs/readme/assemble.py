@@ -25,6 +25,7 @@ ORDER = [
     "dra.md",
     "kfp.md",
     "telemetry.md",
+    "history.md",
     "_develop.md",
 ]
 
