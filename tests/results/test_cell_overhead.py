@@ -1,17 +1,12 @@
-"""benchmarks/cell_overhead.py: the gap before each cell and the share of the wall time spent tracking."""
+"""tools.cell_overhead: the gap before each cell and the share of the wall time spent tracking."""
 
 from __future__ import annotations
-
-import importlib.util
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("cell_overhead", ROOT / "benchmarks" / "cell_overhead.py")
-cell_overhead = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(cell_overhead)
+from support.paths import ROOT
+from tools import cell_overhead
 
 
 def rows():

@@ -5,7 +5,7 @@ Each pattern runs bursts of no work (``do_work`` returns at once), so a burst's 
 per pattern: bursts, median, p99 and max of that latency in microseconds. Not a timed test: run it on
 an idle host (a loaded one shows its scheduler, not the driver).
 
-    .venv/bin/python benchmarks/burst_overhead.py [--bursts 2000] [--json]
+    .venv/bin/python -m tools.burst_overhead [--bursts 2000] [--json]
 
 Issue 23's target: under 1 ms on the CPU. Measured on the dev machine (2 cores, shared with other
 work), 2026-12-04: see the README's patterns section and the commit that added this script.

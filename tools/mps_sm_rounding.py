@@ -5,7 +5,7 @@ client process launches 8 blocks per SM of 1024 threads that spin for ~0.2 ms an
 id (``%smid``) they ran on; the distinct SM ids are the SMs the client was given. Prints one CSV
 line per percentage beside sharebench.gpus.mps_sms (the floor-to-TPC rule the analysis uses).
 
-    python3 benchmarks/mps_sm_rounding.py [--device cuda:0] [--pcts 5,10,12,13,25,33,50,75,100]
+    python3 -m tools.mps_sm_rounding [--device cuda:0] [--pcts 5,10,12,13,25,33,50,75,100]
 
 Needs CuPy and an NVIDIA GPU with nvidia-cuda-mps-control (the lent H200; not CI).
 """

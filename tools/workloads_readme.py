@@ -1,7 +1,8 @@
-"""The README of a workloads campaign folder (benchmarks/h200_workloads.sh): when and where it ran, the
-commands, the report's workloads section and the Nsight Compute profile, all from the folder itself.
+"""The README of a workloads campaign folder (`sharebench campaign benchmarks/plans/workloads.toml`): when
+and where it ran, the commands, the report's workloads section and the Nsight Compute profile, all from the
+folder itself.
 
-    python benchmarks/workloads_readme.py OUT_DIR > OUT_DIR/README.md
+    python -m tools.workloads_readme OUT_DIR > OUT_DIR/README.md
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ def section(markdown: str, title_start: str) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1 or not Path(argv[0]).is_dir():
-        print("usage: python benchmarks/workloads_readme.py OUT_DIR", file=sys.stderr)
+        print("usage: python -m tools.workloads_readme OUT_DIR", file=sys.stderr)
         return 2
     out = Path(argv[0])
 
@@ -31,7 +32,7 @@ def main(argv: list[str]) -> int:
     parts = [
         "# Workloads compared on one GPU",
         "",
-        "Made by `benchmarks/h200_workloads.sh`; every figure below comes from `results/` in this folder "
+        "Made by `sharebench campaign benchmarks/plans/workloads.toml`; every figure below comes from `results/` in this folder "
         "(per-replica `results.csv`, `tables/workloads.csv`, `report.md`).",
         "",
         "## Machine and date",

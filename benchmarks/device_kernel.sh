@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The kernel's GPU figures (docs/results/kernel.md), run on the lent H200:
-#   bash benchmarks/device_h200.sh OUT_DIR
+# The kernel's GPU figures (docs/results/kernel.md), run on a lent GPU (figures: H200):
+#   bash benchmarks/device_kernel.sh OUT_DIR
 # Expects PYTHONPATH with sharebench + xsuite wheels, OCL_ICD_VENDORS naming
 # NVIDIA's OpenCL, and the real LHC line at $LHC (default .devcarry/...).
 # Sizes can be shrunk for a dry run on a CPU machine: N1, N2, TURNS, DEVS.

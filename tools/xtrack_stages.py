@@ -1,6 +1,6 @@
 """Where xtrack's set-up time goes on a context (diagnostic for the xtrack engine).
 
-    python benchmarks/xtrack_stages.py cuda|cpu PARTICLES OPTIMIZE(0|1) LINE.json[.gz]
+    python -m tools.xtrack_stages cuda|cpu PARTICLES OPTIMIZE(0|1) LINE.json[.gz]
 
 Prints the elapsed time after each stage: load, build_tracker, optimize_for_tracking
 (on the target context, as xtrack does it), particles, first turn, two 3-turn runs.

@@ -2,7 +2,7 @@
 per workload, the kernels profiled, their total time, and the time-weighted registers per thread and
 achieved occupancy (warps active, % of the peak), with the longest kernel.
 
-    python benchmarks/ncu_summary.py DIR      # DIR/<workload>.csv -> Markdown on stdout
+    python -m tools.ncu_summary DIR      # DIR/<workload>.csv -> Markdown on stdout
 """
 
 from __future__ import annotations
@@ -50,9 +50,7 @@ def summary_row(name: str, ks: list[dict]) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1 or not Path(argv[0]).is_dir():
-        print(
-            "usage: python benchmarks/ncu_summary.py DIR (a folder of <workload>.csv from ncu --csv)", file=sys.stderr
-        )
+        print("usage: python -m tools.ncu_summary DIR (a folder of <workload>.csv from ncu --csv)", file=sys.stderr)
         return 2
     lines = [
         "| workload | kernels | kernel time (ms) | registers / thread | achieved occupancy % | longest kernel |",

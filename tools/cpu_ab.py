@@ -1,7 +1,7 @@
 """CPU context vs PoCL on this machine, per CPU-second of the tracking process
 (robust to other load on a shared machine) and per wall second.
 
-    python benchmarks/cpu_ab.py LATTICE PARTICLES TURNS ROUNDS
+    python -m tools.cpu_ab LATTICE PARTICLES TURNS ROUNDS
 """
 
 import resource

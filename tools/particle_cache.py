@@ -1,6 +1,6 @@
 """What the shared particle file saves a replica: drawing the matched distribution against loading it.
 
-    SHAREBENCH_CACHE=/tmp/x python3 benchmarks/particle_cache.py [--particles 1e6,5e6]
+    SHAREBENCH_CACHE=/tmp/x python3 -m tools.particle_cache [--particles 1e6,5e6]
 
 Prints, per size, the draw (``matched_gaussian``), the first replica (draw + save) and a later
 replica (load) in seconds (``sharebench.kernel.particles``).

@@ -1,6 +1,6 @@
 """The headline's between-machine spread, from committed results folders (README "Headline spread").
 
-    python3 benchmarks/headline_spread.py docs/results/h200/*/ [--markdown]
+    python3 -m tools.headline_spread docs/results/h200/*/ [--markdown]
 
 Every row names its GPU (``device_uuid``); the loss of time-slicing and MPS per machine, its
 within-run interval, the spread between machines and how the loss moves with the run length
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines))
     if args.out:
         with open(args.out, "w") as fh:
-            fh.write(f"<!-- generated: python3 benchmarks/headline_spread.py {' '.join(args.results)} -->\n")
+            fh.write(f"<!-- generated: python3 -m tools.headline_spread {' '.join(args.results)} -->\n")
             fh.write("\n".join(lines) + "\n")
     return 0
 

@@ -2,7 +2,7 @@
 tunes and chromaticities are lattice.TARGET_Q / TARGET_DQ (Newton steps on
 xtrack's twiss). Prints the constants to paste into kernel/lattice.py.
 
-    python benchmarks/design_ring.py
+    python -m tools.design_ring
 """
 
 import warnings

@@ -1,0 +1,493 @@
+"""Campaigns as plans: one runner reads a plan file (TOML) and runs its steps, each a sweep
+(``sharebench run``) into its own folder of the campaign folder or a plain command (a tool, a profile).
+
+A plan (``benchmarks/plans/*.toml`` are the committed campaigns)::
+
+    name = "headline"
+    description = "..."
+    device = "cuda:0"                 # --device overrides
+    lattice = ".devcarry/lhc_simpletrack_7tev.json.gz"   # optional; --lattice PATH|none overrides
+    budget_s = 230                    # optional; --budget overrides: no new cell once it is spent
+    report = true                     # rebuild each sweep folder's report at the end (default false)
+    warm = { particles = 2e6, turns = 3 }   # optional: one untimed track first (clocks, caches)
+
+    [[step]]                          # a sweep: its folder is <out>/<name>
+    name = "smoke"
+    tags = ["smoke"]                  # --steps picks steps by name or tag
+    modes = ["exclusive", "timeslice:2"]
+    particles = [1e6]                 # --particles (work sizes for engine = "exec")
+    turns = 1
+    repeats = 1
+    warmup_repeats = 0                # default 0
+    smoke = true                      # stop the campaign (exit 3) unless every cell is ok
+    margin_s = 60                     # start no new cell this long before the budget ends (default 0)
+    min_left_s = 5                    # skip the step when less budget is left (default 5)
+    # optional: engine ("simpletrack", "xtrack", "exec"), exec, exec_name, exec_timing,
+    # ready_timeout_s, fresh_replicas, use_lattice (default true)
+
+    [[step]]                          # a command: argv with {python} {out} {device} {lattice}
+    name = "overhead"
+    run = ["{python}", "-m", "tools.cell_overhead", "{out}/smoke"]
+    stdout = "{out}/cell_overhead.txt"   # optional, with append = true to add to it
+    # optional: timeout_s, optional (a failure does not count), needs (a program that must be on PATH)
+
+The device set-up (wheels, PYTHONPATH, the LHC line) stays a shell script the device command sources
+first (``benchmarks/device_setup.sh``). Every command run is appended to ``<out>/commands.txt``; the
+machine (UTC time, host, the GPU's name, UUID, driver, MIG mode and clock) to ``<out>/machine.txt``.
+A folder that already holds results is continued (``--resume``).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from sharebench.errors import UserError
+from sharebench.modes import parse_modes
+from sharebench.parse import counts, whole_number
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+SMOKE_FAILED = 3  # the exit status when a smoke step's cell failed
+PLAN_KEYS = ("name", "description", "device", "lattice", "budget_s", "report", "warm", "step")
+SWEEP_KEYS = (
+    "name", "tags", "modes", "particles", "turns", "repeats", "warmup_repeats", "smoke", "margin_s",
+    "min_left_s", "engine", "exec", "exec_name", "exec_timing", "ready_timeout_s", "fresh_replicas",
+    "use_lattice",
+)  # fmt: skip
+COMMAND_KEYS = ("name", "tags", "run", "stdout", "append", "timeout_s", "optional", "needs", "min_left_s")
+ENGINES = ("simpletrack", "xtrack", "exec")
+GPU_QUERY = "name,uuid,memory.total,driver_version,mig.mode.current,clocks.max.sm"
+
+
+class CampaignStopped(Exception):
+    """A smoke step found a failed cell: the campaign stops before the long steps."""
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One ``sharebench run`` into ``<out>/<name>``."""
+
+    name: str
+    modes: tuple[str, ...]
+    particles: tuple[int, ...]
+    turns: int
+    repeats: int
+    tags: tuple[str, ...] = ()
+    warmup_repeats: int = 0
+    smoke: bool = False
+    margin_s: float = 0.0
+    min_left_s: float = 5.0
+    engine: str | None = None
+    exec: str | None = None
+    exec_name: str | None = None
+    exec_timing: str | None = None
+    ready_timeout_s: float | None = None
+    fresh_replicas: bool = False
+    use_lattice: bool = True
+
+
+@dataclass(frozen=True)
+class Command:
+    """A plain command (a tool, a profile); its placeholders are filled when it runs."""
+
+    name: str
+    run: tuple[str, ...]
+    tags: tuple[str, ...] = ()
+    stdout: str | None = None
+    append: bool = False
+    timeout_s: float | None = None
+    optional: bool = False
+    needs: str | None = None
+    min_left_s: float = 0.0
+
+
+Step = Sweep | Command
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A campaign: where it runs and its steps, in order."""
+
+    name: str
+    steps: tuple[Step, ...]
+    description: str = ""
+    device: str = "cuda:0"
+    lattice: str | None = None
+    budget_s: float | None = None
+    report: bool = False
+    warm: tuple[int, int] | None = None  # (particles, turns) of the untimed first track
+
+
+# ---------------------------------------------------------------- reading a plan
+def load_plan(path: str | Path) -> Plan:
+    """The plan in ``path``; a missing file, bad TOML or a bad value is a one-line ``UserError``."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"plan {str(p)!r} does not exist; give a TOML plan file (see benchmarks/plans/)")
+    try:
+        data = tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"plan {p}: not valid TOML: {exc}") from None
+    try:
+        return parse_plan(data, default_name=p.stem)
+    except UserError as exc:
+        raise UserError(f"plan {p}: {exc}") from None
+
+
+def parse_plan(data: Mapping[str, Any], default_name: str = "campaign") -> Plan:
+    """A :class:`Plan` from the TOML document ``data``."""
+    unknown(data, PLAN_KEYS, "key")
+    raw_steps = data.get("step")
+    if not isinstance(raw_steps, list) or not raw_steps:
+        raise UserError("no [[step]]; a plan needs at least one step (a sweep with modes, or a command with run)")
+    steps = tuple(parse_step(s, i) for i, s in enumerate(raw_steps))
+    names = [s.name for s in steps]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise UserError(f"step names must differ (each sweep is a folder): {', '.join(dup)} repeated")
+    warm = data.get("warm")
+    if warm is not None:
+        if not isinstance(warm, dict):
+            raise UserError(f"bad warm {warm!r}; allowed: a table {{ particles = N, turns = N }}")
+        unknown(warm, ("particles", "turns"), "warm key")
+        warm = (counts("warm particles", [warm.get("particles", 2_000_000)])[0], turns_of("warm", warm.get("turns", 3)))
+    return Plan(
+        name=text(data, "name", "plan") or default_name,
+        description=text(data, "description", "plan") or "",
+        device=text(data, "device", "plan") or "cuda:0",
+        lattice=text(data, "lattice", "plan"),
+        budget_s=seconds(data, "budget_s", "plan"),
+        report=flag(data, "report", "plan"),
+        warm=warm,
+        steps=steps,
+    )
+
+
+def parse_step(raw: Any, index: int) -> Step:
+    """One ``[[step]]``: a sweep (it has ``modes``) or a command (it has ``run``)."""
+    if not isinstance(raw, dict):
+        raise UserError(f"step {index + 1} is not a table")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+        raise UserError(f"step {index + 1}: bad name {name!r}; allowed: a folder name (no '/')")
+    where = f"step {name!r}"
+    tags = raw.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise UserError(f"{where}: bad tags {tags!r}; allowed: a list of strings")
+    if ("modes" in raw) == ("run" in raw):
+        raise UserError(f"{where}: give either modes (a sweep) or run (a command)")
+    if "run" in raw:
+        return parse_command(raw, name, tuple(tags), where)
+    unknown(raw, SWEEP_KEYS, f"{where} key")
+    modes = raw["modes"]
+    if not isinstance(modes, list) or not all(isinstance(m, str) for m in modes):
+        raise UserError(f"{where}: bad modes {modes!r}; allowed: a list of mode strings")
+    parse_modes(modes)  # a bad mode names itself and what is allowed
+    engine = text(raw, "engine", where)
+    if engine is not None and engine not in ENGINES:
+        raise UserError(f"{where}: bad engine {engine!r}; allowed: {', '.join(ENGINES)}")
+    if (engine == "exec") != ("exec" in raw):
+        raise UserError(f'{where}: exec (the program) goes with engine = "exec", and only with it')
+    return Sweep(
+        name=name,
+        tags=tuple(tags),
+        modes=tuple(modes),
+        particles=tuple(counts(f"{where} particles", need(raw, "particles", where))),
+        turns=turns_of(where, need(raw, "turns", where)),
+        repeats=whole_number(f"{where} repeats", need(raw, "repeats", where), 1, 1000),
+        warmup_repeats=whole_number(f"{where} warmup_repeats", raw.get("warmup_repeats", 0), 0, 1000),
+        smoke=flag(raw, "smoke", where),
+        margin_s=seconds(raw, "margin_s", where) or 0.0,
+        min_left_s=seconds(raw, "min_left_s", where, 5.0) or 0.0,
+        engine=engine,
+        exec=text(raw, "exec", where),
+        exec_name=text(raw, "exec_name", where),
+        exec_timing=text(raw, "exec_timing", where),
+        ready_timeout_s=seconds(raw, "ready_timeout_s", where),
+        fresh_replicas=flag(raw, "fresh_replicas", where),
+        use_lattice=flag(raw, "use_lattice", where, True),
+    )
+
+
+def parse_command(raw: Mapping[str, Any], name: str, tags: tuple[str, ...], where: str) -> Command:
+    unknown(raw, COMMAND_KEYS, f"{where} key")
+    run = raw["run"]
+    if not isinstance(run, list) or not run or not all(isinstance(a, str) for a in run):
+        raise UserError(f"{where}: bad run {run!r}; allowed: a non-empty list of strings (argv, no shell)")
+    return Command(
+        name=name,
+        tags=tags,
+        run=tuple(run),
+        stdout=text(raw, "stdout", where),
+        append=flag(raw, "append", where),
+        timeout_s=seconds(raw, "timeout_s", where),
+        optional=flag(raw, "optional", where),
+        needs=text(raw, "needs", where),
+        min_left_s=seconds(raw, "min_left_s", where) or 0.0,
+    )
+
+
+def unknown(table: Mapping[str, Any], allowed: tuple[str, ...], what: str) -> None:
+    extra = [k for k in table if k not in allowed]
+    if extra:
+        raise UserError(f"unknown {what} {extra[0]!r}; allowed: {', '.join(allowed)}")
+
+
+def need(table: Mapping[str, Any], key: str, where: str) -> Any:
+    if key not in table:
+        raise UserError(f"{where}: {key} is missing")
+    return table[key]
+
+
+def text(table: Mapping[str, Any], key: str, where: str) -> str | None:
+    value = table.get(key)
+    if value is not None and not isinstance(value, str):
+        raise UserError(f"{where}: bad {key} {value!r}; allowed: a string")
+    return value
+
+
+def flag(table: Mapping[str, Any], key: str, where: str, default: bool = False) -> bool:
+    value = table.get(key, default)
+    if not isinstance(value, bool):
+        raise UserError(f"{where}: bad {key} {value!r}; allowed: true or false")
+    return value
+
+
+def seconds(table: Mapping[str, Any], key: str, where: str, default: float | None = None) -> float | None:
+    value = table.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise UserError(f"{where}: bad {key} {value!r}; allowed: a number of seconds >= 0")
+    return float(value)
+
+
+def turns_of(where: str, value: Any) -> int:
+    return whole_number(f"{where} turns", value, 1)
+
+
+# ---------------------------------------------------------------- choosing and overriding
+def select(plan: Plan, names: list[str] | None) -> Plan:
+    """The plan with only the steps named (by name or tag) in ``names``; all of them when None."""
+    if not names:
+        return plan
+    known = {s.name for s in plan.steps} | {t for s in plan.steps for t in s.tags}
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise UserError(f"no step or tag {bad[0]!r} in plan {plan.name}; allowed: {', '.join(sorted(known))}")
+    wanted = set(names)
+    return replace(plan, steps=tuple(s for s in plan.steps if s.name in wanted or wanted & set(s.tags)))
+
+
+# ---------------------------------------------------------------- the commands of a plan
+@dataclass
+class Context:
+    """Where a campaign runs: its folder, the Python that runs sharebench, the budget's start."""
+
+    out: Path
+    plan: Plan
+    python: str = sys.executable
+    t0: float = field(default_factory=time.monotonic)
+    dry_run: bool = False
+
+    def left_s(self) -> float | None:
+        """Seconds of the budget still to spend (None: no budget)."""
+        if self.plan.budget_s is None:
+            return None
+        return self.plan.budget_s - (0.0 if self.dry_run else time.monotonic() - self.t0)
+
+    def fill(self, arg: str) -> str:
+        lattice = self.plan.lattice or ""
+        return arg.format(python=self.python, out=str(self.out), device=self.plan.device, lattice=lattice)
+
+
+def lattice_args(ctx: Context, use: bool = True) -> list[str]:
+    return ["--lattice", ctx.plan.lattice] if use and ctx.plan.lattice else []
+
+
+def warm_argv(ctx: Context) -> list[str] | None:
+    """The untimed first track (brings the GPU out of idle clocks, fills the caches), or None."""
+    if ctx.plan.warm is None:
+        return None
+    particles, turns = ctx.plan.warm
+    return [ctx.python, "-m", "sharebench", "track", "--device", ctx.plan.device, *lattice_args(ctx),
+            "--particles", str(particles), "--turns", str(turns)]  # fmt: skip
+
+
+def sweep_argv(ctx: Context, step: Sweep, stop_after_s: float | None) -> list[str]:
+    """The ``sharebench run`` of ``step`` (``--resume`` when its folder already holds results)."""
+    folder = ctx.out / step.name
+    argv = [ctx.python, "-m", "sharebench", "run", "--device", ctx.plan.device, *lattice_args(ctx, step.use_lattice),
+            "--modes", ",".join(step.modes), "--particles", ",".join(str(p) for p in step.particles),
+            "--turns", str(step.turns), "--repeats", str(step.repeats),
+            "--warmup-repeats", str(step.warmup_repeats), "--out", str(folder), "--no-progress"]  # fmt: skip
+    if step.engine:
+        argv += ["--engine", step.engine]
+    for opt, value in (("--exec", step.exec), ("--exec-name", step.exec_name), ("--exec-timing", step.exec_timing)):
+        if value is not None:
+            argv += [opt, ctx.fill(value)]
+    if step.ready_timeout_s is not None:
+        argv += ["--ready-timeout", f"{step.ready_timeout_s:g}"]
+    if step.fresh_replicas:
+        argv.append("--fresh-replicas")
+    if (folder / "results.csv").is_file():
+        argv.append("--resume")
+    if stop_after_s is not None:
+        argv += ["--stop-after", f"{int(stop_after_s)}"]
+    return argv
+
+
+def stop_after(ctx: Context, step: Sweep | Command) -> tuple[bool, float | None]:
+    """(run it?, --stop-after): a step is skipped when less than its ``min_left_s`` is left."""
+    left = ctx.left_s()
+    if left is None:
+        return True, None
+    margin = step.margin_s if isinstance(step, Sweep) else 0.0
+    return left - margin >= step.min_left_s, left - margin
+
+
+def describe(plan: Plan, out: Path, python: str = sys.executable) -> list[str]:
+    """``--dry-run``: the commands a plan runs, one a line (the budget as if no time were spent)."""
+    ctx = Context(out=out, plan=plan, python=python, dry_run=True)
+    lines = [f"# campaign {plan.name}: {plan.description}".rstrip(": ")]
+    if plan.budget_s is not None:
+        lines.append(f"# budget: {plan.budget_s:g} s (--stop-after below: as if none were spent)")
+    warm = warm_argv(ctx)
+    if warm:
+        lines.append(shell_line(warm) + "   # untimed warm-up")
+    for step in plan.steps:
+        go, stop = stop_after(ctx, step)
+        skip = "" if go else "   # skipped: budget too small"
+        if isinstance(step, Sweep):
+            cells = len(step.modes) * len(step.particles)
+            note = f"   # {step.name}: {cells} cells x {step.repeats} repeats" + (", smoke" if step.smoke else "")
+            lines.append(shell_line(sweep_argv(ctx, step, stop)) + (skip or note))
+        else:
+            redirect = f" {'>>' if step.append else '>'} {ctx.fill(step.stdout)}" if step.stdout else ""
+            lines.append(shell_line([ctx.fill(a) for a in step.run]) + redirect + skip)
+    return lines
+
+
+def shell_line(argv: list[str]) -> str:
+    return " ".join(subprocess.list2cmdline([a]) if (" " in a or not a) else a for a in argv)
+
+
+# ---------------------------------------------------------------- running a plan
+Say = Callable[[str], None]
+
+
+def run_campaign(plan: Plan, out: Path, say: Say = print) -> int:
+    """Run every step of ``plan`` into ``out``; 0 when all went well, 1 when a step failed.
+    Raises :class:`CampaignStopped` when a smoke step found a failed cell."""
+    out.mkdir(parents=True, exist_ok=True)
+    ctx = Context(out=out, plan=plan)
+    record_machine(ctx)
+    warm = warm_argv(ctx)
+    if warm:
+        subprocess.run(warm, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    failed = []
+    for step in plan.steps:
+        say(f"== {step.name} at {time.monotonic() - ctx.t0:.0f} s")
+        go, stop = stop_after(ctx, step)
+        if not go:
+            log_command(ctx, f"skipped {step.name}: budget spent")
+            say(f"skipped {step.name}: budget spent")
+            continue
+        ok = run_sweep_step(ctx, step, stop, say) if isinstance(step, Sweep) else run_command(ctx, step, say)
+        if not ok:
+            failed.append(step.name)
+    if plan.report:
+        report_folders(ctx, say)
+    say(f"done in {time.monotonic() - ctx.t0:.0f} s" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+def run_sweep_step(ctx: Context, step: Sweep, stop: float | None, say: Say) -> bool:
+    argv = sweep_argv(ctx, step, stop)
+    log_command(ctx, shell_line(argv))
+    rc = subprocess.run(argv, check=False).returncode
+    if step.smoke and not all_cells_ok(ctx.out / step.name / "results.csv"):
+        logs = sorted((ctx.out / step.name / "cells").glob("*/replica.*.log"))
+        tail = [ln for f in logs for ln in f.read_text(errors="replace").splitlines() if ln.strip()][-20:]
+        for line in tail:
+            say(line)
+        raise CampaignStopped(f"smoke step {step.name}: a cell failed; stopping before the long steps")
+    if rc != 0:
+        say(f"{step.name}: sharebench run exited {rc}")
+    return rc == 0
+
+
+def all_cells_ok(results_csv: Path) -> bool:
+    if not results_csv.is_file():
+        return False
+    with results_csv.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return bool(rows) and all(r.get("cell_status") == "ok" for r in rows)
+
+
+def run_command(ctx: Context, step: Command, say: Say) -> bool:
+    if step.needs and shutil.which(step.needs) is None:
+        say(f"skipped {step.name}: {step.needs} is not on PATH")
+        return True
+    argv = [ctx.fill(a) for a in step.run]
+    target = Path(ctx.fill(step.stdout)) if step.stdout else None
+    log_command(ctx, shell_line(argv) + (f" {'>>' if step.append else '>'} {target}" if target else ""))
+    if target is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if target is None:
+            rc = subprocess.run(argv, timeout=step.timeout_s, check=False).returncode
+        else:
+            with open(target, "a" if step.append else "w") as fh:
+                rc = subprocess.run(argv, stdout=fh, timeout=step.timeout_s, check=False).returncode
+    except subprocess.TimeoutExpired:
+        rc = 124
+    except OSError as exc:
+        say(f"{step.name}: cannot run {argv[0]}: {exc.strerror}")
+        rc = 127
+    if rc != 0:
+        say(f"{step.name}: exited {rc}" + (" (optional)" if step.optional else ""))
+    return rc == 0 or step.optional
+
+
+def log_command(ctx: Context, line: str) -> None:
+    with open(ctx.out / "commands.txt", "a") as fh:
+        fh.write(line + "\n")
+
+
+def record_machine(ctx: Context) -> None:
+    """UTC time, host and (on an NVIDIA machine) the GPU's identity, appended to ``machine.txt``."""
+    lines = [dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), socket.gethostname()]
+    if ctx.plan.device != "cpu" and shutil.which("nvidia-smi"):
+        q = [f"--query-gpu={GPU_QUERY}", "--format=csv"]
+        res = subprocess.run(["nvidia-smi", *q], capture_output=True, text=True, check=False)
+        lines += res.stdout.strip().splitlines()
+    with open(ctx.out / "machine.txt", "a") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def report_folders(ctx: Context, say: Say) -> None:
+    """Rebuild the report of each sweep folder and name the GPU it ran on."""
+    for step in ctx.plan.steps:
+        folder = ctx.out / step.name
+        if not isinstance(step, Sweep) or not (folder / "results.csv").is_file():
+            continue
+        argv = [ctx.python, "-m", "sharebench", "report", str(folder)]
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        prov = folder / "provenance.json"
+        device = (json.loads(prov.read_text()).get("device") or {}) if prov.is_file() else {}
+        say(f"{folder} GPU UUID: {device.get('uuid')} {device.get('name')}")

@@ -1,0 +1,154 @@
+"""``sharebench campaign PLAN.toml``: a tiny CPU plan run for real, the smoke step that stops a campaign,
+every committed plan parsed and dry-run, and bad plans refused in one line."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import pytest
+
+from sharebench.campaign import Command, Sweep, load_plan
+from sharebench.cli import main
+from support.paths import ROOT
+
+PLANS = sorted((ROOT / "benchmarks" / "plans").glob("*.toml"))
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(text)
+    return plan
+
+
+def test_a_tiny_cpu_plan_runs_its_sweep_and_its_tool(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the tools run as `python -m tools.NAME` from the repository root
+    plan = write(
+        tmp_path,
+        """
+name = "tiny"
+device = "cpu"
+budget_s = 300
+[[step]]
+name = "smoke"
+modes = ["exclusive"]
+particles = [1000, 2000]
+turns = 1
+repeats = 1
+smoke = true
+[[step]]
+name = "overhead"
+run = ["{python}", "-m", "tools.cell_overhead", "{out}/smoke"]
+stdout = "{out}/cell_overhead.txt"
+""",
+    )
+    out = tmp_path / "out"
+    assert main(["campaign", str(plan), "--out", str(out)]) == 0
+    with (out / "smoke" / "results.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert sorted((r["mode"], r["particles"], r["cell_status"]) for r in rows) == [
+        ("exclusive", "1000", "ok"),
+        ("exclusive", "2000", "ok"),
+    ]
+    commands = (out / "commands.txt").read_text().splitlines()
+    assert commands[0].startswith(f"{sys.executable} -m sharebench run --device cpu --modes exclusive ")
+    assert "--stop-after" in commands[0] and commands[1].endswith(f"> {out}/cell_overhead.txt")
+    assert "overhead_per_cell_s" in (out / "cell_overhead.txt").read_text()
+
+
+def test_a_failed_smoke_cell_stops_the_campaign(tmp_path, capsys):
+    plan = write(
+        tmp_path,
+        f"""
+name = "doomed"
+device = "cpu"
+[[step]]
+name = "smoke"
+modes = ["exclusive"]
+engine = "exec"
+exec = "{sys.executable} -c 'raise SystemExit(1)'"
+particles = [1]
+turns = 1
+repeats = 1
+smoke = true
+[[step]]
+name = "long"
+modes = ["exclusive"]
+particles = [1000]
+turns = 1
+repeats = 1
+""",
+    )
+    out = tmp_path / "out"
+    assert main(["campaign", str(plan), "--out", str(out)]) == 3
+    assert "smoke step smoke: a cell failed" in capsys.readouterr().err
+    assert not (out / "long").exists()  # the long step never started
+    assert len((out / "commands.txt").read_text().splitlines()) == 1
+
+
+@pytest.mark.parametrize("plan", PLANS, ids=[p.stem for p in PLANS])
+def test_every_committed_plan_parses_and_dry_runs(plan, capsys):
+    parsed = load_plan(plan)
+    assert parsed.steps and parsed.name == plan.stem
+    assert main(["campaign", str(plan), "--out", "OUT", "--dry-run"]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("#")]
+    commands = [ln for ln in lines if not ln.endswith("# untimed warm-up")]
+    assert len(commands) == len(parsed.steps) and len(lines) - len(commands) == (parsed.warm is not None)
+    for step, line in zip(parsed.steps, commands):
+        if isinstance(step, Sweep):
+            assert f"-m sharebench run --device {parsed.device} " in line and f"--out OUT/{step.name} " in line
+        else:
+            assert isinstance(step, Command) and line.startswith(step.run[0].replace("{python}", sys.executable))
+
+
+def test_committed_plans_reproduce_the_committed_campaigns():
+    warm = {s.name: s for s in load_plan(ROOT / "benchmarks" / "plans" / "warm.toml").steps}
+    assert set(warm) >= {"smoke", "warm-10M-1turn", "fresh-10M-1turn", "emulated-15M"}
+    for name in ("warm-10M-1turn", "fresh-10M-1turn", "emulated-15M", "headline-10M-10turn"):
+        assert (ROOT / "docs" / "results" / "h200" / "warm" / name).is_dir() or name in (
+            "emulated-15M",
+            "headline-10M-10turn",
+        )
+    fresh = warm["fresh-10M-1turn"]
+    assert isinstance(fresh, Sweep) and fresh.fresh_replicas and fresh.particles == (10_000_000,)
+    cuda = load_plan(ROOT / "benchmarks" / "plans" / "sweep-cuda.toml").steps[0]
+    assert isinstance(cuda, Sweep) and cuda.name == "cuda" and (ROOT / "docs" / "results" / "h200" / "cuda").is_dir()
+
+
+def test_steps_are_chosen_by_name_or_tag(capsys):
+    plan = ROOT / "benchmarks" / "plans" / "warm.toml"
+    assert main(["campaign", str(plan), "--out", "OUT", "--dry-run", "--steps", "ab", "--device", "cpu"]) == 0
+    runs = [ln for ln in capsys.readouterr().out.splitlines() if " run " in ln]
+    assert [ln.split("--out OUT/")[1].split()[0] for ln in runs] == ["warm-10M-1turn", "fresh-10M-1turn"]
+    assert all("--device cpu" in ln for ln in runs)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("name = 'x'\n", "no [[step]]"),
+        ("[[step]]\nname = 'a'\nmodes = ['exclusive']\nparticles = [1]\nturns = 1\nrepeats = 1\ncolour = 1\n",
+         "unknown step 'a' key 'colour'"),
+        ("[[step]]\nname = 'a'\nmodes = ['sometimes:2']\nparticles = [1]\nturns = 1\nrepeats = 1\n", "sometimes:2"),
+        ("[[step]]\nname = 'a'\nmodes = ['exclusive']\nparticles = [1]\nturns = 0\nrepeats = 1\n", "turns 0"),
+        ("[[step]]\nname = 'a'\nmodes = ['exclusive']\nparticles = [1]\nrepeats = 1\n", "turns is missing"),
+        ("[[step]]\nname = 'a'\nrun = 'ls'\n", "bad run 'ls'"),
+        ("[[step]]\nname = 'a'\nrun = ['ls']\nmodes = ['exclusive']\n", "either modes (a sweep) or run"),
+        ("budget_s = -1\n[[step]]\nname = 'a'\nrun = ['ls']\n", "bad budget_s -1"),
+        ("[[step]]\nname = 'a'\nrun = ['ls']\n[[step]]\nname = 'a'\nrun = ['ls']\n", "'a' repeated".replace("'", "")),
+        ("[[step\n", "not valid TOML"),
+    ],
+)  # fmt: skip
+def test_a_bad_plan_is_one_line(tmp_path, capsys, text, message):
+    plan = write(tmp_path, text)
+    assert main(["campaign", str(plan), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"sharebench: error: plan {plan}") and message in err, err
+
+
+def test_a_missing_plan_or_step_is_one_line(tmp_path, capsys):
+    assert main(["campaign", str(tmp_path / "none.toml"), "--dry-run"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["campaign", str(PLANS[0]), "--dry-run", "--steps", "nosuch"]) == 2
+    assert "no step or tag 'nosuch'" in capsys.readouterr().err
