@@ -207,7 +207,7 @@ def mps_sms(model: GpuModel | str, pct: int | float) -> int:
     """The SMs an MPS client limited to ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=pct`` gets on this model.
 
     pct % of the GPU's SMs, floored to whole TPCs (2 SMs), and at least :data:`MPS_MIN_SMS`.
-    Measured on an H200 (driver 580.159.04, 2026-12-03) by benchmarks/mps_sm_rounding.py, which
+    Measured on an H200 (driver 580.159.04, 2026-12-03) by tools/mps_sm_rounding.py, which
     reads the SM id (``%smid``) of every block a client runs: 10, 12, 13, 14, 20, 25, 33, 46, 49,
     50, 75 and 100% gave 12, 14, 16, 18, 26, 32, 42, 60, 64, 66, 98 and 132 SMs, this rule's
     numbers; 5% gave 8 (the floor would give 6), hence the minimum. Other GPUs: inferred.
