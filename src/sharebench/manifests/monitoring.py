@@ -182,12 +182,9 @@ def _panel(
     }
 
 
-def dashboard() -> dict[str, Any]:
-    """Grafana dashboard: SM activity per GPU and per MIG instance during benchmark runs.
-
-    ``max by (…)`` folds the device-level copies dcgm-exporter writes per pod under
-    time-slicing; ``GPU_I_ID=""`` selects whole GPUs, ``GPU_I_ID!=""`` MIG instances.
-    """
+def dcgm_panels() -> list[dict[str, Any]]:
+    """The DCGM panels. ``max by (…)`` folds the device-level copies dcgm-exporter writes per pod under
+    time-slicing; ``GPU_I_ID=""`` selects whole GPUs, ``GPU_I_ID!=""`` MIG instances."""
     n = f'{DEFAULT_NODE_LABEL}=~"$node"'
     gpu_by = f"max by ({DEFAULT_NODE_LABEL}, gpu, UUID, modelName)"
     mig_by = f"max by ({DEFAULT_NODE_LABEL}, gpu, UUID, GPU_I_PROFILE, GPU_I_ID)"
@@ -241,6 +238,14 @@ def dashboard() -> dict[str, Any]:
             max_=1,
             desc="DCGM_FI_PROF_DRAM_ACTIVE: memory-interface busy share.",
         ),
+        *device_panels(n, gpu_by, mig_by, gpu_leg, mig_leg),
+    ]
+    return panels
+
+
+def device_panels(n: str, gpu_by: str, mig_by: str, gpu_leg: str, mig_leg: str) -> list[dict[str, Any]]:
+    """Memory, power and SM clock (the selectors and legends of :func:`dcgm_panels`)."""
+    panels = [
         _panel(
             5,
             "GPU memory used",
@@ -272,9 +277,15 @@ def dashboard() -> dict[str, Any]:
             desc="DCGM_FI_DEV_SM_CLOCK (MHz).",
         ),
     ]
-    panels[6]["fieldConfig"]["defaults"]["unit"] = "none"
-    panels[6]["fieldConfig"]["defaults"]["custom"]["axisLabel"] = "MHz"
-    panels.append(history_panel(8, 12, 24))
+    panels[2]["fieldConfig"]["defaults"]["unit"] = "none"
+    panels[2]["fieldConfig"]["defaults"]["custom"]["axisLabel"] = "MHz"
+    return panels
+
+
+def dashboard() -> dict[str, Any]:
+    """Grafana dashboard: SM activity per GPU and per MIG instance during benchmark runs, and the loss
+    trend of the runs `sharebench history` pushed."""
+    panels = [*dcgm_panels(), history_panel(8, 12, 24)]
     return {
         "uid": DASHBOARD_UID,
         "title": "sharebench: GPU sharing during benchmark runs",
