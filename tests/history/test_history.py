@@ -210,7 +210,7 @@ def test_baseline_is_the_last_n_runs(tmp_path):
         (["add", "{tmp}", "--to", "{tmp}/s"], "results folder {tmp} has no results.csv"),
         (["check", "{tmp}", "--threshold", "0"], "bad --threshold 0; allowed: percentage points > 0"),
         (["check", "{tmp}", "--threshold", "-1"], "bad --threshold -1; allowed: percentage points > 0"),
-        (["check", "{tmp}", "--baseline", "0"], "--baseline"),
+        (["check", "{tmp}", "--baseline", "0"], "bad --baseline '0'; allowed: a whole number >= 1"),
         (["check", "{tmp}", "--alpha", "1.5"], "bad --alpha 1.5; allowed: a probability in (0, 1)"),
         (["show", "{tmp}", "--since", "yesterday"], "bad --since 'yesterday'; allowed: an ISO date or time"),
         (["show", "{tmp}", "--mode", "sliced"], "unknown sharing mode 'sliced'"),
