@@ -3,6 +3,7 @@ work (sleeps, a numpy busy loop), the exact schedule on a simulated clock, and t
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -222,6 +223,7 @@ def test_a_program_in_another_process_writes_a_record_the_harness_reads(tmp_path
         PATTERN: "interactive:burst=2,think=0.005",
         SEED: "9",
         "PATH": "/usr/bin:/bin",
+        **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},  # where sharebench is not installed
     }
     before = time.time()
     proc = subprocess.run([sys.executable, "-c", PROGRAM], env=env, capture_output=True, text=True, timeout=120)

@@ -5,6 +5,7 @@ extra: ``make install-ml``); bad input is refused before torch is imported."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -19,7 +20,7 @@ TINY = ["--warmup", "1", "--image-size", "32"]
 def run_infer(args, env):
     return subprocess.run(
         [sys.executable, "-m", "sharebench.workloads.infer", *TINY, *args],
-        env={"PATH": "/usr/bin:/bin", **env},
+        env={"PATH": "/usr/bin:/bin", **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}, **env},
         capture_output=True,
         text=True,
         timeout=300,

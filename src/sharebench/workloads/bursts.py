@@ -56,7 +56,7 @@ BURSTS_KIND = "bursts"
 # 1: a header line {kind, schema_version, pattern, seed, ...}, then {i, arrival, start, end, units} a burst
 BURSTS_SCHEMA_VERSION = 1
 BURST_KEYS = ("i", "arrival", "start", "end", "units")
-SPIN_S = 0.0005  # the last half millisecond before an arrival is spun, not slept
+SPIN_S = 0.002  # the last 2 ms before an arrival are spun, not slept (a sleep can wake ~1 ms late)
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], None]
