@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "telemetry": ("sharebench.cli.telemetry", "sample this machine, attach DCGM metrics, annotate Grafana"),
     "history": ("sharebench.cli.history", "a results history: add runs to a store, show the trend, check for changes"),
     "campaign": ("sharebench.cli.campaign", "run a campaign plan (TOML): its sweeps and tools, in order, on a budget"),
+    "advise": ("sharebench.cli.advise", "recommend a GPU pool layout from a site's usage and the measured costs"),
     "probe": ("sharebench.cli.probe", "measure the GPU's time slices and split a time-slicing loss into its causes"),
 }
 PLUGIN_GROUP = "sharebench.commands"
