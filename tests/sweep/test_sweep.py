@@ -18,6 +18,8 @@ from sharebench.workloads import Workload
 from sharebench.workloads.workload import KEYS
 from support.contexts import cpu_opencl_spec, device_of
 
+pytestmark = pytest.mark.slow  # real replica processes and sweeps
+
 
 def cfg(lattice_path, **kw):
     """A tiny sweep's config; keyword arguments named as Workload fields go to its workload."""
@@ -119,13 +121,13 @@ def _check_consistent(out, modes, particles, repeats, warmups):
         spans = ts.groupby("cell_id").apply(
             lambda g: g["track_end"].max() - g["track_start"].min(), include_groups=False
         )
-        rows = tables.timeslice[tables.timeslice["particles"] == p]
+        rows = tables["timeslice"][tables["timeslice"]["particles"] == p]
         assert len(rows) == (1 if len(spans) else 0)
         for _, row in rows.iterrows():
             assert_allclose([row["T1_s"], row["TN_s"]], [t1, float(np.median(spans))], rtol=1e-9)
             assert_allclose(row["loss_pct"], 100 * (np.median(spans) - 2 * t1) / (2 * t1), rtol=1e-9)
         pt = meas[(meas["mode"] == "partition:2") & (meas["particles"] == p)]
-        parts = tables.partition[tables.partition["particles"] == p]
+        parts = tables["partition"][tables["partition"]["particles"] == p]
         assert len(parts) == (1 if len(pt) else 0)
         for _, part in parts.iterrows():
             slice_s = float(np.median(pt.groupby("cell_id")["track_s"].mean()))
