@@ -53,12 +53,19 @@ def telemetry_value(d: dict[str, Any] | None, key: str) -> float | None:
         win = telemetry_value(d, f"win_{key[4:-5]}")
         if win is not None:
             return win
-    v = d.get(key)
+    raw = d.get(key)
+    if raw is None:  # absent or null: no measurement
+        return None
     try:
-        v = float(v)
+        v = float(raw)
     except (TypeError, ValueError):
         return None
     return v if math.isfinite(v) else None
+
+
+def _pct_of_fraction(fraction: float | None) -> float | None:
+    """A DCGM ``*_active`` fraction (0..1) in percent; None stays None (not measured)."""
+    return None if fraction is None else 100 * fraction
 
 
 def classify_bound(
@@ -81,18 +88,11 @@ def classify_bound(
     dram = telemetry_value(tel, "tel_dram_bw_util_pct_mean")
     fp64 = telemetry_value(tel, "tel_fp64_active_pct_mean")
     src = "GPM"
-    if sm is None and telemetry_value(tel, "dcgm_sm_active_mean") is not None:
-        sm = 100 * telemetry_value(tel, "dcgm_sm_active_mean")
-        dram = (
-            None
-            if telemetry_value(tel, "dcgm_dram_active_mean") is None
-            else 100 * telemetry_value(tel, "dcgm_dram_active_mean")
-        )
-        fp64 = (
-            None
-            if telemetry_value(tel, "dcgm_fp64_active_mean") is None
-            else 100 * telemetry_value(tel, "dcgm_fp64_active_mean")
-        )
+    dcgm_sm = _pct_of_fraction(telemetry_value(tel, "dcgm_sm_active_mean")) if sm is None else None
+    if dcgm_sm is not None:
+        sm = dcgm_sm
+        dram = _pct_of_fraction(telemetry_value(tel, "dcgm_dram_active_mean"))
+        fp64 = _pct_of_fraction(telemetry_value(tel, "dcgm_fp64_active_mean"))
         src = "DCGM"
     if sm is not None:
         ev = (
@@ -135,6 +135,60 @@ def _model(gpu: GpuModel | str | None) -> GpuModel | None:
         return None
 
 
+def _mps_prediction(m: Mode) -> dict[str, Any]:
+    """``mps:N`` shares the device like time-slicing; ``mps:N@PCT`` with N·PCT < 100 leaves SMs unused."""
+    n, pct = m.replicas or 1, m.thread_pct
+    if pct is not None and n * pct < 100:
+        return {
+            "metric": "loss vs N·T_1",
+            "predicted_pct": 100.0 * (100.0 / (n * pct) - 1.0),
+            "time_factor": 100.0 / (n * pct),
+            "basis": f"{n} clients × {pct}% active threads use {n * pct}% of the SMs: "
+            f"SM-bound span = T_1·100/{pct} = {100 / pct / n:.2f}·N·T_1",
+        }
+    return {"metric": "loss vs N·T_1", "basis": f"{n} MPS clients share one device: ideal span = {n}·T_1, 0% extra"}
+
+
+def _mig_prediction(m: Mode, gpu: GpuModel | str | None, mig_profile: str | None, bound: str) -> dict[str, Any]:
+    """One replica per MIG instance: the slow-down by the SMs (or the memory) the instance lacks."""
+    model = _model(gpu)
+    if model is None:
+        return {
+            "metric": "T_mig vs T_full",
+            "predicted_pct": math.nan,
+            "time_factor": math.nan,
+            "compute_share_lost_pct": math.nan,
+            "basis": f"GPU model {gpu!r} unknown: no SM counts to predict from",
+        }
+    name = mig_profile if mig_profile and mig_profile != "?" else resolve_layout(model, m.layout or "")[4:]
+    if name == "disabled":
+        return {"metric": "T_mig vs T_full", "basis": "MIG disabled: the full GPU"}
+    p = model.profile(name)
+    sm_factor = model.sms / p.sms
+    mem_factor = model.mem_gb / p.mem_gb
+    lost = 100.0 * (model.sms - p.max_count * p.sms) / model.sms
+    sm_pct, mem_pct = 100.0 * (sm_factor - 1.0), 100.0 * max(mem_factor - 1.0, 0.0)
+    use_mem = bound == "memory-bound"
+    return {
+        "metric": "T_mig vs T_full",
+        "predicted_pct": mem_pct if use_mem else sm_pct,
+        "time_factor": max(mem_factor, 1.0) if use_mem else sm_factor,
+        "compute_share_lost_pct": lost,
+        "predicted_sm_bound_pct": sm_pct,
+        "predicted_memory_bound_pct": mem_pct,
+        "basis": (
+            f"{model.key} {p.name}: {p.sms} of {model.sms} SMs "
+            f"({p.max_count}× → {model.sms - p.max_count * p.sms} SMs unused, {lost:.2f}% compute "
+            f"share lost); "
+            + (
+                f"memory-bound: {model.mem_gb:g}/{p.mem_gb:g} GB − 1 = {mem_pct:.2f}%"
+                if use_mem
+                else f"SM-bound: {model.sms}/{p.sms} − 1 = {sm_pct:.2f}%"
+            )
+        ),
+    }
+
+
 def predict_cell(
     mode: str | Mode,
     *,
@@ -170,58 +224,9 @@ def predict_cell(
             basis=f"{m.replicas} replicas share one device: ideal span = {m.replicas}·T_1, 0% extra",
         )
     elif m.kind == "mps":
-        n, pct = m.replicas or 1, m.thread_pct
-        if pct is not None and n * pct < 100:
-            loss = 100.0 * (100.0 / (n * pct) - 1.0)
-            out.update(
-                metric="loss vs N·T_1",
-                predicted_pct=loss,
-                time_factor=100.0 / (n * pct),
-                basis=f"{n} clients × {pct}% active threads use {n * pct}% of the SMs: "
-                f"SM-bound span = T_1·100/{pct} = {100 / pct / n:.2f}·N·T_1",
-            )
-        else:
-            out.update(
-                metric="loss vs N·T_1", basis=f"{n} MPS clients share one device: ideal span = {n}·T_1, 0% extra"
-            )
+        out.update(_mps_prediction(m))
     elif m.kind == "mig":
-        out["metric"] = "T_mig vs T_full"
-        model = _model(gpu)
-        if model is None:
-            out.update(
-                predicted_pct=math.nan,
-                time_factor=math.nan,
-                compute_share_lost_pct=math.nan,
-                basis=f"GPU model {gpu!r} unknown: no SM counts to predict from",
-            )
-            return out
-        name = mig_profile if mig_profile and mig_profile != "?" else resolve_layout(model, m.layout or "")[4:]
-        if name == "disabled":
-            out.update(basis="MIG disabled: the full GPU")
-            return out
-        p = model.profile(name)
-        sm_factor = model.sms / p.sms
-        mem_factor = model.mem_gb / p.mem_gb
-        lost = 100.0 * (model.sms - p.max_count * p.sms) / model.sms
-        sm_pct, mem_pct = 100.0 * (sm_factor - 1.0), 100.0 * max(mem_factor - 1.0, 0.0)
-        use_mem = bound == "memory-bound"
-        out.update(
-            predicted_pct=mem_pct if use_mem else sm_pct,
-            time_factor=max(mem_factor, 1.0) if use_mem else sm_factor,
-            compute_share_lost_pct=lost,
-            predicted_sm_bound_pct=sm_pct,
-            predicted_memory_bound_pct=mem_pct,
-            basis=(
-                f"{model.key} {p.name}: {p.sms} of {model.sms} SMs "
-                f"({p.max_count}× → {model.sms - p.max_count * p.sms} SMs unused, {lost:.2f}% compute "
-                f"share lost); "
-                + (
-                    f"memory-bound: {model.mem_gb:g}/{p.mem_gb:g} GB − 1 = {mem_pct:.2f}%"
-                    if use_mem
-                    else f"SM-bound: {model.sms}/{p.sms} − 1 = {sm_pct:.2f}%"
-                )
-            ),
-        )
+        out.update(_mig_prediction(m, gpu, mig_profile, bound))
     elif m.kind == "partition":
         unit = "SMs" if device_class == "gpu" else "cores"
         out.update(
@@ -337,7 +342,7 @@ def predicted_vs_measured(
     return pd.DataFrame(rows, columns=cols)
 
 
-def bounds_from_telemetry(cell_tel) -> dict[tuple, tuple[str, str]]:
+def bounds_from_telemetry(cell_tel: pd.DataFrame | None) -> dict[tuple, tuple[str, str]]:
     """(device_class, particles) → (bound, evidence) from the exclusive cells' telemetry
     (``cell_tel``: one row per cell with ``mode``, ``device_class``, ``particles``, ``cores``,
     ``warmup`` and ``tel_*`` columns, e.g. sharebench.analysis.telemetry.cell_telemetry)."""
@@ -368,16 +373,18 @@ def gpu_of(results_dir: Path | str, tables: Tables) -> str | None:
     if gpu.get("name"):
         return gpu["name"]
     dev = ((prov or {}).get("device") or {}).get("name")
-    if dev and _model(dev):
-        return _model(dev).key
+    model = _model(dev) if dev else None
+    if model is not None:
+        return model.key
     names: list[str] = []
     try:
         names = [n for n in load_results(results_dir)["device_name"].unique() if isinstance(n, str) and n]
     except (UserError, KeyError):
         pass
     for name in names:
-        if _model(name):
-            return _model(name).key
+        model = _model(name)
+        if model is not None:  # a device name no GPU model knows (a CPU, another vendor): the next one
+            return model.key
     for prof in tables.mig["mig_profile"]:
         models = models_with_profile(prof)
         if len(models) == 1:

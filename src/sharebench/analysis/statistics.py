@@ -13,6 +13,7 @@ NaN and infinite samples are left out.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 from scipy import stats
@@ -21,12 +22,13 @@ CONFIDENCE = 0.95
 MIN_CI_REPEATS = 3
 
 
-def finite(x) -> np.ndarray:
+def finite(x: Iterable[float]) -> np.ndarray:
+    """The finite values of ``x`` as a float array (NaN and ±inf left out)."""
     a = np.asarray(list(x), dtype=float)
     return a[np.isfinite(a)]
 
 
-def mean_ci(samples, scale: float = 1.0) -> tuple[float, float, float]:
+def mean_ci(samples: Iterable[float], scale: float = 1.0) -> tuple[float, float, float]:
     """Mean and its 95% Student-t interval (NaN interval below :data:`MIN_CI_REPEATS` samples)."""
     x = finite(samples)
     if x.size == 0:
@@ -38,7 +40,7 @@ def mean_ci(samples, scale: float = 1.0) -> tuple[float, float, float]:
     return (mean, mean - half, mean + half)
 
 
-def ratio_ci(num, den, factor: float = 1.0) -> tuple[float, float, float]:
+def ratio_ci(num: Iterable[float], den: Iterable[float], factor: float = 1.0) -> tuple[float, float, float]:
     """mean(num) / (factor·mean(den)) and its 95% interval (delta method on the log, Welch df).
 
     Two independent samples; NaN interval when either has fewer than :data:`MIN_CI_REPEATS`.
@@ -59,13 +61,13 @@ def ratio_ci(num, den, factor: float = 1.0) -> tuple[float, float, float]:
     return (r, r * math.exp(-half), r * math.exp(half))
 
 
-def ratio_loss_ci(num, den, factor: float = 1.0) -> tuple[float, float, float]:
+def ratio_loss_ci(num: Iterable[float], den: Iterable[float], factor: float = 1.0) -> tuple[float, float, float]:
     """Loss % = (mean(num) − factor·mean(den)) / (factor·mean(den)) × 100 and its 95% interval."""
     r, lo, hi = ratio_ci(num, den, factor)
     return ((r - 1) * 100.0, (lo - 1) * 100.0, (hi - 1) * 100.0)
 
 
-def cv_pct(samples) -> float:
+def cv_pct(samples: Iterable[float]) -> float:
     """Coefficient of variation in % (sample standard deviation / mean); NaN below 2 samples."""
     x = finite(samples)
     if x.size < 2 or np.mean(x) == 0:

@@ -13,6 +13,7 @@ the throughput bars are drawn side by side, one panel per folder.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import matplotlib
@@ -21,6 +22,8 @@ import pandas as pd
 
 matplotlib.use("Agg")  # before pyplot: figures are files, never windows
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from sharebench.analysis import Tables, fmt_particles, mean_ci
@@ -31,7 +34,7 @@ PREDICTION_PLOT = "prediction_vs_measured"
 ENERGY_PLOT = "energy_per_mpt"
 
 
-def save_figure(fig, out_dir: Path, name: str) -> list[Path]:
+def save_figure(fig: Figure, out_dir: Path, name: str) -> list[Path]:
     """Write ``fig`` as ``name``.png and ``name``.svg in ``out_dir`` (PNG first) and close it."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -54,7 +57,7 @@ def _device_label(tables: Tables) -> str:
     return ", ".join(parts)
 
 
-def _log_if_wide(ax, decades: float = 2.0) -> None:
+def _log_if_wide(ax: Axes, decades: float = 2.0) -> None:
     """Logarithmic axes when the data spans more than `decades` decades (e.g. two folders compared)."""
     xs, ys = [], []
     for line in ax.get_lines():
@@ -72,7 +75,7 @@ def _dodge(x: np.ndarray, k: int, n: int) -> np.ndarray:
     return x * (1 + 0.006 * (k - (n - 1) / 2))
 
 
-def _err(lo, hi, mid) -> np.ndarray:
+def _err(lo: np.ndarray, hi: np.ndarray, mid: np.ndarray) -> np.ndarray:
     lo = np.where(np.isfinite(lo), lo, mid)
     hi = np.where(np.isfinite(hi), hi, mid)
     return np.vstack([np.clip(mid - lo, 0, None), np.clip(hi - mid, 0, None)])
@@ -102,7 +105,7 @@ def _loss_series(tables: Tables) -> list[Series]:
     return out
 
 
-def _by_mode(t: pd.DataFrame):
+def _by_mode(t: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
     """(series name, rows) per mode; per mode and workload when the table holds several workloads."""
     if "engine" not in t.columns or t["engine"].nunique() <= 1:
         yield from t.groupby("mode", sort=False)
@@ -114,7 +117,7 @@ def _by_mode(t: pd.DataFrame):
 class _Colors:
     """One colour per series name, the same in both folders of a comparison."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.names: dict[str, str] = {}
 
     def __call__(self, name: str) -> str:
@@ -124,7 +127,13 @@ class _Colors:
 STYLES = (("o", "-", "full"), ("s", "--", "none"))  # marker, line, fill: this folder, comparison
 
 
-def _draw(ax, tables, compare, labels, series_of) -> int:
+def _draw(
+    ax: Axes,
+    tables: Tables,
+    compare: Tables | None,
+    labels: tuple[str, str],
+    series_of: Callable[[Tables], list[Series]],
+) -> int:
     """Each folder's series as error-bar lines (the comparison dashed, open markers); returns how many."""
     drawn = 0
     color = _Colors()
@@ -148,7 +157,9 @@ def _draw(ax, tables, compare, labels, series_of) -> int:
     return drawn
 
 
-def plot_loss(tables, out_dir: Path, compare=None, labels=("this", "compare")) -> list[Path]:
+def plot_loss(
+    tables: Tables, out_dir: Path, compare: Tables | None = None, labels: tuple[str, str] = ("this", "compare")
+) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     drawn = _draw(ax, tables, compare, labels, _loss_series)
     ax.axhline(0, color="0.5", lw=0.8)
@@ -190,7 +201,9 @@ def _time_series(tables: Tables) -> list[Series]:
     return out
 
 
-def plot_time(tables, out_dir: Path, compare=None, labels=("this", "compare")) -> list[Path]:
+def plot_time(
+    tables: Tables, out_dir: Path, compare: Tables | None = None, labels: tuple[str, str] = ("this", "compare")
+) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     drawn = _draw(ax, tables, compare, labels, _time_series)
     _log_if_wide(ax)
@@ -205,7 +218,9 @@ def plot_time(tables, out_dir: Path, compare=None, labels=("this", "compare")) -
     return save_figure(fig, out_dir, "time_vs_particles")
 
 
-def plot_throughput(tables, out_dir: Path, compare=None, labels=("this", "compare")) -> list[Path]:
+def plot_throughput(
+    tables: Tables, out_dir: Path, compare: Tables | None = None, labels: tuple[str, str] = ("this", "compare")
+) -> list[Path]:
     sets = [(tables, labels[0])] + ([(compare, labels[1])] if compare is not None else [])
     fig, axes = plt.subplots(1, len(sets), figsize=(7.5 * len(sets), 4.8), sharey=True, squeeze=False)
     for ax, (tabs, lab) in zip(axes[0], sets):
@@ -244,25 +259,28 @@ def plot_throughput(tables, out_dir: Path, compare=None, labels=("this", "compar
     return save_figure(fig, out_dir, "throughput")
 
 
-def _particle_axis(ax) -> None:
+def _particle_axis(ax: Axes) -> None:
     """Particle counts as 500, 2k, 5M: no 1e7 offset to read off the corner."""
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt_particles(v) if v > 0 else "0"))
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
-def _legend_outside(ax) -> None:
+def _legend_outside(ax: Axes) -> None:
     """The legend right of the axes, never over the data."""
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
-def _subtitle(fig, tables) -> None:
+def _subtitle(fig: Figure, tables: Tables) -> None:
     label = _device_label(tables)
     if label:
         fig.text(0.01, -0.03, label, fontsize=7, color="0.4")
 
 
 def make_plots(
-    tables: Tables, out_dir: Path | str, compare: Tables | None = None, labels=("this", "compare")
+    tables: Tables,
+    out_dir: Path | str,
+    compare: Tables | None = None,
+    labels: tuple[str, str] = ("this", "compare"),
 ) -> list[Path]:
     """All figures into out_dir; returns the written paths (PNG and SVG)."""
     out = Path(out_dir)
