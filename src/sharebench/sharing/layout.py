@@ -48,6 +48,13 @@ class CellPlan:
         return len(self.replicas)
 
 
+def replica_count(m: Mode) -> int:
+    """How many replicas a shared mode runs (timeslice:N, mps:N, partition:N name N)."""
+    if m.replicas is None:
+        raise ValueError(f"{m.label} names no replica count")
+    return int(m.replicas)
+
+
 def gpu_sms(name: str) -> int | None:
     try:
         return gpus.gpu_model(name).sms
@@ -80,10 +87,10 @@ def plan_cell(
     if m.kind == "timeslice":
         if m.interval is not None:
             gpu_target(dev, m.label)  # an NVIDIA GPU nvidia-smi can name, or a one-line refusal
-        return CellPlan(m, dev, same(int(m.replicas)))
+        return CellPlan(m, dev, same(replica_count(m)))
     if m.kind == "mps":
         check_mps_available(dev, m.label)
-        reps = same(int(m.replicas))
+        reps = same(replica_count(m))
         if m.thread_pct is not None and sms:
             for rp in reps:  # a thread share is an SM partition (sharebench.gpus.mps_sms; inferred rounding)
                 rp.sms = gpus.mps_sms(dev.name, m.thread_pct)
@@ -96,7 +103,7 @@ def plan_cell(
                 f"{m.label} is for the CPU (disjoint core sets); the device {spec} is a GPU: "
                 "use mig:LAYOUT to partition a GPU"
             )
-        sets = partition_cpus(int(m.replicas), all_cpus)
+        sets = partition_cpus(replica_count(m), all_cpus)
         return CellPlan(
             m, dev, [ReplicaPlan(i, spec, {}, s, parent_uuid=uuid, cores=len(s)) for i, s in enumerate(sets)]
         )

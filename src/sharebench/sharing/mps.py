@@ -313,7 +313,7 @@ class MpsDaemon:
         if threading.current_thread() is not threading.main_thread():
             return
 
-        def handler(signum, _frame):
+        def handler(signum: int, _frame: object) -> None:
             raise Stopped(signum)  # a KeyboardInterrupt: the sweep exits 128 + signum
 
         for sig in _SIGNALS:
@@ -335,5 +335,5 @@ class MpsDaemon:
     def __enter__(self) -> MpsDaemon:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()

@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
+from pathlib import Path
 
 from sharebench.kernel import run_replica
 from sharebench.results import RESULTS_CSV, load_results
+from sharebench.sweep.plan import SweepPlan
 
 TARGET_TRACK_S = 2.0
 PROBE_PARTICLES = 1000
@@ -29,7 +31,7 @@ def round2(x: float) -> int:
     return int(round(x / k) * k)
 
 
-def calibrate(plan, out) -> str:
+def calibrate(plan: SweepPlan, out: Path | None) -> str:
     """Set ``plan.particles`` to the calibrated size (CPU, no --particles); returns the note to record."""
     if out is not None and (out / RESULTS_CSV).exists():
         df = load_results(out)

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -127,8 +128,9 @@ def summarize(samples: list[dict], meta: dict[str, Any]) -> dict[str, Any]:
         v = _col(samples, col)
         if not v:
             continue
+        reducers: dict[str, Callable[[list[float]], float | None]] = {"mean": _mean, "max": max, "min": min}
         for stat in stats:
-            out[f"tel_{col}_{stat}"] = {"mean": _mean, "max": max, "min": min}[stat](v)
+            out[f"tel_{col}_{stat}"] = reducers[stat](v)
     keys = set().union(*samples) if samples else set()
     mig_mem = sorted(k for k in keys if k.startswith("mig") and k.endswith("_mem_used_bytes"))
     if out["tel_mem_used_bytes_max"] is None and mig_mem:  # MIG: the GPU's use = the instances' sum
@@ -252,7 +254,7 @@ def _window(readers: list[Any], meta: dict[str, Any], interval: float, out_path:
                 except Exception as exc:  # noqa: BLE001 - one bad read must not end the cell's telemetry
                     meta["note"] = (meta["note"] + "; " if meta["note"] else "") + f"read failed once: {exc}"
             samples.append(row)
-            if writer:
+            if writer is not None and fh is not None:
                 writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
                 fh.flush()
 

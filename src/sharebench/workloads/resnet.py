@@ -15,7 +15,7 @@ from typing import Any
 def resnet18(torch: Any, num_classes: int = 1000) -> Any:
     """A ResNet-18 module, initialised as torchvision initialises it (Kaiming-normal convolutions,
     batch-norm weight 1 and bias 0, the linear layer's PyTorch default)."""
-    nn = torch.nn
+    nn: Any = torch.nn
 
     class BasicBlock(nn.Module):
         expansion = 1
