@@ -34,11 +34,13 @@ import pandas as pd
 
 from sharebench.analysis.disturbance import disturbed_flags
 from sharebench.analysis.flags import FLAG_COLUMNS, Flag, flags_frame
+from sharebench.analysis.latency import LATENCY_COLUMNS, latency_table
 from sharebench.analysis.partitions import EMULATED_COLUMNS, emulated_table, is_sm_share, share_slice_sms
 from sharebench.analysis.statistics import MIN_CI_REPEATS, cv_pct, mean_ci, ratio_ci, ratio_loss_ci
 from sharebench.gpus import models_with_profile
 from sharebench.modes import mode_sort_key
 from sharebench.results import load_results
+from sharebench.results.bursts import load_bursts
 
 OVERLAP_MIN_PCT = 95.0
 CV_WARN_PCT = 10.0
@@ -491,6 +493,9 @@ class Tables:
     mig_emulated: pd.DataFrame  # EMULATED_COLUMNS (sharebench.analysis.partitions)
     throughput: pd.DataFrame  # THROUGHPUT_COLUMNS
     flags: pd.DataFrame  # FLAG_COLUMNS (sharebench.analysis.flags)
+    # LATENCY_COLUMNS (sharebench.analysis.latency): per mode, pattern, role and beside, from the folder's
+    # bursts.csv (measured, good cells only); no rows when no pattern was measured
+    latency: pd.DataFrame
 
     def __post_init__(self) -> None:
         for name, columns in TABLE_COLUMNS.items():
@@ -520,12 +525,27 @@ TABLE_COLUMNS: dict[str, list[str]] = {
     "mig_emulated": EMULATED_COLUMNS,
     "throughput": THROUGHPUT_COLUMNS,
     "flags": FLAG_COLUMNS,
+    "latency": LATENCY_COLUMNS,
 }
 TABLES = tuple(f.name for f in fields(Tables))
 
 
-def build_tables(df: pd.DataFrame) -> Tables:
-    """All tables (:class:`Tables`) from a loaded results frame (``sharebench.results.load_results``)."""
+def measured_bursts(bursts: pd.DataFrame | None, good: pd.DataFrame) -> pd.DataFrame:
+    """The burst rows of the good measured cells (warm-ups and excluded cells left out)."""
+    if bursts is None or bursts.empty or good.empty:
+        return pd.DataFrame()
+    keep = set(zip(good["sweep_id"].astype(str), good["cell_id"].astype(str)))
+    rows = bursts[~bursts["warmup"].astype(bool)]
+    mask = [(str(s), str(c)) in keep for s, c in zip(rows["sweep_id"], rows["cell_id"])]
+    rows = rows[mask].copy()
+    if rows["sweep_id"].nunique() > 1:  # a cell id names one cell run within a sweep
+        rows["cell_id"] = rows["sweep_id"].astype(str) + "/" + rows["cell_id"].astype(str)
+    return rows
+
+
+def build_tables(df: pd.DataFrame, bursts: pd.DataFrame | None = None) -> Tables:
+    """All tables (:class:`Tables`) from a loaded results frame (``sharebench.results.load_results``) and,
+    for the latency table, its burst rows (``sharebench.results.bursts.load_bursts``; None: no patterns)."""
     cells, flags = summarise_cells(df)
     measured = cells[~cells["warmup"].astype(bool)] if len(cells) else cells
     good = measured[~measured["excluded"].astype(bool)] if len(measured) else measured
@@ -555,9 +575,10 @@ def build_tables(df: pd.DataFrame) -> Tables:
         mig_emulated=emulated_table(df, good, WORK_KEYS),
         throughput=pd.DataFrame(rows["throughput"], columns=THROUGHPUT_COLUMNS),
         flags=flags_frame(flags),
+        latency=latency_table(measured_bursts(bursts, good)),
     )
 
 
 def analyse(results_dir: Path | str) -> Tables:
-    """The tables of a results folder (or results.csv)."""
-    return build_tables(load_results(results_dir))
+    """The tables of a results folder (or results.csv), the latency table from its bursts.csv."""
+    return build_tables(load_results(results_dir), load_bursts(results_dir))
