@@ -26,6 +26,7 @@ ORDER = [
     "kfp.md",
     "telemetry.md",
     "history.md",
+    "advise.md",
     "_develop.md",
 ]
 
