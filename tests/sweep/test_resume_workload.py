@@ -64,15 +64,19 @@ def resumed(out, workload=None) -> SweepConfig:
 
 
 @pytest.mark.parametrize(
-    "entry, workload",
+    "entry, given, workload",
     [
-        (LEGACY_EXEC, Workload(engine="exec", device="cpu", command="sleep 0.1", timing="process", name="nap")),
-        (LEGACY_TRACKER, Workload(device="opencl:0.0", seed=3)),
+        (
+            LEGACY_EXEC,
+            {"command": "sleep 0.1", "timing": "process"},  # the program comes from the command line alone
+            Workload(engine="exec", device="cpu", command="sleep 0.1", timing="process", name="nap"),
+        ),
+        (LEGACY_TRACKER, {}, Workload(device="opencl:0.0", seed=3)),
     ],
 )
-def test_an_old_folder_resumes_with_its_own_workload_and_identity(tmp_path, entry, workload):
+def test_an_old_folder_resumes_with_its_own_workload_and_identity(tmp_path, entry, given, workload):
     append_sweep(tmp_path, entry)
-    cfg = resumed(tmp_path)
+    cfg = resumed(tmp_path, given)
     assert cfg.workload == workload and cfg.run_options == {} and cfg.modes == ["exclusive"]
     shared = identity(cfg, entry["identity"]["turns"], cfg.workload.label)
     assert shared == entry["identity"]  # the same work_key for the same cell as before
@@ -84,19 +88,28 @@ def test_a_new_folder_round_trips_through_sweep_json(tmp_path):
     cfg = SweepConfig(modes=["exclusive"], particles=[5], workload=w, run_options={"warmup_turns": 0})
     append_sweep(tmp_path, {"config": cfg.to_dict(), "identity": identity(cfg, 1, w.label)})
     assert folder_workload(cfg.to_dict()) == (w.to_dict(), {"warmup_turns": 0})
-    again = resumed(tmp_path)
+    again = resumed(tmp_path, {"command": "python3 job.py"})
     assert again.workload == w and again.run_options == {"warmup_turns": 0}
 
 
-def test_resume_keeps_given_values_and_takes_the_exec_fields_together(tmp_path):
+def test_resume_never_takes_the_program_from_the_folder(tmp_path):
     append_sweep(tmp_path, LEGACY_EXEC)
-    # another device given: kept; the command, timing and name come from the folder together
-    assert resumed(tmp_path, {"device": "auto"}).workload == Workload(
-        engine="exec", device="auto", command="sleep 0.1", timing="process", name="nap"
+    # the folder names a program: without --exec nothing of it runs, the refusal shows it
+    with pytest.raises(UserError, match=r"needs --exec: a results folder never names the program to run "):
+        resumed(tmp_path)
+    with pytest.raises(UserError, match=r"\(the folder ran --exec 'sleep 0.1'\)"):
+        resumed(tmp_path, {"device": "auto"})
+    # the same command (spacing aside) and another device: kept; the name (a label) comes with the command
+    assert resumed(tmp_path, {"device": "auto", "command": "sleep  0.1", "timing": "process"}).workload == Workload(
+        engine="exec", device="auto", command="sleep  0.1", timing="process", name="nap"
     )
-    # another program given: none of the folder's exec fields (its name would be wrong)
-    other = resumed(tmp_path, {"command": "python3 b.py"}).workload
-    assert (other.command, other.timing, other.name, other.label) == ("python3 b.py", "protocol", None, "b")
+    # another program: refused, both shown
+    with pytest.raises(UserError) as refused:
+        resumed(tmp_path, {"command": "python3 b.py"})
+    assert str(refused.value) == (
+        f"--resume: {tmp_path} ran --exec 'sleep 0.1', this run gives --exec 'python3 b.py'; resume with the "
+        "folder's command, or measure another program in another --out"
+    )
     # a tracker given on an exec folder: measured beside it, without the folder's command
     tracker = resumed(tmp_path, {"engine": "simpletrack"}).workload
     assert tracker == Workload(device="cpu")

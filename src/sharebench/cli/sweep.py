@@ -11,7 +11,7 @@ from sharebench.cli.workloads import add_exec_options, given_workload, make_work
 from sharebench.errors import UserError
 from sharebench.parse import seconds, whole_number
 from sharebench.report import build_report, end_screen
-from sharebench.results import RESULTS_CSV
+from sharebench.results import RESULTS_CSV, SWEEP_JSON
 from sharebench.sharing import stop_orphans
 from sharebench.sweep import (
     MAX_REPEATS,
@@ -24,6 +24,7 @@ from sharebench.sweep import (
     stop_on_signals,
     validate,
 )
+from sharebench.sweep.resume import check_same_work, identity, measured_cells
 from sharebench.telemetry.disturbance import Disturbed, check_quiet, strict_guard
 
 
@@ -150,12 +151,55 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    out = (
-        Path(args.out)
-        if args.out
-        else Path("sharebench-results") / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+DEFAULT_ROOT = Path("sharebench-results")  # where a run without --out writes (a folder per UTC start time)
+
+
+def results_folder(args: argparse.Namespace) -> Path:
+    """The run's results folder: --out; a new one under the default root; with --resume and no --out the
+    newest folder there (said on stderr). A resume of a folder that holds no sweep is refused."""
+    if not args.resume:
+        return Path(args.out) if args.out else DEFAULT_ROOT / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    if args.out:
+        out = Path(args.out)
+        if not out.is_dir():
+            raise UserError(f"--resume: no results folder at {out}; give an existing folder, or run without --resume")
+    else:
+        found = sorted(p for p in DEFAULT_ROOT.glob("*") if p.is_dir()) if DEFAULT_ROOT.is_dir() else []
+        if not found:
+            raise UserError(
+                f"--resume without --out: there is no results folder under {DEFAULT_ROOT}/ to continue; give --out DIR"
+            )
+        out = found[-1]
+        print(f"sharebench: --resume without --out: continuing the newest results folder, {out}", file=sys.stderr)
+    if not (out / RESULTS_CSV).exists() and not (out / SWEEP_JSON).exists():
+        raise UserError(
+            f"--resume: {out} holds no sharebench sweep (no {RESULTS_CSV}, no {SWEEP_JSON}); "
+            "give a results folder, or run without --resume"
+        )
+    if not (out / SWEEP_JSON).exists():
+        print(
+            f"sharebench: {out}/{SWEEP_JSON} is gone: continuing from what its {RESULTS_CSV} rows prove",
+            file=sys.stderr,
+        )
+    return out
+
+
+def nothing_to_do(cfg: SweepConfig, out: Path) -> bool:
+    """A resume whose every cell is measured already: says so (nothing is run or written)."""
+    plan = validate(cfg)
+    cells = {c.id for c in plan.cells()}
+    if not cells <= measured_cells(out, plan.workload, plan.device.backend):
+        return False
+    shared = identity(cfg, plan.turns, plan.workload)  # the same work, or refused as the run itself would
+    check_same_work(out, shared, plan.workload, device_model=plan.device.name or plan.device.kind)
+    print(
+        f"nothing to do: every cell of this sweep in {out} is measured ({len(cells)} cells); report: {out}/report.html"
     )
+    return True
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    out = results_folder(args)
     given = {
         "turns": whole_number("--turns", args.turns, 1, MAX_TURNS) if args.turns is not None else None,
         "repeats": whole_number("--repeats", args.repeats, 1, MAX_REPEATS) if args.repeats is not None else None,
@@ -187,6 +231,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if args.dry_run:
         print(describe_plan(validate(cfg)))
+        return 0
+    if args.resume and nothing_to_do(cfg, out):
         return 0
     if args.strict:
         check_quiet()

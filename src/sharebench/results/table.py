@@ -54,8 +54,15 @@ class ResultsWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.header: list[str] = list(COLUMN_NAMES)
         if self.path.exists() and self.path.stat().st_size > 0:
-            with self.path.open(newline="") as f:
-                existing = next(csv.reader(f), [])
+            with self.path.open("rb") as f:
+                first = f.readline()
+            try:
+                existing = next(csv.reader([first.decode("utf-8")]), [])
+            except (UnicodeDecodeError, csv.Error):
+                raise UserError(
+                    f"{self.path} is not a readable results CSV (its header is not UTF-8 CSV); restore it from "
+                    "a copy, or move it aside and re-run the sweep"
+                ) from None
             _check_header(existing, self.path)
             self.header = existing
 

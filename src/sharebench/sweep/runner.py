@@ -248,7 +248,8 @@ def run_sweep(
     check_out_path(out)
     with claim_folder(out):  # one sweep at a time; results.guard says what the folder keeps safe
         if config.resume:
-            check_same_work(out, identity(config, plan.turns, plan.workload), plan.workload)
+            shared = identity(config, plan.turns, plan.workload)
+            check_same_work(out, shared, plan.workload, device_model=plan.device.name or plan.device.kind)
             torn = set_aside_torn_tail(out)
         else:
             check_new_folder(out)
