@@ -301,7 +301,7 @@ def test_mps_check_of_exec_replicas_looks_at_their_programs():
             w.wait()
 
 
-def test_cli_resumes_an_exec_folder_with_its_own_command(tmp_path):
+def test_cli_resumes_an_exec_folder_with_its_own_command(tmp_path, capsys):
     out = tmp_path / "out"
     argv = [
         "run",
@@ -325,7 +325,10 @@ def test_cli_resumes_an_exec_folder_with_its_own_command(tmp_path):
         "--no-progress",
     ]
     assert main(argv) == 0
-    assert main(["run", "--resume", "--repeats", "2", "--out", str(out), "--no-progress", "--no-telemetry"]) == 0
+    resume = ["run", "--resume", "--repeats", "2", "--out", str(out), "--no-progress", "--no-telemetry"]
+    assert main(resume) == 2  # the folder's command is never run on the folder's word
+    assert "needs --exec: a results folder never names the program to run" in capsys.readouterr().err
+    assert main([*resume, "--engine", "exec", "--exec", f"{EXAMPLES}/sum_sqrt.sh"]) == 0
     df = load_results(out)
     assert sorted(df["repeat"]) == [1, 2] and set(df["engine"]) == {"sum_sqrt"}
     assert (df["cell_status"] == "ok").all()

@@ -178,7 +178,7 @@ def check_exec_command(out: Path, ran: list[Any], workload: dict[str, Any]) -> N
     if command is None:
         raise UserError(
             f"--resume of the exec sweep in {out} needs --exec: a results folder never names the program "
-            f"to run (the folder ran --exec {shown}); give --exec with that command"
+            f"to run (the folder ran --exec {shown}); give --engine exec --exec with that command"
         )
     if commands and not any(same_command(c, command) for c in commands):
         raise UserError(
