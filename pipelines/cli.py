@@ -23,8 +23,10 @@ import yaml
 from kfp_server_api.exceptions import ApiException
 
 from sharebench.errors import UserError
+from sharebench.parse import seconds
 from sharebench.pipelines.compile import compile_all
 from sharebench.pipelines.fetch import Store, fetch_results
+from sharebench.sweep.cells import plan_sweep as plan_cells
 from sharebench.workloads import Workload
 
 HERE = Path(__file__).resolve().parent
@@ -135,6 +137,35 @@ def check_workload(value: Any) -> dict[str, Any]:
         raise UserError(f"--param workload: {exc}") from None
 
 
+def check_arguments(params: dict[str, dict[str, Any]], given: dict[str, Any]) -> None:
+    """A run's arguments (``given`` over the compiled defaults) checked here as the pipeline's own plan
+    step checks them (``sharebench.sweep.cells.plan_sweep``: modes, particle counts, repeats, turns,
+    placement, node and GPU model, per node of a multi-node run), and its durations as ``run`` checks
+    them: a bad value is a one-line UserError before the run exists, not a failed task on the cluster.
+    A run that names no node is checked as if it named one (the cluster's answer to that is its own)."""
+    values = {k: given.get(k, spec.get("defaultValue")) for k, spec in params.items()}
+    if not {"modes", "particle_counts", "repeats", "turns", "placement"} <= set(values):
+        return  # not a sweep pipeline: its parameters are checked by their types alone
+    nodes = values.get("nodes") if "nodes" in values else [values.get("node_name") or ""]
+    try:
+        for node in [str(n) or "node" for n in nodes or [""]]:
+            plan_cells(
+                modes=values["modes"] or [],
+                gpu_model=str(values.get("gpu_model") or ""),
+                particle_counts=values["particle_counts"] or [],
+                repeats=values["repeats"],
+                placement=str(values["placement"]),
+                node_name=str(node),
+                turns=values["turns"],
+                warmup_repeats=values.get("warmup_repeats", 1),
+            )
+        for key in ("start_delay_s", "reconfigure_timeout_s"):
+            if key in given:
+                seconds(key, given[key], 0.0)
+    except UserError as exc:
+        raise UserError(f"--param: {exc}") from None
+
+
 def _typed(key: str, raw: str, ptype: str) -> Any:
     try:
         if ptype == "LIST":
@@ -236,7 +267,9 @@ def _package(args: argparse.Namespace) -> Path:
 def submit(args: argparse.Namespace) -> dict[str, Any]:
     """Create a run (or a recurring run with ``--schedule``) of a compiled pipeline."""
     package = _package(args)
-    params = parse_params(args.param, pipeline_parameters(package))
+    known = pipeline_parameters(package)
+    params = parse_params(args.param, known)
+    check_arguments(known, params)
     cron = validate_cron(args.schedule) if args.schedule else None
     with _api_errors(args):
         return _submit(args, package, params, cron)

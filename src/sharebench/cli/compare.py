@@ -38,6 +38,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else None
     if out is not None and any(out.resolve() == d.resolve() for d in dirs):
         raise UserError(f"--out {out} is one of the compared folders; give a folder of its own")
+    if out is not None and out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file, not a folder; give a folder (it is created if missing)")
     ignore = tuple(k for k in args.ignore.split(",") if k)
     base = analyse(dirs[0])
     parts, frames = [], []
@@ -58,8 +60,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     text = "\n".join(parts)
     print(text)
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "compare.md").write_text(f"# sharebench compare\n\n{text}")
-        __import__("pandas").concat(frames).to_csv(out / "compare.csv", index=False)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "compare.md").write_text(f"# sharebench compare\n\n{text}")
+            __import__("pandas").concat(frames).to_csv(out / "compare.csv", index=False)
+        except OSError as exc:  # a path under a file, a read-only or full disk: one line naming it
+            raise UserError(f"cannot write {exc.filename or out}: {exc.strerror or exc}; give another --out") from None
         print(f"written: {out}/compare.md  ({out}/compare.csv)")
     return 0
