@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-# cell flags: failed, incomplete, overlap and devices exclude the cell; disturbed warns
+# cell flags: failed, incomplete, overlap, devices, unlisted and rerun exclude the cell; disturbed warns
 # group flags (one mode on one kind of work): warnings
 FLAG_KINDS = (
     "failed",  # a replica or the cell failed; detail: the first error
@@ -24,6 +24,8 @@ FLAG_KINDS = (
     "spread",  # a coefficient of variation above the limit; detail: "CV of T_N 12.00% > 10%"
     "fairness",  # the slowest replica much slower than the fastest; detail: the ratio
     "scaling",  # the units (SMs, cores) of the device or the slice unknown; detail: which
+    "unlisted",  # the row's sweep is not one sweep.json lists (a row from elsewhere); detail: the sweep id
+    "rerun",  # a failed cell that a later sweep of the folder measured again; detail: the first error
 )
 FLAG_COLUMNS = ["scope", "mode", "particles", "cell_id", "flag", "excluded", "kind", "detail"]
 

@@ -25,6 +25,7 @@ statistic.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -39,7 +40,7 @@ from sharebench.analysis.partitions import EMULATED_COLUMNS, emulated_table, is_
 from sharebench.analysis.statistics import MIN_CI_REPEATS, cv_pct, mean_ci, ratio_ci, ratio_loss_ci
 from sharebench.gpus import models_with_profile
 from sharebench.modes import mode_sort_key
-from sharebench.results import load_results
+from sharebench.results import SWEEP_JSON, load_results, read_sweeps
 from sharebench.results.bursts import load_bursts
 
 OVERLAP_MIN_PCT = 95.0
@@ -54,8 +55,14 @@ WORK_KEYS = ["engine", "backend", "device_class", "lattice", "particles", "turns
 # ------------------------------------------------------------------ per cell
 
 
-def cell_checks(g: pd.DataFrame, n: int, overlap: float, phys: list[str]) -> list[tuple[str, str, str]]:
-    """(kind, detail, sentence) of each flag of one cell; any of them excludes the cell."""
+def cell_checks(
+    g: pd.DataFrame, n: int, overlap: float, phys: list[str], listed: set[str] | None = None
+) -> list[tuple[str, str, str]]:
+    """(kind, detail, sentence) of each flag of one cell; any of them excludes the cell. ``listed``: the
+    sweeps the folder's sweep.json lists (None: no sweep.json, nothing to check against)."""
+    sweep = str(g["sweep_id"].iloc[0])
+    if listed is not None and sweep not in listed:
+        return [("unlisted", sweep, f"unlisted: sweep {sweep!r} is not in sweep.json; not reported as measured")]
     if (g["status"] == "failed").any() or (g["cell_status"] == "failed").any():
         errs = [e for e in list(g["cell_error"]) + list(g["error"]) if isinstance(e, str) and e]
         err = errs[0] if errs else "a replica failed"
@@ -84,7 +91,9 @@ def span_overlap(g: pd.DataFrame, n: int) -> tuple[float, float]:
     return (float(track.max()) if len(track) else math.nan), math.nan
 
 
-def one_cell(sweep_id: object, cell_id: object, g: pd.DataFrame) -> tuple[dict, list[Flag]]:
+def one_cell(
+    sweep_id: object, cell_id: object, g: pd.DataFrame, listed: set[str] | None = None
+) -> tuple[dict, list[Flag]]:
     """One cell's row of the cells table and its flags."""
     first = g.iloc[0]
     n = int(first["replicas"]) if pd.notna(first["replicas"]) else len(g)
@@ -92,7 +101,7 @@ def one_cell(sweep_id: object, cell_id: object, g: pd.DataFrame) -> tuple[dict, 
     span, overlap = span_overlap(g, n)
     phys_ids = g["parent_uuid"].where(g["parent_uuid"].astype(str) != "", g["device_uuid"])
     phys = sorted({str(p) for p in phys_ids if isinstance(p, str) and p})
-    checks = cell_checks(g, n, overlap, phys)
+    checks = cell_checks(g, n, overlap, phys, listed)
     fair = float(track.max() / track.min()) if n > 1 and len(track) and track.min() > 0 else math.nan
     work = float((g["particles"].astype(float) * g["turns"].astype(float)).sum())
     row = {k: first[k] for k in WORK_KEYS}
@@ -135,17 +144,37 @@ def one_cell(sweep_id: object, cell_id: object, g: pd.DataFrame) -> tuple[dict, 
     return row, flags
 
 
-def summarise_cells(df: pd.DataFrame) -> tuple[pd.DataFrame, list[Flag]]:
+def summarise_cells(df: pd.DataFrame, listed: set[str] | None = None) -> tuple[pd.DataFrame, list[Flag]]:
     """The cells table (one row per cell, measured repeats and warm-ups both) and the flags of the
-    measured (non-warm-up) cells, in table order."""
-    rows, flags = [], []
+    measured (non-warm-up) cells, in table order. A failed cell that a later sweep measured again is
+    flagged ``rerun``: the folder's final state has it measured (``listed``: see :func:`cell_checks`)."""
+    rows: list[dict] = []
+    flags: list[list[Flag]] = []
     if df.empty:
         return pd.DataFrame(columns=CELL_COLUMNS), []
     for (sweep_id, cell_id), g in df.groupby(["sweep_id", "cell_id"], sort=False, dropna=False):
-        row, more = one_cell(sweep_id, cell_id, g)
+        row, more = one_cell(sweep_id, cell_id, g, listed)
         rows.append(row)
-        flags += [] if row["warmup"] else more
-    return pd.DataFrame(rows, columns=CELL_COLUMNS), flags
+        flags.append([] if row["warmup"] else more)
+    rerun_flags(rows, flags)
+    return pd.DataFrame(rows, columns=CELL_COLUMNS), [f for more in flags for f in more]
+
+
+def rerun_flags(rows: list[dict], flags: list[list[Flag]]) -> None:
+    """Turn the ``failed`` flag of each cell measured ok by a later sweep (the same cell of the same
+    work) into ``rerun``, in place: still left out, no longer a failure of the folder."""
+
+    def same(row: dict) -> tuple:
+        return (row["cell_id"], *[str(row[k]) for k in WORK_KEYS])
+
+    good_at = {same(row): i for i, row in enumerate(rows) if not row["excluded"]}
+    for i, row in enumerate(rows):
+        key = same(row)
+        if not str(row["flags"]).startswith("failed: ") or good_at.get(key, -1) < i:
+            continue
+        error = str(row["flags"])[len("failed: ") :]
+        row["flags"] = f"rerun: failed ({error}); measured again by sweep {rows[good_at[key]]['sweep_id']}"
+        flags[i] = [dataclasses.replace(f, kind="rerun", flag=row["flags"]) for f in flags[i]]
 
 
 def cell_summary(df: pd.DataFrame) -> pd.DataFrame:
@@ -543,10 +572,10 @@ def measured_bursts(bursts: pd.DataFrame | None, good: pd.DataFrame) -> pd.DataF
     return rows
 
 
-def build_tables(df: pd.DataFrame, bursts: pd.DataFrame | None = None) -> Tables:
+def build_tables(df: pd.DataFrame, bursts: pd.DataFrame | None = None, listed: set[str] | None = None) -> Tables:
     """All tables (:class:`Tables`) from a loaded results frame (``sharebench.results.load_results``) and,
     for the latency table, its burst rows (``sharebench.results.bursts.load_bursts``; None: no patterns)."""
-    cells, flags = summarise_cells(df)
+    cells, flags = summarise_cells(df, listed)
     measured = cells[~cells["warmup"].astype(bool)] if len(cells) else cells
     good = measured[~measured["excluded"].astype(bool)] if len(measured) else measured
     flags += disturbed_flags(df, measured)
@@ -581,4 +610,11 @@ def build_tables(df: pd.DataFrame, bursts: pd.DataFrame | None = None) -> Tables
 
 def analyse(results_dir: Path | str) -> Tables:
     """The tables of a results folder (or results.csv), the latency table from its bursts.csv."""
-    return build_tables(load_results(results_dir), load_bursts(results_dir))
+    return build_tables(load_results(results_dir), load_bursts(results_dir), listed_sweeps(results_dir))
+
+
+def listed_sweeps(results_dir: Path | str) -> set[str] | None:
+    """The sweeps a folder's sweep.json lists (its rows of others are flagged ``unlisted``); None without one."""
+    path = Path(results_dir)
+    folder = path if path.is_dir() else path.parent
+    return {str(s.get("sweep_id")) for s in read_sweeps(folder)} if (folder / SWEEP_JSON).is_file() else None
