@@ -1,0 +1,507 @@
+"""A sweep within a node-time budget: what fits, planned before anything runs, and the plan that then runs.
+
+``--budget DURATION`` (:func:`parse_duration`) is the node time an answer may cost, from the command's
+start to its report. The plan (:func:`plan_within`) comes from
+
+* a calibration (:class:`Calibration`): the exclusive rate per particle count, from one short
+  exclusive run per size on this machine (:func:`calibrate_sizes`, what the CPU default's
+  ``sweep.calibrate`` does for one size), or from the committed results of a GPU model
+  (:func:`recorded_calibration`: element-passes/s of its exclusive cells, and the span of each mode's
+  cells against N·T_1), "planned from recorded rates of <model>";
+* the measured overheads (:class:`Overheads`): the gap between cells, the set-up before the first
+  cell, the report after the last (``tools/cell_overhead.py`` defines them; :func:`measured_overheads`
+  reads them from results folders).
+
+A cell of mode m (N replicas) at P particles is predicted to cost N·T_1(P)·f_m + the per-cell gap,
+f_m the mode's recorded span / (N·T_1) (1 where none is recorded). The plan takes, in priority order,
+every mode at the largest size at which all of them fit ``min_repeats`` times (with the warm-ups),
+then further sizes, largest first, mode by mode (headline modes first: exclusive, timeslice:2,
+mps:2, then the rest as given), keeping :data:`ADAPTIVE_RESERVE` of the budget for adaptive repeats
+when ``max_repeats`` allows them. With no sizes given it picks the one largest size (two significant
+digits) at which every mode fits. A budget that cannot hold one cell of every mode is a UserError
+saying what does fit. The plan is a frozen :class:`BudgetPlan`: ``describe()`` is what ``--dry-run``
+prints, ``cells()`` what then runs, in ``sweep.plan``'s order (repeat -> particle count -> mode);
+after each cell ``sweep.adaptive.next_cells`` says what runs next.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sharebench.analysis.sequential import DEFAULT_MAX_REPEATS, DEFAULT_PRECISION, GAIN_THRESHOLD_LOSS_PCT, MIN_REPEATS
+from sharebench.errors import UserError
+from sharebench.gpus import gpu_model as find_gpu_model
+from sharebench.kernel import RunConfig, run_replica
+from sharebench.modes import Mode, parse_mode
+from sharebench.parse import whole_number
+from sharebench.results import load_results, read_sweeps
+from sharebench.sweep.calibrate import MAX_PARTICLES, PROBE_PARTICLES
+from sharebench.sweep.plan import MAX_REPEATS, Cell
+
+HEADLINE_MODES = ("exclusive", "timeslice:2", "mps:2")
+ADAPTIVE_RESERVE = 0.25  # of the time left after the set-up: kept for repeats beyond the minimum
+MAX_BUDGET_S = 30 * 86400.0
+DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?")
+DURATION_ALLOWED = "a duration such as 90s, 10m, 1h30m (h, m, s; at most 30 days)"
+
+
+def parse_duration(text: str | float, name: str = "--budget") -> float:
+    """``"90s"`` -> 90.0, ``"10m"`` -> 600.0, ``"1h30m"`` -> 5400.0; a bare number, zero or a typo is a
+    one-line UserError naming the value."""
+    s = str(text).strip().lower().replace(" ", "")
+    m = DURATION.fullmatch(s)
+    if not s or m is None or not any(m.groups()):
+        raise UserError(f"bad {name} {text!r}; allowed: {DURATION_ALLOWED}")
+    h, mi, sec = (float(g) if g else 0.0 for g in m.groups())
+    total = h * 3600 + mi * 60 + sec
+    if not 0 < total <= MAX_BUDGET_S:
+        raise UserError(f"bad {name} {text!r}; allowed: {DURATION_ALLOWED}, more than 0 s")
+    return total
+
+
+def fmt_duration(seconds: float) -> str:
+    """600 -> "10m", 5400 -> "1h30m", 95.5 -> "1m35.5s"."""
+    h, rest = divmod(float(seconds), 3600)
+    m, s = divmod(rest, 60)
+    parts = [f"{int(h)}h" if h else "", f"{int(m)}m" if m else "", f"{s:.3g}s" if s or not (h or m) else ""]
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class BudgetOptions:
+    """What ``--budget/--precision/--max-repeats`` ask for; ``budget_s`` None: no budget (adaptive
+    repeats alone). Thresholds: the values a cell's interval must lie clear of (loss points; slowdown)."""
+
+    budget_s: float | None = None
+    precision: float = DEFAULT_PRECISION  # half-width of a loss interval, points (of T_1: % of it)
+    max_repeats: int = DEFAULT_MAX_REPEATS
+    min_repeats: int = MIN_REPEATS
+    loss_thresholds: tuple[float, ...] = (GAIN_THRESHOLD_LOSS_PCT,)
+    slowdown_thresholds: tuple[float, ...] = ()
+
+
+def budget_options(
+    budget: str | float | None,
+    precision: str | float = DEFAULT_PRECISION,
+    max_repeats: str | int = DEFAULT_MAX_REPEATS,
+    *,
+    target_slowdown: float | None = None,
+) -> BudgetOptions:
+    """The options as typed, checked: a one-line UserError for a bad duration, a precision <= 0, or
+    max-repeats below the minimum (3)."""
+    budget_s = None if budget is None else parse_duration(budget)
+    try:
+        p = float(precision)
+    except (TypeError, ValueError):
+        p = math.nan
+    if not math.isfinite(p) or p <= 0:
+        raise UserError(f"bad --precision {precision!r}; allowed: points of loss > 0, such as 1 or 0.5")
+    reps = whole_number("--max-repeats", max_repeats, MIN_REPEATS, MAX_REPEATS)
+    slow = () if target_slowdown is None else (float(target_slowdown),)
+    return BudgetOptions(budget_s, p, reps, MIN_REPEATS, (GAIN_THRESHOLD_LOSS_PCT,), slow)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Exclusive rates per particle count (element-passes/s; ``elements`` 1: particle-turns/s), each
+    mode's span against N·T_1 (``factors``), where they come from, and the time the calibration took."""
+
+    turns: int
+    elements: int
+    rates: Mapping[int, float]
+    source: str
+    factors: Mapping[str, float] = field(default_factory=dict)
+    spent_s: float = 0.0
+
+    def exclusive_s(self, particles: int) -> float:
+        """T_1 at ``particles``: the rate of the nearest calibrated size (in log size), work / rate."""
+        if not self.rates:
+            raise ValueError("a Calibration needs at least one rate")
+        near = min(self.rates, key=lambda p: abs(math.log(p / particles)))
+        return particles * self.turns * max(1, self.elements) / self.rates[near]
+
+    def cell_s(self, mode: Mode, replicas: int, particles: int) -> float:
+        """The predicted span of a cell: N·T_1·f_mode."""
+        return replicas * self.exclusive_s(particles) * self.factors.get(mode.label, 1.0)
+
+
+def calibrate_sizes(run_config: Callable[[int], RunConfig], sizes: Sequence[int]) -> Calibration:
+    """One exclusive run per size in this process (which also builds the kernel into the cache the
+    replicas reuse): their rates. ``run_config`` is ``SweepPlan.run_config``."""
+    t0 = time.monotonic()
+    rates: dict[int, float] = {}
+    turns, elements = 1, 1
+    for p in sizes:
+        cfg = run_config(int(p))
+        with contextlib.redirect_stdout(sys.stderr):
+            rec = run_replica(cfg)
+        turns, elements = cfg.turns, max(1, int(rec.elements or 1))
+        rates[int(p)] = p * turns * elements / rec.track_s if rec.track_s > 0 else math.inf
+    shown = ", ".join(f"{p:,} particles {p * turns * elements / r:.3g} s" for p, r in rates.items())
+    return Calibration(
+        turns,
+        elements,
+        rates,
+        f"calibrated on this machine (one exclusive run per size: {shown})",
+        spent_s=time.monotonic() - t0,
+    )
+
+
+@dataclass(frozen=True)
+class Overheads:
+    """Seconds a sweep spends not tracking: between two cells, from the start to the first cell
+    (validation, provenance, the warm replicas' set-up), and after the last (the report)."""
+
+    per_cell_s: float
+    start_s: float
+    end_s: float
+    source: str
+
+
+# The medians of the committed warm-replica sweeps (measured_overheads; python -m tools.cell_overhead shows
+# each sweep): docs/results/cpu-default (gap 0.55 s, start 5.3 s) and the warm sweeps under docs/results/h200
+# (45 gaps, median 0.82 s; start 5.26 s). The report: build_report of docs/results/cpu-default
+# took 4.9 s after 4.7 s of imports on the 2-core dev machine (2026-12-03), so 10 s.
+REPORT_S = 10.0
+DEFAULT_OVERHEADS = {
+    "cpu": Overheads(0.55, 5.3, REPORT_S, "recorded: docs/results/cpu-default (warm replicas)"),
+    "gpu": Overheads(0.82, 5.26, REPORT_S, "recorded: docs/results/h200 (warm-replica sweeps)"),
+}
+
+
+def sweep_gaps(folder: Path) -> tuple[list[float], list[float]]:
+    """The warm-replica sweeps of a results folder: gaps between consecutive cells, and the time from each
+    sweep's start to its first tracking (``tools/cell_overhead.py``'s definitions)."""
+    sweeps = {str(s["sweep_id"]): s for s in read_sweeps(folder)}
+    df = load_results(folder)
+    ok = df[(df["status"] == "ok") & df["track_start"].notna() & df["track_end"].notna()]
+    gaps: list[float] = []
+    starts: list[float] = []
+    for sweep_id, g in ok.groupby("sweep_id"):
+        sweep = sweeps.get(str(sweep_id), {})
+        if (sweep.get("config") or {}).get("fresh_replicas", True):
+            continue  # fresh replicas (or a sweep from before warm ones): not what runs now
+        cells = g.groupby("cell_id").agg(start=("track_start", "min"), end=("track_end", "max")).sort_values("start")
+        gaps += [float(x) for x in (cells["start"] - cells["end"].shift(1)).dropna()]
+        if sweep.get("started_unix"):
+            starts.append(float(cells["start"].iloc[0]) - float(sweep["started_unix"]))
+    return gaps, starts
+
+
+def measured_overheads(folders: Sequence[Path | str], end_s: float = REPORT_S) -> Overheads:
+    """The medians of the warm-replica sweeps of ``folders``; a UserError when none has one."""
+    gaps: list[float] = []
+    starts: list[float] = []
+    for f in folders:
+        g, s = sweep_gaps(Path(f))
+        gaps += g
+        starts += s
+    if not gaps:
+        raise UserError(f"no warm-replica sweep with two cells or more in {', '.join(map(str, folders))}")
+    start = float(np.median(starts)) if starts else DEFAULT_OVERHEADS["gpu"].start_s
+    names = str(folders[0]) if len(folders) == 1 else f"{len(folders)} results folders"
+    return Overheads(float(np.median(gaps)), start, end_s, f"recorded: {names}, median of {len(gaps)} gaps")
+
+
+def model_key(name: object) -> str:
+    """The GPU model a device name is (``"NVIDIA H200"`` -> ``"H200"``); "" for anything else."""
+    try:
+        return find_gpu_model(str(name)).key
+    except UserError:
+        return ""
+
+
+def recorded_results(
+    root: Path | str, model: str, backend: str = "cuda", engine: str = "simpletrack"
+) -> list[tuple[Path, pd.DataFrame]]:
+    """The results folders under ``root`` with exclusive cells measured on a GPU of ``model`` (with that
+    backend and engine), and those rows (every ok, measured one)."""
+    key = find_gpu_model(model).key
+    found = []
+    for csv in sorted(Path(root).rglob("results.csv")):
+        df = load_results(csv.parent)
+        keys = df["device_name"].map(model_key)
+        rows = df[
+            (keys == key)
+            & (df["status"] == "ok")
+            & ~df["warmup"].astype(bool)
+            & (df["backend"] == backend)
+            & (df["engine"] == engine)
+        ]
+        if (rows["mode_kind"] == "exclusive").any():
+            found.append((csv.parent, rows))
+    if not found:
+        raise UserError(
+            f"no recorded {engine} results on the {backend} backend of GPU model {model!r} under {root}; "
+            "record a sweep on one first"
+        )
+    return found
+
+
+def mode_factors(rows: pd.DataFrame) -> dict[str, list[float]]:
+    """Each cell's span / (N · mean T_1 of its work), by mode, from one folder's rows."""
+    t1 = rows[rows["mode_kind"] == "exclusive"].groupby(["particles", "turns"])["track_s"].mean()
+    out: dict[str, list[float]] = {}
+    for (_, _, mode), g in rows.groupby(["sweep_id", "cell_id", "mode"]):
+        work = (g["particles"].iloc[0], g["turns"].iloc[0])
+        if mode == "exclusive" or work not in t1.index:
+            continue
+        span = float(g["track_end"].max() - g["track_start"].min())
+        out.setdefault(str(mode), []).append(span / (len(g) * float(t1[work])))
+    return out
+
+
+def recorded_calibration(
+    model: str, root: Path | str, turns: int, elements: int | None = None, backend: str = "cuda"
+) -> tuple[Calibration, Overheads]:
+    """A GPU campaign planned on a machine without that GPU: the median element-passes/s of the recorded
+    exclusive cells per size, the modes' median span / (N·T_1), the warm sweeps' overheads. ``elements``:
+    the campaign lattice's (None: the recorded one's)."""
+    found = recorded_results(root, model, backend)
+    rows = pd.concat([r for _, r in found])
+    exclusive = rows[rows["mode_kind"] == "exclusive"]
+    rates = {int(p): float(g.median()) for p, g in exclusive.groupby("particles")["element_passes_per_s"]}
+    factors: dict[str, list[float]] = {}
+    for _, r in found:
+        for mode, values in mode_factors(r).items():
+            factors.setdefault(mode, []).extend(values)
+    n_elements = elements if elements is not None else int(exclusive["elements"].mode().iloc[0])
+    folders = [f for f, _ in found]
+    try:
+        overheads = measured_overheads(folders)
+    except UserError:
+        overheads = DEFAULT_OVERHEADS["gpu"]
+    key = find_gpu_model(model).key
+    source = f"planned from recorded rates of {key} ({len(folders)} results folder(s) under {root})"
+    cal = Calibration(turns, n_elements, rates, source, {m: float(np.median(v)) for m, v in factors.items()})
+    return cal, overheads
+
+
+@dataclass(frozen=True)
+class Block:
+    """One mode at one particle count, planned for the plan's repeats: its replicas and predicted span."""
+
+    mode: Mode
+    particles: int
+    replicas: int
+    cell_s: float
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    """What a budgeted sweep runs: the blocks (mode x size) in priority order, the measured repeats of
+    each (and warm-ups) that surely run, and the prediction. ``cells()`` is the run order."""
+
+    budget_s: float
+    calibration: Calibration
+    overheads: Overheads
+    modes: tuple[Mode, ...]  # run order (the sweep's)
+    sizes: tuple[int, ...]  # run order
+    blocks: tuple[Block, ...]  # priority order
+    repeats: int
+    warmup_repeats: int
+    min_repeats: int
+    max_repeats: int
+    left_out: tuple[str, ...] = ()  # "mode at P particles" not planned for want of time
+
+    def block(self, label: str, particles: int) -> Block | None:
+        return next((b for b in self.blocks if b.mode.label == label and b.particles == particles), None)
+
+    def cost_s(self, block: Block) -> float:
+        """One cell of ``block`` with the gap before it."""
+        return block.cell_s + self.overheads.per_cell_s
+
+    @property
+    def cells_s(self) -> float:
+        return sum(self.cost_s(b) for b in self.blocks) * (self.repeats + self.warmup_repeats)
+
+    @property
+    def predicted_s(self) -> float:
+        """Calibration, set-up, the planned cells and the report."""
+        o = self.overheads
+        return self.calibration.spent_s + o.start_s + self.cells_s + o.end_s
+
+    @property
+    def adaptive_s(self) -> float:
+        """The time left in the budget for repeats beyond the planned ones."""
+        return max(0.0, self.budget_s - self.predicted_s)
+
+    def cells(self) -> list[Cell]:
+        """The planned cells in run order: repeat -> particle count -> mode; repeats <= 0 are warm-ups."""
+        have = {(b.mode.label, b.particles) for b in self.blocks}
+        first = 1 - self.warmup_repeats
+        return [
+            Cell(m, p, r)
+            for r in range(first, self.repeats + 1)
+            for p in self.sizes
+            for m in self.modes
+            if (m.label, p) in have
+        ]
+
+    def describe(self) -> str:
+        """The plan as ``--dry-run`` prints it."""
+        o, c = self.overheads, self.calibration
+        reps = self.repeats + self.warmup_repeats
+        lines = [
+            f"budget:    {fmt_duration(self.budget_s)} ({self.budget_s:g} s); {c.source}",
+            f"overheads: {o.per_cell_s:.2f} s between cells, {o.start_s:.1f} s before the first, {o.end_s:.0f} s "
+            f"for the report ({o.source})",
+            f"plan:      {len(self.blocks)} mode x size block(s), {self.repeats} measured repeat(s) + "
+            f"{self.warmup_repeats} warm-up each: {len(self.cells())} cells, in priority order:",
+        ]
+        lines += [
+            f"  {b.mode.label:<14} at {b.particles:>12,} particles: {b.replicas} x T_1 {c.exclusive_s(b.particles):.3g} s"
+            f" -> {b.cell_s:.3g} s a cell (+{o.per_cell_s:.2f} s) x {reps} = {self.cost_s(b) * reps:.1f} s"
+            for b in self.blocks
+        ]
+        lines += [
+            f"predicted: {self.predicted_s:.0f} s of {self.budget_s:g} s (calibration {c.spent_s:.1f} s, set-up "
+            f"{o.start_s:.1f} s, cells {self.cells_s:.1f} s, report {o.end_s:.0f} s)",
+            f"adaptive:  beyond {self.repeats} repeat(s), up to {self.max_repeats}, a cell repeats while its "
+            f"interval is wider than the precision or straddles a threshold, within the {self.adaptive_s:.0f} s left",
+        ]
+        if self.left_out:
+            lines.append(f"left out:  {', '.join(self.left_out)} (no time left in the budget)")
+        return "\n".join(lines)
+
+
+def priority(modes: Sequence[Mode]) -> list[Mode]:
+    """Headline modes first (exclusive, timeslice:2, mps:2), then the rest in the order given."""
+    head = [m for h in HEADLINE_MODES for m in modes if m.label == h]
+    return head + [m for m in modes if m not in head]
+
+
+def floor2(x: float) -> int:
+    """Down to two significant digits: 12,345 -> 12,000."""
+    if x < 1 or not math.isfinite(x):
+        return 0
+    k = 10 ** max(0, int(math.floor(math.log10(x))) - 1)
+    return int(math.floor(x / k) * k)
+
+
+@dataclass(frozen=True)
+class Costing:
+    """The planner's arithmetic: each mode's replicas, what one cell costs, the time left for cells."""
+
+    calibration: Calibration
+    overheads: Overheads
+    modes: tuple[Mode, ...]  # priority order
+    replicas: Mapping[str, int]
+    available_s: float  # budget - calibration - set-up - report
+
+    def block(self, mode: Mode, particles: int) -> Block:
+        n = self.replicas[mode.label]
+        return Block(mode, particles, n, self.calibration.cell_s(mode, n, particles))
+
+    def cost(self, mode: Mode, particles: int) -> float:
+        return self.block(mode, particles).cell_s + self.overheads.per_cell_s
+
+    def one_each(self, particles: int) -> float:
+        """One cell of every mode at ``particles``, gaps included."""
+        return sum(self.cost(m, particles) for m in self.modes)
+
+    def auto_size(self, rounds: int, room_s: float) -> int:
+        """The largest size (two significant digits) at which every mode fits ``rounds`` times in ``room_s``."""
+        per_particle = self.one_each(PROBE_PARTICLES) - len(self.modes) * self.overheads.per_cell_s
+        per_particle /= PROBE_PARTICLES
+        fixed = len(self.modes) * self.overheads.per_cell_s
+        size = floor2((room_s / max(1, rounds) - fixed) / per_particle) if per_particle > 0 else MAX_PARTICLES
+        return min(MAX_PARTICLES, max(PROBE_PARTICLES, size))
+
+
+def too_small(budget_s: float, costing: Costing, particles: int) -> UserError:
+    """The one-line error of a budget that holds no cell of every mode, saying what does fit."""
+    c = costing
+    extra = c.calibration.spent_s + c.overheads.start_s + c.overheads.end_s
+    need = extra + c.one_each(particles)
+    fits, used = [], 0.0
+    for m in c.modes:
+        used += c.cost(m, particles)
+        if used > c.available_s:
+            break
+        fits.append(m.label)
+    each = ", ".join(f"{m.label} {c.cost(m, particles):.1f} s" for m in c.modes)
+    return UserError(
+        f"--budget {fmt_duration(budget_s)} is too small for one cell of each mode at {particles:,} particles: "
+        f"about {need:.0f} s ({each}; {extra:.0f} s of calibration, set-up and report); it fits "
+        f"{', '.join(fits) if fits else 'no cell'}; allowed: --budget {fmt_duration(math.ceil(need))} or more, "
+        "or fewer --modes"
+    )
+
+
+def plan_within(
+    budget: float,
+    calibration: Calibration,
+    overheads: Overheads,
+    modes: Sequence[Mode | str],
+    sizes: Sequence[int] | None,
+    min_repeats: int = MIN_REPEATS,
+    max_repeats: int = DEFAULT_MAX_REPEATS,
+    *,
+    replicas: Mapping[str, int] | None = None,
+    warmup_repeats: int = 1,
+    reserve: float = ADAPTIVE_RESERVE,
+) -> BudgetPlan:
+    """The modes x sizes x repeats that fit ``budget`` seconds, in priority order (module docstring).
+
+    ``modes`` in run order (``SweepPlan.modes``); ``sizes`` in run order, None: the one largest size at
+    which every mode fits; ``replicas``: each mode label's replica count (``SweepPlan.replicas``; default
+    the mode's own, 1 for a MIG layout). Fewer than ``min_repeats`` are planned only when no more fit.
+    """
+    run_modes = tuple(parse_mode(m) if isinstance(m, str) else m for m in modes)
+    counts = {m.label: int((replicas or {}).get(m.label) or m.replicas or 1) for m in run_modes}
+    o = overheads
+    costing = Costing(
+        calibration, o, tuple(priority(run_modes)), counts, budget - calibration.spent_s - o.start_s - o.end_s
+    )
+    room = costing.available_s * (1 - reserve if max_repeats > min_repeats else 1.0)
+    run_sizes = tuple(sizes) if sizes else (costing.auto_size(min_repeats + warmup_repeats, room),)
+    smallest = min(run_sizes)
+    if costing.available_s < costing.one_each(smallest):
+        raise too_small(budget, costing, smallest)
+    tries = [(min_repeats, warmup_repeats)] + [(r, 0) for r in range(min_repeats, 0, -1)]  # warm-ups go first
+    reps, warm = next((r, w) for r, w in tries if costing.one_each(smallest) * (r + w) <= costing.available_s)
+    room = costing.available_s * (1 - reserve if max_repeats > reps else 1.0)
+    blocks = choose_blocks(costing, run_sizes, reps + warm, room)
+    chosen = {(b.mode.label, b.particles) for b in blocks}
+    left_out = tuple(
+        f"{m.label} at {p:,}"
+        for p in sorted(run_sizes, reverse=True)
+        for m in costing.modes
+        if (m.label, p) not in chosen
+    )
+    return BudgetPlan(
+        budget, calibration, o, run_modes, run_sizes, tuple(blocks), reps, warm, min_repeats, max_repeats, left_out
+    )
+
+
+def choose_blocks(costing: Costing, sizes: Sequence[int], rounds: int, room_s: float) -> list[Block]:
+    """Every mode at the largest size where all fit ``rounds`` times in ``room_s`` (the smallest size when
+    none does), then more sizes, largest first, mode by mode in priority order while they fit; a
+    shared mode's block brings its size's exclusive block (the loss needs T_1 of the same work)."""
+    c = costing
+    base = next((p for p in sorted(sizes, reverse=True) if c.one_each(p) * rounds <= room_s), min(sizes))
+    blocks = [c.block(m, base) for m in c.modes]
+    used = c.one_each(base) * rounds
+    exclusive = next((m for m in c.modes if m.kind == "exclusive"), None)
+    for p in sorted(sizes, reverse=True):
+        if p == base:
+            continue
+        for m in c.modes:
+            need = dict.fromkeys([exclusive, m] if exclusive else [m])  # exclusive first, once
+            add = [a for a in need if not any(b.mode == a and b.particles == p for b in blocks)]
+            cost = sum(c.cost(a, p) for a in add) * rounds
+            if add and used + cost <= room_s:
+                blocks += [c.block(a, p) for a in add]
+                used += cost
+    return blocks
