@@ -1,41 +1,63 @@
-"""The Answer: one verdict row per measured mode, and the mode to choose per workload pattern.
+"""The Answer: one verdict row per mode measured with batch replicas, and per workload pattern the mode
+to choose, each from that pattern's own measurements.
 
-Everything here is derived from the study's tables (``sharebench.analysis.tables``) by the rules
-below, which the README states in words (docs/readme/sweep.md, "How the Answer is derived"):
+Everything here is derived from the study's tables (``sharebench.analysis.tables``) and the latency
+table (``sharebench.analysis.latency``) by the rules below, which the README states in words
+(docs/readme/sweep.md, "How the Answer is derived"):
 
 * **Work**: each mode is judged at the largest particle count it was measured at (the work closest
-  to production); the row names it.
+  to production); the row names it. Only the modes whose replicas ran the ``batch`` pattern get a
+  verdict row: a mode whose measured replica followed another pattern (a row of the latency table)
+  is that pattern's evidence, not batch evidence.
 * **throughput gain**: the ``throughput`` table's gain against exclusive, with its 95% interval.
-* **worst-job slowdown**: the slowest replica's tracking time against T_1 (one replica alone), the
-  mean over the cell's repeats, with the ratio's 95% interval: how much longer the unluckiest job
-  of the mode waits than it would alone. Exclusive is 1 by definition; MIG and partition: T_slice / T_1.
+* **worst-job slowdown** (:func:`worst_job_slowdown`, the one figure the whole report prints): the
+  slowest replica's tracking time against T_1 (one replica alone), the mean over the cell's repeats
+  against the mean T_1, with the ratio's 95% interval: how much longer the last job of the mode waits
+  than it would alone. Exclusive is 1 by definition.
 * **isolation**: fixed by the mode's kind: none (time-slicing), MPS limits (MPS), hardware (MIG:
   memory, faults, per-instance telemetry), core sets (partition on the CPU).
 * **trust**: ``ok`` or the reasons not to: fewer than :data:`MIN_CI_REPEATS` repeats (no interval),
-  a CV above :data:`CV_WARN_PCT`, a disturbed cell (a ``disturbed`` flag), excluded cells.
-* **batch throughput**: the mode whose gain interval lies wholly above 1 with the highest gain; when
-  none does, exclusive (sharing raises no throughput), naming the modes that cost nothing within noise.
-* **interactive / latency-sensitive**: among the sharing modes that are fair (fairness ≤
-  :data:`FAIRNESS_WARN`) the one with the smallest worst-job slowdown per replica
-  (slowdown / N, 1 = a fair share at no cost); an unfair mode is named with its fairness (its jobs
-  queue behind each other). None fair: exclusive.
-* a choice whose mode is not trusted as measured says so ("caution: …") with the reasons;
+  a CV above :data:`CV_WARN_PCT`, a disturbed cell (a ``disturbed`` flag), excluded cells; the kinds
+  of those reasons in ``flag_kinds``.
+
+Per pattern (:data:`PATTERNS`), one or more choice rows (:data:`CHOICE_COLUMNS`; ``basis`` says what
+a row rests on: ``measured``, ``predicted``, ``not measured`` or ``untrusted``):
+
+* **batch throughput**: the mode whose gain interval lies wholly above 1 and whose gain is at least
+  :data:`MIN_GAIN` (a gain under 2% is no gain in practice), the highest such; when none, exclusive,
+  naming the modes whose gain is real but under 2% and those that cost nothing within noise.
+* **interactive** and **serving**: per mode family, the users (services) per GPU whose p95 burst
+  (request) slowdown against the same pattern alone stays within the target (``--slo``, default 2),
+  from the measured N only (``latency.users_at_target``); serving also in requests/s per GPU (users x
+  rate). The mode chosen is the one with the most users at the target.
+* **noisy neighbour**: per mode, the measured replica's p95 slowdown beside replicas of another pattern
+  (the aggressor) and the aggressor's throughput cost; the mode chosen is the one with the smallest
+  slowdown.
 * **isolation required**: the measured MIG mode with the highest gain; on the CPU the partition mode;
   otherwise MIG as predicted (``predict_cell``) or, where the device has no MIG, none.
+* A pattern that was not measured says so and gives the command that measures it: nothing is inferred
+  from another pattern's cells.
+* When every sharing mode is flagged (none trusted as measured), no mode is chosen from the
+  measurements: one row says there is no trustworthy answer, the kinds of the flags behind it and
+  what to do (:data:`REMEDIES`). A choice resting on a mode not trusted otherwise says so ("caution: …").
+* A sweep on the CPU is a smoke test of the harness, not evidence about GPU sharing (:data:`CPU_NOTE`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from sharebench.analysis.format import fmt_interval, fmt_times
+from sharebench.analysis.format import fmt_gain_pct, fmt_interval, fmt_times
+from sharebench.analysis.latency import DEFAULT_SLO, LATENCY_COLUMNS, UsersAtTarget, mode_family, users_at_target
 from sharebench.analysis.prediction import predict_cell
 from sharebench.analysis.statistics import MIN_CI_REPEATS, ratio_ci
-from sharebench.analysis.tables import CV_WARN_PCT, FAIRNESS_WARN, WORK_KEYS, Tables
+from sharebench.analysis.tables import CV_WARN_PCT, WORK_KEYS, Tables
 from sharebench.modes import mode_sort_key
+from sharebench.patterns import parse_pattern
 
 ISOLATION = {
     "exclusive": "whole device (one job)",
@@ -61,53 +83,103 @@ ANSWER_COLUMNS = [
     "fairness",
     "isolation",
     "trust",
+    "flag_kinds",
 ]
-CHOICE_COLUMNS = ["pattern", "mode", "reason"]
-PATTERNS = ("batch throughput", "interactive / latency-sensitive", "isolation required")
+CHOICE_COLUMNS = ["pattern", "mode", "basis", "reason"]
+PATTERNS = ("batch throughput", "interactive", "serving", "noisy neighbour", "isolation required")
+BASES = ("measured", "predicted", "not measured", "untrusted")
+MIN_GAIN = 0.02  # a throughput gain under 2% is no gain in practice
+NO_ANSWER = "no trustworthy answer"
+CPU_NOTE = "a sweep on the CPU: a smoke test of the harness, not evidence about GPU sharing"
+# what to do about the reasons a mode is not trusted (the kinds in ``flag_kinds``)
+REMEDIES = {
+    "disturbed": "measure on a quiet host (`--strict` refuses a busy one and stops at a disturbed cell)",
+    "spread": "more repeats (`--repeats 10`) and longer cells (more particles or turns) to narrow the spread",
+    "repeats": f"at least {MIN_CI_REPEATS} repeats (`--repeats {MIN_CI_REPEATS}`) for an interval",
+    "excluded": "see Flags for why cells were left out (failed, incomplete, overlap, devices) and measure them again",
+}
+EXCLUDING_KINDS = ("failed", "incomplete", "overlap", "devices")
 
 
-def _good_cells(cells: pd.DataFrame, mode: str, work: dict) -> pd.DataFrame:
-    c = cells[(cells["mode"] == mode) & ~cells["warmup"].astype(bool) & ~cells["excluded"].astype(bool)]
+# ------------------------------------------------------------------ verdict rows
+
+
+def same_work(cells: pd.DataFrame, work: dict[str, Any]) -> pd.Series:
+    """The rows of ``cells`` that measured ``work`` (NaN equals NaN, as a groupby with dropna=False has it)."""
+    mask = pd.Series(True, index=cells.index)
     for k, v in work.items():
-        c = c[c[k] == v]
-    return c
+        mask &= (cells[k] == v) | (cells[k].isna() & pd.isna(v))
+    return mask
 
 
-def _trust(mode: str, work: dict, repeats: int, flags: pd.DataFrame) -> str:
-    reasons = []
+def good_cells(cells: pd.DataFrame, mode: str, work: dict[str, Any]) -> pd.DataFrame:
+    """The measured (not warm-up), not excluded cells of ``mode`` on ``work``."""
+    keep = (cells["mode"] == mode) & ~cells["warmup"].astype(bool) & ~cells["excluded"].astype(bool)
+    return cells[keep & same_work(cells, work)]
+
+
+def worst_job_slowdown(cells: pd.DataFrame, mode: str, work: dict[str, Any]) -> tuple[float, float, float]:
+    """The worst job's slowdown of ``mode`` on ``work`` and its 95% interval: the mean over the repeats of
+    the slowest replica's ``track_s`` over the mean T_1 (``ratio_ci``; exclusive: 1, no interval).
+
+    The one figure of the worst job: the Answer, the decision plot and the workloads table all print it."""
+    if str(mode).split(":")[0] == "exclusive":
+        return (1.0, math.nan, math.nan)
+    mine, alone = good_cells(cells, mode, work), good_cells(cells, "exclusive", work)
+    return ratio_ci(mine["max_track_s"].to_numpy(float), alone["mean_track_s"].to_numpy(float))
+
+
+def trust_of(mode: str, work: dict[str, Any], repeats: int, flags: pd.DataFrame) -> tuple[str, list[str]]:
+    """``ok`` or the reasons not to trust ``mode`` as measured, and the kinds of those reasons."""
+    reasons, kinds = [], []
     if repeats < MIN_CI_REPEATS:
         reasons.append(f"{repeats} repeat(s) < {MIN_CI_REPEATS}: no interval")
+        kinds.append("repeats")
     f = flags[(flags["mode"].isin([mode, "exclusive"])) & (flags["particles"] == work["particles"])]
     disturbed = f[f["kind"] == "disturbed"]
     if len(disturbed):
         what = sorted(disturbed["detail"].astype(str))[0]
         reasons.append(f"{len(disturbed)} cell(s) of it or its baseline disturbed ({what})")
+        kinds.append("disturbed")
     if (f["kind"] == "spread").any():
         reasons.append(f"spread: CV > {CV_WARN_PCT:.0f}%")
-    n_excl = int(f[(f["mode"] == mode) & f["excluded"].astype(bool)]["cell_id"].nunique())
-    if n_excl:
-        reasons.append(f"{n_excl} cell(s) excluded")
-    return "ok" if not reasons else "; ".join(reasons)
+        kinds.append("spread")
+    excluded = f[(f["mode"] == mode) & f["excluded"].astype(bool)]
+    if excluded["cell_id"].nunique():
+        why = ", ".join(k for k in EXCLUDING_KINDS if k in set(excluded["kind"]))
+        reasons.append(f"{excluded['cell_id'].nunique()} cell(s) excluded" + (f" ({why})" if why else ""))
+        kinds.append("excluded")
+    return ("ok" if not reasons else "; ".join(reasons)), kinds
+
+
+def pattern_kind(label: str) -> str:
+    """``interactive:burst=10,think=0.5`` -> ``interactive``."""
+    return parse_pattern(str(label)).kind
+
+
+def non_batch_modes(latency: pd.DataFrame) -> set[str]:
+    """The modes whose measured replica followed a pattern other than batch: not batch evidence."""
+    victims = latency[latency["role"] == "victim"]
+    return {str(m) for m, p in zip(victims["mode"], victims["pattern"]) if pattern_kind(p) != "batch"}
 
 
 def answer_rows(tables: Tables) -> pd.DataFrame:
-    """One verdict row per measured mode (columns :data:`ANSWER_COLUMNS`), in mode order."""
+    """One verdict row per mode measured with batch replicas (columns :data:`ANSWER_COLUMNS`), in mode order."""
     thr, cells = tables.throughput, tables.cells
     if thr.empty or cells.empty:
         return pd.DataFrame(columns=ANSWER_COLUMNS)
+    other = non_batch_modes(tables.latency)
+    if "exclusive" in other:  # the baseline ran another pattern: a gain against it would compare two patterns
+        return pd.DataFrame(columns=ANSWER_COLUMNS)
     rows = []
     for mode, g in thr.groupby("mode", sort=False):
+        if str(mode) in other:
+            continue
         r = g.sort_values("particles").iloc[-1]
         work = {k: r[k] for k in WORK_KEYS}
         kind = str(mode).split(":")[0]
-        mine, alone = _good_cells(cells, mode, work), _good_cells(cells, "exclusive", work)
-        t1 = alone["mean_track_s"].to_numpy(float)
-        if kind == "exclusive":
-            slow = (1.0, math.nan, math.nan)
-        elif kind in ("timeslice", "mps"):
-            slow = ratio_ci(mine["max_track_s"].to_numpy(float), t1)
-        else:
-            slow = ratio_ci(mine["mean_track_s"].to_numpy(float), t1)
+        slow = worst_job_slowdown(cells, str(mode), work)
+        trust, kinds = trust_of(str(mode), work, int(r["repeats"]), tables.flags)
         rows.append(
             dict(
                 **work,
@@ -123,26 +195,95 @@ def answer_rows(tables: Tables) -> pd.DataFrame:
                 slowdown_ci_high=slow[2],
                 fairness=r["fairness"],
                 isolation=ISOLATION.get(kind, "?"),
-                trust=_trust(mode, work, int(r["repeats"]), tables.flags),
+                trust=trust,
+                flag_kinds=",".join(kinds),
             )
         )
     out = pd.DataFrame(rows, columns=ANSWER_COLUMNS)
     return out.iloc[sorted(range(len(out)), key=lambda i: mode_sort_key(out["mode"].iloc[i]))].reset_index(drop=True)
 
 
-def _batch(rows: pd.DataFrame) -> dict[str, str]:
+# ------------------------------------------------------------------ what was measured
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a folder measured beyond the verdict rows: the latency table and its target, the modes
+    measured (for the commands that measure what is missing) and whether the device was the CPU."""
+
+    latency: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=LATENCY_COLUMNS))
+    slo: float = DEFAULT_SLO
+    modes: tuple[str, ...] = ()
+    cpu: bool = False
+    gpu: str | None = None  # the GPU model, for the MIG prediction
+    trust: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # mode -> (trust, flag kinds)
+
+    def command(self, pattern: str, neighbours: str = "") -> str:
+        """The command that measures ``pattern`` (beside ``neighbours``) with this folder's sharing modes."""
+        modes = [m for m in self.modes if not m.startswith("mig-emulated")]
+        if not [m for m in modes if m != "exclusive"]:
+            modes = ["exclusive", "timeslice:2", "partition:2" if self.cpu else "mps:2"]
+        if "exclusive" not in modes:
+            modes = ["exclusive", *modes]
+        parts = ["sharebench run", *(["--device cpu"] if self.cpu else []), f"--pattern {pattern}"]
+        if neighbours:
+            parts.append(f"--neighbours {neighbours}")
+        return "`" + " ".join([*parts, f"--modes {','.join(modes)}", "--repeats 3"]) + "`"
+
+
+def evidence(tables: Tables, slo: float = DEFAULT_SLO, gpu: str | None = None) -> Evidence:
+    """The :class:`Evidence` of ``tables``: every mode's trust, whatever pattern its replicas followed."""
+    cells = tables.cells
+    modes = sorted({str(m) for m in cells["mode"]}, key=mode_sort_key) if len(cells) else []
+    classes = set(cells["device_class"].astype(str)) if len(cells) else set()
+    trust = {}
+    for mode, g in tables.throughput.groupby("mode", sort=False):
+        r = g.sort_values("particles").iloc[-1]
+        text, kinds = trust_of(str(mode), {k: r[k] for k in WORK_KEYS}, int(r["repeats"]), tables.flags)
+        trust[str(mode)] = (text, tuple(kinds))
+    return Evidence(tables.latency, slo, tuple(modes), classes == {"cpu"}, gpu, trust)
+
+
+def not_measured(pattern: str, what: str, command: str) -> dict[str, str]:
+    return dict(
+        pattern=pattern,
+        mode="not measured",
+        basis="not measured",
+        reason=f"{what}; nothing is inferred from the other patterns' cells. Measure it: {command}",
+    )
+
+
+# ------------------------------------------------------------------ batch
+
+
+def batch_choice(rows: pd.DataFrame, ev: Evidence) -> dict[str, str]:
+    """The batch throughput choice: a real gain of at least :data:`MIN_GAIN`, or exclusive."""
+    if rows.empty:
+        return not_measured(PATTERNS[0], "no cell with batch replicas was measured here", ev.command("batch"))
     sharing = rows[rows["kind"] != "exclusive"]
-    better = sharing[sharing["gain_ci_low"] > 1].sort_values("gain", ascending=False)
+    above = sharing[sharing["gain_ci_low"] > 1]
+    better = above[above["gain"] >= 1 + MIN_GAIN].sort_values("gain", ascending=False)
     if len(better):
         b = better.iloc[0]
         return dict(
+            pattern=PATTERNS[0],
             mode=b["mode"],
-            reason=f"throughput {fmt_times(b['gain'])} exclusive"
-            f"{fmt_interval(b['gain_ci_low'], b['gain_ci_high'])}, the highest gain whose interval is above 1",
+            basis="measured",
+            reason=f"throughput {fmt_times(b['gain'])} exclusive{fmt_interval(b['gain_ci_low'], b['gain_ci_high'])}, "
+            f"the highest gain whose interval is above 1 and that is at least {MIN_GAIN:.0%}",
         )
+    small = above[above["gain"] < 1 + MIN_GAIN]
     free = sharing[(sharing["gain_ci_low"] <= 1) & (sharing["gain_ci_high"] >= 1)]
     worse = sharing[sharing["gain_ci_high"] < 1]
-    parts = ["no mode raises throughput beyond noise"]
+    parts = [f"no mode raises throughput by {MIN_GAIN:.0%} or more beyond noise"]
+    if len(small):
+        parts.append(
+            f"a real gain under {MIN_GAIN:.0%}, no gain in practice: "
+            + ", ".join(
+                f"{m} {fmt_gain_pct(g)} [{fmt_gain_pct(lo)}, {fmt_gain_pct(hi)}]"
+                for m, g, lo, hi in zip(small["mode"], small["gain"], small["gain_ci_low"], small["gain_ci_high"])
+            )
+        )
     if len(free):
         parts.append(
             "same as exclusive within noise: "
@@ -151,43 +292,110 @@ def _batch(rows: pd.DataFrame) -> dict[str, str]:
     if len(worse):
         w = worse.sort_values("gain").iloc[0]
         parts.append(f"worst: {w['mode']} {fmt_times(w['gain'])}{fmt_interval(w['gain_ci_low'], w['gain_ci_high'])}")
-    return dict(mode="exclusive", reason="; ".join(parts))
+    return dict(pattern=PATTERNS[0], mode="exclusive", basis="measured", reason="; ".join(parts))
 
 
-def _interactive(rows: pd.DataFrame) -> dict[str, str]:
-    sharing = rows[(rows["kind"] != "exclusive") & np.isfinite(rows["slowdown"].astype(float))]
-    unfair = sharing[sharing["fairness"] > FAIRNESS_WARN]
-    fair = sharing[~(sharing["fairness"] > FAIRNESS_WARN)]
-    note = ""
-    if len(unfair):
-        u = unfair.sort_values("fairness", ascending=False).iloc[0]
-        note = (
-            f"; not {', '.join(dict.fromkeys(unfair['kind'] + ':*'))}: unfair (fairness up to "
-            f"{u['fairness']:.2f} in {u['mode']}: its jobs queue behind each other, the last waits "
-            f"{fmt_times(u['slowdown'])} its time alone)"
+# ------------------------------------------------------------------ interactive, serving, noisy neighbour
+
+
+def mode_of(latency: pd.DataFrame, pattern: str, family: str, users: int) -> str:
+    """The measured mode of ``family`` with ``users`` replicas of ``pattern`` (``timeslice`` 4 -> ``timeslice:4``)."""
+    for m, p, n in zip(latency["mode"], latency["pattern"], latency["replicas"]):
+        if p == pattern and int(n) == users and mode_family(str(m)) == family:
+            return str(m)
+    return f"{family} x{users}"
+
+
+def users_text(u: UsersAtTarget, rate: float | None) -> str:
+    if u.users is None:
+        return f"{u.family}: none ({u.reason})"
+    per_s = f" = {u.users * rate:g} requests/s" if rate else ""
+    unit = "services" if rate else "users"
+    return f"{u.family}: {u.users} {unit}{per_s} (p95 slowdown {fmt_times(u.slowdown_p95)}; {u.reason})"
+
+
+def users_choice(kind: str, ev: Evidence) -> list[dict[str, str]]:
+    """Interactive (``kind`` interactive) or serving (``serve``): users per GPU at the target, per mode family."""
+    name = "interactive" if kind == "interactive" else "serving"
+    lat = ev.latency
+    victims = lat[lat["role"] == "victim"]
+    labels = sorted({str(p) for p in victims["pattern"] if pattern_kind(p) == kind})
+    if not labels:
+        return [not_measured(name, f"no cell of {name} replicas was measured here", ev.command(kind))]
+    found = users_at_target(lat, ev.slo)
+    out = []
+    for label in labels:
+        per_family = [u for u in found if u.pattern == label and u.family]
+        if not per_family:
+            what = f"users per GPU: no sharing cell of {label} replicas alone was measured"
+            out.append(not_measured(f"{name} ({label})", what, ev.command(label)))
+            continue
+        rate = parse_pattern(label).rate_per_s
+        unit = "services" if kind == "serve" else "users"
+        lines = "; ".join(users_text(u, rate) for u in per_family)
+        best = max(per_family, key=lambda u: u.users or 0)  # ties: the first in mode order
+        target = f"{unit} per GPU whose p95 slowdown against alone stays within {ev.slo:g}×: {lines}"
+        if best.users is None:
+            mode, reason = "exclusive", f"no sharing mode keeps the target at the smallest N measured; {target}"
+        else:
+            mode, reason = mode_of(lat, label, best.family, best.users), target
+        out.append(dict(pattern=f"{name} ({label})", mode=mode, basis="measured", reason=reason))
+    return out
+
+
+def slowdown_text(r: Any) -> str:
+    return f"{r['mode']} {fmt_times(r['slowdown_p95'])}{fmt_interval(r['slowdown_p95_lo'], r['slowdown_p95_hi'])}"
+
+
+def neighbour_choice(ev: Evidence) -> list[dict[str, str]]:
+    """The measured replica's p95 slowdown beside another pattern, per mode, and the aggressor's cost."""
+    lat = ev.latency
+    v = lat[(lat["role"] == "victim") & (lat["mode"] != "exclusive")]
+    mixed = v[(v["beside"].fillna("") != "") & (v["beside"] != v["pattern"])]
+    if mixed.empty:
+        return [
+            not_measured(
+                PATTERNS[3],
+                "no cell measured a replica beside replicas of another pattern",
+                ev.command("interactive", "batch"),
+            )
+        ]
+    out = []
+    for (pattern, beside), g in mixed.groupby(["pattern", "beside"], sort=True):
+        g = g.iloc[sorted(range(len(g)), key=lambda i: mode_sort_key(str(g["mode"].iloc[i])))]
+        nb = lat[(lat["role"] == "neighbour") & (lat["pattern"] == beside) & (lat["beside"] == pattern)]
+        cost = {str(m): float(c) for m, c in zip(nb["mode"], nb["throughput_cost"]) if math.isfinite(float(c))}
+        per_mode = "; ".join(
+            slowdown_text(r) + (f" (the {beside} neighbour loses {cost[r['mode']]:.1%})" if r["mode"] in cost else "")
+            for _, r in g.iterrows()
         )
-    if fair.empty:
-        return dict(mode="exclusive", reason="no sharing mode measured is fair" + note)
-    per = fair["slowdown"].astype(float) / fair["replicas"].astype(float)
-    b = fair.loc[per.idxmin()]
-    return dict(
-        mode=b["mode"],
-        reason=f"fair (fairness {b['fairness']:.2f}); every job takes "
-        f"{fmt_times(b['slowdown'])} its time alone{fmt_interval(b['slowdown_ci_low'], b['slowdown_ci_high'])} "
-        f"with {b['replicas']} sharing" + note,
-    )
+        best = g.loc[g["slowdown_p95"].astype(float).idxmin()] if g["slowdown_p95"].notna().any() else None
+        out.append(
+            dict(
+                pattern=f"{PATTERNS[3]} ({pattern} beside {beside})",
+                mode=str(best["mode"]) if best is not None else "exclusive",
+                basis="measured",
+                reason=f"p95 slowdown against alone per mode (the smallest chosen): {per_mode}",
+            )
+        )
+    return out
 
 
-def _isolation(rows: pd.DataFrame, gpu: str | None) -> dict[str, str]:
+# ------------------------------------------------------------------ isolation
+
+
+def isolation_choice(rows: pd.DataFrame, gpu: str | None) -> dict[str, str]:
     for kind in ("mig", "partition"):
         m = rows[rows["kind"] == kind]
         if len(m):
             b = m.sort_values("gain", ascending=False).iloc[0]
             return dict(
+                pattern=PATTERNS[4],
                 mode=b["mode"],
+                basis="measured",
                 reason=f"{ISOLATION[kind]}; measured: throughput {fmt_times(b['gain'])} exclusive"
-                f"{fmt_interval(b['gain_ci_low'], b['gain_ci_high'])}, each job {fmt_times(b['slowdown'])} its time "
-                "alone",
+                f"{fmt_interval(b['gain_ci_low'], b['gain_ci_high'])}, the worst job {fmt_times(b['slowdown'])} its "
+                "time alone",
             )
     if gpu:
         try:
@@ -196,21 +404,51 @@ def _isolation(rows: pd.DataFrame, gpu: str | None) -> dict[str, str]:
             p = None
         if p and math.isfinite(float(p.get("predicted_pct", math.nan))):
             return dict(
+                pattern=PATTERNS[4],
                 mode="mig:all-1g (predicted, not measured)",
+                basis="predicted",
                 reason=f"{ISOLATION['mig']}; predicted for {gpu}: each job takes "
                 f"{fmt_times(1 + float(p['predicted_pct']) / 100)} its time alone ({p.get('basis', '')})",
             )
-    return dict(mode="none measured", reason="only MIG gives hardware isolation and none was measured here")
+    return dict(
+        pattern=PATTERNS[4],
+        mode="none measured",
+        basis="not measured",
+        reason="only MIG gives hardware isolation and no MIG cell of batch replicas was measured here",
+    )
 
 
-def choices(rows: pd.DataFrame, gpu: str | None = None) -> pd.DataFrame:
-    """Per workload pattern (:data:`PATTERNS`) the mode to choose and the reason in numbers."""
-    if rows.empty:
-        return pd.DataFrame(columns=CHOICE_COLUMNS)
-    rows = rows[rows["kind"] != "mig-emulated"]  # a measurement of MIG's compute share, not a mode to deploy
-    made = [_batch(rows), _interactive(rows), _isolation(rows, gpu)]
-    trust = dict(zip(rows["mode"], rows["trust"]))
-    for c in made:  # a choice resting on numbers not to be trusted says so
-        if trust.get(c["mode"], "ok") != "ok":
-            c["reason"] += f"; caution, not trusted as measured: {trust[c['mode']]}"
-    return pd.DataFrame([dict(pattern=p, **c) for p, c in zip(PATTERNS, made)], columns=CHOICE_COLUMNS)
+# ------------------------------------------------------------------ the choices
+
+
+def untrusted(ev: Evidence) -> dict[str, str] | None:
+    """The one row that replaces every measured choice when no sharing mode is trusted; None otherwise."""
+    sharing = {m: t for m, t in ev.trust.items() if m.split(":")[0] not in ("exclusive", "mig-emulated")}
+    if not sharing or any(text == "ok" for text, _ in sharing.values()):
+        return None
+    kinds = sorted({k for _, ks in sharing.values() for k in ks})
+    todo = "; ".join(REMEDIES[k] for k in kinds if k in REMEDIES)
+    return dict(
+        pattern="every pattern measured",
+        mode=NO_ANSWER,
+        basis="untrusted",
+        reason=f"Every sharing mode measured is flagged ({', '.join(kinds) or 'not trusted'}: see each mode's "
+        f"trust and the Flags), so none is chosen from these numbers. What to do: {todo or 'see the Flags'}",
+    )
+
+
+def choices(rows: pd.DataFrame, ev: Evidence | None = None) -> pd.DataFrame:
+    """Per workload pattern (:data:`PATTERNS`) the mode to choose, what it rests on, and the reason in numbers."""
+    ev = ev or Evidence()
+    rows = rows[rows["kind"] != "mig-emulated"] if len(rows) else rows  # a measurement of MIG's share, not a mode
+    latency = [*users_choice("interactive", ev), *users_choice("serve", ev), *neighbour_choice(ev)]
+    none = untrusted(ev)
+    if none is not None:  # the measured choices are withheld; what was not measured still says how to measure it
+        made = [none, *[c for c in [batch_choice(rows, ev), *latency] if c["basis"] == "not measured"]]
+    else:
+        made = [batch_choice(rows, ev), *latency, isolation_choice(rows, ev.gpu)]
+        for c in made:  # a choice resting on numbers not to be trusted says so
+            text = ev.trust.get(c["mode"], ("ok", ()))[0]
+            if text != "ok":
+                c["reason"] += f"; caution, not trusted as measured: {text}"
+    return pd.DataFrame(made, columns=CHOICE_COLUMNS)

@@ -73,6 +73,11 @@ def fmt_times(v: float) -> str:
     return f"{v:.2f}×" if math.isfinite(v) else "?"
 
 
+def fmt_gain_pct(v: float) -> str:
+    """A ratio against 1 as a signed change: 1.002 -> ``+0.2%``, 0.74 -> ``-26.0%``; ``?`` when not measured."""
+    return f"{(v - 1) * 100:+.1f}%" if math.isfinite(v) else "?"
+
+
 def fmt_interval(lo: float, hi: float) -> str:
     """A ratio's 95% interval after its value: `` [0.98, 1.10]``, or `` (no interval)``."""
     return f" [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) and math.isfinite(hi) else " (no interval)"

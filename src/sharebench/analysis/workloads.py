@@ -13,9 +13,9 @@ import math
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
+from sharebench.analysis.answer import worst_job_slowdown
 from sharebench.analysis.tables import WORK_KEYS, Tables
 from sharebench.errors import UserError
 from sharebench.results import PROVENANCE_JSON, RESULTS_CSV, ResultsWriter
@@ -69,24 +69,18 @@ def _losses(tables: Tables) -> dict[tuple, tuple[float, float, float, str]]:
     return out
 
 
-def _worst_slowdowns(cells: pd.DataFrame) -> dict[tuple, float]:
-    """Median over the repeats of the slowest replica's time / the median exclusive time of that work."""
-    if cells.empty:
-        return {}
-    good = cells[~cells["warmup"].astype(bool) & ~cells["excluded"].astype(bool)]
-    ex = good[good["mode"] == "exclusive"].groupby(WORK_KEYS, dropna=False)["mean_track_s"].median()
+def _worst_slowdowns(tables: Tables) -> dict[tuple, float]:
+    """The worst job's slowdown per work and mode: the Answer's figure (``answer.worst_job_slowdown``)."""
     out: dict[tuple, float] = {}
-    for keys, g in good.groupby([*WORK_KEYS, "mode"], dropna=False):
-        t1 = ex.get(tuple(keys[:-1]), math.nan)
-        if isinstance(t1, float) and math.isfinite(t1) and t1 > 0:
-            out[tuple(keys)] = float(np.median(g["max_track_s"].to_numpy(float) / t1))
+    for r in tables.throughput.to_dict("records"):
+        out[_key(r)] = worst_job_slowdown(tables.cells, r["mode"], {k: r[k] for k in WORK_KEYS})[0]
     return out
 
 
 def workload_table(tables: Tables, timings: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per workload x work size x mode (``tables`` from ``build_tables``; ``timings``: the
     exec engine's timing per workload, ``protocol`` or ``process``; the trackers are ``kernel``)."""
-    losses, worst = _losses(tables), _worst_slowdowns(tables.cells)
+    losses, worst = _losses(tables), _worst_slowdowns(tables)
     rows = []
     for r in tables.throughput.to_dict("records"):
         key = _key(r)

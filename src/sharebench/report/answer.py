@@ -2,12 +2,13 @@
 
 The numbers come from ``sharebench.analysis.answer`` (rules stated there and in the README); this
 module only lays them out: blocks for report.md/report.html, ``tables/answer.csv`` (and
-``tables/choices.csv``), ``plots/decision.png`` (throughput gain against worst-job slowdown, one point
-per mode, 95% intervals as bars) and the lines the end screen of ``sharebench run`` prints.
+``tables/choices.csv``), ``plots/decision.png`` (throughput gain against the wait of the last job, one
+point per mode, 95% intervals as bars) and the lines the end screen of ``sharebench run`` prints.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -17,20 +18,38 @@ import numpy as np
 import pandas as pd
 
 from sharebench.analysis import Tables, fmt_interval, fmt_times
-from sharebench.analysis.answer import answer_rows, choices
+from sharebench.analysis.answer import CPU_NOTE, MIN_GAIN, NO_ANSWER, answer_rows, choices, evidence
+from sharebench.analysis.latency import DEFAULT_SLO
 from sharebench.analysis.prediction import gpu_of
 from sharebench.report.plots import save_figure
 from sharebench.report.render import Bullets, Heading, Image, Text
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 DECISION_PLOT = "decision"
 ANSWER_HELP = (
-    "Derived from the tables below by the rules in the README (*How the Answer is derived*): "
-    "throughput against exclusive (1.00× = no gain), the worst job's time against running alone, "
-    "95% Student-t intervals (none below 3 repeats)."
+    "Derived from the tables below by the rules in the README (*How the Answer is derived*), each pattern "
+    "from its own cells: throughput against exclusive (1.00× = no gain; a gain under "
+    f"{MIN_GAIN:.0%} counts as none), the worst job's time against running alone, 95% Student-t intervals "
+    "(none below 3 repeats); interactive users and services per GPU at a p95 slowdown target."
 )
+
+
+def slo_of(results_dir: Path) -> float:
+    """The p95 slowdown target the sweep was run with (``slo`` in sweep.json's last sweep), else the default."""
+    try:
+        sweeps = json.loads((results_dir / "sweep.json").read_text()).get("sweeps") or [{}]
+        value = sweeps[-1].get("slo", sweeps[-1].get("config", {}).get("slo"))
+        return float(value) if value is not None and math.isfinite(float(value)) else DEFAULT_SLO
+    except (OSError, ValueError, TypeError, AttributeError):  # no or an unreadable sweep.json: the default
+        return DEFAULT_SLO
+
+
+def choice_line(c: Any) -> str:
+    return f"*{c['pattern']}*: **{c['mode']}**: {c['reason']}"
 
 
 class Answer:
@@ -39,14 +58,13 @@ class Answer:
     def __init__(self, results_dir: Path | str, tables: Tables, machine: str = ""):
         self.path = Path(results_dir)
         self.rows = answer_rows(tables)
-        self.choices = choices(self.rows, gpu_of(self.path, tables))
+        self.evidence = evidence(tables, slo_of(self.path), gpu_of(self.path, tables))
+        self.choices = choices(self.rows, self.evidence)
         self.machine = machine
 
     def lines(self) -> list[str]:
         """The verdict per mode, then the choice per pattern (Markdown)."""
-        return [verdict_line(r) for _, r in self.rows.iterrows()] + [
-            f"*{c['pattern']}*: **{c['mode']}**: {c['reason']}" for _, c in self.choices.iterrows()
-        ]
+        return [verdict_line(r) for _, r in self.rows.iterrows()] + [choice_line(c) for _, c in self.choices.iterrows()]
 
     def flags(self) -> int:
         return int((self.rows["trust"] != "ok").sum()) if len(self.rows) else 0
@@ -60,15 +78,21 @@ class Answer:
         return plot_decision(self.rows, self.path / "plots", self.machine) if len(self.rows) else []
 
     def blocks(self, plots: list[Path]) -> list:
-        if self.rows.empty:
+        if self.rows.empty and self.evidence.latency.empty:
             return [Heading("Answer"), Text("No mode was measured: no answer (see Flags and Cells).")]
-        out: list[Any] = [
-            Heading("Answer"),
-            Text(ANSWER_HELP),
-            Bullets([verdict_line(r) for _, r in self.rows.iterrows()]),
-            Text("**Per workload pattern, the mode to choose on this device:**"),
-            Bullets([f"*{c['pattern']}*: **{c['mode']}**: {c['reason']}" for _, c in self.choices.iterrows()]),
-        ]
+        out: list[Any] = [Heading("Answer")]
+        if self.evidence.cpu:
+            out.append(Text(f"**{CPU_NOTE[0].upper()}{CPU_NOTE[1:]}.**"))
+        none = self.choices[self.choices["mode"] == NO_ANSWER]
+        if len(none):
+            out.append(Text(f"**No trustworthy answer.** {none.iloc[0]['reason']}."))
+        out.append(Text(ANSWER_HELP))
+        if len(self.rows):
+            out.append(Bullets([verdict_line(r) for _, r in self.rows.iterrows()]))
+        rest = [choice_line(c) for _, c in self.choices.iterrows() if c["mode"] != NO_ANSWER]
+        if rest:
+            head = "Per workload pattern, the mode to choose on this device" if none.empty else "Not measured here"
+            out += [Text(f"**{head}:**"), Bullets(rest)]
         return out + [Image(p) for p in plots if p.suffix == ".png"]
 
 
@@ -94,33 +118,45 @@ def _err(lo: Any, hi: Any, mid: Any) -> np.ndarray:
 
 
 def plot_decision(rows: pd.DataFrame, out_dir: Path, machine: str = "") -> list[Path]:
-    """Throughput gain (y) against worst-job slowdown per replica (x), one point per mode, intervals as bars."""
+    """``plots/decision.png`` and ``.svg`` (:func:`decision_figure`)."""
+    return save_figure(decision_figure(rows, machine), out_dir, DECISION_PLOT)
+
+
+def decision_figure(rows: pd.DataFrame, machine: str = "") -> Figure:
+    """Throughput gain (y) against the wait of the last job (x: the worst job's time over its time alone, log
+    scale), one point per mode, 95% intervals as bars: MPS's N× wait shows where it is, not as a fair share."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for k, (_, r) in enumerate(rows.iterrows()):
-        n = float(r["replicas"]) or 1.0
-        x, y = float(r["slowdown"]) / n, float(r["gain"])
-        if not (math.isfinite(x) and math.isfinite(y)):
+        x, y = float(r["slowdown"]), float(r["gain"])
+        if not (math.isfinite(x) and math.isfinite(y) and x > 0):
             continue
+        color = f"C{k % 10}"
         ax.errorbar(
             [x],
             [y],
-            xerr=_err([r["slowdown_ci_low"] / n], [r["slowdown_ci_high"] / n], [x]),
+            xerr=_err([r["slowdown_ci_low"]], [r["slowdown_ci_high"]], [x]),
             yerr=_err([r["gain_ci_low"]], [r["gain_ci_high"]], [y]),
             marker="o",
             capsize=3,
-            color=f"C{k % 10}",
-            label=str(r["mode"]),
+            color=color,
+            label=f"{r['mode']} ({int(r['replicas'])} job{'s' if int(r['replicas']) > 1 else ''})",
             linestyle="none",
         )
+        ax.annotate(str(r["mode"]), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7, color=color)
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}×"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.axhline(1.0, color="0.6", lw=0.8, ls=":")
+    ax.axhline(1.0 + MIN_GAIN, color="0.4", lw=0.8, ls="--", label=f"+{MIN_GAIN:.0%}: the least gain that counts")
     ax.axvline(1.0, color="0.6", lw=0.8, ls=":")
-    ax.set_xlabel("worst job's time / (N × its time alone)   (1 = a fair share at no cost)")
+    ax.set_xlabel("wait of the last job: its time / its time alone   (log scale; 1× = as if alone)")
     ax.set_ylabel("throughput / exclusive throughput")
-    ax.set_title("Decision: gain against the worst job's slowdown (95% intervals)")
+    ax.set_title("Decision: throughput gain against the last job's wait (95% intervals)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.grid(alpha=0.3, which="major")
     if machine:
         fig.text(0.01, -0.03, machine, fontsize=7, color="0.4")
-    return save_figure(fig, out_dir, DECISION_PLOT)
+    return fig
 
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -130,19 +166,25 @@ def end_screen(results_dir: Path | str) -> tuple[str, int]:
     """What ``sharebench run`` prints at the end, and its exit status.
 
     The text: the Answer lines (from tables/answer.csv and tables/choices.csv, as the report wrote them),
-    the count of failed cells and of flags. The status: 0 when every measured cell is ok, 1 when any
-    cell failed or nothing was measured (2 stays for user errors, raised before anything runs)."""
+    first of all that there is no trustworthy answer when every sharing mode is flagged, a CPU sweep
+    labelled a smoke test of the harness, the count of failed cells and of flags. The status: 0 when every
+    measured cell is ok, 1 when any cell failed or nothing was measured (2 stays for user errors, raised
+    before anything runs); flags never change it (``--strict`` is what stops a disturbed sweep)."""
     d = Path(results_dir) / "tables"
     cells = _read(d / "cells.csv")
     measured = cells[~cells["warmup"].astype(bool)] if len(cells) else cells
     failed = int(measured["flags"].fillna("").astype(str).str.startswith("failed").sum()) if len(measured) else 0
     good = int((~measured["excluded"].astype(bool)).sum()) if len(measured) else 0
     rows, picks, flags = _read(d / "answer.csv"), _read(d / "choices.csv"), _read(d / "flags.csv")
+    none = picks[picks["mode"] == NO_ANSWER] if len(picks) else picks
     lines = ["Answer:"]
+    lines += [f"  NO TRUSTWORTHY ANSWER: {r['reason']}" for _, r in none.iterrows()]
     lines += [f"  {verdict_line(r).replace('**', '')}" for _, r in rows.iterrows()]
-    lines += [f"  {c['pattern']}: {c['mode']}: {c['reason']}" for _, c in picks.iterrows()]
+    if len(cells) and "device_class" in cells.columns and set(cells["device_class"].astype(str)) == {"cpu"}:
+        lines.append(f"  ({CPU_NOTE})")
+    lines += [f"  {c['pattern']}: {c['mode']}: {c['reason']}" for _, c in picks.iterrows() if c["mode"] != NO_ANSWER]
     if rows.empty:
-        lines.append("  none: no cell was measured")
+        lines.append("  none: no cell was measured" if picks.empty else "  no verdict per mode: no batch cell")
     untrusted = int((rows["trust"] != "ok").sum()) if len(rows) else 0
     lines.append(
         f"cells: {good} measured, {failed} failed; flags: {len(flags)} (see the report), "

@@ -57,8 +57,9 @@ def _device_label(tables: Tables) -> str:
     return ", ".join(parts)
 
 
-def _log_if_wide(ax: Axes, decades: float = 2.0) -> None:
-    """Logarithmic axes when the data spans more than `decades` decades (e.g. two folders compared)."""
+def _log_if_wide(ax: Axes, decades: float = 2.0, x_axis: bool = True) -> None:
+    """Logarithmic axes when the data spans more than `decades` decades (e.g. two folders compared); the x
+    axis only when ``x_axis`` (not a categorical one)."""
     xs, ys = [], []
     for line in ax.get_lines():
         x, y = np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
@@ -66,7 +67,7 @@ def _log_if_wide(ax: Axes, decades: float = 2.0) -> None:
         ys += list(y[np.isfinite(y) & (y > 0)])
     if ys and max(ys) / min(ys) > 10**decades:
         ax.set_yscale("log")
-    if xs and max(xs) / min(xs) > 10**decades:
+    if x_axis and xs and max(xs) / min(xs) > 10**decades:
         ax.set_xscale("log")
 
 
@@ -125,6 +126,7 @@ class _Colors:
 
 
 STYLES = (("o", "-", "full"), ("s", "--", "none"))  # marker, line, fill: this folder, comparison
+CATEGORY_DODGE = 0.04  # series k of n at (k - (n-1)/2) x this on a categorical size axis
 
 
 def _draw(
@@ -133,17 +135,20 @@ def _draw(
     compare: Tables | None,
     labels: tuple[str, str],
     series_of: Callable[[Tables], list[Series]],
-) -> int:
-    """Each folder's series as error-bar lines (the comparison dashed, open markers); returns how many."""
+) -> tuple[int, list[float]]:
+    """Each folder's series as error-bar lines (the comparison dashed, open markers); returns how many, and
+    the particle counts drawn. One count only: a categorical axis (the series side by side at position 0)."""
     drawn = 0
     color = _Colors()
-    for tabs, (marker, line, fill), lab in ((tables, STYLES[0], labels[0]), (compare, STYLES[1], labels[1])):
-        if tabs is None:
-            continue
-        series = series_of(tabs)
+    folders = [(t, style, lab) for t, style, lab in zip((tables, compare), STYLES, labels) if t is not None]
+    all_series = [(series_of(t), style, lab) for t, style, lab in folders]
+    sizes = sorted({float(v) for series, _, _ in all_series for s in series for v in s[1] if math.isfinite(v)})
+    one = len(sizes) == 1
+    for series, (marker, line, fill), lab in all_series:
         for k, (name, x, y, lo, hi) in enumerate(series):
+            offset = CATEGORY_DODGE * (k - (len(series) - 1) / 2)
             ax.errorbar(
-                _dodge(x, k, len(series)),
+                np.zeros_like(x) + offset if one else _dodge(x, k, len(series)),
                 y,
                 yerr=_err(lo, hi, y),
                 marker=marker,
@@ -154,26 +159,44 @@ def _draw(
                 label=name + (f" ({lab})" if compare is not None else ""),
             )
             drawn += 1
-    return drawn
+    return drawn, sizes
+
+
+def _size_axis(ax: Axes, sizes: list[float]) -> None:
+    """The particle-count axis: one count is a category (one tick, its count: no ``994 … 1.006k`` ticks around
+    it); several are numbers printed as 500, 2k, 5M (no 1e7 offset to read off the corner)."""
+    if len(sizes) == 1:
+        ax.set_xscale("linear")
+        ax.set_xticks([0.0], [fmt_particles(sizes[0])])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlim(-0.5, 0.5)
+        return
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt_particles(v) if v > 0 else "0"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def plot_loss(
     tables: Tables, out_dir: Path, compare: Tables | None = None, labels: tuple[str, str] = ("this", "compare")
 ) -> list[Path]:
+    return save_figure(loss_figure(tables, compare, labels), out_dir, "loss_vs_particles")
+
+
+def loss_figure(tables: Tables, compare: Tables | None = None, labels: tuple[str, str] = ("this", "compare")) -> Figure:
+    """``loss_vs_particles``: loss % per sharing mode against the particle count, 95% CIs as bars."""
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    drawn = _draw(ax, tables, compare, labels, _loss_series)
+    drawn, sizes = _draw(ax, tables, compare, labels, _loss_series)
     ax.axhline(0, color="0.5", lw=0.8)
     ax.set_xlabel("particles per replica")
     ax.set_ylabel("loss [%]  (0 = no cost of sharing)")
     ax.set_title("Cost of sharing against exclusive use (mean, 95% CI)")
-    _particle_axis(ax)
+    _size_axis(ax, sizes)
     if drawn:
         _legend_outside(ax)
     else:
         ax.text(0.5, 0.5, "no shared-mode cells measured", transform=ax.transAxes, ha="center")
     ax.grid(alpha=0.3)
     _subtitle(fig, tables)
-    return save_figure(fig, out_dir, "loss_vs_particles")
+    return fig
 
 
 def _time_series(tables: Tables) -> list[Series]:
@@ -204,18 +227,23 @@ def _time_series(tables: Tables) -> list[Series]:
 def plot_time(
     tables: Tables, out_dir: Path, compare: Tables | None = None, labels: tuple[str, str] = ("this", "compare")
 ) -> list[Path]:
+    return save_figure(time_figure(tables, compare, labels), out_dir, "time_vs_particles")
+
+
+def time_figure(tables: Tables, compare: Tables | None = None, labels: tuple[str, str] = ("this", "compare")) -> Figure:
+    """``time_vs_particles``: T_1, T_N, T_slice against the particle count, per mode."""
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    drawn = _draw(ax, tables, compare, labels, _time_series)
-    _log_if_wide(ax)
+    drawn, sizes = _draw(ax, tables, compare, labels, _time_series)
+    _log_if_wide(ax, x_axis=len(sizes) > 1)
     ax.set_xlabel("particles per replica")
     ax.set_ylabel("time [s]")
     ax.set_title("Tracking time per mode (T_N: span of the N concurrent replicas)")
-    _particle_axis(ax)
+    _size_axis(ax, sizes)
     if drawn:
         _legend_outside(ax)
     ax.grid(alpha=0.3)
     _subtitle(fig, tables)
-    return save_figure(fig, out_dir, "time_vs_particles")
+    return fig
 
 
 def plot_throughput(
@@ -257,12 +285,6 @@ def plot_throughput(
     axes[0][0].set_ylabel("particle-turns / s (all replicas)")
     _subtitle(fig, tables)
     return save_figure(fig, out_dir, "throughput")
-
-
-def _particle_axis(ax: Axes) -> None:
-    """Particle counts as 500, 2k, 5M: no 1e7 offset to read off the corner."""
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt_particles(v) if v > 0 else "0"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _legend_outside(ax: Axes) -> None:
