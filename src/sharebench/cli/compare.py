@@ -14,7 +14,7 @@ from sharebench.report import markdown_table
 def configure(name: str, parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Compare results folders cell by cell: for each (work, mode) measured in A and in B, "
-        "the change of the cell time with its 95%% interval and a verdict (same within noise / "
+        "the change of the cell time with its 95% interval and a verdict (same within noise / "
         "faster / slower), each folder's loss with its interval and the between-run spread. "
         "Never writes into A or B."
     )
