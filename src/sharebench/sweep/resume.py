@@ -80,8 +80,8 @@ def identity(config: Any, turns: int, workload: str | None = None) -> dict[str, 
         "seed": w.seed,
         "run_options": {**w.run_options(), **dict(config.run_options)},
     }
-    if w.pattern != "batch":  # a batch sweep's identity (so its work_key) keeps the shape it had before patterns
-        shared["pattern"] = w.pattern
+    if w.patterned:  # a batch sweep's identity (so its work_key) keeps the shape it had before patterns
+        shared["pattern"] = f"{w.pattern}; neighbours {w.neighbour_pattern}; {w.bursts} bursts"
     return json.loads(json.dumps(shared, default=str))
 
 
@@ -243,23 +243,21 @@ def check_same_work(out: Path, shared: dict[str, Any], workload: str, device_mod
     cells (the runner keeps cells per workload), so that the folder compares workloads."""
     if not out.is_dir():
         return
-    rows = folder_rows(out)
-    if rows is not None:
-        check_rows(out, rows, shared, workload, device_model)
     same = [
         s
         for s in read_sweeps(out)
         if "identity" in s and s["identity"].get("workload", s["identity"].get("engine")) == workload
     ]
-    if not same:
-        return  # a new workload, or a folder of the first releases (its device check is all there is)
-    before = same[-1]["identity"]
+    before = same[-1]["identity"] if same else {}  # none: a new workload, or a folder of the first releases
     for key in IDENTITY:
-        if (key in before or key in shared) and before.get(key) != shared.get(key):
+        if before and (key in before or key in shared) and before.get(key) != shared.get(key):
             raise UserError(
                 f"--resume: {out} was measured with {OPTION_NAMES[key]} {before.get(key, 'batch')!r}, this run has "
                 f"{shared.get(key, 'batch')!r}; resume without changing it, or give another --out"
             )
+    rows = folder_rows(out)
+    if rows is not None:
+        check_rows(out, rows, shared, workload, device_model)
 
 
 def check_rows(out: Path, rows: Any, shared: dict[str, Any], workload: str, device_model: str | None) -> None:
