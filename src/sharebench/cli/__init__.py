@@ -64,7 +64,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sharebench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in {**COMMANDS, **plugin_commands()}.items():
-        p = sub.add_parser(name, help=help_text)
+        # the one-line help is also the command's description (its --help), unless configure() gives a longer one
+        p = sub.add_parser(name, help=help_text, description=help_text[:1].upper() + help_text[1:] + ".")
         if name == command:
             module: ModuleType = importlib.import_module(module_name)
             module.configure(name, p)

@@ -1,0 +1,78 @@
+"""mkdocs hooks (``hooks:`` in mkdocs.yml): links to files of the repository that are not part of the site.
+
+The guides include docs/readme's sections, written for README.md on a code host, whose links may name
+files the site does not carry: examples, manifests, plans, the results folders' pages. A link whose target
+exists in the repository but not in the site becomes its repository path, in code; a link whose target
+exists nowhere is left as it is, so that ``mkdocs build --strict`` fails on it (a broken link).
+
+The links are rewritten by a Markdown preprocessor that runs after pymdownx.snippets has included the
+sections (a page hook would see only the ``--8<--`` lines); the page being rendered is the hook's.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from markdown import Extension, Markdown  # type: ignore[import-untyped]  # Python-Markdown ships no types
+from markdown.preprocessors import Preprocessor  # type: ignore[import-untyped]
+
+LINK = re.compile(r"(?<!!)\[([^\]\n]*)\]\(([^)\s]+)\)")  # [text](target), not an image
+EXTERNAL = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|#|/)")  # a URL, an anchor on the page, or a site-absolute path
+SNIPPETS_PRIORITY = 32  # pymdownx.snippets' preprocessor; a lower priority runs after it
+CURRENT: dict[str, Any] = {}  # the page mkdocs renders now, its config and the site's files
+
+
+def repository_path(target: str, page_dir: Path, docs: Path, root: Path, site_files: set[str]) -> str | None:
+    """The target's path in the repository when it exists there but is not a file of the site, else None."""
+    path = target.split("#", 1)[0]
+    if not path or EXTERNAL.match(target):
+        return None
+    resolved = (page_dir / path).resolve()
+    if resolved.is_relative_to(docs) and resolved.relative_to(docs).as_posix() in site_files:
+        return None
+    if not resolved.exists() or not resolved.is_relative_to(root):
+        return None
+    return resolved.relative_to(root).as_posix() + ("/" if resolved.is_dir() else "")
+
+
+def relink(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """The page's Markdown with its links to repository files outside the site as their paths."""
+    docs = Path(config["docs_dir"]).resolve()
+    root = Path(config["config_file_path"]).resolve().parent
+    page_dir = (docs / page.file.src_path).parent
+    site_files = {f.src_uri for f in files if not f.inclusion.is_excluded()}
+
+    def one(m: re.Match[str]) -> str:
+        text, target = m.groups()
+        path = repository_path(target, page_dir, docs, root, site_files)
+        if path is None:
+            return m.group(0)
+        if text.strip("`").rstrip("/") == path.rstrip("/"):
+            return f"`{path}`"
+        return f"{text} (`{path}` in the repository)"
+
+    return LINK.sub(one, markdown)
+
+
+class RepositoryLinks(Preprocessor):
+    def run(self, lines: list[str]) -> list[str]:
+        if "page" not in CURRENT:
+            return lines
+        return relink("\n".join(lines), CURRENT["page"], CURRENT["config"], CURRENT["files"]).split("\n")
+
+
+class RepositoryLinksExtension(Extension):
+    def extendMarkdown(self, md: Markdown) -> None:  # noqa: N802 - Python-Markdown's name
+        md.preprocessors.register(RepositoryLinks(md), "repository_links", SNIPPETS_PRIORITY - 1)
+
+
+def on_config(config: Any) -> Any:
+    config["markdown_extensions"].append(RepositoryLinksExtension())
+    return config
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    CURRENT.update(page=page, config=config, files=files)
+    return markdown
