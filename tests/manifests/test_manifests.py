@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import jsonschema
@@ -310,15 +311,24 @@ def test_rbac_least_privilege():
         for _, obj in access.rbac_objects()
         if obj["kind"] == "Role" and obj["metadata"]["namespace"] == names.SYSTEM_NAMESPACE
     ]
+    # issue 27: no delete on Leases (a release empties the holder); the signing key read by name only
     assert [o["rules"] for o in leases] == [
+        [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}],
         [
             {
-                "apiGroups": ["coordination.k8s.io"],
-                "resources": ["leases"],
-                "verbs": ["get", "create", "update", "delete"],
-            }
-        ]
+                "apiGroups": [""],
+                "resources": ["secrets"],
+                "resourceNames": [names.STATE_KEY_SECRET],
+                "verbs": ["get"],
+            },
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        ],
     ]
+    # no other rule anywhere grants secrets, and none binds the replica account
+    for _, obj in access.rbac_objects():
+        secret_rules = [r for r in obj.get("rules", []) if "secrets" in r["resources"]]
+        assert not secret_rules or obj["metadata"]["namespace"] == names.SYSTEM_NAMESPACE
+        assert names.REPLICA_SERVICE_ACCOUNT not in json.dumps(obj.get("subjects", []))
     assert rules["ClusterRole"] == [
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
@@ -335,6 +345,14 @@ def test_rbac_least_privilege():
     for _, obj in OBJECTS:
         for rule in obj.get("rules", []):
             assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
+
+
+def test_replica_account_has_no_token_and_no_rights():
+    accounts = {o["metadata"]["name"]: o for _, o in access.rbac_objects() if o["kind"] == "ServiceAccount"}
+    replica = accounts[names.REPLICA_SERVICE_ACCOUNT]
+    assert replica["automountServiceAccountToken"] is False
+    assert replica["metadata"]["namespace"] == names.RUN_NAMESPACE
+    assert "automountServiceAccountToken" not in accounts[names.SERVICE_ACCOUNT]
 
 
 def test_rbac_bindings_point_at_the_service_account():

@@ -5,6 +5,7 @@ prior-state annotation against the same allow-list."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 from pathlib import Path
@@ -16,6 +17,8 @@ from kubernetes.client.exceptions import ApiException
 
 from sharebench.manifests import access, names, operator, policy, render
 from sharebench.node import ANNOTATION, NodeError, ReconfigureOptions, reconfigure, restore
+from sharebench.node.prior import SIGNATURE, signature
+from sharebench.node.prior import prior_problem as policy_prior_problem
 from support.admission import AdmissionPolicy
 from support.k8s_sim import LABEL_DP, LABEL_MIG, SimCluster
 
@@ -159,7 +162,10 @@ def test_node_updates(vap, sim, what, fn, denied):
         ("mig label", lambda o: o["metadata"]["labels"].update({LABEL_MIG: "all-1g.18gb"})),
         (
             "cordon",
-            lambda o: (o["spec"].update({"unschedulable": True}), o["metadata"]["annotations"].update({ANNOTATION: "{}"})),
+            lambda o: (
+                o["spec"].update({"unschedulable": True}),
+                o["metadata"]["annotations"].update({ANNOTATION: "{}"}),
+            ),
         ),
     ],
 )
@@ -228,6 +234,76 @@ def test_node_operations_pass_the_enforced_policy_and_keep_the_sites_entries(vap
     assert exc.value.status == 422 and "may change only the node labels" in json.loads(exc.value.body)["message"]
 
 
+def sim_key(sim) -> bytes:
+    """The signing key the first apply created in the simulated cluster's Secret."""
+    secret = sim.get("secrets", names.SYSTEM_NAMESPACE, names.STATE_KEY_SECRET)
+    return base64.b64decode(secret["data"]["key"])
+
+
+def tamper(sim, edit, *, sign_with: bytes | None = None, node: str = NODE) -> None:
+    """Edit the recorded prior state behind sharebench's back (as a user with node-annotation rights
+    would); ``sign_with``: sign the edit with that key (a holder of the key), else keep the old signature."""
+
+    def change(obj):
+        ann = obj["metadata"]["annotations"]
+        prior = json.loads(ann[ANNOTATION])
+        edit(prior)
+        ann[ANNOTATION] = json.dumps(prior, sort_keys=True)
+        if sign_with is not None:
+            ann[SIGNATURE] = signature(sign_with, node, ann[ANNOTATION])
+
+    sim.edit("nodes", "", NODE, change)
+
+
+def refused(sim, api) -> str:
+    before = (sim.node(NODE)["metadata"]["labels"], sim.configmap()["data"])
+    with pytest.raises(NodeError) as exc:
+        restore(NODE, api_client=api, timeout_s=5, poll_s=0.01)
+    assert (sim.node(NODE)["metadata"]["labels"], sim.configmap()["data"]) == before  # nothing applied
+    msg = str(exc.value)
+    assert "\n" not in msg and "refuses" in msg
+    return msg
+
+
+def crafted(prior: dict) -> None:
+    """The issue's case, inside the allow-list: a MIG layout to set, and the shared exclusive entry rewritten."""
+    prior["labels"][LABEL_MIG] = "all-1g.18gb"
+    prior["configmap"]["entries"]["sharebench-exclusive"] = SITE_ENTRIES["any"]
+
+
+def test_restore_refuses_a_crafted_state_inside_the_allow_list(vap, sim):
+    sim.admission.append(vap)
+    api = sim.api_client()
+    reconfigure(NODE, "timeslice:3", ReconfigureOptions(timeout_s=5, poll_s=0.01), api_client=api)
+    signed = sim.node(NODE)["metadata"]["annotations"]
+    assert signed[SIGNATURE] == signature(sim_key(sim), NODE, signed[ANNOTATION])
+    tamper(sim, crafted)
+    assert policy_prior_problem(json.loads(sim.node(NODE)["metadata"]["annotations"][ANNOTATION])) is None
+    msg = refused(sim, api)
+    assert f"annotation {ANNOTATION} does not match its signature ({SIGNATURE}): restore applies only a state " in msg
+    assert f"'kubectl annotate node {NODE} {ANNOTATION}- {SIGNATURE}-'" in msg
+    # no signature at all
+    sim.edit("nodes", "", NODE, lambda o: o["metadata"]["annotations"].pop(SIGNATURE))
+    assert f"annotation {ANNOTATION} carries no signature ({SIGNATURE})" in refused(sim, api)
+
+
+def test_restore_refuses_a_state_signed_for_another_node(sim):
+    api = sim.api_client()
+    reconfigure(NODE, "timeslice:3", ReconfigureOptions(timeout_s=5, poll_s=0.01), api_client=api)
+    tamper(sim, crafted, sign_with=sim_key(sim), node=OTHER)  # a valid signature, of another node's state
+    assert "does not match its signature" in refused(sim, api)
+
+
+def test_restore_refuses_when_the_key_is_gone(sim):
+    api = sim.api_client()
+    reconfigure(NODE, "timeslice:3", ReconfigureOptions(timeout_s=5, poll_s=0.01), api_client=api)
+    with sim.lock:
+        sim.objects.pop(("secrets", names.SYSTEM_NAMESPACE, names.STATE_KEY_SECRET))
+    msg = refused(sim, api)
+    assert f"cannot be checked: the key (Secret {names.SYSTEM_NAMESPACE}/{names.STATE_KEY_SECRET}) is gone" in msg
+    assert sim.get("secrets", names.SYSTEM_NAMESPACE, names.STATE_KEY_SECRET) is None  # restore never makes one
+
+
 @pytest.mark.parametrize(
     "edit, problem",
     [
@@ -245,19 +321,25 @@ def test_node_operations_pass_the_enforced_policy_and_keep_the_sites_entries(vap
         ),
     ],
 )
-def test_restore_refuses_a_prior_state_outside_the_allow_list(sim, edit, problem):
+def test_restore_refuses_a_prior_state_outside_the_allow_list_even_signed(sim, edit, problem):
+    """The allow-list still holds for a state signed with the key (whoever holds the key)."""
     api = sim.api_client()
     reconfigure(NODE, "timeslice:3", ReconfigureOptions(timeout_s=5, poll_s=0.01), api_client=api)
+    tamper(sim, edit, sign_with=sim_key(sim))
+    assert f"annotation {ANNOTATION} holds {problem}" in refused(sim, api)
 
-    def tamper(node):
-        prior = json.loads(node["metadata"]["annotations"][ANNOTATION])
-        edit(prior)
-        node["metadata"]["annotations"][ANNOTATION] = json.dumps(prior)
 
-    sim.edit("nodes", "", NODE, tamper)
-    before = (sim.node(NODE)["metadata"]["labels"], sim.configmap()["data"])
-    with pytest.raises(NodeError) as exc:
-        restore(NODE, api_client=api, timeout_s=5, poll_s=0.01)
-    msg = str(exc.value)
-    assert f"annotation {ANNOTATION} holds {problem}" in msg and "refuses" in msg and "\n" not in msg
-    assert (sim.node(NODE)["metadata"]["labels"], sim.configmap()["data"]) == before  # nothing applied
+@pytest.mark.parametrize(
+    "name, namespace, denied",
+    [
+        (names.STATE_KEY_SECRET, names.SYSTEM_NAMESPACE, False),
+        ("other", names.SYSTEM_NAMESPACE, True),
+        (names.STATE_KEY_SECRET, names.RUN_NAMESPACE, True),
+    ],
+)
+def test_secret_creates(vap, name, namespace, denied):
+    obj = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace}, "data": {}}
+    got = vap.denials(resource="secrets", operation="CREATE", user=SA, obj=obj, old=None)
+    assert got == (
+        [f"sharebench may create only the Secret {names.SYSTEM_NAMESPACE}/{names.STATE_KEY_SECRET}"] if denied else []
+    )

@@ -393,7 +393,8 @@ def test_timeout_names_node_mode_state(sim_target: Target):
 
 
 def test_restore_after_failure_mid_sweep_from_another_process(sim_target: Target):
-    """A pipeline dies mid-sweep: `sharebench node restore` in a new process puts the node back."""
+    """A pipeline dies mid-sweep: `sharebench node restore --force` in a new process puts the node back (the
+    Lease is unexpired and its holder, this process, still runs: without --force it is refused)."""
     sim = sim_target.sim
     before = gpu_labels(sim_target)
     sim_target.apply("timeslice:2")
@@ -417,6 +418,7 @@ def test_restore_after_failure_mid_sweep_from_another_process(sim_target: Target
             "--poll",
             "0.02",
             "--json",
+            "--force",
         ],
         capture_output=True,
         text=True,
@@ -649,8 +651,8 @@ def test_modes_a_node_cannot_take(sim_target: Target, mode, message):
 @pytest.mark.parametrize(
     "kw, message",
     [
-        ({"timeout_s": 0}, "timeout_s must be a number of seconds > 0 (got 0)"),
-        ({"poll_s": -1}, "poll_s must be a number of seconds > 0 (got -1)"),
+        ({"timeout_s": 0}, "timeout_s must be a finite number of seconds > 0 (got 0)"),
+        ({"poll_s": -1}, "poll_s must be a finite number of seconds > 0 (got -1)"),
     ],
 )
 def test_bad_times(sim_target: Target, kw, message):
@@ -868,7 +870,7 @@ def test_cli_apply_status_restore(sim, capsys):
         ),
         (
             ["node", "apply", NODE, "mps:2", "--timeout", "0"],
-            "sharebench: error: --timeout must be a number of seconds > 0 (got 0.0)\n",
+            "sharebench: error: --timeout must be a finite number of seconds > 0 (got 0.0)\n",
         ),
         (
             ["node", "status", "cpu-node-1"],
@@ -890,7 +892,8 @@ def test_cli_permission_denied(sim, capsys):
         f"sharebench: error: node {NODE}, mode mps:2, state recording prior state: permission denied: "
         "cannot patch nodes (RBAC: grant verb 'patch' on resource 'nodes'; see manifests/rbac/)\n"
     )
-    assert sim.get("leases", names.SYSTEM_NAMESPACE, f"sharebench-node-{NODE}") is None  # nothing changed: released
+    released = sim.get("leases", names.SYSTEM_NAMESPACE, f"sharebench-node-{NODE}")  # nothing changed: released
+    assert released["spec"]["holderIdentity"] == "" and released["metadata"]["annotations"]["sharebench.io/released-by"]
 
 
 def test_cli_refusal_then_force(sim, capsys):

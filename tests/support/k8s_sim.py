@@ -24,7 +24,7 @@ the official ``kubernetes`` client through a generated kubeconfig:
 * Fault injection: ``deny(verb, resource)`` (RBAC 403), ``fail_next(verb, resource, status)``,
   ``pause_operator()``, ``freeze()`` / ``thaw()`` (requests get no answer).
 * Admission: policies appended to ``admission`` (``support.admission.AdmissionPolicy``) judge
-  every update and delete, as the API server's ValidatingAdmissionPolicy does (422 when denied).
+  every create, update and delete, as the API server's ValidatingAdmissionPolicy does (422 when denied).
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ KINDS = {  # resource -> (kind, namespaced, api group prefix)
     "resourceclaims": ("ResourceClaim", True, "/apis/resource.k8s.io/v1"),
     "resourceclaimtemplates": ("ResourceClaimTemplate", True, "/apis/resource.k8s.io/v1"),
     "leases": ("Lease", True, "/apis/coordination.k8s.io/v1"),  # issue 14: one reconfiguration per node
+    "secrets": ("Secret", True, "/api/v1"),  # issue 27: the prior-state signing key
 }
 API_VERSIONS = {
     "/api/v1": "v1",
@@ -755,6 +756,7 @@ class SimCluster:
                         obj["metadata"]["name"],
                         resource,
                     )
+                self.admit(resource, "CREATE", obj, None)
                 return 201, self.put_object(obj)
             cur = self.get(resource, ns, name)
             if cur is None:
@@ -809,7 +811,7 @@ class SimCluster:
             self.admit(resource, "UPDATE", new, cur)
             return 200, self.put_object(new)
 
-    def admit(self, resource: str, operation: str, new: dict | None, old: dict) -> None:
+    def admit(self, resource: str, operation: str, new: dict | None, old: dict | None) -> None:
         """The enforced admission policies (every request is the ServiceAccount's): 422 when one denies."""
         for policy in self.admission:
             denied = policy.denials(resource=resource, operation=operation, user=SERVICE_ACCOUNT_USER, obj=new, old=old)
@@ -819,7 +821,7 @@ class SimCluster:
                     "Invalid",
                     f"ValidatingAdmissionPolicy '{policy.name}' with binding "
                     f"'{policy.name}' denied request: {denied[0]}",
-                    old["metadata"]["name"],
+                    (old or new or {}).get("metadata", {}).get("name", ""),
                     resource,
                 )
 

@@ -54,13 +54,20 @@ def configure(name: str, node: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--dry-run", action="store_true", help="print the label and ConfigMap changes it would make, and change nothing"
     )
-    ap.add_argument("--holder", help="who holds the node's Lease (a run id; default: this machine)")
+    ap.add_argument(
+        "--holder", help="who holds the node's Lease (a run id; default: this process, sharebench-cli@HOST:PID.START)"
+    )
     ap.set_defaults(func=cmd_apply)
 
     rp = nsub.add_parser("restore", help="put NODE back as before sharebench's first change (idempotent)")
     common(rp)
     waits(rp)
-    rp.add_argument("--holder", help="restore only if this run holds the node's Lease (default: whoever holds it)")
+    rp.add_argument("--holder", help="restore only if this run holds the node's Lease (default: a person's restore)")
+    rp.add_argument(
+        "--force",
+        action="store_true",
+        help="restore although a live run holds the node's Lease (that run stops at its next renewal)",
+    )
     rp.set_defaults(func=cmd_restore)
 
     sp = nsub.add_parser("status", help="what NODE advertises, its GPU pods and any recorded prior state")
@@ -131,6 +138,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
         progress=_progress,
         poll_s=args.poll,
         holder=args.holder,
+        force=args.force,
     )
     _print(res, args.json)
     return 0

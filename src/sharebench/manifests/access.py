@@ -5,8 +5,10 @@ from __future__ import annotations
 from sharebench.manifests.names import (
     DEVICE_PLUGIN_CONFIGMAP,
     OPERATOR_NAMESPACE,
+    REPLICA_SERVICE_ACCOUNT,
     RUN_NAMESPACE,
     SERVICE_ACCOUNT,
+    STATE_KEY_SECRET,
     SYSTEM_NAMESPACE,
     metadata,
 )
@@ -73,7 +75,13 @@ def rbac_objects(
     pod). Operator namespace: the device-plugin ConfigMap get/update (by name) and
     pods delete (restart the device-plugin and GFD pods so they re-read a changed entry).
     No create: the ConfigMap is applied from manifests/operator/, never created by
-    the tool.
+    the tool. sharebench's own namespace: Leases get/create/update, never delete (a
+    release empties the holder; the admission policy fences who may change it), and the
+    prior-state signing key, a Secret read by name and created once (RBAC cannot name
+    what a create makes: the admission policy admits that one name only).
+
+    The replica and analysis tasks run as :data:`REPLICA_SERVICE_ACCOUNT`: no role is
+    bound to it and its token is not mounted.
     """
     name = SERVICE_ACCOUNT
     subject = [{"kind": "ServiceAccount", "name": name, "namespace": run_namespace}]
@@ -92,18 +100,33 @@ def rbac_objects(
     ]
     # one reconfiguration per node: a Lease per node, in sharebench's own namespace only
     lease_rules = [
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update", "delete"]}
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
     ]
-    leases = f"{name}-leases"
+    key_rules = [
+        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [STATE_KEY_SECRET], "verbs": ["get"]},
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+    ]
+    leases, key = f"{name}-leases", f"{name}-state-key"
     return [
         (
             f"0100_serviceaccount_{name}.yaml",
             {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(name, run_namespace)},
         ),
+        (
+            f"0110_serviceaccount_{REPLICA_SERVICE_ACCOUNT}.yaml",
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": metadata(REPLICA_SERVICE_ACCOUNT, run_namespace),
+                "automountServiceAccountToken": False,
+            },
+        ),
         (f"0200_clusterrole_{name}.yaml", role("ClusterRole", name, None, cluster_rules)),
         (f"0210_role_{name}.yaml", role("Role", name, operator_namespace, operator_rules)),
         (f"0220_role_{leases}.yaml", role("Role", leases, SYSTEM_NAMESPACE, lease_rules)),
+        (f"0230_role_{key}.yaml", role("Role", key, SYSTEM_NAMESPACE, key_rules)),
         (f"0300_clusterrolebinding_{name}.yaml", binding("ClusterRoleBinding", name, None, subject)),
         (f"0310_rolebinding_{name}.yaml", binding("RoleBinding", name, operator_namespace, subject)),
         (f"0320_rolebinding_{leases}.yaml", binding("RoleBinding", leases, SYSTEM_NAMESPACE, subject)),
+        (f"0330_rolebinding_{key}.yaml", binding("RoleBinding", key, SYSTEM_NAMESPACE, subject)),
     ]

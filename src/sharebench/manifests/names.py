@@ -5,10 +5,17 @@ RUN_NAMESPACE = "sharebench"  # where the pipeline's pods and the service accoun
 SYSTEM_NAMESPACE = "sharebench-system"  # sharebench's own: the per-node Leases (one reconfiguration per node)
 MONITORING_NAMESPACE = "monitoring"  # kube-prometheus-stack and its Grafana
 SERVICE_ACCOUNT = "sharebench-node"
+# the replica and analysis tasks' account: no API rights, no mounted token
+REPLICA_SERVICE_ACCOUNT = "sharebench-replica"
 DEVICE_PLUGIN_CONFIGMAP = "sharebench-device-plugin-config"
 MIG_PARTED_CONFIGMAP = "sharebench-mig-parted-config"
 DCGM_METRICS_CONFIGMAP = "sharebench-dcgm-metrics"
 PRIOR_STATE_ANNOTATION = "sharebench.io/prior-state"  # the node's state before sharebench's first change
+# its HMAC-SHA256 under the key in the Secret STATE_KEY_SECRET (SYSTEM_NAMESPACE): restore applies only a signed state
+PRIOR_STATE_SIGNATURE_ANNOTATION = "sharebench.io/prior-state-signature"
+STATE_KEY_SECRET = "sharebench-state-key"
+# on a released Lease (its holder emptied, never deleted): who held it last
+LEASE_RELEASED_BY_ANNOTATION = "sharebench.io/released-by"
 # the node labels sharebench sets: the device-plugin entry and the MIG layout (and the MIG
 # manager's state label, which it drops when the layout changes)
 SHARING_LABELS = ("nvidia.com/device-plugin.config", "nvidia.com/mig.config", "nvidia.com/mig.config.state")

@@ -13,7 +13,16 @@ RBAC cannot say *which* labels of a node a ``patch`` may change, nor which pods 
   ``spec``;
 * on ConfigMaps, changes to sharebench's own entries only (keys ``sharebench-...``): the site's
   default and other entries stay byte for byte;
-* pod deletion of the device-plugin and GPU-feature-discovery pods only.
+* pod deletion of the device-plugin and GPU-feature-discovery pods only;
+* on Leases (one reconfiguration per node): never a delete, and a change of ``holderIdentity`` only
+  from empty (taking a released Lease) or to empty with the old holder named in the annotation
+  :data:`~sharebench.manifests.names.LEASE_RELEASED_BY_ANNOTATION` (a release); a renewal keeps the
+  holder. CEL has no clock, so the policy cannot tell an expired Lease from a live one: no holder is
+  ever replaced in one step, and every takeover is a release that names whom it released. Holders are
+  strings the one ServiceAccount writes, so a process that lies about its name is not stopped; a
+  mistaken or buggy takeover, a silent delete, and a release that hides whose Lease it was are;
+* Secrets: the creation of the prior-state signing key
+  (:data:`~sharebench.manifests.names.STATE_KEY_SECRET` in sharebench's namespace) only.
 
 The expressions are plain CEL over ``object``/``oldObject``; tests/manifests/test_policy.py evaluates
 them with cel-python on allowed and denied requests.
@@ -26,11 +35,14 @@ from typing import Any
 from sharebench.manifests.names import (
     BENCHMARK_LABEL,
     ENTRY_PREFIX,
+    LEASE_RELEASED_BY_ANNOTATION,
     OPERATOR_NAMESPACE,
     PRIOR_STATE_ANNOTATION,
     RUN_NAMESPACE,
     SERVICE_ACCOUNT,
     SHARING_LABELS,
+    STATE_KEY_SECRET,
+    SYSTEM_NAMESPACE,
     metadata,
 )
 
@@ -64,6 +76,36 @@ def variables() -> list[dict]:
         {"name": "oldSpec", "expression": _map("oldObject.spec")},
         {"name": "newData", "expression": _map("object.data")},
         {"name": "oldData", "expression": _map("oldObject.data")},
+        {"name": "newHolder", "expression": _holder("object")},
+        {"name": "oldHolder", "expression": _holder("oldObject")},
+    ]
+
+
+def _holder(obj: str) -> str:
+    """CEL: a Lease update's ``holderIdentity`` in ``obj`` ('' when absent or not a Lease update)."""
+    return (
+        f"request.resource.resource == 'leases' && request.operation == 'UPDATE' && has({obj}.spec.holderIdentity) "
+        f"? {obj}.spec.holderIdentity : ''"
+    )
+
+
+def lease_validations() -> list[dict]:
+    """A Lease is never deleted; its holder changes only from empty or to empty naming the old one."""
+    leases = "request.resource.resource != 'leases'"
+    released_by = f"'{LEASE_RELEASED_BY_ANNOTATION}'"
+    return [
+        {
+            "expression": f"{leases} || request.operation != 'DELETE'",
+            "message": "sharebench may not delete a Lease: a release empties its holder",
+        },
+        {
+            "expression": f"{leases} || request.operation != 'UPDATE' || variables.newHolder == variables.oldHolder "
+            "|| variables.oldHolder == '' || (variables.newHolder == '' && "
+            f"{released_by} in variables.newAnnotations && variables.newAnnotations[{released_by}] == "
+            "variables.oldHolder)",
+            "message": "sharebench may take only a released Lease (no holder), and release one only naming its holder "
+            f"in {LEASE_RELEASED_BY_ANNOTATION}",
+        },
     ]
 
 
@@ -117,6 +159,12 @@ def validations(operator_namespace: str = OPERATOR_NAMESPACE) -> list[dict]:
             f"oldObject.metadata.labels['app'] in {_cel_list(OPERAND_APPS)})",
             "message": "sharebench may delete only the device-plugin and GPU-feature-discovery pods",
         },
+        *lease_validations(),
+        {
+            "expression": "request.resource.resource != 'secrets' || "
+            f"(object.metadata.namespace == '{SYSTEM_NAMESPACE}' && object.metadata.name == '{STATE_KEY_SECRET}')",
+            "message": f"sharebench may create only the Secret {SYSTEM_NAMESPACE}/{STATE_KEY_SECRET}",
+        },
     ]
 
 
@@ -132,6 +180,13 @@ def policy_objects(
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["nodes"]},
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["configmaps"]},
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"], "resources": ["pods"]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "apiVersions": ["v1"],
+            "operations": ["UPDATE", "DELETE"],
+            "resources": ["leases"],
+        },
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["secrets"]},
     ]
     return [
         (

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -77,12 +78,14 @@ class NotFound(Exception):
 
 
 def check_times(timeout_s: float, poll_s: float | None, names: tuple[str, str] = ("timeout_s", "poll_s")) -> None:
-    """Raise a ``UserError`` unless ``timeout_s`` (and ``poll_s``, when given) are seconds > 0; ``names``:
-    how the caller calls them (the CLI: ``--timeout``, ``--poll``)."""
-    if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
-        raise UserError(f"{names[0]} must be a number of seconds > 0 (got {timeout_s!r})")
-    if poll_s is not None and not (isinstance(poll_s, (int, float)) and poll_s > 0):
-        raise UserError(f"{names[1]} must be a number of seconds > 0 (got {poll_s!r})")
+    """Raise a ``UserError`` unless ``timeout_s`` (and ``poll_s``, when given) are finite seconds > 0 (``inf``
+    would wait forever on a frozen API server); ``names``: how the caller calls them (the CLI: ``--timeout``,
+    ``--poll``)."""
+    for name, value in ((names[0], timeout_s), (names[1], poll_s)):
+        if value is None and name == names[1]:
+            continue
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise UserError(f"{name} must be a finite number of seconds > 0 (got {value!r})")
 
 
 # ---------------------------------------------------------------- client
@@ -136,6 +139,7 @@ class Session:
         self.node, self.mode = node, mode
         self.state = "pre-flight"
         self.changed = False  # True once the node or its ConfigMaps were changed
+        self.state_key: bytes | None = None  # the prior-state signing key, once read (sharebench.node.prior)
         try:
             self.api_client = api_client if api_client is not None else make_api_client()
         except UserError as exc:

@@ -40,7 +40,15 @@ from sharebench.node.facts import (
     node_labels,
     nvidia_labels,
 )
-from sharebench.node.lease import LEASE_DURATION_S, acquire, check_release, default_holder, holder_of, release
+from sharebench.node.lease import (
+    LEASE_DURATION_S,
+    acquire,
+    check_release,
+    default_holder,
+    holder_gone,
+    holder_of,
+    release,
+)
 from sharebench.node.operands import (
     read_configmap,
     restart_device_plugin,
@@ -143,7 +151,7 @@ def preview(
         "cordon": bool(options.cordon and not (n.spec and n.spec.unschedulable)),
         "lease": (
             f"held by {lease['holder']} (expires in {lease['expires_in_s']:.0f} s): refused"
-            if lease and lease["holder"] != holder and lease["expires_in_s"] > 0
+            if lease and lease["holder"] != holder and not holder_gone(lease["holder"])
             else f"taken by {holder}"
         ),
         "resource": t.resource,
@@ -285,13 +293,17 @@ def restore(
     api_client: Any = None,
     progress: Progress | None = None,
     holder: str | None = None,
+    force: bool = False,
 ) -> dict:
     """Put the node back as it was before sharebench's first change; idempotent.
 
     Reads the prior state from the node's annotation (so it works from another process
     after a killed pipeline), restores changed ConfigMap entries, labels and cordon,
-    waits for the operator, then removes the annotation. Without an annotation it
-    changes nothing and returns ``restored: False``.
+    waits for the operator, then removes the annotation and releases the node's Lease.
+    Without an annotation it changes nothing and returns ``restored: False``. A state
+    sharebench did not sign is refused. ``holder`` (a run's own restore) is refused on
+    another run's node; a person's restore (``holder`` None) of a node a live run holds
+    needs ``force`` (the refusal names the run, which stops at its next renewal).
     """
     try:
         check_times(timeout_s, poll_s)
@@ -299,11 +311,11 @@ def restore(
         raise NodeError(node, "restore", "pre-flight", str(exc)) from None
     sess = Session(node, "restore", api_client, progress, timeout_s, poll_s)
     n = sess.read_node()
-    check_release(sess, holder)  # another run's node: refused before any change
+    check_release(sess, holder, force=force)  # another run's node: refused before any change
     prior = read_prior(sess, n)
     if prior is None:
         sess.say("no recorded prior state: nothing to restore")
-        release(sess, holder)
+        release(sess, holder, force=force)
         return {"node": node, "restored": False, "resources": gpu_resources(n), "labels": nvidia_labels(n)}
     ns, added = _restore_entries(sess, prior)
     _restore_labels(sess, prior, ns)
@@ -312,7 +324,7 @@ def restore(
     sess.state = "removing the prior-state annotation"
     final = remove_prior(sess)
     sess.say("restored; prior-state annotation removed")
-    release(sess, holder)
+    release(sess, holder, force=force)
     return {
         "node": node,
         "restored": True,
@@ -415,7 +427,7 @@ def status(
     """What the node advertises now, its GPU facts, GPU pods on it and any recorded prior state."""
     sess = Session(node, "status", api_client, None, 0, POLL_S)
     n = sess.read_node()
-    prior = read_prior(sess, n)
+    prior = read_prior(sess, n, verify=False)  # shown, never applied: status needs no key
     facts = gpu_facts(sess, n, gpu_model, prior)
     labels = node_labels(n)
     return {
