@@ -5,7 +5,9 @@ Every private MPS daemon lives in a folder ``$TMPDIR/sbmps-*`` that names its sw
 not a child that dies with the sweep) and its folder behind. :func:`stop_orphans` finds each folder
 whose owner is gone, asks its daemon to quit (``nvidia-cuda-mps-control`` with that pipe folder),
 stops what still runs with that pipe folder in its environment, and removes the folder. The next
-MPS cell on the machine calls it, and so does ``sharebench cleanup``.
+MPS cell on the machine calls it, and so does ``sharebench cleanup``. A symbolic link named like such
+a folder is never sharebench's (a sweep makes real folders): it is left in place, nothing it points
+at is stopped, and the report says so; a folder is reported removed only once it is gone.
 """
 
 from __future__ import annotations
@@ -64,6 +66,9 @@ def stop_orphans(tmp: Path | None = None, control: str = "nvidia-cuda-mps-contro
     """Stop every orphaned daemon and remove its folder; one line per folder saying what was done."""
     done = []
     for root in find_orphans(tmp):
+        if root.is_symlink():
+            done.append(f"left {root} in place: a symbolic link, not a daemon folder a sweep made")
+            continue
         pipe = root / "pipe"
         path = shutil.which(control)
         if path:
@@ -86,5 +91,6 @@ def stop_orphans(tmp: Path | None = None, control: str = "nvidia-cuda-mps-contro
         processes.end_processes(procs, grace_s=10.0)
         shutil.rmtree(root, ignore_errors=True)
         pids = ", ".join(str(p.pid) for p in procs) or "none running"
-        done.append(f"stopped an orphaned MPS daemon (pid {pids}) and removed {root}")
+        outcome = f"could not remove {root}" if os.path.lexists(root) else f"removed {root}"
+        done.append(f"stopped an orphaned MPS daemon (pid {pids}) and {outcome}")
     return done
