@@ -16,13 +16,16 @@ from sharebench.workloads.workload import KEYS
 
 DEVICES = st.sampled_from(["auto", "cpu", "cuda", "cuda:3", "opencl", "opencl:0.1", " CPU "])
 WORDS = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=20)
+PATTERNS = st.sampled_from(["batch", "interactive", "Interactive:think=0.2,burst=3", "serve:rate=5", "serve:size=2"])
 TRACKERS = st.builds(
     Workload,
     engine=st.sampled_from(["simpletrack", "xtrack", "XTrack"]),
     device=DEVICES,
     lattice=st.none() | WORDS,
     seed=st.integers(0, 2**31),
-    pattern=WORDS,
+    pattern=PATTERNS,
+    neighbours=st.none() | PATTERNS,
+    bursts=st.integers(1, 10**6),
 )
 PROGRAMS = st.builds(
     Workload,
@@ -70,7 +73,10 @@ def test_defaults_and_normalisation():
 def test_describe():
     assert Workload().describe() == "simpletrack, lattice generated LHC-like ring"
     assert Workload(lattice="lhc.json", pattern="interactive").describe() == (
-        "simpletrack, lattice lhc.json, pattern interactive"
+        "simpletrack, lattice lhc.json, pattern interactive:burst=10,think=0.5 (30 bursts)"
+    )
+    assert Workload(pattern="serve:rate=4", neighbours="batch", bursts=5).describe() == (
+        "simpletrack, lattice generated LHC-like ring, pattern serve:rate=4,size=1 (5 bursts), neighbours batch"
     )
     assert Workload(engine="exec", command="sleep 1", timing="process", name="nap").describe() == (
         "exec: 'sleep 1' as nap (process timing; work = SHAREBENCH_WORK)"
@@ -89,6 +95,9 @@ def test_describe():
         ({"engine": 3}, "bad workload engine 3: a string is allowed"),
         ({"lattice": ["a"]}, "bad workload lattice ['a']: a string (or nothing) is allowed"),
         ({"pattern": " "}, "bad workload pattern '': a pattern name is allowed (default: batch)"),
+        ({"pattern": "bursty"}, "unknown pattern 'bursty'; allowed: batch, interactive[:burst=N,think=SECONDS]"),
+        ({"neighbours": "serve:rate=0"}, "bad rate '0' in pattern 'serve:rate=0'; allowed: requests/s > 0"),
+        ({"bursts": 0}, "bad workload bursts (--bursts) 0; allowed: a whole number 1..1000000"),
         ({"engine": "exec"}, "workload engine 'exec' needs a command: the program each replica runs"),
         ({"engine": "exec", "command": "true", "timing": "wall"}, "bad exec timing 'wall'; allowed: protocol, process"),
         ({"command": "true"}, "workload command, timing and name need engine 'exec'; the engine is 'simpletrack'"),
@@ -127,3 +136,23 @@ def test_run_config_of_a_tracker_on_the_sweeps_device():
         "seed": 9,
     }
     assert RunConfig.from_workload(Workload(), particles=1, turns=1).device == "auto"
+
+
+@given(TRACKERS)
+def test_run_config_of_a_pattern(w):
+    """A batch workload gives the study's replica (no pattern field set); a patterned one gives each replica
+    its role: replica 0 the pattern, the others the neighbours' (the pattern itself when not given)."""
+    victim = RunConfig.from_workload(w, particles=5, turns=2)
+    neighbour = RunConfig.from_workload(w, particles=5, turns=2, replica=1)
+    assert victim.patterned == w.patterned == (w.pattern != "batch" or (w.neighbours or w.pattern) != "batch")
+    if not w.patterned:
+        assert (
+            victim.to_dict()
+            == RunConfig.from_workload(
+                Workload(w.engine, w.device, lattice=w.lattice, seed=w.seed), particles=5, turns=2
+            ).to_dict()
+        )
+        return
+    assert (victim.role, victim.own_pattern, victim.bursts) == ("victim", w.pattern, w.bursts)
+    assert (neighbour.role, neighbour.own_pattern) == ("neighbour", w.neighbours or w.pattern)
+    assert victim.replica_seed != neighbour.replica_seed

@@ -559,6 +559,19 @@ TABLE_COLUMNS: dict[str, list[str]] = {
 TABLES = tuple(f.name for f in fields(Tables))
 
 
+def batch_cells(cells: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
+    """The cells whose every replica ran batch (the saturated replica): the only ones the loss, partition
+    and throughput tables compare; a cell under a replica pattern is measured by the latency table."""
+    if cells.empty or "pattern" not in df.columns:
+        return cells
+    shaped = df[~df["pattern"].fillna("").astype(str).isin(["", "batch"])]
+    if shaped.empty:
+        return cells
+    drop = set(zip(shaped["sweep_id"].astype(str), shaped["cell_id"].astype(str)))
+    keys = zip(cells["sweep_id"].astype(str), cells["cell_id"].astype(str))
+    return cells[[k not in drop for k in keys]]
+
+
 def measured_bursts(bursts: pd.DataFrame | None, good: pd.DataFrame) -> pd.DataFrame:
     """The burst rows of the good measured cells (warm-ups and excluded cells left out)."""
     if bursts is None or bursts.empty or good.empty:
@@ -580,7 +593,8 @@ def build_tables(df: pd.DataFrame, bursts: pd.DataFrame | None = None, listed: s
     good = measured[~measured["excluded"].astype(bool)] if len(measured) else measured
     flags += disturbed_flags(df, measured)
     rows: dict[str, list[dict]] = {"timeslice": [], "mps": [], "mig": [], "partition": [], "throughput": []}
-    for group in work_groups(good):
+    batch = batch_cells(good, df)
+    for group in work_groups(batch):
         flags += coverage_flags(group)
         rows["throughput"].append(throughput_row(group))
         more: list[Flag] = []
@@ -592,7 +606,7 @@ def build_tables(df: pd.DataFrame, bursts: pd.DataFrame | None = None, listed: s
             rows["mig"].append(row)
         flags += more
         if group.kind in ("mig", "partition") or is_sm_share(group.mode):
-            row, more = partition_row(group, good)
+            row, more = partition_row(group, batch)
             rows["partition"].append(row)
             flags += more
     return Tables(
@@ -601,7 +615,7 @@ def build_tables(df: pd.DataFrame, bursts: pd.DataFrame | None = None, listed: s
         mps=pd.DataFrame(rows["mps"], columns=SHARED_COLUMNS),
         mig=pd.DataFrame(rows["mig"], columns=MIG_COLUMNS),
         partition=pd.DataFrame(rows["partition"], columns=PARTITION_COLUMNS),
-        mig_emulated=emulated_table(df, good, WORK_KEYS),
+        mig_emulated=emulated_table(df, batch, WORK_KEYS),
         throughput=pd.DataFrame(rows["throughput"], columns=THROUGHPUT_COLUMNS),
         flags=flags_frame(flags),
         latency=latency_table(measured_bursts(bursts, good)),

@@ -6,7 +6,9 @@ import argparse
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
+from sharebench.analysis.latency import DEFAULT_SLO, check_slo
 from sharebench.cli.workloads import add_exec_options, given_workload, make_workload
 from sharebench.errors import UserError
 from sharebench.parse import seconds, whole_number
@@ -26,6 +28,7 @@ from sharebench.sweep import (
 )
 from sharebench.sweep.resume import check_same_work, identity, measured_cells
 from sharebench.telemetry.disturbance import Disturbed, check_quiet, strict_guard
+from sharebench.workloads.workload import DEFAULT_BURSTS
 
 
 def configure(name: str, parser: argparse.ArgumentParser) -> None:
@@ -87,7 +90,46 @@ def configure_run(run: argparse.ArgumentParser) -> None:
         help="refuse to start on a busy host, stop after a cell measured under disturbance (exit 1)",
     )
     add_exec_options(run)
+    add_pattern_options(run)
     run.set_defaults(func=cmd_run)
+
+
+def add_pattern_options(run: argparse.ArgumentParser) -> None:
+    """How the replicas use the device (sharebench.patterns, issue 23) and the latency target."""
+    run.add_argument(
+        "--pattern",
+        default=None,
+        metavar="P",
+        help="batch (default: saturated replicas, the study's), interactive[:burst=N,think=S] (bursts of N "
+        "units, exponential think times of mean S s) or serve[:rate=R,size=N] (Poisson requests); "
+        "replica 0 follows it, its bursts' latency measured (tables/latency.csv)",
+    )
+    run.add_argument(
+        "--neighbours",
+        default=None,
+        metavar="P",
+        help="the pattern of the other replicas of each sharing cell (default: --pattern); e.g. "
+        "--pattern interactive --neighbours batch: a user beside saturating jobs",
+    )
+    run.add_argument(
+        "--bursts",
+        default=None,
+        metavar="N",
+        help=f"bursts (or requests) replica 0 runs per cell under a pattern (default {DEFAULT_BURSTS}); "
+        "the neighbours work until it is done",
+    )
+    run.add_argument(
+        "--slo",
+        default=None,
+        metavar="X",
+        help=f"the p95 slowdown target (>= 1) of users per GPU: the most users whose p95 burst latency stays "
+        f"within X times the same pattern alone (default {DEFAULT_SLO:g})",
+    )
+
+
+def pattern_workload(args: argparse.Namespace) -> dict[str, Any]:
+    """The Workload keys of --pattern, --neighbours and --bursts (None where not given)."""
+    return {"pattern": args.pattern, "neighbours": args.neighbours, "bursts": args.bursts}
 
 
 def add_limit_options(run: argparse.ArgumentParser) -> None:
@@ -212,7 +254,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         "run_timeout_s": seconds("--run-timeout", args.run_timeout, 0.001) if args.run_timeout is not None else None,
         "modes": args.modes.split(",") if args.modes is not None else None,
         "particles": args.particles,
-        "workload": given_workload(args),  # None where not given (a resumed folder keeps its own)
+        "workload": {**given_workload(args), **pattern_workload(args)},  # None where not given (resume: the folder's)
+        "slo": check_slo(args.slo) if args.slo is not None else None,
     }
     stop_after = seconds("--stop-after", args.stop_after) if args.stop_after is not None else None
     if args.resume:  # the folder's own sweep: what the user did not give comes from its sweep.json

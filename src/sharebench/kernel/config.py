@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from sharebench.devices import check_spec
 from sharebench.errors import UserError
 from sharebench.kernel.engines import RUN_ENGINES, check_engine
+from sharebench.patterns import parse_pattern
 
 
 def check_exec(command: str | None, timing: str) -> None:
@@ -41,6 +42,14 @@ class WorkloadFields(Protocol):
     def timing(self) -> str: ...
     @property
     def name(self) -> str | None: ...
+    @property
+    def pattern(self) -> str: ...
+    @property
+    def neighbour_pattern(self) -> str: ...
+    @property
+    def bursts(self) -> int: ...
+    @property
+    def patterned(self) -> bool: ...
 
 
 @dataclass
@@ -70,6 +79,14 @@ class RunConfig:
     exec_command: str | None = None  # exec engine: the program (sharebench.workloads.protocol)
     exec_timing: str = "protocol"  # exec engine: protocol (its own result) or process (the whole process)
     exec_name: str | None = None  # exec engine: the workload's name in the tables (default: from the command)
+    # replica patterns (sharebench.patterns, issue 23): replica 0 follows ``pattern`` for ``bursts`` bursts, the
+    # others ``neighbours`` until ``stop_file`` exists; think times and arrivals seeded by (seed, pattern_seed,
+    # replica). All batch (the default): the study's saturated replica, one timed window of ``turns``
+    pattern: str = "batch"
+    neighbours: str = "batch"
+    bursts: int = 30
+    pattern_seed: int = 0
+    stop_file: str | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -102,6 +119,32 @@ class RunConfig:
             self.lattice = str(self.lattice)
         if self.engine == "exec":
             check_exec(self.exec_command, self.exec_timing)
+        self.pattern = parse_pattern(self.pattern).label
+        self.neighbours = parse_pattern(self.neighbours).label
+        for name, lo in (("bursts", 1), ("pattern_seed", 0)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise UserError(f"bad {name} {v!r}: an integer >= {lo} is allowed")
+
+    @property
+    def patterned(self) -> bool:
+        """Whether any replica of the cell follows a pattern other than batch."""
+        return self.pattern != "batch" or self.neighbours != "batch"
+
+    @property
+    def role(self) -> str:
+        """``victim`` (replica 0, measured against the same pattern alone) or ``neighbour``."""
+        return "victim" if self.replica == 0 else "neighbour"
+
+    @property
+    def own_pattern(self) -> str:
+        """The label of the pattern this replica follows: ``pattern`` for the victim, else ``neighbours``."""
+        return self.pattern if self.replica == 0 else self.neighbours
+
+    @property
+    def replica_seed(self) -> list[int]:
+        """The seed of this replica's think times or arrivals (numpy SeedSequence entropy)."""
+        return [self.seed, self.pattern_seed, self.replica]
 
     @classmethod
     def from_workload(cls, workload: WorkloadFields, *, device: str | None = None, **options: Any) -> RunConfig:
@@ -112,12 +155,18 @@ class RunConfig:
             if workload.engine == "exec"
             else {}
         )
+        pattern_fields: dict[str, Any] = (
+            {"pattern": workload.pattern, "neighbours": workload.neighbour_pattern, "bursts": workload.bursts}
+            if workload.patterned
+            else {}
+        )
         return cls(
             engine=workload.engine,
             device=device or workload.device,
             lattice=workload.lattice,
             seed=workload.seed,
             **exec_fields,
+            **pattern_fields,
             **options,
         )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -161,6 +161,9 @@ def warm_up_and_upload(engine: Engine, cfg: RunConfig, coords: np.ndarray, count
     return time.perf_counter() - t0
 
 
+Track = Callable[[RunConfig, Prepared], RunRecord]  # from the barrier to the record
+
+
 class WarmRunner:
     """Runs cell after cell in one process (``python -m sharebench.workloads.replica --serve``), keeping
     what the last cell's set-up made: the resolved device, the built engine (kernel compiled, context
@@ -236,12 +239,14 @@ class WarmRunner:
         run.engine.release()
         run.engine.compile_s = run.compile_s or 0.0
 
-    def run(self, cfg: RunConfig) -> RunRecord:
-        """One cell in this process: set-up (warm where it can), barrier, track, record."""
+    def run(self, cfg: RunConfig, track: Track | None = None) -> RunRecord:
+        """One cell in this process: set-up (warm where it can), barrier, track, record. ``track``: what
+        runs from the barrier on (default :func:`track_and_record`, the study's one timed window; a
+        replica pattern's bursts come from ``sharebench.workloads``, a layer above)."""
         cfg.validate()
         pin_cpus(cfg.cpus)
         try:
-            rec = track_and_record(cfg, self.prepare(cfg))
+            rec = (track or track_and_record)(cfg, self.prepare(cfg))
         except BaseException:
             self._engine = self._state = self._engine_key = self._state_key = None  # rebuild after a failure
             raise
@@ -289,12 +294,12 @@ def record(
     )
 
 
-def run_replica(cfg: RunConfig | dict) -> RunRecord:
+def run_replica(cfg: RunConfig | dict, track: Track | None = None) -> RunRecord:
     """One run (a fresh replica: a runner that prepares and runs one cell); raises UserError for bad
     input. See docs/architecture.md."""
     if isinstance(cfg, dict):
         cfg = RunConfig.from_dict(cfg)
-    return WarmRunner(keep=False).run(cfg)
+    return WarmRunner(keep=False).run(cfg, track)
 
 
 def track_and_record(cfg: RunConfig, run: Prepared) -> RunRecord:

@@ -107,14 +107,30 @@ COLUMNS: tuple[Column, ...] = (
         "more a warm replica kept from earlier cells (sharebench.sharing.pool)",
     ),
 )
+# Optional columns: in the header only of a file where some row carries them (after the columns above and
+# in this order), read as their empty value from a file without them. Batch sweeps (the default) never
+# write them, so their results.csv keeps the columns above.
+OPTIONAL_COLUMNS: tuple[Column, ...] = (
+    Column(
+        "pattern",
+        "str",
+        "",
+        "the replica pattern this replica followed (sharebench.patterns label, e.g. "
+        "`interactive:burst=10,think=0.5`; its bursts in bursts.csv); empty: batch, the saturated replica",
+    ),
+)
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
-DTYPES: dict[str, str] = {c.name: c.dtype for c in COLUMNS}
+OPTIONAL_NAMES: tuple[str, ...] = tuple(c.name for c in OPTIONAL_COLUMNS)
+DTYPES: dict[str, str] = {c.name: c.dtype for c in (*COLUMNS, *OPTIONAL_COLUMNS)}
 EXTRA_PREFIX = "tel_"
 
 
 def schema_table() -> list[dict[str, str]]:
     """The CSV schema as rows (column, type, unit, meaning) for the README and the report."""
-    rows = [{"column": f"`{c.name}`", "type": c.dtype, "unit": c.unit or "-", "meaning": c.doc} for c in COLUMNS]
+    rows = [
+        {"column": f"`{c.name}`", "type": c.dtype, "unit": c.unit or "-", "meaning": c.doc}
+        for c in (*COLUMNS, *OPTIONAL_COLUMNS)
+    ]
     rows.append(
         {
             "column": f"`{EXTRA_PREFIX}*`",

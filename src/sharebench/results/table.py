@@ -21,7 +21,7 @@ from sharebench.files import write_atomic
 from sharebench.parse import format_cpu_set
 from sharebench.results.folder import RESULTS_CSV
 from sharebench.results.guard import complete_rows
-from sharebench.results.schema import COLUMN_NAMES, DTYPES, EXTRA_PREFIX, SCHEMA_VERSION
+from sharebench.results.schema import COLUMN_NAMES, DTYPES, EXTRA_PREFIX, OPTIONAL_NAMES, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -73,7 +73,8 @@ class ResultsWriter:
             unknown = [k for k in row if k not in DTYPES and not k.startswith(EXTRA_PREFIX)]
             if unknown:
                 raise ValueError(f"results row has columns outside the schema: {unknown}")
-        extra = sorted({k for r in rows for k in r if k.startswith(EXTRA_PREFIX)} - set(self.header))
+        optional = [c for c in OPTIONAL_NAMES if c not in self.header and any(r.get(c) not in (None, "") for r in rows)]
+        extra = optional + sorted({k for r in rows for k in r if k.startswith(EXTRA_PREFIX)} - set(self.header))
         if extra and self.path.exists() and self.path.stat().st_size > 0:
             self._widen(self.header + extra)
         elif extra:
@@ -152,7 +153,7 @@ def load_results(results: Path | str) -> pd.DataFrame:
     missing = [c for c in ("mode", "particles", "track_s", "replica", "cell_id") if c not in df.columns]
     if missing:
         raise UserError(f"{path} lacks required column(s) {', '.join(missing)}; see the schema in README")
-    for c in COLUMN_NAMES:
+    for c in (*COLUMN_NAMES, *OPTIONAL_NAMES):
         if c not in df.columns:
             df[c] = ""
     unparsed = pd.Series("", index=df.index)

@@ -5,7 +5,9 @@ The start barrier: every replica builds, makes its particles and warms up,
 then touches its ready file and waits for the start file. The parent waits for
 all ready files (failing fast when a replica dies first, with a timeout), then
 writes the start file atomically, holding an epoch instant slightly in the
-future, so all N begin tracking at the same moment.
+future, so all N begin tracking at the same moment. Under a replica pattern the
+victim (replica 0) runs its bursts and the others run until the cell's stop file
+exists: the victim creates it when done, and the parent does when the victim ends.
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ from sharebench.sharing.layout import CellPlan, ReplicaPlan, plan_cell
 from sharebench.sharing.mps import MpsDaemon, exec_client_check
 
 _STOPPED = "stopped: another replica of the cell failed first"
+STOP = "stop"  # a patterned cell's stop file: the victim (replica 0) is done, the neighbours stop
+
+
+def patterned(base: Mapping[str, Any]) -> bool:
+    """Whether a cell's run config has replicas follow a pattern (``sharebench.patterns``) other than batch."""
+    return str(base.get("pattern") or "batch") != "batch" or str(base.get("neighbours") or "batch") != "batch"
 
 
 def _log_tail(path: Path, lines: int = 5) -> str:
@@ -108,9 +116,10 @@ def _run(run: CellRun, launcher: Launcher) -> list[dict[str, Any]]:
 def _start(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> list[ReplicaFiles]:
     """Write each replica's config and start it (appending to ``replicas``); their files."""
     start_file = run.folder / "start"
-    for stale in [start_file, *run.folder.glob("ready.*"), *run.folder.glob("record.*.json")]:
+    for stale in [start_file, run.folder / STOP, *run.folder.glob("ready.*"), *run.folder.glob("record.*.json")]:
         stale.unlink(missing_ok=True)
     files = []
+    stop = {"stop_file": str(run.folder / STOP)} if patterned(run.base) else {}
     for rp in run.plan.replicas:
         cfg = replica_config(
             run.base,
@@ -119,6 +128,7 @@ def _start(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> list[Re
             ready_file=str(run.folder / f"ready.{rp.replica}"),
             start_file=str(start_file),
             start_at=run.base.get("start_at"),
+            **stop,
         )
         f = ReplicaFiles(
             run.folder / f"config.{rp.replica}.json",
@@ -175,7 +185,10 @@ def _track(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> dict[in
     write_atomic(run.folder / "start", repr(time.time() + delay))
     run_deadline = None if run.run_timeout_s is None else time.monotonic() + delay + run.run_timeout_s
     errors: dict[int, str] = {}
+    stop = run.folder / STOP if patterned(run.base) else None
     while any(p.poll() is None for p in replicas):
+        if stop is not None and replicas[0].poll() is not None and not stop.exists():
+            write_atomic(stop, "victim ended\n")  # the victim ended (a failure too): the neighbours stop
         if run_deadline is not None and time.monotonic() > run_deadline:
             for i, p in enumerate(replicas):
                 if p.poll() is None:

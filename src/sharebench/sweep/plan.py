@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sharebench.analysis.latency import DEFAULT_SLO, check_slo
 from sharebench.devices import DeviceInfo, resolve_device
 from sharebench.errors import UserError
 from sharebench.kernel import RunConfig, check_fits, check_xtrack_device
@@ -57,12 +58,14 @@ class SweepConfig:
     run_options: dict[str, Any] = field(default_factory=dict)  # other RunConfig fields (start_at, nemitt_x, ...)
     allow_gpu_settings: bool = False  # timeslice:N/INTERVAL may set (and restore) the GPU's interval
     fresh_replicas: bool = False  # a new process per replica per cell (default: warm ones, kept)
+    slo: float = DEFAULT_SLO  # the p95 slowdown target of users per GPU (sharebench.analysis.latency)
 
     def __post_init__(self) -> None:
         if not isinstance(self.workload, Workload):
             raise TypeError(
                 f"SweepConfig.workload is a Workload (Workload.from_dict for a dict), not {self.workload!r}"
             )
+        self.slo = check_slo(self.slo)
         doubled = sorted(set(self.run_options) & set(RUN_CONFIG_OF_WORKLOAD))
         if doubled:
             raise UserError(f"run option(s) {', '.join(doubled)} belong to the workload; give them there")
@@ -213,6 +216,15 @@ def _resolve_modes(config: SweepConfig, device: DeviceInfo, notes: list[str]) ->
     return modes
 
 
+def check_neighbours(workload: Workload, plans: dict[str, CellPlan]) -> None:
+    """A neighbour pattern needs a cell with neighbours: a mode of more than one replica."""
+    if workload.neighbours is not None and all(p.n == 1 for p in plans.values()):
+        raise UserError(
+            f"--neighbours {workload.neighbours} needs a sharing mode (timeslice:N, mps:N, mig:..., "
+            f"mig-emulated:..., partition:N); the modes are {', '.join(plans)}"
+        )
+
+
 def _check_memory(config: SweepConfig, device: DeviceInfo, plans: dict[str, CellPlan], particles: list[int]) -> None:
     """Every size of every mode fits: a MIG instance's memory, or the device's share of each replica."""
     mem = device.memory_bytes
@@ -272,6 +284,7 @@ def validate(config: SweepConfig) -> SweepPlan:
     modes = _resolve_modes(config, device, notes)
     check_allowed(modes, config.allow_gpu_settings)
     plans = {m.label: plan_cell(m, device) for m in modes}
+    check_neighbours(workload, plans)
     if workload.engine == "exec":
         if config.particles is None:
             raise UserError("--engine exec needs --work N[,N...]: the sizes SHAREBENCH_WORK gives the program")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import sys
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -33,6 +34,7 @@ from sharebench.results import (
     load_results,
     write_provenance,
 )
+from sharebench.results.bursts import append_bursts
 from sharebench.results.guard import check_new_folder, check_out_path, claim_folder, set_aside_torn_tail
 from sharebench.sharing import FreshLauncher, Launcher, ReplicaPool, WarmLauncher, cell_run, run_cell
 from sharebench.sharing.timeslice import gpu_timeslice
@@ -52,6 +54,7 @@ class CellResult:
 
     rows: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
+    bursts: list[dict[str, Any]] = field(default_factory=list)  # bursts.csv rows (replica patterns only)
 
     @property
     def ok(self) -> bool:
@@ -125,9 +128,12 @@ def measure_cell(
     probe = Probe(plan.device)  # what else kept the host/GPU busy (sharebench.telemetry.disturbance)
     try:
         with gpu_timeslice(plan.device, cell_plan.mode, allowed=plan.config.allow_gpu_settings, say=notes.append):
+            config = plan.run_config(cell.particles)
+            if config.patterned:  # think times and arrivals: seeded per cell (and per replica, in the replica)
+                config.pattern_seed = zlib.crc32(cell.id.encode())
             run = cell_run(
                 cell.mode,
-                plan.run_config(cell.particles),
+                config,
                 cdir,
                 plan=cell_plan,
                 ready_timeout_s=plan.config.ready_timeout_s,
@@ -160,8 +166,42 @@ def measure_cell(
         )
         row["work_key"] = work_key(shared, cell.id, plan.device.name or plan.device.kind)
         row["warm_cells"] = (rec.get("extra") or {}).get("warm_cells")  # 0: a fresh process
+        if plan.config.workload.patterned:
+            row["pattern"] = (rec.get("extra") or {}).get("pattern") or replica_pattern(plan, row)
         rows.append(row)
-    return CellResult(rows, notes)
+    return CellResult(rows, notes, cell_bursts(recs, rows))
+
+
+def replica_pattern(plan: SweepPlan, row: dict[str, Any]) -> str:
+    """The pattern a replica followed: the victim's (replica 0) or the neighbours'."""
+    w = plan.config.workload
+    return w.pattern if int(row.get("replica") or 0) == 0 else w.neighbour_pattern
+
+
+def cell_bursts(recs: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The bursts.csv rows of a cell (``sharebench.results.bursts``): every burst its replicas recorded."""
+    out = []
+    for rec, row in zip(recs, rows):
+        extra = rec.get("extra") or {}
+        for i, arrival, start, end, units in extra.get("bursts") or []:
+            out.append(
+                dict(
+                    sweep_id=row["sweep_id"],
+                    cell_id=row["cell_id"],
+                    mode=row["mode"],
+                    repeat=row["repeat"],
+                    warmup=row["warmup"],
+                    replica=row["replica"],
+                    role=extra.get("role") or ("victim" if int(row["replica"]) == 0 else "neighbour"),
+                    pattern=row.get("pattern") or extra.get("pattern"),
+                    i=i,
+                    arrival=arrival,
+                    start=start,
+                    end=end,
+                    units=units,
+                )
+            )
+    return out
 
 
 def _check_resume(out: Path, plan: SweepPlan, notes: list[str]) -> set[str]:
@@ -297,6 +337,7 @@ def _sweep(
             result = measure_cell(plan, cell, out, sweep_id=sweep_id, kept=kept)
             notes += result.notes
             writer.append(result.rows)
+            append_bursts(out, result.bursts)
             if on_cell is not None:
                 on_cell(result.rows)
             if bar is not None:

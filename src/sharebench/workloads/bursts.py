@@ -22,10 +22,14 @@ The draws come from ``numpy.random.default_rng(seed)`` (seed: an int or a sequen
 by sleeping to :data:`SPIN_S` before it and spinning the rest, so a late wake-up does not count as the
 device's latency (``benchmarks/burst_overhead.py`` measures what the driver adds to a burst of no work).
 With ``count`` exactly that many bursts run; with ``duration_s`` bursts keep arriving until that many
-seconds after the first instant, and every request that arrived in the window is served.
+seconds after the first instant, and every request that arrived in the window is served. ``stop`` (a
+neighbour: "is the victim done?", :func:`stop_when_file`) is asked before each burst and every
+:data:`STOP_POLL_S` of a wait: once true no further burst starts (a request then queued is not served);
+with ``stop`` the count and duration may both be left out (serve's arrivals are then drawn one by one).
 
 The record (protocol extension): a program run by ``--engine exec`` finds a file name in
-:data:`BURSTS` (``SHAREBENCH_BURSTS``), its pattern in :data:`PATTERN` and its seed in :data:`SEED`;
+:data:`BURSTS` (``SHAREBENCH_BURSTS``), its pattern in :data:`PATTERN`, its seed in :data:`SEED`, and
+either its count in :data:`COUNT` (the victim) or a file in :data:`STOP_FILE` to stop at (a neighbour);
 :func:`record_bursts` writes the JSON-lines record there (nothing outside a cell, and a program that
 ignores the variables keeps working). First line: ``{"kind": "bursts", "schema_version": 1, "pattern":
 label, "seed": ..., "unit": ..., ...}``; then one ``{"i", "arrival", "start", "end", "units"}`` line per
@@ -38,7 +42,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +56,9 @@ from sharebench.patterns import BATCH, Pattern, parse_pattern
 BURSTS = "SHAREBENCH_BURSTS"  # where a program writes its per-burst record (JSON lines)
 PATTERN = "SHAREBENCH_PATTERN"  # the pattern a program follows (a sharebench.patterns label)
 SEED = "SHAREBENCH_PATTERN_SEED"  # the seed of its think times or arrivals
+COUNT = "SHAREBENCH_PATTERN_COUNT"  # the victim's bursts (or requests); unset for a neighbour
+STOP_FILE = "SHAREBENCH_STOP_FILE"  # a neighbour stops once this file exists (the victim is done)
+STOP_POLL_S = 0.01  # how often a wait for an arrival looks for the stop file
 BURSTS_KIND = "bursts"
 # 1: a header line {kind, schema_version, pattern, seed, ...}, then {i, arrival, start, end, units} a burst
 BURSTS_SCHEMA_VERSION = 1
@@ -108,11 +115,13 @@ def run_pattern(
     batch_units: int = 1,
     clock: Clock | None = None,
     sleep: Sleep = time.sleep,
+    stop: Callable[[], bool] | None = None,
 ) -> list[Burst]:
-    """Run ``pattern`` over ``do_work`` for ``count`` bursts or ``duration_s`` seconds (exactly one);
-    one :class:`Burst` per call of ``do_work``. ``batch_units`` is the work of one call under ``batch``."""
-    if (count is None) == (duration_s is None):
-        raise ValueError("run_pattern needs exactly one of count and duration_s")
+    """Run ``pattern`` over ``do_work`` for ``count`` bursts or ``duration_s`` seconds (exactly one, unless
+    ``stop`` is given: then at most one), or until ``stop()``; one :class:`Burst` per call of ``do_work``.
+    ``batch_units`` is the work of one call under ``batch``."""
+    if count is not None and duration_s is not None or (count is None and duration_s is None and stop is None):
+        raise ValueError("run_pattern needs exactly one of count and duration_s (or stop)")
     if count is not None and count < 0:
         raise ValueError(f"count {count} < 0")
     if duration_s is not None and not (math.isfinite(duration_s) and duration_s >= 0):
@@ -123,19 +132,32 @@ def run_pattern(
     limit = count if count is not None else math.inf
     rng = pattern_rng(seed)
     if pattern.kind == "serve":
-        arrivals = poisson_arrivals(rng, float(pattern.rate_per_s or 0), t0, until, count)
-        return [run_burst(i, a, int(pattern.units or 1), do_work, now, sleep) for i, a in enumerate(arrivals)]
+        rate = float(pattern.rate_per_s or 0)
+        arrivals: Iterable[float] = (
+            poisson_arrivals(rng, rate, t0, until, count)
+            if stop is None
+            else lazy_arrivals(rng, rate, t0, until, count)
+        )
+        out: list[Burst] = []
+        for i, a in enumerate(arrivals):
+            burst = run_burst(i, a, int(pattern.units or 1), do_work, now, sleep, stop)
+            if burst is None:
+                break
+            out.append(burst)
+        return out
     if pattern.kind == "interactive":
         think = float(pattern.think_s or 0)
         units = int(pattern.units or 1)
         arrival = t0 + (float(rng.exponential(think)) if phase else 0.0)
     else:
         think, units, arrival = 0.0, batch_units, t0
-    out: list[Burst] = []
+    out = []
     while len(out) < limit and arrival < until:
-        burst = run_burst(len(out), arrival, units, do_work, now, sleep)
-        out.append(burst)
-        arrival = burst.end + (float(rng.exponential(think)) if think else 0.0)
+        next_burst = run_burst(len(out), arrival, units, do_work, now, sleep, stop)
+        if next_burst is None:
+            break
+        out.append(next_burst)
+        arrival = next_burst.end + (float(rng.exponential(think)) if think else 0.0)
     return out
 
 
@@ -151,11 +173,59 @@ def poisson_arrivals(rng: np.random.Generator, rate: float, t0: float, until: fl
     return out
 
 
-def run_burst(i: int, arrival: float, units: int, do_work: Callable[[int], object], now: Clock, sleep: Sleep) -> Burst:
+def lazy_arrivals(rng: np.random.Generator, rate: float, t0: float, until: float, count: int | None) -> Iterator[float]:
+    """The instants of :func:`poisson_arrivals` (the same draws), drawn one at a time."""
+    t, n = t0, 0
+    while count is None or n < count:
+        t += float(rng.exponential(1.0 / rate))
+        if t >= until:
+            return
+        n += 1
+        yield t
+
+
+def run_burst(
+    i: int,
+    arrival: float,
+    units: int,
+    do_work: Callable[[int], object],
+    now: Clock,
+    sleep: Sleep,
+    stop: Callable[[], bool] | None = None,
+) -> Burst | None:
+    """Wait for ``arrival``, run the burst; None (nothing run) when ``stop()`` turns true first."""
+    if stop is not None:
+        while arrival - now() > SPIN_S + STOP_POLL_S:
+            if stop():
+                return None
+            sleep(STOP_POLL_S)
+        if stop():
+            return None
     wait_until(arrival, now, sleep)
     start = now()
     do_work(units)
     return Burst(i, arrival, start, now(), units)
+
+
+def stop_when_file(path: str | os.PathLike[str] | None) -> Callable[[], bool] | None:
+    """A ``stop`` for :func:`run_pattern`: true once ``path`` exists (None when no path)."""
+    if not path:
+        return None
+    target = os.fspath(path)
+    return lambda: os.path.exists(target)
+
+
+def limit_from_env(default: dict[str, Any]) -> tuple[dict[str, Any], Callable[[], bool] | None]:
+    """A program's ``run_pattern`` limit and stop under a sweep: ``{"count": N}`` from :data:`COUNT` (the
+    victim), or no limit and a stop at :data:`STOP_FILE` (a neighbour); ``default`` (and no stop) outside
+    a patterned cell. UserError naming a bad count."""
+    stop = stop_when_file(os.environ.get(STOP_FILE, "").strip())
+    text = os.environ.get(COUNT, "").strip()
+    if text:
+        if not text.isdigit() or int(text) < 1:
+            raise UserError(f"bad {COUNT} {text!r}; allowed: a whole number >= 1")
+        return {"count": int(text)}, stop
+    return ({}, stop) if stop is not None else (default, None)
 
 
 # ----------------------------------------------------------------- the per-burst record

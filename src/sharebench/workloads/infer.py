@@ -13,7 +13,8 @@ batch is ``SHAREBENCH_WORK`` under a sweep, ``--work``). The pattern (``shareben
 ``SHAREBENCH_PATTERN_SEED`` (else ``--seed``) together with ``SHAREBENCH_REPLICA``, so the replicas of a
 cell are out of step. Set-up (model, data, ``--warmup`` batches for cuDNN's choice of kernels) happens
 before the ready file; the timed window is ``--requests`` bursts or requests (or ``--duration``
-seconds) of the pattern. The result: work = samples (batches x batch), unit ``samples``; each burst's
+seconds) of the pattern; without either, under a sweep's patterned cell, ``SHAREBENCH_PATTERN_COUNT``
+(the victim) or until ``SHAREBENCH_STOP_FILE`` exists (a neighbour); else 100. The result: work = samples (batches x batch), unit ``samples``; each burst's
 arrival, start, end and batches go to the file named by ``SHAREBENCH_BURSTS`` (``workloads.bursts``).
 FP32 by default, ``--amp`` for bfloat16 autocast. Needs the ``ml`` extra.
 
@@ -27,6 +28,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -34,7 +36,7 @@ import numpy as np
 from sharebench.errors import UserError
 from sharebench.parse import seconds, whole_number
 from sharebench.patterns import Pattern, parse_pattern
-from sharebench.workloads.bursts import pattern_from_env, record_bursts, run_pattern, seed_from_env
+from sharebench.workloads.bursts import limit_from_env, pattern_from_env, record_bursts, run_pattern, seed_from_env
 from sharebench.workloads.protocol import REPLICA, ready, wait_for_start, work_size, write_result
 from sharebench.workloads.resnet import resnet18
 from sharebench.workloads.train import device_facts, pick_device
@@ -63,6 +65,7 @@ def infer(
     device_spec: str,
     pattern_seed: list[int],
     threads: int | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
     """Set up, wait at the barrier, run the pattern; the result document (protocol keys and extras).
     ``limit`` is ``{"count": N}`` or ``{"duration_s": S}``."""
@@ -90,7 +93,7 @@ def infer(
     do_work(warmup)
     ready()
     start = wait_for_start()
-    bursts = run_pattern(pattern, do_work, seed=pattern_seed, **limit)
+    bursts = run_pattern(pattern, do_work, seed=pattern_seed, stop=stop, **limit)
     end = time.time()
     latency_ms = np.array([b.latency_s for b in bursts]) * 1e3
     record_bursts(bursts, pattern, pattern_seed, unit="batches", batch=batch, model="resnet18")
@@ -135,10 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         seed = whole_number("--seed", args.seed, 0)
+        stop = None
         if args.duration is not None:
             limit: dict[str, Any] = {"duration_s": seconds("--duration", args.duration, 0.001)}
-        else:
-            limit = {"count": whole_number("--requests", args.requests or "100", 1)}
+        elif args.requests is not None:
+            limit = {"count": whole_number("--requests", args.requests, 1)}
+        else:  # a sweep's patterned cell: the victim's count, or a neighbour's stop file
+            limit, stop = limit_from_env({"count": 100})
         pattern = parse_pattern(args.pattern) if args.pattern else pattern_from_env()
         replica = whole_number(REPLICA, os.environ.get(REPLICA, "0"), 0)
         doc = infer(
@@ -152,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             args.device or os.environ.get("SHAREBENCH_DEVICE", "auto"),
             pattern_seed=[seed_from_env(seed), replica],
             threads=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+            stop=stop,
         )
     except UserError as exc:
         print(f"infer: error: {exc}", file=sys.stderr)

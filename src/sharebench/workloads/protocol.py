@@ -10,7 +10,11 @@ MIG, the MPS client settings, the core set under ``partition:N``):
   "unit": "<name>"}`` there after the timed work (other keys are kept, under the record's ``extra``);
 * ``SHAREBENCH_REPLICA`` / ``SHAREBENCH_REPLICAS``: this replica's index and the cell's replica count;
 * ``SHAREBENCH_WORK``: the size the sweep asks for (``--work``);
-* ``SHAREBENCH_DEVICE``: the device spec the sweep runs on (cpu, cuda:0, opencl:0.0).
+* ``SHAREBENCH_DEVICE``: the device spec the sweep runs on (cpu, cuda:0, opencl:0.0);
+* under a replica pattern only (``--pattern``/``--neighbours``, ``sharebench.workloads.bursts``):
+  ``SHAREBENCH_PATTERN`` (this replica's pattern), ``SHAREBENCH_PATTERN_SEED``, ``SHAREBENCH_BURSTS`` (write
+  the per-burst record there), and ``SHAREBENCH_PATTERN_COUNT`` (the victim's bursts) or
+  ``SHAREBENCH_STOP_FILE`` (a neighbour: stop once it exists). A program that ignores them keeps working.
 
 A program that cannot follow the protocol runs with ``exec_timing="process"``: the harness waits at
 the barrier itself, starts the program at the barrier instant and times the whole process; every
@@ -35,12 +39,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sharebench import processes
 from sharebench.devices import resolve_device
 from sharebench.errors import UserError, one_line
 from sharebench.files import write_atomic
 from sharebench.kernel.config import RunConfig, RunRecord
 from sharebench.kernel.run import read_start_instant, sleep_until, wait_at_barrier
+from sharebench.workloads.bursts import BURSTS, COUNT, PATTERN, SEED, STOP_FILE, read_bursts
 
 READY_FILE = "SHAREBENCH_READY_FILE"
 START_FILE = "SHAREBENCH_START_FILE"
@@ -213,6 +220,10 @@ def run_exec(cfg: RunConfig) -> RunRecord:
     log_file = base / f"program.{cfg.replica}.log"
     result_file.unlink(missing_ok=True)
     env = program_env(cfg, result_file)
+    bursts_file = base / f"bursts.{cfg.replica}.jsonl" if cfg.patterned else None
+    if bursts_file is not None:
+        bursts_file.unlink(missing_ok=True)
+        env.update(pattern_env(cfg, bursts_file))
     if timing == "protocol" and cfg.start_at is not None:  # pods of one cell: the program starts at start_at
         env[START_FILE] = str(relay_start(cfg, base / f"start.{cfg.replica}"))
     t_setup = time.perf_counter()
@@ -231,6 +242,8 @@ def run_exec(cfg: RunConfig) -> RunRecord:
         end = time.time()
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if cfg.patterned and cfg.role == "victim" and cfg.stop_file:  # the neighbours stop at it
+            write_atomic(Path(cfg.stop_file), "victim done\n")
     if rc != 0:
         tail = _stderr_tail(log_file)
         raise UserError(f"command {argv[0]!r} exited with status {rc}" + (f": {tail}" if tail else ""))
@@ -240,7 +253,31 @@ def run_exec(cfg: RunConfig) -> RunRecord:
     else:
         doc = read_result(result_file)
         setup_s = max(0.0, doc["start"] - start) if start else time.perf_counter() - t_setup
-    return exec_record(cfg, doc, timing, setup_s)
+    rec = exec_record(cfg, doc, timing, setup_s)
+    if bursts_file is not None and bursts_file.exists():  # a program that ignores SHAREBENCH_BURSTS writes none
+        header, bursts = read_bursts(bursts_file)
+        rec.extra.update(
+            pattern=str(header.get("pattern") or cfg.own_pattern),
+            role=cfg.role,
+            pattern_seed=header.get("seed"),
+            bursts=[[b.i, b.arrival, b.start, b.end, b.units] for b in bursts],
+        )
+    return rec
+
+
+def pattern_env(cfg: RunConfig, bursts_file: Path) -> dict[str, str]:
+    """The pattern's variables of a patterned cell's program (``sharebench.workloads.bursts``): where to
+    write its bursts, its pattern and seed, and the victim's count or a neighbour's stop file."""
+    env = {
+        BURSTS: str(bursts_file),
+        PATTERN: cfg.own_pattern,
+        SEED: str(int(np.random.SeedSequence(cfg.replica_seed).generate_state(1)[0])),
+    }
+    if cfg.role == "victim":
+        env[COUNT] = str(cfg.bursts)
+    elif cfg.stop_file:
+        env[STOP_FILE] = cfg.stop_file
+    return env
 
 
 def relay_start(cfg: RunConfig, proxy: Path) -> Path:

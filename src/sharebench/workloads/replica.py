@@ -8,6 +8,13 @@ object ``{"config": CFG.json, "out": REC.json, "log": LOG}``; for each it sends 
 the cell and writes the record to REC.json (the parent waits for that file); it ends at end of input.
 ``{"prime": CFG.json, "out": F, "log": LOG}`` sets up without tracking and writes "ok" (or the error) to F.
 
+Under a replica pattern (``RunConfig.patterned``, sharebench.patterns) the timed window is the pattern's
+bursts on the warm particle set (:func:`pattern_track`): a burst of ``units`` is that many turns, replica 0
+(the victim) runs ``bursts`` of them and then creates the cell's stop file, the others (neighbours) run
+until it exists. The record keeps every burst under ``extra["bursts"]`` (``[i, arrival, start, end,
+units]``) with the pattern, role and seed; ``turns`` is the turns run and ``track_s`` the window from the
+start instant to the last burst's end.
+
 Writes the RunRecord to REC.json as the document of kind ``"record"`` (``sharebench.results.store``;
 read it back with ``read_json(path, "record")``); on failure writes ``{"error": "<one line>"}``
 there, of the same kind, and exits 1.
@@ -19,13 +26,17 @@ import argparse
 import json
 import os
 import sys
+import time
 import traceback
+from collections.abc import Iterable
 
 from sharebench.errors import UserError
 from sharebench.files import write_atomic
-from sharebench.kernel.config import RunConfig
-from sharebench.kernel.run import WarmRunner, pin_cpus, run_replica
+from sharebench.kernel.config import RunConfig, RunRecord
+from sharebench.kernel.run import Prepared, WarmRunner, pin_cpus, record, run_replica, wait_at_barrier
+from sharebench.patterns import parse_pattern
 from sharebench.results.store import write_json
+from sharebench.workloads.bursts import Burst, epoch_clock, run_pattern, stop_when_file
 from sharebench.workloads.protocol import run_exec
 
 # failures a user can act on from the one-line message alone: no traceback on stderr
@@ -41,13 +52,67 @@ def one_line_error(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
+def burst_extra(cfg: RunConfig, bursts: list[Burst]) -> dict:
+    """What a patterned replica's record keeps of its pattern: label, role, seed and every burst."""
+    return {
+        "pattern": cfg.own_pattern,
+        "role": cfg.role,
+        "pattern_seed": cfg.replica_seed,
+        "bursts": [[b.i, b.arrival, b.start, b.end, b.units] for b in bursts],
+    }
+
+
+def signal_stop(cfg: RunConfig) -> None:
+    """The victim is done: create the cell's stop file (the neighbours stop at it)."""
+    if cfg.role == "victim" and cfg.stop_file:
+        write_atomic(cfg.stop_file, "victim done\n")
+
+
+def pattern_track(cfg: RunConfig, run: Prepared) -> RunRecord:
+    """From the barrier: the replica's pattern over the warm particle set (a unit = a turn; batch calls of
+    ``cfg.turns``), the victim for ``cfg.bursts`` bursts, a neighbour until the stop file; its record."""
+    pattern = parse_pattern(cfg.own_pattern)
+    wait_at_barrier(cfg)
+    clock = epoch_clock()
+    t0 = clock()
+    victim = cfg.role == "victim"
+    try:
+        bursts = run_pattern(
+            pattern,
+            run.engine.track,
+            count=cfg.bursts if victim else None,
+            stop=None if victim else stop_when_file(cfg.stop_file),
+            seed=cfg.replica_seed,
+            batch_units=cfg.turns,
+            clock=clock,
+        )
+    finally:
+        signal_stop(cfg)
+    end = bursts[-1].end if bursts else clock()
+    t_download = time.perf_counter()
+    coords, counters = run.engine.download()
+    download_s = time.perf_counter() - t_download
+    run.engine.release()
+    units = sum(b.units for b in bursts)
+    rec = record(cfg, run, t0, end - t0, download_s, coords, counters)
+    track_s = max(end - t0, 1e-12)
+    rec.turns = units
+    rec.particle_turns_per_s = cfg.particles * units / track_s
+    rec.element_passes_per_s = cfg.particles * units * run.n_elements / track_s
+    rec.extra.update(burst_extra(cfg, bursts))
+    return rec
+
+
 def run_one(config: str, out: str, warm: WarmRunner | None = None) -> int:
     """Run one replica from its config file and write its record (or its error); the exit status."""
     try:
         cfg = RunConfig.from_json(config)
         pin_cpus(cfg.cpus)  # before anything creates an OpenCL or OpenMP runtime
-        run = run_exec if cfg.engine == "exec" else warm.run if warm is not None else run_replica
-        rec = run(cfg)
+        track = pattern_track if cfg.patterned else None
+        if cfg.engine == "exec":
+            rec = run_exec(cfg)
+        else:
+            rec = warm.run(cfg, track) if warm is not None else run_replica(cfg, track)
     except BaseException as exc:  # noqa: BLE001 - any failure becomes the one-line error record
         msg = one_line_error(exc)
         write_json(out, "record", {"error": msg})
@@ -85,7 +150,7 @@ def redirect_output(log: str) -> None:
         os.close(fd)
 
 
-def serve(jobs=None) -> int:
+def serve(jobs: Iterable[str] | None = None) -> int:
     """A warm replica: the jobs on stdin (a JSON object a line), one after the other, in this process."""
     warm = WarmRunner()
     for line in jobs if jobs is not None else sys.stdin:

@@ -21,9 +21,12 @@ from sharebench.devices import check_spec
 from sharebench.errors import UserError
 from sharebench.kernel import RUN_ENGINES, check_engine
 from sharebench.parse import whole_number
+from sharebench.patterns import parse_pattern
 from sharebench.workloads.protocol import check_exec_timing, workload_name
 
 EXEC_KEYS = ("command", "timing", "name")  # the exec engine's own keys
+DEFAULT_BURSTS = 30  # the victim's bursts (or requests) per cell under a pattern
+MAX_BURSTS = 10**6
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,9 @@ class Workload:
     name: str | None = None  # exec: the workload's name in the tables (default: from the command)
     lattice: str | None = None  # trackers: Xsuite line JSON (a path is kept as its text); None: the generated ring
     seed: int = 1  # trackers: seed of the particle distribution
-    pattern: str = "batch"  # how the replicas use the device (issue 23; checked there)
+    pattern: str = "batch"  # how replica 0 (the victim) uses the device (sharebench.patterns; its label)
+    neighbours: str | None = None  # how the other replicas of a sharing cell do (None: as ``pattern``)
+    bursts: int = DEFAULT_BURSTS  # bursts or requests the victim runs in a cell under a pattern
 
     def __post_init__(self) -> None:
         def put(key: str, value: Any) -> None:
@@ -49,7 +54,7 @@ class Workload:
                 raise UserError(f"bad workload {key} {getattr(self, key)!r}: a string is allowed")
         if isinstance(self.lattice, os.PathLike):
             put("lattice", os.fspath(self.lattice))
-        for key in ("command", "name", "lattice"):
+        for key in ("command", "name", "lattice", "neighbours"):
             value = getattr(self, key)
             if value is not None and not isinstance(value, str):
                 raise UserError(f"bad workload {key} {value!r}: a string (or nothing) is allowed")
@@ -60,6 +65,10 @@ class Workload:
         put("seed", whole_number("workload seed", self.seed, 0))
         if not self.pattern.strip():
             raise UserError("bad workload pattern '': a pattern name is allowed (default: batch)")
+        put("pattern", parse_pattern(self.pattern).label)
+        if self.neighbours is not None:
+            put("neighbours", parse_pattern(self.neighbours).label)
+        put("bursts", whole_number("workload bursts (--bursts)", self.bursts, 1, MAX_BURSTS))
         if self.engine == "exec":
             if self.command is None:
                 raise UserError("workload engine 'exec' needs a command: the program each replica runs")
@@ -114,13 +123,26 @@ class Workload:
             opts["exec_name"] = self.name
         return opts
 
+    @property
+    def neighbour_pattern(self) -> str:
+        """The label of the pattern the neighbours (replicas 1..N-1 of a sharing cell) follow."""
+        return self.neighbours or self.pattern
+
+    @property
+    def patterned(self) -> bool:
+        """Whether any replica follows a pattern other than batch (False: the study's saturated replicas)."""
+        return self.pattern != "batch" or self.neighbour_pattern != "batch"
+
     def describe(self) -> str:
         """One line: the engine and what it runs."""
         if self.engine == "exec":
             text = f"exec: {self.command!r} as {self.label} ({self.timing} timing; work = SHAREBENCH_WORK)"
         else:
             text = f"{self.engine}, lattice {self.lattice or 'generated LHC-like ring'}"
-        return text + (f", pattern {self.pattern}" if self.pattern != "batch" else "")
+        if not self.patterned:
+            return text
+        text += f", pattern {self.pattern} ({self.bursts} bursts)"
+        return text + (f", neighbours {self.neighbour_pattern}" if self.neighbour_pattern != self.pattern else "")
 
 
 KEYS = tuple(f.name for f in fields(Workload))
