@@ -440,7 +440,9 @@ def untrusted(ev: Evidence) -> dict[str, str] | None:
 def choices(rows: pd.DataFrame, ev: Evidence | None = None) -> pd.DataFrame:
     """Per workload pattern (:data:`PATTERNS`) the mode to choose, what it rests on, and the reason in numbers."""
     ev = ev or Evidence()
-    rows = rows[rows["kind"] != "mig-emulated"] if len(rows) else rows  # a measurement of MIG's share, not a mode
+    if rows.empty and ev.latency.empty:  # nothing measured (every cell failed): nothing to choose or to point at
+        return pd.DataFrame(columns=CHOICE_COLUMNS)
+    rows = rows[rows["kind"] != "mig-emulated"]  # a measurement of MIG's compute share, not a mode to deploy
     latency = [*users_choice("interactive", ev), *users_choice("serve", ev), *neighbour_choice(ev)]
     none = untrusted(ev)
     if none is not None:  # the measured choices are withheld; what was not measured still says how to measure it
