@@ -12,6 +12,7 @@ parameter may arrive as ``2.0``: every function here casts what it receives.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -19,17 +20,21 @@ from pathlib import Path
 from typing import Any
 
 from sharebench.analysis import analyse
+from sharebench.analysis.latency import DEFAULT_SLO, users_at_target
+from sharebench.components.image import IMAGE
 from sharebench.errors import UserError
 from sharebench.manifests.names import OPERATOR_NAMESPACE, RUN_NAMESPACE
 from sharebench.modes import parse_mode
 from sharebench.node import ReconfigureOptions, renew_lease
 from sharebench.node.claims import create_claims, delete_claims
+from sharebench.node.images import IMAGE_ALLOW_ENV, check_image
 from sharebench.node.placement import PLACEMENTS as PLACEMENTS
 from sharebench.node.placement import place_mode, restore_nodes, split_node
 from sharebench.parse import whole_number
 from sharebench.report import tables_markdown, write_tables
 from sharebench.report.combine import write_combined
 from sharebench.results import ResultsWriter, read_json, write_json, write_provenance
+from sharebench.results.bursts import append_bursts
 from sharebench.sweep import Cell, SweepConfig, measure_cell, new_sweep_id, validate
 from sharebench.sweep.cells import DEFAULT_MODES as DEFAULT_MODES
 from sharebench.sweep.cells import DEFAULT_PARTICLE_COUNTS as DEFAULT_PARTICLE_COUNTS
@@ -88,9 +93,14 @@ def reconfigure(
     timeout_s: float = 600,
     force: bool = False,
     run_id: str = "",
+    image: str = IMAGE,
 ) -> dict[str, Any]:
     """Put the node in ``mode`` and say how the mode's pods must request it
-    (:func:`sharebench.node.placement.place_mode`; no node or placement dra: nothing changes)."""
+    (:func:`sharebench.node.placement.place_mode`; no node or placement dra: nothing changes). With a
+    node, the run's ``image`` (what its replicas execute) is first checked against the site's allow-list
+    (``SHAREBENCH_IMAGE_ALLOW``; default: this image's repository), before anything touches the node."""
+    if node_name:
+        check_image(image, os.environ.get(IMAGE_ALLOW_ENV), IMAGE)
     options = ReconfigureOptions(
         gpu_model=gpu_model or None,
         namespace=namespace,
@@ -213,10 +223,12 @@ def run_simpletrack(
     if placed:
         say(f"{cell.id}: {processes} process(es) here, {placed}")
     result = measure_cell(validate(config), cell, Path(workdir or tempfile.mkdtemp(prefix="sharebench-cell-")))
-    rows = result.rows
+    rows, bursts = result.rows, result.bursts
     if one_of_pods:
         for row in rows:
             row.update(mode=m.label, mode_kind=m.kind, replicas=replicas, replica=replica)
+        for b in bursts:  # each pod is its pattern's own user (replica 0 of its process)
+            b.update(mode=m.label, replica=replica)
     for note in result.notes:
         say(note)
     for row in rows:
@@ -224,19 +236,25 @@ def run_simpletrack(
             f"{cell.id} replica {row.get('replica')}: {row.get('status')} track_s={row.get('track_s')} "
             f"{row.get('error') or ''}".rstrip()
         )
-    write_rows(out_path, rows)
+    write_rows(out_path, rows, bursts)
     return rows
 
 
-def write_rows(path: str | Path, rows: list[dict[str, Any]]) -> None:
-    """Results rows handed from one task to the next (a ``rows`` document)."""
+def write_rows(path: str | Path, rows: list[dict[str, Any]], bursts: list[dict[str, Any]] | None = None) -> None:
+    """Results rows handed from one task to the next (a ``rows`` document), with the cells' burst rows
+    (``bursts``, bursts.csv's, under a replica pattern) beside them."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, "rows", {"rows": rows})
+    write_json(path, "rows", {"rows": rows, "bursts": list(bursts or [])})
 
 
 def read_rows(paths: list[str]) -> list[dict[str, Any]]:
     """The rows of several tasks, in the order given."""
     return [row for p in paths for row in read_json(p, "rows")["rows"]]
+
+
+def read_bursts_rows(paths: list[str]) -> list[dict[str, Any]]:
+    """The burst rows of several tasks (none from a task that wrote none), in the order given."""
+    return [b for p in paths for b in read_json(p, "rows").get("bursts") or []]
 
 
 def merge_records(paths: list[str], out_path: str, *, cell: bool = False) -> int:
@@ -245,20 +263,26 @@ def merge_records(paths: list[str], out_path: str, *, cell: bool = False) -> int
     rows = read_rows(paths)
     if cell:
         rows = check_cell(rows)
-    write_rows(out_path, rows)
+    write_rows(out_path, rows, read_bursts_rows(paths))
     say(f"merged {len(rows)} row(s) from {len(paths)} task(s)")
     return len(rows)
 
 
 # ------------------------------------------------------------------ results and report
-def loss_metrics(tables: Any) -> dict[str, float]:
-    """``loss_pct/<mode>/p<particles>`` -> loss % (two decimals) of every loss computed (``tables``: analysis Tables)."""
+def loss_metrics(tables: Any, slo: float = DEFAULT_SLO) -> dict[str, float]:
+    """``loss_pct/<mode>/p<particles>`` -> loss % (two decimals) of every loss computed, and, where a replica
+    pattern was measured, ``users_per_gpu/<pattern>/<modes>`` -> the users per GPU within the p95 slowdown
+    target ``slo`` (0: not even the fewest measured; ``analysis.latency.users_at_target``). ``tables``:
+    analysis Tables."""
     metrics: dict[str, float] = {}
     for t in (tables.timeslice, tables.mps, tables.mig):  # partition: an excess over the ideal, not a loss
         for _, r in t.iterrows():
             v = float(r["loss_pct"])
             if v == v:  # NaN: not computed (flagged in the report)
                 metrics[f"loss_pct/{r['mode']}/p{int(r['particles'])}"] = round(v, 2)
+    for u in users_at_target(tables.latency, slo) if not tables.latency.empty else []:
+        if u.family:  # a pattern with no sharing cell of its own has no figure
+            metrics[f"users_per_gpu/{u.pattern}/{u.family}"] = float(u.users or 0)
     return metrics
 
 
@@ -277,11 +301,13 @@ def collect_results(
     if not rows:
         raise UserError("no results rows reached collect_results: every cell was empty")
     sid = sweep_id or new_sweep_id()
-    for r in rows:
+    bursts = read_bursts_rows(paths)
+    for r in rows + bursts:
         r["sweep_id"] = sid
     out = Path(results_dir)
     out.mkdir(parents=True, exist_ok=True)
     ResultsWriter(out).append(rows)
+    append_bursts(out, bursts)
     first = rows[0]
     device = {
         "name": first.get("device_name"),

@@ -326,3 +326,36 @@ def family_users(pattern: str, family: str, rows: pd.DataFrame, target: float) -
     assert best is not None
     reason = f"within {target:g}x at every measured N (up to {best[0]}); more users not measured"
     return UsersAtTarget(pattern, family, best[0], best[1], measured, reason)
+
+
+USERS_CSV = "users_per_gpu.csv"
+USERS_COLUMNS = ["pattern", "family", "slo", "users", "slowdown_p95", "measured", "reason"]
+
+
+def users_table(table: pd.DataFrame, slo: float = DEFAULT_SLO) -> pd.DataFrame:
+    """:func:`users_at_target` as a table (:data:`USERS_COLUMNS`; ``measured``: the N values, "1,2,4";
+    ``users`` NaN where none is within the target); no rows when no latency was measured."""
+    if table is None or table.empty:
+        return pd.DataFrame(columns=USERS_COLUMNS)
+    rows = [
+        dict(
+            pattern=u.pattern,
+            family=u.family,
+            slo=check_slo(slo),
+            users=u.users if u.users is not None else math.nan,
+            slowdown_p95=u.slowdown_p95,
+            measured=",".join(str(n) for n in u.measured),
+            reason=u.reason,
+        )
+        for u in users_at_target(table, slo)
+    ]
+    return pd.DataFrame(rows, columns=USERS_COLUMNS)
+
+
+def sweep_slo(sweeps: Sequence[Mapping[str, Any]]) -> float:
+    """The target the last sweep of a folder was run with (``sweep.json``'s config ``slo``), else the default."""
+    for sweep in reversed(list(sweeps)):
+        value = (sweep.get("config") or {}).get("slo")
+        if value is not None:
+            return check_slo(value)
+    return DEFAULT_SLO

@@ -30,7 +30,13 @@ from sharebench.report.render import (
     markdown,
     markdown_table,
 )
-from sharebench.report.sections import machine_table, prediction_section, provenance_section, telemetry_section
+from sharebench.report.sections import (
+    latency_section,
+    machine_table,
+    prediction_section,
+    provenance_section,
+    telemetry_section,
+)
 from sharebench.report.workloads import workloads_section
 from sharebench.results import read_notes, read_provenance
 
@@ -126,6 +132,8 @@ def _sections(folder: Folder) -> tuple[list[Section], list[str]]:
         ("workloads", lambda: workloads_section(folder.path, folder.tables)),
         ("provenance", lambda: provenance_section(folder.provenance)),
     ]
+    if not folder.tables.latency.empty:  # a folder of batch replicas only has no latency section
+        makers.insert(0, ("latency", lambda: latency_section(folder.path, folder.tables)))
     sections, notes = [], []
     for name, make in makers:
         try:

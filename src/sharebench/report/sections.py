@@ -1,5 +1,5 @@
-"""The report's sections beyond the loss tables: the machine, the prediction, the telemetry and
-the provenance of a results folder. Each returns a :class:`~sharebench.report.render.Section`
+"""The report's sections beyond the loss tables: the machine, the prediction, the telemetry, the latency
+of replica patterns and the provenance of a results folder. Each returns a :class:`~sharebench.report.render.Section`
 (and writes the CSV and plot it is made of into the folder)."""
 
 from __future__ import annotations
@@ -21,12 +21,15 @@ from sharebench.analysis import (
     predicted_vs_measured_of,
     price_per_hour,
 )
+from sharebench.analysis.latency import USERS_CSV, sweep_slo, users_table
 from sharebench.analysis.prediction import DRAM_BOUND_PCT, SM_BOUND_PCT, SM_IDLE_PCT
 from sharebench.analysis.telemetry import PRICE_ENV
 from sharebench.parse import number_or_nan
+from sharebench.report.latency import make_latency_plots
 from sharebench.report.plots import plot_energy, plot_predicted_vs_measured
 from sharebench.report.render import Bullets, Image, Section, Table, Text
-from sharebench.results import PROVENANCE_JSON
+from sharebench.results import PROVENANCE_JSON, read_sweeps
+from sharebench.results.bursts import load_bursts
 from sharebench.results.folder import PREDICTION_CSV, TELEMETRY_SUMMARY_CSV
 
 
@@ -315,4 +318,97 @@ def telemetry_section(results_dir: Path, tables: Tables) -> Section:
     if notes:
         section.blocks += [Text("Telemetry notes:"), Bullets(notes)]
     section.blocks += [Image(p) for p in plot_energy(table, results_dir / "plots")[:1]]
+    return section
+
+
+LATENCY_HELP = (
+    "Replica 0 of each cell (the victim) follows the sweep's --pattern; the others (the neighbours) follow "
+    "--neighbours. Latency = end - arrival of a burst or request (a request's includes its time queued). "
+    "Slowdown = the percentile against the same percentile of the same pattern alone (exclusive). Intervals: "
+    "95%, {method}. Busy = the share of the replica's window with work in flight; throughput cost = 1 - its "
+    "units/s against the same pattern alone. Users per GPU: the most users of one pattern whose p95 slowdown "
+    "stays within the target at every measured N up to it; never extrapolated past the measured N."
+)
+METHOD_TEXT = {
+    "bursts": "percentile bootstrap over bursts within each repeat",
+    "repeats": "Student-t between repeats",
+}
+
+
+def fmt_ms(v: Any) -> str:
+    x = number_or_nan(v)
+    return f"{1e3 * x:.4g}" if math.isfinite(x) else ""
+
+
+def fmt_x(v: Any, lo: Any = math.nan, hi: Any = math.nan) -> str:
+    x, a, b = number_or_nan(v), number_or_nan(lo), number_or_nan(hi)
+    if not math.isfinite(x):
+        return ""
+    return f"{x:.2f}×" + (f" [{a:.2f}, {b:.2f}]" if math.isfinite(a) and math.isfinite(b) else "")
+
+
+def latency_display(table: pd.DataFrame) -> pd.DataFrame:
+    """tables/latency.csv as the report prints it (ms, slowdowns with their intervals)."""
+    rows = []
+    for _, r in table.iterrows():
+        cost = number_or_nan(r["throughput_cost"])
+        rows.append(
+            {
+                "mode": r["mode"],
+                "pattern": r["pattern"],
+                "role": r["role"],
+                "beside": r["beside"] or "alone",
+                "bursts": int(r["bursts"]),
+                "repeats": int(r["repeats"]),
+                "p50 ms": fmt_ms(r["latency_p50_s"]),
+                "p95 ms": fmt_ms(r["latency_p95_s"]),
+                "p99 ms": fmt_ms(r["latency_p99_s"]),
+                "p95 slowdown": fmt_x(r["slowdown_p95"], r["slowdown_p95_lo"], r["slowdown_p95_hi"]),
+                "busy": fmt_pct(100 * number_or_nan(r["busy_fraction"])),
+                "throughput cost": fmt_pct(100 * cost) if math.isfinite(cost) else "",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def users_display(users: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "pattern": r["pattern"],
+                "modes": r["family"],
+                "measured N": r["measured"],
+                f"users per GPU at {r['slo']:g}×": "none" if pd.isna(r["users"]) else str(int(r["users"])),
+                "p95 slowdown there": fmt_x(r["slowdown_p95"]),
+                "why": r["reason"],
+            }
+            for _, r in users.iterrows()
+        ]
+    )
+
+
+def latency_section(results_dir: Path, tables: Tables) -> Section:
+    """Latency of bursts and requests per mode and pattern, users per GPU at the sweep's target, and their
+    plots; writes tables/users_per_gpu.csv and the plots (nothing without a pattern measured)."""
+    section = Section("Latency of bursts and requests (replica patterns)")
+    table = tables.latency
+    if table.empty:
+        section.blocks.append(Text("No replica pattern was measured here (every replica ran batch): no latency table."))
+        return section
+    slo = sweep_slo(read_sweeps(results_dir))
+    users = users_table(table, slo)
+    (results_dir / "tables").mkdir(parents=True, exist_ok=True)
+    users.to_csv(results_dir / "tables" / USERS_CSV, index=False)
+    methods = sorted({str(m) for m in table["ci_method"]})
+    section.blocks += [
+        Text(LATENCY_HELP.format(method=", ".join(METHOD_TEXT.get(m, m) for m in methods))),
+        Table(latency_display(table)),
+        Text(f"Users per GPU at a p95 slowdown target of {slo:g}× (tables/{USERS_CSV}):"),
+        Table(users_display(users)),
+    ]
+    bursts = load_bursts(results_dir)
+    bursts = bursts[~bursts["warmup"].astype(bool)]
+    section.blocks += [
+        Image(p) for p in make_latency_plots(bursts, table, results_dir / "plots", slo) if p.suffix == ".png"
+    ]
     return section
