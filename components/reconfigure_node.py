@@ -18,6 +18,7 @@ def reconfigure_node(
     timeout_s: float = 600.0,
     force: bool = False,
     run_id: str = "",
+    image: str = IMAGE,
 ) -> NamedTuple(
     "NodeMode",
     resource=str,
@@ -41,6 +42,7 @@ def reconfigure_node(
         timeout_s: Longest wait for the node to advertise the mode, in seconds.
         force: Reconfigure even when pods outside this run use the node's GPUs.
         run_id: The run holding the node's Lease (one reconfiguration per node); its pods are not foreign.
+        image: The image the run's replicas execute; refused unless the site allows it (SHAREBENCH_IMAGE_ALLOW).
 
     Returns:
         resource: Extended resource each replica pod requests (nvidia.com/gpu, nvidia.com/mig-1g.18gb).
@@ -64,6 +66,7 @@ def reconfigure_node(
         timeout_s=timeout_s,
         force=force,
         run_id=run_id,
+        image=image,
     )
     return namedtuple(
         "NodeMode", ["resource", "count", "pods", "processes", "replicas", "node_selector", "advertised"]

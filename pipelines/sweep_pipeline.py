@@ -53,6 +53,7 @@ from sharebench.components.run_simpletrack import run_simpletrack
 from sharebench.components.schedule_start import schedule_start
 from sharebench.components.write_report import write_report
 from sharebench.manifests.names import PART_OF_LABEL
+from sharebench.node.images import IMAGE_ALLOW_ENV, SITE_CONFIGMAP, SITE_IMAGE_ALLOW_KEY
 from sharebench.workloads import DEFAULT_WORKLOAD
 
 SWEEP_NAME = "sharebench-sweep"
@@ -82,6 +83,17 @@ def in_image(task: dsl.PipelineTask, image) -> dsl.PipelineTask:
     task.set_container_image(image)
     task.set_caching_options(False)
     kubernetes.add_pod_label(task, *PART_OF_LABEL)
+    return task
+
+
+def node_step(task: dsl.PipelineTask, *, image_allow: bool = False) -> dsl.PipelineTask:
+    """A step that acts on the node (reconfigure, renew the Lease, claims, restore): always the image the
+    pipeline was compiled with, never the run's ``image`` parameter, so code a submitter picks never
+    runs where node rights are; ``image_allow``: the site's image allow-list in its environment
+    (ConfigMap sharebench-site, key image-allow, when the site made it)."""
+    in_image(task, IMAGE)
+    if image_allow:
+        kubernetes.use_config_map_as_env(task, SITE_CONFIGMAP, {SITE_IMAGE_ALLOW_KEY: IMAGE_ALLOW_ENV}, optional=True)
     return task
 
 
@@ -127,7 +139,7 @@ def run_cell(
             node_name=node_name,
         )
         request_gpu(in_image(run, image), resource, resource_count, node_selector)
-    checked = in_image(check_cell(records=dsl.Collected(run.outputs["records"]), placement=placement), image)
+    checked = node_step(check_cell(records=dsl.Collected(run.outputs["records"]), placement=placement))
     return checked.outputs["cell"]
 
 
@@ -153,7 +165,7 @@ def run_cells(
     gpu_model: str,
 ) -> Dataset:
     with Loop(cells, name="cells", parallelism=1) as cell:
-        start = in_image(
+        start = node_step(
             schedule_start(
                 mode=mode,
                 cell=cell,
@@ -166,8 +178,7 @@ def run_cells(
                 gpu_model=gpu_model,
                 node_name=node_name,
                 run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-            ),
-            image,
+            )
         )
         one = run_cell(
             image=image,
@@ -209,7 +220,7 @@ def sweep_modes(
     force: bool,
 ) -> list[Dataset]:
     with Loop(modes, name="modes", parallelism=1) as mode:
-        node = in_image(
+        node = node_step(
             reconfigure_node(
                 node_name=node_name,
                 mode=mode,
@@ -219,8 +230,9 @@ def sweep_modes(
                 timeout_s=reconfigure_timeout_s,
                 force=force,
                 run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+                image=image,
             ),
-            image,
+            image_allow=True,
         )
         cells_of_mode = run_cells(
             image=image,
@@ -337,7 +349,7 @@ def sweep_pipeline(
         turns: Turns tracked per replica.
         placement: 'pods' (each replica a pod), 'processes' (N processes in one pod) or 'dra' (each
             replica a pod; each cell's GPU from one ResourceClaim, the node never reconfigured).
-        image: Container image of every task.
+        image: Image of the replica and analysis tasks, within the site's SHAREBENCH_IMAGE_ALLOW prefixes.
         workload: What every replica runs, one value: engine (simpletrack, xtrack, or exec: any program
             in the image following the replica protocol, SHAREBENCH_WORK = the particle count), device
             (spec inside a replica: auto, cuda[:N], opencl[:P.D], cpu), command and timing (engine
@@ -349,9 +361,7 @@ def sweep_pipeline(
         reconfigure_timeout_s: Longest wait for the node to advertise a mode.
         force: Reconfigure even when pods outside sharebench use the node's GPUs.
     """
-    restore = in_image(
-        restore_node(node_name=node_name, placement=placement, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER), image
-    )
+    restore = node_step(restore_node(node_name=node_name, placement=placement, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER))
     with dsl.ExitHandler(restore, name="sweep"):
         sweep_node(
             image=image,
@@ -404,7 +414,7 @@ def multi_node_pipeline(
         turns: Turns tracked per replica.
         placement: 'pods' (each replica a pod), 'processes' (N processes in one pod) or 'dra' (each
             replica a pod; each cell's GPU from one ResourceClaim, the node never reconfigured).
-        image: Container image of every task.
+        image: Image of the replica and analysis tasks, within the site's SHAREBENCH_IMAGE_ALLOW prefixes.
         workload: What every replica runs, one value: engine (simpletrack, xtrack, or exec: any program
             in the image following the replica protocol, SHAREBENCH_WORK = the particle count), device
             (spec inside a replica: auto, cuda[:N], opencl[:P.D], cpu), command and timing (engine
@@ -416,9 +426,7 @@ def multi_node_pipeline(
         reconfigure_timeout_s: Longest wait for a node to advertise a mode.
         force: Reconfigure even when pods outside sharebench use a node's GPUs.
     """
-    restore = in_image(
-        restore_node(node_names=nodes, placement=placement, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER), image
-    )
+    restore = node_step(restore_node(node_names=nodes, placement=placement, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER))
     with dsl.ExitHandler(restore, name="sweeps"):
         with Loop(nodes, name="nodes") as node:
             swept = sweep_node(

@@ -18,11 +18,15 @@ from kfp.kubernetes import kubernetes_executor_config_pb2 as k8s_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from sharebench.components import steps
+from sharebench.components.image import IMAGE
+from sharebench.node.images import IMAGE_ALLOW_ENV, SITE_CONFIGMAP, SITE_IMAGE_ALLOW_KEY
 from sharebench.workloads import Workload
 from support.paths import ROOT
 
 PIPELINES = ROOT / "pipelines"
 FILES = ["sharebench_sweep.yaml", "sharebench_multi_node.yaml"]
+# the executors that act on the node (reconfigure, Lease renewal, claims, restore)
+NODE_STEPS = {"exec-reconfigure-node", "exec-schedule-start", "exec-check-cell", "exec-restore-node"}
 
 
 def _docs(path: Path) -> tuple[pipeline_spec_pb2.PipelineSpec, pipeline_spec_pb2.PlatformSpec]:
@@ -84,8 +88,11 @@ def test_image_is_one_setting_overridable_at_compile_time(tmp_path):
     spec, _ = _docs(tmp_path / "sharebench_sweep.yaml")
     doc = yaml.safe_load_all((tmp_path / "sharebench_sweep.yaml").read_text())
     executors = next(doc)["deploymentSpec"]["executors"]
-    # every task runs the image the run names; the run's default is the compile-time setting
-    assert {e["container"]["image"] for e in executors.values()} == {
+    # the replica and analysis tasks run the image the run names (its default: the compile-time setting);
+    # the steps that act on the node always run the compile-time image, never the run's (issue 27)
+    images = {name: e["container"]["image"] for name, e in executors.items()}
+    assert {n for n, i in images.items() if i == "registry.example.org/team/sharebench:test-1"} == NODE_STEPS
+    assert {i for n, i in images.items() if n not in NODE_STEPS} == {
         "{{$.inputs.parameters['pipelinechannel--image']}}"
     }
     assert (
@@ -179,3 +186,23 @@ def test_multi_node_runs_nodes_side_by_side_and_compares_them():
     ]
     assert len(node_loops) == 1 and node_loops[0].iterator_policy.parallelism_limit == 0
     assert tasks["restore-node"].inputs.parameters["node_names"].component_input_parameter == "nodes"
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_node_steps_run_the_compiled_image_and_get_the_sites_allow_list(name):
+    """Issue 27: a submitter-chosen ``image`` never runs in a step that acts on the node; the node step
+    checks the run's image against the site's allow-list (ConfigMap sharebench-site, optional) first."""
+    spec, platform = _docs(PIPELINES / name)
+    deploy = json_format.MessageToDict(spec.deployment_spec)["executors"]
+    assert set(deploy) >= NODE_STEPS
+    for executor, body in deploy.items():
+        if executor in NODE_STEPS:
+            assert body["container"]["image"] == IMAGE, executor
+        else:
+            assert body["container"]["image"] == "{{$.inputs.parameters['pipelinechannel--image']}}", executor
+    env = _k8s(platform, "exec-reconfigure-node").config_map_as_env
+    assert len(env) == 1 and env[0].config_map_name == SITE_CONFIGMAP and env[0].optional
+    assert [(k.config_map_key, k.env_var) for k in env[0].key_to_env] == [(SITE_IMAGE_ALLOW_KEY, IMAGE_ALLOW_ENV)]
+    # the run's image reaches the node step as the value it checks
+    tasks = [t for _, n, t in _all_tasks(spec) if n == "reconfigure-node"]
+    assert tasks and all("image" in t.inputs.parameters for t in tasks)

@@ -1,0 +1,87 @@
+"""Issue 27: the run's ``image`` is checked against the allow-list the site configures
+(``SHAREBENCH_IMAGE_ALLOW`` prefixes) before the node step touches a node; a one-line refusal names
+the image and the allowed prefixes."""
+
+from __future__ import annotations
+
+import pytest
+
+from sharebench.components import steps
+from sharebench.components.image import IMAGE
+from sharebench.errors import UserError
+from sharebench.node.images import IMAGE_ALLOW_ENV, allowed_prefixes, check_image, image_allowed, repository
+from support.k8s_sim import SimCluster
+
+NODE = "gpu-node-1"
+
+
+@pytest.mark.parametrize(
+    "image, repo",
+    [
+        ("ghcr.io/sharebench/sharebench:0.1.0", "ghcr.io/sharebench/sharebench"),
+        ("reg:5000/a/b:1.0", "reg:5000/a/b"),
+        ("reg:5000/a/b", "reg:5000/a/b"),
+        ("a/b@sha256:abc", "a/b"),
+    ],
+)
+def test_repository(image, repo):
+    assert repository(image) == repo
+
+
+@pytest.mark.parametrize(
+    "image, allowed",
+    [
+        ("ghcr.io/sharebench/sharebench:1.0", True),
+        ("ghcr.io/sharebench:1.0", True),
+        ("ghcr.io/sharebench@sha256:0", True),
+        ("ghcr.io/sharebench", True),
+        ("ghcr.io/sharebench-evil/x:1", False),  # not at a boundary
+        ("evil.io/ghcr.io/sharebench:1", False),
+        ("registry.site/team/", False),
+        ("registry.site/team/bench:2", True),
+    ],
+)
+def test_prefixes_match_at_a_boundary(image, allowed):
+    assert image_allowed(image, ("ghcr.io/sharebench", "registry.site/team/bench")) is allowed
+
+
+def test_default_is_the_compiled_images_repository():
+    assert allowed_prefixes(None, "ghcr.io/sharebench/sharebench:0.1.0") == ("ghcr.io/sharebench/sharebench",)
+    assert allowed_prefixes(" , ", "a/b:1") == ("a/b",)
+    assert allowed_prefixes("x.io/a/, y.io/b", "a/b:1") == ("x.io/a/", "y.io/b")
+    assert check_image("ghcr.io/sharebench/sharebench:dev", None, "ghcr.io/sharebench/sharebench:0.1.0")
+
+
+def test_refusal_names_the_image_and_the_prefixes():
+    with pytest.raises(UserError) as exc:
+        check_image("evil.io/x:1", "x.io/a/, y.io/b", IMAGE)
+    assert str(exc.value) == (
+        f"image 'evil.io/x:1' is not allowed here; allowed prefixes ({IMAGE_ALLOW_ENV}): x.io/a/, y.io/b"
+    )
+    with pytest.raises(UserError, match=r"allowed prefixes \(default; set SHAREBENCH_IMAGE_ALLOW to change\): "):
+        check_image("evil.io/x:1", None, IMAGE)
+    with pytest.raises(UserError, match="image '' is not allowed"):
+        check_image("", None, IMAGE)
+
+
+def test_node_step_refuses_before_it_touches_the_node(tmp_path, monkeypatch):
+    with SimCluster(tmp_path) as sim:
+        sim.add_gpu_node(NODE, "H200", gpus=2)
+        monkeypatch.setenv("KUBECONFIG", str(sim.kubeconfig))
+        monkeypatch.setenv(IMAGE_ALLOW_ENV, "registry.site/team/")
+        before = len(sim.requests)
+        with pytest.raises(UserError, match=r"image 'evil.io/x:1' is not allowed here; allowed prefixes \("):
+            steps.reconfigure(
+                node_name=NODE, mode="timeslice:2", gpu_model="", placement="pods", image="evil.io/x:1", timeout_s=5
+            )
+        assert len(sim.requests) == before  # not one request: the node was never looked at
+        res = steps.reconfigure(
+            node_name=NODE,
+            mode="timeslice:2",
+            gpu_model="",
+            placement="pods",
+            image="registry.site/team/bench:2",
+            timeout_s=5,
+            run_id="run-a",
+        )
+        assert res["resource"] == "nvidia.com/gpu"
