@@ -488,7 +488,8 @@ def plan_within(
 def choose_blocks(costing: Costing, sizes: Sequence[int], rounds: int, room_s: float) -> list[Block]:
     """Every mode at the largest size where all fit ``rounds`` times in ``room_s`` (the smallest size when
     none does), then more sizes, largest first, mode by mode in priority order while they fit; a
-    shared mode's block brings its size's exclusive block (the loss needs T_1 of the same work)."""
+    shared mode's block brings its size's exclusive block (the loss needs T_1 of the same work), and an
+    exclusive block comes only so (unless exclusive is the only mode)."""
     c = costing
     base = next((p for p in sorted(sizes, reverse=True) if c.one_each(p) * rounds <= room_s), min(sizes))
     blocks = [c.block(m, base) for m in c.modes]
@@ -498,6 +499,8 @@ def choose_blocks(costing: Costing, sizes: Sequence[int], rounds: int, room_s: f
         if p == base:
             continue
         for m in c.modes:
+            if m == exclusive and len(c.modes) > 1:
+                continue  # it comes with the first shared mode that fits at this size
             need = dict.fromkeys([exclusive, m] if exclusive else [m])  # exclusive first, once
             add = [a for a in need if not any(b.mode == a and b.particles == p for b in blocks)]
             cost = sum(c.cost(a, p) for a in add) * rounds
