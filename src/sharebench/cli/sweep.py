@@ -28,7 +28,7 @@ from sharebench.sweep import (
 )
 from sharebench.sweep.resume import check_same_work, identity, measured_cells
 from sharebench.telemetry.disturbance import Disturbed, check_quiet, strict_guard
-from sharebench.workloads.workload import DEFAULT_BURSTS
+from sharebench.workloads.workload import DEFAULT_BURSTS, MAX_BURSTS
 
 
 def configure(name: str, parser: argparse.ArgumentParser) -> None:
@@ -129,7 +129,8 @@ def add_pattern_options(run: argparse.ArgumentParser) -> None:
 
 def pattern_workload(args: argparse.Namespace) -> dict[str, Any]:
     """The Workload keys of --pattern, --neighbours and --bursts (None where not given)."""
-    return {"pattern": args.pattern, "neighbours": args.neighbours, "bursts": args.bursts}
+    bursts = whole_number("--bursts", args.bursts, 1, MAX_BURSTS) if args.bursts is not None else None
+    return {"pattern": args.pattern, "neighbours": args.neighbours, "bursts": bursts}
 
 
 def add_limit_options(run: argparse.ArgumentParser) -> None:
