@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import re
 import warnings
 from pathlib import Path
@@ -23,6 +24,7 @@ import yaml
 from kfp_server_api.exceptions import ApiException
 
 from sharebench.errors import UserError
+from sharebench.node.images import IMAGE_ALLOW_ENV, check_image
 from sharebench.parse import seconds
 from sharebench.pipelines.compile import compile_all
 from sharebench.pipelines.fetch import Store, fetch_results
@@ -162,6 +164,12 @@ def check_arguments(params: dict[str, dict[str, Any]], given: dict[str, Any]) ->
         for key in ("start_delay_s", "reconfigure_timeout_s"):
             if key in given:
                 seconds(key, given[key], 0.0)
+        if "image" in values:  # the site's allow-list, as the node step checks it (issue 27)
+            check_image(
+                str(values["image"] or ""),
+                os.environ.get(IMAGE_ALLOW_ENV),
+                str(params["image"].get("defaultValue") or ""),
+            )
     except UserError as exc:
         raise UserError(f"--param: {exc}") from None
 

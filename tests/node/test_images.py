@@ -85,3 +85,24 @@ def test_node_step_refuses_before_it_touches_the_node(tmp_path, monkeypatch):
             run_id="run-a",
         )
         assert res["resource"] == "nvidia.com/gpu"
+
+
+def test_submit_checks_the_image_in_its_environment(monkeypatch):
+    """``sharebench submit`` refuses a run image outside SHAREBENCH_IMAGE_ALLOW before the run exists."""
+    cli = pytest.importorskip("sharebench.pipelines.cli")
+    yaml = pytest.importorskip("yaml")
+    from support.paths import ROOT
+
+    spec = next(yaml.safe_load_all((ROOT / "pipelines/sharebench_sweep.yaml").read_text()))
+    params = spec["root"]["inputDefinitions"]["parameters"]
+    cli.check_arguments(params, {})  # the compiled default image: allowed by default
+    with pytest.raises(UserError) as exc:
+        cli.check_arguments(params, {"image": "evil.io/x:1"})
+    assert str(exc.value) == (
+        "--param: image 'evil.io/x:1' is not allowed here; allowed prefixes "
+        f"(default; set {IMAGE_ALLOW_ENV} to change): {repository(IMAGE)}"
+    )
+    monkeypatch.setenv(IMAGE_ALLOW_ENV, "evil.io/")
+    cli.check_arguments(params, {"image": "evil.io/x:1"})  # the site allows it
+    with pytest.raises(UserError, match=f"allowed prefixes \\({IMAGE_ALLOW_ENV}\\): evil.io/"):
+        cli.check_arguments(params, {})
