@@ -163,6 +163,12 @@ def two_turns(lattice, tmp_path_factory):
     return out
 
 
+def last_line(stderr: str) -> str:
+    """The refusal after the notice that sweep.json is gone (no traceback)."""
+    assert "Traceback" not in stderr and "sweep.json is gone" in stderr.splitlines()[0], stderr
+    return stderr.splitlines()[-1]
+
+
 def copy_of(folder, tmp_path):
     import shutil
 
@@ -176,14 +182,14 @@ def test_without_sweep_json_resume_continues_only_what_the_rows_prove(two_turns,
     before = (out / "results.csv").read_bytes()
     p = sharebench("run", "--resume", "--turns", "5", "--lattice", lattice, "--out", str(out), "--no-progress")
     assert p.returncode == 2
-    assert one_line_error(p.stderr) == (
+    assert last_line(p.stderr) == (
         f"sharebench: error: --resume: the rows of simpletrack in {out} were measured with --turns 2, this run "
         "has 5; resume without changing it, or give another --out"
     )
     assert not (out / "sweep.json").exists() and (out / "results.csv").read_bytes() == before
     p = sharebench("run", "--resume", "--out", str(out), "--no-progress")  # the lattice's path: not in the rows
     assert p.returncode == 2
-    assert "they were measured on lattice fodo.json: give --lattice PATH" in one_line_error(p.stderr)
+    assert "they were measured on lattice fodo.json: give --lattice PATH" in last_line(p.stderr)
     p = sharebench("run", "--resume", "--repeats", "3", "--lattice", lattice, "--out", str(out), "--no-progress")
     assert p.returncode == 0, p.stderr
     df = load_results(out)
