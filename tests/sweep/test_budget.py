@@ -27,6 +27,8 @@ from sharebench.sweep.budget import (
     calibrate_sizes,
     measured_overheads,
     parse_duration,
+    plan_budget,
+    plan_recorded,
     plan_within,
     recorded_calibration,
     recorded_results,
@@ -321,3 +323,37 @@ def test_the_report_says_which_cells_the_budget_cut():
     assert lines[-1] == "planned cells not run (budget): 2: mps:2_p1000_r2, mps:2_p1000_r3"
     assert "stopped: budget (would go on: " in lines[4]
     assert np.isfinite(plan.predicted_s)
+
+
+def test_a_sweep_on_this_machine_is_planned_from_a_real_calibration(tmp_path):
+    lattice = str(tiny_lattice(tmp_path / "fodo.json"))
+    sweep = validate(SweepConfig(workload=Workload(device="cpu", lattice=lattice), turns=20))  # the CPU default
+    plan = plan_budget(sweep, budget_options("90s"))
+    assert list(plan.calibration.rates) == [1000]  # one probe run; the size is chosen to fit
+    assert [m.label for m in plan.modes] == [m.label for m in sweep.modes]
+    assert {b.replicas for b in plan.blocks if b.mode.label == "timeslice:4"} == {4}
+    assert plan.warmup_repeats == 1 and plan.predicted_s <= 90
+    sized = validate(SweepConfig(workload=Workload(device="cpu", lattice=lattice), particles="500,1000", turns=20))
+    plan = plan_budget(sized, budget_options("90s", max_repeats=3))
+    assert set(plan.calibration.rates) == {500, 1000} and plan.sizes == (500, 1000)
+
+
+def test_a_gpu_campaign_planned_where_the_gpu_is_not():
+    modes = parse_modes("exclusive,timeslice:2,mps:2,mig:1g")
+    plan = plan_recorded(budget_options("10m"), "H200", RESULTS, modes, [10_000_000], turns=1)
+    assert {b.mode.label: b.replicas for b in plan.blocks} == {
+        "exclusive": 1,
+        "timeslice:2": 2,
+        "mps:2": 2,
+        "mig:1g": 7,
+    }
+    assert plan.calibration.source.startswith("planned from recorded rates of H200")
+
+
+def test_a_further_t1_repeat_goes_only_with_its_shared_repeat():
+    plan = headline_plan()
+    opts = BudgetOptions(100.0, precision=1.0, max_repeats=6)
+    rows = measured({"exclusive": [1.0, 1.0005, 0.9995], "timeslice:2": [2.2, 2.2, 2.2002], "mps:2": [2.0, 2.1, 1.95]})
+    assert ids(next_cells(plan, rows, opts, elapsed_s=80.0)) == ["exclusive_p1000_r4", "mps:2_p1000_r4"]
+    # 100 - 3 - 95 = 2 s: exclusive's repeat (1.5 s) would fit, mps:2's (2.5 s) not: neither runs
+    assert next_cells(plan, rows, opts, elapsed_s=95.0) == []

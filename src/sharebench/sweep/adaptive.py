@@ -182,7 +182,8 @@ def fit_budget(
     plan: BudgetPlan, queue: Sequence[Cell], costs: Mapping[tuple[str, int], float], left_s: float
 ) -> list[Cell]:
     """The cells of ``queue`` that fit ``left_s`` seconds: planned cells first, block by block in the plan's
-    priority order, then further repeats, lowest repeat first; each kept when it still fits."""
+    priority order, then further repeats, lowest repeat first; each kept when it still fits. A further
+    exclusive repeat goes only with a shared repeat of its size and number."""
     rank = {(b.mode.label, b.particles): i for i, b in enumerate(plan.blocks)}
 
     def keep_order(c: Cell) -> tuple[int, int, int]:
@@ -195,7 +196,18 @@ def fit_budget(
         if used + cost <= left_s:
             kept.append(c)
             used += cost
-    return kept
+    shared = {(c.particles, c.repeat) for c in kept if c.mode.kind != "exclusive"}
+    sizes_shared = {b.particles for b in plan.blocks if b.mode.kind != "exclusive"}
+    return [  # a further T_1 repeat whose shared repeats did not fit would only spend time
+        c
+        for c in kept
+        if not (
+            c.mode.kind == "exclusive"
+            and c.repeat > plan.repeats
+            and c.particles in sizes_shared
+            and (c.particles, c.repeat) not in shared
+        )
+    ]
 
 
 def next_cells(

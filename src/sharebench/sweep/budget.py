@@ -27,6 +27,7 @@ after each cell ``sweep.adaptive.next_cells`` says what runs next.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import re
 import sys
@@ -40,13 +41,14 @@ import pandas as pd
 
 from sharebench.analysis.sequential import DEFAULT_MAX_REPEATS, DEFAULT_PRECISION, GAIN_THRESHOLD_LOSS_PCT, MIN_REPEATS
 from sharebench.errors import UserError
+from sharebench.gpus import emulated_layout, layout_profiles
 from sharebench.gpus import gpu_model as find_gpu_model
 from sharebench.kernel import RunConfig, run_replica
 from sharebench.modes import Mode, parse_mode
 from sharebench.parse import whole_number
 from sharebench.results import load_results, read_sweeps
 from sharebench.sweep.calibrate import MAX_PARTICLES, PROBE_PARTICLES
-from sharebench.sweep.plan import MAX_REPEATS, Cell
+from sharebench.sweep.plan import MAX_REPEATS, Cell, SweepPlan
 
 HEADLINE_MODES = ("exclusive", "timeslice:2", "mps:2")
 ADAPTIVE_RESERVE = 0.25  # of the time left after the set-up: kept for repeats beyond the minimum
@@ -135,18 +137,24 @@ class Calibration:
         return replicas * self.exclusive_s(particles) * self.factors.get(mode.label, 1.0)
 
 
-def calibrate_sizes(run_config: Callable[[int], RunConfig], sizes: Sequence[int]) -> Calibration:
+def calibrate_sizes(
+    run_config: Callable[[int], RunConfig], sizes: Sequence[int], *, probe_turns: int | None = None
+) -> Calibration:
     """One exclusive run per size in this process (which also builds the kernel into the cache the
-    replicas reuse): their rates. ``run_config`` is ``SweepPlan.run_config``."""
+    replicas reuse): their rates. ``run_config`` is ``SweepPlan.run_config``; ``probe_turns``: track at
+    most that many turns (a short run; the rate per element-pass carries over to the sweep's turns)."""
     t0 = time.monotonic()
     rates: dict[int, float] = {}
     turns, elements = 1, 1
     for p in sizes:
         cfg = run_config(int(p))
+        turns = cfg.turns
+        if probe_turns is not None and cfg.turns > probe_turns:
+            cfg = dataclasses.replace(cfg, turns=probe_turns)
         with contextlib.redirect_stdout(sys.stderr):
             rec = run_replica(cfg)
-        turns, elements = cfg.turns, max(1, int(rec.elements or 1))
-        rates[int(p)] = p * turns * elements / rec.track_s if rec.track_s > 0 else math.inf
+        elements = max(1, int(rec.elements or 1))
+        rates[int(p)] = p * cfg.turns * elements / rec.track_s if rec.track_s > 0 else math.inf
     shown = ", ".join(f"{p:,} particles {p * turns * elements / r:.3g} s" for p, r in rates.items())
     return Calibration(
         turns,
@@ -508,3 +516,66 @@ def choose_blocks(costing: Costing, sizes: Sequence[int], rounds: int, room_s: f
                 blocks += [c.block(a, p) for a in add]
                 used += cost
     return blocks
+
+
+# a GPU's calibration tracks this many turns per size (a 15 M-particle turn takes ~0.2 s on an H200)
+GPU_PROBE_TURNS = 1
+
+
+def plan_budget(sweep: SweepPlan, options: BudgetOptions) -> BudgetPlan:
+    """The budget plan of a validated sweep on this machine: one short exclusive run per size (the CPU
+    default: one run of :data:`PROBE_PARTICLES`, and the size chosen to fit), the recorded overheads of
+    the device class, the sweep's modes, replicas, sizes and warm-ups. ``options.budget_s`` must be set."""
+    if options.budget_s is None:
+        raise ValueError("plan_budget needs options.budget_s")
+    c = sweep.config
+    auto = c.particles is None and sweep.device.kind == "cpu" and c.workload.engine != "exec"
+    probe = GPU_PROBE_TURNS if sweep.device.kind == "gpu" else None
+    calibration = calibrate_sizes(sweep.run_config, [PROBE_PARTICLES] if auto else sweep.particles, probe_turns=probe)
+    return plan_within(
+        options.budget_s,
+        calibration,
+        DEFAULT_OVERHEADS["gpu" if sweep.device.kind == "gpu" else "cpu"],
+        sweep.modes,
+        None if auto else sweep.particles,
+        options.min_repeats,
+        options.max_repeats,
+        replicas={m.label: sweep.replicas(m) for m in sweep.modes},
+        warmup_repeats=c.warmup_repeats,
+    )
+
+
+def model_replicas(model: str, mode: Mode) -> int:
+    """A mode's replicas on a GPU model: one per MIG instance (or emulated instance) of its layout."""
+    if mode.kind == "mig":
+        return len(layout_profiles(model, mode.layout or ""))
+    if mode.kind == "mig-emulated":
+        return len(emulated_layout(model, mode.layout or ""))
+    return int(mode.replicas or 1)
+
+
+def plan_recorded(
+    options: BudgetOptions,
+    model: str,
+    root: Path | str,
+    modes: Sequence[Mode],
+    sizes: Sequence[int],
+    turns: int,
+    warmup_repeats: int = 1,
+) -> BudgetPlan:
+    """A GPU campaign planned where that GPU is not (``--dry-run --gpu-model H200``): the recorded rates and
+    overheads of ``model`` under ``root`` (the committed docs/results), no device resolved."""
+    if options.budget_s is None:
+        raise ValueError("plan_recorded needs options.budget_s")
+    calibration, overheads = recorded_calibration(model, root, turns)
+    return plan_within(
+        options.budget_s,
+        calibration,
+        overheads,
+        modes,
+        sizes,
+        options.min_repeats,
+        options.max_repeats,
+        replicas={m.label: model_replicas(model, m) for m in modes},
+        warmup_repeats=warmup_repeats,
+    )
