@@ -52,7 +52,7 @@ from sharebench.components.restore_node import restore_node
 from sharebench.components.run_simpletrack import run_simpletrack
 from sharebench.components.schedule_start import schedule_start
 from sharebench.components.write_report import write_report
-from sharebench.manifests.names import PART_OF_LABEL
+from sharebench.manifests.names import NODE_TOKEN_DIR, NODE_TOKEN_SECRET, PART_OF_LABEL
 from sharebench.node.images import IMAGE_ALLOW_ENV, SITE_CONFIGMAP, SITE_IMAGE_ALLOW_KEY
 from sharebench.workloads import DEFAULT_WORKLOAD
 
@@ -87,11 +87,15 @@ def in_image(task: dsl.PipelineTask, image) -> dsl.PipelineTask:
 
 
 def node_step(task: dsl.PipelineTask, *, image_allow: bool = False) -> dsl.PipelineTask:
-    """A step that acts on the node (reconfigure, renew the Lease, claims, restore): always the image the
-    pipeline was compiled with, never the run's ``image`` parameter, so code a submitter picks never
-    runs where node rights are; ``image_allow``: the site's image allow-list in its environment
-    (ConfigMap sharebench-site, key image-allow, when the site made it)."""
+    """A step that acts on the node (reconfigure, renew the Lease, claims, restore): the node account's
+    token mounted (Secret sharebench-node-token), and always the image the pipeline was compiled with,
+    never the run's ``image`` parameter, so code a submitter picks never runs where node rights are;
+    ``image_allow``: the site's image allow-list in its environment (ConfigMap sharebench-site, key
+    image-allow, when the site made it)."""
     in_image(task, IMAGE)
+    # node rights come only from the node account's token, mounted here and in no other task; optional:
+    # a site that runs the whole pipeline as that account still works (without this separation)
+    kubernetes.use_secret_as_volume(task, NODE_TOKEN_SECRET, mount_path=NODE_TOKEN_DIR, optional=True)
     if image_allow:
         kubernetes.use_config_map_as_env(task, SITE_CONFIGMAP, {SITE_IMAGE_ALLOW_KEY: IMAGE_ALLOW_ENV}, optional=True)
     return task

@@ -19,6 +19,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 
 from sharebench.components import steps
 from sharebench.components.image import IMAGE
+from sharebench.manifests.names import NODE_TOKEN_DIR, NODE_TOKEN_SECRET
 from sharebench.node.images import IMAGE_ALLOW_ENV, SITE_CONFIGMAP, SITE_IMAGE_ALLOW_KEY
 from sharebench.workloads import Workload
 from support.paths import ROOT
@@ -189,9 +190,10 @@ def test_multi_node_runs_nodes_side_by_side_and_compares_them():
 
 
 @pytest.mark.parametrize("name", FILES)
-def test_node_steps_run_the_compiled_image_and_get_the_sites_allow_list(name):
-    """Issue 27: a submitter-chosen ``image`` never runs in a step that acts on the node; the node step
-    checks the run's image against the site's allow-list (ConfigMap sharebench-site, optional) first."""
+def test_node_rights_only_in_node_steps_which_run_the_compiled_image(name):
+    """Issue 27: only the steps that act on the node mount the node account's token; a submitter-chosen
+    ``image`` never runs in them; the node step checks the run's image against the site's allow-list
+    (ConfigMap sharebench-site, optional) first."""
     spec, platform = _docs(PIPELINES / name)
     deploy = json_format.MessageToDict(spec.deployment_spec)["executors"]
     assert set(deploy) >= NODE_STEPS
@@ -203,6 +205,11 @@ def test_node_steps_run_the_compiled_image_and_get_the_sites_allow_list(name):
     env = _k8s(platform, "exec-reconfigure-node").config_map_as_env
     assert len(env) == 1 and env[0].config_map_name == SITE_CONFIGMAP and env[0].optional
     assert [(k.config_map_key, k.env_var) for k in env[0].key_to_env] == [(SITE_IMAGE_ALLOW_KEY, IMAGE_ALLOW_ENV)]
+    # node rights only in the node steps: the node account's token is mounted there and nowhere else
+    for executor in platform.platforms["kubernetes"].deployment_spec.executors:
+        mounts = [(v.secret_name, v.mount_path, v.optional) for v in _k8s(platform, executor).secret_as_volume]
+        want = [(NODE_TOKEN_SECRET, NODE_TOKEN_DIR, True)] if executor in NODE_STEPS else []
+        assert mounts == want, executor
     # the run's image reaches the node step as the value it checks
     tasks = [t for _, n, t in _all_tasks(spec) if n == "reconfigure-node"]
     assert tasks and all("image" in t.inputs.parameters for t in tasks)

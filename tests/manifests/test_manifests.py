@@ -353,6 +353,12 @@ def test_replica_account_has_no_token_and_no_rights():
     assert replica["automountServiceAccountToken"] is False
     assert replica["metadata"]["namespace"] == names.RUN_NAMESPACE
     assert "automountServiceAccountToken" not in accounts[names.SERVICE_ACCOUNT]
+    # the node account's token, for the pipeline's node steps to mount (and no other task)
+    (token,) = [o for _, o in access.rbac_objects() if o["kind"] == "Secret"]
+    assert token["type"] == "kubernetes.io/service-account-token"
+    assert token["metadata"]["name"] == names.NODE_TOKEN_SECRET
+    assert token["metadata"]["namespace"] == names.RUN_NAMESPACE
+    assert token["metadata"]["annotations"] == {"kubernetes.io/service-account.name": names.SERVICE_ACCOUNT}
 
 
 def test_rbac_bindings_point_at_the_service_account():

@@ -786,6 +786,29 @@ def test_in_cluster_credentials(tmp_path, monkeypatch):
     assert cfg.api_key["authorization"].lower() == "bearer pod-token"
 
 
+def test_node_step_uses_the_mounted_node_token_over_the_pods_own(tmp_path, monkeypatch):
+    """Issue 27: in a pipeline's node step the node account's token is mounted (Secret sharebench-node-token);
+    the client uses it, not the pod's own account (which holds no node rights)."""
+    pod = tmp_path / "pod"
+    node = tmp_path / "node"
+    for folder, tok in ((pod, "pod-token"), (node, "node-token")):
+        folder.mkdir()
+        (folder / "token").write_text(tok)
+        (folder / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(pod / "token"))
+    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(pod / "ca.crt"))
+    monkeypatch.setenv("SHAREBENCH_NODE_TOKEN_DIR", str(node))
+    cfg = make_api_client().configuration
+    assert cfg.host == "https://10.96.0.1:443" and cfg.ssl_ca_cert == str(node / "ca.crt")
+    assert cfg.api_key["authorization"].lower() == "bearer node-token"
+    monkeypatch.setenv("SHAREBENCH_NODE_TOKEN_DIR", str(tmp_path / "not-mounted"))  # any other task: its own
+    assert make_api_client().configuration.api_key["authorization"].lower() == "bearer pod-token"
+
+
 def test_no_credentials(tmp_path, monkeypatch):
     monkeypatch.delenv("KUBECONFIG", raising=False)
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)

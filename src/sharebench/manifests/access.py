@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sharebench.manifests.names import (
     DEVICE_PLUGIN_CONFIGMAP,
+    NODE_TOKEN_SECRET,
     OPERATOR_NAMESPACE,
     REPLICA_SERVICE_ACCOUNT,
     RUN_NAMESPACE,
@@ -81,7 +82,9 @@ def rbac_objects(
     what a create makes: the admission policy admits that one name only).
 
     The replica and analysis tasks run as :data:`REPLICA_SERVICE_ACCOUNT`: no role is
-    bound to it and its token is not mounted.
+    bound to it and its token is not mounted. The node account's token is the Secret
+    :data:`NODE_TOKEN_SECRET` (filled in by Kubernetes' token controller), which only the
+    pipeline's node steps mount.
     """
     name = SERVICE_ACCOUNT
     subject = [{"kind": "ServiceAccount", "name": name, "namespace": run_namespace}]
@@ -111,6 +114,18 @@ def rbac_objects(
         (
             f"0100_serviceaccount_{name}.yaml",
             {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(name, run_namespace)},
+        ),
+        (
+            f"0105_secret_{NODE_TOKEN_SECRET}.yaml",
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": "kubernetes.io/service-account-token",
+                "metadata": {
+                    **metadata(NODE_TOKEN_SECRET, run_namespace),
+                    "annotations": {"kubernetes.io/service-account.name": name},
+                },
+            },
         ),
         (
             f"0110_serviceaccount_{REPLICA_SERVICE_ACCOUNT}.yaml",

@@ -7,6 +7,10 @@ MONITORING_NAMESPACE = "monitoring"  # kube-prometheus-stack and its Grafana
 SERVICE_ACCOUNT = "sharebench-node"
 # the replica and analysis tasks' account: no API rights, no mounted token
 REPLICA_SERVICE_ACCOUNT = "sharebench-replica"
+# the node account's token as a Secret of the run namespace: only the node steps of a pipeline mount it
+# (at NODE_TOKEN_DIR), so the run's other pods never hold node rights
+NODE_TOKEN_SECRET = "sharebench-node-token"
+NODE_TOKEN_DIR = "/var/run/secrets/sharebench/node"
 DEVICE_PLUGIN_CONFIGMAP = "sharebench-device-plugin-config"
 MIG_PARTED_CONFIGMAP = "sharebench-mig-parted-config"
 DCGM_METRICS_CONFIGMAP = "sharebench-dcgm-metrics"

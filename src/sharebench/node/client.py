@@ -23,8 +23,10 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
+from kubernetes.config import incluster_config as k8s_incluster
 
 from sharebench.errors import UserError
+from sharebench.manifests.names import NODE_TOKEN_DIR
 
 log = logging.getLogger("sharebench.node")
 
@@ -90,7 +92,9 @@ def check_times(timeout_s: float, poll_s: float | None, names: tuple[str, str] =
 
 # ---------------------------------------------------------------- client
 def make_api_client(kubeconfig: str | os.PathLike | None = None, context: str | None = None) -> k8s.ApiClient:
-    """An API client from ``kubeconfig`` (or ``$KUBECONFIG``, ``~/.kube/config``), else in-cluster config."""
+    """An API client from ``kubeconfig`` (or ``$KUBECONFIG``, ``~/.kube/config``), else in-cluster config:
+    the node account's token where a pipeline's node step mounts it (``NODE_TOKEN_DIR``, or
+    ``$SHAREBENCH_NODE_TOKEN_DIR``), else the pod's own service account."""
     if kubeconfig is not None:
         path = Path(kubeconfig).expanduser()
         if not path.is_file():
@@ -113,8 +117,13 @@ def make_api_client(kubeconfig: str | os.PathLike | None = None, context: str | 
     if default.is_file():
         return make_api_client(default, context)
     cfg = k8s.Configuration()
+    node_token = Path(os.environ.get("SHAREBENCH_NODE_TOKEN_DIR") or NODE_TOKEN_DIR)
     try:
-        k8s_config.load_incluster_config(client_configuration=cfg)
+        if (node_token / "token").is_file():  # a pipeline's node step: the node account's mounted token
+            loader = k8s_incluster.InClusterConfigLoader(str(node_token / "token"), str(node_token / "ca.crt"))
+            loader.load_and_set(cfg)
+        else:
+            k8s_config.load_incluster_config(client_configuration=cfg)
     except k8s_config.ConfigException as exc:
         raise UserError(
             "no Kubernetes credentials: pass --kubeconfig, set KUBECONFIG, or run in a pod with a service account"
