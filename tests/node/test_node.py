@@ -896,6 +896,14 @@ def test_cli_apply_status_restore(sim, capsys):
             "sharebench: error: --timeout must be a finite number of seconds > 0 (got 0.0)\n",
         ),
         (
+            ["node", "apply", NODE, "mps:2", "--timeout", "inf"],
+            "sharebench: error: --timeout must be a finite number of seconds > 0 (got inf)\n",
+        ),
+        (
+            ["node", "restore", NODE, "--timeout", "nan"],
+            "sharebench: error: --timeout must be a finite number of seconds > 0 (got nan)\n",
+        ),
+        (
             ["node", "status", "cpu-node-1"],
             "sharebench: error: node cpu-node-1, mode status, state pre-flight: has no NVIDIA GPUs",
         ),
