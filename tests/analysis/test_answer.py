@@ -3,6 +3,7 @@ sweep, and crafted bursts read back through a real results folder)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -213,6 +214,9 @@ def test_a_noisy_neighbour_is_measured_per_mode_and_users_are_not_inferred_from_
     noisy = picks.loc[f"noisy neighbour ({INTERACTIVE} beside batch)"]
     assert (noisy["mode"], noisy["basis"]) == ("mps:2", "measured")
     assert noisy["reason"].startswith("p95 slowdown against alone per mode (the smallest chosen): timeslice:2 2.")
+    assert noisy["reason"].endswith(
+        "caution, not trusted as measured: 2 repeat(s) < 3: no interval; 1 cell(s) excluded (failed)"
+    )
     users = picks.loc[f"interactive ({INTERACTIVE})"]
     assert (users["mode"], users["basis"]) == ("not measured", "not measured")
     assert f"no sharing cell of {INTERACTIVE} replicas alone was measured" in users["reason"]
@@ -257,3 +261,21 @@ def test_one_trusted_mode_is_enough_for_an_answer(tmp_path):
 def test_a_cpu_sweep_is_a_smoke_test():
     assert evidence(analysis.analyse(CPU_DEFAULT)).cpu
     assert not evidence(analysis.analyse(H200)).cpu
+
+
+def test_a_patterned_sweep_with_every_sharing_cell_flagged_has_no_trustworthy_answer(tmp_path):
+    """A patterned sweep has no throughput table (its cells are not batch evidence): the trust of its modes
+    comes from the cells and flags, so a busy host still gives no trustworthy answer, not a user count."""
+    rows = [r for r in crafted_rows() if r["device_class"] == "cpu"]
+    for r in rows:
+        r["tel_disturbed"] = "other processes used 1.90 cores (> 0.5)"
+    ResultsWriter(tmp_path).append(rows)
+    rng = np.random.default_rng(3)
+    for rep in (1, 2, 3):
+        append_bursts(tmp_path, burst_rows("exclusive", rep, [INTERACTIVE], 1.0, rng))
+        append_bursts(tmp_path, burst_rows("timeslice:2", rep, [INTERACTIVE] * 2, 1.5, rng))
+    tables = analysis.analyse(tmp_path)
+    patterned = dataclasses.replace(tables, throughput=tables.throughput.iloc[0:0])
+    picks = choices(answer_rows(patterned), evidence(patterned))
+    assert list(picks["mode"])[:1] == [NO_ANSWER] and "measured" not in set(picks["basis"])
+    assert "(disturbed, excluded, repeats: " in picks["reason"].iloc[0]

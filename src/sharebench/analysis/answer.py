@@ -236,12 +236,23 @@ def evidence(tables: Tables, slo: float = DEFAULT_SLO, gpu: str | None = None) -
     cells = tables.cells
     modes = sorted({str(m) for m in cells["mode"]}, key=mode_sort_key) if len(cells) else []
     classes = set(cells["device_class"].astype(str)) if len(cells) else set()
-    trust = {}
-    for mode, g in tables.throughput.groupby("mode", sort=False):
-        r = g.sort_values("particles").iloc[-1]
-        text, kinds = trust_of(str(mode), {k: r[k] for k in WORK_KEYS}, int(r["repeats"]), tables.flags)
-        trust[str(mode)] = (text, tuple(kinds))
-    return Evidence(tables.latency, slo, tuple(modes), classes == {"cpu"}, gpu, trust)
+    return Evidence(tables.latency, slo, tuple(modes), classes == {"cpu"}, gpu, mode_trust(tables))
+
+
+def mode_trust(tables: Tables) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Per measured mode, whatever pattern its replicas followed: its trust and the kinds of the reasons, at
+    the largest particle count of its good cells (the work its verdict row is about; all cells when none
+    is good), from the cells and flags tables (a patterned sweep has no throughput table)."""
+    cells = tables.cells
+    measured = cells[~cells["warmup"].astype(bool)] if len(cells) else cells
+    out = {}
+    for mode, g in measured.groupby("mode", sort=False):
+        good = g[~g["excluded"].astype(bool)]
+        pick = (good if len(good) else g).sort_values("particles").iloc[-1]
+        work = {k: pick[k] for k in WORK_KEYS}
+        text, kinds = trust_of(str(mode), work, int(same_work(good, work).sum()), tables.flags)
+        out[str(mode)] = (text, tuple(kinds))
+    return out
 
 
 def not_measured(pattern: str, what: str, command: str) -> dict[str, str]:

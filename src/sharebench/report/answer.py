@@ -8,7 +8,6 @@ point per mode, 95% intervals as bars) and the lines the end screen of ``sharebe
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,11 @@ import pandas as pd
 
 from sharebench.analysis import Tables, fmt_interval, fmt_times
 from sharebench.analysis.answer import CPU_NOTE, MIN_GAIN, NO_ANSWER, answer_rows, choices, evidence
-from sharebench.analysis.latency import DEFAULT_SLO
+from sharebench.analysis.latency import sweep_slo
 from sharebench.analysis.prediction import gpu_of
 from sharebench.report.plots import save_figure
 from sharebench.report.render import Bullets, Heading, Image, Text
+from sharebench.results import read_sweeps
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -38,16 +38,6 @@ ANSWER_HELP = (
 )
 
 
-def slo_of(results_dir: Path) -> float:
-    """The p95 slowdown target the sweep was run with (``slo`` in sweep.json's last sweep), else the default."""
-    try:
-        sweeps = json.loads((results_dir / "sweep.json").read_text()).get("sweeps") or [{}]
-        value = sweeps[-1].get("slo", sweeps[-1].get("config", {}).get("slo"))
-        return float(value) if value is not None and math.isfinite(float(value)) else DEFAULT_SLO
-    except (OSError, ValueError, TypeError, AttributeError):  # no or an unreadable sweep.json: the default
-        return DEFAULT_SLO
-
-
 def choice_line(c: Any) -> str:
     return f"*{c['pattern']}*: **{c['mode']}**: {c['reason']}"
 
@@ -58,7 +48,7 @@ class Answer:
     def __init__(self, results_dir: Path | str, tables: Tables, machine: str = ""):
         self.path = Path(results_dir)
         self.rows = answer_rows(tables)
-        self.evidence = evidence(tables, slo_of(self.path), gpu_of(self.path, tables))
+        self.evidence = evidence(tables, sweep_slo(read_sweeps(self.path)), gpu_of(self.path, tables))
         self.choices = choices(self.rows, self.evidence)
         self.machine = machine
 
