@@ -83,6 +83,8 @@ def test_submit_uploads_the_compiled_sweep_with_typed_parameters(kfp_server, cap
             "lattice": "",
             "seed": 1,
             "pattern": "batch",
+            "neighbours": "",
+            "bursts": 30,
         },
     }
 
