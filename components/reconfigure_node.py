@@ -18,7 +18,7 @@ def reconfigure_node(
     timeout_s: float = 600.0,
     force: bool = False,
     run_id: str = "",
-    image: str = IMAGE,
+    image: str = "",
 ) -> NamedTuple(
     "NodeMode",
     resource=str,
@@ -42,7 +42,7 @@ def reconfigure_node(
         timeout_s: Longest wait for the node to advertise the mode, in seconds.
         force: Reconfigure even when pods outside this run use the node's GPUs.
         run_id: The run holding the node's Lease (one reconfiguration per node); its pods are not foreign.
-        image: The image the run's replicas execute; refused unless the site allows it (SHAREBENCH_IMAGE_ALLOW).
+        image: The run's replica image, checked against SHAREBENCH_IMAGE_ALLOW; empty: this step's own image.
 
     Returns:
         resource: Extended resource each replica pod requests (nvidia.com/gpu, nvidia.com/mig-1g.18gb).

@@ -93,14 +93,14 @@ def reconfigure(
     timeout_s: float = 600,
     force: bool = False,
     run_id: str = "",
-    image: str = IMAGE,
+    image: str = "",
 ) -> dict[str, Any]:
     """Put the node in ``mode`` and say how the mode's pods must request it
     (:func:`sharebench.node.placement.place_mode`; no node or placement dra: nothing changes). With a
     node, the run's ``image`` (what its replicas execute) is first checked against the site's allow-list
     (``SHAREBENCH_IMAGE_ALLOW``; default: this image's repository), before anything touches the node."""
     if node_name:
-        check_image(image, os.environ.get(IMAGE_ALLOW_ENV), IMAGE)
+        check_image(image or IMAGE, os.environ.get(IMAGE_ALLOW_ENV), IMAGE)
     options = ReconfigureOptions(
         gpu_model=gpu_model or None,
         namespace=namespace,

@@ -148,7 +148,9 @@ def test_each_cell_renews_the_runs_lease_and_another_run_is_refused(sim):
         run_id="run-a",
     )
     assert cell["particles"] == 100 and renewed() > before
-    with pytest.raises(UserError, match=r"refusing: the node is being reconfigured by run-a"):
+    with pytest.raises(
+        UserError, match=r"this run \(run-b\) no longer holds Lease .*: run-a holds it now; the run stops"
+    ):
         steps.schedule_start(
             mode="timeslice:2",
             cell=0,
