@@ -216,7 +216,8 @@ class WarmRunner:
             x6 = shared_particles(
                 optics, beta0, gamma0, cfg.particles, cfg.seed, cfg.nemitt_x, cfg.nemitt_y, cfg.sigma_z, cfg.sigma_delta
             )
-            coords, counters = make_state(*x6, beta0)
+            x, px, y, py, zeta, delta = x6
+            coords, counters = make_state(x, px, y, py, zeta, delta, beta0)
             keep = getattr(engine, "keep_on_host", None) if self.keep else None  # page-locked: fast uploads
             self._state = keep(coords, counters) if keep is not None else (coords, counters)
             self._state_key = state_key
