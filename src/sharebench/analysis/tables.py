@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +38,7 @@ from sharebench.analysis.flags import FLAG_COLUMNS, Flag, flags_frame
 from sharebench.analysis.latency import LATENCY_COLUMNS, latency_table
 from sharebench.analysis.partitions import EMULATED_COLUMNS, emulated_table, is_sm_share, share_slice_sms
 from sharebench.analysis.statistics import MIN_CI_REPEATS, cv_pct, mean_ci, ratio_ci, ratio_loss_ci
+from sharebench.analysis.timeslice_split import SPLIT_COLUMNS, read_runs, split_table
 from sharebench.gpus import models_with_profile
 from sharebench.modes import mode_sort_key
 from sharebench.results import SWEEP_JSON, load_results, read_sweeps
@@ -525,6 +526,9 @@ class Tables:
     # LATENCY_COLUMNS (sharebench.analysis.latency): per mode, pattern, role and beside, from the folder's
     # bursts.csv (measured, good cells only); no rows when no pattern was measured
     latency: pd.DataFrame
+    # SPLIT_COLUMNS (sharebench.analysis.timeslice_split): each time-slicing loss split into switch idle and
+    # refill, from the folder's runs beside the time-slice probe; no rows when there are none
+    timeslice_split: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SPLIT_COLUMNS))
 
     def __post_init__(self) -> None:
         for name, columns in TABLE_COLUMNS.items():
@@ -555,6 +559,7 @@ TABLE_COLUMNS: dict[str, list[str]] = {
     "throughput": THROUGHPUT_COLUMNS,
     "flags": FLAG_COLUMNS,
     "latency": LATENCY_COLUMNS,
+    "timeslice_split": SPLIT_COLUMNS,
 }
 TABLES = tuple(f.name for f in fields(Tables))
 
@@ -585,9 +590,16 @@ def measured_bursts(bursts: pd.DataFrame | None, good: pd.DataFrame) -> pd.DataF
     return rows
 
 
-def build_tables(df: pd.DataFrame, bursts: pd.DataFrame | None = None, listed: set[str] | None = None) -> Tables:
+def build_tables(
+    df: pd.DataFrame,
+    bursts: pd.DataFrame | None = None,
+    listed: set[str] | None = None,
+    *,
+    split_runs: list[dict] | None = None,
+) -> Tables:
     """All tables (:class:`Tables`) from a loaded results frame (``sharebench.results.load_results``) and,
-    for the latency table, its burst rows (``sharebench.results.bursts.load_bursts``; None: no patterns)."""
+    for the latency table, its burst rows (``sharebench.results.bursts.load_bursts``; None: no patterns);
+    for the split table, the runs beside the time-slice probe (``timeslice_split.read_runs``; None: none)."""
     cells, flags = summarise_cells(df, listed)
     measured = cells[~cells["warmup"].astype(bool)] if len(cells) else cells
     good = measured[~measured["excluded"].astype(bool)] if len(measured) else measured
@@ -609,9 +621,10 @@ def build_tables(df: pd.DataFrame, bursts: pd.DataFrame | None = None, listed: s
             row, more = partition_row(group, batch)
             rows["partition"].append(row)
             flags += more
+    timeslice = pd.DataFrame(rows["timeslice"], columns=SHARED_COLUMNS)
     return Tables(
         cells=cells,
-        timeslice=pd.DataFrame(rows["timeslice"], columns=SHARED_COLUMNS),
+        timeslice=timeslice,
         mps=pd.DataFrame(rows["mps"], columns=SHARED_COLUMNS),
         mig=pd.DataFrame(rows["mig"], columns=MIG_COLUMNS),
         partition=pd.DataFrame(rows["partition"], columns=PARTITION_COLUMNS),
@@ -619,12 +632,18 @@ def build_tables(df: pd.DataFrame, bursts: pd.DataFrame | None = None, listed: s
         throughput=pd.DataFrame(rows["throughput"], columns=THROUGHPUT_COLUMNS),
         flags=flags_frame(flags),
         latency=latency_table(measured_bursts(bursts, good)),
+        timeslice_split=split_table(split_runs or [], timeslice),
     )
 
 
 def analyse(results_dir: Path | str) -> Tables:
-    """The tables of a results folder (or results.csv), the latency table from its bursts.csv."""
-    return build_tables(load_results(results_dir), load_bursts(results_dir), listed_sweeps(results_dir))
+    """The tables of a results folder (or results.csv), the latency table from its bursts.csv, the split
+    of the time-slicing losses from its timeslice_split.json."""
+    path = Path(results_dir)
+    folder = path if path.is_dir() else path.parent
+    return build_tables(
+        load_results(results_dir), load_bursts(results_dir), listed_sweeps(results_dir), split_runs=read_runs(folder)
+    )
 
 
 def listed_sweeps(results_dir: Path | str) -> set[str] | None:

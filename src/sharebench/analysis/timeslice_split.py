@@ -16,6 +16,17 @@ is one slice of the workload plus two switches); the switch time ``switch_ms`` m
 
 :func:`loss_at` predicts the loss at other slice lengths (switch idle scales as switch / (slice +
 switch), the refill, being fixed per switch-in, as 1 / slice); its rows are labelled ``predicted``.
+
+In a results folder (``sharebench run`` on an NVIDIA GPU with a ``timeslice:N`` mode): the sweep's probe
+(provenance ``timeslice_probe``) gives the switch, and the last step of the sweep runs, per size, one
+replica beside one probe process; its raw records (:func:`beside_record`) are ``timeslice_split.json``
+(:func:`read_runs`, :func:`append_runs`). :func:`split_table` sets them beside the timeslice table's
+measured loss: ``tables/timeslice_split.csv`` (:data:`SPLIT_COLUMNS`, 95% intervals over repeats), and
+:func:`helpful_interval` names the slice length that would halve the loss (predicted, never measured).
+
+Which lengths NVIDIA's settings give is not documented: the DRA driver's ``timeSlicingConfig.interval``
+(``Default | Short | Medium | Long``) is passed to ``nvidia-smi compute-policy --set-timeslice`` as 0..3
+and nothing more is said (:data:`DRA_INTERVALS_NOTE`).
 """
 
 from __future__ import annotations
@@ -23,11 +34,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from sharebench.analysis.statistics import mean_ci
+from sharebench.results import read_json, write_json
 from sharebench.telemetry.timeslice_probe import BesideRun
 
 MIN_SLICES = 5  # fewer workload slices than this in the window: the probe's own slice length is used
@@ -132,14 +146,21 @@ def split(
 
 def loss_at(s: Split, lengths_ms: Sequence[float] = DEFAULT_LENGTHS_MS) -> list[dict[str, Any]]:
     """The predicted loss at other slice lengths, from the split's switch and fitted refill."""
+    return loss_at_parts(s.switch_ms, s.refill_ms, lengths_ms)
+
+
+def loss_at_parts(
+    switch_ms: float, refill_ms: float, lengths_ms: Sequence[float] = DEFAULT_LENGTHS_MS
+) -> list[dict[str, Any]]:
+    """The predicted loss at each slice length of a workload with this switch and refill (ms)."""
     rows = []
     for length in lengths_ms:
         rows.append(
             dict(
                 slice_ms=float(length),
-                switch_idle_pct=switch_idle_pct(length, s.switch_ms),
-                refill_pct=100.0 * s.refill_ms / (length + s.switch_ms),
-                predicted_loss_pct=predicted_loss_pct(length, s.switch_ms, s.refill_ms),
+                switch_idle_pct=switch_idle_pct(length, switch_ms),
+                refill_pct=100.0 * refill_ms / (length + switch_ms),
+                predicted_loss_pct=predicted_loss_pct(length, switch_ms, refill_ms),
                 label="predicted",
             )
         )
@@ -153,6 +174,7 @@ SUMMARY_FIELDS = (
     "in_slice_rate",
     "switch_idle_pct",
     "refill_ms",
+    "refill_pct",
     "predicted_loss_pct",
 )
 
@@ -168,3 +190,161 @@ def summarize(splits: Sequence[Split], measured: tuple[float, float, float] | No
         out.update(loss_pct=measured[0], loss_ci_low=measured[1], loss_ci_high=measured[2])
         out["error_pts"] = out["predicted_loss_pct"] - measured[0]
     return out
+
+
+# --- in a results folder: the raw records beside the probe and tables/timeslice_split.csv -------------------
+
+SPLIT_JSON = "timeslice_split.json"  # the raw records of the runs beside the probe (document kind below)
+SPLIT_KIND = "timeslice_split"
+SPLIT_DIR = "timeslice_split"  # each run's replica and probe files, one folder per run
+HELP_FRACTION = 0.5  # the interval that would help: the shortest predicted to halve the loss
+MIN_LOSS_PCT = 2.0  # below this predicted loss no longer interval is worth naming
+DRA_SOURCE = (
+    "NVIDIA/k8s-dra-driver-gpu: api/nvidia.com/resource/v1beta1/sharing.go (TimeSliceInterval.Int), "
+    "cmd/gpu-kubelet-plugin/sharing.go (SetTimeSlice)"
+)
+DRA_INTERVALS_NOTE = (
+    "NVIDIA's DRA driver offers the time-slice intervals Default, Short, Medium and Long "
+    "(`timeSlicingConfig.interval`) and passes them to `nvidia-smi compute-policy --set-timeslice` as 0, 1, 2 "
+    f"and 3 ({DRA_SOURCE}); neither it nor nvidia-smi documents their lengths in milliseconds, so no "
+    "prediction here is for one of those settings: the lengths are chosen, and every row is predicted, "
+    "not measured"
+)
+SPLIT_FIELDS = ("slice_ms", "switch_ms", "switch_idle_pct", "in_slice_rate", "gpu_share", "refill_ms", "refill_pct")
+SPLIT_COLUMNS = [
+    "engine",  # the work keys of sharebench.analysis.tables.WORK_KEYS
+    "backend",
+    "device_class",
+    "lattice",
+    "particles",
+    "turns",
+    "mode",
+    "uuid",
+    "device_name",
+    "repeats",
+    *(c for f in SPLIT_FIELDS for c in (f, f"{f}_ci_low", f"{f}_ci_high")),
+    "loss_pct",
+    "loss_ci_low",
+    "loss_ci_high",
+    "predicted_loss_pct",
+    "predicted_ci_low",
+    "predicted_ci_high",
+    "error_pts",
+]
+RECORD_WORK = ("engine", "backend", "device_class", "lattice", "particles", "turns")
+
+
+def beside_record(run: BesideRun, work: dict[str, Any], switch_ms: float, slice_ms: float) -> dict[str, Any]:
+    """The raw record of one run beside the probe, as ``timeslice_split.json`` keeps it: the work (the
+    results' work keys), the replica's timed window, the probe's gaps inside it (ms) and the switch and
+    slice the sweep's probes measured alone."""
+    rec = SwitchOut.of(run)
+    return {
+        **work,
+        "status": "ok" if run.covered() else "uncovered",
+        "reason": "" if run.covered() else "the probe ended before the workload's timed window did",
+        "uuid": run.trace.uuid,
+        "device_name": run.trace.device_name,
+        "track_s": float(run.record["track_s"]),
+        "track_start": float(run.record["track_start"]),
+        "track_end": float(run.record["track_end"]),
+        "window_ms": rec.window_ms,
+        "gaps_ms": [round(g, 6) for g in rec.gaps_ms],
+        "probe_switch_ms": switch_ms,
+        "probe_slice_ms": slice_ms,
+        "offset_err_ns": run.trace.offset_err_ns,
+        "overflowed": run.trace.overflowed,
+    }
+
+
+def read_runs(folder: Path | str) -> list[dict[str, Any]]:
+    """The raw records of a results folder's runs beside the probe (none when it holds no such file)."""
+    path = Path(folder) / SPLIT_JSON
+    return list(read_json(path, SPLIT_KIND).get("runs") or []) if path.is_file() else []
+
+
+def append_runs(folder: Path | str, runs: Sequence[dict[str, Any]]) -> Path:
+    """Add ``runs`` to the folder's ``timeslice_split.json`` (written whole or not at all)."""
+    return write_json(Path(folder) / SPLIT_JSON, SPLIT_KIND, {"runs": [*read_runs(folder), *runs]})
+
+
+Work = tuple[str, str, str, str, int, int]
+
+
+def work_of(rec: Any) -> Work:
+    """A record's or a table row's work (a dict or a row), normalised so that CSV-read and JSON values compare."""
+    e, b, d, lat, p, t = (rec.get(k) for k in RECORD_WORK)
+    return (str(e), str(b), str(d), str(lat), int(float(p)), int(float(t)))
+
+
+def run_splits(runs: Sequence[dict[str, Any]], alone_s: float) -> list[Split]:
+    """The split of each ok run beside the probe, against the workload's time alone."""
+    return [
+        split(
+            alone_s,
+            float(r["track_s"]),
+            SwitchOut(float(r["window_ms"]), tuple(float(g) for g in r["gaps_ms"])),
+            float(r["probe_switch_ms"]),
+            float(r.get("probe_slice_ms", math.nan)),
+        )
+        for r in runs
+    ]
+
+
+def split_row(
+    work: Work, uuid: str, runs: Sequence[dict[str, Any]], ts: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """One row of the split table: the parts over the runs' repeats beside one mode's measured loss."""
+    alone = float(ts["T1_s"]) if ts is not None else math.nan
+    if not math.isfinite(alone):
+        return None
+    splits = run_splits(runs, alone)
+    measured = (float(ts["loss_pct"]), float(ts["loss_ci_low"]), float(ts["loss_ci_high"])) if ts else None
+    s = summarize(splits, measured)
+    row: dict[str, Any] = dict(zip(RECORD_WORK, work), mode=ts["mode"] if ts else "", uuid=uuid)
+    row.update(device_name=runs[0].get("device_name", ""), repeats=s["repeats"])
+    for f in SPLIT_FIELDS:
+        row.update({f: s[f], f"{f}_ci_low": s[f"{f}_ci_low"], f"{f}_ci_high": s[f"{f}_ci_high"]})
+    row.update(
+        loss_pct=s.get("loss_pct", math.nan),
+        loss_ci_low=s.get("loss_ci_low", math.nan),
+        loss_ci_high=s.get("loss_ci_high", math.nan),
+        predicted_loss_pct=s["predicted_loss_pct"],
+        predicted_ci_low=s["predicted_loss_pct_ci_low"],
+        predicted_ci_high=s["predicted_loss_pct_ci_high"],
+        error_pts=s.get("error_pts", math.nan),
+    )
+    return row
+
+
+def split_table(runs: Sequence[dict[str, Any]], timeslice: pd.DataFrame) -> pd.DataFrame:
+    """``tables/timeslice_split.csv``: per work, GPU and measured ``timeslice:N`` mode, the split of the
+    loss (means and 95% intervals over the runs beside the probe) beside the loss the timeslice table
+    measured. Works without a measured loss (no exclusive baseline) have no row."""
+    ok = [r for r in runs if r.get("status") == "ok"]
+    groups: dict[tuple[Work, str], list[dict[str, Any]]] = {}
+    for r in ok:
+        groups.setdefault((work_of(r), str(r.get("uuid") or "")), []).append(r)
+    measured = timeslice.to_dict("records") if len(timeslice) else []
+    rows = []
+    for (work, uuid), g in sorted(groups.items()):
+        for ts in [t for t in measured if work_of(t) == work]:
+            row = split_row(work, uuid, g, ts)
+            if row is not None:
+                rows.append(row)
+    return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
+
+
+def helpful_interval(row: dict[str, Any] | pd.Series, lengths_ms: Sequence[float] = DEFAULT_LENGTHS_MS) -> dict | None:
+    """The shortest of ``lengths_ms`` longer than the measured slice whose predicted loss is at most
+    :data:`HELP_FRACTION` of the loss predicted at the measured slice (a :func:`loss_at_parts` row with
+    ``now_pct``, the loss predicted at the measured slice); None when the loss is under
+    :data:`MIN_LOSS_PCT` already, or no length listed would halve it."""
+    slice_ms, switch, refill = (float(row[k]) for k in ("slice_ms", "switch_ms", "refill_ms"))
+    now = predicted_loss_pct(slice_ms, switch, refill)
+    if not all(math.isfinite(x) for x in (slice_ms, switch, refill, now)) or now < MIN_LOSS_PCT:
+        return None
+    for r in loss_at_parts(switch, refill, [x for x in lengths_ms if x > 1.05 * slice_ms]):
+        if r["predicted_loss_pct"] <= HELP_FRACTION * now:
+            return {**r, "now_pct": now, "measured_slice_ms": slice_ms}
+    return None

@@ -17,6 +17,8 @@ History of the JSON documents:
 * ``bench`` 1 (``bench.json`` of ``sharebench bench``).
 * ``rows`` 1: results rows (``{"rows": [...]}``, each in the CSV's schema) handed from one KFP task to
   the next.
+* ``timeslice_split`` 1 (``timeslice_split.json``: the raw records of the runs beside the time-slice
+  probe, ``sharebench.analysis.timeslice_split``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SCHEMA_VERSION = 1  # results.csv
-DOCUMENTS: dict[str, int] = {"provenance": 2, "sweep": 1, "record": 1, "bench": 1, "rows": 1}
+DOCUMENTS: dict[str, int] = {"provenance": 2, "sweep": 1, "record": 1, "bench": 1, "rows": 1, "timeslice_split": 1}
 
 
 @dataclass(frozen=True)

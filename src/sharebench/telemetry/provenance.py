@@ -14,7 +14,10 @@ learn is recorded as ``None``, with the reason where there is one):
   ``POD_NAME``, ``POD_NAMESPACE``), and when a Kubernetes API is reachable
   (in-cluster, or ``SHAREBENCH_KUBECONFIG``) the node's NVIDIA labels and the
   gpu-operator, device-plugin and dcgm-exporter image versions,
-* the command and a stable hash of the sweep config (SHA-256 of its canonical JSON).
+* the command and a stable hash of the sweep config (SHA-256 of its canonical JSON),
+* for a sweep with a ``timeslice:N`` mode, the GPU's time slices as probes see them (``timeslice_probe``,
+  :func:`timeslice_probe_entry`: slice and switch of 2 and 4 probe processes, a few seconds), or one line
+  saying why the probe did not run (CPU, PoCL, non-NVIDIA device, MPS active, no CuPy, ``--no-probe``).
 
 The document's schema and its history are in ``sharebench.results.schema``.
 """
@@ -25,6 +28,7 @@ import datetime as _dt
 import hashlib
 import importlib.util
 import json
+import math
 import os
 import platform
 import socket
@@ -42,6 +46,7 @@ from sharebench.devices import DeviceInfo, as_device, nvml
 from sharebench.devices.host import cpu_model, load_average, usable_cpus
 from sharebench.errors import UserError, one_line
 from sharebench.gpus import gpu_model, profile_name
+from sharebench.telemetry.timeslice_probe import cuda_ordinal, probe_for_sweep, unavailable_reason
 
 LIBRARIES = (
     "xsuite",
@@ -349,11 +354,13 @@ def collect(
     *,
     node: str | None = None,
     api_client: Any = None,
+    timeslice_probe: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything known about this run's context (see the module docstring): the provenance document
     ``sharebench.results.write_provenance`` writes. ``device`` may carry extra keys (a KFP run's node
     and GPU model); they are kept. ``node``: the Kubernetes node the replicas ran on, when the process
-    that collects is not on it (else the Downward API's)."""
+    that collects is not on it (else the Downward API's). ``timeslice_probe``: the sweep's
+    :func:`timeslice_probe_entry`, recorded as is (None: the sweep has no time-slicing mode)."""
     cfg = config if config is not None else {}
     info = as_device(device)
     extra = {k: v for k, v in device.items() if k not in info.to_dict()} if isinstance(device, dict) else {}
@@ -380,6 +387,8 @@ def collect(
         ),
         "cluster": cluster_from_env(),
     }
+    if timeslice_probe is not None:
+        prov["timeslice_probe"] = timeslice_probe
     cl = prov["cluster"]
     cl["node"] = node or cl["node"]
     if cl["in_cluster"] or os.environ.get("SHAREBENCH_KUBECONFIG") or api_client is not None:
@@ -389,3 +398,60 @@ def collect(
         cl["gpu_operator_version"] = cl["gpu_operator_version"] or ops.get("gpu_operator")
         cl["device_plugin_version"] = cl["device_plugin_version"] or ops.get("device_plugin")
     return prov
+
+
+# ------------------------------------------------------------------ the GPU's time slices
+
+
+NO_PROBE = "--no-probe"
+
+
+def timeslice_probe_entry(device: DeviceInfo | dict[str, Any], modes: Any, *, enabled: bool = True) -> dict | None:
+    """What provenance records of the GPU's time slices for a sweep of ``modes`` (labels or Modes): None
+    without a ``timeslice`` mode; else ``status`` (``ok``, ``unavailable``, ``skipped``), ``reason`` (one
+    line) and, when ok, the probes' ``runs`` (``probe_for_sweep``: 2 and 4 processes) with the 2-process
+    run's median ``slice_ms`` and ``switch_ms`` and the GPU's ``uuid``. Never raises: a probe that cannot
+    start is recorded, and the sweep goes on."""
+    if not any(str(getattr(m, "label", m)).startswith("timeslice") for m in modes):
+        return None
+    info = as_device(device)
+    if not enabled:
+        return {"status": "skipped", "reason": f"skipped ({NO_PROBE})", "device": info.spec}
+    spec = info.spec if info.backend == "cuda" or cuda_ordinal(info.spec) is None else info.backend  # "auto" on OpenCL
+    why = unavailable_reason(spec)
+    if why:
+        return {"status": "unavailable", "reason": why, "device": info.spec}
+    try:
+        runs = probe_for_sweep(info.spec)["timeslice_probe"]
+    except Exception as exc:  # noqa: BLE001 - the probe never costs the sweep
+        return {"status": "unavailable", "reason": f"the probe failed: {type(exc).__name__}: {one_line(exc)[:300]}"}
+    bad = [r for r in runs if r.get("status") != "ok"]
+    if bad:
+        return {"status": "unavailable", "reason": str(bad[0].get("reason")), "device": info.spec, "runs": runs}
+    two = runs[0]
+    return {
+        "status": "ok",
+        "reason": "",
+        "device": info.spec,
+        "uuid": two.get("uuid"),
+        "slice_ms": (two.get("slice_ms") or {}).get("p50"),
+        "switch_ms": (two.get("switch_ms") or {}).get("p50"),
+        "runs": runs,
+    }
+
+
+def probe_line(entry: dict[str, Any] | None) -> str | None:
+    """The one line a sweep notes about its time-slice probe (None when it has no time-slicing mode)."""
+    if not entry:
+        return None
+    if entry.get("status") == "skipped":
+        return f"probe: {entry.get('reason')}"
+    if entry.get("status") != "ok":
+        return f"probe: cannot run here: {entry.get('reason')}"
+    lines = []
+    for r in entry.get("runs") or []:
+        sl, sw = r.get("slice_ms") or {}, r.get("switch_ms") or {}
+        lines.append(
+            f"{r.get('processes')} processes slice {sl.get('p50', math.nan):.3f} ms, switch {sw.get('p50', math.nan):.3f} ms"
+        )
+    return f"probe: time slices of {entry.get('uuid')}: " + "; ".join(lines)
