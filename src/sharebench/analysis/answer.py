@@ -16,6 +16,9 @@ table (``sharebench.analysis.latency``) by the rules below, which the README sta
   than it would alone. Exclusive is 1 by definition.
 * **isolation**: fixed by the mode's kind: none (time-slicing), MPS limits (MPS), hardware (MIG:
   memory, faults, per-instance telemetry), core sets (partition on the CPU).
+* **interval** (time-slicing only): where the folder split the loss (``analysis.timeslice_split``), the
+  slice length that would halve it, predicted from the switch and refill and labelled so (never measured);
+  empty otherwise.
 * **trust**: ``ok`` or the reasons not to: fewer than :data:`MIN_CI_REPEATS` repeats (no interval),
   a CV above :data:`CV_WARN_PCT`, a disturbed cell (a ``disturbed`` flag), excluded cells; the kinds
   of those reasons in ``flag_kinds``.
@@ -56,6 +59,7 @@ from sharebench.analysis.latency import DEFAULT_SLO, LATENCY_COLUMNS, UsersAtTar
 from sharebench.analysis.prediction import predict_cell
 from sharebench.analysis.statistics import MIN_CI_REPEATS, ratio_ci
 from sharebench.analysis.tables import CV_WARN_PCT, WORK_KEYS, Tables
+from sharebench.analysis.timeslice_split import helpful_interval
 from sharebench.modes import mode_sort_key
 from sharebench.patterns import parse_pattern
 
@@ -84,6 +88,7 @@ ANSWER_COLUMNS = [
     "isolation",
     "trust",
     "flag_kinds",
+    "interval",
 ]
 CHOICE_COLUMNS = ["pattern", "mode", "basis", "reason"]
 PATTERNS = ("batch throughput", "interactive", "serving", "noisy neighbour", "isolation required")
@@ -197,10 +202,23 @@ def answer_rows(tables: Tables) -> pd.DataFrame:
                 isolation=ISOLATION.get(kind, "?"),
                 trust=trust,
                 flag_kinds=",".join(kinds),
+                interval=interval_text(tables.timeslice_split, str(mode), work) if kind == "timeslice" else "",
             )
         )
     out = pd.DataFrame(rows, columns=ANSWER_COLUMNS)
     return out.iloc[sorted(range(len(out)), key=lambda i: mode_sort_key(out["mode"].iloc[i]))].reset_index(drop=True)
+
+
+def interval_text(split: pd.DataFrame, mode: str, work: dict[str, Any]) -> str:
+    """A time-slicing mode's predicted help from a longer slice (``timeslice_split.helpful_interval``), or ''."""
+    rows = split[(split["mode"] == mode) & same_work(split, work)] if len(split) else split
+    h = helpful_interval(rows.iloc[0]) if len(rows) else None
+    if h is None:
+        return ""
+    return (
+        f"a {h['slice_ms']:g} ms time slice would cut its loss to {h['predicted_loss_pct']:.1f}% (predicted, not "
+        f"measured; {h['measured_slice_ms']:.2f} ms slices now)"
+    )
 
 
 # ------------------------------------------------------------------ what was measured

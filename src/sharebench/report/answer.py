@@ -98,7 +98,9 @@ def verdict_line(r: Any) -> str:
             f"alone{fmt_interval(r['slowdown_ci_low'], r['slowdown_ci_high'])}"
         )
     fair = f"; fairness {r['fairness']:.2f}" if math.isfinite(float(r["fairness"])) else ""
-    return f"{head}{fair}; isolation: {r['isolation']}; trust: {r['trust']}"
+    interval = r.get("interval")  # time-slicing: a longer slice, predicted (analysis.answer.interval_text)
+    longer = f"; {interval}" if isinstance(interval, str) and interval else ""
+    return f"{head}{fair}{longer}; isolation: {r['isolation']}; trust: {r['trust']}"
 
 
 def _err(lo: Any, hi: Any, mid: Any) -> np.ndarray:

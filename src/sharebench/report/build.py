@@ -37,6 +37,7 @@ from sharebench.report.sections import (
     provenance_section,
     telemetry_section,
 )
+from sharebench.report.timeslice import timeslice_split_section
 from sharebench.report.workloads import workloads_section
 from sharebench.results import read_notes, read_provenance
 
@@ -134,6 +135,9 @@ def _sections(folder: Folder) -> tuple[list[Section], list[str]]:
     ]
     if not folder.tables.latency.empty:  # a folder of batch replicas only has no latency section
         makers.insert(0, ("latency", lambda: latency_section(folder.path, folder.tables)))
+    if not folder.tables.timeslice.empty:  # why time-slicing costs what it costs (report.timeslice)
+        split = ("timeslice split", lambda: timeslice_split_section(folder.path, folder.tables, folder.provenance))
+        makers.insert(0, split)
     sections, notes = [], []
     for name, make in makers:
         try:

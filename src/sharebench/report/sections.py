@@ -31,6 +31,7 @@ from sharebench.report.render import Bullets, Image, Section, Table, Text
 from sharebench.results import PROVENANCE_JSON, read_sweeps
 from sharebench.results.bursts import load_bursts
 from sharebench.results.folder import PREDICTION_CSV, TELEMETRY_SUMMARY_CSV
+from sharebench.telemetry.provenance import probe_line
 
 
 def _v(x: Any) -> str:
@@ -108,6 +109,9 @@ def provenance_rows(prov: dict[str, Any]) -> list[tuple[str, str]]:
             rows.append(("MIG", f"{_v(mig.get('current'))}" + (f"; {layout}" if layout else "")))
     if prov.get("cuda_runtime"):
         rows.append(("CUDA runtime", prov["cuda_runtime"]))
+    probe = probe_line(prov.get("timeslice_probe"))  # a sweep with a timeslice mode: its time-slice probe
+    if probe:
+        rows.append(("time-slice probe", probe.removeprefix("probe: ")))
     if prov.get("opencl"):
         rows.append(
             ("OpenCL platform / device", f"{_v(prov['opencl'].get('platform'))} / {_v(prov['opencl'].get('device'))}")
