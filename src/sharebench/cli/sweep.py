@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -11,21 +12,29 @@ from typing import Any
 from sharebench.analysis.latency import DEFAULT_SLO, check_slo
 from sharebench.cli.workloads import add_exec_options, given_workload, make_workload
 from sharebench.errors import UserError
+from sharebench.modes import parse_modes
 from sharebench.parse import seconds, whole_number
 from sharebench.report import build_report, end_screen
 from sharebench.results import RESULTS_CSV, SWEEP_JSON
 from sharebench.sharing import stop_orphans
 from sharebench.sweep import (
+    DEFAULT_PARTICLES,
+    DEFAULT_TURNS,
     MAX_REPEATS,
     MAX_TURNS,
     Stopped,
     SweepConfig,
+    SweepPlan,
     describe_plan,
     inherit_options,
+    parse_particles,
     run_sweep,
     stop_on_signals,
     validate,
 )
+from sharebench.sweep.budget import RECORDED_ROOT, BudgetOptions, budget_options, plan_budget, plan_recorded
+from sharebench.sweep.calibrate import auto_sized, calibrate, folder_sizes
+from sharebench.sweep.plan import plan_header
 from sharebench.sweep.resume import check_same_work, identity, measured_cells
 from sharebench.telemetry.disturbance import Disturbed, check_quiet, strict_guard
 from sharebench.workloads.workload import DEFAULT_BURSTS, MAX_BURSTS
@@ -77,10 +86,12 @@ def configure_run(run: argparse.ArgumentParser) -> None:
         "it): cells already measured are kept and skipped",
     )
     add_limit_options(run)
+    add_budget_options(run)
     run.add_argument(
         "--dry-run",
         action="store_true",
-        help="check everything and print what would run (cells, replicas, cost), run nothing",
+        help="check everything and print what would run (cells, replicas, cost; with --budget the plan and its "
+        "predicted time), run nothing; the CPU default's calibration runs, to show the size the run picks",
     )
     run.add_argument("--no-telemetry", action="store_true", help="do not sample GPU/CPU telemetry")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -127,6 +138,91 @@ def add_pattern_options(run: argparse.ArgumentParser) -> None:
     )
 
 
+def add_budget_options(run: argparse.ArgumentParser) -> None:
+    """A sweep within a node-time budget, with adaptive repeats (sharebench.sweep.budget, issue 24)."""
+    run.add_argument(
+        "--budget",
+        default=None,
+        metavar="DURATION",
+        help="the node time the answer may cost, from the command's start to its report (90s, 10m, 1h30m): a "
+        "calibration plans the modes x sizes x repeats that fit (headline modes and the largest size first), "
+        "then cells repeat while unsettled; what is measured is kept when it is spent (continue with --resume)",
+    )
+    run.add_argument(
+        "--precision",
+        default=None,
+        metavar="PTS",
+        help="with --budget: repeat a cell while its 95%% interval is wider than +-PTS points of loss (%% of T_1 "
+        "for exclusive) or straddles the Answer's 2%% gain threshold (default 1)",
+    )
+    run.add_argument(
+        "--max-repeats",
+        default=None,
+        metavar="N",
+        help="with --budget: the most repeats of a cell (at least 3, the minimum; default 10)",
+    )
+    run.add_argument(
+        "--gpu-model",
+        default=None,
+        metavar="MODEL",
+        help="with --dry-run and --budget: plan a GPU campaign on a machine without that GPU (H200, A100, ...), "
+        "from the recorded results of that model under results/ (the committed campaigns)",
+    )
+
+
+def budget_of(args: argparse.Namespace) -> BudgetOptions | None:
+    """--budget/--precision/--max-repeats checked (one-line errors); None without --budget."""
+    if args.budget is None:
+        extra = [o for o, v in (("--precision", args.precision), ("--max-repeats", args.max_repeats)) if v is not None]
+        if extra or args.gpu_model is not None:
+            what = ", ".join(extra + (["--gpu-model"] if args.gpu_model is not None else []))
+            raise UserError(f"{what} goes with --budget DURATION (adaptive repeats within a node-time budget)")
+        return None
+    if args.repeats is not None:
+        raise UserError(
+            f"--repeats {args.repeats} goes without --budget: a budget plans its repeats (at least 3, then while "
+            "unsettled up to --max-repeats)"
+        )
+    if args.gpu_model is not None and not args.dry_run:
+        raise UserError(f"--gpu-model {args.gpu_model} plans a campaign for another machine: it goes with --dry-run")
+    kw = {k: v for k, v in (("precision", args.precision), ("max_repeats", args.max_repeats)) if v is not None}
+    return budget_options(args.budget, **kw)
+
+
+def recorded_plan(args: argparse.Namespace, opts: BudgetOptions) -> str:
+    """``--dry-run --budget --gpu-model``: the plan from the model's recorded rates, no device resolved."""
+    modes = parse_modes(args.modes.split(",") if args.modes else ["exclusive", "timeslice:2", "timeslice:4", "mps:2"])
+    if not any(m.kind == "exclusive" for m in modes):
+        modes = [*parse_modes(["exclusive"]), *modes]
+    sizes = parse_particles(args.particles) if args.particles else DEFAULT_PARTICLES["gpu"]
+    turns = whole_number("--turns", args.turns, 1, MAX_TURNS) if args.turns is not None else DEFAULT_TURNS["gpu"]
+    warm = whole_number("--warmup-repeats", args.warmup_repeats, 0, MAX_REPEATS) if args.warmup_repeats else 1
+    plan = plan_recorded(opts, args.gpu_model, RECORDED_ROOT, modes, sizes, turns, warm)
+    return "\n".join(
+        [
+            f"device:    a GPU {args.gpu_model} (not this machine's: nothing resolved or measured here)",
+            f"particles: {', '.join(f'{p:,}' for p in sizes)} per replica, {turns} turn{'s' if turns != 1 else ''}",
+            plan.describe(),
+        ]
+    )
+
+
+def dry_run(plan: SweepPlan, opts: BudgetOptions | None, out: Path) -> str:
+    """What the run would run: its calibration too, so that the sizes shown are the ones it picks."""
+    resumed = out if plan.config.resume else None
+    if opts is not None:
+        bp = plan_budget(plan, opts, folder_sizes(resumed) if auto_sized(plan) else ())
+        plan.particles = list(bp.sizes)
+        return "\n".join([*plan_header(plan), bp.describe(), *(f"note: {n}" for n in plan.notes)])
+    if auto_sized(plan):
+        plan.notes.append(calibrate(plan, resumed))
+        if resumed is None or not folder_sizes(resumed):
+            plan.notes.append(
+                "the run calibrates again at its start, the same way (the machine's noise may move the size)"
+            )
+    return describe_plan(plan)
+
+
 def pattern_workload(args: argparse.Namespace) -> dict[str, Any]:
     """The Workload keys of --pattern, --neighbours and --bursts (None where not given)."""
     bursts = whole_number("--bursts", args.bursts, 1, MAX_BURSTS) if args.bursts is not None else None
@@ -164,6 +260,12 @@ def add_limit_options(run: argparse.ArgumentParser) -> None:
         action="store_true",
         help="start new replica processes for every cell (default: warm replicas, kept from cell to "
         "cell with their context, kernel and particles; see the README's 'Warm replicas')",
+    )
+    run.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="with a timeslice mode on an NVIDIA GPU: skip the time-slice probe (a few seconds before the "
+        "cells) and the runs of one replica beside it (after them) that split each time-slicing loss",
     )
 
 
@@ -242,6 +344,11 @@ def nothing_to_do(cfg: SweepConfig, out: Path) -> bool:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    t_start = time.monotonic()  # the budget's clock: start-up, calibration, the cells and the report
+    budget = budget_of(args)
+    if budget is not None and args.gpu_model is not None:
+        print(recorded_plan(args, budget))
+        return 0
     out = results_folder(args)
     given = {
         "turns": whole_number("--turns", args.turns, 1, MAX_TURNS) if args.turns is not None else None,
@@ -272,11 +379,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         stop_after_s=stop_after,
         allow_gpu_settings=args.allow_gpu_settings,
         fresh_replicas=args.fresh_replicas,
+        timeslice_probe=not args.no_probe,
     )
     if args.dry_run:
-        print(describe_plan(validate(cfg)))
+        print(dry_run(validate(cfg), budget, out))
         return 0
-    if args.resume and nothing_to_do(cfg, out):
+    if args.resume and budget is None and nothing_to_do(cfg, out):
         return 0
     if args.strict:
         check_quiet()
@@ -288,7 +396,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 if args.strict:
                     strict_guard(rows)
 
-            run_sweep(cfg, out, on_cell=on_cell)
+            run_sweep(cfg, out, on_cell=on_cell, budget=budget, t_start=t_start)
             watch.check()
             if (out / RESULTS_CSV).exists():
                 build_report(out)

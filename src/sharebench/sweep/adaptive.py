@@ -18,13 +18,15 @@ The runner runs ``BudgetPlan.cells()`` and, after each cell, asks :func:`next_ce
 
 The queue is in the sweep's run order (repeat -> particle count -> mode). :func:`budget_report` gives
 the report's lines: budget, plan, time used, the precision each block reached and why it stopped.
+:class:`Schedule` is what the runner asks after each cell: a fixed list of cells, or this queue.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -269,7 +271,7 @@ def budget_report(
     run = set(cells["cell_id"])
     budget = options.budget_s if options.budget_s is not None else plan.budget_s
     lines = [
-        f"budget: {fmt_duration(budget)} ({budget:g} s); used {elapsed_s:.1f} s ({100 * elapsed_s / budget:.0f}%)",
+        f"budget: {fmt_duration(budget)} ({budget:g} s); used {elapsed_s:.1f} s ({100 * elapsed_s / budget:.0f}%) before the report",
         f"plan: {plan.calibration.source}; predicted {plan.predicted_s:.0f} s for {len(plan.cells())} planned "
         f"cells ({plan.repeats} repeat(s) + {plan.warmup_repeats} warm-up of {len(plan.blocks)} block(s))",
         f"ran: {len(run)} cells; repeats while wider than ±{options.precision:g} or straddling "
@@ -296,3 +298,54 @@ def budget_report(
 def decisions_confidence(decisions: Mapping[tuple[str, int], Decision]) -> str:
     levels = sorted({d.interval.confidence for d in decisions.values()})
     return ", ".join(f"{100 * c:.3g}%" for c in levels) or "-"
+
+
+@dataclass
+class Schedule:
+    """The cells a sweep runs, decided after each cell: a fixed list (``plan`` None), or with a budget
+    plan the queue of :func:`next_cells` from the rows measured so far (a resumed folder's first) and
+    the seconds since ``t_start`` (``time.monotonic()`` at the command's start: the budget's clock)."""
+
+    queue: list[Cell]
+    plan: BudgetPlan | None = None
+    options: BudgetOptions = field(default_factory=BudgetOptions)
+    rows: list[Mapping[str, Any]] = field(default_factory=list)
+    t_start: float = field(default_factory=time.monotonic)
+    ran: int = 0  # cells measured by this sweep
+
+    @classmethod
+    def budgeted(
+        cls, plan: BudgetPlan, options: BudgetOptions, rows: Iterable[Mapping[str, Any]], t_start: float
+    ) -> Schedule:
+        schedule = cls([], plan, options, list(rows), t_start)
+        schedule.queue = schedule.decide()
+        return schedule
+
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.t_start
+
+    def decide(self) -> list[Cell]:
+        if self.plan is None:
+            return self.queue
+        return next_cells(self.plan, self.rows, self.options, elapsed_s=self.elapsed_s())
+
+    def after(self, cell: Cell, rows: Iterable[Mapping[str, Any]]) -> list[Cell]:
+        """The cells left once ``cell`` has been measured and gave ``rows``."""
+        self.ran += 1
+        if self.plan is None:
+            self.queue = [c for c in self.queue if c.id != cell.id]
+        else:
+            self.rows += list(rows)
+            self.queue = self.decide()
+        return self.queue
+
+    def unfinished(self) -> list[Cell]:
+        """What a budgeted sweep would still run with no time limit (planned cells and further repeats);
+        empty without a budget plan."""
+        return [] if self.plan is None else next_cells(self.plan, self.rows, self.options)
+
+    def report(self) -> list[str]:
+        """The report's budget lines (:func:`budget_report`); none without a budget plan."""
+        if self.plan is None:
+            return []
+        return budget_report(self.plan, self.rows, self.options, elapsed_s=self.elapsed_s())

@@ -47,10 +47,12 @@ from sharebench.kernel import RunConfig, run_replica
 from sharebench.modes import Mode, parse_mode
 from sharebench.parse import whole_number
 from sharebench.results import load_results, read_sweeps
-from sharebench.sweep.calibrate import MAX_PARTICLES, PROBE_PARTICLES
+from sharebench.sweep.calibrate import MAX_PARTICLES, PROBE_PARTICLES, auto_sized
 from sharebench.sweep.plan import MAX_REPEATS, Cell, SweepPlan
 
 HEADLINE_MODES = ("exclusive", "timeslice:2", "mps:2")
+# where ``--dry-run --gpu-model`` finds recorded results: the checkout's committed campaigns
+RECORDED_ROOT = Path(__file__).resolve().parents[3] / "results"
 ADAPTIVE_RESERVE = 0.25  # of the time left after the set-up: kept for repeats beyond the minimum
 MAX_BUDGET_S = 30 * 86400.0
 DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?")
@@ -522,26 +524,27 @@ def choose_blocks(costing: Costing, sizes: Sequence[int], rounds: int, room_s: f
 GPU_PROBE_TURNS = 1
 
 
-def plan_budget(sweep: SweepPlan, options: BudgetOptions) -> BudgetPlan:
+def plan_budget(sweep: SweepPlan, options: BudgetOptions, sizes: Sequence[int] = ()) -> BudgetPlan:
     """The budget plan of a validated sweep on this machine: one short exclusive run per size (the CPU
     default: one run of :data:`PROBE_PARTICLES`, and the size chosen to fit), the recorded overheads of
-    the device class, the sweep's modes, replicas, sizes and warm-ups. ``options.budget_s`` must be set."""
+    the device class, the sweep's modes, replicas, sizes and warm-ups. ``options.budget_s`` must be set.
+    ``sizes``: the sizes to plan instead of the sweep's (a resumed folder's, ``calibrate.folder_sizes``)."""
     if options.budget_s is None:
         raise ValueError("plan_budget needs options.budget_s")
-    c = sweep.config
-    auto = c.particles is None and sweep.device.kind == "cpu" and c.workload.engine != "exec"
+    auto = not sizes and auto_sized(sweep)
+    run_sizes = list(sizes) or sweep.particles
     probe = GPU_PROBE_TURNS if sweep.device.kind == "gpu" else None
-    calibration = calibrate_sizes(sweep.run_config, [PROBE_PARTICLES] if auto else sweep.particles, probe_turns=probe)
+    calibration = calibrate_sizes(sweep.run_config, [PROBE_PARTICLES] if auto else run_sizes, probe_turns=probe)
     return plan_within(
         options.budget_s,
         calibration,
         DEFAULT_OVERHEADS["gpu" if sweep.device.kind == "gpu" else "cpu"],
         sweep.modes,
-        None if auto else sweep.particles,
+        None if auto else run_sizes,
         options.min_repeats,
         options.max_repeats,
         replicas={m.label: sweep.replicas(m) for m in sweep.modes},
-        warmup_repeats=c.warmup_repeats,
+        warmup_repeats=sweep.config.warmup_repeats,
     )
 
 

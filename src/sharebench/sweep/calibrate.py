@@ -31,14 +31,31 @@ def round2(x: float) -> int:
     return int(round(x / k) * k)
 
 
+def auto_sized(plan: SweepPlan) -> bool:
+    """Whether the sweep's size comes from a calibration: the CPU with no --particles (a tracker)."""
+    c = plan.config
+    return c.particles is None and plan.device.kind == "cpu" and c.workload.engine != "exec"
+
+
+def folder_sizes(out: Path | None) -> list[int]:
+    """The particle counts a results folder already holds (none: no folder, or no rows)."""
+    if out is None or not (out / RESULTS_CSV).exists():
+        return []
+    return sorted({int(p) for p in load_results(out)["particles"].dropna()})
+
+
+def kept_note(sizes: list[int]) -> str:
+    return f"calibration: kept the folder's particle counts {', '.join(f'{p:,}' for p in sizes)}"
+
+
 def calibrate(plan: SweepPlan, out: Path | None) -> str:
-    """Set ``plan.particles`` to the calibrated size (CPU, no --particles); returns the note to record."""
-    if out is not None and (out / RESULTS_CSV).exists():
-        df = load_results(out)
-        sizes = sorted({int(p) for p in df["particles"].dropna()})
-        if sizes:
-            plan.particles = sizes
-            return f"calibration: kept the folder's particle counts {', '.join(f'{p:,}' for p in sizes)}"
+    """Set ``plan.particles`` to the calibrated size (CPU, no --particles); returns the note to record.
+    ``out``: a resumed folder, whose sizes are kept. The dry run calls it too, so that it shows the size
+    the run will calibrate (the run calibrates again at its start: the same method, the machine's noise)."""
+    sizes = folder_sizes(out)
+    if sizes:
+        plan.particles = sizes
+        return kept_note(sizes)
     with contextlib.redirect_stdout(sys.stderr):
         rec = run_replica(plan.run_config(PROBE_PARTICLES))
     rate = PROBE_PARTICLES * plan.turns / rec.track_s if rec.track_s > 0 else math.inf

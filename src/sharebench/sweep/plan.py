@@ -28,8 +28,8 @@ from sharebench.sharing import CellPlan, check_mps_available, plan_cell
 from sharebench.sharing.timeslice import check_allowed
 from sharebench.workloads import Workload
 
-# `sharebench run` with no options: sizes per device class that finish in a few minutes (CPU: what
-# --dry-run shows; the run itself sizes one particle count by a calibration, sharebench.sweep.calibrate; GPU: the
+# `sharebench run` with no options: sizes per device class that finish in a few minutes (CPU: only where no
+# calibration sizes the sweep: the run and its --dry-run size one particle count by sharebench.sweep.calibrate; GPU: the
 # kernel's H200 figure, 1e6 particles x 10 turns in 1.45 s with CUDA (docs/results/kernel.md), makes the
 # largest exclusive run here about 3 s)
 DEFAULT_PARTICLES = {"cpu": [500, 1000], "gpu": [1_000_000, 2_000_000]}
@@ -58,6 +58,7 @@ class SweepConfig:
     run_options: dict[str, Any] = field(default_factory=dict)  # other RunConfig fields (start_at, nemitt_x, ...)
     allow_gpu_settings: bool = False  # timeslice:N/INTERVAL may set (and restore) the GPU's interval
     fresh_replicas: bool = False  # a new process per replica per cell (default: warm ones, kept)
+    timeslice_probe: bool = True  # a timeslice sweep on an NVIDIA GPU probes its time slices (--no-probe: False)
     slo: float = DEFAULT_SLO  # the p95 slowdown target of users per GPU (sharebench.analysis.latency)
 
     def __post_init__(self) -> None:
@@ -149,18 +150,26 @@ class SweepPlan:
         return self.plans[mode.label].n
 
 
+def plan_header(plan: SweepPlan) -> list[str]:
+    """The device, the engine and the modes with their replicas, as ``--dry-run`` prints them."""
+    d = plan.device
+    return [
+        f"device:    {d.spec} ({d.name}; {d.kind}, {d.backend})",
+        f"engine:    {plan.config.workload.describe()}",
+        "modes:     "
+        + ", ".join(f"{m.label} ({plan.replicas(m)} replica{'s' if plan.replicas(m) > 1 else ''})" for m in plan.modes),
+    ]
+
+
 def describe_plan(plan: SweepPlan) -> str:
     """What a sweep would run, and its cost in exclusive-run equivalents (a cell of N replicas lasts
     about N exclusive runs when sharing is fair and lossless)."""
-    d, c = plan.device, plan.config
+    c = plan.config
     per = sum(plan.replicas(m) for m in plan.modes)
     reps = c.repeats + c.warmup_repeats
     cells = plan.cells()
     lines = [
-        f"device:    {d.spec} ({d.name}; {d.kind}, {d.backend})",
-        f"engine:    {c.workload.describe()}",
-        "modes:     "
-        + ", ".join(f"{m.label} ({plan.replicas(m)} replica{'s' if plan.replicas(m) > 1 else ''})" for m in plan.modes),
+        *plan_header(plan),
         f"particles: {', '.join(f'{p:,}' for p in plan.particles)} per replica, {plan.turns} turns",
         f"repeats:   {c.repeats} measured + {c.warmup_repeats} warm-up",
         f"cells:     {len(cells)} ({sum(plan.replicas(cell.mode) for cell in cells)} replica runs)",

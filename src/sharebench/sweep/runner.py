@@ -1,7 +1,10 @@
 """Running a sweep: cell after cell, each cell's rows appended to ``results.csv`` as it ends.
 
 ``run_sweep(config, out_dir)`` validates everything first (``sharebench.sweep.plan``), records the
-sweep and its provenance, then measures the cells in run order. Ctrl-C stops the running cell; what
+sweep and its provenance (while the warm replicas set up), then measures the cells in run order. With
+a budget (``budget=sharebench.sweep.budget.budget_options(...)``) the cells are the budget plan's
+(``sweep.budget.plan_budget``), and after each cell ``sweep.adaptive`` says what runs next: further
+repeats of the cells not yet settled, what fits the time left. Ctrl-C stops the running cell; what
 is on disk stays, and ``--resume`` continues the folder later. ``measure_cell`` is the step the KFP
 components run for one cell (or one pod's part of it): the same code as the local sweep.
 """
@@ -10,9 +13,10 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,8 +42,11 @@ from sharebench.results.bursts import append_bursts
 from sharebench.results.guard import check_new_folder, check_out_path, claim_folder, set_aside_torn_tail
 from sharebench.sharing import FreshLauncher, Launcher, ReplicaPool, WarmLauncher, cell_run, run_cell
 from sharebench.sharing.timeslice import gpu_timeslice
-from sharebench.sweep.calibrate import calibrate
+from sharebench.sweep.adaptive import Schedule
+from sharebench.sweep.budget import BudgetOptions, fmt_duration, plan_budget
+from sharebench.sweep.calibrate import auto_sized, calibrate, folder_sizes
 from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, validate
+from sharebench.sweep.probe import split_cells, sweep_probe
 from sharebench.sweep.resume import check_same_work, identity, work_key
 from sharebench.telemetry import collect_provenance, make_sampler
 from sharebench.telemetry.disturbance import Probe
@@ -230,9 +237,8 @@ def _check_resume(out: Path, plan: SweepPlan, notes: list[str]) -> set[str]:
     return set(df.loc[(df["cell_status"] == "ok") & (df["engine"] == plan.workload), "cell_id"])
 
 
-def _record(out: Path, sweep_id: str, plan: SweepPlan) -> list[str]:
-    """The sweep's entry in sweep.json and its provenance (a resumed folder keeps its first
-    provenance.json; later sessions add their own beside it). Notes what could not be recorded."""
+def _record_sweep(out: Path, sweep_id: str, plan: SweepPlan) -> None:
+    """The sweep's entry in sweep.json; ``started_unix`` is the sweep's start (``tools/cell_overhead.py``)."""
     config = plan.config
     append_sweep(
         out,
@@ -247,10 +253,19 @@ def _record(out: Path, sweep_id: str, plan: SweepPlan) -> list[str]:
             "started_unix": time.time(),
         },
     )
+
+
+def _record_provenance(out: Path, sweep_id: str, plan: SweepPlan, probe: dict[str, Any] | None = None) -> list[str]:
+    """The sweep's provenance (a resumed folder keeps its first provenance.json; later sessions add their
+    own beside it), with its time-slice probe (``sweep.probe``). Notes what could not be recorded."""
+    config = plan.config
     name = PROVENANCE_JSON if not (out / PROVENANCE_JSON).exists() else f"provenance-{sweep_id}.json"
     try:
         prov = collect_provenance(
-            plan.device, command=config.command if config.command is not None else sys.argv, config=config.to_dict()
+            plan.device,
+            command=config.command if config.command is not None else sys.argv,
+            config=config.to_dict(),
+            timeslice_probe=probe,
         )
     except Exception as exc:  # noqa: BLE001 - provenance never costs the measurement
         return [f"provenance: collect failed ({type(exc).__name__}: {exc})"]
@@ -277,10 +292,18 @@ def _progress(cells: list[Cell], plan: SweepPlan) -> tqdm | None:
 
 
 def run_sweep(
-    config: SweepConfig, out_dir: Path | str, *, on_cell: Callable[[list[dict[str, Any]]], None] | None = None
+    config: SweepConfig,
+    out_dir: Path | str,
+    *,
+    on_cell: Callable[[list[dict[str, Any]]], None] | None = None,
+    budget: BudgetOptions | None = None,
+    t_start: float | None = None,
 ) -> Path:
     """Run the sweep into out_dir (results.csv, provenance.json, sweep.json, notes.txt, cells/); returns
-    out_dir. The report is built from it by ``sharebench.report.build_report``."""
+    out_dir. The report is built from it by ``sharebench.report.build_report``. ``budget``: the budget
+    and adaptive repeats (its ``budget_s`` set); ``t_start``: the budget's clock (``time.monotonic()``
+    at the command's start; default now)."""
+    start = time.monotonic() if t_start is None else t_start
     out = Path(out_dir)
     if (out / RESULTS_CSV).exists() and not config.resume:
         raise UserError(f"{out} already holds {RESULTS_CSV}; use --resume to continue it, or another --out")
@@ -294,44 +317,116 @@ def run_sweep(
         else:
             check_new_folder(out)
             torn = None
-        return _sweep(plan, out, on_cell, [torn] if torn else [])
+        return _sweep(plan, out, on_cell, [torn] if torn else [], Clock(budget, start))
+
+
+@dataclass(frozen=True)
+class Clock:
+    """A sweep's budget (None: none; see ``sweep.budget``) and its clock's start (``time.monotonic()``)."""
+
+    budget: BudgetOptions | None
+    t_start: float
+
+    @property
+    def budget_s(self) -> float | None:
+        return None if self.budget is None else self.budget.budget_s
+
+
+def _schedule(plan: SweepPlan, out: Path, notes: list[str], clock: Clock) -> Schedule:
+    """The sizes (a calibration, or the budget plan's) and what runs: the plan's cells not measured yet
+    (on --resume), or with a budget the adaptive queue seeded with the folder's measured rows."""
+    config = plan.config
+    resumed = out if config.resume else None
+    bp = None
+    if clock.budget is not None and clock.budget.budget_s is not None:
+        bp = plan_budget(plan, clock.budget, folder_sizes(resumed) if auto_sized(plan) else ())
+        plan.particles = list(bp.sizes)
+        notes += [f"budget plan: {line.strip()}" for line in bp.describe().splitlines()]
+    elif auto_sized(plan):  # sweep.calibrate
+        notes.append(calibrate(plan, resumed))
+    done = _check_resume(out, plan, notes) if config.resume else set()
+    if done:
+        notes.append(f"resumed: {len(done)} cell(s) already on disk were kept and not re-run")
+    if bp is None or clock.budget is None:
+        return Schedule([c for c in plan.cells() if c.id not in done])
+    rows: list[Mapping[str, Any]] = []
+    if done:
+        df = load_results(out)
+        rows = df[df["cell_id"].isin(done) & (df["engine"] == plan.workload)].to_dict("records")
+    return Schedule.budgeted(bp, clock.budget, rows, clock.t_start)
+
+
+class Provenance(threading.Thread):
+    """The sweep's provenance, collected in a thread while the warm replicas set up in the sweep's own
+    (they must start there: their parent-death signal fires when the thread that started them ends)."""
+
+    def __init__(self, out: Path, sweep_id: str, plan: SweepPlan, probe: dict[str, Any] | None) -> None:
+        super().__init__(name="sharebench-provenance", daemon=True)
+        self.out, self.sweep_id, self.plan, self.probe = out, sweep_id, plan, probe
+        self.notes: list[str] = []
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.notes = _record_provenance(self.out, self.sweep_id, self.plan, self.probe)
+        except BaseException as exc:  # noqa: BLE001 - handed to the sweep's thread by result()
+            self.error = exc
+
+    def result(self) -> list[str]:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.notes
+
+
+def _prime(kept: Kept, plan: SweepPlan, cells: list[Cell]) -> list[str]:
+    """Every warm replica the cells need, set up at once before the first cell."""
+    if not cells:
+        return []
+    modes = list(dict.fromkeys(c.mode.label for c in cells))
+    base = plan.run_config(cells[0].particles).to_dict()
+    return kept.launcher.prime([plan.plans[m] for m in modes], base, plan.config.ready_timeout_s)
+
+
+def _say_stopped(notes: list[str], schedule: Schedule, out: Path, why: str) -> None:
+    """A sweep that stopped with cells left (``--stop-after``, or the budget spent): a note and a line on stderr."""
+    left = schedule.unfinished() if schedule.plan is not None else schedule.queue
+    msg = f"{why}: {len(left)} of {schedule.ran + len(left)} cell(s) not run; continue with --resume --out {out}"
+    notes.append(msg)
+    print(f"sharebench: {msg}", file=sys.stderr)
 
 
 def _sweep(
-    plan: SweepPlan, out: Path, on_cell: Callable[[list[dict[str, Any]]], None] | None, notes: list[str]
+    plan: SweepPlan,
+    out: Path,
+    on_cell: Callable[[list[dict[str, Any]]], None] | None,
+    notes: list[str],
+    clock: Clock,
 ) -> Path:
     config = plan.config
     writer = ResultsWriter(out)
     sweep_id = new_sweep_id()
     notes = list(plan.notes) + notes
-    if config.particles is None and plan.device.kind == "cpu" and config.workload.engine != "exec":  # sweep.calibrate
-        notes.append(calibrate(plan, out if config.resume else None))
-    done = _check_resume(out, plan, notes) if config.resume else set()
-    notes += _record(out, sweep_id, plan)
-    cells = [c for c in plan.cells() if c.id not in done]
-    if done:
-        notes.append(f"resumed: {len(done)} cell(s) already on disk were kept and not re-run")
+    schedule = _schedule(plan, out, notes, clock)
+    cells = schedule.queue
+    _record_sweep(out, sweep_id, plan)
+    probe, probe_notes = sweep_probe(plan)  # the GPU's time slices, before any replica is on it (sweep.probe)
+    notes += probe_notes
     bar = _progress(cells, plan)
-    t0 = time.monotonic()
     # warm replicas and the sampler: kept from cell to cell (sharebench.sharing.pool); --fresh-replicas
     # starts new ones for every cell
     kept = Kept(launcher=FreshLauncher() if config.fresh_replicas else WarmLauncher(ReplicaPool(out / WARM_DIR)))
+    provenance = Provenance(out, sweep_id, plan, probe)
+    provenance.start()
     try:
-        if cells:  # every warm replica set up at once, before the first cell
-            modes = list(dict.fromkeys(c.mode.label for c in cells))
-            notes += kept.launcher.prime(
-                [plan.plans[m] for m in modes], plan.run_config(cells[0].particles).to_dict(), config.ready_timeout_s
-            )
-            t0 = time.monotonic()  # --stop-after counts from the first cell, as it did before set-up was shared
-        for i, cell in enumerate(cells):
+        notes += _prime(kept, plan, cells)  # while the provenance is collected
+        notes += provenance.result()
+        t0 = time.monotonic()  # --stop-after counts from the first cell, as it did before set-up was shared
+        while cells:
             if config.stop_after_s is not None and time.monotonic() - t0 > config.stop_after_s:
-                msg = (
-                    f"stopped after {config.stop_after_s:g} s (--stop-after): {len(cells) - i} of {len(cells)} "
-                    f"cell(s) not run; continue with --resume --out {out}"
-                )
-                notes.append(msg)
-                print(f"sharebench: {msg}", file=sys.stderr)
+                _say_stopped(notes, schedule, out, f"stopped after {config.stop_after_s:g} s (--stop-after)")
                 break
+            cell = cells[0]
             if bar is not None:
                 bar.set_postfix_str(cell.id, refresh=True)
             result = measure_cell(plan, cell, out, sweep_id=sweep_id, kept=kept)
@@ -340,12 +435,21 @@ def _sweep(
             append_bursts(out, result.bursts)
             if on_cell is not None:
                 on_cell(result.rows)
+            cells = schedule.after(cell, result.rows)
             if bar is not None:
                 bar.update(_weight(plan, cell))
+                bar.total = max(bar.total, bar.n + sum(_weight(plan, c) for c in cells))
+        else:
+            if clock.budget_s is not None and schedule.unfinished():  # the budget spent: as --stop-after
+                _say_stopped(notes, schedule, out, f"budget {fmt_duration(clock.budget_s)} reached")
+            else:  # the last step: one replica beside one probe per size (sweep.probe), the GPU to themselves
+                kept.close()
+                notes += split_cells(plan, out, sweep_id, probe)
     finally:
         kept.close()
         if bar is not None:
             bar.close()
+        notes += schedule.report()
         load = load_average()
         if load:  # how busy the machine was: other jobs distort shared-mode timings
             notes.append("load average at the end: " + " / ".join(f"{v:.2f}" for v in load) + " (1, 5, 15 min)")
