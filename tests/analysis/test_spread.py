@@ -6,10 +6,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sharebench.analysis.spread import machine_spread
+from sharebench.analysis.spread import folder_spread, machine_spread
+from sharebench.analysis.timeslice_split import append_runs
 from sharebench.results import load_results
+from support.timeslice import gpu_folder
 
-H200 = Path(__file__).resolve().parents[2] / "docs" / "results" / "h200" / "cuda"
+H200 = Path(__file__).resolve().parents[2] / "tests" / "data" / "results" / "h200" / "cuda"
 
 
 def test_one_machine_has_no_spread_and_a_second_machine_shows_one():
@@ -32,3 +34,20 @@ def test_one_machine_has_no_spread_and_a_second_machine_shows_one():
     assert ts2["loss_min_pct"] == ts["loss_pct"]
     mps = two[two["mode"] == "mps:2"].iloc[0]
     assert mps["spread_pts"] < 0.5  # untouched: the same loss on both
+
+
+def test_the_split_of_each_machine_attributes_the_spread_to_its_cause(tmp_path):
+    """Two GPUs with the same slice and switch whose workload refills differ (0.5 and 0.3 ms per switch-in):
+    the spread shows each machine's parts beside its loss and is attributed to the refill."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    append_runs(a, gpu_folder(a, refills=(0.45, 0.5, 0.55), uuid="GPU-a", loss_refill=0.5))
+    append_runs(b, gpu_folder(b, refills=(0.25, 0.3, 0.35), uuid="GPU-b", loss_refill=0.3))
+    t = folder_spread([a, b]).set_index("mode")
+    ts = t.loc["timeslice:2"]
+    assert ts["machines"] == 2 and ts["spread_pts"] > 10 and ts["attributed"] == "refill"
+    low, high = ts["per_machine"].split("; ")
+    assert low.startswith("GPU-b: loss ") and "slice 2.000 ms, switch 0.200 ms" in low and "refill 0.30" in low
+    assert high.startswith("GPU-a: loss ") and "in-slice rate 0.7" in high and "refill 0.50" in high
+    without = machine_spread(load_results(a))  # no runs given: the loss alone, nothing attributed
+    assert without.loc[0, "per_machine"].startswith("GPU-a: loss ") and "slice" not in without.loc[0, "per_machine"]
+    assert without.loc[0, "attributed"] == ""

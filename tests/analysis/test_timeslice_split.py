@@ -9,30 +9,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sharebench.analysis import analyse
+from sharebench.analysis.answer import answer_rows
 from sharebench.analysis.timeslice_split import (
+    SPLIT_COLUMNS,
     SwitchOut,
+    append_runs,
+    helpful_interval,
     loss_at,
     predicted_loss_pct,
+    read_runs,
     split,
     summarize,
 )
+from sharebench.report.answer import verdict_line
 from sharebench.telemetry.timeslice_probe import BesideRun, ProbeTrace
-
-
-def beside_probe(work_ms: float, slice_ms: float, switch_ms: float, refill_ms: float) -> tuple[float, SwitchOut]:
-    """A workload that needs ``work_ms`` of progress, beside a probe with the same slices: every slice of
-    the workload makes progress only after ``refill_ms``. Its time beside the probe and the probe's record."""
-    n = math.ceil(work_ms / (slice_ms - refill_ms) - 1e-9)
-    gap = slice_ms + 2 * switch_ms  # the probe sees the workload's slice and the switches around it
-    window = n * (gap + slice_ms)  # workload slice, switches, probe slice
-    return window / 1e3, SwitchOut(window, (gap,) * n)
-
-
-def pair_loss_pct(work_ms: float, slice_ms: float, switch_ms: float, refill_ms: float, n: int = 2) -> float:
-    """The measured loss of N such replicas time-sliced: T_N against N x T_1 (the tables' definition)."""
-    slices = math.ceil(work_ms / (slice_ms - refill_ms) - 1e-9)
-    t_n = n * slices * (slice_ms + switch_ms)
-    return 100.0 * (t_n - n * work_ms) / (n * work_ms)
+from support.timeslice import beside_probe, gpu_folder, pair_loss_pct
 
 
 def test_all_loss_is_switch_idle() -> None:
@@ -110,3 +102,51 @@ def test_summary_over_repeats_has_intervals() -> None:
     assert out["repeats"] == 3 and out["refill_ms"] == pytest.approx(0.5, abs=0.01)
     assert out["refill_ms_ci_low"] < 0.5 < out["refill_ms_ci_high"]
     assert out["error_pts"] == pytest.approx(out["predicted_loss_pct"] - 46.0)
+
+
+# --- in a results folder: the split table, the interval that would help, the Answer's mention -------------
+
+
+def test_the_split_table_of_a_folder_sets_each_part_beside_the_measured_loss(tmp_path) -> None:
+    assert read_runs(tmp_path) == []
+    runs = gpu_folder(tmp_path)
+    failed = dict(runs[0], status="failed", reason="the probe process failed", track_s=99.0)
+    other = dict(runs[0], particles=999)  # a size without a measured loss: no row
+    append_runs(tmp_path, runs[:2])
+    append_runs(tmp_path, [runs[2], failed, other])
+    assert len(read_runs(tmp_path)) == 5
+    t = analyse(tmp_path).timeslice_split
+    assert list(t.columns) == SPLIT_COLUMNS and len(t) == 1
+    r = t.iloc[0]
+    assert (r["mode"], r["uuid"], r["repeats"], r["particles"]) == ("timeslice:2", "GPU-a", 3, 2000)
+    assert r["loss_pct"] == pytest.approx(pair_loss_pct(1050.0, 2.0, 0.2, 0.5), abs=0.5)
+    assert r["refill_ms_ci_low"] < 0.5 < r["refill_ms_ci_high"] and r["refill_ms"] == pytest.approx(0.5, abs=0.01)
+    assert r["in_slice_rate"] == pytest.approx(0.75, abs=0.01) and r["switch_ms"] == pytest.approx(0.2)
+    assert r["switch_idle_pct"] == pytest.approx(100 * 0.2 / 2.2)
+    assert abs(r["error_pts"]) < 1.0 and r["predicted_ci_low"] < r["predicted_loss_pct"] < r["predicted_ci_high"]
+
+
+def test_without_runs_beside_the_probe_the_split_table_is_empty(tmp_path) -> None:
+    gpu_folder(tmp_path)
+    t = analyse(tmp_path)
+    assert len(t.timeslice) == 1 and t.timeslice_split.empty
+
+
+def test_the_interval_that_would_help_halves_the_predicted_loss() -> None:
+    refill = dict(slice_ms=2.0, switch_ms=0.2, refill_ms=0.5)  # 46.7% now; 4 ms: 0.7 / 3.5 = 20%
+    h = helpful_interval(refill)
+    assert h is not None and h["slice_ms"] == 4.0 and h["label"] == "predicted"
+    assert h["predicted_loss_pct"] == pytest.approx(20.0) and h["now_pct"] == pytest.approx(70 / 1.5)
+    switch_only = dict(slice_ms=2.0, switch_ms=0.2, refill_ms=0.0)  # 10% now; 4 ms: 5%
+    assert helpful_interval(switch_only)["slice_ms"] == 4.0
+    assert helpful_interval(dict(slice_ms=16.0, switch_ms=0.2, refill_ms=0.0)) is None  # 1.25%: nothing to gain
+    assert helpful_interval(dict(slice_ms=2.0, switch_ms=0.2, refill_ms=0.5), lengths_ms=(1.0, 2.5)) is None
+
+
+def test_the_answer_names_the_interval_that_would_help_as_predicted(tmp_path) -> None:
+    append_runs(tmp_path, gpu_folder(tmp_path))
+    rows = answer_rows(analyse(tmp_path)).set_index("mode")
+    assert rows.loc["exclusive", "interval"] == ""
+    text = rows.loc["timeslice:2", "interval"]
+    assert text.startswith("a 4 ms time slice would cut its loss to 2") and "(predicted, not measured;" in text
+    assert f"; {text}; isolation:" in verdict_line(rows.reset_index().iloc[1])
