@@ -4,7 +4,8 @@
 
 Every row names its GPU (``device_uuid``); the loss of time-slicing and MPS per machine, its
 within-run interval, the spread between machines and how the loss moves with the run length
-(turns) are printed (``sharebench.analysis.spread``).
+(turns) are printed (``sharebench.analysis.spread``); where the folders hold runs beside the time-slice
+probe, each machine's slice, switch, in-slice rate and refill, and the part the spread is attributed to.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ import sys
 
 import pandas as pd
 
-from sharebench.analysis.spread import machine_spread
+from sharebench.analysis.spread import folder_spread
 from sharebench.errors import UserError
-from sharebench.results import load_results
 
 
 def fmt(v: float, spec: str = ".2f") -> str:
@@ -33,11 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="also write the table (markdown) to this file")
     args = ap.parse_args(argv)
     try:
-        df = pd.concat([load_results(r) for r in args.results], ignore_index=True)
+        t = folder_spread(args.results)
     except UserError as exc:
         print(f"headline_spread: {exc}", file=sys.stderr)
         return 2
-    t = machine_spread(df)
     if t.empty:
         print(
             "headline_spread: no time-slicing or MPS loss with a GPU UUID in " + " ".join(args.results), file=sys.stderr
@@ -64,6 +63,10 @@ def render(t: pd.DataFrame) -> list[str]:
             f"| {r['backend']} | {int(r['particles']):,} | {int(r['turns'])} | {r['mode']} | {r['machines']} | "
             f"{fmt(r['loss_pct'])}% | {within(r['within_ci_pts'])} | "
             f"{fmt(r['spread_pts']) + ' pts' if r['machines'] > 1 else 'one machine only'} |"
+        )
+    for _, r in t[t["attributed"].fillna("") != ""].iterrows():
+        add(
+            f"- {r['mode']}, {int(r['particles']):,} particles: spread attributed to the {r['attributed']}; {r['per_machine']}"
         )
     turns = sorted(t["turns"].unique())
     add("")
