@@ -77,7 +77,7 @@ def test_compare_refusals(folders, tmp_path, capsys, argv, message):
 
 def test_compare_the_two_h200_folders(tmp_path, capsys):
     """CUDA against NVIDIA's OpenCL on the H200 (committed folders): OpenCL is slower at every size."""
-    src = ROOT / "docs" / "results" / "h200"
+    src = ROOT / "tests" / "data" / "results" / "h200"
     for name in ("cuda", "opencl"):
         (tmp_path / name).mkdir()
         shutil.copy(src / name / "results.csv", tmp_path / name / "results.csv")
@@ -85,3 +85,68 @@ def test_compare_the_two_h200_folders(tmp_path, capsys):
     text = capsys.readouterr().out
     rows = [line for line in text.splitlines() if "| exclusive |" in line]
     assert len(rows) == 3 and all("| slower |" in line for line in rows)
+
+
+def _resized(factor: float, turns: int | None = None) -> list[dict]:
+    """The crafted rows as if calibrated to ``factor`` times the particles (and ``turns``), every time
+    scaled with the work: the same speed per particle-turn."""
+    rows = crafted_rows()
+    for r in rows:
+        work = factor * (turns / r["turns"] if turns else 1.0)
+        r["particles"] = int(r["particles"] * factor)
+        if turns:
+            r["turns"] = turns
+        if r.get("track_s") is not None:
+            r["track_end"] = r["track_start"] + (r["track_end"] - r["track_start"]) * work
+            r["track_s"] *= work
+    return rows
+
+
+def test_calibrated_runs_of_other_sizes_compare_per_particle_turn(tmp_path, capsys):
+    """Two calibrated runs picked other particle counts: the setting is named and the cells compared per
+    particle-turn (the same speed: same within noise), not 'No cell measured in both'."""
+    a, b, slow = tmp_path / "a", tmp_path / "b", tmp_path / "slow"
+    ResultsWriter(a).append(crafted_rows())
+    ResultsWriter(b).append(_resized(2.0))
+    rows = _resized(2.0)
+    for r in rows:  # 1.5x slower per particle-turn as well
+        if r.get("track_s") is not None:
+            r["track_end"] = r["track_start"] + (r["track_end"] - r["track_start"]) * 1.5
+            r["track_s"] *= 1.5
+    ResultsWriter(slow).append(rows)
+    particles = sorted({r["particles"] for r in crafted_rows()})
+    out = tmp_path / "cmp"
+    assert main(["compare", str(a), str(b), str(slow), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    shown = "/".join(f"{p:,}" for p in particles)
+    doubled = "/".join(f"{2 * p:,}" for p in particles)
+    assert (
+        f"No cell measured in both at the same work (particles: {shown} in a, {doubled} in b): compared per "
+        "particle-turn instead (time per particle-turn"
+    ) in text
+    assert "No cell measured in both (same work" not in text
+    t = pd.read_csv(out / "compare.csv")
+    assert set(t["per"]) == {"particle-turn"}
+    vs_b, vs_slow = t[t["b"] == str(b)], t[t["b"] == str(slow)]
+    ts = vs_b[vs_b["mode"] == "timeslice:2"].iloc[0]
+    assert ts["change_pct"] == pytest.approx(0.0, abs=1e-9) and ts["verdict"] == "same within noise"
+    assert ts["particles_b"] == 2 * ts["particles"]
+    assert ts["loss_spread_pts"] == pytest.approx(0.0, abs=1e-9)  # the loss is per unit already
+    ts = vs_slow[vs_slow["mode"] == "timeslice:2"].iloc[0]
+    assert ts["change_pct"] == pytest.approx(50.0) and ts["verdict"] == "slower"
+
+
+def test_other_settings_are_named_when_nothing_compares(tmp_path, capsys):
+    """Another lattice: nothing compares, even per unit, and the message says which setting differs."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    ResultsWriter(a).append(crafted_rows())
+    rows = _resized(2.0)
+    for r in rows:
+        r["lattice"] = "other.json"
+    ResultsWriter(b).append(rows)
+    assert main(["compare", str(a), str(b)]) == 0
+    text = capsys.readouterr().out
+    lattices = "/".join(sorted({str(r["lattice"]) for r in crafted_rows()}))
+    assert "No cell measured in both (same work: engine, backend, device class, lattice, particles, turns; see " in text
+    assert f"lattice: {lattices} in a, other.json in b" in text
+    assert "particles: " in text

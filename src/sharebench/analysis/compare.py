@@ -12,6 +12,12 @@ exclusive, T_N (the span) for time-slicing and MPS, the mean replica time for MI
   cell that differ by more than their intervals allow show it here.
 
 ``ignore`` drops work keys from the match (``backend``: CUDA against OpenCL on the same GPU).
+
+Two calibrated runs (the CPU default, ``--budget``) pick their own particle counts, so their cells
+rarely hold the same work. :func:`differing_settings` names the work keys whose values differ, and
+``compare_tables(..., per_unit=True)`` matches on everything but the particle count and the turns and
+compares time per particle-turn (a cell's time / (particles x turns)): the change then holds what the
+size itself changes (launch and set-up amortised differently, caches), which the output says.
 """
 
 from __future__ import annotations
@@ -27,6 +33,11 @@ from sharebench.errors import UserError
 from sharebench.modes import mode_sort_key
 
 IGNORABLE = ("engine", "backend", "lattice", "device_class")
+UNIT_KEYS = ("particles", "turns")  # the work of a replica: compared per particle-turn when they differ
+PER_UNIT_NOTE = (
+    "time per particle-turn: a cell's time / (particles x turns); the change also holds what the size itself "
+    "changes (set-up and launch amortised differently, caches)"
+)
 COMPARE_COLUMNS = [
     "particles",
     "turns",
@@ -44,6 +55,9 @@ COMPARE_COLUMNS = [
     "loss_b_pct",
     "loss_b_ci",
     "loss_spread_pts",
+    "particles_b",
+    "turns_b",
+    "per",
 ]
 
 
@@ -55,11 +69,35 @@ def _times(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def _losses(tables: Tables, keys: list[str]) -> dict[tuple, tuple[float, float, float]]:
-    out = {}
+    """Each (work, mode)'s loss and interval; a key that more than one size shares (per unit) has none."""
+    out: dict[tuple, tuple[float, float, float]] = {}
+    seen: set[tuple] = set()
     for t in (tables.timeslice, tables.mps, tables.mig):
         for _, r in t.iterrows():
-            out[tuple(r[k] for k in keys) + (r["mode"],)] = (r["loss_pct"], r["loss_ci_low"], r["loss_ci_high"])
+            key = tuple(r[k] for k in keys) + (r["mode"],)
+            out[key] = (math.nan,) * 3 if key in seen else (r["loss_pct"], r["loss_ci_low"], r["loss_ci_high"])
+            seen.add(key)
     return out
+
+
+def differing_settings(a: Tables, b: Tables, ignore: tuple[str, ...] = ()) -> list[str]:
+    """The work keys whose values differ between A's and B's measured cells, each as
+    ``"particles: 1,700 in A, 1,900 in B"``."""
+    ta, tb = _times(a.cells), _times(b.cells)
+    out = []
+    for k in (k for k in WORK_KEYS if k not in ignore):
+        va, vb = set(ta[k].dropna()), set(tb[k].dropna())
+        if va != vb:
+            out.append(f"{k}: {_values(va)} in A, {_values(vb)} in B")
+    return out
+
+
+def _values(values: set) -> str:
+    if not values:
+        return "none"
+    if all(isinstance(v, (int, float, np.number)) for v in values):
+        return "/".join(f"{float(v):,.0f}" for v in sorted(values))
+    return "/".join(sorted(map(str, values)))
 
 
 def verdict(lo: float, hi: float) -> str:
@@ -74,13 +112,18 @@ def _ci(lo: float, hi: float) -> str:
     return f"[{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) and math.isfinite(hi) else ""
 
 
-def compare_tables(a: Tables, b: Tables, ignore: tuple[str, ...] = ()) -> pd.DataFrame:
-    """One row per (work, mode) measured in both (columns :data:`COMPARE_COLUMNS`); B against A."""
+def compare_tables(a: Tables, b: Tables, ignore: tuple[str, ...] = (), *, per_unit: bool = False) -> pd.DataFrame:
+    """One row per (work, mode) measured in both (columns :data:`COMPARE_COLUMNS`); B against A.
+    ``per_unit``: match on all but the particle count and turns, and compare time per particle-turn
+    (``particles``/``turns``: A's, ``particles_b``/``turns_b``: B's)."""
     bad = [k for k in ignore if k not in IGNORABLE]
     if bad:
         raise UserError(f"bad --ignore {','.join(bad)!r}; allowed: {', '.join(IGNORABLE)}")
-    keys = [k for k in WORK_KEYS if k not in ignore]
+    keys = [k for k in WORK_KEYS if k not in ignore and not (per_unit and k in UNIT_KEYS)]
     ta, tb = _times(a.cells), _times(b.cells)
+    if per_unit:
+        for t in (ta, tb):
+            t["time_s"] = t["time_s"] / (t["particles"].astype(float) * t["turns"].astype(float))
     la, lb = _losses(a, keys), _losses(b, keys)
     rows = []
     groups_b = dict(list(tb.groupby(keys + ["mode"], sort=False, dropna=False)))
@@ -92,11 +135,10 @@ def compare_tables(a: Tables, b: Tables, ignore: tuple[str, ...] = ()) -> pd.Dat
         r, lo, hi = ratio_ci(xb, xa)
         loss_a = la.get(key, (math.nan,) * 3)
         loss_b = lb.get(key, (math.nan,) * 3)
-        work = dict(zip(keys, key[:-1]))
         rows.append(
             dict(
-                particles=work["particles"],
-                turns=work["turns"],
+                particles=_one(ga["particles"]),
+                turns=_one(ga["turns"]),
                 mode=key[-1],
                 repeats_a=len(xa),
                 repeats_b=len(xb),
@@ -111,11 +153,20 @@ def compare_tables(a: Tables, b: Tables, ignore: tuple[str, ...] = ()) -> pd.Dat
                 loss_b_pct=loss_b[0],
                 loss_b_ci=_ci(*loss_b[1:]),
                 loss_spread_pts=loss_b[0] - loss_a[0],
+                particles_b=_one(gb["particles"]),
+                turns_b=_one(gb["turns"]),
+                per="particle-turn" if per_unit else "cell",
             )
         )
     out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
     order = sorted(range(len(out)), key=lambda i: (mode_sort_key(out["mode"].iloc[i]), out["particles"].iloc[i]))
     return out.iloc[order].reset_index(drop=True)
+
+
+def _one(values: pd.Series) -> float:
+    """The one value of a group (NaN where the group holds several: sizes pooled per unit)."""
+    u = values.dropna().unique()
+    return float(u[0]) if len(u) == 1 else math.nan
 
 
 def display_compare(t: pd.DataFrame, labels: tuple[str, str]) -> pd.DataFrame:
@@ -125,13 +176,19 @@ def display_compare(t: pd.DataFrame, labels: tuple[str, str]) -> pd.DataFrame:
     def pct(v: float) -> str:
         return f"{v:+.2f}" if math.isfinite(v) else ""
 
+    def size(v: float) -> str:
+        return f"{int(v):,}" if math.isfinite(v) else "several"
+
+    def seconds(v: float, per: str) -> str:
+        return f"{v:.3f}" if per == "cell" else f"{v:.4g}"
+
     return pd.DataFrame(
         [
             {
-                "particles": f"{int(r.particles):,}",
+                "particles": size(r.particles) if r.per == "cell" else f"{size(r.particles)} / {size(r.particles_b)}",
                 "mode": r["mode"],
-                f"{a} [s]": f"{r.time_a_s:.3f}",
-                f"{b} [s]": f"{r.time_b_s:.3f}",
+                f"{a} [s{'' if r.per == 'cell' else '/' + r.per}]": seconds(r.time_a_s, r.per),
+                f"{b} [s{'' if r.per == 'cell' else '/' + r.per}]": seconds(r.time_b_s, r.per),
                 "change %": pct(r.change_pct),
                 "95% CI": _ci(r.change_ci_low, r.change_ci_high),
                 "verdict": r.verdict,

@@ -5,8 +5,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import pandas as pd
+
 from sharebench.analysis import analyse
-from sharebench.analysis.compare import compare_tables, display_compare
+from sharebench.analysis.compare import (
+    PER_UNIT_NOTE,
+    UNIT_KEYS,
+    compare_tables,
+    differing_settings,
+    display_compare,
+)
+from sharebench.analysis.tables import Tables
 from sharebench.errors import UserError
 from sharebench.report import markdown_table
 
@@ -16,7 +25,8 @@ def configure(name: str, parser: argparse.ArgumentParser) -> None:
         "Compare results folders cell by cell: for each (work, mode) measured in A and in B, "
         "the change of the cell time with its 95% interval and a verdict (same within noise / "
         "faster / slower), each folder's loss with its interval and the between-run spread. "
-        "Never writes into A or B."
+        "Two runs whose particle counts or turns differ (calibrated runs pick their own) are compared per "
+        "particle-turn, and the settings that differ are named. Never writes into A or B."
     )
     parser.add_argument("dirs", metavar="DIR", nargs="+", help="results folders: A, then B [C …] compared with A")
     parser.add_argument("--out", default=None, help="also write compare.md and compare.csv into this folder")
@@ -44,18 +54,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     base = analyse(dirs[0])
     parts, frames = [], []
     for other in dirs[1:]:
-        t = compare_tables(base, analyse(other), ignore)
         labels = (dirs[0].name or str(dirs[0]), other.name or str(other))
         if labels[0] == labels[1]:
             labels = (str(dirs[0]), str(other))
-        title = f"## {labels[1]} against {labels[0]}"
-        if t.empty:
-            parts.append(
-                f"{title}\n\nNo cell measured in both (same work: engine, backend, device class, lattice, "
-                "particles, turns; see --ignore).\n"
-            )
-        else:
-            parts.append(f"{title}\n\n{markdown_table(display_compare(t, labels))}\n")
+        t, text = compare_two(base, analyse(other), ignore, labels)
+        parts.append(f"## {labels[1]} against {labels[0]}\n\n{text}\n")
         frames.append(t.assign(a=str(dirs[0]), b=str(other)))
     text = "\n".join(parts)
     print(text)
@@ -63,8 +66,29 @@ def cmd_compare(args: argparse.Namespace) -> int:
         try:
             out.mkdir(parents=True, exist_ok=True)
             (out / "compare.md").write_text(f"# sharebench compare\n\n{text}")
-            __import__("pandas").concat(frames).to_csv(out / "compare.csv", index=False)
+            pd.concat(frames).to_csv(out / "compare.csv", index=False)
         except OSError as exc:  # a path under a file, a read-only or full disk: one line naming it
             raise UserError(f"cannot write {exc.filename or out}: {exc.strerror or exc}; give another --out") from None
         print(f"written: {out}/compare.md  ({out}/compare.csv)")
     return 0
+
+
+def compare_two(a: Tables, b: Tables, ignore: tuple[str, ...], labels: tuple[str, str]) -> tuple[pd.DataFrame, str]:
+    """B against A: per cell of the same work; where none is, the settings that differ, and per particle-turn
+    when only the particle count or the turns do."""
+    t = compare_tables(a, b, ignore)
+    if not t.empty:
+        return t, markdown_table(display_compare(t, labels))
+    differ = differing_settings(a, b, ignore)
+    named = f" ({'; '.join(differ).replace(' A,', f' {labels[0]},').replace(' B', f' {labels[1]}')})" if differ else ""
+    if differ and all(d.split(":")[0] in UNIT_KEYS for d in differ):
+        t = compare_tables(a, b, ignore, per_unit=True)
+        if not t.empty:
+            return t, (
+                f"No cell measured in both at the same work{named}: compared per particle-turn instead ({PER_UNIT_NOTE})."
+                f"\n\n{markdown_table(display_compare(t, labels))}"
+            )
+    return t, (
+        f"No cell measured in both (same work: engine, backend, device class, lattice, particles, turns; see "
+        f"--ignore){named}."
+    )
