@@ -4,7 +4,7 @@
 
 Builds the synthetic trace (sharebench.advise.synthetic: 30 batch, 50 interactive, 20 serve pods),
 writes it as the usage CSV, and times reading it and the whole advice (every option of every class
-packed and replayed) with the given results folder (default: docs/results/h200/cuda).
+packed and replayed) with the given results folder (default: results/h200/cuda).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from sharebench.advise.synthetic import synthetic_trace
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--days", type=int, default=30)
-    ap.add_argument("--results", default="docs/results/h200/cuda")
+    ap.add_argument("--results", default="results/h200/cuda")
     args = ap.parse_args()
     steps = args.days * 24 * 60
     classes = {"train": ("batch", 30), "notebooks": ("interactive", 50), "inference": ("serve", 20)}

@@ -8,7 +8,7 @@ out). Also the replicas' median ``setup_s`` and ``transfer_s``, and the whole sw
 (``started_unix`` in sweep.json: validation, provenance and the warm replicas' set-up included) to its
 last tracking end, with the share of that the GPU tracked (``sweep_wall_s``, ``sweep_tracked_pct``).
 
-    python3 -m tools.cell_overhead docs/results/h200/cuda [--particles 1e7]
+    python3 -m tools.cell_overhead results/h200/cuda [--particles 1e7]
 
 Issue 15's target: <= 1.5 s per cell, the GPU tracking >= 80% of a 10 M x 1-turn sweep's wall time.
 """

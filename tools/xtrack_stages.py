@@ -4,7 +4,7 @@
 
 Prints the elapsed time after each stage: load, build_tracker, optimize_for_tracking
 (on the target context, as xtrack does it), particles, first turn, two 3-turn runs.
-Output of the H200 run: benchmarks/results/h200-2026-12-02/session2/xtrack_cuda_stages_before.log
+Output of the H200 run: results/kernel/h200-2026-12-02/session2/xtrack_cuda_stages_before.log
 """
 
 import sys

@@ -25,8 +25,8 @@ from sharebench.results.bursts import append_bursts
 from support.crafted import crafted_rows
 from support.paths import ROOT
 
-H200 = ROOT / "docs" / "results" / "h200" / "cuda"
-CPU_DEFAULT = ROOT / "docs" / "results" / "cpu-default"
+H200 = ROOT / "tests" / "data" / "results" / "h200" / "cuda"
+CPU_DEFAULT = ROOT / "tests" / "data" / "results" / "cpu-default"
 INTERACTIVE = "interactive:burst=10,think=0.5"
 
 

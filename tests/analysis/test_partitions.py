@@ -1,4 +1,4 @@
-"""SM-share partitions and emulated MIG on rows recorded on the H200 (docs/results/h200/partitions,
+"""SM-share partitions and emulated MIG on rows recorded on the H200 (results/h200/partitions,
 issue 15): an ``mps:1@PCT`` cell is a partition near 100% efficiency, not a time-sharing loss."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from sharebench.analysis import Tables, build_tables
 from sharebench.analysis.partitions import seven_g_deficit, share_slice_sms
 from sharebench.results import load_results
 
-RECORDED = Path(__file__).resolve().parents[2] / "docs" / "results" / "h200" / "partitions"
+RECORDED = Path(__file__).resolve().parents[2] / "tests" / "data" / "results" / "h200" / "partitions"
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ from sharebench.history import (
 )
 from support.paths import ROOT
 
-TEMPLATE = ROOT / "docs" / "results" / "h200" / "warm" / "warm-10M-1turn"
+TEMPLATE = ROOT / "tests" / "data" / "results" / "h200" / "warm" / "warm-10M-1turn"
 MODE = "timeslice:2"
 
 

@@ -26,7 +26,7 @@ from support.paths import ROOT
 moto_server = pytest.importorskip("moto.server", reason="moto[server] is in the test extra")
 boto3 = pytest.importorskip("boto3", reason="boto3 is in the history extra")
 
-TEMPLATE = ROOT / "docs" / "results" / "h200" / "warm" / "warm-10M-1turn"
+TEMPLATE = ROOT / "tests" / "data" / "results" / "h200" / "warm" / "warm-10M-1turn"
 PROMETHEUS = shutil.which("prometheus")
 PUSHGATEWAY = shutil.which("prometheus-pushgateway")
 RULE_FILE = ROOT / "manifests" / "monitoring" / f"0400_prometheusrule_{monitoring.HISTORY_RULE}.yaml"

@@ -18,7 +18,7 @@ from support.paths import ROOT  # noqa: E402 - after the importorskip above
 pytestmark = pytest.mark.slow  # runs the notebook in a kernel
 
 NOTEBOOK = ROOT / "notebooks" / "sharing_experiment.ipynb"
-EARLIER = ROOT / "docs" / "results" / "cpu-example"
+EARLIER = ROOT / "tests" / "data" / "results" / "cpu-example"
 
 
 def _outputs(nb, kind: str) -> list:

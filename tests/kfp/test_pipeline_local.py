@@ -151,7 +151,7 @@ def test_compare_nodes_report_puts_other_results_beside_the_first(local_sweep, t
     """What compare_nodes does with the multi-node pipeline's results folders."""
     import shutil
 
-    earlier = ROOT / "docs" / "results" / "cpu-example"
+    earlier = ROOT / "tests" / "data" / "results" / "cpu-example"
     if not (earlier / "results.csv").exists():
         pytest.skip(f"no second results folder at {earlier}")
     ours = local_sweep / "collect-results" / "results"

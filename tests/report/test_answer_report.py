@@ -17,7 +17,7 @@ from sharebench.results import ResultsWriter, load_results
 from support.crafted import crafted_rows
 from support.paths import ROOT
 
-H200 = ROOT / "docs" / "results" / "h200" / "cuda"
+H200 = ROOT / "tests" / "data" / "results" / "h200" / "cuda"
 
 
 def cpu_rows_without_failures() -> list[dict]:

@@ -36,8 +36,8 @@ def test_gaps_and_tracked_share():
 
 
 def test_committed_h200_campaign_before_issue_15():
-    """The 'before' numbers in docs/results/h200/README.md come from this folder."""
-    t = cell_overhead.overhead(cell_overhead.load_results(ROOT / "docs" / "results" / "h200" / "cuda"))
+    """The 'before' numbers in results/h200/README.md come from this folder (a trimmed copy under tests/data)."""
+    t = cell_overhead.overhead(cell_overhead.load_results(ROOT / "tests" / "data" / "results" / "h200" / "cuda"))
     first = t.iloc[0]
     assert first["cells"] == 31
     assert first["overhead_per_cell_s"] == pytest.approx(6.77, abs=0.01)
@@ -45,7 +45,7 @@ def test_committed_h200_campaign_before_issue_15():
 
 
 def test_no_matching_cells_is_one_line(capsys):
-    assert cell_overhead.main([str(ROOT / "docs" / "results" / "h200" / "cuda"), "--particles", "3"]) == 2
+    assert cell_overhead.main([str(ROOT / "tests" / "data" / "results" / "h200" / "cuda"), "--particles", "3"]) == 2
     assert capsys.readouterr().err.strip().count("\n") == 0
 
 
@@ -57,12 +57,12 @@ def test_whole_sweep_from_its_start():
 
 @pytest.mark.parametrize("folder, warm", [("warm-10M-1turn", True), ("fresh-10M-1turn", False)])
 def test_recorded_h200_campaign_meets_the_target_with_warm_replicas(folder, warm):
-    """Issue 15's target, checked on the committed H200 rows (docs/results/h200/warm, GPU-0c614d80):
+    """Issue 15's target, checked on the committed H200 rows (results/h200/warm, GPU-0c614d80):
     <= 1.5 s per cell and >= 80% of a 10 M x 1-turn sweep's wall time tracking with warm replicas;
     fresh replicas, measured in the same call, miss it."""
     from sharebench.results import load_results
 
-    df = load_results(ROOT / "docs" / "results" / "h200" / "warm" / folder)
+    df = load_results(ROOT / "tests" / "data" / "results" / "h200" / "warm" / folder)
     assert (df["warm_cells"] > 0).any() == warm
     t = cell_overhead.overhead(df).iloc[0]
     assert t["cells"] == 8

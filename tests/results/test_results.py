@@ -221,8 +221,8 @@ def test_first_release_spellings_are_read(tmp_path):
 
 
 def test_committed_first_release_folders_read_as_current_provenance():
-    """docs/results was written by the first release: provenance schema 1 beside machine.json."""
-    prov = read_provenance(ROOT / "docs" / "results" / "h200" / "cuda")
+    """results/h200 was written by the first release: provenance schema 1 beside machine.json."""
+    prov = read_provenance(ROOT / "tests" / "data" / "results" / "h200" / "cuda")
     assert prov["gpu"]["model_key"] == "H200" and prov["nvidia"]["driver_version"].startswith("580.")
     assert prov["nvidia"]["gpus"][0]["name"] == "NVIDIA H200"
     assert prov["host"]["usable_cores"] >= 1 and len(prov["host"]["load_avg_1m_5m_15m"]) == 3

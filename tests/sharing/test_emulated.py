@@ -22,7 +22,7 @@ H200 = {
     "memory_bytes": 141 * 10**9,
     "platform": "CUDA",
 }
-ROUNDING = Path(__file__).resolve().parents[2] / "docs" / "results" / "h200" / "partitions" / "mps_sm_rounding.csv"
+ROUNDING = Path(__file__).resolve().parents[1] / "data" / "results" / "h200" / "partitions" / "mps_sm_rounding.csv"
 
 
 @pytest.fixture

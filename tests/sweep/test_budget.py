@@ -37,7 +37,7 @@ from sharebench.workloads import Workload
 from support.crafted import CPU, cell
 from support.lattices import tiny_lattice
 
-RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "tests" / "data" / "results"
 # T_1 = particles / 1,000 s: 1,000 particles x 10 turns at 10,000 particle-turns/s
 CAL = Calibration(turns=10, elements=1, rates={1000: 10_000.0}, source="test rates")
 OVERHEADS = Overheads(per_cell_s=0.5, start_s=2.0, end_s=3.0, source="test")

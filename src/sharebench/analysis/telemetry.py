@@ -26,16 +26,27 @@ import pandas as pd
 
 from sharebench.errors import UserError
 from sharebench.parse import number_or_nan
-from sharebench.results import DCGM_CSV, load_results, read_provenance
+from sharebench.results import CELLS_DIR, DCGM_CSV, load_results, read_provenance
+from sharebench.results.archive import scratch_root
 
 PRICE_ENV = "SHAREBENCH_PRICE_PER_GPU_HOUR"
 COST_UNIT_PT = 1e9  # cost is quoted per 10^9 particle-turns
 
 
 def find_raw(results_dir: Path, raw: Any, cell_id: str | None = None) -> Path | None:
-    """The raw samples CSV of a cell: the recorded path, or the same name under the results folder."""
+    """The raw samples CSV of a cell: the recorded path, or the same name under the results folder, or in
+    its packed scratch (``cells.tar.xz`` of a committed campaign, sharebench.results.archive)."""
     if not isinstance(raw, str) or not raw:
         return None
+    found = find_raw_under(results_dir, raw, cell_id)
+    if found is None and not (results_dir / CELLS_DIR).is_dir():
+        unpacked = scratch_root(results_dir)
+        if unpacked is not None:
+            return find_raw_under(unpacked, raw, cell_id)
+    return found
+
+
+def find_raw_under(results_dir: Path, raw: str, cell_id: str | None) -> Path | None:
     p = Path(raw)
     # as recorded, then its trailing parts under this folder (a results folder moved or copied)
     for cand in [p] + [

@@ -179,13 +179,13 @@ class Overheads:
 
 
 # The medians of the committed warm-replica sweeps (measured_overheads; python -m tools.cell_overhead shows
-# each sweep): docs/results/cpu-default (gap 0.55 s, start 5.3 s) and the warm sweeps under docs/results/h200
-# (45 gaps, median 0.82 s; start 5.26 s). The report: build_report of docs/results/cpu-default
+# each sweep): results/cpu-default (gap 0.55 s, start 5.3 s) and the warm sweeps under results/h200
+# (45 gaps, median 0.82 s; start 5.26 s). The report: build_report of results/cpu-default
 # took 4.9 s after 4.7 s of imports on the 2-core dev machine (2026-12-03), so 10 s.
 REPORT_S = 10.0
 DEFAULT_OVERHEADS = {
-    "cpu": Overheads(0.55, 5.3, REPORT_S, "recorded: docs/results/cpu-default (warm replicas)"),
-    "gpu": Overheads(0.82, 5.26, REPORT_S, "recorded: docs/results/h200 (warm-replica sweeps)"),
+    "cpu": Overheads(0.55, 5.3, REPORT_S, "recorded: results/cpu-default (warm replicas)"),
+    "gpu": Overheads(0.82, 5.26, REPORT_S, "recorded: results/h200 (warm-replica sweeps)"),
 }
 
 
@@ -567,7 +567,7 @@ def plan_recorded(
     warmup_repeats: int = 1,
 ) -> BudgetPlan:
     """A GPU campaign planned where that GPU is not (``--dry-run --gpu-model H200``): the recorded rates and
-    overheads of ``model`` under ``root`` (the committed docs/results), no device resolved."""
+    overheads of ``model`` under ``root`` (the committed results/), no device resolved."""
     if options.budget_s is None:
         raise ValueError("plan_recorded needs options.budget_s")
     calibration, overheads = recorded_calibration(model, root, turns)

@@ -30,7 +30,7 @@ from sharebench.workloads import Workload
 
 # `sharebench run` with no options: sizes per device class that finish in a few minutes (CPU: only where no
 # calibration sizes the sweep: the run and its --dry-run size one particle count by sharebench.sweep.calibrate; GPU: the
-# kernel's H200 figure, 1e6 particles x 10 turns in 1.45 s with CUDA (docs/results/kernel.md), makes the
+# kernel's H200 figure, 1e6 particles x 10 turns in 1.45 s with CUDA (results/kernel/README.md), makes the
 # largest exclusive run here about 3 s)
 DEFAULT_PARTICLES = {"cpu": [500, 1000], "gpu": [1_000_000, 2_000_000]}
 DEFAULT_TURNS = {"cpu": 10, "gpu": 10}
