@@ -23,7 +23,10 @@ A plan (``benchmarks/plans/*.toml`` are the committed campaigns)::
     margin_s = 60                     # start no new cell this long before the budget ends (default 0)
     min_left_s = 5                    # skip the step when less budget is left (default 5)
     # optional: engine ("simpletrack", "xtrack", "exec"), exec, exec_name, exec_timing,
-    # ready_timeout_s, fresh_replicas, use_lattice (default true)
+    # ready_timeout_s, fresh_replicas, use_lattice (default true);
+    # how the replicas work (issue 23): pattern = "interactive:burst=10,think=0.5", neighbours = "batch",
+    # bursts = 30, slo = 2; within a budget (issue 24, no repeats then): budget = "10m", precision = 0.5,
+    # max_repeats = 10
 
     [[step]]                          # a command: argv with {python} {out} {device} {lattice}
     name = "overhead"
@@ -52,9 +55,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from sharebench.analysis.latency import check_slo
+from sharebench.analysis.sequential import MIN_REPEATS
 from sharebench.errors import UserError
 from sharebench.modes import parse_modes
 from sharebench.parse import counts, whole_number
+from sharebench.patterns import parse_pattern
+from sharebench.sweep.budget import budget_options
+from sharebench.workloads.workload import MAX_BURSTS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -66,7 +74,7 @@ PLAN_KEYS = ("name", "description", "device", "lattice", "budget_s", "report", "
 SWEEP_KEYS = (
     "name", "tags", "modes", "particles", "turns", "repeats", "warmup_repeats", "smoke", "margin_s",
     "min_left_s", "engine", "exec", "exec_name", "exec_timing", "ready_timeout_s", "fresh_replicas",
-    "use_lattice",
+    "use_lattice", "pattern", "neighbours", "bursts", "slo", "budget", "precision", "max_repeats",
 )  # fmt: skip
 COMMAND_KEYS = ("name", "tags", "run", "stdout", "append", "timeout_s", "optional", "needs", "min_left_s")
 ENGINES = ("simpletrack", "xtrack", "exec")
@@ -85,7 +93,7 @@ class Sweep:
     modes: tuple[str, ...]
     particles: tuple[int, ...]
     turns: int
-    repeats: int
+    repeats: int | None  # None: a budget plans them
     tags: tuple[str, ...] = ()
     warmup_repeats: int = 0
     smoke: bool = False
@@ -98,6 +106,20 @@ class Sweep:
     ready_timeout_s: float | None = None
     fresh_replicas: bool = False
     use_lattice: bool = True
+    pattern: str | None = None  # --pattern, --neighbours, --bursts, --slo (sharebench.patterns)
+    neighbours: str | None = None
+    bursts: int | None = None
+    slo: float | None = None
+    budget: str | None = None  # --budget, --precision, --max-repeats (sharebench.sweep.budget)
+    precision: float | None = None
+    max_repeats: int | None = None
+
+    def runs(self) -> str:
+        """What the dry run says the step measures."""
+        cells = len(self.modes) * len(self.particles)
+        if self.budget is None:
+            return f"{cells} cells x {self.repeats} repeats"
+        return f"up to {cells} cells within --budget {self.budget}, repeats while unsettled"
 
 
 @dataclass(frozen=True)
@@ -208,7 +230,7 @@ def parse_step(raw: Any, index: int) -> Step:
         modes=tuple(modes),
         particles=tuple(counts(f"{where} particles", need(raw, "particles", where))),
         turns=turns_of(where, need(raw, "turns", where)),
-        repeats=whole_number(f"{where} repeats", need(raw, "repeats", where), 1, 1000),
+        repeats=repeats_of(raw, where),
         warmup_repeats=whole_number(f"{where} warmup_repeats", raw.get("warmup_repeats", 0), 0, 1000),
         smoke=flag(raw, "smoke", where),
         margin_s=seconds(raw, "margin_s", where) or 0.0,
@@ -220,7 +242,74 @@ def parse_step(raw: Any, index: int) -> Step:
         ready_timeout_s=seconds(raw, "ready_timeout_s", where),
         fresh_replicas=flag(raw, "fresh_replicas", where),
         use_lattice=flag(raw, "use_lattice", where, True),
+        **pattern_keys(raw, where),
+        **budget_keys(raw, where),
     )
+
+
+def repeats_of(raw: Mapping[str, Any], where: str) -> int | None:
+    """``repeats``: required, unless a ``budget`` plans them (then refused)."""
+    if "budget" in raw:
+        if "repeats" in raw:
+            raise UserError(
+                f"{where}: repeats goes without budget (a budget plans its repeats: at least {MIN_REPEATS}, then "
+                "while unsettled up to max_repeats)"
+            )
+        return None
+    return whole_number(f"{where} repeats", need(raw, "repeats", where), 1, 1000)
+
+
+def pattern_keys(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``pattern``, ``neighbours``, ``bursts``, ``slo``: checked as ``sharebench run`` checks them."""
+    keys: dict[str, Any] = {}
+    try:
+        for key in ("pattern", "neighbours"):
+            value = text(raw, key, where)
+            if value is not None:
+                parse_pattern(value)
+                keys[key] = value
+        if "bursts" in raw:
+            keys["bursts"] = whole_number(f"{where} bursts", number(raw, "bursts", where), 1, MAX_BURSTS)
+        if "slo" in raw:
+            keys["slo"] = check_slo(number(raw, "slo", where))
+    except UserError as exc:
+        raise UserError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
+    if "neighbours" in keys and all(parse_modes([m])[0].kind == "exclusive" for m in raw["modes"]):
+        raise UserError(f"{where}: neighbours needs a sharing mode (timeslice:N, mps:N, ...) among the modes")
+    return keys
+
+
+def budget_keys(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``budget`` (a duration: "90s", "10m"), ``precision`` (points > 0), ``max_repeats`` (>= 3): checked as
+    ``sharebench run --budget`` checks them; precision and max_repeats go with a budget."""
+    if "budget" not in raw:
+        extra = [k for k in ("precision", "max_repeats") if k in raw]
+        if extra:
+            verb = "goes" if len(extra) == 1 else "go"
+            raise UserError(f'{where}: {" and ".join(extra)} {verb} with budget (a duration such as "10m")')
+        return {}
+    budget = text(raw, "budget", where)
+    kw = {k: raw[k] for k in ("precision", "max_repeats") if k in raw}
+    if any(isinstance(v, (bool, str)) or not isinstance(v, (int, float)) for v in kw.values()):
+        bad = next(k for k, v in kw.items() if isinstance(v, (bool, str)) or not isinstance(v, (int, float)))
+        raise UserError(f"{where}: bad {bad} {kw[bad]!r}; allowed: a number")
+    try:
+        opts = budget_options(budget, **kw)
+    except UserError as exc:
+        msg = str(exc).replace("--max-repeats", "max_repeats").replace("--precision", "precision")
+        raise UserError(f"{where}: {msg.replace('--budget', 'budget')}") from None
+    return {
+        "budget": budget,
+        "precision": opts.precision if "precision" in raw else None,
+        "max_repeats": opts.max_repeats if "max_repeats" in raw else None,
+    }
+
+
+def number(table: Mapping[str, Any], key: str, where: str) -> Any:
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UserError(f"{where}: bad {key} {value!r}; allowed: a number")
+    return value
 
 
 def parse_command(raw: Mapping[str, Any], name: str, tags: tuple[str, ...], where: str) -> Command:
@@ -333,8 +422,17 @@ def sweep_argv(ctx: Context, step: Sweep, stop_after_s: float | None) -> list[st
     folder = ctx.out / step.name
     argv = [ctx.python, "-m", "sharebench", "run", "--device", ctx.plan.device, *lattice_args(ctx, step.use_lattice),
             "--modes", ",".join(step.modes), "--particles", ",".join(str(p) for p in step.particles),
-            "--turns", str(step.turns), "--repeats", str(step.repeats),
-            "--warmup-repeats", str(step.warmup_repeats), "--out", str(folder), "--no-progress"]  # fmt: skip
+            "--turns", str(step.turns), "--warmup-repeats", str(step.warmup_repeats),
+            "--out", str(folder), "--no-progress"]  # fmt: skip
+    if step.repeats is not None:
+        argv[argv.index("--warmup-repeats") : argv.index("--warmup-repeats")] = ["--repeats", str(step.repeats)]
+    for opt, value in (
+        ("--pattern", step.pattern), ("--neighbours", step.neighbours), ("--bursts", step.bursts),
+        ("--slo", step.slo), ("--budget", step.budget), ("--precision", step.precision),
+        ("--max-repeats", step.max_repeats),
+    ):  # fmt: skip
+        if value is not None:
+            argv += [opt, f"{value:g}" if isinstance(value, float) else str(value)]
     if step.engine:
         argv += ["--engine", step.engine]
     for opt, value in (("--exec", step.exec), ("--exec-name", step.exec_name), ("--exec-timing", step.exec_timing)):
@@ -373,8 +471,7 @@ def describe(plan: Plan, out: Path, python: str = sys.executable) -> list[str]:
         go, stop = stop_after(ctx, step)
         skip = "" if go else "   # skipped: budget too small"
         if isinstance(step, Sweep):
-            cells = len(step.modes) * len(step.particles)
-            note = f"   # {step.name}: {cells} cells x {step.repeats} repeats" + (", smoke" if step.smoke else "")
+            note = f"   # {step.name}: {step.runs()}" + (", smoke" if step.smoke else "")
             lines.append(shell_line(sweep_argv(ctx, step, stop)) + (skip or note))
         else:
             redirect = f" {'>>' if step.append else '>'} {ctx.fill(step.stdout)}" if step.stdout else ""

@@ -153,3 +153,57 @@ def test_a_missing_plan_or_step_is_one_line(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert main(["campaign", str(PLANS[0]), "--dry-run", "--steps", "nosuch"]) == 2
     assert "no step or tag 'nosuch'" in capsys.readouterr().err
+
+
+SWEEP = "[[step]]\nname = 'a'\nmodes = ['exclusive', 'timeslice:2']\nparticles = [1000]\nturns = 1\n"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("repeats = 1\npattern = 'sometimes'\n", "step 'a': unknown pattern 'sometimes'"),
+        ("repeats = 1\nneighbours = 'interactive:think=0'\n", "step 'a': "),
+        ("repeats = 1\nbursts = 0\n", "bad step 'a' bursts 0; allowed: a whole number 1..1000000"),
+        ("repeats = 1\nbursts = 'many'\n", "step 'a': bad bursts 'many'; allowed: a number"),
+        ("repeats = 1\nslo = 0.5\n", "step 'a': bad --slo 0.5; allowed: a p95 slowdown target >= 1"),
+        ("budget = '10m'\nrepeats = 3\n", "step 'a': repeats goes without budget (a budget plans its repeats"),
+        ("budget = '10 minutes'\n", "step 'a': bad budget '10 minutes'; allowed: a duration such as 90s, 10m"),
+        ("budget = '10m'\nprecision = 0\n", "step 'a': bad precision 0; allowed: points of loss > 0"),
+        ("budget = '10m'\nprecision = 'fine'\n", "step 'a': bad precision 'fine'; allowed: a number"),
+        ("budget = '10m'\nmax_repeats = 2\n", "step 'a': bad max_repeats 2; allowed: a whole number 3..1000"),
+        ("repeats = 3\nprecision = 0.5\n", "step 'a': precision goes with budget (a duration such as \"10m\")"),
+        ("budget = '10m'\nrepeats = 1\n", "repeats goes without budget"),
+    ],
+)
+def test_pattern_and_budget_keys_are_checked_in_one_line(tmp_path, capsys, text, message):
+    plan = write(tmp_path, SWEEP + text)
+    assert main(["campaign", str(plan), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"sharebench: error: plan {plan}: ") and message in err, err
+
+
+def test_a_neighbour_pattern_needs_a_sharing_mode(tmp_path, capsys):
+    plan = write(
+        tmp_path, SWEEP.replace("'exclusive', 'timeslice:2'", "'exclusive'") + "repeats = 1\nneighbours = 'batch'\n"
+    )
+    assert main(["campaign", str(plan), "--dry-run"]) == 2
+    assert "step 'a': neighbours needs a sharing mode" in capsys.readouterr().err
+
+
+def test_pattern_and_budget_keys_reach_sharebench_run(tmp_path, capsys):
+    plan = write(
+        tmp_path,
+        SWEEP
+        + "pattern = 'interactive:burst=2,think=0.1'\nneighbours = 'batch'\nbursts = 5\nslo = 2\n"
+        + "budget = '90s'\nprecision = 0.5\nmax_repeats = 6\n",
+    )
+    step = load_plan(plan).steps[0]
+    assert isinstance(step, Sweep) and step.repeats is None and step.budget == "90s" and step.precision == 0.5
+    assert main(["campaign", str(plan), "--out", "OUT", "--dry-run"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if " run " in ln)
+    assert "--repeats" not in line
+    assert (
+        "--pattern interactive:burst=2,think=0.1 --neighbours batch --bursts 5 --slo 2 --budget 90s --precision 0.5 "
+        "--max-repeats 6"
+    ) in line
+    assert line.endswith("# a: up to 2 cells within --budget 90s, repeats while unsettled")
