@@ -166,7 +166,13 @@ def add_budget_options(run: argparse.ArgumentParser) -> None:
         default=None,
         metavar="MODEL",
         help="with --dry-run and --budget: plan a GPU campaign on a machine without that GPU (H200, A100, ...), "
-        "from the recorded results of that model under results/ (the committed campaigns)",
+        "from the recorded results of that model under --recorded",
+    )
+    run.add_argument(
+        "--recorded",
+        default=None,
+        metavar="DIR",
+        help="with --gpu-model: the folder of recorded results folders (default: this checkout's results/)",
     )
 
 
@@ -174,9 +180,11 @@ def budget_of(args: argparse.Namespace) -> BudgetOptions | None:
     """--budget/--precision/--max-repeats checked (one-line errors); None without --budget."""
     if args.budget is None:
         extra = [o for o, v in (("--precision", args.precision), ("--max-repeats", args.max_repeats)) if v is not None]
-        if extra or args.gpu_model is not None:
-            what = ", ".join(extra + (["--gpu-model"] if args.gpu_model is not None else []))
-            raise UserError(f"{what} goes with --budget DURATION (adaptive repeats within a node-time budget)")
+        extra += [o for o, v in (("--gpu-model", args.gpu_model), ("--recorded", args.recorded)) if v is not None]
+        if extra:
+            what = ", ".join(extra)
+            verb = "goes" if len(extra) == 1 else "go"
+            raise UserError(f"{what} {verb} with --budget DURATION (adaptive repeats within a node-time budget)")
         return None
     if args.repeats is not None:
         raise UserError(
@@ -197,7 +205,10 @@ def recorded_plan(args: argparse.Namespace, opts: BudgetOptions) -> str:
     sizes = parse_particles(args.particles) if args.particles else DEFAULT_PARTICLES["gpu"]
     turns = whole_number("--turns", args.turns, 1, MAX_TURNS) if args.turns is not None else DEFAULT_TURNS["gpu"]
     warm = whole_number("--warmup-repeats", args.warmup_repeats, 0, MAX_REPEATS) if args.warmup_repeats else 1
-    plan = plan_recorded(opts, args.gpu_model, RECORDED_ROOT, modes, sizes, turns, warm)
+    root = Path(args.recorded) if args.recorded else RECORDED_ROOT
+    if not root.is_dir():
+        raise UserError(f"--recorded {root}: no such folder; give the folder that holds recorded results folders")
+    plan = plan_recorded(opts, args.gpu_model, root, modes, sizes, turns, warm)
     return "\n".join(
         [
             f"device:    a GPU {args.gpu_model} (not this machine's: nothing resolved or measured here)",

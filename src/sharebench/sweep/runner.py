@@ -43,7 +43,7 @@ from sharebench.results.guard import check_new_folder, check_out_path, claim_fol
 from sharebench.sharing import FreshLauncher, Launcher, ReplicaPool, WarmLauncher, cell_run, run_cell
 from sharebench.sharing.timeslice import gpu_timeslice
 from sharebench.sweep.adaptive import Schedule
-from sharebench.sweep.budget import BudgetOptions, fmt_duration, plan_budget
+from sharebench.sweep.budget import BudgetOptions, BudgetPlan, fmt_duration, plan_budget
 from sharebench.sweep.calibrate import auto_sized, calibrate, folder_sizes
 from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, validate
 from sharebench.sweep.probe import split_cells, sweep_probe
@@ -308,6 +308,10 @@ def run_sweep(
     if (out / RESULTS_CSV).exists() and not config.resume:
         raise UserError(f"{out} already holds {RESULTS_CSV}; use --resume to continue it, or another --out")
     plan = validate(config)
+    budget_plan = None  # planned (and a budget that holds too little refused) before the folder is made
+    if budget is not None and budget.budget_s is not None:
+        resumed = out if config.resume else None
+        budget_plan = plan_budget(plan, budget, folder_sizes(resumed) if auto_sized(plan) else ())
     check_out_path(out)
     with claim_folder(out):  # one sweep at a time; results.guard says what the folder keeps safe
         if config.resume:
@@ -317,7 +321,7 @@ def run_sweep(
         else:
             check_new_folder(out)
             torn = None
-        return _sweep(plan, out, on_cell, [torn] if torn else [], Clock(budget, start))
+        return _sweep(plan, out, on_cell, [torn] if torn else [], Clock(budget, start, budget_plan))
 
 
 @dataclass(frozen=True)
@@ -326,6 +330,7 @@ class Clock:
 
     budget: BudgetOptions | None
     t_start: float
+    plan: BudgetPlan | None = None  # sweep.budget.plan_budget's, when the budget is set
 
     @property
     def budget_s(self) -> float | None:
@@ -337,9 +342,8 @@ def _schedule(plan: SweepPlan, out: Path, notes: list[str], clock: Clock) -> Sch
     (on --resume), or with a budget the adaptive queue seeded with the folder's measured rows."""
     config = plan.config
     resumed = out if config.resume else None
-    bp = None
-    if clock.budget is not None and clock.budget.budget_s is not None:
-        bp = plan_budget(plan, clock.budget, folder_sizes(resumed) if auto_sized(plan) else ())
+    bp = clock.plan
+    if bp is not None:
         plan.particles = list(bp.sizes)
         notes += [f"budget plan: {line.strip()}" for line in bp.describe().splitlines()]
     elif auto_sized(plan):  # sweep.calibrate
