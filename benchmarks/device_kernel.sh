@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The kernel's GPU figures (docs/results/kernel.md), run on a lent GPU (figures: H200):
+# The kernel's GPU figures (results/kernel/README.md), run on a lent GPU (figures: H200):
 #   bash benchmarks/device_kernel.sh OUT_DIR
 # Expects PYTHONPATH with sharebench + xsuite wheels, OCL_ICD_VENDORS naming
 # NVIDIA's OpenCL, and the real LHC line at $LHC (default .devcarry/...).

@@ -1,9 +1,14 @@
-"""mkdocs hooks (``hooks:`` in mkdocs.yml): links to files of the repository that are not part of the site.
+"""mkdocs hooks (``hooks:`` in mkdocs.yml): links to files of the repository that are not part of the site,
+and the plots of the committed campaigns (``results/``, beside ``docs/``) that the pages show.
 
 The guides include docs/readme's sections, written for README.md on a code host, whose links may name
 files the site does not carry: examples, manifests, plans, the results folders' pages. A link whose target
 exists in the repository but not in the site becomes its repository path, in code; a link whose target
 exists nowhere is left as it is, so that ``mkdocs build --strict`` fails on it (a broken link).
+
+The campaigns live in ``results/<campaign>/`` at the repository root, outside ``docs/``: their PNG plots are
+added to the site under ``results/`` (:func:`on_files`), and an image whose target is one of them is pointed
+at that copy, so the same Markdown shows the plot in README.md on a code host and on the site.
 
 The links are rewritten by a Markdown preprocessor that runs after pymdownx.snippets has included the
 sections (a page hook would see only the ``--8<--`` lines); the page being rendered is the hook's.
@@ -11,14 +16,18 @@ sections (a page hook would see only the ``--8<--`` lines); the page being rende
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 from markdown import Extension, Markdown  # type: ignore[import-untyped]  # Python-Markdown ships no types
 from markdown.preprocessors import Preprocessor  # type: ignore[import-untyped]
+from mkdocs.structure.files import File
 
 LINK = re.compile(r"(?<!!)\[([^\]\n]*)\]\(([^)\s]+)\)")  # [text](target), not an image
+IMAGE = re.compile(r"(!\[[^\]\n]*\])\(([^)\s]+)\)")  # ![alt](target)
+RESULTS = "results"  # the campaigns' home at the repository root; their plots join the site under this name
 EXTERNAL = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|#|/)")  # a URL, an anchor on the page, or a site-absolute path
 SNIPPETS_PRIORITY = 32  # pymdownx.snippets' preprocessor; a lower priority runs after it
 CURRENT: dict[str, Any] = {}  # the page mkdocs renders now, its config and the site's files
@@ -53,7 +62,20 @@ def relink(markdown: str, page: Any, config: Any, files: Any) -> str:
             return f"`{path}`"
         return f"{text} (`{path}` in the repository)"
 
-    return LINK.sub(one, markdown)
+    def image(m: re.Match[str]) -> str:
+        return f"{m.group(1)}({site_image(m.group(2), page_dir, docs, root)})"
+
+    return LINK.sub(one, IMAGE.sub(image, markdown))
+
+
+def site_image(target: str, page_dir: Path, docs: Path, root: Path) -> str:
+    """An image target in ``results/`` (outside docs/) as the path of its copy in the site; others as given."""
+    if EXTERNAL.match(target):
+        return target
+    resolved = (page_dir / target).resolve()
+    if not resolved.is_relative_to(root / RESULTS) or resolved.suffix != ".png":
+        return target
+    return Path(os.path.relpath(docs / resolved.relative_to(root), page_dir)).as_posix()
 
 
 class RepositoryLinks(Preprocessor):
@@ -71,6 +93,14 @@ class RepositoryLinksExtension(Extension):
 def on_config(config: Any) -> Any:
     config["markdown_extensions"].append(RepositoryLinksExtension())
     return config
+
+
+def on_files(files: Any, config: Any) -> Any:
+    """The committed campaigns' PNG plots join the site as ``results/<campaign>/…/NAME.png``."""
+    root = Path(config["config_file_path"]).resolve().parent
+    for png in sorted((root / RESULTS).rglob("*.png")):
+        files.append(File.generated(config, png.relative_to(root).as_posix(), abs_src_path=str(png)))
+    return files
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:

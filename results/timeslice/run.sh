@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 29 on a lent H200, through the device tool (carry: .whl .devcarry):
-#   bash benchmarks/results/timeslice/run.sh        (writes into $OUT)
+#   bash results/timeslice/run.sh        (writes into $OUT)
 # .devcarry/site: xtrack, xobjects, xpart, xdeps (pure Python, copied from the project's venv);
 # .whl: cffi, pycparser, lark for cp312; .devcarry/lhc_simpletrack_7tev.json.gz: the real LHC line.
 set -u

@@ -1,4 +1,5 @@
-"""A committed campaign's per-cell scratch as one cells.tar.xz: packed, read back, and read by the report."""
+"""A committed campaign's per-cell scratch as one cells.tar.xz: packed, read back, and read by the report
+(whose Markdown files begin with the line naming the command that rebuilds them)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pandas as pd
 
 from sharebench.analysis.telemetry import cell_telemetry
 from sharebench.cli import main
+from sharebench.report.build import GENERATED
 from sharebench.results.archive import CELLS_ARCHIVE, pack_scratch, scratch_root
 from support.paths import ROOT
 from tools import pack_results
@@ -68,6 +70,9 @@ def test_the_report_reads_raw_telemetry_from_the_archive(tmp_path):
     summary = pd.read_csv(folder / "telemetry_summary.csv")
     assert set(summary["energy_source"]) == {"nvml_counter"}, summary
     assert not (folder / "cells").exists()  # read from a temporary folder, the results folder unchanged
+    # the report's Markdown files say what made them and the command that rebuilds them
+    for md in [folder / "report.md", *sorted((folder / "tables").glob("*.md"))]:
+        assert md.read_text().splitlines()[0] == GENERATED, md.name
 
     bare = tmp_path / "bare"
     bare.mkdir()

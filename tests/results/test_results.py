@@ -123,7 +123,7 @@ def test_columns_outside_the_schema_are_refused(tmp_path):
 @pytest.mark.parametrize(
     "version, advice",
     [
-        ("0", "re-run the sweep, or convert it to schema 1 (columns in README)"),
+        ("0", "re-run the sweep, or convert it to schema 1 (columns: docs/reference/results-schema.md)"),
         ("2", "upgrade sharebench to read it"),
     ],
 )

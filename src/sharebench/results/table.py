@@ -145,14 +145,14 @@ def load_results(results: Path | str) -> pd.DataFrame:
         what = (
             "upgrade sharebench to read it"
             if newer
-            else f"re-run the sweep, or convert it to schema {SCHEMA_VERSION} (columns in README)"
+            else f"re-run the sweep, or convert it to schema {SCHEMA_VERSION} (columns: docs/reference/results-schema.md)"
         )
         raise UserError(
             f"{path} has results schema version {v}; this sharebench reads version {SCHEMA_VERSION}: {what}"
         )
     missing = [c for c in ("mode", "particles", "track_s", "replica", "cell_id") if c not in df.columns]
     if missing:
-        raise UserError(f"{path} lacks required column(s) {', '.join(missing)}; see the schema in README")
+        raise UserError(f"{path} lacks required column(s) {', '.join(missing)}; see docs/reference/results-schema.md")
     for c in (*COLUMN_NAMES, *OPTIONAL_NAMES):
         if c not in df.columns:
             df[c] = ""

@@ -1,0 +1,44 @@
+"""The measured campaigns' home, results/<campaign>/: documents committed, per-cell scratch packed, no
+report.html, and few files; the tests read their own trimmed copies under tests/data/, never results/."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from support.paths import ROOT
+
+SCRATCH = re.compile(r"/(?:cells|workers|warm/prime|mps)/|/\.sharebench\.lock$|/report\.html$")
+
+
+def committed(*paths: str) -> list[str]:
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    out = subprocess.run(["git", "ls-files", *paths], cwd=ROOT, capture_output=True, text=True, check=True)
+    return out.stdout.splitlines()
+
+
+def test_campaigns_commit_documents_and_one_archive_per_results_folder():
+    files = committed("results", "docs")
+    assert len(files) <= 800, len(files)
+    assert not [f for f in files if SCRATCH.search(f)]
+    folders = {f.rsplit("/", 1)[0] for f in files if f.startswith("results/") and f.endswith("/results.csv")}
+    assert folders and all(f"{d}/cells.tar.xz" in files for d in folders)
+    readmes = {f"results/{c}/README.md" for c in ("h200", "cpu-default", "cpu-example", "kernel", "timeslice")}
+    assert readmes <= set(files)
+
+
+def test_no_test_reads_the_committed_campaigns():
+    """Tidying a campaign must not break the suite: tests name tests/data/results, not results/."""
+    pattern = re.compile(
+        r'"docs" / "results"|docs/results/|benchmarks/results|ROOT / "results" / "(?!h200" / "headline)'
+    )
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in sorted((ROOT / "tests").rglob("*.py"))
+        if p.name != "test_results_home.py" and pattern.search(p.read_text())
+    ]
+    assert not offenders, offenders
