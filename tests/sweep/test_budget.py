@@ -289,7 +289,7 @@ def test_the_report_states_budget_plan_time_and_precision():
         {"exclusive": [1.0, 1.0005, 0.9995, 1.0], "timeslice:2": [2.2, 2.2, 2.2002], "mps:2": [2.0, 2.1, 1.95, 2.0]}
     )
     lines = budget_report(plan, rows, opts, elapsed_s=45.0)
-    assert lines[0] == "budget: 1m (60 s); used 45.0 s (75%)"
+    assert lines[0] == "budget: 1m (60 s); used 45.0 s (75%) before the report"
     assert lines[1] == "plan: test rates; predicted 24 s for 9 planned cells (3 repeat(s) + 0 warm-up of 3 block(s))"
     assert lines[2] == (
         "ran: 11 cells; repeats while wider than ±1 or straddling -1.96, 3 to 4; intervals at 97.5% per look, 95% as "

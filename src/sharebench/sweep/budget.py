@@ -51,6 +51,10 @@ from sharebench.sweep.calibrate import MAX_PARTICLES, PROBE_PARTICLES, auto_size
 from sharebench.sweep.plan import MAX_REPEATS, Cell, SweepPlan
 
 HEADLINE_MODES = ("exclusive", "timeslice:2", "mps:2")
+# the smallest size a budget picks by itself (the CPU default without a budget stops at the probe's 1,000): a
+# slow CPU (the generated LHC-like ring, 1,000 particles x 10 turns in 3.5-7.5 s on the 2-core dev machine)
+# fits every default mode into 90 s only below it
+MIN_AUTO_PARTICLES = 100
 # where ``--dry-run --gpu-model`` finds recorded results: the checkout's committed campaigns
 RECORDED_ROOT = Path(__file__).resolve().parents[3] / "results"
 ADAPTIVE_RESERVE = 0.25  # of the time left after the set-up: kept for repeats beyond the minimum
@@ -426,7 +430,7 @@ class Costing:
         per_particle /= PROBE_PARTICLES
         fixed = len(self.modes) * self.overheads.per_cell_s
         size = floor2((room_s / max(1, rounds) - fixed) / per_particle) if per_particle > 0 else MAX_PARTICLES
-        return min(MAX_PARTICLES, max(PROBE_PARTICLES, size))
+        return min(MAX_PARTICLES, max(MIN_AUTO_PARTICLES, size))
 
 
 def too_small(budget_s: float, costing: Costing, particles: int) -> UserError:
@@ -520,21 +524,24 @@ def choose_blocks(costing: Costing, sizes: Sequence[int], rounds: int, room_s: f
     return blocks
 
 
-# a GPU's calibration tracks this many turns per size (a 15 M-particle turn takes ~0.2 s on an H200)
-GPU_PROBE_TURNS = 1
+# the calibration tracks this many turns per size (a 15 M-particle turn takes ~0.2 s on an H200; the CPU default's
+# 1,000 particles take 0.35-0.75 s a turn of the generated ring on the dev machine): the rate per element-pass
+# carries over to the sweep's turns
+PROBE_TURNS = 1
 
 
 def plan_budget(sweep: SweepPlan, options: BudgetOptions, sizes: Sequence[int] = ()) -> BudgetPlan:
     """The budget plan of a validated sweep on this machine: one short exclusive run per size (the CPU
     default: one run of :data:`PROBE_PARTICLES`, and the size chosen to fit), the recorded overheads of
-    the device class, the sweep's modes, replicas, sizes and warm-ups. ``options.budget_s`` must be set.
+    the device class, the sweep's modes, replicas, sizes and warm-ups. Each calibration run tracks
+    :data:`PROBE_TURNS` turns; a size picked to fit is at least :data:`MIN_AUTO_PARTICLES`.
+    ``options.budget_s`` must be set.
     ``sizes``: the sizes to plan instead of the sweep's (a resumed folder's, ``calibrate.folder_sizes``)."""
     if options.budget_s is None:
         raise ValueError("plan_budget needs options.budget_s")
     auto = not sizes and auto_sized(sweep)
     run_sizes = list(sizes) or sweep.particles
-    probe = GPU_PROBE_TURNS if sweep.device.kind == "gpu" else None
-    calibration = calibrate_sizes(sweep.run_config, [PROBE_PARTICLES] if auto else run_sizes, probe_turns=probe)
+    calibration = calibrate_sizes(sweep.run_config, [PROBE_PARTICLES] if auto else run_sizes, probe_turns=PROBE_TURNS)
     return plan_within(
         options.budget_s,
         calibration,
