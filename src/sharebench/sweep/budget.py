@@ -143,12 +143,17 @@ class Calibration:
         return replicas * self.exclusive_s(particles) * self.factors.get(mode.label, 1.0)
 
 
+MIN_PROBE_S = 0.3  # a calibration run shorter than this is run again with more turns
+
+
 def calibrate_sizes(
     run_config: Callable[[int], RunConfig], sizes: Sequence[int], *, probe_turns: int | None = None
 ) -> Calibration:
     """One exclusive run per size in this process (which also builds the kernel into the cache the
     replicas reuse): their rates. ``run_config`` is ``SweepPlan.run_config``; ``probe_turns``: track at
-    most that many turns (a short run; the rate per element-pass carries over to the sweep's turns)."""
+    most that many turns (a short run; the rate per element-pass carries over to the sweep's turns). A
+    probe shorter than :data:`MIN_PROBE_S` is run again with more turns (up to the sweep's): a run of
+    milliseconds is mostly fixed costs (the CPU's thread start-up) and would predict far too slow a rate."""
     t0 = time.monotonic()
     rates: dict[int, float] = {}
     turns, elements = 1, 1
@@ -159,6 +164,10 @@ def calibrate_sizes(
             cfg = dataclasses.replace(cfg, turns=probe_turns)
         with contextlib.redirect_stdout(sys.stderr):
             rec = run_replica(cfg)
+            if rec.track_s < MIN_PROBE_S and cfg.turns < turns:
+                more = math.ceil(cfg.turns * MIN_PROBE_S / max(rec.track_s, 1e-6))
+                cfg = dataclasses.replace(cfg, turns=min(turns, more))
+                rec = run_replica(cfg)
         elements = max(1, int(rec.elements or 1))
         rates[int(p)] = p * cfg.turns * elements / rec.track_s if rec.track_s > 0 else math.inf
     shown = ", ".join(f"{p:,} particles {p * turns * elements / r:.3g} s" for p, r in rates.items())
