@@ -48,7 +48,7 @@ KFP_LOCAL_NOISE = (
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 REPLICA_LINE = re.compile(r"^\s*sharebench: (\S+ replica \d+: .*)$")
 TASK_START = re.compile(r" - INFO - Executing task '([^']+)'")
-TASK_END = re.compile(r" - INFO - Task '([^']+)' finished with status (\w+)")
+TASK_END = re.compile(r" - [A-Z]+ - Task '([^']+)' finished with status (\w+)")
 FAILED_TAIL_LINES = 80
 
 
@@ -101,7 +101,7 @@ def local_outputs(run_dir: Path | str) -> PipelineOutputs:
 
 
 class QuietStream(io.TextIOBase):
-    """kfp.local's stdout: every line to ``log``; on ``screen`` only each replica run's one line
+    """kfp.local's stdout: every line to ``log`` (without colour codes); on ``screen`` only each replica run's one line
     (``sharebench: <cell> replica <i>: ok track_s=…``). Keeps the lines of the task running now, so a
     failure can show them."""
 
@@ -116,11 +116,12 @@ class QuietStream(io.TextIOBase):
         return True
 
     def write(self, s: str) -> int:
-        self.log.write(s)
-        lines = (self.partial + s).split("\n")
+        text = ANSI.sub("", s)  # kfp.local colours task names and states
+        self.log.write(text)
+        lines = (self.partial + text).split("\n")
         self.partial = lines.pop()
-        for raw in lines:
-            self.line(ANSI.sub("", raw))
+        for line in lines:
+            self.line(line)
         return len(s)
 
     def line(self, text: str) -> None:

@@ -107,16 +107,16 @@ def test_notebook_runs_locally_top_to_bottom(tmp_path, monkeypatch):
 
     text = check_executed(nb)
     assert "finished in" in text and "loss_pct/timeslice:2/p2000" in text
-    assert "timeslice:2_p2000_r0 replica 1: ok" in text
+    assert "timeslice:2_p2000_r1 replica 1: ok" in text
     # the results table and a loss table, shown inline
-    assert "timeslice:2_p2000_r0" in text and "exclusive_p2000_r0" in text
+    assert "timeslice:2_p2000_r1" in text and "exclusive_p2000_r1" in text
     assert "Time-slicing" in text and "loss %" in text
     images = [o for o in _outputs(nb, "display_data") if "image/png" in o.get("data", {})]
     assert len(images) >= 3  # the decision plot and the others
     # the comparison cannot match a cell (another lattice, other sizes): it says why, no table of NaN
     compared = _text(_cell_after(nb, "## Compare with an earlier results folder").outputs)
     assert "No cell measured in both" in compared and f"lattice: generated in {EARLIER.name}" in compared
-    assert "particles: 500 in cpu-example, 2,000 in this run" in compared and "NaN" not in compared
+    assert "particles: 500/1,000 in cpu-example, 2,000 in this run" in compared and "NaN" not in compared
     # kfp.local's whole output is in the run's log
     (run_dir,) = (tmp_path / "root").glob("sharebench-sweep-*")
     log = (run_dir / LOG_NAME).read_text()
