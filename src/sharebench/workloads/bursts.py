@@ -63,6 +63,10 @@ BURSTS_KIND = "bursts"
 # 1: a header line {kind, schema_version, pattern, seed, ...}, then {i, arrival, start, end, units} a burst
 BURSTS_SCHEMA_VERSION = 1
 BURST_KEYS = ("i", "arrival", "start", "end", "units")
+# bounds on a burst record read back (issue 27): its size, its lines, each line
+MAX_BURSTS_BYTES = 64 * 1024 * 1024
+MAX_BURST_LINES = 500_000
+MAX_BURST_LINE_BYTES = 4096
 SPIN_S = 0.002  # the last 2 ms before an arrival are spun, not slept (a sleep can wake ~1 ms late)
 
 Clock = Callable[[], float]
@@ -270,10 +274,7 @@ def record_bursts(bursts: Sequence[Burst], pattern: Pattern, seed: object, **hea
 def read_bursts(path: Path) -> tuple[dict[str, Any], list[Burst]]:
     """The record's header and bursts; UserError (one line) when absent, of another kind, newer than this
     sharebench reads, or malformed (naming the line)."""
-    try:
-        lines = [ln for ln in Path(path).read_text().splitlines() if ln.strip()]
-    except OSError as exc:
-        raise UserError(f"burst record {path} unreadable: {one_line(exc)}") from None
+    lines = bounded_lines(Path(path))
     if not lines:
         raise UserError(f"burst record {path} is empty; a header line is needed")
     header = parse_line(path, 1, lines[0])
@@ -286,6 +287,28 @@ def read_bursts(path: Path) -> tuple[dict[str, Any], list[Burst]]:
             "(a newer record needs a newer sharebench)"
         )
     return header, [burst_of(path, n, parse_line(path, n, ln)) for n, ln in enumerate(lines[1:], start=2)]
+
+
+def bounded_lines(path: Path) -> list[str]:
+    """The record's non-blank lines; UserError naming the limit when it holds more than
+    :data:`MAX_BURSTS_BYTES`, :data:`MAX_BURST_LINES` lines or a line over :data:`MAX_BURST_LINE_BYTES`."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_BURSTS_BYTES + 1)  # never more than the limit read in
+            size = max(len(data), os.fstat(f.fileno()).st_size)
+    except OSError as exc:
+        raise UserError(f"burst record {path} unreadable: {one_line(exc)}") from None
+    if size > MAX_BURSTS_BYTES:
+        raise UserError(f"burst record {path} is {size} bytes; allowed: at most {MAX_BURSTS_BYTES} bytes (64 MiB)")
+    lines = [ln for ln in data.decode("utf-8", errors="replace").splitlines() if ln.strip()]
+    if len(lines) > MAX_BURST_LINES:
+        raise UserError(f"burst record {path} has {len(lines)} lines; allowed: at most {MAX_BURST_LINES}")
+    for n, ln in enumerate(lines, start=1):
+        if len(ln) > MAX_BURST_LINE_BYTES:
+            raise UserError(
+                f"burst record {path} line {n} is {len(ln)} characters; allowed: at most {MAX_BURST_LINE_BYTES}"
+            )
+    return lines
 
 
 def parse_line(path: Path, n: int, line: str) -> dict[str, Any]:

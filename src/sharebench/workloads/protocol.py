@@ -27,6 +27,7 @@ follow the protocol by hand.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -36,8 +37,9 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -47,7 +49,7 @@ from sharebench.errors import UserError, one_line
 from sharebench.files import write_atomic
 from sharebench.kernel.config import RunConfig, RunRecord
 from sharebench.kernel.run import read_start_instant, sleep_until, wait_at_barrier
-from sharebench.workloads.bursts import BURSTS, COUNT, PATTERN, SEED, STOP_FILE, read_bursts
+from sharebench.workloads.bursts import BURSTS, COUNT, MAX_BURSTS_BYTES, PATTERN, SEED, STOP_FILE, read_bursts
 
 READY_FILE = "SHAREBENCH_READY_FILE"
 START_FILE = "SHAREBENCH_START_FILE"
@@ -60,6 +62,10 @@ EXEC_TIMINGS = ("protocol", "process")
 RESULT_KEYS = ("start", "end", "work", "unit")
 # result keys that fill the record's own fields rather than its extras
 RECORD_KEYS = ("device_name", "device_uuid", "context")
+T = TypeVar("T")
+# bounds on what a program hands back (issue 27): a result file, and each of its values as JSON, at most
+MAX_RESULT_BYTES = 1024 * 1024
+MAX_RESULT_VALUE_BYTES = 4096
 
 
 # ----------------------------------------------------------------- the program's side (Python)
@@ -162,22 +168,50 @@ def parse_result(doc: Any, where: str) -> dict[str, Any]:
         raise UserError(f"malformed result in {where}: work {doc['work']!r}; allowed: a number > 0")
     if not isinstance(doc["unit"], str) or not doc["unit"].strip():
         raise UserError(f"malformed result in {where}: unit {doc['unit']!r}; allowed: a non-empty name")
+    for k, v in doc.items():
+        size = len(json.dumps(v))
+        if size > MAX_RESULT_VALUE_BYTES:
+            raise UserError(
+                f"result in {where}: value of {one_line(str(k), 40)!r} is {size} bytes as JSON; "
+                f"allowed: at most {MAX_RESULT_VALUE_BYTES} bytes per value"
+            )
     return doc
 
 
 def read_result(path: Path) -> dict[str, Any]:
-    """The program's result file, checked; UserError when absent, not JSON or malformed."""
+    """The program's result file, checked; UserError when absent, over :data:`MAX_RESULT_BYTES`, not JSON
+    or malformed (a value over :data:`MAX_RESULT_VALUE_BYTES`)."""
     try:
-        text = path.read_text()
+        with path.open("rb") as f:
+            data = f.read(MAX_RESULT_BYTES + 1)  # no further than the limit: a huge file is never read in
+            size = max(len(data), os.fstat(f.fileno()).st_size)
     except FileNotFoundError:
         raise UserError(f"the program wrote no result to {path} ({RESULT_FILE})") from None
     except OSError as exc:
         raise UserError(f"result file {path} unreadable: {exc}") from None
+    if size > MAX_RESULT_BYTES:
+        raise UserError(
+            f"result file {path} is {size} bytes; allowed: at most {MAX_RESULT_BYTES} bytes (1 MiB): "
+            "the four result keys and a few small extras"
+        )
+    text = data.decode("utf-8", errors="replace")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"malformed result in {path}: not JSON ({exc}): {one_line(text, 80)!r}") from None
     return parse_result(doc, str(path))
+
+
+def read_oversized_away(path: Path, read: Callable[[Path], T], limit: int) -> T:
+    """``read(path)``, removing the file when it is refused for being over ``limit`` bytes (the cell's
+    folder keeps the one-line reason, not the file)."""
+    try:
+        return read(path)
+    except UserError:
+        with contextlib.suppress(OSError):
+            if path.stat().st_size > limit:
+                path.unlink()
+        raise
 
 
 def program_env(cfg: RunConfig, result_file: Path) -> dict[str, str]:
@@ -251,11 +285,11 @@ def run_exec(cfg: RunConfig) -> RunRecord:
         doc: dict[str, Any] = {"start": start, "end": end, "work": cfg.particles, "unit": "work"}
         setup_s = 0.0
     else:
-        doc = read_result(result_file)
+        doc = read_oversized_away(result_file, read_result, MAX_RESULT_BYTES)
         setup_s = max(0.0, doc["start"] - start) if start else time.perf_counter() - t_setup
     rec = exec_record(cfg, doc, timing, setup_s)
     if bursts_file is not None and bursts_file.exists():  # a program that ignores SHAREBENCH_BURSTS writes none
-        header, bursts = read_bursts(bursts_file)
+        header, bursts = read_oversized_away(bursts_file, read_bursts, MAX_BURSTS_BYTES)
         rec.extra.update(
             pattern=str(header.get("pattern") or cfg.own_pattern),
             role=cfg.role,
