@@ -18,6 +18,7 @@ COMPONENTS = (
     "collect_results",
     "write_report",
     "compare_nodes",
+    "record_history",
     "restore_node",
 )
 

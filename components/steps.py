@@ -23,6 +23,7 @@ from sharebench.analysis import analyse
 from sharebench.analysis.latency import DEFAULT_SLO, users_at_target
 from sharebench.components.image import IMAGE
 from sharebench.errors import UserError
+from sharebench.history import add_and_check
 from sharebench.manifests.names import OPERATOR_NAMESPACE, RUN_NAMESPACE
 from sharebench.modes import parse_mode
 from sharebench.node import ReconfigureOptions, renew_lease
@@ -342,3 +343,17 @@ def write_report(results_dirs: list[str], html_path: str, md_path: str, plots_di
     shutil.copytree(combined.plots, plots_dir, dirs_exist_ok=True)
     say(f"report: {html_path} ({len(results_dirs)} results folder(s))")
     return {"html": html_path, "md": md_path, "plots": plots_dir}
+
+
+# ------------------------------------------------------------------ history (issue 25)
+def record_history(*, results_dir: str, store: str, pushgateway: str = "", s3_endpoint: str = "") -> int:
+    """Add the run's results folder to the history store and check its node (every verdict logged; push
+    when a Pushgateway is given); a changed cell exits non-zero, so a scheduled run fails visibly."""
+    result = add_and_check(results_dir, store, pushgateway=pushgateway or None, s3_endpoint=s3_endpoint or None)
+    say(f"history: run {result.run_id} {'added to' if result.added else 'already in'} {store} ({result.file_name})")
+    for verdict in result.verdicts:
+        say(f"{verdict.status}: {verdict.line()}")
+    if result.changed:
+        raise SystemExit(f"sharebench: {len(result.changes)} cell(s) of {len(result.verdicts)} changed; see above")
+    say(f"history: 0 change(s) in {len(result.verdicts)} cell(s)")
+    return len(result.verdicts)

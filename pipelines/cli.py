@@ -24,6 +24,7 @@ import yaml
 from kfp_server_api.exceptions import ApiException
 
 from sharebench.errors import UserError
+from sharebench.history import open_store
 from sharebench.node.images import IMAGE_ALLOW_ENV, check_image
 from sharebench.parse import seconds
 from sharebench.pipelines.compile import compile_all
@@ -146,6 +147,7 @@ def check_arguments(params: dict[str, dict[str, Any]], given: dict[str, Any]) ->
     them: a bad value is a one-line UserError before the run exists, not a failed task on the cluster.
     A run that names no node is checked as if it named one (the cluster's answer to that is its own)."""
     values = {k: given.get(k, spec.get("defaultValue")) for k, spec in params.items()}
+    check_history_arguments(values)
     if not {"modes", "particle_counts", "repeats", "turns", "placement"} <= set(values):
         return  # not a sweep pipeline: its parameters are checked by their types alone
     nodes = values.get("nodes") if "nodes" in values else [values.get("node_name") or ""]
@@ -172,6 +174,23 @@ def check_arguments(params: dict[str, dict[str, Any]], given: dict[str, Any]) ->
             )
     except UserError as exc:
         raise UserError(f"--param: {exc}") from None
+
+
+def check_history_arguments(values: dict[str, Any]) -> None:
+    """The history step's store (a folder or s3://bucket/prefix; '' off) and Pushgateway (an http(s) URL;
+    '' none), checked as the step checks them: a one-line UserError naming the bad value."""
+    store = str(values.get("history") or "").strip()
+    if store:
+        try:
+            open_store(store, create=True)
+        except UserError as exc:
+            raise UserError(f"--param history: {exc}") from None
+    gateway = str(values.get("pushgateway") or "").strip()
+    if gateway and not re.fullmatch(r"https?://[^\s/]+(/\S*)?", gateway):
+        raise UserError(
+            f"--param pushgateway={gateway!r} is not an http(s) URL; allowed: '' (none) or e.g. "
+            "http://pushgateway.monitoring:9091"
+        )
 
 
 def _typed(key: str, raw: str, ptype: str) -> Any:

@@ -15,9 +15,11 @@ Shape of ``sharebench-sweep`` (one node)::
           merge_records (cells -> mode)
         collect_results (modes -> results folder, loss tables, Metrics)
         write_report    (HTML + Markdown report, plots)
+        record_history  (history != '': add to the store, check the node; fails on a change)
 
 ``sharebench-multi-node`` runs ``sweep_node`` for each node in a ParallelFor (side by side)
-and ``compare_nodes`` puts them in one report.
+and ``compare_nodes`` puts them in one report (a node whose history check finds a change fails
+its sweep, so the comparison is then not made; each node's own report is).
 
 Why this shape (what KFP 2.17 really compiles and runs, on a cluster and in kfp.local):
 
@@ -48,6 +50,7 @@ from sharebench.components.image import IMAGE
 from sharebench.components.merge_records import merge_records
 from sharebench.components.plan_sweep import plan_sweep
 from sharebench.components.reconfigure_node import reconfigure_node
+from sharebench.components.record_history import record_history
 from sharebench.components.restore_node import restore_node
 from sharebench.components.run_simpletrack import run_simpletrack
 from sharebench.components.schedule_start import schedule_start
@@ -59,6 +62,11 @@ from sharebench.workloads import DEFAULT_WORKLOAD
 SWEEP_NAME = "sharebench-sweep"
 MULTI_NODE_NAME = "sharebench-multi-node"
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+# KFP's object store as the pipelines' own artifacts use it: the in-cluster MinIO and its credentials
+# (the Secret KFP puts in every profile namespace), for a history store at s3://...
+KFP_S3_ENDPOINT = "http://minio-service.kubeflow:9000"
+KFP_S3_SECRET = "mlpipeline-minio-artifact"
+KFP_S3_SECRET_ENV = {"accesskey": "AWS_ACCESS_KEY_ID", "secretkey": "AWS_SECRET_ACCESS_KEY"}
 
 
 class Loop(dsl.ParallelFor):
@@ -98,6 +106,15 @@ def node_step(task: dsl.PipelineTask, *, image_allow: bool = False) -> dsl.Pipel
     kubernetes.use_secret_as_volume(task, NODE_TOKEN_SECRET, mount_path=NODE_TOKEN_DIR, optional=True)
     if image_allow:
         kubernetes.use_config_map_as_env(task, SITE_CONFIGMAP, {SITE_IMAGE_ALLOW_KEY: IMAGE_ALLOW_ENV}, optional=True)
+    return task
+
+
+def history_step(task: dsl.PipelineTask) -> dsl.PipelineTask:
+    """The history step: the image the pipeline was compiled with (never the run's ``image``: the object
+    store's credentials go to no code a submitter picks) and those credentials in its environment, as
+    ``sharebench runs fetch`` reads them (optional: a folder store or a pod with its own S3 identity)."""
+    in_image(task, IMAGE)
+    kubernetes.use_secret_as_env(task, KFP_S3_SECRET, KFP_S3_SECRET_ENV, optional=True)
     return task
 
 
@@ -277,6 +294,9 @@ def sweep_node(
     operator_namespace: str,
     reconfigure_timeout_s: float,
     force: bool,
+    history: str,
+    pushgateway: str,
+    history_s3_endpoint: str,
 ) -> Dataset:
     plan = in_image(
         plan_sweep(
@@ -317,7 +337,15 @@ def sweep_node(
         ),
         image,
     )
-    in_image(write_report(results=collected.outputs["results"]), image)
+    report = in_image(write_report(results=collected.outputs["results"]), image)
+    with dsl.If(history != "", name="history"):
+        recorded = record_history(
+            results=collected.outputs["results"],
+            store=history,
+            pushgateway=pushgateway,
+            s3_endpoint=history_s3_endpoint,
+        )
+        history_step(recorded).after(report)
     return collected.outputs["results"]
 
 
@@ -340,6 +368,9 @@ def sweep_pipeline(
     operator_namespace: str = "gpu-operator",
     reconfigure_timeout_s: float = 900.0,
     force: bool = False,
+    history: str = "",
+    pushgateway: str = "",
+    history_s3_endpoint: str = KFP_S3_ENDPOINT,
 ):
     """Sweep every sharing mode on one node; the node is restored whatever fails.
 
@@ -364,6 +395,12 @@ def sweep_pipeline(
         operator_namespace: Namespace of the NVIDIA gpu-operator.
         reconfigure_timeout_s: Longest wait for the node to advertise a mode.
         force: Reconfigure even when pods outside sharebench use the node's GPUs.
+        history: History store the run is added to and checked against ('' off): s3://bucket/prefix (e.g.
+            s3://mlpipeline/sharebench/history in KFP's MinIO) or a folder the task sees; a changed loss
+            fails the run (sharebench history accept starts a new baseline).
+        pushgateway: Prometheus Pushgateway URL (http(s)://HOST:9091) the history step pushes the losses
+            and the check to ('' none).
+        history_s3_endpoint: S3 API endpoint of an s3:// history store ('' AWS S3).
     """
     restore = node_step(restore_node(node_name=node_name, placement=placement, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER))
     with dsl.ExitHandler(restore, name="sweep"):
@@ -382,6 +419,9 @@ def sweep_pipeline(
             operator_namespace=operator_namespace,
             reconfigure_timeout_s=reconfigure_timeout_s,
             force=force,
+            history=history,
+            pushgateway=pushgateway,
+            history_s3_endpoint=history_s3_endpoint,
         )
 
 
@@ -406,6 +446,9 @@ def multi_node_pipeline(
     operator_namespace: str = "gpu-operator",
     reconfigure_timeout_s: float = 900.0,
     force: bool = False,
+    history: str = "",
+    pushgateway: str = "",
+    history_s3_endpoint: str = KFP_S3_ENDPOINT,
 ):
     """Sweep several nodes at once (each one mode at a time) and compare them in one report.
 
@@ -429,6 +472,12 @@ def multi_node_pipeline(
         operator_namespace: Namespace of the NVIDIA gpu-operator.
         reconfigure_timeout_s: Longest wait for a node to advertise a mode.
         force: Reconfigure even when pods outside sharebench use a node's GPUs.
+        history: History store the run is added to and checked against ('' off): s3://bucket/prefix (e.g.
+            s3://mlpipeline/sharebench/history in KFP's MinIO) or a folder the task sees; a changed loss
+            fails the run (sharebench history accept starts a new baseline).
+        pushgateway: Prometheus Pushgateway URL (http(s)://HOST:9091) the history step pushes the losses
+            and the check to ('' none).
+        history_s3_endpoint: S3 API endpoint of an s3:// history store ('' AWS S3).
     """
     restore = node_step(restore_node(node_names=nodes, placement=placement, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER))
     with dsl.ExitHandler(restore, name="sweeps"):
@@ -448,6 +497,9 @@ def multi_node_pipeline(
                 operator_namespace=operator_namespace,
                 reconfigure_timeout_s=reconfigure_timeout_s,
                 force=force,
+                history=history,
+                pushgateway=pushgateway,
+                history_s3_endpoint=history_s3_endpoint,
             )
         in_image(compare_nodes(results=dsl.Collected(swept.output)), image)
 
