@@ -21,6 +21,7 @@ from sharebench.components import steps
 from sharebench.components.image import IMAGE
 from sharebench.manifests.names import NODE_TOKEN_DIR, NODE_TOKEN_SECRET
 from sharebench.node.images import IMAGE_ALLOW_ENV, SITE_CONFIGMAP, SITE_IMAGE_ALLOW_KEY
+from sharebench.pipelines.sweep_pipeline import KFP_S3_ENDPOINT, KFP_S3_SECRET, KFP_S3_SECRET_ENV
 from sharebench.workloads import Workload
 from support.paths import ROOT
 
@@ -28,6 +29,8 @@ PIPELINES = ROOT / "pipelines"
 FILES = ["sharebench_sweep.yaml", "sharebench_multi_node.yaml"]
 # the executors that act on the node (reconfigure, Lease renewal, claims, restore)
 NODE_STEPS = {"exec-reconfigure-node", "exec-schedule-start", "exec-check-cell", "exec-restore-node"}
+# the history step (issue 25): the object store's credentials in its environment, so also the compiled image
+HISTORY_STEP = "exec-record-history"
 
 
 def _docs(path: Path) -> tuple[pipeline_spec_pb2.PipelineSpec, pipeline_spec_pb2.PlatformSpec]:
@@ -92,10 +95,9 @@ def test_image_is_one_setting_overridable_at_compile_time(tmp_path):
     # the replica and analysis tasks run the image the run names (its default: the compile-time setting);
     # the steps that act on the node always run the compile-time image, never the run's (issue 27)
     images = {name: e["container"]["image"] for name, e in executors.items()}
-    assert {n for n, i in images.items() if i == "registry.example.org/team/sharebench:test-1"} == NODE_STEPS
-    assert {i for n, i in images.items() if n not in NODE_STEPS} == {
-        "{{$.inputs.parameters['pipelinechannel--image']}}"
-    }
+    compiled = NODE_STEPS | {HISTORY_STEP}
+    assert {n for n, i in images.items() if i == "registry.example.org/team/sharebench:test-1"} == compiled
+    assert {i for n, i in images.items() if n not in compiled} == {"{{$.inputs.parameters['pipelinechannel--image']}}"}
     assert (
         spec.root.input_definitions.parameters["image"].default_value.string_value
         == "registry.example.org/team/sharebench:test-1"
@@ -198,7 +200,7 @@ def test_node_rights_only_in_node_steps_which_run_the_compiled_image(name):
     deploy = json_format.MessageToDict(spec.deployment_spec)["executors"]
     assert set(deploy) >= NODE_STEPS
     for executor, body in deploy.items():
-        if executor in NODE_STEPS:
+        if executor in NODE_STEPS | {HISTORY_STEP}:
             assert body["container"]["image"] == IMAGE, executor
         else:
             assert body["container"]["image"] == "{{$.inputs.parameters['pipelinechannel--image']}}", executor
@@ -210,6 +212,41 @@ def test_node_rights_only_in_node_steps_which_run_the_compiled_image(name):
         mounts = [(v.secret_name, v.mount_path, v.optional) for v in _k8s(platform, executor).secret_as_volume]
         want = [(NODE_TOKEN_SECRET, NODE_TOKEN_DIR, True)] if executor in NODE_STEPS else []
         assert mounts == want, executor
+        # the object store's credentials only in the history step, as env (optional: a folder store)
+        secrets = [
+            (e.secret_name, e.optional, sorted((k.secret_key, k.env_var) for k in e.key_to_env))
+            for e in _k8s(platform, executor).secret_as_env
+        ]
+        want_env = [(KFP_S3_SECRET, True, sorted(KFP_S3_SECRET_ENV.items()))] if executor == HISTORY_STEP else []
+        assert secrets == want_env, executor
     # the run's image reaches the node step as the value it checks
     tasks = [t for _, n, t in _all_tasks(spec) if n == "reconfigure-node"]
     assert tasks and all("image" in t.inputs.parameters for t in tasks)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_history_step_runs_last_only_when_a_store_is_given(name):
+    """Issue 25, item 4: parameters history ('' off), pushgateway and the store's S3 endpoint; the
+    record-history step under a condition on history, after the node's report, fed the results folder."""
+    spec, _ = _docs(PIPELINES / name)
+    root = spec.root.input_definitions.parameters
+    assert root["history"].default_value.string_value == ""
+    assert root["pushgateway"].default_value.string_value == ""
+    assert root["history_s3_endpoint"].default_value.string_value == KFP_S3_ENDPOINT
+    for p in ("history", "pushgateway", "history_s3_endpoint"):
+        assert root[p].description, f"parameter {p} has no description in {name}"
+    node_dag = spec.components["comp-sharebench-node"].dag.tasks
+    (cond,) = [t for t in node_dag.values() if t.task_info.name == "history"]
+    assert cond.trigger_policy.condition == "inputs.parameter_values['pipelinechannel--history'] != ''"
+    assert {"write-report", "collect-results"} <= set(cond.dependent_tasks)
+    # nothing in the node's sweep waits for the history step: it is the last
+    assert not [n for n, t in node_dag.items() if "condition-1" in t.dependent_tasks]
+    (step,) = spec.components[cond.component_ref.name].dag.tasks.values()
+    assert step.component_ref.name == "comp-record-history"
+    assert step.inputs.artifacts["results"].component_input_artifact == "pipelinechannel--collect-results-results"
+    params = {k: v.component_input_parameter for k, v in step.inputs.parameters.items()}
+    assert params == {
+        "store": "pipelinechannel--history",
+        "pushgateway": "pipelinechannel--pushgateway",
+        "s3_endpoint": "pipelinechannel--history_s3_endpoint",
+    }
