@@ -28,10 +28,14 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from sharebench import processes
 from sharebench.sharing.mps import MpsDaemon
 from sharebench.workloads import REPLICA_MODULE
 
+# process states in which an idle replica cannot take a cell (checked before it is handed one)
+FROZEN = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
 MAX_IDLE = 16  # idle replicas kept at most (each holds a device context and its last particle state)
 
 
@@ -71,6 +75,20 @@ class Worker:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def frozen(self) -> str:
+        """'' when the process can take a cell; else why not: stopped (SIGSTOP, a debugger) or a zombie.
+        A stopped replica would never reach the barrier: handed a cell, it costs the whole ready timeout."""
+        try:
+            status = psutil.Process(self.proc.pid).status()
+        except psutil.Error:
+            return "gone"
+        return status if status in FROZEN else ""
+
+    def kill(self) -> None:
+        """SIGKILL to its group (what a stopped process obeys at once), then reap it."""
+        processes.signal_group(self.proc, signal.SIGKILL)
+        self.proc.wait()
 
     def end_input(self) -> None:
         """Close the replica's input: it ends once its current job is done."""
@@ -114,6 +132,7 @@ class ReplicaPool:
         self.busy: dict[int, Worker] = {}
         self.mps: MpsDaemon | None = None
         self.started = 0  # replica processes started (a cell reused the others)
+        self.replaced: list[str] = []  # idle replicas found unable to take a cell (stopped, ended), why
 
     def __enter__(self) -> ReplicaPool:
         return self
@@ -139,10 +158,15 @@ class ReplicaPool:
         for pid, w in list(self.idle.items()):
             if w.key == key:
                 del self.idle[pid]
-                if w.alive():
+                why = w.frozen() if w.alive() else "ended"
+                if not why:
                     self.busy[pid] = w
                     return w
-                w.stop()  # died while idle: start another
+                if why == "ended":
+                    w.stop()  # died while idle: start another
+                else:
+                    w.kill()
+                self.replaced.append(f"warm replica {pid} {why} while idle: ended and replaced")
         proc = processes.spawn(
             [self.python, "-m", REPLICA_MODULE, "--serve"],
             env=dict(os.environ, **env, PYTHONUNBUFFERED="1"),
