@@ -11,12 +11,13 @@ components run for one cell (or one pod's part of it): the same code as the loca
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 import threading
 import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -52,6 +53,10 @@ from sharebench.telemetry import collect_provenance, make_sampler
 from sharebench.telemetry.disturbance import Probe
 
 WARM_DIR = "warm"  # the warm replicas' set-up files and their MPS daemon's logs
+# the default run timeout, when --run-timeout is not given (RunBound): every cell's wait ends
+RUN_TIMEOUT_FLOOR_S = 60.0
+RUN_TIMEOUT_FACTOR = 20.0
+FIRST_RUN_TIMEOUT_S = 3600.0  # before any exclusive run of the sweep is measured (its first exclusive cell)
 
 
 @dataclass
@@ -66,6 +71,41 @@ class CellResult:
     @property
     def ok(self) -> bool:
         return bool(self.rows) and all(r.get("cell_status") == "ok" for r in self.rows)
+
+
+@dataclass
+class RunBound:
+    """How long a cell may track (``CellRun.run_timeout_s``): ``--run-timeout`` when given, else
+    max(60 s, 20 x the exclusive replica's track_s at the cell's size + its setup_s), the longest exclusive
+    run of that size measured in the folder; a size not measured yet scales the nearest measured size's
+    track time by the particle counts; before any exclusive run is measured, 1 h. A replica that never
+    ends (stopped with SIGSTOP while tracking, a hung program) fails its cell, not the whole sweep."""
+
+    given: float | None = None
+    exclusive: dict[int, tuple[float, float]] = field(default_factory=dict)  # particles -> (track_s, setup_s)
+
+    def learn(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Keep the exclusive runs' times among ``rows`` (results rows)."""
+        for r in rows:
+            if r.get("mode_kind") != "exclusive" or r.get("status") != "ok":
+                continue
+            try:
+                p, track, setup = int(r["particles"]), float(r["track_s"]), float(r.get("setup_s") or 0.0)
+            except (KeyError, TypeError, ValueError):
+                continue
+            setup = setup if math.isfinite(setup) else 0.0
+            if p > 0 and math.isfinite(track) and track >= 0:
+                old = self.exclusive.get(p, (0.0, 0.0))
+                self.exclusive[p] = (max(old[0], track), max(old[1], setup))
+
+    def timeout_s(self, particles: int) -> float:
+        if self.given is not None:
+            return self.given
+        if not self.exclusive:
+            return FIRST_RUN_TIMEOUT_S
+        near = min(self.exclusive, key=lambda p: abs(math.log(p / max(particles, 1))))
+        track, setup = self.exclusive[near]
+        return max(RUN_TIMEOUT_FLOOR_S, RUN_TIMEOUT_FACTOR * track * max(particles, 1) / near + setup)
 
 
 def new_sweep_id() -> str:
@@ -120,13 +160,22 @@ def _stop_sampler(sampler: Any, notes: list[str], kept: Kept | None = None) -> d
 
 
 def measure_cell(
-    plan: SweepPlan, cell: Cell, out_dir: Path | str, *, sweep_id: str = "", kept: Kept | None = None
+    plan: SweepPlan,
+    cell: Cell,
+    out_dir: Path | str,
+    *,
+    sweep_id: str = "",
+    kept: Kept | None = None,
+    run_timeout_s: float | None = None,
 ) -> CellResult:
     """Run one cell (its replicas behind one start barrier, telemetry around them) under
     ``out_dir/cells/<cell>/``; returns its rows in the results schema. A failed replica never
     raises: its rows say so (``status``, ``cell_status``). With ``kept`` the replicas come from the
     sweep's launcher (warm ones kept from earlier cells, ``sharebench.sharing.launch``) and the sampler
-    is the sweep's; without, fresh processes."""
+    is the sweep's; without, fresh processes. ``run_timeout_s``: how long it may track (default: the
+    config's ``run_timeout_s``, else :data:`FIRST_RUN_TIMEOUT_S`; a sweep passes its :class:`RunBound`'s)."""
+    if run_timeout_s is None:
+        run_timeout_s = RunBound(plan.config.run_timeout_s).timeout_s(cell.particles)
     cell_plan = plan.plans[cell.mode.label]
     cdir = Path(out_dir) / CELLS_DIR / cell.folder
     notes: list[str] = []
@@ -144,7 +193,7 @@ def measure_cell(
                 cdir,
                 plan=cell_plan,
                 ready_timeout_s=plan.config.ready_timeout_s,
-                run_timeout_s=plan.config.run_timeout_s,
+                run_timeout_s=run_timeout_s,
             )
             recs = run_cell(run, kept.launcher if kept is not None else None)
     finally:
@@ -392,6 +441,21 @@ def _prime(kept: Kept, plan: SweepPlan, cells: list[Cell]) -> list[str]:
     return kept.launcher.prime([plan.plans[m] for m in modes], base, plan.config.ready_timeout_s)
 
 
+def run_bound(plan: SweepPlan, out: Path, notes: list[str]) -> RunBound:
+    """The sweep's run timeouts (:class:`RunBound`), seeded with a resumed folder's exclusive runs."""
+    bound = RunBound(plan.config.run_timeout_s)
+    if bound.given is None:
+        if plan.config.resume and (out / RESULTS_CSV).exists():
+            df = load_results(out)
+            bound.learn(df[df["engine"] == plan.workload].to_dict("records"))
+        notes.append(
+            f"run timeout: no --run-timeout; a cell may track max({RUN_TIMEOUT_FLOOR_S:g} s, "
+            f"{RUN_TIMEOUT_FACTOR:g} x the exclusive run's track_s + setup_s) at its size "
+            f"({FIRST_RUN_TIMEOUT_S:g} s before an exclusive run is measured)"
+        )
+    return bound
+
+
 def _say_stopped(notes: list[str], schedule: Schedule, out: Path, why: str) -> None:
     """A sweep that stopped with cells left (``--stop-after``, or the budget spent): a note and a line on stderr."""
     left = schedule.unfinished() if schedule.plan is not None else schedule.queue
@@ -417,6 +481,7 @@ def _sweep(
     probe, probe_notes = sweep_probe(plan)  # the GPU's time slices, before any replica is on it (sweep.probe)
     notes += probe_notes
     bar = _progress(cells, plan)
+    bound = run_bound(plan, out, notes)
     # warm replicas and the sampler: kept from cell to cell (sharebench.sharing.pool); --fresh-replicas
     # starts new ones for every cell
     kept = Kept(launcher=FreshLauncher() if config.fresh_replicas else WarmLauncher(ReplicaPool(out / WARM_DIR)))
@@ -433,7 +498,10 @@ def _sweep(
             cell = cells[0]
             if bar is not None:
                 bar.set_postfix_str(cell.id, refresh=True)
-            result = measure_cell(plan, cell, out, sweep_id=sweep_id, kept=kept)
+            result = measure_cell(
+                plan, cell, out, sweep_id=sweep_id, kept=kept, run_timeout_s=bound.timeout_s(cell.particles)
+            )
+            bound.learn(result.rows)
             notes += result.notes
             writer.append(result.rows)
             append_bursts(out, result.bursts)
