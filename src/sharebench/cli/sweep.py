@@ -252,7 +252,8 @@ def add_limit_options(run: argparse.ArgumentParser) -> None:
         "--run-timeout",
         default=None,
         metavar="S",
-        help="longest a cell may track before its replicas are stopped and the cell marked failed (s)",
+        help="longest a cell may track before its replicas are stopped and the cell marked failed (s; default: "
+        "max(60, 20 x the exclusive run's track_s + setup_s) at its size, 3600 before one is measured)",
     )
     run.add_argument(
         "--stop-after",
