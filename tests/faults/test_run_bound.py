@@ -4,7 +4,6 @@ exclusive run's track_s + setup_s), and the sweep goes on; before, the sweep wai
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 import time
@@ -58,7 +57,9 @@ def test_a_replica_stopped_while_tracking_fails_its_cell_within_the_default_boun
     exclusive = df[df["mode"] == "exclusive"]
     assert list(exclusive["cell_status"]) == ["ok"]
     assert set(shared["cell_status"]) == {"failed"}
-    assert f"replica 1: still running {RUN_TIMEOUT_FLOOR_S:g} s after the start; stopped" in shared["cell_error"].iloc[0]
+    assert (
+        f"replica 1: still running {RUN_TIMEOUT_FLOOR_S:g} s after the start; stopped" in shared["cell_error"].iloc[0]
+    )
     assert not psutil.pid_exists(victim.pid) or victim.status() == psutil.STATUS_ZOMBIE
     assert proc.returncode == 1, err
     assert "run timeout: no --run-timeout" in (out / "notes.txt").read_text()
