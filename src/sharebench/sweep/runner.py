@@ -502,6 +502,9 @@ def _sweep(
                 plan, cell, out, sweep_id=sweep_id, kept=kept, run_timeout_s=bound.timeout_s(cell.particles)
             )
             bound.learn(result.rows)
+            if isinstance(kept.launcher, WarmLauncher):  # idle replicas found stopped and replaced (sharing.pool)
+                notes += kept.launcher.pool.replaced
+                kept.launcher.pool.replaced.clear()
             notes += result.notes
             writer.append(result.rows)
             append_bursts(out, result.bursts)
