@@ -26,6 +26,10 @@ def test_a_replica_stopped_while_idle_is_replaced_not_waited_for(tmp_path: Path,
         assert first[0]["status"] == "ok", first[0]["error"]
         (frozen,) = pool.idle
         os.kill(frozen, signal.SIGSTOP)
+        deadline = time.monotonic() + 30  # the kernel stops it when it next runs: a busy host takes a moment
+        while psutil.Process(frozen).status() != psutil.STATUS_STOPPED and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert psutil.Process(frozen).status() == psutil.STATUS_STOPPED
         t0 = time.monotonic()
         # the default ready timeout (900 s): a stopped replica handed this cell would cost all of it
         second = run_cell(cell_run("exclusive", cfg, tmp_path / "c2", device=dev), WarmLauncher(pool))
