@@ -141,7 +141,10 @@ def _sections(folder: Folder) -> tuple[list[Section], list[str]]:
     ]
     if not folder.tables.latency.empty:  # a folder of batch replicas only has no latency section
         makers.insert(0, ("latency", lambda: latency_section(folder.path, folder.tables)))
-    if not folder.tables.timeslice.empty:  # why time-slicing costs what it costs (report.timeslice)
+    # why time-slicing costs what it costs (report.timeslice): for a folder with a time-slicing loss, or whose
+    # sweep had a timeslice mode (its probe record says so) even when every such cell was left out
+    probed = bool((folder.provenance or {}).get("timeslice_probe"))
+    if not folder.tables.timeslice.empty or probed:
         split = ("timeslice split", lambda: timeslice_split_section(folder.path, folder.tables, folder.provenance))
         makers.insert(0, split)
     sections, notes = [], []
