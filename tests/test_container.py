@@ -176,10 +176,10 @@ def docker_sweep(docker_local, container_opencl_spec) -> Path:
         warmup_repeats=0,
         turns=20,
         placement="processes",
-        lattice=lattice,
-        device=container_opencl_spec,
+        workload={"lattice": lattice, "device": container_opencl_spec},
         start_delay_s=2.0,
         image=IMAGE,
+        history=str(docker_local / "history"),  # a folder under the root: the history step runs too
     )
     (run,) = docker_local.glob("sharebench-sweep-*")
     return run
@@ -198,6 +198,10 @@ def test_sweep_pipeline_runs_with_every_task_in_a_container(docker_sweep):
     assert html.lstrip().lower().startswith("<!doctype html") and "timeslice:2" in html
     restored = json.loads((docker_sweep / "restore-node" / "executor_output.json").read_text())
     assert restored["parameterValues"]["Output"] == []
+    from sharebench.history import load_runs, open_store
+
+    history = load_runs(open_store(str(docker_sweep.parent / "history")))  # the history step, in the image
+    assert history["run_id"].nunique() == 1 and "timeslice:2" in set(history["mode"])
 
 
 def committed_executors() -> dict[str, dict]:
@@ -292,6 +296,7 @@ def test_pods_placement_cell_runs_replicas_in_two_containers(docker_local, conta
     """Placement 'pods': two replica containers on one CPU are one device, so the cell passes."""
     from sharebench.components import steps
     from sharebench.pipelines.sweep_pipeline import run_cell
+    from sharebench.workloads import Workload
 
     lattice = container_lattice(docker_local)
     start_at = time.time() + 40.0  # both containers start, build and warm up before it
@@ -309,12 +314,7 @@ def test_pods_placement_cell_runs_replicas_in_two_containers(docker_local, conta
         resource_count=1,
         node_selector={},
         node_name="",
-        device=container_opencl_spec,
-        engine="simpletrack",
-        command="",
-        exec_timing="protocol",
-        lattice=lattice,
-        seed=1,
+        workload=Workload(device=container_opencl_spec, lattice=lattice, seed=1).to_dict(),
     )
     rows = steps.read_rows([task.output.path])
     assert [r["replica"] for r in rows] == [0, 1]

@@ -128,6 +128,7 @@ def test_duration_stops_new_bursts_and_count_zero_runs_nothing():
         Pattern("interactive", units=1, think_s=0.2), clock.work(0.05), duration_s=10, clock=clock, sleep=clock.sleep
     )
     assert out and all(b.arrival < t0 + 10 for b in out) and out[-1].end > t0 + 9
+    assert clock.t >= t0 + 10  # the window is the duration: the user thinks on after the last burst
     assert run_pattern(BATCH, busy, count=0) == []
     with pytest.raises(ValueError, match="exactly one"):
         run_pattern(BATCH, busy)

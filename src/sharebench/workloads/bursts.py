@@ -148,6 +148,7 @@ def run_pattern(
             if burst is None:
                 break
             out.append(burst)
+        idle_until(until, now, sleep, stop)
         return out
     if pattern.kind == "interactive":
         think = float(pattern.think_s or 0)
@@ -162,7 +163,17 @@ def run_pattern(
             break
         out.append(next_burst)
         arrival = next_burst.end + (float(rng.exponential(think)) if think else 0.0)
+    idle_until(until, now, sleep, stop)
     return out
+
+
+def idle_until(until: float, now: Clock, sleep: Sleep, stop: Callable[[], bool] | None) -> None:
+    """A window bound by a duration is that duration: after its last burst the user thinks (or the
+    server waits) on to ``until``; no wait for a count-bound window, nor once ``stop()`` turns true."""
+    while math.isfinite(until) and (left := until - now()) > 0:
+        if stop is not None and stop():
+            return
+        sleep(left if stop is None else min(left, STOP_POLL_S))
 
 
 def poisson_arrivals(rng: np.random.Generator, rate: float, t0: float, until: float, count: int | None) -> list[float]:
