@@ -8,6 +8,12 @@ from typing import Any
 
 from sharebench.errors import UserError
 
+# Defaults the CLI's help shows whose owners import pandas or scipy: kept here, light, read by both
+DEFAULT_THRESHOLD_PTS = 2.0  # history check: a change is larger than this, in loss points (history.check)
+DEFAULT_ALPHA = 0.01  # history check: the significance level of Welch's t-test
+DEFAULT_BASELINE_RUNS = 5  # history check: the runs before the newest that form its baseline
+DEFAULT_NODE_LABEL = "node"  # the DCGM series' node label, added by the ServiceMonitor (telemetry.prometheus)
+
 
 def whole_number(name: str, value: Any, lo: int = 0, hi: int | None = None) -> int:
     """``value`` (an int, ``"3"``, ``"1e6"`` or a float with no fraction, as KFP passes numbers) as an

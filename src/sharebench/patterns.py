@@ -39,6 +39,9 @@ DEFAULT_SIZE = 1
 MAX_UNITS = 10**9
 MAX_THINK_S = 86_400.0
 MAX_RATE_PER_S = 1e6
+DEFAULT_BURSTS = 30  # the victim's bursts (or requests) per cell under a pattern (Workload.bursts)
+MAX_BURSTS = 10**6
+DEFAULT_SLO = 2.0  # the p95 slowdown target of users per GPU (sharebench.analysis.latency)
 
 
 @dataclass(frozen=True)

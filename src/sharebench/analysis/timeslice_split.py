@@ -41,11 +41,11 @@ import numpy as np
 import pandas as pd
 
 from sharebench.analysis.statistics import mean_ci
+from sharebench.modes import DEFAULT_LENGTHS_MS
 from sharebench.results import read_json, write_json
 from sharebench.telemetry.timeslice_probe import BesideRun
 
 MIN_SLICES = 5  # fewer workload slices than this in the window: the probe's own slice length is used
-DEFAULT_LENGTHS_MS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 
 
 @dataclass(frozen=True)

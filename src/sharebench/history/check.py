@@ -28,10 +28,8 @@ from scipy import stats
 
 from sharebench.errors import UserError
 from sharebench.history.records import CELL_KEYS, parse_losses
+from sharebench.parse import DEFAULT_ALPHA, DEFAULT_BASELINE_RUNS, DEFAULT_THRESHOLD_PTS
 
-DEFAULT_THRESHOLD_PTS = 2.0
-DEFAULT_ALPHA = 0.01
-DEFAULT_BASELINE_RUNS = 5
 MIN_REPEATS = 2
 
 

@@ -14,9 +14,11 @@ from sharebench.gpus import GpuModel
 from sharebench.manifests.dump import dump_yaml
 from sharebench.manifests.names import (
     DCGM_METRICS_CONFIGMAP,
+    DEFAULT_MIG_STRATEGY,
     DEVICE_PLUGIN_CONFIGMAP,
     ENTRY_PREFIX,
     MIG_PARTED_CONFIGMAP,
+    MIG_STRATEGIES,
     OPERATOR_NAMESPACE,
     metadata,
 )
@@ -24,8 +26,6 @@ from sharebench.manifests.names import (
 MIG_PARTED_KEY = "config.yaml"  # the key the mig-manager reads
 DEFAULT_ENTRY = f"{ENTRY_PREFIX}exclusive"  # sharebench's device-plugin config entry with no sharing
 SHARED_REPLICAS = (2, 4, 8)  # entries shipped in the ConfigMap
-MIG_STRATEGIES = ("single", "mixed")
-DEFAULT_MIG_STRATEGY = "mixed"  # explicit nvidia.com/mig-<profile> resources
 
 # PCI device ids (device-filter in mig-parted configs), as in NVIDIA's
 # default-mig-parted-config of the gpu-operator. Not part of gpus.py's table:

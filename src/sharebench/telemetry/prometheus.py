@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from sharebench.errors import UserError, one_line
+from sharebench.parse import DEFAULT_NODE_LABEL  # added by the ServiceMonitor from __meta_kubernetes_pod_node_name
 from sharebench.results import DCGM_CSV, load_results
 
 
@@ -87,7 +88,6 @@ REQUIRED = (
     "DCGM_FI_DEV_POWER_USAGE",
 )
 POD_LABELS = ("pod", "namespace", "container")
-DEFAULT_NODE_LABEL = "node"  # added by the ServiceMonitor from __meta_kubernetes_pod_node_name
 
 
 class Prometheus:

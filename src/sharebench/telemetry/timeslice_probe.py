@@ -43,12 +43,11 @@ import numpy as np
 from sharebench.devices.discovery import cuda_uuid, driver_uuid_bytes
 from sharebench.files import write_atomic
 from sharebench.kernel import RunConfig
+from sharebench.modes import DEFAULT_THRESHOLD_US, GRIDS
 from sharebench.workloads import REPLICA_MODULE
 
 PROBE_MODULE = "sharebench.telemetry.timeslice_probe"
-GRIDS = ("one", "full")
 GAP_CAPACITY = 1 << 17  # gaps one process can record (2 ms slices: minutes of them)
-DEFAULT_THRESHOLD_US = 20.0  # a read-to-read jump longer than this is a switch-out (switches take ~0.2 ms)
 MPS_DEFAULT_PIPE = "/tmp/nvidia-mps"
 
 KERNEL_SOURCE = r"""

@@ -21,12 +21,10 @@ from sharebench.devices import check_spec
 from sharebench.errors import UserError
 from sharebench.kernel import RUN_ENGINES, check_engine
 from sharebench.parse import whole_number
-from sharebench.patterns import parse_pattern
+from sharebench.patterns import DEFAULT_BURSTS, MAX_BURSTS, parse_pattern
 from sharebench.workloads.protocol import check_exec_timing, workload_name
 
 EXEC_KEYS = ("command", "timing", "name")  # the exec engine's own keys
-DEFAULT_BURSTS = 30  # the victim's bursts (or requests) per cell under a pattern
-MAX_BURSTS = 10**6
 
 
 @dataclass(frozen=True)
