@@ -119,7 +119,7 @@ def test_strict_refuses_to_start_on_a_busy_host(hogs, tmp_path, capsys):
 
 
 def test_strict_stops_after_a_disturbed_cell(hogs, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("sharebench.cli.sweep.check_quiet", lambda: None)  # the hog starts after the check
+    monkeypatch.setattr("sharebench.cli.sweep_cmd.check_quiet", lambda: None)  # the hog starts after the check
     out, status = _run(tmp_path, "--strict")
     err = capsys.readouterr().err
     assert status == 1

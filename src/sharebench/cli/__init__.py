@@ -1,11 +1,14 @@
 """The ``sharebench`` command: parses, validates and dispatches; the library does the work.
 
-One module per command group (``cli/kernel.py``: devices, lattice, track, bench; ``cli/sweep.py``:
-run, report; ``cli/node.py``; ``cli/manifests.py``; ``cli/telemetry.py``), each with a
-``configure(name, parser)`` that adds a command's options and its ``func``. A group is imported only
-when one of its commands runs, so ``sharebench --help`` stays fast; other packages add command
-groups through the entry-point group ``sharebench.commands`` (the KFP pipelines add ``compile``,
-``submit`` and ``runs`` that way, so the library never imports kfp).
+One light module per command group (``cli/kernel.py``: devices, lattice, track, bench; ``cli/sweep.py``:
+run, report, cleanup; ``cli/node.py``; ...), each with a ``configure(name, parser)`` that adds a
+command's options and its ``func``; the work is in the group's ``*_cmd.py`` module, which ``func``
+(a :func:`lazy` reference) imports only when the command runs. So ``sharebench COMMAND --help`` and a
+bad option's usage error import argparse and a few constants, never pandas, scipy, matplotlib, kfp or
+the Kubernetes client (tests/cli/test_help_imports.py). A group is imported only when one of its
+commands is parsed; other packages add command groups through the entry-point group
+``sharebench.commands`` (the KFP pipelines add ``compile``, ``submit`` and ``runs`` that way, so the
+library never imports kfp).
 
 The one error boundary: a :class:`~sharebench.errors.UserError` prints one line and exits 2;
 Ctrl-C exits 130; anything else keeps its traceback.
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from types import ModuleType
 
@@ -44,6 +48,34 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "probe": ("sharebench.cli.probe", "measure the GPU's time slices and split a time-slicing loss into its causes"),
 }
 PLUGIN_GROUP = "sharebench.commands"
+Command = Callable[[argparse.Namespace], int]
+
+
+class Lazy:
+    """A command's ``func`` named ``"module:function"``: the module is imported when the command runs,
+    not when its parser is built (``--help`` and usage errors stay light)."""
+
+    def __init__(self, module: str, function: str) -> None:
+        self.module, self.function = module, function
+
+    def resolve(self) -> Command:
+        """The function itself (its module imported)."""
+        func: Command = getattr(importlib.import_module(self.module), self.function)
+        return func
+
+    def __call__(self, args: argparse.Namespace) -> int:
+        return int(self.resolve()(args) or 0)
+
+    def __repr__(self) -> str:
+        return f"lazy({self.module}:{self.function})"
+
+
+def lazy(target: str) -> Command:
+    """``lazy("sharebench.cli.sweep_cmd:cmd_run")``: a command function imported only when called."""
+    module, sep, function = target.partition(":")
+    if not (sep and module and function.isidentifier()):
+        raise ValueError(f"lazy({target!r}): write 'package.module:function'")
+    return Lazy(module, function)
 
 
 def plugin_commands() -> dict[str, tuple[str, str]]:

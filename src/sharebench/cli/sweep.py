@@ -1,43 +1,13 @@
-"""``sharebench run`` (a local sweep, then its report) and ``sharebench report`` (rebuild a report)."""
+"""``sharebench run`` (a local sweep, then its report), ``report`` (rebuild a report) and ``cleanup``: their
+options, light (``--help`` imports no library stack); the work is in ``sharebench.cli.sweep_cmd``."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-import time
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any
 
-from sharebench.analysis.latency import DEFAULT_SLO, check_slo
-from sharebench.cli.workloads import add_exec_options, given_workload, make_workload
-from sharebench.errors import UserError
-from sharebench.modes import parse_modes
-from sharebench.parse import seconds, whole_number
-from sharebench.report import build_report, end_screen
-from sharebench.results import RESULTS_CSV, SWEEP_JSON
-from sharebench.sharing import stop_orphans
-from sharebench.sweep import (
-    DEFAULT_PARTICLES,
-    DEFAULT_TURNS,
-    MAX_REPEATS,
-    MAX_TURNS,
-    Stopped,
-    SweepConfig,
-    SweepPlan,
-    describe_plan,
-    inherit_options,
-    parse_particles,
-    run_sweep,
-    stop_on_signals,
-    validate,
-)
-from sharebench.sweep.budget import RECORDED_ROOT, BudgetOptions, budget_options, plan_budget, plan_recorded
-from sharebench.sweep.calibrate import auto_sized, calibrate, folder_sizes
-from sharebench.sweep.plan import plan_header
-from sharebench.sweep.resume import check_same_work, identity, measured_cells
-from sharebench.telemetry.disturbance import Disturbed, check_quiet, strict_guard
-from sharebench.workloads.workload import DEFAULT_BURSTS, MAX_BURSTS
+from sharebench.cli import lazy
+from sharebench.cli.workloads import add_exec_options
+from sharebench.patterns import DEFAULT_BURSTS, DEFAULT_SLO
 
 
 def configure(name: str, parser: argparse.ArgumentParser) -> None:
@@ -102,7 +72,7 @@ def configure_run(run: argparse.ArgumentParser) -> None:
     )
     add_exec_options(run)
     add_pattern_options(run)
-    run.set_defaults(func=cmd_run)
+    run.set_defaults(func=lazy("sharebench.cli.sweep_cmd:cmd_run"))
 
 
 def add_pattern_options(run: argparse.ArgumentParser) -> None:
@@ -176,70 +146,6 @@ def add_budget_options(run: argparse.ArgumentParser) -> None:
     )
 
 
-def budget_of(args: argparse.Namespace) -> BudgetOptions | None:
-    """--budget/--precision/--max-repeats checked (one-line errors); None without --budget."""
-    if args.budget is None:
-        extra = [o for o, v in (("--precision", args.precision), ("--max-repeats", args.max_repeats)) if v is not None]
-        extra += [o for o, v in (("--gpu-model", args.gpu_model), ("--recorded", args.recorded)) if v is not None]
-        if extra:
-            what = ", ".join(extra)
-            verb = "goes" if len(extra) == 1 else "go"
-            raise UserError(f"{what} {verb} with --budget DURATION (adaptive repeats within a node-time budget)")
-        return None
-    if args.repeats is not None:
-        raise UserError(
-            f"--repeats {args.repeats} goes without --budget: a budget plans its repeats (at least 3, then while "
-            "unsettled up to --max-repeats)"
-        )
-    if args.gpu_model is not None and not args.dry_run:
-        raise UserError(f"--gpu-model {args.gpu_model} plans a campaign for another machine: it goes with --dry-run")
-    kw = {k: v for k, v in (("precision", args.precision), ("max_repeats", args.max_repeats)) if v is not None}
-    return budget_options(args.budget, **kw)
-
-
-def recorded_plan(args: argparse.Namespace, opts: BudgetOptions) -> str:
-    """``--dry-run --budget --gpu-model``: the plan from the model's recorded rates, no device resolved."""
-    modes = parse_modes(args.modes.split(",") if args.modes else ["exclusive", "timeslice:2", "timeslice:4", "mps:2"])
-    if not any(m.kind == "exclusive" for m in modes):
-        modes = [*parse_modes(["exclusive"]), *modes]
-    sizes = parse_particles(args.particles) if args.particles else DEFAULT_PARTICLES["gpu"]
-    turns = whole_number("--turns", args.turns, 1, MAX_TURNS) if args.turns is not None else DEFAULT_TURNS["gpu"]
-    warm = whole_number("--warmup-repeats", args.warmup_repeats, 0, MAX_REPEATS) if args.warmup_repeats else 1
-    root = Path(args.recorded) if args.recorded else RECORDED_ROOT
-    if not root.is_dir():
-        raise UserError(f"--recorded {root}: no such folder; give the folder that holds recorded results folders")
-    plan = plan_recorded(opts, args.gpu_model, root, modes, sizes, turns, warm)
-    return "\n".join(
-        [
-            f"device:    a GPU {args.gpu_model} (not this machine's: nothing resolved or measured here)",
-            f"particles: {', '.join(f'{p:,}' for p in sizes)} per replica, {turns} turn{'s' if turns != 1 else ''}",
-            plan.describe(),
-        ]
-    )
-
-
-def dry_run(plan: SweepPlan, opts: BudgetOptions | None, out: Path) -> str:
-    """What the run would run: its calibration too, so that the sizes shown are the ones it picks."""
-    resumed = out if plan.config.resume else None
-    if opts is not None:
-        bp = plan_budget(plan, opts, folder_sizes(resumed) if auto_sized(plan) else ())
-        plan.particles = list(bp.sizes)
-        return "\n".join([*plan_header(plan), bp.describe(), *(f"note: {n}" for n in plan.notes)])
-    if auto_sized(plan):
-        plan.notes.append(calibrate(plan, resumed))
-        if resumed is None or not folder_sizes(resumed):
-            plan.notes.append(
-                "the run calibrates again at its start, the same way (the machine's noise may move the size)"
-            )
-    return describe_plan(plan)
-
-
-def pattern_workload(args: argparse.Namespace) -> dict[str, Any]:
-    """The Workload keys of --pattern, --neighbours and --bursts (None where not given)."""
-    bursts = whole_number("--bursts", args.bursts, 1, MAX_BURSTS) if args.bursts is not None else None
-    return {"pattern": args.pattern, "neighbours": args.neighbours, "bursts": bursts}
-
-
 def add_limit_options(run: argparse.ArgumentParser) -> None:
     """The run command's time limits and what it may change or keep between cells."""
     run.add_argument(
@@ -290,7 +196,7 @@ def configure_report(rep: argparse.ArgumentParser) -> None:
         default=None,
         help="refused: use `sharebench compare DIR DIR2`, which never overwrites DIR's report",
     )
-    rep.set_defaults(func=cmd_report)
+    rep.set_defaults(func=lazy("sharebench.cli.sweep_cmd:cmd_report"))
 
 
 def configure_cleanup(cleanup: argparse.ArgumentParser) -> None:
@@ -299,157 +205,4 @@ def configure_cleanup(cleanup: argparse.ArgumentParser) -> None:
         "$TMPDIR/sbmps-* name a sweep pid that is gone) and remove their folders. "
         "The next MPS cell does the same on its own."
     )
-    cleanup.set_defaults(func=cmd_cleanup)
-
-
-def cmd_cleanup(args: argparse.Namespace) -> int:
-    done = stop_orphans()
-    print("\n".join(done) if done else "nothing to clean up: no MPS daemon folder of a sweep that is gone")
-    return 0
-
-
-DEFAULT_ROOT = Path("sharebench-results")  # where a run without --out writes (a folder per UTC start time)
-
-
-def results_folder(args: argparse.Namespace) -> Path:
-    """The run's results folder: --out; a new one under the default root; with --resume and no --out the
-    newest folder there (said on stderr). A resume of a folder that holds no sweep is refused."""
-    if not args.resume:
-        return Path(args.out) if args.out else DEFAULT_ROOT / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    if args.out:
-        out = Path(args.out)
-        if not out.is_dir():
-            raise UserError(f"--resume: no results folder at {out}; give an existing folder, or run without --resume")
-    else:
-        found = sorted(p for p in DEFAULT_ROOT.glob("*") if p.is_dir()) if DEFAULT_ROOT.is_dir() else []
-        if not found:
-            raise UserError(
-                f"--resume without --out: there is no results folder under {DEFAULT_ROOT}/ to continue; give --out DIR"
-            )
-        out = found[-1]
-        print(f"sharebench: --resume without --out: continuing the newest results folder, {out}", file=sys.stderr)
-    if not (out / RESULTS_CSV).exists() and not (out / SWEEP_JSON).exists():
-        raise UserError(
-            f"--resume: {out} holds no sharebench sweep (no {RESULTS_CSV}, no {SWEEP_JSON}); "
-            "give a results folder, or run without --resume"
-        )
-    if not (out / SWEEP_JSON).exists():
-        print(
-            f"sharebench: {out}/{SWEEP_JSON} is gone: continuing from what its {RESULTS_CSV} rows prove",
-            file=sys.stderr,
-        )
-    return out
-
-
-def nothing_to_do(cfg: SweepConfig, out: Path) -> bool:
-    """A resume whose every cell is measured already: says so (nothing is run or written)."""
-    plan = validate(cfg)
-    cells = {c.id for c in plan.cells()}
-    if not cells <= measured_cells(out, plan.workload, plan.device.backend):
-        return False
-    shared = identity(cfg, plan.turns, plan.workload)  # the same work, or refused as the run itself would
-    check_same_work(out, shared, plan.workload, device_model=plan.device.name or plan.device.kind)
-    print(
-        f"nothing to do: every cell of this sweep in {out} is measured ({len(cells)} cells); report: {out}/report.html"
-    )
-    return True
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    t_start = time.monotonic()  # the budget's clock: start-up, calibration, the cells and the report
-    budget = budget_of(args)
-    if budget is not None and args.gpu_model is not None:
-        print(recorded_plan(args, budget))
-        return 0
-    out = results_folder(args)
-    given = {
-        "turns": whole_number("--turns", args.turns, 1, MAX_TURNS) if args.turns is not None else None,
-        "repeats": whole_number("--repeats", args.repeats, 1, MAX_REPEATS) if args.repeats is not None else None,
-        "warmup_repeats": (
-            whole_number("--warmup-repeats", args.warmup_repeats, 0, MAX_REPEATS)
-            if args.warmup_repeats is not None
-            else None
-        ),
-        "ready_timeout_s": seconds("--ready-timeout", args.ready_timeout, 0.001) if args.ready_timeout else None,
-        "run_timeout_s": seconds("--run-timeout", args.run_timeout, 0.001) if args.run_timeout is not None else None,
-        "modes": args.modes.split(",") if args.modes is not None else None,
-        "particles": args.particles,
-        "workload": {**given_workload(args), **pattern_workload(args)},  # None where not given (resume: the folder's)
-        "slo": check_slo(args.slo) if args.slo is not None else None,
-    }
-    stop_after = seconds("--stop-after", args.stop_after) if args.stop_after is not None else None
-    if args.resume:  # the folder's own sweep: what the user did not give comes from its sweep.json
-        given = inherit_options(out, given)
-    workload = make_workload(given.pop("workload"))
-    cfg = SweepConfig(
-        **{k: v for k, v in given.items() if v is not None},
-        workload=workload,
-        resume=args.resume,
-        telemetry_interval_s=None if args.no_telemetry else 0.1,
-        progress=not args.no_progress,
-        command=list(sys.argv),
-        stop_after_s=stop_after,
-        allow_gpu_settings=args.allow_gpu_settings,
-        fresh_replicas=args.fresh_replicas,
-        timeslice_probe=not args.no_probe,
-    )
-    if args.dry_run:
-        print(dry_run(validate(cfg), budget, out))
-        return 0
-    if args.resume and budget is None and nothing_to_do(cfg, out):
-        return 0
-    if args.strict:
-        check_quiet()
-    try:
-        with stop_on_signals() as watch:
-
-            def on_cell(rows: list[dict]) -> None:
-                watch.check()
-                if args.strict:
-                    strict_guard(rows)
-
-            run_sweep(cfg, out, on_cell=on_cell, budget=budget, t_start=t_start)
-            watch.check()
-            if (out / RESULTS_CSV).exists():
-                build_report(out)
-    except Disturbed as exc:
-        build_report(out)  # what was measured is kept, its report too
-        print(f"sharebench: {exc}; the cells measured so far are in {out}/results.csv", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt as exc:
-        print(
-            f"sharebench: interrupted; the cells finished so far are in {out}/results.csv "
-            f"(continue with --resume --out {out}, or `sharebench report {out}`)",
-            file=sys.stderr,
-        )
-        return exc.exit_status if isinstance(exc, Stopped) else 130
-    except OSError as exc:  # disk full, read-only folder: what is on disk stays, the message names the file
-        print(
-            f"sharebench: error: cannot write {exc.filename or out}: {exc.strerror or exc}; the cells finished "
-            f"so far are in {out}/results.csv (free space or fix the folder, then --resume --out {out})",
-            file=sys.stderr,
-        )
-        return 1
-    print(f"results: {out}/results.csv\nreport:  {out}/report.html  ({out}/report.md)")
-    screen, status = end_screen(out)
-    print(screen)
-    return status
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    if args.compare:
-        raise UserError(
-            f"report --compare is gone: run `sharebench compare {args.dir} {args.compare}` "
-            "(differences per cell, never overwriting a report)"
-        )
-    try:
-        paths = build_report(Path(args.dir))
-    except OSError as exc:
-        print(
-            f"sharebench: error: cannot write {exc.filename or args.dir}: {exc.strerror or exc}; results.csv is "
-            "unchanged (free space or fix the folder, then run sharebench report again)",
-            file=sys.stderr,
-        )
-        return 1
-    print(f"report: {paths['html']}  ({paths['markdown']})")
-    return 0
+    cleanup.set_defaults(func=lazy("sharebench.cli.sweep_cmd:cmd_cleanup"))
