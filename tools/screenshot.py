@@ -1,13 +1,13 @@
 """Render a results folder's report.html to a PNG with headless Chromium (the getting-started page's picture).
 
-    python -m tools.screenshot RESULTS_DIR [--out docs/img/getting-started-report.png] [--width 1280 --height 1000]
+    python -m tools.screenshot RESULTS_DIR [--out docs/img/getting-started-report.png] [--width 1280 --height 1400]
 
 Opens ``RESULTS_DIR/report.html`` in headless Chromium (``chromium``, ``chromium-browser``,
 ``google-chrome`` or ``google-chrome-stable`` on PATH, or ``--chromium PATH``; Debian/Ubuntu:
 ``apt-get install chromium``; CI does not install it) with a window of ``--width`` x ``--height`` CSS
 pixels: the top of the report, its title and Answer. The picture is cropped to exactly that size and
 reduced to a ``--colors`` palette (Pillow, which matplotlib brings), so that the committed PNG stays
-small (about 100 KB for the default window). Prints the PNG's path, size and bytes. Chromium runs with
+small (about 100 kB for the default window). Prints the PNG's path, size and bytes. Chromium runs with
 ``--no-sandbox`` (the page is a local file the sweep wrote; the sandbox cannot start as root in a container)
 and a throw-away profile.
 """
@@ -86,7 +86,7 @@ def render(chromium: str, page: Path, width: int, height: int) -> Image.Image:
 
 
 def screenshot(
-    results: Path, out: Path, width: int = 1280, height: int = 1000, colors: int = 64, chromium: str | None = None
+    results: Path, out: Path, width: int = 1280, height: int = 1400, colors: int = 64, chromium: str | None = None
 ) -> Path:
     """Render ``results/report.html`` to ``out`` (a ``width`` x ``height`` PNG of ``colors`` colours)."""
     page = results / "report.html"
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the PNG to write (default: %(default)s)")
     ap.add_argument("--width", type=int, default=1280, help="window width in pixels (default: %(default)s)")
     ap.add_argument(
-        "--height", type=int, default=1000, help="window height in pixels, the part kept (default: %(default)s)"
+        "--height", type=int, default=1400, help="window height in pixels, the part kept (default: %(default)s)"
     )
     ap.add_argument("--colors", type=int, default=64, help="palette size of the PNG (default: %(default)s)")
     ap.add_argument("--chromium", default=None, help="the Chromium executable (default: the first found on PATH)")
