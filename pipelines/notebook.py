@@ -34,7 +34,7 @@ from kfp import local
 
 from sharebench.analysis import Tables, analyse
 from sharebench.analysis.compare import differing_settings
-from sharebench.cli.compare import compare_two
+from sharebench.cli.compare_cmd import compare_two
 from sharebench.errors import UserError
 from sharebench.pipelines.cli import HERE, PIPELINE_FILES, check_workload, parse_params, pipeline_parameters
 from sharebench.pipelines.sweep_pipeline import SWEEP_NAME, sweep_pipeline
@@ -211,7 +211,7 @@ def answer_section(report_md: Path | str) -> tuple[str, list[Path]]:
 
 def compare_folders(this: Path | str, earlier: Path | str) -> tuple[pd.DataFrame, str]:
     """This results folder against an earlier one, as ``sharebench compare EARLIER THIS`` prints it
-    (:func:`sharebench.cli.compare.compare_two`): the rows, and Markdown holding the table, or, where no cell
+    (:func:`sharebench.cli.compare_cmd.compare_two`): the rows, and Markdown holding the table, or, where no cell
     matched, why: the settings that differ, else the modes, else a folder with no measured cell."""
     a, b = analyse(earlier), analyse(this)
     labels = (Path(earlier).resolve().name, "this run")

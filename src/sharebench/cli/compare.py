@@ -1,23 +1,13 @@
-"""``sharebench compare A B [C …]``: per cell, B (C …) against A, printed and optionally written to a folder."""
+"""``sharebench compare A B [C …]``: per cell, B (C …) against A, printed and optionally written to a folder.
+
+Options only, light (``--help`` imports no library stack); the work: ``sharebench.cli.compare_cmd``.
+"""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-import pandas as pd
-
-from sharebench.analysis import analyse
-from sharebench.analysis.compare import (
-    PER_UNIT_NOTE,
-    UNIT_KEYS,
-    compare_tables,
-    differing_settings,
-    display_compare,
-)
-from sharebench.analysis.tables import Tables
-from sharebench.errors import UserError
-from sharebench.report import markdown_table
+from sharebench.cli import lazy
 
 
 def configure(name: str, parser: argparse.ArgumentParser) -> None:
@@ -35,60 +25,4 @@ def configure(name: str, parser: argparse.ArgumentParser) -> None:
         default="",
         help="work keys not to match on, comma-separated (engine, backend, lattice, device_class)",
     )
-    parser.set_defaults(func=cmd_compare)
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    if len(args.dirs) < 2:
-        raise UserError(f"compare needs at least two results folders, got {len(args.dirs)}: {args.dirs[0]}")
-    dirs = [Path(d) for d in args.dirs]
-    for d in dirs:
-        if not (d / "results.csv").is_file():
-            raise UserError(f"results folder {d} has no results.csv; give folders written by `sharebench run`")
-    out = Path(args.out) if args.out else None
-    if out is not None and any(out.resolve() == d.resolve() for d in dirs):
-        raise UserError(f"--out {out} is one of the compared folders; give a folder of its own")
-    if out is not None and out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is a file, not a folder; give a folder (it is created if missing)")
-    ignore = tuple(k for k in args.ignore.split(",") if k)
-    base = analyse(dirs[0])
-    parts, frames = [], []
-    for other in dirs[1:]:
-        labels = (dirs[0].name or str(dirs[0]), other.name or str(other))
-        if labels[0] == labels[1]:
-            labels = (str(dirs[0]), str(other))
-        t, text = compare_two(base, analyse(other), ignore, labels)
-        parts.append(f"## {labels[1]} against {labels[0]}\n\n{text}\n")
-        frames.append(t.assign(a=str(dirs[0]), b=str(other)))
-    text = "\n".join(parts)
-    print(text)
-    if out is not None:
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "compare.md").write_text(f"# sharebench compare\n\n{text}")
-            pd.concat(frames).to_csv(out / "compare.csv", index=False)
-        except OSError as exc:  # a path under a file, a read-only or full disk: one line naming it
-            raise UserError(f"cannot write {exc.filename or out}: {exc.strerror or exc}; give another --out") from None
-        print(f"written: {out}/compare.md  ({out}/compare.csv)")
-    return 0
-
-
-def compare_two(a: Tables, b: Tables, ignore: tuple[str, ...], labels: tuple[str, str]) -> tuple[pd.DataFrame, str]:
-    """B against A: per cell of the same work; where none is, the settings that differ, and per particle-turn
-    when only the particle count or the turns do."""
-    t = compare_tables(a, b, ignore)
-    if not t.empty:
-        return t, markdown_table(display_compare(t, labels))
-    differ = differing_settings(a, b, ignore)
-    named = f" ({'; '.join(differ).replace(' A,', f' {labels[0]},').replace(' B', f' {labels[1]}')})" if differ else ""
-    if differ and all(d.split(":")[0] in UNIT_KEYS for d in differ):
-        t = compare_tables(a, b, ignore, per_unit=True)
-        if not t.empty:
-            return t, (
-                f"No cell measured in both at the same work{named}: compared per particle-turn instead ({PER_UNIT_NOTE})."
-                f"\n\n{markdown_table(display_compare(t, labels))}"
-            )
-    return t, (
-        f"No cell measured in both (same work: engine, backend, device class, lattice, particles, turns; see "
-        f"--ignore){named}."
-    )
+    parser.set_defaults(func=lazy("sharebench.cli.compare_cmd:cmd_compare"))

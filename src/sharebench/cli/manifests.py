@@ -1,16 +1,15 @@
-"""``sharebench manifests render|check|dashboard``: the Kubernetes manifests sharebench deploys."""
+"""``sharebench manifests render|check|dashboard``: the Kubernetes manifests sharebench deploys.
+
+Options only, light (``--help`` imports no library stack); the work: ``sharebench.cli.manifests_cmd``.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
-from sharebench.manifests.monitoring import dashboard
-from sharebench.manifests.names import OPERATOR_NAMESPACE, RUN_NAMESPACE
-from sharebench.manifests.operator import DEFAULT_MIG_STRATEGY, MIG_STRATEGIES
-from sharebench.manifests.render import RenderOptions, check, write
+from sharebench.cli import lazy
+from sharebench.manifests.names import DEFAULT_MIG_STRATEGY, MIG_STRATEGIES, OPERATOR_NAMESPACE, RUN_NAMESPACE
 
 
 def configure(name: str, man: argparse.ArgumentParser) -> None:
@@ -41,49 +40,15 @@ def configure(name: str, man: argparse.ArgumentParser) -> None:
         help=f"namespace of the pipeline's pods and service account (default {RUN_NAMESPACE})",
     )
     rd.add_argument("--out", default="manifests", help="output folder (default ./manifests)")
-    rd.set_defaults(func=cmd_render)
+    rd.set_defaults(func=lazy("sharebench.cli.manifests_cmd:cmd_render"))
     ck = msub.add_parser("check", help="exit 1 if the committed manifests differ from the render")
     ck.add_argument("--dir", default="manifests", help="manifests folder (default ./manifests)")
-    ck.set_defaults(func=cmd_check)
+    ck.set_defaults(func=lazy("sharebench.cli.manifests_cmd:cmd_check"))
     db = msub.add_parser("dashboard", help="print the Grafana dashboard as JSON (for a Grafana import)")
-    db.set_defaults(func=cmd_dashboard)
+    db.set_defaults(func=lazy("sharebench.cli.manifests_cmd:cmd_dashboard"))
     man.set_defaults(func=lambda _args: _help(man))
 
 
 def _help(parser: argparse.ArgumentParser) -> int:
     parser.print_help(sys.stderr)
     return 2
-
-
-def cmd_render(args: argparse.Namespace) -> int:
-    written = write(
-        args.out,
-        RenderOptions(
-            gpus=tuple(args.gpu),
-            mig_strategy=args.mig_strategy,
-            operator_namespace=args.operator_namespace,
-            run_namespace=args.run_namespace,
-        ),
-    )
-    for path in written:
-        print(path)
-    return 0
-
-
-def cmd_check(args: argparse.Namespace) -> int:
-    problems = check(Path(args.dir))
-    if problems:
-        for line in problems:
-            print(line, file=sys.stderr)
-        print(
-            f"sharebench: manifests in {args.dir} are out of sync; run 'sharebench manifests render --out {args.dir}'",
-            file=sys.stderr,
-        )
-        return 1
-    print(f"manifests in {args.dir} match the render")
-    return 0
-
-
-def cmd_dashboard(args: argparse.Namespace) -> int:
-    print(json.dumps(dashboard(), indent=2, sort_keys=True))
-    return 0

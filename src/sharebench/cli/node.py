@@ -1,22 +1,15 @@
-"""``sharebench node apply|restore|status``: a GPU node through the gpu-operator."""
+"""``sharebench node apply|restore|status``: a GPU node through the gpu-operator.
+
+Options only, light (``--help`` imports no library stack); the work: ``sharebench.cli.node_cmd``.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import Any
 
+from sharebench.cli import lazy
 from sharebench.manifests.names import DEVICE_PLUGIN_CONFIGMAP, OPERATOR_NAMESPACE
-from sharebench.node import (
-    ReconfigureOptions,
-    check_times,
-    make_api_client,
-    preview,
-    reconfigure,
-    restore,
-    status,
-)
 
 
 def configure(name: str, node: argparse.ArgumentParser) -> None:
@@ -57,7 +50,7 @@ def configure(name: str, node: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--holder", help="who holds the node's Lease (a run id; default: this process, sharebench-cli@HOST:PID.START)"
     )
-    ap.set_defaults(func=cmd_apply)
+    ap.set_defaults(func=lazy("sharebench.cli.node_cmd:cmd_apply"))
 
     rp = nsub.add_parser("restore", help="put NODE back as before sharebench's first change (idempotent)")
     common(rp)
@@ -68,85 +61,15 @@ def configure(name: str, node: argparse.ArgumentParser) -> None:
         action="store_true",
         help="restore although a live run holds the node's Lease (that run stops at its next renewal)",
     )
-    rp.set_defaults(func=cmd_restore)
+    rp.set_defaults(func=lazy("sharebench.cli.node_cmd:cmd_restore"))
 
     sp = nsub.add_parser("status", help="what NODE advertises, its GPU pods and any recorded prior state")
     common(sp)
     sp.add_argument("--namespace", default=OPERATOR_NAMESPACE, help="gpu-operator namespace (default gpu-operator)")
-    sp.set_defaults(func=cmd_status)
+    sp.set_defaults(func=lazy("sharebench.cli.node_cmd:cmd_status"))
     node.set_defaults(func=lambda _args: _help(node))
 
 
 def _help(parser: argparse.ArgumentParser) -> int:
     parser.print_help(sys.stderr)
     return 2
-
-
-def _progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
-def _print(result: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(result, indent=2, sort_keys=True, default=str))
-        return
-    for key, value in result.items():
-        if key in ("previous", "prior_state", "labels"):
-            continue
-        if isinstance(value, dict):
-            value = ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
-        elif isinstance(value, list):
-            value = ", ".join(map(str, value)) or "none"
-        print(f"{key}: {value}")
-    prior = result.get("previous", result.get("prior_state"))
-    if prior:
-        labels = ", ".join(f"{k}={'(absent)' if v is None else v}" for k, v in prior.get("labels", {}).items())
-        print(f"prior state (recorded {prior.get('recorded_at')}): {labels}")
-
-
-def cmd_apply(args: argparse.Namespace) -> int:
-    check_times(args.timeout, args.poll, ("--timeout", "--poll"))
-    options = ReconfigureOptions(
-        gpu_model=args.gpu_model,
-        namespace=args.namespace,
-        configmap=args.configmap,
-        timeout_s=args.timeout,
-        poll_s=args.poll,
-        force=args.force,
-        cordon=args.cordon,
-        rename_shared=args.rename_shared,
-        holder=args.holder,
-    )
-    if args.dry_run:
-        _print(
-            preview(args.node, args.mode, options, api_client=make_api_client(args.kubeconfig, args.context)), args.json
-        )
-        return 0
-    res = reconfigure(
-        args.node, args.mode, options, api_client=make_api_client(args.kubeconfig, args.context), progress=_progress
-    )
-    _print(res, args.json)
-    return 0
-
-
-def cmd_restore(args: argparse.Namespace) -> int:
-    check_times(args.timeout, args.poll, ("--timeout", "--poll"))
-    res = restore(
-        args.node,
-        api_client=make_api_client(args.kubeconfig, args.context),
-        timeout_s=args.timeout,
-        progress=_progress,
-        poll_s=args.poll,
-        holder=args.holder,
-        force=args.force,
-    )
-    _print(res, args.json)
-    return 0
-
-
-def cmd_status(args: argparse.Namespace) -> int:
-    _print(
-        status(args.node, api_client=make_api_client(args.kubeconfig, args.context), namespace=args.namespace),
-        args.json,
-    )
-    return 0

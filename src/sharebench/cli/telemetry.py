@@ -1,21 +1,18 @@
 """``sharebench telemetry sample|dcgm|annotate``: this machine's telemetry for a few seconds (a check
 that NVML answers on a new GPU node), DCGM metrics from Prometheus attached to a results folder, and a
-results folder's cells as Grafana annotations."""
+results folder's cells as Grafana annotations.
+
+Options only, light (``--help`` imports no library stack); the work: ``sharebench.cli.telemetry_cmd``.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import time
 
-from sharebench.devices import DeviceInfo
-from sharebench.errors import UserError
+from sharebench.cli import lazy
+from sharebench.parse import DEFAULT_NODE_LABEL
 from sharebench.results import DCGM_CSV
-from sharebench.telemetry import make_sampler
-from sharebench.telemetry.grafana import post_annotations
-from sharebench.telemetry.prometheus import DEFAULT_NODE_LABEL, attach_to_results, cell_windows
 
 
 def configure(name: str, tel: argparse.ArgumentParser) -> None:
@@ -26,7 +23,7 @@ def configure(name: str, tel: argparse.ArgumentParser) -> None:
     sp.add_argument("--seconds", type=float, default=2.0)
     sp.add_argument("--interval", type=float, default=0.1, help="sampling interval (s)")
     sp.add_argument("--out", help="raw samples CSV")
-    sp.set_defaults(func=cmd_sample)
+    sp.set_defaults(func=lazy("sharebench.cli.telemetry_cmd:cmd_sample"))
 
     dp = tsub.add_parser(
         "dcgm", help=f"attach DCGM metrics from Prometheus to each cell of a results folder (writes {DCGM_CSV} there)"
@@ -37,7 +34,7 @@ def configure(name: str, tel: argparse.ArgumentParser) -> None:
     dp.add_argument("--node-label", default=DEFAULT_NODE_LABEL)
     dp.add_argument("--gpu-uuid", help="only this GPU (UUID label)")
     dp.add_argument("--step", type=float, default=1.0, help="query step (s)")
-    dp.set_defaults(func=cmd_dcgm)
+    dp.set_defaults(func=lazy("sharebench.cli.telemetry_cmd:cmd_dcgm"))
 
     an = tsub.add_parser("annotate", help="write a results folder's cells to Grafana as annotations")
     an.add_argument("results", help="results folder (results.csv)")
@@ -48,43 +45,10 @@ def configure(name: str, tel: argparse.ArgumentParser) -> None:
         help="environment variable holding a service-account token (default GRAFANA_TOKEN)",
     )
     an.add_argument("--run", help="a run label added as tag run:<label>")
-    an.set_defaults(func=cmd_annotate)
+    an.set_defaults(func=lazy("sharebench.cli.telemetry_cmd:cmd_annotate"))
     tel.set_defaults(func=lambda _args: _help(tel))
 
 
 def _help(parser: argparse.ArgumentParser) -> int:
     parser.print_help(sys.stderr)
     return 2
-
-
-def sample_device(text: str) -> DeviceInfo:
-    """What ``--device`` names for the sampler: the CPU, a CUDA index or a GPU/MIG UUID."""
-    dev = text.strip()
-    if dev == "cpu":
-        return DeviceInfo.from_dict({"kind": "cpu", "backend": "cpu", "spec": "cpu"})
-    if dev.startswith("cuda"):
-        return DeviceInfo.from_dict({"kind": "gpu", "backend": "cuda", "spec": dev})
-    if dev.upper().startswith(("GPU-", "MIG-")):
-        return DeviceInfo.from_dict({"kind": "gpu", "backend": "cuda", "uuid": dev})
-    raise UserError(f"unknown device {dev!r}; allowed: cpu, cuda[:N], GPU-…/MIG-… UUID")
-
-
-def cmd_sample(args: argparse.Namespace) -> int:
-    sampler = make_sampler(sample_device(args.device), interval_s=args.interval, out_path=args.out).start()
-    time.sleep(max(0.0, args.seconds))
-    print(json.dumps(sampler.stop(), indent=2))
-    return 0
-
-
-def cmd_dcgm(args: argparse.Namespace) -> int:
-    df = attach_to_results(
-        args.results, args.url, node=args.node, node_label=args.node_label, gpu_uuid=args.gpu_uuid, step_s=args.step
-    )
-    print(f"{len(df)} cells -> {args.results}/{DCGM_CSV}")
-    return 0
-
-
-def cmd_annotate(args: argparse.Namespace) -> int:
-    ids = post_annotations(args.grafana, os.environ.get(args.token_env), cell_windows(args.results), run=args.run)
-    print(f"{len(ids)} annotations written to {args.grafana}")
-    return 0

@@ -1,0 +1,101 @@
+"""``sharebench history add|show|check|accept``: the work, imported when one of them runs (their options:
+``sharebench.cli.history``)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import Any
+
+from sharebench.errors import UserError
+from sharebench.history import (
+    CheckOptions,
+    accept,
+    add,
+    check,
+    load_runs,
+    newest_rows,
+    open_store,
+)
+from sharebench.history.push import push
+from sharebench.history.show import ShowFilter, plot, provenance_changes, select, table
+from sharebench.modes import parse_mode
+from sharebench.parse import whole_number
+
+
+def options(args: argparse.Namespace) -> CheckOptions:
+    baseline = whole_number("--baseline", args.baseline, 1)
+    return CheckOptions(
+        threshold_pts=float(args.threshold), alpha=float(args.alpha), baseline_runs=baseline
+    ).validated()
+
+
+def _report(verdicts: list[Any]) -> int:
+    changes = [v for v in verdicts if v.changed]
+    for v in changes:
+        print(f"changed: {v.line()}")
+    judged = sum(v.status in ("changed", "same") for v in verdicts)
+    print(f"{len(changes)} change(s) in {len(verdicts)} cell(s); {judged} had a baseline to compare with")
+    return 1 if changes else 0
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    opts = options(args)
+    if not Path(args.results).is_dir():
+        raise UserError(f"results folder {args.results} does not exist; give a folder written by `sharebench run`")
+    store = open_store(args.to, endpoint=args.s3_endpoint, create=True)
+    run, added = add(args.results, store)
+    print(
+        f"{'added' if added else 'already in the store'}: run {run.run_id} ({run.node}, {run.time_utc}, "
+        f"{len(run.rows)} cell(s)) -> {store.url}/runs/{run.file_name}"
+    )
+    verdicts = check(store, opts, node=run.node) if args.check else None
+    if args.pushgateway:
+        push(args.pushgateway, run.rows, verdicts)
+        print(f"pushed to {args.pushgateway}")
+    return _report(verdicts) if verdicts is not None else 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    mode = parse_mode(args.mode).label if args.mode else None
+    store = open_store(args.store, endpoint=args.s3_endpoint)
+    runs = select(load_runs(store), ShowFilter(node=args.node, mode=mode, since=args.since))
+    if runs.empty:
+        raise UserError(f"no run in {store.url} matches the filters (--node, --mode, --since)")
+    t = table(runs)
+    print(t.to_string(index=False, float_format=lambda x: f"{x:.2f}" if math.isfinite(x) else ""))
+    for node, when, what in provenance_changes(runs):
+        print(f"machine changed on {node} at {when}: {what}")
+    if args.csv:
+        t.to_csv(args.csv, index=False)
+        print(f"written: {args.csv}")
+    paths = plot(runs, Path(args.plot))
+    print("written: " + "  ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    opts = options(args)
+    store = open_store(args.store, endpoint=args.s3_endpoint)
+    verdicts = check(store, opts, node=args.node)
+    if not verdicts:
+        raise UserError(f"no run in {store.url}{f' for node {args.node}' if args.node else ''} to check")
+    if args.pushgateway:
+        push(args.pushgateway, newest_rows(store, verdicts), verdicts)
+    return _report(verdicts)
+
+
+def cmd_accept(args: argparse.Namespace) -> int:
+    store = open_store(args.store, endpoint=args.s3_endpoint)
+    cell: dict[str, Any] = {}
+    if args.node:
+        cell["node"] = args.node
+    if args.mode:
+        cell["mode"] = parse_mode(args.mode).label
+    if args.particles:
+        cell["particles"] = whole_number("--particles", args.particles, 1)
+    doc = accept(store, cell, run_id=args.run)
+    what = ", ".join(f"{k}={v}" for k, v in doc["cell"].items()) or "every cell"
+    print(f"accepted: {what}; the baseline starts at run {doc['run_id']} ({doc['from_time_utc']})")
+    return 0
