@@ -1,5 +1,8 @@
 """``sharebench compile``, ``sharebench submit``, ``sharebench runs``: the pipelines on a Kubeflow cluster.
 
+Their options are in ``sharebench.pipelines.commands`` (light: ``--help`` and a bad option's usage error
+never import kfp); this module, with kfp, is imported when one of the commands runs.
+
 The CLI parses and validates; kfp.Client does the talking. Auth is what kfp.Client
 offers: a bearer token (``--token``, e.g. a service-account token or an IAP/OIDC
 token), a session cookie (``--cookies "authservice_session=…"`` from a browser logged
@@ -27,13 +30,11 @@ from sharebench.errors import UserError
 from sharebench.history import open_store
 from sharebench.node.images import IMAGE_ALLOW_ENV, check_image
 from sharebench.parse import seconds
+from sharebench.pipelines.commands import HERE, PIPELINE_FILES
 from sharebench.pipelines.compile import compile_all
 from sharebench.pipelines.fetch import Store, fetch_results
 from sharebench.sweep.cells import plan_sweep as plan_cells
 from sharebench.workloads import Workload
-
-HERE = Path(__file__).resolve().parent
-PIPELINE_FILES = {"sweep": "sharebench_sweep.yaml", "multi-node": "sharebench_multi_node.yaml"}
 
 # KFP's recurring runs use robfig/cron with a seconds field first.
 _CRON_FIELDS = (
@@ -386,13 +387,13 @@ def fetch(args: argparse.Namespace) -> list[Path]:
 
 
 # ------------------------------------------------------------------ commands
-def _cmd_compile(args: argparse.Namespace) -> int:
+def cmd_compile(args: argparse.Namespace) -> int:
     for path in compile_all(args.out):
         print(path)
     return 0
 
 
-def _cmd_submit(args: argparse.Namespace) -> int:
+def cmd_submit(args: argparse.Namespace) -> int:
     out = submit(args)
     if "recurring_run_id" in out:
         print(f"recurring run {out['recurring_run_id']} (cron {out['cron']}) in experiment {out['experiment_id']}")
@@ -401,7 +402,7 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_runs(args: argparse.Namespace) -> int:
+def cmd_runs(args: argparse.Namespace) -> int:
     out = list_runs(args)
     if args.json:
         print(json.dumps(out, indent=2))
@@ -416,85 +417,7 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_fetch(args: argparse.Namespace) -> int:
+def cmd_fetch(args: argparse.Namespace) -> int:
     for folder in fetch(args):
         print(f"{folder}   (sharebench report {folder})")
     return 0
-
-
-def _auth_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--host",
-        help="KFP API URL, e.g. http://localhost:8080 (port-forward of ml-pipeline-ui) or "
-        "https://kubeflow.example.org/pipeline; omitted: kfp.Client's in-cluster default",
-    )
-    p.add_argument("--token", help="bearer token (kfp.Client existing_token)")
-    p.add_argument("--cookies", help="session cookie(s), e.g. 'authservice_session=…' (kfp.Client cookies)")
-    p.add_argument("--namespace", help="Kubeflow profile namespace (multi-user deployments)")
-    p.add_argument("--experiment", default="sharebench", help="experiment name (default: sharebench)")
-
-
-def configure(name: str, p: argparse.ArgumentParser) -> None:
-    """The options of ``sharebench compile|submit|runs`` (listed by ``sharebench.pipelines.commands``)."""
-    {"compile": _configure_compile, "submit": _configure_submit, "runs": _configure_runs}[name](p)
-
-
-def _configure_compile(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default=str(HERE), help=f"output folder (default: {HERE})")
-    p.set_defaults(func=_cmd_compile)
-
-
-def _configure_submit(p: argparse.ArgumentParser) -> None:
-    _auth_options(p)
-    p.add_argument(
-        "--pipeline", choices=sorted(PIPELINE_FILES), default="sweep", help="which compiled pipeline (default: sweep)"
-    )
-    p.add_argument("--package", help="a compiled pipeline YAML instead of the packaged one")
-    p.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="pipeline argument, repeatable: --param node_name=gpu-1 --param modes=exclusive,mps:2",
-    )
-    p.add_argument(
-        "--schedule",
-        metavar="CRON",
-        help="make a recurring run; KFP cron has 6 fields, seconds first: '0 0 3 * * *' = daily 03:00",
-    )
-    p.add_argument("--run-name", help="display name of the run or recurring run")
-    p.add_argument("--service-account", help="Kubernetes service account of the run's pods (RBAC for the node steps)")
-    p.add_argument("--wait", type=float, metavar="SECONDS", help="wait up to SECONDS for the run to finish")
-    p.set_defaults(func=_cmd_submit)
-
-
-def _configure_runs(p: argparse.ArgumentParser) -> None:
-    _auth_options(p)
-    p.set_defaults(experiment=None)
-    p.add_argument("--limit", type=int, default=20, help="at most this many of each (default: 20)")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_cmd_runs)
-    sub = p.add_subparsers(dest="runs_command", metavar="fetch", title="subcommand (none: list the runs)")
-    f = sub.add_parser(
-        "fetch",
-        help="copy a run's results folder(s) from the object store KFP uses",
-        description="Copy a run's collect-results results folder(s) from the object store of the "
-        "KFP deployment (S3 API; credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) "
-        "into --out, for `sharebench report`.",
-    )
-    _auth_options(f)
-    f.add_argument("run_id", metavar="RUN_ID", help="the run's id (sharebench runs lists them)")
-    f.add_argument("--out", required=True, help="local folder; the multi-node pipeline's nodes go to node-1, node-2, …")
-    f.add_argument(
-        "--s3-endpoint",
-        help="S3 API URL of the object store, e.g. http://localhost:9000 "
-        "(kubectl -n kubeflow port-forward svc/minio-service 9000:9000); "
-        "omitted: AWS S3",
-    )
-    f.add_argument("--s3-bucket", default="mlpipeline", help="bucket (default: mlpipeline, KFP's default)")
-    f.add_argument(
-        "--s3-root",
-        default="v2/artifacts",
-        help="the pipeline root inside the bucket (default: v2/artifacts, KFP's default)",
-    )
-    f.set_defaults(func=_cmd_fetch)
