@@ -272,7 +272,7 @@ def protocol_items() -> dict[str, list[str]]:
 
 # ------------------------------------------------------------------ pages, writing and checking
 PAGES = (
-    Page("cli.md", "the argparse parsers of src/sharebench/cli/ and pipelines/cli.py", cli_page, cli_items),
+    Page("cli.md", "the argparse parsers of src/sharebench/cli/ and pipelines/commands.py", cli_page, cli_items),
     Page("pipeline.md", "the compiled pipelines/*.yaml", pipeline_page, pipeline_items),
     Page("results-schema.md", "src/sharebench/results/schema.py", schema_page, schema_items),
     Page(
