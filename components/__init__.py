@@ -10,6 +10,7 @@ import importlib
 
 COMPONENTS = (
     "plan_sweep",
+    "pick_cells",
     "reconfigure_node",
     "schedule_start",
     "run_simpletrack",

@@ -18,6 +18,7 @@ def collect_results(
     node_name: str = "",
     gpu_model: str = "",
     sweep_id: str = "",
+    budget_plan: dict = {},
 ):
     """Writes the sweep's results folder and its loss tables; logs loss per mode and size.
 
@@ -26,6 +27,8 @@ def collect_results(
         node_name: Node the sweep ran on (recorded; empty without a cluster).
         gpu_model: GPU model of the node (recorded).
         sweep_id: Identifier written into every row (the KFP run id); empty: the UTC time.
+        budget_plan: plan_sweep's budget plan ({} none): the budget, the plan and the time used go into
+            the results folder's notes, which the report shows.
 
     Returns:
         results: A results folder (results.csv in the versioned schema, provenance.json,
@@ -42,6 +45,7 @@ def collect_results(
         node_name=node_name,
         gpu_model=gpu_model,
         sweep_id=sweep_id or None,
+        budget_plan=budget_plan,
     )
     for name, value in out["metrics"].items():
         metrics.log_metric(name, value)

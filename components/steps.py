@@ -34,12 +34,20 @@ from sharebench.node.placement import place_mode, restore_nodes, split_node
 from sharebench.parse import whole_number
 from sharebench.report import tables_markdown, write_tables
 from sharebench.report.combine import write_combined
-from sharebench.results import ResultsWriter, read_json, write_json, write_provenance
+from sharebench.results import ResultsWriter, append_notes, read_json, write_json, write_provenance
 from sharebench.results.bursts import append_bursts
 from sharebench.sweep import Cell, SweepConfig, measure_cell, new_sweep_id, validate
 from sharebench.sweep.cells import DEFAULT_MODES as DEFAULT_MODES
 from sharebench.sweep.cells import DEFAULT_PARTICLE_COUNTS as DEFAULT_PARTICLE_COUNTS
-from sharebench.sweep.cells import WARMUP_REPEATS, cell_name, cell_of, check_cell
+from sharebench.sweep.cells import (
+    WARMUP_REPEATS,
+    budget_notes,
+    budget_summary,
+    cell_name,
+    cell_of,
+    check_cell,
+    plan_budget_grid,
+)
 from sharebench.sweep.cells import plan_sweep as plan_cells
 from sharebench.telemetry import collect_provenance
 from sharebench.workloads import Workload
@@ -61,9 +69,15 @@ def plan_sweep(
     node_name: str,
     turns: int,
     warmup_repeats: int = WARMUP_REPEATS,
+    budget: str = "",
+    workload: dict[str, Any] | None = None,
+    start_delay_s: float = 60.0,
 ) -> dict[str, Any]:
     """The sweep validated before anything runs (:func:`sharebench.sweep.cells.plan_sweep`): the
-    resolved modes, the cell indices of one mode, the node and its GPU model."""
+    resolved modes, the cell indices of one mode, the node and its GPU model; the particle counts,
+    repeats and warm-ups the cells index, each mode's cells, and with a ``budget`` the plan that fits it
+    (:func:`sharebench.sweep.cells.plan_budget_grid`; ``budget_plan``: its summary for the report)."""
+    started = time.time()  # the budget's clock
     grid = plan_cells(
         modes=modes,
         gpu_model=gpu_model,
@@ -73,14 +87,35 @@ def plan_sweep(
         node_name=node_name,
         turns=turns,
         warmup_repeats=warmup_repeats,
+        budget=budget,
     )
+    summary: dict[str, Any] = {}
+    if grid.budget_s is not None:
+        grid, plan = plan_budget_grid(grid, turns=turns, workload=workload or {}, start_delay_s=start_delay_s)
+        summary = budget_summary(plan, started)
+        for line in plan.describe().splitlines():
+            say(f"budget {line}")
     say(grid.describe())
     return {
         "modes": list(grid.modes),
         "cells": list(grid.cells),
         "node_name": grid.node_name,
         "gpu_model": grid.gpu_model,
+        "particle_counts": list(grid.particle_counts),
+        "repeats": grid.repeats,
+        "warmup_repeats": grid.warmup_repeats,
+        "cells_by_mode": {m: list(grid.cells_of(m)) for m in grid.modes},
+        "budget_plan": summary,
     }
+
+
+def pick_cells(*, mode: str, cells_by_mode: dict[str, list[int]]) -> list[int]:
+    """The cell indices of ``mode`` (``plan_sweep``'s ``cells_by_mode``); a mode not planned: a one-line error."""
+    if mode not in cells_by_mode:
+        raise UserError(f"mode {mode!r} is not in the plan; planned: {', '.join(cells_by_mode) or 'none'}")
+    cells = [whole_number("cell", c, 0) for c in cells_by_mode[mode]]
+    say(f"{mode}: {len(cells)} cell(s)")
+    return cells
 
 
 # ------------------------------------------------------------------ node
@@ -295,9 +330,11 @@ def collect_results(
     node_name: str = "",
     gpu_model: str = "",
     sweep_id: str | None = None,
+    budget_plan: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write a results folder (results.csv, provenance.json, tables/) from the modes' rows; return
-    the loss metrics (``loss_pct/<mode>/p<particles>``) and the tables as Markdown."""
+    """Write a results folder (results.csv, provenance.json, tables/, and with a budget its lines in
+    notes.txt: :func:`sharebench.sweep.cells.budget_notes` of ``plan_sweep``'s ``budget_plan``) from the
+    modes' rows; return the loss metrics (``loss_pct/<mode>/p<particles>``) and the tables as Markdown."""
     rows = read_rows(paths)
     if not rows:
         raise UserError("no results rows reached collect_results: every cell was empty")
@@ -326,6 +363,10 @@ def collect_results(
         node=node_name or None,
     )
     write_provenance(out, prov)
+    notes = budget_notes(budget_plan or {}, len({str(r.get("cell_id")) for r in rows}))
+    append_notes(out, sid, notes)
+    for line in notes:
+        say(line)
     tables = analyse(out)
     write_tables(tables, out)
     title = f"# sharebench results{f' on {node_name}' if node_name else ''}{f' ({gpu_model})' if gpu_model else ''}\n"

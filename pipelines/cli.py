@@ -163,6 +163,7 @@ def check_arguments(params: dict[str, dict[str, Any]], given: dict[str, Any]) ->
                 node_name=str(node),
                 turns=values["turns"],
                 warmup_repeats=values.get("warmup_repeats", 1),
+                budget=str(values.get("budget") or ""),
             )
         for key in ("start_delay_s", "reconfigure_timeout_s"):
             if key in given:

@@ -4,9 +4,10 @@ Shape of ``sharebench-sweep`` (one node)::
 
     exit handler: restore_node  (runs whatever fails)
       sweep_node
-        plan_sweep                      validate, resolve MIG layouts, cell indices
+        plan_sweep                      validate, resolve MIG layouts, cell indices (a budget: what fits)
         sweep_modes   ParallelFor(modes, parallelism=1)       one mode at a time on the node
           reconfigure_node                                    -> resource, count, pods, processes
+          pick_cells                                          -> the mode's cells (a budget: its sizes)
           run_cells   ParallelFor(cells, parallelism=1)       one cell at a time
             schedule_start                                    -> particles, repeat, start_at
             run_cell  ParallelFor(pods)                       the cell's replicas, concurrently
@@ -48,6 +49,7 @@ from sharebench.components.collect_results import collect_results
 from sharebench.components.compare_nodes import compare_nodes
 from sharebench.components.image import IMAGE
 from sharebench.components.merge_records import merge_records
+from sharebench.components.pick_cells import pick_cells
 from sharebench.components.plan_sweep import plan_sweep
 from sharebench.components.reconfigure_node import reconfigure_node
 from sharebench.components.record_history import record_history
@@ -228,7 +230,7 @@ def sweep_modes(
     node_name: str,
     gpu_model: str,
     modes: list[str],
-    cells: list[int],
+    cells_by_mode: dict,
     particle_counts: list[int],
     repeats: int,
     warmup_repeats: int,
@@ -255,10 +257,11 @@ def sweep_modes(
             ),
             image_allow=True,
         )
+        picked = in_image(pick_cells(mode=mode, cells_by_mode=cells_by_mode), image)
         cells_of_mode = run_cells(
             image=image,
             mode=mode,
-            cells=cells,
+            cells=picked.outputs["cells"],
             particle_counts=particle_counts,
             repeats=repeats,
             warmup_repeats=warmup_repeats,
@@ -297,6 +300,7 @@ def sweep_node(
     history: str,
     pushgateway: str,
     history_s3_endpoint: str,
+    budget: str,
 ) -> Dataset:
     plan = in_image(
         plan_sweep(
@@ -308,6 +312,9 @@ def sweep_node(
             placement=placement,
             node_name=node_name,
             warmup_repeats=warmup_repeats,
+            budget=budget,
+            workload=workload,
+            start_delay_s=start_delay_s,
         ),
         image,
     )
@@ -316,10 +323,10 @@ def sweep_node(
         node_name=plan.outputs["node_name"],
         gpu_model=plan.outputs["gpu_model"],
         modes=plan.outputs["modes"],
-        cells=plan.outputs["cells"],
-        particle_counts=particle_counts,
-        repeats=repeats,
-        warmup_repeats=warmup_repeats,
+        cells_by_mode=plan.outputs["cells_by_mode"],
+        particle_counts=plan.outputs["particle_counts"],
+        repeats=plan.outputs["repeats"],
+        warmup_repeats=plan.outputs["warmup_repeats"],
         turns=turns,
         placement=placement,
         start_delay_s=start_delay_s,
@@ -334,6 +341,7 @@ def sweep_node(
             node_name=plan.outputs["node_name"],
             gpu_model=plan.outputs["gpu_model"],
             sweep_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+            budget_plan=plan.outputs["budget_plan"],
         ),
         image,
     )
@@ -371,6 +379,7 @@ def sweep_pipeline(
     history: str = "",
     pushgateway: str = "",
     history_s3_endpoint: str = KFP_S3_ENDPOINT,
+    budget: str = "",
 ):
     """Sweep every sharing mode on one node; the node is restored whatever fails.
 
@@ -401,6 +410,10 @@ def sweep_pipeline(
         pushgateway: Prometheus Pushgateway URL (http(s)://HOST:9091) the history step pushes the losses
             and the check to ('' none).
         history_s3_endpoint: S3 API endpoint of an s3:// history store ('' AWS S3).
+        budget: Node time the sweep may take: 90s, 10m, 1h30m ('' off). The plan step keeps the modes x particle
+            counts that fit (headline modes, the largest count first) at the repeats (fewer only if none fit), from
+            the node's GPU model's recorded rates (no node: a short run here); the report states budget, plan and
+            time used. Repeats are fixed: a static KFP graph cannot repeat a cell while unsettled (run --budget can).
     """
     restore = node_step(restore_node(node_name=node_name, placement=placement, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER))
     with dsl.ExitHandler(restore, name="sweep"):
@@ -422,6 +435,7 @@ def sweep_pipeline(
             history=history,
             pushgateway=pushgateway,
             history_s3_endpoint=history_s3_endpoint,
+            budget=budget,
         )
 
 
@@ -449,6 +463,7 @@ def multi_node_pipeline(
     history: str = "",
     pushgateway: str = "",
     history_s3_endpoint: str = KFP_S3_ENDPOINT,
+    budget: str = "",
 ):
     """Sweep several nodes at once (each one mode at a time) and compare them in one report.
 
@@ -478,6 +493,10 @@ def multi_node_pipeline(
         pushgateway: Prometheus Pushgateway URL (http(s)://HOST:9091) the history step pushes the losses
             and the check to ('' none).
         history_s3_endpoint: S3 API endpoint of an s3:// history store ('' AWS S3).
+        budget: Node time the sweep may take: 90s, 10m, 1h30m ('' off). The plan step keeps the modes x particle
+            counts that fit (headline modes, the largest count first) at the repeats (fewer only if none fit), from
+            the node's GPU model's recorded rates (no node: a short run here); the report states budget, plan and
+            time used. Repeats are fixed: a static KFP graph cannot repeat a cell while unsettled (run --budget can).
     """
     restore = node_step(restore_node(node_names=nodes, placement=placement, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER))
     with dsl.ExitHandler(restore, name="sweeps"):
@@ -500,6 +519,7 @@ def multi_node_pipeline(
                 history=history,
                 pushgateway=pushgateway,
                 history_s3_endpoint=history_s3_endpoint,
+                budget=budget,
             )
         in_image(compare_nodes(results=dsl.Collected(swept.output)), image)
 

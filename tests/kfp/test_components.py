@@ -63,6 +63,11 @@ def test_plan_step_hands_kfp_plain_values_and_logs_the_plan(capsys):
         "cells": list(range(8)),
         "node_name": "n1",
         "gpu_model": "H200",
+        "particle_counts": [5_000_000, 10_000_000],
+        "repeats": 3,
+        "warmup_repeats": 1,
+        "cells_by_mode": {"exclusive": list(range(8)), "mig:1g.18gb": list(range(8))},  # no budget: every cell
+        "budget_plan": {},
     }
     assert "sharebench: plan: 2 mode(s) exclusive, mig:1g.18gb; 8 cell(s) per mode; placement pods; node n1" in (
         capsys.readouterr().out
@@ -70,6 +75,66 @@ def test_plan_step_hands_kfp_plain_values_and_logs_the_plan(capsys):
     with pytest.raises(UserError, match="placement 'pod' is not allowed"):
         steps.plan_sweep(modes=["exclusive"], gpu_model="", particle_counts=[1], repeats=1, turns=1, placement="pod",
                          node_name="")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "budget, message",
+    [
+        ("10 minutes", "bad budget '10 minutes'; allowed: a duration such as 90s, 10m, 1h30m"),
+        ("600", "bad budget '600'; allowed: a duration such as 90s, 10m, 1h30m"),
+        ("0s", "bad budget '0s'; allowed: a duration such as 90s, 10m, 1h30m (h, m, s; at most 30 days), more than 0"),
+    ],
+)
+def test_plan_step_refuses_a_bad_budget_in_one_line(budget, message):
+    with pytest.raises(UserError) as err:
+        steps.plan_sweep(
+            modes=["exclusive"], gpu_model="", particle_counts=[1000], repeats=1, turns=1, placement="processes",
+            node_name="", budget=budget,
+        )  # fmt: skip
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_a_budget_on_a_node_plans_from_the_recorded_rates_of_its_gpu_model(capsys):
+    """The committed H200 campaigns (results/h200): at 90 s a cell (the start delay) the 10 M-particle
+    sizes fit 10 minutes for the headline modes only; the plan says where its rates come from."""
+    plan = steps.plan_sweep(
+        modes=["exclusive", "timeslice:2", "mps:2", "timeslice:8"],
+        gpu_model="",
+        particle_counts=[5e6, 1e7],
+        repeats=3,
+        turns=10,
+        placement="pods",
+        node_name="gpu-a=H200",
+        budget="10m",
+        start_delay_s=60,
+    )
+    summary = plan["budget_plan"]
+    assert summary["budget_s"] == 600 and summary["predicted_s"] <= 600
+    assert summary["plan"][0].startswith("budget:    10m (600 s); planned from recorded rates of H200")
+    per = plan["repeats"] + plan["warmup_repeats"]
+    assert plan["cells"] == list(range(len(plan["particle_counts"]) * per))
+    # headline modes first: exclusive and timeslice:2 are planned whenever anything is
+    assert plan["modes"][:2] == ["exclusive", "timeslice:2"] and set(plan["modes"]) == set(plan["cells_by_mode"])
+    for cells in plan["cells_by_mode"].values():
+        assert cells and set(cells) <= set(plan["cells"]) and len(cells) % per == 0
+    assert "sharebench: budget budget:    10m (600 s)" in capsys.readouterr().out
+    with pytest.raises(UserError, match=r"^budget 10m on node 'gpu-a' is planned from the recorded rates of its GPU"):
+        steps.plan_sweep(
+            modes=["exclusive"], gpu_model="", particle_counts=[5e6], repeats=3, turns=10, placement="pods",
+            node_name="gpu-a", budget="10m",
+        )  # fmt: skip
+    with pytest.raises(UserError, match=r"^--budget 1m is too small for one cell of each mode at 5,000,000 particles"):
+        steps.plan_sweep(
+            modes=["exclusive", "timeslice:2"], gpu_model="H200", particle_counts=[5e6], repeats=3, turns=10,
+            placement="pods", node_name="gpu-a", budget="1m",
+        )  # fmt: skip
+
+
+def test_pick_cells_gives_a_mode_its_planned_cells():
+    by_mode = {"exclusive": [0, 1, 2.0], "timeslice:2": [0, 1]}
+    assert steps.pick_cells(mode="exclusive", cells_by_mode=by_mode) == [0, 1, 2]
+    with pytest.raises(UserError, match=r"^mode 'mps:2' is not in the plan; planned: exclusive, timeslice:2$"):
+        steps.pick_cells(mode="mps:2", cells_by_mode=by_mode)
 
 
 def test_schedule_start_is_in_the_future_and_names_the_cell():

@@ -134,7 +134,7 @@ def test_yaml_parses_back_into_pipeline_and_platform_specs(name):
             if t.WhichOneof("iterator"):
                 inner = {x.component_ref.name for x in spec.components[t.component_ref.name].dag.tasks.values()}
                 limits[frozenset(inner)] = t.iterator_policy.parallelism_limit
-    assert limits[frozenset({"comp-reconfigure-node", "comp-sharebench-cells"})] == 1
+    assert limits[frozenset({"comp-reconfigure-node", "comp-pick-cells", "comp-sharebench-cells"})] == 1
     assert limits[frozenset({"comp-schedule-start", "comp-sharebench-cell"})] == 1
     assert limits[frozenset({"comp-run-simpletrack"})] == 0
 
@@ -250,3 +250,25 @@ def test_history_step_runs_last_only_when_a_store_is_given(name):
         "pushgateway": "pipelinechannel--pushgateway",
         "s3_endpoint": "pipelinechannel--history_s3_endpoint",
     }
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_budget_is_a_parameter_the_plan_step_plans_and_the_report_states(name):
+    """Issue 24, item 1: ``budget`` ('' off) goes to plan_sweep; the modes, particle counts, repeats and each
+    mode's cells come from its plan (pick_cells gives a mode its own); its summary reaches collect_results."""
+    spec, _ = _docs(PIPELINES / name)
+    root = spec.root.input_definitions.parameters
+    assert root["budget"].default_value.string_value == ""
+    assert "a static KFP graph cannot repeat a cell while unsettled" in " ".join(root["budget"].description.split())
+    node = spec.components["comp-sharebench-node"]
+    assert node.input_definitions.parameters["budget"].parameter_type == pipeline_spec_pb2.ParameterType.STRING
+    tasks = node.dag.tasks
+    assert tasks["plan-sweep"].inputs.parameters["budget"].component_input_parameter == "budget"
+    assert tasks["plan-sweep"].inputs.parameters["workload"].component_input_parameter == "workload"
+    wired = {k: v.task_output_parameter for k, v in tasks["sharebench-modes"].inputs.parameters.items()}
+    for key in ("modes", "cells_by_mode", "particle_counts", "repeats", "warmup_repeats"):
+        assert (wired[key].producer_task, wired[key].output_parameter_key) == ("plan-sweep", key)
+    summary = tasks["collect-results"].inputs.parameters["budget_plan"].task_output_parameter
+    assert (summary.producer_task, summary.output_parameter_key) == ("plan-sweep", "budget_plan")
+    (picks,) = [t for _, n, t in _all_tasks(spec) if n == "pick-cells"]
+    assert picks.inputs.parameters["cells_by_mode"].component_input_parameter == "pipelinechannel--cells_by_mode"

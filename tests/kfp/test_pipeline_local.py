@@ -7,6 +7,7 @@ one cell in placement 'pods' (two replica tasks meeting at a start instant from 
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -194,3 +195,53 @@ def test_multi_node_pipeline_runs_locally_and_compares(tmp_path, lattice):
     page = (run / "compare-nodes" / "report_html").read_text()
     assert "results-1 (" in page and "data:image/png;base64," in page  # the second node, beside the first
     assert _outputs(run / "restore-node")["parameterValues"]["Output"] == []
+
+
+# ------------------------------------------------------------------ a budget (issue 24, item 1)
+BUDGET = "4m"
+
+
+@pytest.fixture(scope="module")
+def budget_sweep(tmp_path_factory, lattice) -> Path:
+    """The sweep pipeline with a budget: 2,000 particles fit it, 400,000 (a cell of minutes on PoCL) do not."""
+    from sharebench.pipelines.sweep_pipeline import sweep_pipeline
+
+    root = tmp_path_factory.mktemp("pipeline_root")
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root))
+    sweep_pipeline(
+        node_name="",
+        gpu_model="",
+        modes=MODES,
+        particle_counts=[2000, 400_000],
+        repeats=1,
+        turns=200,
+        placement="processes",
+        workload={"lattice": str(lattice), "device": cpu_opencl_spec()},
+        start_delay_s=2.0,
+        budget=BUDGET,
+    )
+    (run,) = root.glob("sharebench-sweep-*")
+    return run
+
+
+def test_a_budget_plans_what_fits_and_runs_within_it(budget_sweep):
+    plan = _outputs(budget_sweep / "plan-sweep")["parameterValues"]
+    assert plan["particle_counts"] == [2000] and plan["modes"] == MODES
+    summary = plan["budget_plan"]
+    assert summary["budget_s"] == 240 and summary["predicted_s"] <= 240
+    assert any(line.startswith("left out:  exclusive at 400,000, timeslice:2 at 400,000") for line in summary["plan"])
+    df = load_results(budget_sweep / "collect-results" / "results")
+    assert sorted(df["cell_id"].unique()) == [
+        "exclusive_p2000_r0",
+        "exclusive_p2000_r1",
+        "timeslice:2_p2000_r0",
+        "timeslice:2_p2000_r1",
+    ]
+    assert set(df["status"]) == {"ok"}
+    # the report states the budget, the time used (from the plan step to the results) and the plan
+    md = (budget_sweep / "write-report" / "report_md").read_text()
+    used = re.search(r"budget: 4m \(240 s\); used ([0-9.]+) s \((\d+)%\) from the plan step to the results", md)
+    assert used, md
+    assert float(used.group(1)) <= 240
+    assert "budget: ran 4 of 4 planned cell(s)" in md
+    assert "budget plan: budget:    4m (240 s); calibrated on this machine" in md

@@ -168,7 +168,12 @@ def test_good_crons_pass(cron):
     "argv, message",
     [
         (["--schedule", "0 3 * * *"], "use '0 0 3 * * *'"),
-        (["--param", "node=gpu-1"], "--param 'node' is not a parameter of this pipeline; allowed: force, gpu_model,"),
+        (["--param", "node=gpu-1"], "--param 'node' is not a parameter of this pipeline; allowed: budget, force,"),
+        (
+            ["--param", "budget=10min"],
+            "--param: bad budget '10min'; allowed: a duration such as 90s, 10m, 1h30m (h, m, s; at most 30 days)",
+        ),
+        (["--param", "budget=0s"], "--param: bad budget '0s'; allowed: a duration such as 90s, 10m, 1h30m"),
         (["--param", "workload=exec"], "--param workload='exec': expected a JSON object"),
         (
             ["--param", 'workload={"engin": "exec"}'],

@@ -202,6 +202,30 @@ DEFAULT_OVERHEADS = {
 }
 
 
+# A KFP pipeline's own time around the cells: each task is a pod (kfp.local: a new Python process that
+# imports kfp and sharebench). Measured in kfp.local on the 2-core dev machine, shared (2026-12-03, the budget
+# run of tests/kfp/test_pipeline_local.py: 2 modes x 4 cells at 2,000 particles): 21 tasks of 4.4-7.7 s, about
+# 6 s each (a cell's three 16-22 s with its 2 s start delay; a mode's three 17 s; results and report 13 s); it
+# used 120.8 s from the plan step to the results. A cluster's pods start slower: the report shows what a run used.
+PIPELINE_TASK_S = 6.0
+CELL_TASKS = 3  # schedule_start, the replica task(s) (started together), check_cell
+MODE_TASKS = 3  # reconfigure_node, pick_cells, merge_records
+END_TASKS = 2  # collect_results, write_report
+
+
+def pipeline_overheads(start_delay_s: float, modes: int, task_s: float = PIPELINE_TASK_S) -> Overheads:
+    """A pipeline's overheads (``sharebench.sweep.cells.plan_budget_grid``): a cell costs its tasks and the
+    start delay (its fresh replicas set up within it); before the first cell, every mode's own tasks (its
+    node reconfigured: a no-op without a node, minutes with one, not modelled); after the last, the results
+    and report tasks."""
+    return Overheads(
+        CELL_TASKS * task_s + float(start_delay_s),
+        MODE_TASKS * task_s * max(1, modes),
+        END_TASKS * task_s,
+        f"a KFP pipeline: {task_s:g} s a task, {start_delay_s:g} s start delay a cell",
+    )
+
+
 def sweep_gaps(folder: Path) -> tuple[list[float], list[float]]:
     """The warm-replica sweeps of a results folder: gaps between consecutive cells, and the time from each
     sweep's start to its first tracking (``tools/cell_overhead.py``'s definitions)."""
@@ -387,12 +411,15 @@ class BudgetPlan:
             f" -> {b.cell_s:.3g} s a cell (+{o.per_cell_s:.2f} s) x {reps} = {self.cost_s(b) * reps:.1f} s"
             for b in self.blocks
         ]
-        lines += [
+        lines.append(
             f"predicted: {self.predicted_s:.0f} s of {self.budget_s:g} s (calibration {c.spent_s:.1f} s, set-up "
-            f"{o.start_s:.1f} s, cells {self.cells_s:.1f} s, report {o.end_s:.0f} s)",
-            f"adaptive:  beyond {self.repeats} repeat(s), up to {self.max_repeats}, a cell repeats while its "
-            f"interval is wider than the precision or straddles a threshold, within the {self.adaptive_s:.0f} s left",
-        ]
+            f"{o.start_s:.1f} s, cells {self.cells_s:.1f} s, report {o.end_s:.0f} s)"
+        )
+        if self.max_repeats > self.repeats:  # else a fixed plan (the pipelines'): no repeat beyond it
+            lines.append(
+                f"adaptive:  beyond {self.repeats} repeat(s), up to {self.max_repeats}, a cell repeats while its "
+                f"interval is wider than the precision or straddles a threshold, within the {self.adaptive_s:.0f} s left"
+            )
         if self.left_out:
             lines.append(f"left out:  {', '.join(self.left_out)} (no time left in the budget)")
         return "\n".join(lines)
