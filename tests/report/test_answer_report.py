@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 
 from sharebench import analysis
@@ -93,3 +94,21 @@ def test_several_sizes_keep_a_numeric_size_axis(tmp_path):
     assert lo > 500 and hi < 2500 and not math.isclose(lo, -0.5)
     ticks = [(t.get_position()[0], t.get_text()) for t in ax.get_xticklabels()]
     assert len(ticks) > 2 and all(text == fmt_particles(x) for x, text in ticks)  # 800, 1k, 1.2k: no offset
+
+
+def test_the_last_line_agrees_with_a_pattern_that_has_no_trustworthy_answer(tmp_path):
+    """A pattern sweep has no batch verdict rows: the count line names the pattern left without an answer,
+    so that it does not read "0 mode(s) not to be trusted" under a NO TRUSTWORTHY ANSWER."""
+    from sharebench.analysis.answer import CHOICE_COLUMNS, NO_ANSWER
+
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    reason = "the p95 slowdown intervals of interactive straddle the 2x target"
+    pd.DataFrame([["interactive", NO_ANSWER, "latency", reason]], columns=CHOICE_COLUMNS).to_csv(
+        tables / "choices.csv", index=False
+    )
+    text, status = end_screen(tmp_path)
+    lines = text.splitlines()
+    assert lines[1] == f"  NO TRUSTWORTHY ANSWER: {reason}"
+    assert lines[-1].endswith("0 mode(s) not to be trusted as measured, no trustworthy answer for interactive")
+    assert status == 1  # nothing measured

@@ -178,9 +178,11 @@ def end_screen(results_dir: Path | str) -> tuple[str, int]:
     if rows.empty:
         lines.append("  none: no cell was measured" if picks.empty else "  no verdict per mode: no batch cell")
     untrusted = int((rows["trust"] != "ok").sum()) if len(rows) else 0
+    unanswered = sorted(set(none["pattern"].astype(str))) if len(none) else []
     lines.append(
         f"cells: {good} measured, {failed} failed; flags: {len(flags)} (see the report), "
         f"{untrusted} mode(s) not to be trusted as measured"
+        + (f", no trustworthy answer for {', '.join(unanswered)}" if unanswered else "")
     )
     return "\n".join(lines), EXIT_OK if failed == 0 and good > 0 else EXIT_FAILED
 
