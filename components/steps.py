@@ -30,7 +30,7 @@ from sharebench.node import ReconfigureOptions, renew_lease
 from sharebench.node.claims import create_claims, delete_claims
 from sharebench.node.images import IMAGE_ALLOW_ENV, check_image
 from sharebench.node.placement import PLACEMENTS as PLACEMENTS
-from sharebench.node.placement import place_mode, restore_nodes, split_node
+from sharebench.node.placement import check_pattern_placement, place_mode, restore_nodes, split_node
 from sharebench.parse import whole_number
 from sharebench.report import tables_markdown, write_tables
 from sharebench.report.combine import write_combined
@@ -243,6 +243,8 @@ def run_simpletrack(
         for n, v, lo in (("replica", replica, 0), ("replicas", replicas, 1), ("processes", processes, 1))
     )
     one_of_pods = processes == 1 and replicas > 1
+    if one_of_pods:
+        check_pattern_placement("pods", what.pattern, what.neighbour_pattern)
     here = parse_mode("exclusive") if one_of_pods else m
     options: dict[str, Any] = {"start_at": float(start_at)} if one_of_pods else {}
     config = SweepConfig(

@@ -29,6 +29,7 @@ from kfp_server_api.exceptions import ApiException
 from sharebench.errors import UserError
 from sharebench.history import open_store
 from sharebench.node.images import IMAGE_ALLOW_ENV, check_image
+from sharebench.node.placement import check_pattern_placement
 from sharebench.parse import seconds
 from sharebench.pipelines.commands import HERE, PIPELINE_FILES
 from sharebench.pipelines.compile import compile_all
@@ -165,6 +166,9 @@ def check_arguments(params: dict[str, dict[str, Any]], given: dict[str, Any]) ->
                 warmup_repeats=values.get("warmup_repeats", 1),
                 budget=str(values.get("budget") or ""),
             )
+        if "workload" in values:  # neighbours need the replicas of a cell in one pod
+            what = Workload.from_dict(values["workload"] or {})
+            check_pattern_placement(str(values["placement"]), what.pattern, what.neighbour_pattern)
         for key in ("start_delay_s", "reconfigure_timeout_s"):
             if key in given:
                 seconds(key, given[key], 0.0)

@@ -184,6 +184,11 @@ def test_good_crons_pass(cron):
             ["--param", 'workload={"engine": "exec"}'],
             "--param workload: workload engine 'exec' needs a command: the program each replica runs",
         ),
+        (
+            ["--param", 'workload={"pattern": "interactive", "neighbours": "batch"}'],
+            "--param: placement 'pods' runs each replica in its own pod: neighbours 'batch' beside pattern "
+            "'interactive:burst=10,think=0.5' need placement 'processes'",
+        ),
         (["--param", "repeats=three"], "--param repeats='three': expected an integer"),
         (["--param", "repeats"], "--param 'repeats': write NAME=VALUE"),
         (["--param", "force=maybe"], "--param force='maybe': expected true or false"),

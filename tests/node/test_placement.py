@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 
 from sharebench.errors import UserError
-from sharebench.node.placement import PLACEMENTS, PodRequest, place_mode, pod_request, restore_nodes, split_node
+from sharebench.node.placement import (
+    PLACEMENTS,
+    PodRequest,
+    check_pattern_placement,
+    place_mode,
+    pod_request,
+    restore_nodes,
+    split_node,
+)
 
 
 @pytest.mark.parametrize(
@@ -97,3 +105,32 @@ def test_placement_dra_pins_the_pods_and_leaves_the_node_alone(monkeypatch, tmp_
         "reconfigured": False,
     }
     assert "the node is not reconfigured" in said[0]
+
+
+@pytest.mark.parametrize("placement", ["pods", "dra"])
+def test_other_neighbours_need_the_replicas_in_one_pod(placement):
+    """Neighbours stop at the cell's stop file when replica 0 is done; pods of one cell share no folder."""
+    check_pattern_placement("processes", "interactive:burst=10,think=0.5", "batch")
+    check_pattern_placement(placement, "interactive:burst=10,think=0.5", "interactive:burst=10,think=0.5")
+    with pytest.raises(UserError, match=f"placement '{placement}' runs each replica in its own pod: neighbours "):
+        check_pattern_placement(placement, "interactive:burst=10,think=0.5", "batch")
+
+
+def test_a_pod_of_a_cell_with_other_neighbours_refuses_before_it_runs(tmp_path):
+    """The run step of one pod of a cell (placement pods): the same one-line error, nothing run."""
+    from sharebench.components import steps
+
+    with pytest.raises(UserError, match="neighbours 'batch' beside pattern 'interactive"):
+        steps.run_simpletrack(
+            mode="timeslice:2",
+            particles=100,
+            turns=1,
+            repeat=1,
+            replica=1,
+            replicas=2,
+            processes=1,
+            start_at=0.0,
+            workload={"device": "cpu", "pattern": "interactive", "neighbours": "batch"},
+            out_path=str(tmp_path / "rows.json"),
+        )
+    assert not (tmp_path / "rows.json").exists()

@@ -62,6 +62,17 @@ def check_placement(placement: str) -> str:
     return placement
 
 
+def check_pattern_placement(placement: str, pattern: str, neighbours: str) -> None:
+    """Neighbours of another pattern than replica 0's need the replicas in one pod: they stop at the cell's
+    stop file when replica 0 is done, and pods of one cell share no folder. A one-line error otherwise."""
+    if placement != "processes" and neighbours != pattern:
+        raise UserError(
+            f"placement {placement!r} runs each replica in its own pod: neighbours {neighbours!r} beside "
+            f"pattern {pattern!r} need placement 'processes' (the replicas of a cell in one pod, where the "
+            "neighbours stop when replica 0 is done)"
+        )
+
+
 def split_node(node: str, gpu_model: str = "") -> tuple[str, str]:
     """``NAME=GPU_MODEL`` → (NAME, GPU_MODEL); ``NAME`` → (NAME, gpu_model)."""
     name, sep, model = (node or "").strip().partition("=")
