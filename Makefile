@@ -8,7 +8,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test check install install-test install-ml clean
+.PHONY: run test check slow-tests install install-test install-ml clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,9 +26,15 @@ install-ml: $(BIN)/python
 run: install
 	$(BIN)/sharebench run $(ARGS)
 
+# both cores (pytest-xdist): a module's tests stay on one worker, as its module-scoped fixtures want; the
+# JUnit XML keeps each test's time for `make slow-tests`
 test: install-test
 	$(BIN)/mypy
-	$(BIN)/python -m pytest $(ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadscope --junitxml=.pytest-junit.xml $(ARGS)
+
+# tests/slow_tests.txt (what make check leaves out) from the last `make test`
+slow-tests:
+	$(BIN)/python -m tools.slow_tests .pytest-junit.xml
 
 # no reinstall on each run: the test extra is installed once (or again when its tools are missing)
 $(BIN)/pre-commit $(BIN)/mypy:
@@ -37,7 +43,7 @@ $(BIN)/pre-commit $(BIN)/mypy:
 # the compiled-pipeline hook is also one of the tests: skipped among the hooks so that it runs once
 check: $(BIN)/pre-commit $(BIN)/mypy
 	SKIP=pipelines-sync $(BIN)/pre-commit run --all-files
-	$(BIN)/python -m pytest -m "not slow" -q $(ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadscope -m "not slow" -q $(ARGS)
 
 clean:
-	rm -rf $(VENV) sharebench-results .pytest_cache
+	rm -rf $(VENV) sharebench-results .pytest_cache .pytest-junit.xml

@@ -13,9 +13,23 @@ from support.contexts import CONTEXTS, device_of
 from support.lattices import tiny_lattice
 from support.paths import LHC_LINE
 
+SLOW_TESTS = Path(__file__).with_name("slow_tests.txt")
+
+
+def measured_slow(path: Path = SLOW_TESTS) -> set[str]:
+    """The node ids tests/slow_tests.txt lists (made by ``python -m tools.slow_tests`` from a full run)."""
+    if not path.exists():
+        return set()
+    return {line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``gpu`` are skipped, with the reason, where no NVIDIA GPU answers."""
+    """The tests a full run measured slow are marked ``slow`` (make check leaves them out); tests marked
+    ``gpu`` are skipped, with the reason, where no NVIDIA GPU answers."""
+    slow = measured_slow()
+    for item in items:
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)
     ok, reason = nvml.status()
     if ok:
         return
