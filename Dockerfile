@@ -57,6 +57,10 @@ COPY pyproject.toml setup.py README.md ./
 COPY src ./src
 COPY components ./components
 COPY pipelines ./pipelines
+# the recorded campaigns' results (.dockerignore keeps their CSV and JSON files): a pipeline's budget on a
+# node plans from them (sharebench.sweep.budget.RECORDED_ROOT)
+COPY results /opt/sharebench/results
+ENV SHAREBENCH_RECORDED=/opt/sharebench/results
 RUN pip install --no-deps ".[test,cuda${CUDA_MAJOR}]"
 
 # Non-root user; the kernel caches (sharebench's compiled CPU kernels, PoCL's OpenCL binaries)
