@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from sharebench.devices import DeviceInfo, nvml
@@ -67,3 +68,16 @@ def lattice(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def context(request: pytest.FixtureRequest) -> DeviceInfo:
     """The device of each context in turn (cpu, opencl, cuda); skipped where absent."""
     return device_of(request.param)
+
+
+@pytest.fixture
+def own_children() -> Callable[[], list[psutil.Process]]:
+    """A callable listing this test's child processes (recursive, zombies too): the children of the test
+    process that were not there when the test began. A server that another module's session fixture keeps
+    (podman's API service, Prometheus) is a child of the same pytest-xdist worker, and is not the test's."""
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+
+    def children() -> list[psutil.Process]:
+        return [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+
+    return children

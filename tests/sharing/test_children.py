@@ -116,7 +116,7 @@ def test_a_program_ignoring_sigterm_at_the_barrier_is_killed_at_the_ready_timeou
     assert survivors(started(pids_env, 2)) == []
 
 
-def test_ctrl_c_ends_a_program_ignoring_sigterm_and_its_children(tmp_path, pids_env, monkeypatch):
+def test_ctrl_c_ends_a_program_ignoring_sigterm_and_its_children(tmp_path, pids_env, monkeypatch, own_children):
     monkeypatch.setenv("READY", "1")
     prog = program(tmp_path, "stubborn.sh", STUBBORN)
     run = cell_run("timeslice:2", exec_cfg(str(prog)), tmp_path / "cell", device=device_of("cpu"))
@@ -128,7 +128,7 @@ def test_ctrl_c_ends_a_program_ignoring_sigterm_and_its_children(tmp_path, pids_
     finally:
         timer.cancel()
     assert survivors(started(pids_env, 4)) == []
-    assert not [p for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+    assert not [p for p in own_children() if p.status() != psutil.STATUS_ZOMBIE]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])

@@ -30,7 +30,7 @@ def ok(rows: list[dict]) -> bool:
 
 
 @pytest.mark.parametrize("spec", ["cpu", "opencl"])
-def test_warm_replicas_track_the_same_particles_as_fresh_ones(tmp_path, lattice, spec):
+def test_warm_replicas_track_the_same_particles_as_fresh_ones(tmp_path, lattice, spec, own_children):
     dev = device_of(spec)
     cells = [("exclusive", 1500), ("timeslice:2", 1500), ("exclusive", 900), ("timeslice:2", 1500)]
     fresh = [
@@ -60,10 +60,10 @@ def test_warm_replicas_track_the_same_particles_as_fresh_ones(tmp_path, lattice,
     assert all(r["compile_s"] == 0 for r in warm[3])
     # each cell still has its own replica log and record
     assert (tmp_path / "warm3" / "replica.1.log").exists() and (tmp_path / "warm3" / "record.1.json").exists()
-    assert not psutil.Process().children(recursive=True)
+    assert not own_children()
 
 
-def test_a_failed_cell_ends_its_replicas_and_the_next_starts_fresh(tmp_path, lattice):
+def test_a_failed_cell_ends_its_replicas_and_the_next_starts_fresh(tmp_path, lattice, own_children):
     dev = device_of("cpu")
     with ReplicaPool(tmp_path / "pool") as pool:
         good = run_cell(cell_run("exclusive", cfg("cpu", lattice, 800), tmp_path / "a", device=dev), WarmLauncher(pool))
@@ -75,14 +75,14 @@ def test_a_failed_cell_ends_its_replicas_and_the_next_starts_fresh(tmp_path, lat
         assert {r["cell_status"] for r in bad} == {"failed"}
         # both replicas of the failed cell were ended, the one that had served cell a included
         assert not pool.idle and not pool.busy
-        assert not psutil.Process().children(recursive=True)
+        assert not own_children()
         again = run_cell(
             cell_run("exclusive", cfg("cpu", lattice, 800), tmp_path / "c", device=dev), WarmLauncher(pool)
         )
         assert ok(again) and again[0]["extra"]["warm_cells"] == 0 and again[0]["checksum"] == good[0]["checksum"]
 
 
-def test_ctrl_c_in_a_warm_cell_stops_every_replica(tmp_path, lattice):
+def test_ctrl_c_in_a_warm_cell_stops_every_replica(tmp_path, lattice, own_children):
     dev = device_of("cpu")
     with ReplicaPool(tmp_path / "pool") as pool:
         assert ok(
@@ -109,10 +109,10 @@ os.kill({os.getpid()}, signal.SIGINT)
             )
         timer.wait(timeout=30)
         assert not pool.idle and not pool.busy
-    assert not psutil.Process().children(recursive=True)
+    assert not own_children()
 
 
-def test_a_replica_killed_while_idle_is_replaced(tmp_path, lattice):
+def test_a_replica_killed_while_idle_is_replaced(tmp_path, lattice, own_children):
     dev = device_of("cpu")
     with ReplicaPool(tmp_path / "pool") as pool:
         first = run_cell(
@@ -124,17 +124,17 @@ def test_a_replica_killed_while_idle_is_replaced(tmp_path, lattice):
             cell_run("exclusive", cfg("cpu", lattice, 800), tmp_path / "b", device=dev), WarmLauncher(pool)
         )
         assert ok(second) and second[0]["pid"] != first[0]["pid"] and pool.started == 2
-    assert not psutil.Process().children(recursive=True)
+    assert not own_children()
 
 
-def test_idle_replicas_beyond_the_cap_are_ended(tmp_path, lattice):
+def test_idle_replicas_beyond_the_cap_are_ended(tmp_path, lattice, own_children):
     dev = device_of("cpu")
     with ReplicaPool(tmp_path / "pool", max_idle=1) as pool:
         assert ok(
             run_cell(cell_run("timeslice:2", cfg("cpu", lattice, 800), tmp_path / "a", device=dev), WarmLauncher(pool))
         )
         assert len(pool.idle) == 1 and len(psutil.Process().children()) == 1
-    assert not psutil.Process().children(recursive=True)
+    assert not own_children()
 
 
 def test_cpu_of_live_replicas_is_not_foreign(tmp_path):
@@ -155,7 +155,7 @@ def test_cpu_of_live_replicas_is_not_foreign(tmp_path):
     assert out["tel_foreign_cpu_cores"] < others + 0.5, (out, others)
 
 
-def test_primed_replicas_set_up_before_the_first_cell(tmp_path, lattice):
+def test_primed_replicas_set_up_before_the_first_cell(tmp_path, lattice, own_children):
     """A warm launcher's prime starts as many replicas as the largest cell needs and sets them up at once; the cells
     then start none, and the first cell of each still reports the build it did not wait for."""
     dev = device_of("cpu")
@@ -177,4 +177,4 @@ def test_primed_replicas_set_up_before_the_first_cell(tmp_path, lattice):
         bad.replicas[0].device = "opencl:9.9"
         problems = WarmLauncher(pool).prime([bad], cfg("cpu", lattice, 1200).to_dict())
         assert len(problems) == 1 and "opencl:9.9" in problems[0] and pool.started == 3 and len(pool.idle) == 2
-    assert not psutil.Process().children(recursive=True)
+    assert not own_children()
