@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "tests" / "slow_tests.txt"
-DEFAULT_THRESHOLD_S = 1.0
+DEFAULT_THRESHOLD_S = 0.5
 HEADER = """\
 # Tests over {threshold:g} s in a full run (make test, 2 workers on 2 cores); make check leaves them out.
 # Made by `python -m tools.slow_tests .pytest-junit.xml` (make slow-tests) on {machine}; {count} tests,
