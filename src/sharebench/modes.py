@@ -1,27 +1,26 @@
-"""Sharing-mode strings, parsed in one place.
+"""Sharing modes: each kind declared once (:data:`KINDS`), every mode string parsed in one place.
 
-Grammar (lowercase)::
+A mode string is ``KIND`` or ``KIND:ARG``. Every kind is one :class:`KindSpec` row of :data:`KINDS`:
+its grammar, where its replica count comes from, its family, the loss table its cells go to, the
+device it needs, the helper a cell of it needs, the device plugin's name for it, whether it is local
+only. Every layer routes on those traits (``mode.spec.family == "shared"``), never on the kind's
+name; each layer that has behaviour of its own per kind (planners, node targets, predictors, the
+Answer's isolation text) keeps a table keyed by :attr:`KindSpec.name`, and
+``tests/vocabulary/test_kinds.py`` fails, naming the place, when a kind lacks one.
 
-    exclusive             one replica alone on the device (T_1)
-    timeslice:N[/INTERVAL] N concurrent processes sharing the device; INTERVAL (default, short,
-                          medium, long) is the time-slice length the GPU is set to for the cell
-    mps:N[@PCT]           N MPS clients, optional active-thread percentage each
-    mig:LAYOUT            one replica per MIG instance (LAYOUT: 7g, 1g, 1g.18gb, all-1g.5gb)
-    mig-emulated:LAYOUT   MIG emulated with MPS: one client per instance of the layout, each with
-                          its profile's SM share and memory limit (LAYOUT: 1g.18gb, 7x1g.18gb,
-                          4g.71gb+3g.71gb, all-1g.18gb, 7g); no MIG memory/L2/fault isolation
-    partition:N           CPU only: N replicas on disjoint core sets
+Adding a sharing mode: one row here (and its arguments' parser, if none fits), then the tables the
+coverage test names (``docs/architecture.md``, "Add a sharing mode").
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
 
 from sharebench.errors import UserError
 
-KINDS = ("exclusive", "timeslice", "mps", "mig", "mig-emulated", "partition")
-ALLOWED = "exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], mig:LAYOUT, mig-emulated:LAYOUT, partition:N"
 INTERVALS = ("default", "short", "medium", "long")  # nvidia-smi compute-policy --set-timeslice 0..3
 # the time-slice probe (sharebench.telemetry.timeslice_probe) and the split of a time-slicing loss
 # (sharebench.analysis.timeslice_split): here, light, for the help of `sharebench probe`
@@ -29,80 +28,266 @@ GRIDS = ("one", "full")  # the probe on one block, or one block per SM
 DEFAULT_THRESHOLD_US = 20.0  # a read-to-read jump longer than this is a switch-out (switches take ~0.2 ms)
 DEFAULT_LENGTHS_MS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # the slice lengths a split predicts the loss at
 
+# replicas one cell may run at once (what one device can hold; partition:N is bounded by the cores)
+MAX_REPLICAS = 64
+
+Family = Literal["baseline", "shared", "instances", "partition"]
+DeviceClass = Literal["any", "cuda", "cpu"]
+ReplicasFrom = Literal["one", "count", "layout"]
+
 
 @dataclass(frozen=True)
 class Mode:
-    kind: str  # one of KINDS
-    replicas: int | None = 1  # None for mig until the layout is resolved
-    layout: str | None = None  # mig and mig-emulated only, as written by the user
+    kind: str  # the name of one KINDS row
+    replicas: int | None = 1  # None for a layout kind until the layout is resolved
+    layout: str | None = None  # layout kinds only (mig, mig-emulated), as written by the user
     thread_pct: int | None = None  # mps only
     interval: str | None = None  # timeslice only: one of INTERVALS; None leaves the GPU's setting alone
 
     @property
+    def spec(self) -> KindSpec:
+        """This mode's kind, as declared in :data:`KINDS`."""
+        return spec_of(self.kind)
+
+    @property
     def label(self) -> str:
-        if self.kind == "exclusive":
-            return "exclusive"
-        if self.kind in ("mig", "mig-emulated"):
+        how = self.spec.replicas_from
+        if how == "one":
+            return self.kind
+        if how == "layout":
             return f"{self.kind}:{self.layout}"
-        if self.kind == "mps" and self.thread_pct is not None:
-            return f"mps:{self.replicas}@{self.thread_pct}"
-        if self.kind == "timeslice" and self.interval is not None:
-            return f"timeslice:{self.replicas}/{self.interval}"
-        return f"{self.kind}:{self.replicas}"
+        pct = f"@{self.thread_pct}" if self.thread_pct is not None else ""
+        interval = f"/{self.interval}" if self.interval is not None else ""
+        return f"{self.kind}:{self.replicas}{pct}{interval}"
+
+    @property
+    def is_baseline(self) -> bool:
+        """One replica alone on the whole device: T_1, the baseline every loss is against."""
+        return self.spec.family == "baseline"
+
+    @property
+    def sm_share(self) -> bool:
+        """Each replica limited to a share of the SMs (``mps:N@PCT``): its cells scale like a partition."""
+        return self.thread_pct is not None
+
+    @property
+    def table(self) -> str:
+        """The loss table this mode's cells go to (:attr:`KindSpec.table`; a share of the SMs goes to
+        the partition table)."""
+        return "partition" if self.sm_share else self.spec.table
 
     def __str__(self) -> str:
         return self.label
 
 
-# replicas one cell may run at once (what one device can hold; partition:N is bounded by the cores)
-MAX_REPLICAS = 64
+ArgParser = Callable[["KindSpec", str, str], Mode]
 
 
-def parse_mode(text: str) -> Mode:
-    s = text.strip().lower()
-    if s == "exclusive":
-        return Mode("exclusive", 1)
-    kind, sep, arg = s.partition(":")
-    if kind not in KINDS or not sep or not arg:
-        raise UserError(f"unknown sharing mode {text!r}; allowed: {ALLOWED}")
-    if kind == "mig":
-        if not re.fullmatch(r"(all-)?(\d+g(\.\d+gb)?|disabled)", arg):
-            raise UserError(f"bad MIG layout in {text!r}; allowed: mig:7g, mig:1g, mig:1g.18gb, mig:all-1g.5gb")
-        return Mode("mig", None, layout=arg)
-    if kind == "mig-emulated":
-        if not re.fullmatch(r"[0-9a-z.+]+(-[0-9a-z.+]+)?", arg):
-            raise UserError(
-                f"bad emulated MIG layout in {text!r}; allowed: mig-emulated:1g.18gb, "
-                "mig-emulated:7x1g.18gb, mig-emulated:4g.71gb+3g.71gb, mig-emulated:all-1g.18gb"
-            )
-        return Mode("mig-emulated", None, layout=arg)
+def _no_arg(spec: KindSpec, text: str, arg: str) -> Mode:
+    if arg:
+        raise UserError(f"{spec.name!r} takes no count (got {text!r}); allowed: {ALLOWED}")
+    return Mode(spec.name, 1)
+
+
+def _count(arg: str, text: str, limit: bool) -> int:
+    if not re.fullmatch(r"-?\d+", arg):
+        raise UserError(f"bad replica count in {text!r}; allowed: an integer N >= 1")
+    if len(arg) > 6 or (limit and int(arg) > MAX_REPLICAS):
+        raise UserError(f"replica count too large in {text!r}; allowed: 1..{MAX_REPLICAS} replicas per cell")
+    n = int(arg)
+    if n < 1:
+        raise UserError(f"replica count must be >= 1 in {text!r}")
+    return n
+
+
+def _counted(spec: KindSpec, text: str, arg: str) -> Mode:
+    """``N``, ``N@PCT`` where the kind takes a thread share, ``N/INTERVAL`` where it takes an interval."""
     pct = interval = None
     if "/" in arg:
-        if kind != "timeslice":
+        if not spec.takes_interval:
             raise UserError(f"only timeslice takes a /INTERVAL (got {text!r}); allowed: {ALLOWED}")
         arg, _, interval = arg.partition("/")
         if interval not in INTERVALS:
             raise UserError(
                 f"bad time-slice interval in {text!r}; allowed: {', '.join(INTERVALS)} (e.g. timeslice:2/long)"
             )
-    if kind == "mps" and "@" in arg:
+    if spec.takes_thread_pct and "@" in arg:
         arg, _, pct_s = arg.partition("@")
         if not pct_s.isdigit() or not 1 <= int(pct_s) <= 100:
             raise UserError(f"bad MPS thread percentage in {text!r}; allowed: an integer 1..100")
         pct = int(pct_s)
-    if not re.fullmatch(r"-?\d+", arg):
-        raise UserError(f"bad replica count in {text!r}; allowed: an integer N >= 1")
-    if len(arg) > 6 or (kind != "partition" and int(arg) > MAX_REPLICAS):
-        raise UserError(f"replica count too large in {text!r}; allowed: 1..{MAX_REPLICAS} replicas per cell")
-    n = int(arg)
-    if n < 1:
-        raise UserError(f"replica count must be >= 1 in {text!r}")
-    if kind == "exclusive":
-        raise UserError(f"'exclusive' takes no count (got {text!r}); allowed: {ALLOWED}")
-    return Mode(kind, n, thread_pct=pct, interval=interval)
+    n = _count(arg, text, limit=spec.device_class != "cpu")
+    return Mode(spec.name, n, thread_pct=pct, interval=interval)
 
 
-def parse_modes(text: str | list[str]) -> list[Mode]:
+def _layout(pattern: str, examples: str, what: str) -> ArgParser:
+    def parse(spec: KindSpec, text: str, arg: str) -> Mode:
+        if not re.fullmatch(pattern, arg):
+            raise UserError(f"bad {what} in {text!r}; allowed: {examples}")
+        return Mode(spec.name, None, layout=arg)
+
+    return parse
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """One sharing-mode kind: what every layer needs to know of it, declared once.
+
+    ``family``: ``baseline`` (one replica alone: T_1), ``shared`` (N replicas on one whole device),
+    ``instances`` (one replica per instance of a layout), ``partition`` (N replicas on disjoint
+    slices of the device). ``table``: the loss table its cells go to ('' none: the baseline).
+    ``device_class``: what it runs on (``cuda``: an NVIDIA GPU through CUDA; ``cpu``; ``any``).
+    ``replicas_from``: ``one``, ``count`` (the N in ``KIND:N``) or ``layout`` (the instances of
+    ``KIND:LAYOUT``). ``helper``: what a cell of it needs around its replicas ('' none; ``mps``: an
+    MPS control daemon the replicas are clients of). ``plugin_sharing``: the NVIDIA device plugin's
+    sharing strategy for it ('' none). ``local_only``: a mode of one machine, with no node target.
+    """
+
+    name: str
+    grammar: str  # as the help and the reference show it
+    summary: str  # one line: what it is
+    order: float  # the order tables and plots list kinds in
+    family: Family
+    table: str
+    device_class: DeviceClass
+    replicas_from: ReplicasFrom
+    parse_arg: ArgParser = field(repr=False, compare=False)
+    helper: str = ""
+    plugin_sharing: str = ""
+    local_only: bool = False
+    takes_thread_pct: bool = False
+    takes_interval: bool = False
+
+    @property
+    def shared(self) -> bool:
+        """N replicas on one whole device at once, whose loss is T_N against N·T_1."""
+        return self.family == "shared"
+
+
+KINDS: dict[str, KindSpec] = {
+    s.name: s
+    for s in (
+        KindSpec(
+            "exclusive", "exclusive", "one replica alone on the device (T_1)", 0, "baseline", "", "any", "one", _no_arg
+        ),
+        KindSpec(
+            "timeslice",
+            "timeslice:N[/INTERVAL]",
+            "N concurrent processes taking turns on the device; INTERVAL (default, short, medium, long) is "
+            "the time-slice length the GPU is set to for the cell",
+            1,
+            "shared",
+            "timeslice",
+            "any",
+            "count",
+            _counted,
+            plugin_sharing="time-slicing",
+            takes_interval=True,
+        ),
+        KindSpec(
+            "mps",
+            "mps:N[@PCT]",
+            "N MPS clients of one control daemon, optional active-thread percentage each",
+            2,
+            "shared",
+            "mps",
+            "cuda",
+            "count",
+            _counted,
+            helper="mps",
+            plugin_sharing="mps",
+            takes_thread_pct=True,
+        ),
+        KindSpec(
+            "mig",
+            "mig:LAYOUT",
+            "one replica per MIG instance (LAYOUT: 7g, 1g, 1g.18gb, all-1g.5gb)",
+            3,
+            "instances",
+            "mig",
+            "cuda",
+            "layout",
+            _layout(
+                r"(all-)?(\d+g(\.\d+gb)?|disabled)", "mig:7g, mig:1g, mig:1g.18gb, mig:all-1g.5gb", "MIG layout"
+            ),
+        ),
+        KindSpec(
+            "mig-emulated",
+            "mig-emulated:LAYOUT",
+            "MIG emulated with MPS: one client per instance of the layout, each with its profile's SM share "
+            "and memory limit (LAYOUT: 1g.18gb, 7x1g.18gb, 4g.71gb+3g.71gb, all-1g.18gb, 7g); no MIG "
+            "memory/L2/fault isolation",
+            3.5,
+            "instances",
+            "mig_emulated",
+            "cuda",
+            "layout",
+            _layout(
+                r"[0-9a-z.+]+(-[0-9a-z.+]+)?",
+                "mig-emulated:1g.18gb, mig-emulated:7x1g.18gb, mig-emulated:4g.71gb+3g.71gb, "
+                "mig-emulated:all-1g.18gb",
+                "emulated MIG layout",
+            ),
+            helper="mps",
+            local_only=True,
+        ),
+        KindSpec(
+            "partition",
+            "partition:N",
+            "CPU only: N replicas on disjoint core sets",
+            4,
+            "partition",
+            "partition",
+            "cpu",
+            "count",
+            _counted,
+            local_only=True,
+        ),
+    )
+}
+
+ALLOWED = ", ".join(s.grammar for s in KINDS.values())
+# the modes a local sweep runs when none are given (the CLI's --modes, `make run`)
+DEFAULT_MODES = ("exclusive", "timeslice:2", "timeslice:4", "mps:2")
+BASELINE = next(s.name for s in KINDS.values() if s.family == "baseline")  # "exclusive"
+
+
+def spec_of(kind: str) -> KindSpec:
+    """The :class:`KindSpec` of ``kind`` (a one-line UserError for a kind no row declares)."""
+    try:
+        return KINDS[kind]
+    except KeyError:
+        raise UserError(f"unknown sharing mode kind {kind!r}; allowed: {', '.join(KINDS)}") from None
+
+
+def kind_of(mode: str | Mode) -> str:
+    """The kind of a mode or of a mode label as the results store it (``"mps:4@25"`` -> ``"mps"``)."""
+    return mode.kind if isinstance(mode, Mode) else str(mode).strip().lower().partition(":")[0]
+
+
+def is_baseline(mode: str | Mode) -> bool:
+    """Whether a mode (or its label) is the baseline kind: one replica alone on the device."""
+    spec = KINDS.get(kind_of(mode))
+    return spec is not None and spec.family == "baseline"
+
+
+def kinds_where(**traits: object) -> tuple[str, ...]:
+    """The kinds whose specs have every trait given (``kinds_where(family="shared")``)."""
+    return tuple(s.name for s in KINDS.values() if all(getattr(s, k) == v for k, v in traits.items()))
+
+
+def parse_mode(text: str) -> Mode:
+    s = text.strip().lower()
+    kind, sep, arg = s.partition(":")
+    spec = KINDS.get(kind)
+    if spec is None or (spec.replicas_from != "one" and (not sep or not arg)):
+        raise UserError(f"unknown sharing mode {text!r}; allowed: {ALLOWED}")
+    if spec.replicas_from == "one" and sep:
+        raise UserError(f"{kind!r} takes no count (got {text!r}); allowed: {ALLOWED}")
+    return spec.parse_arg(spec, text, arg)
+
+
+def parse_modes(text: str | list[str] | tuple[str, ...]) -> list[Mode]:
     items = text.split(",") if isinstance(text, str) else list(text)
     modes = [parse_mode(t) for t in items if t.strip()]
     if not modes:
@@ -110,12 +295,23 @@ def parse_modes(text: str | list[str]) -> list[Mode]:
     return modes
 
 
-def mode_sort_key(mode: str) -> tuple:
-    """The order tables and plots list modes in: exclusive, time-slicing, MPS, MIG, partitions,
-    each by replica count (``timeslice:2`` before ``timeslice:8``), then by time-slice interval
-    (none given, then default, short, medium, long)."""
+def with_baseline(modes: list[Mode]) -> list[Mode]:
+    """``modes`` with the baseline first, unless given (every loss needs T_1)."""
+    return modes if any(m.is_baseline for m in modes) else [Mode(BASELINE, 1), *modes]
+
+
+def mode_sort_key(mode: str | Mode) -> tuple:
+    """The order tables and plots list modes in: by kind (:attr:`KindSpec.order`), each by replica
+    count (``timeslice:2`` before ``timeslice:8``), then by time-slice interval (none given, then
+    default, short, medium, long). A kind no row declares sorts last."""
     kind, _, arg = str(mode).partition(":")
-    order = {"exclusive": 0, "timeslice": 1, "mps": 2, "mig": 3, "mig-emulated": 3.5, "partition": 4}.get(kind, 9)
+    spec = KINDS.get(kind)
+    order = spec.order if spec is not None else 9
     num, _, interval = arg.split("@")[0].partition("/")
     rank = INTERVALS.index(interval) + 1 if interval in INTERVALS else 0
     return (order, int(num) if num.isdigit() else 0, rank, arg)
+
+
+def help_text() -> str:
+    """The modes' grammar, one line per kind, for ``--help`` and the generated reference."""
+    return "\n".join(f"{s.grammar:22s} {s.summary}" for s in KINDS.values())
