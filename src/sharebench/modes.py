@@ -34,6 +34,7 @@ MAX_REPLICAS = 64
 Family = Literal["baseline", "shared", "instances", "partition"]
 DeviceClass = Literal["any", "cuda", "cpu"]
 ReplicasFrom = Literal["one", "count", "layout"]
+MPS_DAEMON = "mps"  # KindSpec.helper: an MPS control daemon the cell's replicas are clients of
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,13 @@ class KindSpec:
         """N replicas on one whole device at once, whose loss is T_N against N·T_1."""
         return self.family == "shared"
 
+    @property
+    def device_instances(self) -> bool:
+        """One replica per instance the device itself is split into and a node advertises (MIG): on a
+        cluster, one pod, one resource and one claim per instance. A local-only kind's instances are
+        the cell's own."""
+        return self.family == "instances" and not self.local_only
+
 
 KINDS: dict[str, KindSpec] = {
     s.name: s
@@ -194,7 +202,7 @@ KINDS: dict[str, KindSpec] = {
             "cuda",
             "count",
             _counted,
-            helper="mps",
+            helper=MPS_DAEMON,
             plugin_sharing="mps",
             takes_thread_pct=True,
         ),
@@ -207,9 +215,7 @@ KINDS: dict[str, KindSpec] = {
             "mig",
             "cuda",
             "layout",
-            _layout(
-                r"(all-)?(\d+g(\.\d+gb)?|disabled)", "mig:7g, mig:1g, mig:1g.18gb, mig:all-1g.5gb", "MIG layout"
-            ),
+            _layout(r"(all-)?(\d+g(\.\d+gb)?|disabled)", "mig:7g, mig:1g, mig:1g.18gb, mig:all-1g.5gb", "MIG layout"),
         ),
         KindSpec(
             "mig-emulated",
@@ -224,11 +230,10 @@ KINDS: dict[str, KindSpec] = {
             "layout",
             _layout(
                 r"[0-9a-z.+]+(-[0-9a-z.+]+)?",
-                "mig-emulated:1g.18gb, mig-emulated:7x1g.18gb, mig-emulated:4g.71gb+3g.71gb, "
-                "mig-emulated:all-1g.18gb",
+                "mig-emulated:1g.18gb, mig-emulated:7x1g.18gb, mig-emulated:4g.71gb+3g.71gb, mig-emulated:all-1g.18gb",
                 "emulated MIG layout",
             ),
-            helper="mps",
+            helper=MPS_DAEMON,
             local_only=True,
         ),
         KindSpec(

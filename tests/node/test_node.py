@@ -638,7 +638,7 @@ def test_unknown_product_needs_gpu_model(tmp_path):
 @pytest.mark.parametrize(
     "mode, message",
     [
-        ("partition:2", "partition:N is a CPU-only local mode"),
+        ("partition:2", "partition:2 is a CPU-only local mode"),
         ("mps:2@50", "the device plugin sets the MPS thread share itself"),
         ("mig-emulated:7x1g.18gb", "mig-emulated:7x1g.18gb is a local mode"),
     ],

@@ -20,12 +20,13 @@ its GPU kubelet plugin is off by default: :func:`helm_values` turns them on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sharebench.errors import UserError
 from sharebench.gpus import gpu_model, layout_profiles
 from sharebench.manifests.names import RUN_NAMESPACE, SERVICE_ACCOUNT, metadata
-from sharebench.modes import Mode, parse_mode
+from sharebench.modes import BASELINE, KINDS, Mode, parse_mode
 
 API_VERSION = "resource.k8s.io/v1"
 DRIVER = "gpu.nvidia.com"
@@ -36,7 +37,7 @@ REQUEST = "gpu"
 FEATURE_GATES = {"TimeSlicingSettings": True, "MPSSupport": True}
 # the claim templates manifests/dra/ carries: the modes a DRA sweep is expected to use
 TEMPLATE_MODES = (
-    "exclusive",
+    BASELINE,
     *(f"timeslice:{n}{i}" for n in (2, 4, 8) for i in ("", "/default", "/short", "/medium", "/long")),
     "mps:2",
     "mps:4",
@@ -47,27 +48,47 @@ def _mode(mode: Mode | str) -> Mode:
     return parse_mode(mode) if isinstance(mode, str) else mode
 
 
+def timeslice_sharing(m: Mode, gpu: str) -> dict[str, Any]:
+    """``strategy: TimeSlicing``, with the mode's interval when it names one."""
+    sharing: dict[str, Any] = {"strategy": "TimeSlicing"}
+    if m.interval is not None:
+        sharing["timeSlicingConfig"] = {"interval": m.interval.capitalize()}
+    return sharing
+
+
+def mps_sharing(m: Mode, gpu: str) -> dict[str, Any]:
+    """``strategy: MPS``: the thread share (else 100) and, the GPU known, its memory / N each."""
+    mps: dict[str, Any] = {"defaultActiveThreadPercentage": m.thread_pct or 100}
+    if gpu:
+        share_mib = int(gpu_model(gpu).mem_gb * 1024) // int(m.replicas or 1)
+        mps["defaultPinnedDeviceMemoryLimit"] = f"{share_mib}Mi"
+    return {"strategy": "MPS", "mpsConfig": mps}
+
+
+# the GpuConfig sharing of each device-plugin sharing strategy (KindSpec.plugin_sharing)
+DRA_SHARING: dict[str, Callable[[Mode, str], dict[str, Any]]] = {
+    "time-slicing": timeslice_sharing,
+    "mps": mps_sharing,
+}
+
+
+def check_dra_mode(m: Mode) -> None:
+    """A one-line UserError for a kind the dra placement cannot claim (a local-only one)."""
+    spec = m.spec
+    if spec.local_only or not (spec.plugin_sharing in DRA_SHARING or spec.family in ("baseline", "instances")):
+        cpu = "CPU-only " if spec.device_class == "cpu" else ""
+        takes = ", ".join(s.grammar for s in KINDS.values() if not s.local_only)
+        raise UserError(f"{m.label} is a {cpu}local mode; the dra placement takes {takes} (MIG: one profile)")
+
+
 def gpu_config(mode: Mode | str, gpu: str = "") -> dict[str, Any] | None:
     """The ``GpuConfig`` opaque parameters of a mode (None: the mode needs no sharing config)."""
     m = _mode(mode)
-    if m.kind in ("exclusive", "mig"):
+    check_dra_mode(m)
+    strategy = m.spec.plugin_sharing
+    if not strategy:  # the baseline and MIG: the claim itself is the whole device or instance
         return None
-    if m.kind == "timeslice":
-        sharing: dict[str, Any] = {"strategy": "TimeSlicing"}
-        if m.interval is not None:
-            sharing["timeSlicingConfig"] = {"interval": m.interval.capitalize()}
-    elif m.kind == "mps":
-        mps: dict[str, Any] = {"defaultActiveThreadPercentage": m.thread_pct or 100}
-        if gpu:
-            share_mib = int(gpu_model(gpu).mem_gb * 1024) // int(m.replicas or 1)
-            mps["defaultPinnedDeviceMemoryLimit"] = f"{share_mib}Mi"
-        sharing = {"strategy": "MPS", "mpsConfig": mps}
-    else:
-        raise UserError(
-            f"{m.label} is a CPU-only local mode; the dra placement takes exclusive, "
-            "timeslice:N[/INTERVAL], mps:N[@PCT] and mig:LAYOUT (one profile)"
-        )
-    return {"apiVersion": CONFIG_API, "kind": "GpuConfig", "sharing": sharing}
+    return {"apiVersion": CONFIG_API, "kind": "GpuConfig", "sharing": DRA_SHARING[strategy](m, gpu)}
 
 
 def mig_profile(mode: Mode, gpu: str) -> str:
@@ -86,8 +107,9 @@ def mig_profile(mode: Mode, gpu: str) -> str:
 def claim_spec(mode: Mode | str, gpu: str = "") -> dict[str, Any]:
     """The ResourceClaim ``spec`` of a mode: one device, and the mode's GpuConfig for it."""
     m = _mode(mode)
+    check_dra_mode(m)
     exactly: dict[str, Any] = {"deviceClassName": GPU_CLASS, "allocationMode": "ExactCount", "count": 1}
-    if m.kind == "mig":
+    if m.spec.device_instances:
         profile = mig_profile(m, gpu)
         exactly = {
             "deviceClassName": MIG_CLASS,

@@ -22,9 +22,10 @@ from sharebench.manifests.names import (
     OPERATOR_NAMESPACE,
     metadata,
 )
+from sharebench.modes import BASELINE, KINDS
 
 MIG_PARTED_KEY = "config.yaml"  # the key the mig-manager reads
-DEFAULT_ENTRY = f"{ENTRY_PREFIX}exclusive"  # sharebench's device-plugin config entry with no sharing
+DEFAULT_ENTRY = f"{ENTRY_PREFIX}{BASELINE}"  # sharebench's device-plugin config entry with no sharing
 SHARED_REPLICAS = (2, 4, 8)  # entries shipped in the ConfigMap
 
 # PCI device ids (device-filter in mig-parted configs), as in NVIDIA's
@@ -40,13 +41,27 @@ PCI_DEVICE_IDS: dict[str, tuple[str, ...]] = {
 
 
 # ---------------------------------------------------------------- device-plugin config
+# the device plugin's config key for each of its sharing strategies (KindSpec.plugin_sharing)
+PLUGIN_SHARING_KEYS = {"time-slicing": "timeSlicing", "mps": "mps"}
+# the kinds the device plugin shares a GPU for, in KINDS order (timeslice, mps)
+PLUGIN_KINDS = tuple(s.name for s in KINDS.values() if s.plugin_sharing)
+
+
+def plugin_sharing(kind: str) -> str:
+    """The device plugin's sharing strategy of ``kind`` ('' for the baseline: one pod per GPU), or a
+    one-line UserError for a kind the device plugin has no entry for."""
+    spec = KINDS.get(kind)
+    if spec is None or not (spec.plugin_sharing or spec.family == "baseline"):
+        allowed = ", ".join((BASELINE, *PLUGIN_KINDS))
+        raise UserError(f"no device-plugin config entry for sharing kind {kind!r}; allowed: {allowed}")
+    return spec.plugin_sharing
+
+
 def entry_name(kind: str, replicas: int = 1, *, rename: bool = False) -> str:
     """Name of sharebench's device-plugin config entry: ``sharebench-exclusive``, ``sharebench-timeslice-4``,
     ``sharebench-mps-2-shared``; the prefix keeps them apart from the site's own entries."""
-    if kind == "exclusive":
+    if not plugin_sharing(kind):
         return DEFAULT_ENTRY
-    if kind not in ("timeslice", "mps"):
-        raise UserError(f"no device-plugin config entry for sharing kind {kind!r}; allowed: exclusive, timeslice, mps")
     return f"{ENTRY_PREFIX}{kind}-{replicas}" + ("-shared" if rename else "")
 
 
@@ -58,17 +73,15 @@ def device_plugin_config(kind: str, replicas: int = 1, *, rename: bool = False) 
     resource is advertised as ``nvidia.com/gpu.shared``. The MIG strategy is
     not set here: the operator passes ``mig.strategy`` to the plugin.
     """
-    if kind == "exclusive":
+    strategy = plugin_sharing(kind)
+    if not strategy:
         return {"version": "v1"}
     if not isinstance(replicas, int) or replicas < 2:
-        raise UserError(f"{kind} needs at least 2 replicas (got {replicas!r}); use 'exclusive' for one")
-    key = {"timeslice": "timeSlicing", "mps": "mps"}.get(kind)
-    if key is None:
-        raise UserError(f"no device-plugin config for sharing kind {kind!r}; allowed: exclusive, timeslice, mps")
+        raise UserError(f"{kind} needs at least 2 replicas (got {replicas!r}); use {BASELINE!r} for one")
     return {
         "version": "v1",
         "sharing": {
-            key: {
+            PLUGIN_SHARING_KEYS[strategy]: {
                 "renameByDefault": bool(rename),
                 # a pod asking for 2 replicas would not get twice the GPU: refuse it
                 "failRequestsGreaterThanOne": True,
@@ -80,8 +93,8 @@ def device_plugin_config(kind: str, replicas: int = 1, *, rename: bool = False) 
 
 def device_plugin_entries() -> dict[str, str]:
     """The entries of the device-plugin ConfigMap: the default plus time-slicing and MPS 2/4/8."""
-    entries = {DEFAULT_ENTRY: dump_yaml(device_plugin_config("exclusive"))}
-    for kind in ("timeslice", "mps"):
+    entries = {DEFAULT_ENTRY: dump_yaml(device_plugin_config(BASELINE))}
+    for kind in PLUGIN_KINDS:
         for n in SHARED_REPLICAS:
             entries[entry_name(kind, n)] = dump_yaml(device_plugin_config(kind, n))
     return entries

@@ -91,7 +91,7 @@ def claim_names(mode: Mode | str, cell_id: str, pods: int) -> list[str]:
     m = parse_mode(mode) if isinstance(mode, str) else mode
     digest = hashlib.sha1(cell_id.encode()).hexdigest()[:10]
     base = f"sharebench-{digest}"
-    return [f"{base}-{i}" for i in range(pods)] if m.kind == "mig" else [base]
+    return [f"{base}-{i}" for i in range(pods)] if m.spec.device_instances else [base]
 
 
 def pod_patch(names: list[str], container: str = "main") -> dict[str, Any]:

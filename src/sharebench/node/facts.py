@@ -20,7 +20,6 @@ LABEL_REPLICAS = "nvidia.com/gpu.replicas"
 LABEL_MIG_STRATEGY = "nvidia.com/mig.strategy"
 LABEL_MIG_CAPABLE = "nvidia.com/mig.capable"
 LABEL_SHARING = "nvidia.com/gpu.sharing-strategy"
-SHARING_STRATEGY = {"timeslice": "time-slicing", "mps": "mps"}
 # the operands that read the device-plugin ConfigMap when they start: the plugin (allocatable)
 # and GPU feature discovery (nvidia.com/gpu.replicas, ...sharing-strategy labels)
 PLUGIN_APP = "nvidia-device-plugin-daemonset"

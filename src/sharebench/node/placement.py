@@ -90,13 +90,14 @@ def pod_request(mode: str, gpu_model: str, placement: str, resource: str | None 
     """
     m = parse_mode(mode)
     check_placement(placement)
-    if m.kind == "mig":
+    per_instance = m.spec.device_instances  # MIG: one resource per instance the node advertises
+    if per_instance:
         if not gpu_model:
             raise UserError(f"mode {mode!r} needs gpu_model to know the MIG instances")
         profiles = layout_profiles(gpu_model, m.layout or "")
         n = max(len(profiles), 1)
         res = resource or (f"nvidia.com/mig-{profiles[0].name}" if profiles else "nvidia.com/gpu")
-    elif m.kind == "partition":
+    elif m.spec.device_class == "cpu":  # disjoint core sets: no GPU resource
         n, res = int(m.replicas or 1), ""
     else:
         n = int(m.replicas or 1)
@@ -105,7 +106,7 @@ def pod_request(mode: str, gpu_model: str, placement: str, resource: str | None 
         return PodRequest("", 0, tuple(range(n)), 1)
     if placement == "pods":
         return PodRequest(res, 1 if res else 0, tuple(range(n)), 1)
-    return PodRequest(res, (n if m.kind == "mig" else 1) if res else 0, (0,), n)
+    return PodRequest(res, (n if per_instance else 1) if res else 0, (0,), n)
 
 
 def place_mode(

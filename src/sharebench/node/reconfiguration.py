@@ -58,7 +58,7 @@ from sharebench.node.operands import (
     with_state_reset,
 )
 from sharebench.node.prior import read_prior, record_prior, remove_prior, save_prior
-from sharebench.node.targets import Target, advertised_check, target_for
+from sharebench.node.targets import Target, advertised_check, check_node_mode, target_for
 
 
 @dataclass(frozen=True)
@@ -160,20 +160,10 @@ def preview(
 
 def _preflight(sess: Session, m: Mode, options: ReconfigureOptions) -> tuple[Any, GpuFacts, Target]:
     """Step 1: check everything before the first change; the node, its GPU facts and the target."""
-    if m.kind == "partition":
-        raise sess.error("partition:N is a CPU-only local mode; a node takes exclusive, timeslice:N, mps:N, mig:LAYOUT")
-    if m.kind == "mig-emulated":
-        raise sess.error(
-            f"{m.label} is a local mode (a private MPS daemon emulating MIG); a node takes exclusive, "
-            "timeslice:N, mps:N, mig:LAYOUT"
-        )
-    if m.kind == "mps" and m.thread_pct is not None:
-        raise sess.error("the device plugin sets the MPS thread share itself (100/N); use mps:N without @PCT")
-    if m.interval is not None:
-        raise sess.error(
-            "the device plugin cannot set the time-slice interval; use timeslice:N here, or the "
-            "pipeline's placement dra (the DRA driver sets it per claim)"
-        )
+    try:
+        check_node_mode(m)  # a local-only kind, a thread share or an interval: before anything is read
+    except UserError as exc:
+        raise sess.error(str(exc)) from None
     n = sess.read_node()
     prior_seen = read_prior(sess, n)
     facts = gpu_facts(sess, n, options.gpu_model, prior_seen)
@@ -260,9 +250,8 @@ def _reconfigured(sess: Session, facts: GpuFacts, t: Target, prior: dict, restar
     resource = t.resource
     # no nvidia.com/mig.strategy label: name the resource the node turned out to advertise
     if (
-        t.mode.kind == "mig"
+        t.mig_profile
         and facts.mig_strategy is None
-        and t.mig_layout != "all-disabled"
         and gpu_resources(final).get(t.resource, 0) != facts.gpus * t.per_gpu
     ):
         resource = "nvidia.com/gpu"

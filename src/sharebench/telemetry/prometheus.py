@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from sharebench.errors import UserError, one_line
+from sharebench.modes import KINDS, kind_of
 from sharebench.parse import DEFAULT_NODE_LABEL  # added by the ServiceMonitor from __meta_kubernetes_pod_node_name
 from sharebench.results import DCGM_CSV, load_results
 
@@ -240,8 +241,8 @@ def cell_summary(
     out["dcgm_mig_instances"] = len({k for k in instances if k[1]})
     if copies_total:
         notes.append(f"{copies_total} device-level copies (one per pod sharing a GPU) counted once")
-    kind = (mode or "").split(":")[0]
-    if kind in ("timeslice", "mps"):
+    spec = KINDS.get(kind_of(mode or ""))
+    if spec is not None and spec.shared:
         notes.append(f"{mode}: DCGM values are per GPU, shared by all replicas (device-level, not per replica)")
     if mig:
         notes.append("MIG: activity and memory per instance (GPU_I_ID); power and clocks per whole GPU")

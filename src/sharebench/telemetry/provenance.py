@@ -46,6 +46,7 @@ from sharebench.devices import DeviceInfo, as_device, nvml
 from sharebench.devices.host import cpu_model, load_average, usable_cpus
 from sharebench.errors import UserError, one_line
 from sharebench.gpus import gpu_model, profile_name
+from sharebench.modes import KINDS, Mode, kind_of
 from sharebench.telemetry.timeslice_probe import cuda_ordinal, probe_for_sweep, unavailable_reason
 
 LIBRARIES = (
@@ -406,13 +407,19 @@ def collect(
 NO_PROBE = "--no-probe"
 
 
+def time_sliced(mode: Mode | str) -> bool:
+    """Whether a mode's replicas take turns by the GPU's time slices (the kind that takes an interval)."""
+    spec = KINDS.get(kind_of(mode))
+    return spec is not None and spec.takes_interval
+
+
 def timeslice_probe_entry(device: DeviceInfo | dict[str, Any], modes: Any, *, enabled: bool = True) -> dict | None:
     """What provenance records of the GPU's time slices for a sweep of ``modes`` (labels or Modes): None
     without a ``timeslice`` mode; else ``status`` (``ok``, ``unavailable``, ``skipped``), ``reason`` (one
     line) and, when ok, the probes' ``runs`` (``probe_for_sweep``: 2 and 4 processes) with the 2-process
     run's median ``slice_ms`` and ``switch_ms`` and the GPU's ``uuid``. Never raises: a probe that cannot
     start is recorded, and the sweep goes on."""
-    if not any(str(getattr(m, "label", m)).startswith("timeslice") for m in modes):
+    if not any(time_sliced(m) for m in modes):
         return None
     info = as_device(device)
     if not enabled:

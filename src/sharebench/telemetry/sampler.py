@@ -75,6 +75,9 @@ SUMMARY_COLUMNS = (
 _START_TIMEOUT_S = 30.0
 _STOP_TIMEOUT_S = 15.0
 
+# the prefix of one MIG instance's columns (gpu_readings: mig<GI>_mem_used_bytes, mig<GI>_sm_active_pct)
+INSTANCE_COLUMN = "mig"
+
 
 def empty_summary(source: str, note: str, interval_s: float | None = None) -> dict[str, Any]:
     out: dict[str, Any] = dict.fromkeys(SUMMARY_COLUMNS)
@@ -132,7 +135,7 @@ def summarize(samples: list[dict], meta: dict[str, Any]) -> dict[str, Any]:
         for stat in stats:
             out[f"tel_{col}_{stat}"] = reducers[stat](v)
     keys = set().union(*samples) if samples else set()
-    mig_mem = sorted(k for k in keys if k.startswith("mig") and k.endswith("_mem_used_bytes"))
+    mig_mem = sorted(k for k in keys if k.startswith(INSTANCE_COLUMN) and k.endswith("_mem_used_bytes"))
     if out["tel_mem_used_bytes_max"] is None and mig_mem:  # MIG: the GPU's use = the instances' sum
         sums = [
             sum(float(s[k]) for k in mig_mem if s.get(k) is not None)
@@ -141,7 +144,7 @@ def summarize(samples: list[dict], meta: dict[str, Any]) -> dict[str, Any]:
         ]
         out["tel_mem_used_bytes_max"] = max(sums) if sums else None
     for gpm in ("sm_active_pct", "sm_occupancy_pct", "fp64_active_pct", "dram_bw_util_pct"):
-        cols = sorted(k for k in keys if k == gpm or (k.startswith("mig") and k.endswith("_" + gpm)))
+        cols = sorted(k for k in keys if k == gpm or (k.startswith(INSTANCE_COLUMN) and k.endswith("_" + gpm)))
         vals = [x for c in cols for x in _col(samples, c)]
         if vals:
             out[f"tel_{gpm}_mean"] = _mean(vals)
