@@ -55,7 +55,6 @@ PERCENTILES = (50, 95, 99)
 CI_METHODS = ("bursts", "repeats")
 MIN_CI_BURSTS = 20
 N_RESAMPLES = 2000
-LATENCY_CSV = "latency.csv"
 KEY_COLUMNS = ["mode", "pattern", "role", "beside"]
 LATENCY_COLUMNS = [
     *KEY_COLUMNS,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +21,13 @@ from sharebench.history.store import Store, add_run, load_accepts, load_runs, op
 
 @dataclass(frozen=True)
 class AddCheckResult:
-    """What :func:`add_and_check` did: the run added (or already there), every cell's verdict, the
-    nodes pushed. ``changed`` is what the pipeline step fails on."""
+    """What :func:`add_and_check` did: the run added (or already there), every cell's verdict.
+    ``changed`` is what the pipeline step fails on."""
 
     run_id: str
     file_name: str
     added: bool
     verdicts: list[Verdict]
-    pushed_nodes: list[str] = field(default_factory=list)
 
     @property
     def changes(self) -> list[Verdict]:
@@ -74,8 +73,9 @@ def add_and_check(
     store = open_store(store_url, endpoint=s3_endpoint, create=True)
     run, added = add(results_dir, store)
     verdicts = check(store, opts, node=run.node)
-    pushed = push(pushgateway, run.rows, verdicts) if pushgateway else []
-    return AddCheckResult(run.run_id, run.file_name, added, verdicts, pushed)
+    if pushgateway:
+        push(pushgateway, run.rows, verdicts)
+    return AddCheckResult(run.run_id, run.file_name, added, verdicts)
 
 
 def accept(store: Store, cell: dict[str, Any], *, run_id: str | None = None) -> dict[str, Any]:

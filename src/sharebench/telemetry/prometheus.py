@@ -88,7 +88,6 @@ REQUIRED = (
     "DCGM_FI_DEV_FB_USED",
     "DCGM_FI_DEV_POWER_USAGE",
 )
-POD_LABELS = ("pod", "namespace", "container")
 
 
 class Prometheus:
