@@ -22,11 +22,6 @@ from typing import Literal
 from sharebench.errors import UserError
 
 INTERVALS = ("default", "short", "medium", "long")  # nvidia-smi compute-policy --set-timeslice 0..3
-# the time-slice probe (sharebench.telemetry.timeslice_probe) and the split of a time-slicing loss
-# (sharebench.analysis.timeslice_split): here, light, for the help of `sharebench probe`
-GRIDS = ("one", "full")  # the probe on one block, or one block per SM
-DEFAULT_THRESHOLD_US = 20.0  # a read-to-read jump longer than this is a switch-out (switches take ~0.2 ms)
-DEFAULT_LENGTHS_MS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # the slice lengths a split predicts the loss at
 
 # replicas one cell may run at once (what one device can hold; partition:N is bounded by the cores)
 MAX_REPLICAS = 64

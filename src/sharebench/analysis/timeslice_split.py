@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from sharebench.analysis.statistics import mean_ci
-from sharebench.modes import DEFAULT_LENGTHS_MS
+from sharebench.probe_settings import DEFAULT_LENGTHS_MS
 from sharebench.results import read_json, write_json
 from sharebench.telemetry.timeslice_probe import BesideRun
 

@@ -17,7 +17,7 @@ import argparse
 import sys
 
 from sharebench.cli import lazy
-from sharebench.modes import DEFAULT_LENGTHS_MS, DEFAULT_THRESHOLD_US, GRIDS
+from sharebench.probe_settings import DEFAULT_LENGTHS_MS, DEFAULT_THRESHOLD_US, GRIDS
 
 
 def configure(name: str, parser: argparse.ArgumentParser) -> None:

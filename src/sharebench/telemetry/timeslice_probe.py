@@ -43,7 +43,7 @@ import numpy as np
 from sharebench.devices.discovery import cuda_uuid, driver_uuid_bytes
 from sharebench.files import write_atomic
 from sharebench.kernel import RunConfig
-from sharebench.modes import DEFAULT_THRESHOLD_US, GRIDS
+from sharebench.probe_settings import DEFAULT_THRESHOLD_US, GRIDS
 from sharebench.workloads import REPLICA_MODULE
 
 PROBE_MODULE = "sharebench.telemetry.timeslice_probe"
