@@ -36,12 +36,16 @@ T975_2 = 4.302652729749462  # Student t, 97.5% quantile, 2 degrees of freedom (3
 
 def test_timeslice_table(tables):
     r = one(tables.timeslice, mode="timeslice:2")
-    # T_1 = mean(10, 11, 12) = 11; warm-up 50 s left out; Student-t CI: 11 ± t(2)·sd/√3 with sd = 1
-    assert_allclose([r.T1_s, r.T1_ci_low, r.T1_ci_high], [11, 11 - T975_2 / np.sqrt(3), 11 + T975_2 / np.sqrt(3)])
+    # T_1 = mean(10, 11, 12) = 11; warm-up 50 s left out; a time's CI is on the log scale:
+    # 11 · exp(±t(2)·sd/(√3·11)) with sd = 1
+    h1 = T975_2 / (np.sqrt(3) * 11)
+    assert_allclose([r.T1_s, r.T1_ci_low, r.T1_ci_high], [11, 11 * np.exp(-h1), 11 * np.exp(h1)])
     assert_allclose(r.NT1_s, 22)
     # T_N = mean(21, 24, 23) = 68/3 (the 50%-overlap cell is excluded); sd = sqrt(7/3)
-    half = T975_2 * np.sqrt(7 / 3) / np.sqrt(3)
-    assert_allclose([r.TN_s, r.TN_ci_low, r.TN_ci_high], [68 / 3, 68 / 3 - half, 68 / 3 + half], rtol=1e-12)
+    half = T975_2 * np.sqrt(7 / 3) / np.sqrt(3) / (68 / 3)
+    assert_allclose(
+        [r.TN_s, r.TN_ci_low, r.TN_ci_high], [68 / 3, 68 / 3 * np.exp(-half), 68 / 3 * np.exp(half)], rtol=1e-12
+    )
     # loss = (68/3 - 22) / 22 = 3.0303%; CI of the ratio: delta method on its log, Welch df (3.69 here)
     ra, rb = (7 / 3) / (3 * (68 / 3) ** 2), 1 / (3 * 11**2)
     df = (ra + rb) ** 2 / (ra**2 / 2 + rb**2 / 2)
@@ -107,7 +111,8 @@ def test_throughput_and_gain(tables):
     assert_allclose([ex.throughput_pt_per_s, ts.throughput_pt_per_s], [10000 / 11, 20000 / (68 / 3)])
     # gain = (20000/(68/3)) / (10000/11) = 2·T_1 / T_N = 66/68 = 1 / (1 + loss)
     assert_allclose([ex.gain, ts.gain], [1.0, 66 / 68])
-    t_lo, t_hi = 68 / 3 - T975_2 * np.sqrt(7 / 9), 68 / 3 + T975_2 * np.sqrt(7 / 9)
+    h = T975_2 * np.sqrt(7 / 9) / (68 / 3)  # the span's interval on the log scale, swapped for a rate
+    t_lo, t_hi = 68 / 3 * np.exp(-h), 68 / 3 * np.exp(h)
     assert_allclose([ts.throughput_ci_low, ts.throughput_ci_high], [20000 / t_hi, 20000 / t_lo])
     loss = one(tables.timeslice, mode="timeslice:2")
     assert_allclose(
@@ -195,7 +200,7 @@ def test_no_baseline_is_flagged_not_invented(tmp_path):
 def test_write_tables(tables, tmp_path):
     d = write_tables(tables, tmp_path)
     md = (d / "timeslice.md").read_text()
-    assert "| 1,000 | timeslice:2 | 2 | 11.000 | [8.516, 13.484] | 22.000 | 22.667 |" in md
+    assert "| 1,000 | timeslice:2 | 2 | 11.000 | [8.776, 13.787] | 22.000 | 22.667 |" in md
     back = __import__("pandas").read_csv(d / "mig.csv")
     assert_allclose(back["loss_pct"], [100 * (36.8 / 3 - 5.2) / 5.2])
 

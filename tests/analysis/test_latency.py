@@ -109,12 +109,14 @@ def test_slowdown_intervals_cover_the_true_factor():
             assert row[f"slowdown_p{p}_hi"] - row[f"slowdown_p{p}_lo"] < 0.3 * factor
 
 
-def test_between_repeats_method_is_students_t_over_each_repeats_percentile():
+def test_between_repeats_method_is_a_log_scale_t_interval_over_each_repeats_percentile():
     rows, lat = synthetic(n=200, repeats=4)
     table = latency_table(rows, method="repeats")
     row = table[(table["mode"] == "timeslice:2") & (table["role"] == "victim")].iloc[0]
     per_repeat = np.array([np.percentile(lat[("timeslice:2", r)], 95) for r in (1, 2, 3, 4)])
-    lo, hi = stats.t.interval(0.95, 3, loc=per_repeat.mean(), scale=stats.sem(per_repeat))
+    # a latency is positive: its interval on the log scale, mean · exp(±t(3) · sem / mean)
+    h = stats.t.ppf(0.975, 3) * stats.sem(per_repeat) / per_repeat.mean()
+    lo, hi = per_repeat.mean() * np.exp(-h), per_repeat.mean() * np.exp(h)
     assert row["latency_p95_s"] == pytest.approx(per_repeat.mean())
     assert (row["latency_p95_lo_s"], row["latency_p95_hi_s"]) == pytest.approx((lo, hi))
     alone = np.array([np.percentile(lat[("exclusive", r)], 95) for r in (1, 2, 3, 4)])

@@ -148,7 +148,9 @@ def test_decisions_and_their_reasons():
     )
     d = should_continue([1.0, math.nan, math.nan], precision=1)
     assert d.stop and d.reason == "failing: 2 of 3 repeats failed"
-    rel = 100 * t3 * 0.02 / math.sqrt(3) / 2  # % of the mean 2.0
+    # a relative precision is that of a positive quantity: its interval 2·exp(±h) on the log scale,
+    # half as wide as 2·(exp(h) - exp(-h)), i.e. sinh(h) of the mean 2.0
+    rel = 100 * math.sinh(t3 * 0.02 / math.sqrt(3) / 2)
     d = should_continue([2.0, 2.02, 1.98], precision=10, relative=True)
     assert d.stop and d.reason == f"settled: ±{rel:.3g}% of the estimate within ±10% of the estimate"
     d = should_continue([2.0, 2.02, 1.98], precision=5, relative=True)

@@ -17,6 +17,7 @@ from sharebench.analysis.format import (
     fmt_sec,
     fmt_spec,
     fmt_times,
+    known_interval,
     significant,
     summary_table,
 )
@@ -28,7 +29,14 @@ from sharebench.analysis.prediction import (
     predicted_vs_measured,
     predicted_vs_measured_of,
 )
-from sharebench.analysis.statistics import MIN_CI_REPEATS, cv_pct, mean_ci, ratio_ci, ratio_loss_ci
+from sharebench.analysis.statistics import (
+    MIN_CI_REPEATS,
+    cv_pct,
+    mean_ci,
+    positive_mean_ci,
+    ratio_ci,
+    ratio_loss_ci,
+)
 from sharebench.analysis.tables import TABLES, WORK_KEYS, Tables, analyse, build_tables, cell_summary
 from sharebench.analysis.telemetry import cell_telemetry, energy_table, price_per_hour
 
@@ -51,6 +59,7 @@ __all__ = [
     "fmt_ci",
     "fmt_int",
     "fmt_interval",
+    "known_interval",
     "fmt_num",
     "fmt_particles",
     "fmt_pct",
@@ -59,6 +68,7 @@ __all__ = [
     "fmt_times",
     "gpu_of",
     "mean_ci",
+    "positive_mean_ci",
     "predict_cell",
     "predicted_vs_measured",
     "predicted_vs_measured_of",

@@ -62,10 +62,18 @@ def fmt_particles(v: Any) -> str:
     return f"{f:g}"
 
 
+def known_interval(lo: Any, hi: Any) -> bool:
+    """Whether ``[lo, hi]`` is an interval to print: both ends finite and ``lo <= hi`` (an inverted one,
+    which no statistic here produces, is never printed as if it were an interval)."""
+    a, b = number_or_nan(lo), number_or_nan(hi)
+    return math.isfinite(a) and math.isfinite(b) and a <= b
+
+
 def fmt_ci(lo: Any, hi: Any, fmt: Callable[[Any], str]) -> str:
     """A confidence interval ``[lo, hi]`` in the value's own format; "" without one."""
-    lo, hi = number_or_nan(lo), number_or_nan(hi)
-    return "" if not (math.isfinite(lo) and math.isfinite(hi)) else f"[{fmt(lo)}, {fmt(hi)}]"
+    if not known_interval(lo, hi):
+        return ""
+    return f"[{fmt(number_or_nan(lo))}, {fmt(number_or_nan(hi))}]"
 
 
 def fmt_times(v: float) -> str:
@@ -80,14 +88,14 @@ def fmt_gain_pct(v: float) -> str:
 
 def fmt_interval(lo: float, hi: float) -> str:
     """A ratio's 95% interval after its value: `` [0.98, 1.10]``, or `` (no interval)``."""
-    return f" [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) and math.isfinite(hi) else " (no interval)"
+    return f" [{lo:.2f}, {hi:.2f}]" if known_interval(lo, hi) else " (no interval)"
 
 
 def significant(lo: Any, hi: Any) -> str:
     """'yes' when the 95% CI excludes 0 (the loss is real at that level), 'no' when it holds 0, '' without a CI."""
-    lo, hi = number_or_nan(lo), number_or_nan(hi)
-    if not (math.isfinite(lo) and math.isfinite(hi)):
+    if not known_interval(lo, hi):
         return ""
+    lo, hi = number_or_nan(lo), number_or_nan(hi)
     return "yes" if lo > 0 or hi < 0 else "no"
 
 

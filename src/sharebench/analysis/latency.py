@@ -26,9 +26,9 @@ Percentiles are numpy's (linear interpolation between order statistics). Interva
   cell run a sample of its own), and the slowdown's interval the same over both sides at once. Bursts of
   one run are not independent (a queue carries over from one request to the next), so this interval
   can be narrower than the spread between runs;
-* ``repeats``: the mean over repeats of each repeat's percentile, with its Student-t interval
-  (``statistics.mean_ci``) and the slowdown's delta-method ratio interval (``statistics.ratio_ci``):
-  honest about run-to-run spread, none below 3 repeats.
+* ``repeats``: the mean over repeats of each repeat's percentile, with its Student-t interval on the
+  log scale (``statistics.positive_mean_ci``: a latency is positive) and the slowdown's delta-method
+  ratio interval (``statistics.ratio_ci``): honest about run-to-run spread, none below 3 repeats.
 
 Fewer than :data:`MIN_CI_BURSTS` bursts on a side give no interval (NaN).
 """
@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from sharebench.analysis.statistics import CONFIDENCE, mean_ci, ratio_ci
+from sharebench.analysis.statistics import CONFIDENCE, positive_mean_ci, ratio_ci
 from sharebench.errors import UserError
 from sharebench.modes import mode_sort_key, parse_mode
 from sharebench.patterns import DEFAULT_SLO  # kept there, light: the CLI shows it in its help
@@ -131,7 +131,8 @@ def latency_stats(
         mine = np.array([np.percentile(r, PERCENTILES) for r in runs if r.size])
         base = np.array([np.percentile(r, PERCENTILES) for r in alone if r.size]).reshape(-1, len(PERCENTILES))
         for k, p in enumerate(PERCENTILES):
-            out[f"latency_p{p}_s"], out[f"latency_p{p}_lo_s"], out[f"latency_p{p}_hi_s"] = mean_ci(mine[:, k])
+            latency = positive_mean_ci(mine[:, k])
+            out[f"latency_p{p}_s"], out[f"latency_p{p}_lo_s"], out[f"latency_p{p}_hi_s"] = latency
             s = ratio_ci(mine[:, k], base[:, k]) if base.size else (math.nan,) * 3
             out[f"slowdown_p{p}"], out[f"slowdown_p{p}_lo"], out[f"slowdown_p{p}_hi"] = s
         return out

@@ -19,7 +19,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from sharebench.analysis.statistics import mean_ci, ratio_loss_ci
+from sharebench.analysis.statistics import positive_mean_ci, ratio_loss_ci
 from sharebench.gpus import GPU_MODELS, models_with_profile, share_sms
 
 EMULATED_COLUMNS = [
@@ -113,7 +113,7 @@ def emulated_table(rows: pd.DataFrame, good: pd.DataFrame, work_keys: list[str])
         full = full_sms_of(base, g["mig_profile"])
         sms = float(g["sms"].astype(float).median())
         t1_med = float(np.mean(t1)) if t1.size else math.nan
-        e_med, e_lo, e_hi = mean_ci(per_cell)
+        e_med, e_lo, e_hi = positive_mean_ci(per_cell)
         ideal = t1_med * full / sms if np.isfinite(full) and sms > 0 else math.nan
         if np.isfinite(ideal):
             exc, lo, hi = ratio_loss_ci(per_cell, t1, factor=full / sms)

@@ -114,6 +114,19 @@ def mean_interval(samples: Iterable[float], confidence: float, covers: float = C
     return Interval(mean, mean - half, mean + half, confidence, covers)
 
 
+def positive_mean_interval(samples: Iterable[float], confidence: float, covers: float = CONFIDENCE) -> Interval:
+    """The mean of a positive quantity (a time) and its interval at ``confidence`` on the log scale (delta
+    method, ``mean · exp(±t · se / mean)``): never below zero, however few and scattered the repeats."""
+    x = finite_list(samples)
+    if not x:
+        return nan_interval(math.nan, confidence, covers)
+    mean, var = mean_var(x)
+    if len(x) < 2 or mean <= 0:
+        return nan_interval(mean, confidence, covers)
+    half = t_quantile(confidence, len(x) - 1) * math.sqrt(var / len(x)) / mean
+    return Interval(mean, mean * math.exp(-half), mean * math.exp(half), confidence, covers)
+
+
 def loss_interval(
     num: Iterable[float], den: Iterable[float], factor: float, confidence: float, covers: float = CONFIDENCE
 ) -> Interval:
@@ -154,7 +167,8 @@ def should_continue(
 
     The quantity: with ``baseline`` the loss % of mean(samples) against ``factor``·mean(baseline)
     (T_N against N·T_1); without it the mean of ``samples``. ``precision`` is the wanted half-width in
-    the quantity's units, or with ``relative`` in % of the estimate (an exclusive cell's T_1).
+    the quantity's units, or with ``relative`` in % of the estimate (an exclusive cell's T_1): a
+    positive quantity, whose interval is then on the log scale (:func:`positive_mean_interval`).
     ``thresholds`` are the values the interval must lie clear of. The interval returned is built at
     :func:`look_confidence` and covers the true value with probability >= ``confidence`` at whatever
     look the cell stops.
@@ -162,7 +176,8 @@ def should_continue(
     n = len(samples)
     per_look = look_confidence(min_repeats, max_repeats, confidence)
     if baseline is None:
-        interval = mean_interval(samples, per_look, confidence)
+        mean = positive_mean_interval if relative else mean_interval
+        interval = mean(samples, per_look, confidence)
     else:
         interval = loss_interval(samples, baseline, factor, per_look, confidence)
     if n < min_repeats:

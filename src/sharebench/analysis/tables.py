@@ -37,7 +37,7 @@ from sharebench.analysis.disturbance import disturbed_flags
 from sharebench.analysis.flags import FLAG_COLUMNS, Flag, flags_frame
 from sharebench.analysis.latency import LATENCY_COLUMNS, latency_table
 from sharebench.analysis.partitions import EMULATED_COLUMNS, emulated_table, is_sm_share, share_slice_sms
-from sharebench.analysis.statistics import MIN_CI_REPEATS, cv_pct, mean_ci, ratio_ci, ratio_loss_ci
+from sharebench.analysis.statistics import MIN_CI_REPEATS, cv_pct, positive_mean_ci, ratio_ci, ratio_loss_ci
 from sharebench.analysis.timeslice_split import SPLIT_COLUMNS, read_runs, split_table
 from sharebench.gpus import models_with_profile
 from sharebench.modes import mode_sort_key
@@ -374,7 +374,7 @@ def throughput_row(group: WorkGroup) -> dict:
     w = float(np.nanmedian(group.cells["work_particle_turns"])) if len(group.cells) else math.nan
     w1 = float(work["particles"] * work["turns"])
     span = group.cells["span_s"].to_numpy(float)
-    s_mean, s_lo, s_hi = mean_ci(span)
+    s_mean, s_lo, s_hi = positive_mean_ci(span)
     thr = (w / s_mean, w / s_hi, w / s_lo) if s_mean > 0 else (math.nan,) * 3
     gain = ratio_ci(group.t1, span, factor=w1 / w) if group.t1.size and w > 0 else (math.nan,) * 3
     return dict(
@@ -395,9 +395,9 @@ def throughput_row(group: WorkGroup) -> dict:
 def shared_row(group: WorkGroup) -> tuple[dict, list[Flag]]:
     """Time-slicing or MPS: T_N against N·T_1, and the flags of its spread and fairness."""
     g, n, t1 = group.cells, group.replicas, group.t1
-    t1_med, t1_lo, t1_hi = mean_ci(t1)
+    t1_med, t1_lo, t1_hi = positive_mean_ci(t1)
     tn = g["span_s"].to_numpy(float)
-    tn_med, tn_lo, tn_hi = mean_ci(tn)
+    tn_med, tn_lo, tn_hi = positive_mean_ci(tn)
     loss, lo, hi = ratio_loss_ci(tn, t1, factor=n)
     cv_tn, cv_t1 = cv_pct(tn), cv_pct(t1)
     row = dict(
@@ -428,9 +428,9 @@ def shared_row(group: WorkGroup) -> tuple[dict, list[Flag]]:
 def mig_row(group: WorkGroup) -> tuple[dict, list[Flag]]:
     """MIG: one replica per instance against the full GPU, and the flag of its spread."""
     g, t1 = group.cells, group.t1
-    t1_med, t1_lo, t1_hi = mean_ci(t1)
+    t1_med, t1_lo, t1_hi = positive_mean_ci(t1)
     tm = g["mean_track_s"].to_numpy(float)
-    tm_med, tm_lo, tm_hi = mean_ci(tm)
+    tm_med, tm_lo, tm_hi = positive_mean_ci(tm)
     loss, lo, hi = ratio_loss_ci(tm, t1)
     profile = ", ".join(sorted({str(p) for p in g["mig_profile"] if isinstance(p, str) and p})) or "?"
     row = dict(
@@ -468,7 +468,7 @@ def partition_row(group: WorkGroup, good: pd.DataFrame) -> tuple[dict, list[Flag
     """A slice (MIG instance, core set) against the ideal T_full × full units / slice units."""
     work, g, t1 = group.work, group.cells, group.t1
     slice_s = g["mean_track_s"].to_numpy(float)
-    s_med, s_lo, s_hi = mean_ci(slice_s)
+    s_med, s_lo, s_hi = positive_mean_ci(slice_s)
     gpu = work["device_class"] == "gpu"
     unit, col = ("SMs", "sms") if gpu else ("cores", "cores")
     ex = good[(good["mode_kind"] == "exclusive")]

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sharebench.analysis.statistics import mean_ci
+from sharebench.analysis.statistics import mean_ci, positive_mean_ci
 from sharebench.probe_settings import DEFAULT_LENGTHS_MS
 from sharebench.results import read_json, write_json
 from sharebench.telemetry.timeslice_probe import BesideRun
@@ -177,6 +177,7 @@ SUMMARY_FIELDS = (
     "refill_pct",
     "predicted_loss_pct",
 )
+POSITIVE_FIELDS = frozenset({"slice_ms", "switch_ms", "gpu_share", "in_slice_rate"})  # interval on the log scale
 
 
 def summarize(splits: Sequence[Split], measured: tuple[float, float, float] | None = None) -> dict[str, Any]:
@@ -184,7 +185,8 @@ def summarize(splits: Sequence[Split], measured: tuple[float, float, float] | No
     measured loss with its interval (``measured``: mean, low, high) and the error of the prediction."""
     out: dict[str, Any] = {"repeats": len(splits)}
     for f in SUMMARY_FIELDS:
-        m, lo, hi = mean_ci([getattr(s, f) for s in splits])
+        interval = positive_mean_ci if f in POSITIVE_FIELDS else mean_ci
+        m, lo, hi = interval([getattr(s, f) for s in splits])
         out.update({f: m, f"{f}_ci_low": lo, f"{f}_ci_high": hi})
     if measured is not None:
         out.update(loss_pct=measured[0], loss_ci_low=measured[1], loss_ci_high=measured[2])

@@ -26,7 +26,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from sharebench.analysis import Tables, fmt_particles, mean_ci
+from sharebench.analysis import Tables, fmt_particles, positive_mean_ci
 from sharebench.modes import mode_sort_key
 
 FORMATS = ("png", "svg")
@@ -217,7 +217,7 @@ def _time_series(tables: Tables) -> list[Series]:
             (cells["mode_kind"] == "exclusive") & ~cells["warmup"].astype(bool) & ~cells["excluded"].astype(bool)
         ]
         if not ex.empty:
-            rows = [(p, *mean_ci(g["mean_track_s"])) for p, g in ex.groupby("particles")]
+            rows = [(p, *positive_mean_ci(g["mean_track_s"])) for p, g in ex.groupby("particles")]
             a = np.array(rows, dtype=float)
             out.append(("exclusive: T_1", a[:, 0], a[:, 1], a[:, 2], a[:, 3]))
     out.sort(key=lambda s: mode_sort_key(s[0].rsplit(":", 1)[0]))

@@ -17,7 +17,7 @@ from typing import Any
 import matplotlib
 import pandas as pd
 
-from sharebench.analysis import Tables, fmt_particles
+from sharebench.analysis import Tables, fmt_particles, known_interval
 from sharebench.analysis.timeslice_split import (
     DEFAULT_LENGTHS_MS,
     DRA_INTERVALS_NOTE,
@@ -61,7 +61,7 @@ def title_of(split: pd.DataFrame) -> str:
 
 def ci(lo: Any, hi: Any, digits: int = 1) -> str:
     a, b = number_or_nan(lo), number_or_nan(hi)
-    return f" [{a:.{digits}f}, {b:.{digits}f}]" if math.isfinite(a) and math.isfinite(b) else ""
+    return f" [{a:.{digits}f}, {b:.{digits}f}]" if known_interval(a, b) else ""
 
 
 def sentence(r: pd.Series) -> str:

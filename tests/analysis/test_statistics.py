@@ -1,0 +1,123 @@
+"""Intervals that respect their quantity (sharebench.analysis.statistics, .sequential, .format): a time,
+a throughput or a rate never gets an interval below zero, a ratio's interval stays positive, and no
+interval is ever inverted, whatever the samples; printed intervals are never inverted either."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sharebench.analysis import fmt_ci, fmt_interval, fmt_num, fmt_sec, known_interval, significant
+from sharebench.analysis.sequential import look_confidence, positive_mean_interval, should_continue
+from sharebench.analysis.statistics import CONFIDENCE, mean_ci, positive_mean_ci, ratio_ci, ratio_loss_ci
+
+# timings as they come: from microseconds to hours, any scatter, a few to tens of repeats
+times = st.lists(st.floats(min_value=1e-6, max_value=1e5, allow_nan=False), min_size=0, max_size=30)
+signed = st.lists(st.floats(min_value=-1e5, max_value=1e5, allow_nan=False), min_size=0, max_size=30)
+
+
+def ordered(lo: float, mid: float, hi: float, rel: float = 1e-9) -> bool:
+    slack = rel * max(abs(lo), abs(mid), abs(hi))
+    return lo <= mid + slack and mid <= hi + slack
+
+
+@settings(max_examples=300, deadline=None)
+@given(times, st.floats(min_value=1e-3, max_value=1e3))
+def test_a_positive_quantitys_interval_is_positive_and_ordered(x, scale):
+    mean, lo, hi = positive_mean_ci(x, scale)
+    if len(x) < 3:
+        assert math.isnan(lo) and math.isnan(hi)
+        return
+    assert mean > 0 and 0 < lo <= hi and ordered(lo, mean, hi)
+    # the interval of the mean of x · scale is scale times that of x
+    m1, lo1, hi1 = positive_mean_ci(x)
+    assert np.allclose([mean, lo, hi], [m1 * scale, lo1 * scale, hi1 * scale], rtol=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(times, st.floats(min_value=1.0, max_value=1e12))
+def test_a_throughput_from_a_time_interval_is_ordered(spans, work):
+    # as sharebench.analysis.tables.throughput_row: work / mean span, its ends swapped
+    s, s_lo, s_hi = positive_mean_ci(spans)
+    if not known_interval(s_lo, s_hi):
+        return
+    thr, lo, hi = work / s, work / s_hi, work / s_lo
+    assert 0 < lo <= hi and ordered(lo, thr, hi)
+
+
+@settings(max_examples=300, deadline=None)
+@given(times, times, st.floats(min_value=1e-3, max_value=1e3))
+def test_a_ratios_interval_is_positive_and_ordered(a, b, factor):
+    r, lo, hi = ratio_ci(a, b, factor)
+    if not known_interval(lo, hi):
+        return
+    assert 0 < lo <= hi and ordered(lo, r, hi)
+    loss, l_lo, l_hi = ratio_loss_ci(a, b, factor)
+    assert -100 < l_lo <= l_hi and ordered(l_lo, loss, l_hi, 1e-6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(signed)
+def test_a_signed_mean_keeps_its_symmetric_interval(x):
+    mean, lo, hi = mean_ci(x)
+    if len(x) < 3:
+        assert math.isnan(lo)
+        return
+    assert lo <= hi and ordered(lo, mean, hi)
+    assert math.isclose(mean - lo, hi - mean, rel_tol=1e-6, abs_tol=1e-6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(times, st.integers(min_value=3, max_value=20))
+def test_the_adaptive_repeats_mean_track_time_is_never_below_zero(x, max_repeats):
+    iv = positive_mean_interval(x, look_confidence(3, max_repeats))
+    if len(x) >= 2:
+        assert 0 < iv.low <= iv.high and ordered(iv.low, iv.estimate, iv.high)
+    d = should_continue(x, precision=5, relative=True, max_repeats=max_repeats)
+    assert not d.interval.known or 0 < d.interval.low <= d.interval.high
+
+
+def test_the_reported_examples():
+    # the shapes of `make run` and `--budget 2m` that printed T_1 [-0.024, 15.954], throughput
+    # 1,255.48 [626.79, -4.11e+05] and a mean track time 2.455 s [-1.009, 5.919]: three scattered timings
+    scattered = [0.9, 1.2, 21.8]
+    t_mean, t_lo, t_hi = mean_ci(scattered)
+    assert t_lo < 0  # what a symmetric t interval gives a time
+    mean, lo, hi = positive_mean_ci(scattered)
+    assert mean == t_mean and 0 < lo < mean < hi
+    assert fmt_ci(1e4 / hi, 1e4 / lo, fmt_num).startswith("[") and 1e4 / hi < 1e4 / lo
+    iv = should_continue([0.5, 4.4, 2.465], precision=5, relative=True).interval
+    assert iv.low > 0 and iv.estimate == np.mean([0.5, 4.4, 2.465])
+
+
+def test_coverage_of_a_positive_mean_on_skewed_timings():
+    # lognormal timings, 20% spread, 3 to 10 repeats: the log-scale interval holds the true mean at ~95%
+    rng = np.random.default_rng(7)
+    sigma, truth = 0.2, 2.0
+    mu = math.log(truth) - sigma * sigma / 2
+    for n in (3, 5, 10):
+        hits = 0
+        for _ in range(2000):
+            _, lo, hi = positive_mean_ci(rng.lognormal(mu, sigma, n))
+            hits += lo <= truth <= hi
+        assert hits / 2000 >= CONFIDENCE - 0.02, (n, hits / 2000)
+
+
+@given(
+    st.one_of(st.floats(allow_nan=True), st.none(), st.text(max_size=3)),
+    st.one_of(st.floats(allow_nan=True), st.none(), st.text(max_size=3)),
+)
+def test_no_printed_interval_is_inverted(lo, hi):
+    for text in (
+        fmt_ci(lo, hi, fmt_sec),
+        fmt_interval(lo, hi) if isinstance(lo, float) and isinstance(hi, float) else "",
+    ):
+        if text.strip().startswith("["):
+            a, b = (float(v.replace(",", "")) for v in text.strip()[1:-1].split(", "))
+            assert a <= b
+    if isinstance(lo, float) and isinstance(hi, float) and lo > hi:
+        assert fmt_ci(lo, hi, fmt_sec) == "" and fmt_interval(lo, hi) == " (no interval)"
+        assert significant(lo, hi) == ""
