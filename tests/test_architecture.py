@@ -3,9 +3,11 @@
 * import-linter (contracts in pyproject.toml): layers, the library never importing KFP, no cycles;
 * ruff (rules in pyproject.toml), on the whole tree, tests included: among them no private name used
   outside its module (SLF001, PLC2701);
+* ceilings that ratchet (tools/ruff_ceilings.py, tools/ruff_ceilings.toml): how many functions of the library
+  and the KFP layer ruff finds too complex (C901), with too many branches, arguments or statements (PLR0912,
+  PLR0913, PLR0915), and how many are over 60 lines: none more than today, lowered as code is cleaned;
 * what no kept tool checks: the library imports its own modules at the top of a module (an import
-  inside a function hides a dependency), never imports the KFP layer (components/, pipelines/), and
-  keeps its functions under 80 lines.
+  inside a function hides a dependency) and never imports the KFP layer (components/, pipelines/).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from tools import ruff_ceilings
+
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "src" / "sharebench"
 KFP_LAYER = [ROOT / "components", ROOT / "pipelines"]
-MAX_FUNCTION_LINES = 80
 
 
 def _tool(name: str) -> str:
@@ -89,11 +92,7 @@ def test_the_library_never_imports_the_kfp_layer():
     assert not found, "\n".join(found)
 
 
-def test_no_function_over_80_lines():
-    long = [
-        f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name}() has {fn.end_lineno - fn.lineno + 1} lines"
-        for path in _sources(LIBRARY, *KFP_LAYER)
-        for fn in _functions(path)
-        if fn.end_lineno - fn.lineno + 1 > MAX_FUNCTION_LINES
-    ]
-    assert not long, "\n".join(long)
+def test_complexity_arguments_and_long_functions_stay_under_their_ceilings():
+    _tool("ruff")
+    report = ruff_ceilings.check(ROOT)
+    assert not report.failures, "\n".join(report.failures)
