@@ -137,6 +137,8 @@ class KindSpec:
     ``KIND:LAYOUT``). ``helper``: what a cell of it needs around its replicas ('' none; ``mps``: an
     MPS control daemon the replicas are clients of). ``plugin_sharing``: the NVIDIA device plugin's
     sharing strategy for it ('' none). ``local_only``: a mode of one machine, with no node target.
+    ``emulates``: the kind it stands in for (``mig-emulated``: MIG's compute shares through MPS), a
+    measurement the Answer never chooses.
     """
 
     name: str
@@ -153,6 +155,7 @@ class KindSpec:
     local_only: bool = False
     takes_thread_pct: bool = False
     takes_interval: bool = False
+    emulates: str = ""  # the kind this one is a stand-in for ('' none): measured, never a mode to choose
 
     @property
     def shared(self) -> bool:
@@ -230,6 +233,7 @@ KINDS: dict[str, KindSpec] = {
             ),
             helper=MPS_DAEMON,
             local_only=True,
+            emulates="mig",
         ),
         KindSpec(
             "partition",
@@ -269,6 +273,13 @@ def is_baseline(mode: str | Mode) -> bool:
     """Whether a mode (or its label) is the baseline kind: one replica alone on the device."""
     spec = KINDS.get(kind_of(mode))
     return spec is not None and spec.family == "baseline"
+
+
+def time_sliced(mode: str | Mode) -> bool:
+    """Whether a mode's (or label's, or kind's) replicas take turns by the GPU's time slices: the kind
+    that takes an interval (the time-slice probe and the split of a loss are for its cells)."""
+    spec = KINDS.get(kind_of(mode))
+    return spec is not None and spec.takes_interval
 
 
 def kinds_where(**traits: object) -> tuple[str, ...]:

@@ -55,14 +55,17 @@ from typing import Any
 import pandas as pd
 
 from sharebench.analysis.format import fmt_gain_pct, fmt_interval, fmt_times
+from sharebench.analysis.kinds import baseline_mask, emulation_mask, is_emulation, isolating_kinds
 from sharebench.analysis.latency import DEFAULT_SLO, LATENCY_COLUMNS, UsersAtTarget, mode_family, users_at_target
 from sharebench.analysis.prediction import predict_cell
 from sharebench.analysis.statistics import MIN_CI_REPEATS, ratio_ci
 from sharebench.analysis.tables import CV_WARN_PCT, WORK_KEYS, Tables
 from sharebench.analysis.timeslice_split import helpful_interval
-from sharebench.modes import mode_sort_key
+from sharebench.modes import BASELINE, is_baseline, kind_of, mode_sort_key, time_sliced
 from sharebench.patterns import parse_pattern
 
+# the isolation each kind gives its replicas, keyed by KindSpec.name (tests/vocabulary/test_kinds.py
+# checks every kind has one)
 ISOLATION = {
     "exclusive": "whole device (one job)",
     "timeslice": "none: memory, faults and telemetry shared",
@@ -72,6 +75,11 @@ ISOLATION = {
     "mig-emulated": "none beyond MPS: an emulation of MIG (its SM shares and memory limits; L2, memory bandwidth "
     "and faults shared)",
 }
+# the modes the command that measures a missing pattern suggests when a folder measured no sharing mode
+SUGGESTED_GPU = (BASELINE, "timeslice:2", "mps:2")
+SUGGESTED_CPU = (BASELINE, "timeslice:2", "partition:2")
+# the isolation the Answer predicts where no instance or partition was measured: MIG's smallest instances
+PREDICTED_ISOLATION = "mig:all-1g"
 ANSWER_COLUMNS = [
     *WORK_KEYS,
     "mode",
@@ -128,9 +136,9 @@ def worst_job_slowdown(cells: pd.DataFrame, mode: str, work: dict[str, Any]) -> 
     the slowest replica's ``track_s`` over the mean T_1 (``ratio_ci``; exclusive: 1, no interval).
 
     The one figure of the worst job: the Answer, the decision plot and the workloads table all print it."""
-    if str(mode).split(":")[0] == "exclusive":
+    if is_baseline(mode):
         return (1.0, math.nan, math.nan)
-    mine, alone = good_cells(cells, mode, work), good_cells(cells, "exclusive", work)
+    mine, alone = good_cells(cells, mode, work), good_cells(cells, BASELINE, work)
     return ratio_ci(mine["max_track_s"].to_numpy(float), alone["mean_track_s"].to_numpy(float))
 
 
@@ -140,7 +148,7 @@ def trust_of(mode: str, work: dict[str, Any], repeats: int, flags: pd.DataFrame)
     if repeats < MIN_CI_REPEATS:
         reasons.append(f"{repeats} repeat(s) < {MIN_CI_REPEATS}: no interval")
         kinds.append("repeats")
-    f = flags[(flags["mode"].isin([mode, "exclusive"])) & (flags["particles"] == work["particles"])]
+    f = flags[(flags["mode"].isin([mode, BASELINE])) & (flags["particles"] == work["particles"])]
     disturbed = f[f["kind"] == "disturbed"]
     if len(disturbed):
         what = sorted(disturbed["detail"].astype(str))[0]
@@ -174,7 +182,9 @@ def answer_rows(tables: Tables) -> pd.DataFrame:
     if thr.empty or cells.empty:
         return pd.DataFrame(columns=ANSWER_COLUMNS)
     other = non_batch_modes(tables.latency)
-    if "exclusive" in other:  # the baseline ran another pattern: a gain against it would compare two patterns
+    if any(
+        is_baseline(m) for m in other
+    ):  # the baseline ran another pattern: a gain against it would compare two patterns
         return pd.DataFrame(columns=ANSWER_COLUMNS)
     rows = []
     for mode, g in thr.groupby("mode", sort=False):
@@ -182,7 +192,7 @@ def answer_rows(tables: Tables) -> pd.DataFrame:
             continue
         r = g.sort_values("particles").iloc[-1]
         work = {k: r[k] for k in WORK_KEYS}
-        kind = str(mode).split(":")[0]
+        kind = kind_of(str(mode))
         slow = worst_job_slowdown(cells, str(mode), work)
         trust, kinds = trust_of(str(mode), work, int(r["repeats"]), tables.flags)
         rows.append(
@@ -202,7 +212,7 @@ def answer_rows(tables: Tables) -> pd.DataFrame:
                 isolation=ISOLATION.get(kind, "?"),
                 trust=trust,
                 flag_kinds=",".join(kinds),
-                interval=interval_text(tables.timeslice_split, str(mode), work) if kind == "timeslice" else "",
+                interval=interval_text(tables.timeslice_split, str(mode), work) if time_sliced(kind) else "",
             )
         )
     out = pd.DataFrame(rows, columns=ANSWER_COLUMNS)
@@ -238,11 +248,11 @@ class Evidence:
 
     def command(self, pattern: str, neighbours: str = "") -> str:
         """The command that measures ``pattern`` (beside ``neighbours``) with this folder's sharing modes."""
-        modes = [m for m in self.modes if not m.startswith("mig-emulated")]
-        if not [m for m in modes if m != "exclusive"]:
-            modes = ["exclusive", "timeslice:2", "partition:2" if self.cpu else "mps:2"]
-        if "exclusive" not in modes:
-            modes = ["exclusive", *modes]
+        modes = [m for m in self.modes if not is_emulation(m)]
+        if all(is_baseline(m) for m in modes):
+            modes = list(SUGGESTED_CPU if self.cpu else SUGGESTED_GPU)
+        if not any(is_baseline(m) for m in modes):
+            modes = [BASELINE, *modes]
         parts = ["sharebench run", *(["--device cpu"] if self.cpu else []), f"--pattern {pattern}"]
         if neighbours:
             parts.append(f"--neighbours {neighbours}")
@@ -289,7 +299,7 @@ def batch_choice(rows: pd.DataFrame, ev: Evidence) -> dict[str, str]:
     """The batch throughput choice: a real gain of at least :data:`MIN_GAIN`, or exclusive."""
     if rows.empty:
         return not_measured(PATTERNS[0], "no cell with batch replicas was measured here", ev.command("batch"))
-    sharing = rows[rows["kind"] != "exclusive"]
+    sharing = rows[~baseline_mask(rows["kind"])]
     above = sharing[sharing["gain_ci_low"] > 1]
     better = above[above["gain"] >= 1 + MIN_GAIN].sort_values("gain", ascending=False)
     if len(better):
@@ -321,7 +331,7 @@ def batch_choice(rows: pd.DataFrame, ev: Evidence) -> dict[str, str]:
     if len(worse):
         w = worse.sort_values("gain").iloc[0]
         parts.append(f"worst: {w['mode']} {fmt_times(w['gain'])}{fmt_interval(w['gain_ci_low'], w['gain_ci_high'])}")
-    return dict(pattern=PATTERNS[0], mode="exclusive", basis="measured", reason="; ".join(parts))
+    return dict(pattern=PATTERNS[0], mode=BASELINE, basis="measured", reason="; ".join(parts))
 
 
 # ------------------------------------------------------------------ interactive, serving, noisy neighbour
@@ -365,7 +375,7 @@ def users_choice(kind: str, ev: Evidence) -> list[dict[str, str]]:
         best = max(per_family, key=lambda u: u.users or 0)  # ties: the first in mode order
         target = f"{unit} per GPU whose p95 slowdown against alone stays within {ev.slo:g}×: {lines}"
         if best.users is None:
-            mode, reason = "exclusive", f"no sharing mode keeps the target at the smallest N measured; {target}"
+            mode, reason = BASELINE, f"no sharing mode keeps the target at the smallest N measured; {target}"
         else:
             mode, reason = mode_of(lat, label, best.family, best.users), target
         out.append(dict(pattern=f"{name} ({label})", mode=mode, basis="measured", reason=reason))
@@ -379,7 +389,7 @@ def slowdown_text(r: Any) -> str:
 def neighbour_choice(ev: Evidence) -> list[dict[str, str]]:
     """The measured replica's p95 slowdown beside another pattern, per mode, and the aggressor's cost."""
     lat = ev.latency
-    v = lat[(lat["role"] == "victim") & (lat["mode"] != "exclusive")]
+    v = lat[(lat["role"] == "victim") & ~baseline_mask(lat["mode"])]
     mixed = v[(v["beside"].fillna("") != "") & (v["beside"] != v["pattern"])]
     if mixed.empty:
         return [
@@ -402,7 +412,7 @@ def neighbour_choice(ev: Evidence) -> list[dict[str, str]]:
         out.append(
             dict(
                 pattern=f"{PATTERNS[3]} ({pattern} beside {beside})",
-                mode=str(best["mode"]) if best is not None else "exclusive",
+                mode=str(best["mode"]) if best is not None else BASELINE,
                 basis="measured",
                 reason=f"p95 slowdown against alone per mode (the smallest chosen): {per_mode}",
             )
@@ -414,7 +424,7 @@ def neighbour_choice(ev: Evidence) -> list[dict[str, str]]:
 
 
 def isolation_choice(rows: pd.DataFrame, gpu: str | None) -> dict[str, str]:
-    for kind in ("mig", "partition"):
+    for kind in isolating_kinds():  # hardware instances first, then core sets
         m = rows[rows["kind"] == kind]
         if len(m):
             b = m.sort_values("gain", ascending=False).iloc[0]
@@ -428,15 +438,15 @@ def isolation_choice(rows: pd.DataFrame, gpu: str | None) -> dict[str, str]:
             )
     if gpu:
         try:
-            p = predict_cell("mig:all-1g", gpu=gpu)
+            p = predict_cell(PREDICTED_ISOLATION, gpu=gpu)
         except Exception:  # noqa: BLE001 - a GPU without MIG: say so below
             p = None
         if p and math.isfinite(float(p.get("predicted_pct", math.nan))):
             return dict(
                 pattern=PATTERNS[4],
-                mode="mig:all-1g (predicted, not measured)",
+                mode=f"{PREDICTED_ISOLATION} (predicted, not measured)",
                 basis="predicted",
-                reason=f"{ISOLATION['mig']}; predicted for {gpu}: each job takes "
+                reason=f"{ISOLATION[kind_of(PREDICTED_ISOLATION)]}; predicted for {gpu}: each job takes "
                 f"{fmt_times(1 + float(p['predicted_pct']) / 100)} its time alone ({p.get('basis', '')})",
             )
     return dict(
@@ -452,7 +462,7 @@ def isolation_choice(rows: pd.DataFrame, gpu: str | None) -> dict[str, str]:
 
 def untrusted(ev: Evidence) -> dict[str, str] | None:
     """The one row that replaces every measured choice when no sharing mode is trusted; None otherwise."""
-    sharing = {m: t for m, t in ev.trust.items() if m.split(":")[0] not in ("exclusive", "mig-emulated")}
+    sharing = {m: t for m, t in ev.trust.items() if not (is_baseline(m) or is_emulation(m))}
     if not sharing or any(text == "ok" for text, _ in sharing.values()):
         return None
     kinds = sorted({k for _, ks in sharing.values() for k in ks})
@@ -471,7 +481,7 @@ def choices(rows: pd.DataFrame, ev: Evidence | None = None) -> pd.DataFrame:
     ev = ev or Evidence()
     if rows.empty and ev.latency.empty:  # nothing measured (every cell failed): nothing to choose or to point at
         return pd.DataFrame(columns=CHOICE_COLUMNS)
-    rows = rows[rows["kind"] != "mig-emulated"]  # a measurement of MIG's compute share, not a mode to deploy
+    rows = rows[~emulation_mask(rows["kind"])]  # a measurement of MIG's compute share, not a mode to deploy
     latency = [*users_choice("interactive", ev), *users_choice("serve", ev), *neighbour_choice(ev)]
     none = untrusted(ev)
     if none is not None:  # the measured choices are withheld; what was not measured still says how to measure it

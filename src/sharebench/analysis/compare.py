@@ -27,8 +27,9 @@ import math
 import numpy as np
 import pandas as pd
 
+from sharebench.analysis.kinds import shared_mask
 from sharebench.analysis.statistics import ratio_ci
-from sharebench.analysis.tables import WORK_KEYS, Tables
+from sharebench.analysis.tables import WORK_KEYS, Tables, loss_frames
 from sharebench.errors import UserError
 from sharebench.modes import mode_sort_key
 
@@ -63,8 +64,7 @@ COMPARE_COLUMNS = [
 
 def _times(cells: pd.DataFrame) -> pd.DataFrame:
     good = cells[~cells["warmup"].astype(bool) & ~cells["excluded"].astype(bool)].copy()
-    kind = good["mode_kind"].astype(str)
-    good["time_s"] = np.where(kind.isin(["timeslice", "mps"]), good["span_s"], good["mean_track_s"])
+    good["time_s"] = np.where(shared_mask(good["mode_kind"].astype(str)), good["span_s"], good["mean_track_s"])
     return good
 
 
@@ -72,7 +72,7 @@ def _losses(tables: Tables, keys: list[str]) -> dict[tuple, tuple[float, float, 
     """Each (work, mode)'s loss and interval; a key that more than one size shares (per unit) has none."""
     out: dict[tuple, tuple[float, float, float]] = {}
     seen: set[tuple] = set()
-    for t in (tables.timeslice, tables.mps, tables.mig):
+    for t in loss_frames(tables):
         for _, r in t.iterrows():
             key = tuple(r[k] for k in keys) + (r["mode"],)
             out[key] = (math.nan,) * 3 if key in seen else (r["loss_pct"], r["loss_ci_low"], r["loss_ci_high"])

@@ -25,6 +25,7 @@ FLAG_KINDS = (
     "fairness",  # the slowest replica much slower than the fastest; detail: the ratio
     "scaling",  # the units (SMs, cores) of the device or the slice unknown; detail: which
     "unlisted",  # the row's sweep is not one sweep.json lists (a row from elsewhere); detail: the sweep id
+    "kind",  # a mode of a kind this sharebench has no loss table for: cells and throughput only; detail: the kind
     "rerun",  # a failed cell that a later sweep of the folder measured again; detail: the first error
 )
 FLAG_COLUMNS = ["scope", "mode", "particles", "cell_id", "flag", "excluded", "kind", "detail"]

@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from sharebench.analysis.kinds import baseline_mask
 from sharebench.analysis.statistics import CONFIDENCE, positive_mean_ci, ratio_ci
 from sharebench.errors import UserError
 from sharebench.modes import mode_sort_key, parse_mode
@@ -216,7 +217,7 @@ def latency_table(
     if df.empty:
         return pd.DataFrame(columns=LATENCY_COLUMNS)
     busy_of_cell = cell_busy(df)
-    alone_all = df[(df["mode"] == "exclusive") & (df["role"] == "victim")]
+    alone_all = df[baseline_mask(df["mode"]) & (df["role"] == "victim")]
     out = []
     for key, g in df.groupby(KEY_COLUMNS, sort=False):
         mode, pattern, role, beside = key
@@ -266,10 +267,10 @@ class UsersAtTarget:
 def mode_family(mode: str) -> str:
     """``timeslice:4/long`` -> ``timeslice/long``, ``mps:4@25`` -> ``mps@25``, ``mig-emulated:7x1g`` -> ``mig-emulated``."""
     m = parse_mode(mode)
-    if m.kind == "timeslice" and m.interval:
-        return f"timeslice/{m.interval}"
-    if m.kind == "mps" and m.thread_pct is not None:
-        return f"mps@{m.thread_pct}"
+    if m.interval:
+        return f"{m.kind}/{m.interval}"
+    if m.thread_pct is not None:
+        return f"{m.kind}@{m.thread_pct}"
     return m.kind
 
 
@@ -293,7 +294,7 @@ def users_at_target(table: pd.DataFrame, slo: float = DEFAULT_SLO) -> list[Users
         return [UsersAtTarget("", "", None, math.nan, (), "nothing measured: no latency rows")]
     homogeneous = table[
         (table["role"] == "victim")
-        & (table["mode"] != "exclusive")
+        & ~baseline_mask(table["mode"])
         & ((table["beside"].fillna("") == "") | (table["beside"] == table["pattern"]))
     ]
     out = []

@@ -19,8 +19,12 @@ import math
 import numpy as np
 import pandas as pd
 
+from sharebench.analysis.kinds import baseline_mask, table_mask
 from sharebench.analysis.statistics import positive_mean_ci, ratio_loss_ci
 from sharebench.gpus import GPU_MODELS, models_with_profile, share_sms
+from sharebench.modes import KINDS
+
+EMULATED_TABLE = "mig_emulated"  # the table of MPS-emulated MIG layouts (KindSpec.table)
 
 EMULATED_COLUMNS = [
     "engine",
@@ -52,9 +56,10 @@ EMULATED_COLUMNS = [
 
 
 def is_sm_share(mode: str) -> bool:
-    """``mps:N@PCT``: an MPS thread limit, i.e. an SM partition."""
+    """``mps:N@PCT``: an MPS thread limit, i.e. an SM partition (:attr:`Mode.sm_share`)."""
     kind, _, arg = str(mode).partition(":")
-    return kind == "mps" and "@" in arg
+    spec = KINDS.get(kind)
+    return spec is not None and spec.takes_thread_pct and "@" in arg
 
 
 def thread_pct(mode: str) -> int:
@@ -96,12 +101,12 @@ def emulated_table(rows: pd.DataFrame, good: pd.DataFrame, work_keys: list[str])
     ``rows``: the replica rows of the results; ``good``: the cell summary's good measured cells.
     """
     out: list[dict] = []
-    em = good[good["mode_kind"] == "mig-emulated"]
+    em = good[table_mask(good["mode_kind"], EMULATED_TABLE)]
     if em.empty:
         return pd.DataFrame(out, columns=EMULATED_COLUMNS)
     keys = set(zip(em["sweep_id"], em["cell_id"]))
     reps = rows[[k in keys for k in zip(rows["sweep_id"], rows["cell_id"])]]
-    ex = good[good["mode_kind"] == "exclusive"]
+    ex = good[baseline_mask(good["mode_kind"])]
     for key, g in reps.groupby([*work_keys, "mode", "mig_profile"], sort=True, dropna=False):
         work = dict(zip(work_keys, key[:-2]))
         mode, profile = key[-2], key[-1]

@@ -22,11 +22,14 @@ alone), see :func:`classify_bound`; without telemetry, SM-bound is assumed and s
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from sharebench.analysis.kinds import baseline_mask
 from sharebench.analysis.tables import Tables
 from sharebench.analysis.telemetry import cell_telemetry
 from sharebench.errors import UserError
@@ -135,7 +138,48 @@ def _model(gpu: GpuModel | str | None) -> GpuModel | None:
         return None
 
 
-def _mps_prediction(m: Mode) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CellOn:
+    """What a prediction needs beside the mode: the GPU model, the device class, the MIG profile the
+    cells ran on and whether the work is SM- or memory-bound."""
+
+    gpu: GpuModel | str | None = None
+    device_class: str = "gpu"
+    mig_profile: str | None = None
+    bound: str = "SM-bound"
+
+
+Predictor = Callable[[Mode, CellOn], dict[str, Any]]
+
+
+def predict_exclusive(m: Mode, on: CellOn) -> dict[str, Any]:
+    """The baseline: the reference itself."""
+    return {"metric": "T_1", "basis": "the reference itself"}
+
+
+def predict_timeslice(m: Mode, on: CellOn) -> dict[str, Any]:
+    """N replicas taking turns: the ideal span is N·T_1, no extra loss."""
+    return {
+        "metric": "loss vs N·T_1",
+        "basis": f"{m.replicas} replicas share one device: ideal span = {m.replicas}·T_1, 0% extra",
+    }
+
+
+def predict_partition(m: Mode, on: CellOn) -> dict[str, Any]:
+    """Disjoint slices: the ideal already holds the slice's share, no excess."""
+    unit = "SMs" if on.device_class == "gpu" else "cores"
+    return {
+        "metric": "T_slice vs ideal",
+        "basis": f"ideal = T_full × full {unit} / slice {unit} ({m.replicas} slices): 0% excess",
+    }
+
+
+def predict_emulated(m: Mode, on: CellOn) -> dict[str, Any]:
+    """MIG emulated with MPS: its own table holds each profile against the ideal; nothing predicted here."""
+    return {}
+
+
+def predict_mps(m: Mode, on: CellOn) -> dict[str, Any]:
     """``mps:N`` shares the device like time-slicing; ``mps:N@PCT`` with N·PCT < 100 leaves SMs unused."""
     n, pct = m.replicas or 1, m.thread_pct
     if pct is not None and n * pct < 100:
@@ -149,8 +193,9 @@ def _mps_prediction(m: Mode) -> dict[str, Any]:
     return {"metric": "loss vs N·T_1", "basis": f"{n} MPS clients share one device: ideal span = {n}·T_1, 0% extra"}
 
 
-def _mig_prediction(m: Mode, gpu: GpuModel | str | None, mig_profile: str | None, bound: str) -> dict[str, Any]:
+def predict_mig(m: Mode, on: CellOn) -> dict[str, Any]:
     """One replica per MIG instance: the slow-down by the SMs (or the memory) the instance lacks."""
+    gpu, mig_profile, bound = on.gpu, on.mig_profile, on.bound
     model = _model(gpu)
     if model is None:
         return {
@@ -189,6 +234,17 @@ def _mig_prediction(m: Mode, gpu: GpuModel | str | None, mig_profile: str | None
     }
 
 
+# each kind's prediction, keyed by KindSpec.name (tests/vocabulary/test_kinds.py checks every kind has one)
+PREDICTORS: dict[str, Predictor] = {
+    "exclusive": predict_exclusive,
+    "timeslice": predict_timeslice,
+    "mps": predict_mps,
+    "mig": predict_mig,
+    "mig-emulated": predict_emulated,
+    "partition": predict_partition,
+}
+
+
 def predict_cell(
     mode: str | Mode,
     *,
@@ -216,23 +272,10 @@ def predict_cell(
         "predicted_memory_bound_pct": math.nan,
         "basis": "",
     }
-    if m.kind == "exclusive":
-        out.update(metric="T_1", basis="the reference itself")
-    elif m.kind == "timeslice":
-        out.update(
-            metric="loss vs N·T_1",
-            basis=f"{m.replicas} replicas share one device: ideal span = {m.replicas}·T_1, 0% extra",
-        )
-    elif m.kind == "mps":
-        out.update(_mps_prediction(m))
-    elif m.kind == "mig":
-        out.update(_mig_prediction(m, gpu, mig_profile, bound))
-    elif m.kind == "partition":
-        unit = "SMs" if device_class == "gpu" else "cores"
-        out.update(
-            metric="T_slice vs ideal",
-            basis=f"ideal = T_full × full {unit} / slice {unit} ({m.replicas} slices): 0% excess",
-        )
+    predictor = PREDICTORS.get(m.kind)
+    if predictor is None:
+        raise UserError(f"no prediction for sharing mode {m.label!r}; predicted kinds: {', '.join(PREDICTORS)}")
+    out.update(predictor(m, CellOn(gpu, device_class, mig_profile, bound)))
     return out
 
 
@@ -262,6 +305,48 @@ def partition_prediction(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Compared:
+    """How a loss table is set against the prediction: its figure's column prefix (``loss``,
+    ``excess``), the metric a failed prediction names, and whether the table's reference is an
+    ideal that already holds the slice's share (0% predicted)."""
+
+    prefix: str
+    failed_metric: str = ""
+    ideal: bool = False
+
+
+# the loss tables set against the predictions, keyed by table name (Tables' attributes)
+COMPARED: dict[str, Compared] = {
+    "timeslice": Compared("loss"),
+    "mps": Compared("loss"),
+    "mig": Compared("loss", failed_metric="T_mig vs T_full"),
+    "partition": Compared("excess", ideal=True),
+}
+
+
+def table_prediction(how: Compared, r: dict[str, Any], gpu: GpuModel | str | None, bound: str) -> dict[str, Any]:
+    """The prediction of one table row (a failed one: NaN and the reason)."""
+    if how.ideal:  # the ideal already holds the SM/core fraction: 0 excess predicted
+        return partition_prediction(r)
+    profile = r.get("mig_profile")
+    try:
+        return predict_cell(
+            str(r["mode"]),
+            gpu=gpu,
+            device_class=str(r.get("device_class") or "gpu"),
+            mig_profile=profile if isinstance(profile, str) else None,
+            bound=bound,
+        )
+    except UserError as exc:  # e.g. a mixed layout ("1g.18gb, 3g.71gb"): no single prediction
+        return {
+            "metric": how.failed_metric,
+            "predicted_pct": math.nan,
+            "compute_share_lost_pct": math.nan,
+            "basis": f"no prediction: {exc}",
+        }
+
+
 def predicted_vs_measured(
     tables: Tables, gpu: GpuModel | str | None = None, bounds: dict[tuple, tuple[str, str]] | None = None
 ) -> pd.DataFrame:
@@ -271,33 +356,12 @@ def predicted_vs_measured(
     ``loss_pct``; ``partition``: ``excess_pct``, each with ``*_ci_low/high``). ``bounds``:
     (device_class, particles) → (bound, evidence), from :func:`bounds_from_telemetry`.
     """
-    specs = [
-        ("timeslice", "loss", tables.timeslice),
-        ("mps", "loss", tables.mps),
-        ("mig", "loss", tables.mig),
-        ("partition", "excess", tables.partition),
-    ]
     rows = []
-    for name, prefix, t in specs:
-        for r in t.to_dict("records"):
+    for name, how in COMPARED.items():
+        for r in getattr(tables, name).to_dict("records"):
             bound, evidence = _bound_for(bounds, r)
-            try:
-                pred = predict_cell(
-                    str(r["mode"]),
-                    gpu=gpu,
-                    device_class=str(r.get("device_class") or "gpu"),
-                    mig_profile=r.get("mig_profile") if name == "mig" else None,
-                    bound=bound,
-                )
-            except UserError as exc:  # e.g. a mixed layout ("1g.18gb, 3g.71gb"): no single prediction
-                pred = {
-                    "metric": "T_mig vs T_full" if name == "mig" else "",
-                    "predicted_pct": math.nan,
-                    "compute_share_lost_pct": math.nan,
-                    "basis": f"no prediction: {exc}",
-                }
-            if name == "partition":  # the ideal already holds the SM/core fraction: 0 excess predicted
-                pred = partition_prediction(r)
+            pred = table_prediction(how, r, gpu, bound)
+            prefix = how.prefix
             measured = number_or_nan(r.get(f"{prefix}_pct"))
             lo, hi = number_or_nan(r.get(f"{prefix}_ci_low")), number_or_nan(r.get(f"{prefix}_ci_high"))
             predicted = number_or_nan(pred["predicted_pct"])
@@ -307,7 +371,7 @@ def predicted_vs_measured(
                     "mode": r["mode"],
                     "device_class": r.get("device_class"),
                     "particles": r.get("particles"),
-                    "metric": pred["metric"] if name != "partition" else "T_slice vs ideal",
+                    "metric": pred["metric"],
                     "measured_pct": measured,
                     "measured_ci_low": lo,
                     "measured_ci_high": hi,
@@ -349,7 +413,7 @@ def bounds_from_telemetry(cell_tel: pd.DataFrame | None) -> dict[tuple, tuple[st
     out: dict[tuple, tuple[str, str]] = {}
     if cell_tel is None or len(cell_tel) == 0 or "mode" not in cell_tel:
         return out
-    ex = cell_tel[(cell_tel["mode"] == "exclusive")]
+    ex = cell_tel[baseline_mask(cell_tel["mode"])]
     if "warmup" in ex:
         ex = ex[~ex["warmup"].astype(bool)]
     for (dc, particles), g in ex.groupby(["device_class", "particles"], dropna=False):

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -35,12 +36,19 @@ import pandas as pd
 
 from sharebench.analysis.disturbance import disturbed_flags
 from sharebench.analysis.flags import FLAG_COLUMNS, Flag, flags_frame
+from sharebench.analysis.kinds import baseline_mask, table_of
 from sharebench.analysis.latency import LATENCY_COLUMNS, latency_table
-from sharebench.analysis.partitions import EMULATED_COLUMNS, emulated_table, is_sm_share, share_slice_sms
+from sharebench.analysis.partitions import (
+    EMULATED_COLUMNS,
+    EMULATED_TABLE,
+    emulated_table,
+    is_sm_share,
+    share_slice_sms,
+)
 from sharebench.analysis.statistics import MIN_CI_REPEATS, cv_pct, positive_mean_ci, ratio_ci, ratio_loss_ci
 from sharebench.analysis.timeslice_split import SPLIT_COLUMNS, read_runs, split_table
 from sharebench.gpus import models_with_profile
-from sharebench.modes import mode_sort_key
+from sharebench.modes import is_baseline, mode_sort_key
 from sharebench.results import SWEEP_JSON, load_results, read_sweeps
 from sharebench.results.bursts import load_bursts
 
@@ -319,7 +327,7 @@ class WorkGroup:
 def work_groups(good: pd.DataFrame) -> list[WorkGroup]:
     """The good measured cells grouped by work and mode, in table order (mode, then work)."""
     t1_by_key: dict[tuple, np.ndarray] = {}
-    for key, g in good[good["mode_kind"] == "exclusive"].groupby(WORK_KEYS, sort=True, dropna=False):
+    for key, g in good[baseline_mask(good["mode_kind"])].groupby(WORK_KEYS, sort=True, dropna=False):
         t1_by_key[key if isinstance(key, tuple) else (key,)] = g["mean_track_s"].to_numpy(float)
     groups = list(good.groupby(WORK_KEYS + ["mode"], sort=False, dropna=False))
     groups.sort(key=lambda kg: (mode_sort_key(kg[0][-1]), kg[0][:-1]))
@@ -342,7 +350,7 @@ def coverage_flags(group: WorkGroup) -> list[Flag]:
     if group.repeats < MIN_REPEATS:
         few = f"only {group.repeats} measured repeat(s) (< {MIN_REPEATS})"
         flags.append(group.flag("repeats", few, f"{few}: no 95% interval, no ≠ 0 claim"))
-    if group.kind != "exclusive" and group.t1.size == 0:
+    if not is_baseline(group.kind) and group.t1.size == 0:
         none = "no exclusive baseline for this work"
         flags.append(group.flag("baseline", none, f"{none}: loss not computed"))
     return flags
@@ -392,7 +400,7 @@ def throughput_row(group: WorkGroup) -> dict:
     )
 
 
-def shared_row(group: WorkGroup) -> tuple[dict, list[Flag]]:
+def shared_row(group: WorkGroup, good: pd.DataFrame) -> tuple[dict, list[Flag]]:
     """Time-slicing or MPS: T_N against N·T_1, and the flags of its spread and fairness."""
     g, n, t1 = group.cells, group.replicas, group.t1
     t1_med, t1_lo, t1_hi = positive_mean_ci(t1)
@@ -425,7 +433,7 @@ def shared_row(group: WorkGroup) -> tuple[dict, list[Flag]]:
     return row, spread_flags(group, {"T_N": cv_tn, "T_1": cv_t1}) + fairness_flags(group)
 
 
-def mig_row(group: WorkGroup) -> tuple[dict, list[Flag]]:
+def mig_row(group: WorkGroup, good: pd.DataFrame) -> tuple[dict, list[Flag]]:
     """MIG: one replica per instance against the full GPU, and the flag of its spread."""
     g, t1 = group.cells, group.t1
     t1_med, t1_lo, t1_hi = positive_mean_ci(t1)
@@ -471,7 +479,7 @@ def partition_row(group: WorkGroup, good: pd.DataFrame) -> tuple[dict, list[Flag
     s_med, s_lo, s_hi = positive_mean_ci(slice_s)
     gpu = work["device_class"] == "gpu"
     unit, col = ("SMs", "sms") if gpu else ("cores", "cores")
-    ex = good[(good["mode_kind"] == "exclusive")]
+    ex = good[baseline_mask(good["mode_kind"])]
     for k, v in work.items():
         ex = ex[ex[k] == v]
     full_units = float(ex[col].median()) if len(ex) and ex[col].notna().any() else math.nan
@@ -563,6 +571,49 @@ TABLE_COLUMNS: dict[str, list[str]] = {
 }
 TABLES = tuple(f.name for f in fields(Tables))
 
+RowBuilder = Callable[[WorkGroup, pd.DataFrame], tuple[dict, list[Flag]]]
+# each loss table built one row per mode and work, keyed by table name (KindSpec.table, Mode.table): a
+# group of cells goes to its mode's table (tests/vocabulary/test_kinds.py checks every kind has one)
+LOSS_ROWS: dict[str, RowBuilder] = {
+    "timeslice": shared_row,
+    "mps": shared_row,
+    "mig": mig_row,
+    "partition": partition_row,
+}
+# the tables a table's rows also go to: a MIG instance is a slice of the GPU, also against the ideal
+ALSO_IN: dict[str, tuple[str, ...]] = {"mig": ("partition",)}
+# the loss tables built whole from the rows rather than per group (sharebench.analysis.partitions)
+WHOLE_TABLES = (EMULATED_TABLE,)
+
+
+def loss_frames(tables: Tables) -> list[pd.DataFrame]:
+    """The loss tables whose figure is ``loss_pct`` (against N·T_1 or the full GPU), in :data:`LOSS_ROWS`
+    order; the partition table's figure is an excess over an ideal."""
+    return [t for t in (getattr(tables, name) for name in LOSS_ROWS) if "loss_pct" in t.columns]
+
+
+def loss_tables(group: WorkGroup) -> tuple[str, ...]:
+    """The loss tables a group's row goes to: its mode's table (:attr:`Mode.table`) and those it is
+    also in (:data:`ALSO_IN`); none for the baseline, a whole table or a kind with no table here."""
+    table = table_of(group.mode)
+    if table not in LOSS_ROWS:
+        return ()
+    return (table, *ALSO_IN.get(table, ()))
+
+
+def kind_flags(groups: list[WorkGroup]) -> list[Flag]:
+    """A flag for each mode with no loss table here (a kind this sharebench does not know, or one whose
+    table has no builder): its cells are in the cells and throughput tables only, never silently gone."""
+    out = []
+    for group in groups:
+        table = table_of(group.mode)
+        if table == "" or table in LOSS_ROWS or table in WHOLE_TABLES:
+            continue
+        why = f"kind {group.kind!r} unknown to this sharebench" if table is None else f"no loss table {table!r}"
+        detail = f"{group.mode}: {why}"
+        out.append(group.flag("kind", detail, f"{detail}; in the cells and throughput tables only, no loss"))
+    return out
+
 
 def batch_cells(cells: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
     """The cells whose every replica ran batch (the saturated replica): the only ones the loss, partition
@@ -604,35 +655,25 @@ def build_tables(
     measured = cells[~cells["warmup"].astype(bool)] if len(cells) else cells
     good = measured[~measured["excluded"].astype(bool)] if len(measured) else measured
     flags += disturbed_flags(df, measured)
-    rows: dict[str, list[dict]] = {"timeslice": [], "mps": [], "mig": [], "partition": [], "throughput": []}
+    rows: dict[str, list[dict]] = {name: [] for name in (*LOSS_ROWS, "throughput")}
     batch = batch_cells(good, df)
     for group in work_groups(batch):
         flags += coverage_flags(group)
         rows["throughput"].append(throughput_row(group))
-        more: list[Flag] = []
-        if group.kind in ("timeslice", "mps") and not is_sm_share(group.mode):
-            row, more = shared_row(group)
-            rows[group.kind].append(row)
-        elif group.kind == "mig":
-            row, more = mig_row(group)
-            rows["mig"].append(row)
-        flags += more
-        if group.kind in ("mig", "partition") or is_sm_share(group.mode):
-            row, more = partition_row(group, batch)
-            rows["partition"].append(row)
+        for table in loss_tables(group):
+            row, more = LOSS_ROWS[table](group, batch)
+            rows[table].append(row)
             flags += more
-    timeslice = pd.DataFrame(rows["timeslice"], columns=SHARED_COLUMNS)
+    unknown = kind_flags(work_groups(batch))
+    loss = {name: pd.DataFrame(rows[name], columns=TABLE_COLUMNS[name]) for name in LOSS_ROWS}
     return Tables(
         cells=cells,
-        timeslice=timeslice,
-        mps=pd.DataFrame(rows["mps"], columns=SHARED_COLUMNS),
-        mig=pd.DataFrame(rows["mig"], columns=MIG_COLUMNS),
-        partition=pd.DataFrame(rows["partition"], columns=PARTITION_COLUMNS),
+        **loss,
         mig_emulated=emulated_table(df, batch, WORK_KEYS),
         throughput=pd.DataFrame(rows["throughput"], columns=THROUGHPUT_COLUMNS),
-        flags=flags_frame(flags),
+        flags=flags_frame(flags + unknown),
         latency=latency_table(measured_bursts(bursts, good)),
-        timeslice_split=split_table(split_runs or [], timeslice),
+        timeslice_split=split_table(split_runs or [], loss["timeslice"]),
     )
 
 

@@ -16,8 +16,10 @@ from pathlib import Path
 import pandas as pd
 
 from sharebench.analysis.answer import worst_job_slowdown
+from sharebench.analysis.kinds import baseline_mask
 from sharebench.analysis.tables import WORK_KEYS, Tables
 from sharebench.errors import UserError
+from sharebench.modes import BASELINE, is_baseline
 from sharebench.results import PROVENANCE_JSON, RESULTS_CSV, ResultsWriter
 
 WORKLOAD_COLUMNS = [
@@ -50,6 +52,10 @@ ANSWER_COLUMNS = [
 ]
 
 
+# what each loss table's figure compares, keyed by table name (the partition table: an excess)
+LOSS_METRICS = {"timeslice": "T_N vs N·T_1", "mps": "T_N vs N·T_1", "mig": "MIG vs full GPU"}
+
+
 def _key(row: dict) -> tuple:
     return tuple(row[k] for k in WORK_KEYS) + (row["mode"],)
 
@@ -57,12 +63,8 @@ def _key(row: dict) -> tuple:
 def _losses(tables: Tables) -> dict[tuple, tuple[float, float, float, str]]:
     """(loss, CI low, CI high, what it compares) per work and mode, from the loss tables."""
     out: dict[tuple, tuple[float, float, float, str]] = {}
-    for t, metric in (
-        (tables.timeslice, "T_N vs N·T_1"),
-        (tables.mps, "T_N vs N·T_1"),
-        (tables.mig, "MIG vs full GPU"),
-    ):
-        for r in t.to_dict("records"):
+    for name, metric in LOSS_METRICS.items():
+        for r in getattr(tables, name).to_dict("records"):
             out[_key(r)] = (r["loss_pct"], r["loss_ci_low"], r["loss_ci_high"], metric)
     for r in tables.partition.to_dict("records"):
         out.setdefault(_key(r), (r["excess_pct"], r["excess_ci_low"], r["excess_ci_high"], "slice vs ideal share"))
@@ -84,7 +86,7 @@ def workload_table(tables: Tables, timings: dict[str, str] | None = None) -> pd.
     rows = []
     for r in tables.throughput.to_dict("records"):
         key = _key(r)
-        loss = losses.get(key, (math.nan, math.nan, math.nan, "" if r["mode"] != "exclusive" else "baseline"))
+        loss = losses.get(key, (math.nan, math.nan, math.nan, "baseline" if is_baseline(r["mode"]) else ""))
         rows.append(
             dict(
                 workload=r["engine"],
@@ -115,7 +117,7 @@ def workload_answers(table: pd.DataFrame) -> pd.DataFrame:
     for (wl, timing, backend, particles), g in table.groupby(
         ["workload", "timing", "backend", "particles"], dropna=False, sort=True
     ):
-        shared = g[(g["mode"] != "exclusive") & g["gain"].notna()]
+        shared = g[~baseline_mask(g["mode"]) & g["gain"].notna()]
         if shared.empty:
             continue
         best = shared.sort_values(["gain", "worst_slowdown"], ascending=[False, True]).iloc[0]
@@ -127,7 +129,7 @@ def workload_answers(table: pd.DataFrame) -> pd.DataFrame:
             mode = best["mode"]
         else:
             why = f"no shared mode gains throughput (best: {best['mode']} at {best['gain']:.2f}x)"
-            mode = "exclusive"
+            mode = BASELINE
         rows.append(
             dict(
                 workload=wl,

@@ -46,7 +46,7 @@ from sharebench.devices import DeviceInfo, as_device, nvml
 from sharebench.devices.host import cpu_model, load_average, usable_cpus
 from sharebench.errors import UserError, one_line
 from sharebench.gpus import gpu_model, profile_name
-from sharebench.modes import KINDS, Mode, kind_of
+from sharebench.modes import time_sliced
 from sharebench.telemetry.timeslice_probe import cuda_ordinal, probe_for_sweep, unavailable_reason
 
 LIBRARIES = (
@@ -405,12 +405,6 @@ def collect(
 
 
 NO_PROBE = "--no-probe"
-
-
-def time_sliced(mode: Mode | str) -> bool:
-    """Whether a mode's replicas take turns by the GPU's time slices (the kind that takes an interval)."""
-    spec = KINDS.get(kind_of(mode))
-    return spec is not None and spec.takes_interval
 
 
 def timeslice_probe_entry(device: DeviceInfo | dict[str, Any], modes: Any, *, enabled: bool = True) -> dict | None:
