@@ -8,24 +8,37 @@ already ended, so what a child started (a shell shim, a ``sleep``, a program tha
 ends with it. A child started with ``own_group=False`` (a program a replica runs, which then belongs
 to the replica's group and ends with it) is stopped alone.
 
+A group is not a tree: a descendant that calls ``setpgid`` or ``setsid`` leaves its group, and one
+whose parent ends is re-parented. So every child that leads a group is also a *child subreaper*
+(``PR_SET_CHILD_SUBREAPER``): an orphan below it is re-parented to it, not to init, and stays in its
+tree. :func:`stop` ends each child's whole tree as seen before SIGTERM and before SIGKILL, whatever the
+group or session; :func:`end_own_group` ends this process's own descendants too; and
+:func:`subreaper` makes the sweep itself the subreaper of everything below it and ends what is left
+when its block ends, on a normal end and on any exception (a signal turned into one included).
+
 :func:`end_processes` ends processes that are not our children (an orphaned daemon found by its
 environment): SIGTERM, a grace period, SIGKILL.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 import psutil
 
 GRACE_S = 5.0  # seconds between SIGTERM and SIGKILL
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
 
 
 class Child(subprocess.Popen):
@@ -34,14 +47,52 @@ class Child(subprocess.Popen):
     own_group: bool = True
 
 
-def die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    """Linux: the child gets SIGTERM if its parent dies (PR_SET_PDEATHSIG)."""
-    import ctypes  # noqa: PLC0415 - only in the child
-
+def _prctl(option: int, value: Any) -> bool:
+    """Linux prctl(2) through the C library; False where there is none (another OS) or it fails.
+    ``value``: a number, or a pointer (``ctypes.byref``) for the options that answer through one."""
+    arg = ctypes.c_ulong(value) if isinstance(value, int) else value
+    zero = ctypes.c_ulong(0)
     try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - no glibc prctl here: the child runs without the parent-death signal
-        pass
+        return ctypes.CDLL(None, use_errno=True).prctl(option, arg, zero, zero, zero) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Linux: the child gets SIGTERM if its parent dies (PR_SET_PDEATHSIG) and is the subreaper of its
+    own descendants (PR_SET_CHILD_SUBREAPER, kept across exec): what it starts stays in its tree."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def become_subreaper() -> bool:
+    """Make this process the subreaper of its descendants: an orphan below it is re-parented to it,
+    whatever its group or session. False where the kernel has no such thing (not Linux)."""
+    return sys.platform == "linux" and _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def descendants(pid: int | None = None) -> list[psutil.Process]:
+    """Every process below ``pid`` (default: this one), whatever its group or session."""
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+@contextmanager
+def subreaper(grace_s: float = GRACE_S) -> Iterator[bool]:
+    """The block runs as the subreaper of everything it starts (yields whether the kernel agreed);
+    when it ends (normally, by an exception, by a signal turned into one) every descendant still
+    running is ended: SIGTERM, up to ``grace_s``, SIGKILL, reaped."""
+    was = ctypes.c_int(0)
+    known = sys.platform == "linux" and _prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(was))
+    ok = become_subreaper()
+    try:
+        yield ok
+    finally:
+        end_processes(descendants(), grace_s)
+        if ok and known and not was.value:
+            _prctl(PR_SET_CHILD_SUBREAPER, 0)
 
 
 def spawn(
@@ -86,21 +137,47 @@ def signal_group(proc: subprocess.Popen, sig: int) -> None:
 
 
 def stop(procs: Iterable[subprocess.Popen], grace_s: float = GRACE_S) -> None:
-    """End children and everything in their groups: SIGTERM to each group, up to ``grace_s`` for the
-    leaders to end, SIGKILL to each group, then reap the leaders."""
+    """End children, everything in their groups and everything below them: SIGTERM to each group, up
+    to ``grace_s`` for the leaders to end, SIGKILL to each group and to every descendant seen before
+    either signal (one that left the group by ``setpgid``/``setsid`` included), then reap the leaders."""
     procs = list(procs)
+    tree = {q.pid: q for p in procs if p.poll() is None for q in descendants(p.pid)}
     for p in procs:
         signal_group(p, signal.SIGTERM)
+    _signal_each(tree.values(), signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     for p in procs:
         try:
             p.wait(timeout=max(0.05, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             pass
+    tree.update({q.pid: q for p in procs if p.poll() is None for q in descendants(p.pid)})
     for p in procs:  # what ignored SIGTERM, and what the leaders left behind in their groups
         signal_group(p, signal.SIGKILL)
+    _signal_each(tree.values(), signal.SIGKILL)
     for p in procs:
         p.wait()
+    _reap(tree.values())
+
+
+def _signal_each(procs: Iterable[psutil.Process], sig: int) -> None:
+    """``sig`` to each process still the one psutil saw (a pid reused since is left alone)."""
+    for q in procs:
+        try:
+            q.send_signal(sig)
+        except psutil.Error:
+            continue
+
+
+def _reap(procs: Iterable[psutil.Process]) -> None:
+    """Collect those that became our children (re-parented to this subreaper) once they end."""
+    me = os.getpid()
+    for q in procs:
+        try:
+            if q.ppid() == me:
+                q.wait(timeout=1.0)
+        except (psutil.Error, psutil.TimeoutExpired):
+            continue
 
 
 def end_processes(procs: list[psutil.Process], grace_s: float = 10.0) -> None:
@@ -116,19 +193,22 @@ def end_processes(procs: list[psutil.Process], grace_s: float = 10.0) -> None:
             p.kill()
         except psutil.Error:
             pass
+    psutil.wait_procs(alive, timeout=1.0)  # reaps those that are our children (adopted as subreaper)
 
 
 def end_own_group(grace_s: float = GRACE_S) -> None:
-    """End every other process of this process's group, when this process leads one (a replica that
-    sharebench started): what its program left behind ends with it, even when sharebench is gone."""
+    """End every other process of this process's group and every descendant, when this process leads
+    a group (a replica that sharebench started, a subreaper): what its program left behind ends with
+    it, a descendant that left the group by ``setpgid``/``setsid`` included, even when sharebench is
+    gone."""
     me = os.getpid()
     if os.getpgid(0) != me:
         return  # run by hand, in someone else's group: not ours to end
-    others = []
+    others = {p.pid: p for p in descendants()}
     for p in psutil.process_iter():
         try:
             if p.pid != me and os.getpgid(p.pid) == me:
-                others.append(p)
+                others.setdefault(p.pid, p)
         except (OSError, psutil.Error):
             continue
-    end_processes(others, grace_s)
+    end_processes(list(others.values()), grace_s)
