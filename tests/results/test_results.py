@@ -94,6 +94,63 @@ def test_a_number_that_does_not_parse_fails_its_row_and_cell_with_the_reason(tmp
     assert np.isnan(df["track_s"].iloc[1]) and df["track_s"].iloc[2] == 2.5
 
 
+def poison(path, line: int, column: str, value: str) -> None:
+    """Set one field of one line of a results CSV on disk, as a hand edit or a broken tool would."""
+    lines = path.read_text().splitlines(keepends=True)
+    header = next(csv.reader([lines[0]]))
+    fields = next(csv.reader([lines[line]]))
+    fields[header.index(column)] = value
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(fields)
+    lines[line] = buf.getvalue()
+    path.write_text("".join(lines))
+
+
+@pytest.mark.parametrize(
+    "column, value, reason",
+    [
+        ("track_s", "inf", "track_s='inf' is not a finite number"),
+        ("track_s", "nan", "track_s='nan' is not a finite number"),
+        ("track_s", "1e999", "track_s='1e999' is not a finite number"),
+        ("track_s", "-1", "track_s='-1' is negative"),
+        ("particles", "-5", "particles='-5' is negative"),
+        ("particle_turns_per_s", "-inf", "particle_turns_per_s='-inf' is not a finite number"),
+        ("track_end", "99.0", "track_end=99.0 is before track_start=101.0"),
+    ],
+)
+def test_an_impossible_number_flags_its_row_and_cell_run(tmp_path, column, value, reason):
+    """Issue 37: inf and -1 in track_s were accepted without a flag."""
+    ResultsWriter(tmp_path).append([row(0, cell_id="c1"), row(1, cell_id="c1"), row(2, cell_id="c2")])
+    poison(tmp_path / RESULTS_CSV, 2, column, value)
+    df = load_results(tmp_path)
+    assert df["status"].tolist() == ["ok", "failed", "ok"]
+    assert df["error"].iloc[1] == f"unreadable row: {reason}"
+    assert df["cell_status"].tolist() == ["failed", "failed", "ok"]
+
+
+def test_a_negative_repeat_is_a_warm_up_and_a_failed_rows_numbers_are_its_own(tmp_path):
+    ResultsWriter(tmp_path).append(
+        [
+            row(-1, warmup=True, track_s=0.5, track_end=99.5),
+            row(1, status="failed", cell_status="failed", error="boom", track_s=float("inf")),
+        ]
+    )
+    df = load_results(tmp_path)
+    assert df["status"].tolist() == ["ok", "failed"]
+    assert df["error"].tolist() == ["", "boom"]
+
+
+def test_a_bad_row_fails_its_own_cell_run_only_not_a_later_sweeps(tmp_path):
+    """Issue 37: one unparsable number poisoned its cell id in every later sweep; the run of the same
+    cell by a resumed sweep (another sweep_id) is another run, and counts."""
+    ResultsWriter(tmp_path).append([row(1, cell_id="c1", sweep_id="first")])
+    poison(tmp_path / RESULTS_CSV, 1, "track_s", "abc")
+    ResultsWriter(tmp_path).append([row(1, cell_id="c1", sweep_id="resumed")])
+    df = load_results(tmp_path)
+    assert df["status"].tolist() == ["failed", "ok"]
+    assert df["cell_status"].tolist() == ["failed", "ok"]
+
+
 def test_rows_are_on_disk_after_each_append(tmp_path):
     w = ResultsWriter(tmp_path)
     w.append([row(1)])

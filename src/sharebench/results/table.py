@@ -26,6 +26,8 @@ from sharebench.results.schema import COLUMN_NAMES, DTYPES, EXTRA_PREFIX, OPTION
 if TYPE_CHECKING:
     import pandas as pd
 
+NON_FINITE = ("nan", "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity")
+
 
 def _fmt(value: Any) -> str:
     if value is None:
@@ -156,7 +158,17 @@ def load_results(results: Path | str) -> pd.DataFrame:
     for c in (*COLUMN_NAMES, *OPTIONAL_NAMES):
         if c not in df.columns:
             df[c] = ""
-    unparsed = pd.Series("", index=df.index)
+    reasons = parse_columns(df)
+    return mark_unparsed(df, reasons.str.rstrip("; "))
+
+
+def parse_columns(df: pd.DataFrame) -> pd.Series:
+    """Type ``df``'s columns in place (numbers, booleans); returns each row's reasons to fail it: a
+    schema number that does not parse, or one no measurement gives (:func:`impossible_value`)."""
+    import pandas as pd  # noqa: PLC0415 - slow to import; replicas and the sampler import this package
+
+    reasons = pd.Series("", index=df.index)
+    ok = df["status"] == "ok"  # a failed row keeps its own error
     for c in df.columns:
         kind = DTYPES.get(c, "float" if c.startswith(EXTRA_PREFIX) else "str")
         if kind in ("int", "float"):
@@ -164,25 +176,46 @@ def load_results(results: Path | str) -> pd.DataFrame:
             if c.startswith(EXTRA_PREFIX):
                 if num.isna().all() and (df[c] != "").any():
                     continue  # a text telemetry column (tel_source, tel_note)
-            else:  # a schema number that does not parse: the row is failed, with the reason
-                bad = (df[c] != "") & num.isna() & ~df[c].str.lower().isin(["nan", "inf", "-inf"])
-                for i in df.index[bad]:
-                    unparsed[i] += f"{c}={df.at[i, c][:40]!r} is not a number; "
+            else:  # a schema number that does not parse, or cannot be measured: the row is failed
+                for i in df.index[(df[c] != "") & (num.isna() | ok)]:
+                    reasons[i] += impossible_value(c, df.at[i, c], num[i], measured=bool(ok[i]))
             df[c] = num.astype("float64") if kind == "float" or num.isna().any() else num.astype("int64")
         elif kind == "bool":
             df[c] = df[c].str.lower().isin(["true", "1", "yes"])
-    return mark_unparsed(df, unparsed.str.rstrip("; "))
+    for i in df.index[ok & (df["track_end"] < df["track_start"])]:
+        end, start = float(df.at[i, "track_end"]), float(df.at[i, "track_start"])
+        reasons[i] += f"track_end={end!r} is before track_start={start!r}; "
+    return reasons
+
+
+def impossible_value(column: str, text: str, number: float, *, measured: bool) -> str:
+    """Why the field ``text`` of a schema number ``column`` (parsed: ``number``) cannot stand in a row,
+    "; "-terminated, or "": not a number; and in a ``measured`` (ok) row, not finite (``nan``,
+    ``inf``) or negative where no time, count or rate can be (``repeat`` can: warm-ups are <= 0)."""
+    if text.lower() in NON_FINITE:
+        return f"{column}={text[:40]!r} is not a finite number; " if measured else ""
+    if number != number:
+        return f"{column}={text[:40]!r} is not a number; "
+    if not measured:
+        return ""
+    if number in (float("inf"), float("-inf")):
+        return f"{column}={text[:40]!r} is not a finite number; "
+    if number < 0 and column != "repeat":
+        return f"{column}={text[:40]!r} is negative; "
+    return ""
 
 
 def mark_unparsed(df: pd.DataFrame, reasons: pd.Series) -> pd.DataFrame:
-    """Rows whose numbers did not parse are failed (and so are their cells), the reason in their errors."""
+    """Rows whose numbers did not parse, or cannot be a measurement, are failed (and so is their cell
+    run: the rows of the same cell id *and sweep*), the reason in their errors. A later sweep's run of
+    the same cell (``--resume`` measures a failed cell again) is another run, and counts."""
     bad = reasons != ""
     if not bad.any():
         return df
     df.loc[bad, "status"] = "failed"
     df.loc[bad, "error"] = "unreadable row: " + reasons[bad]
-    for cell in df.loc[bad, "cell_id"].unique():
-        rows = df["cell_id"] == cell
+    for sweep, cell in df.loc[bad, ["sweep_id", "cell_id"]].drop_duplicates().itertuples(index=False):
+        rows = (df["cell_id"] == cell) & (df["sweep_id"] == sweep)
         df.loc[rows, "cell_status"] = "failed"
         df.loc[rows, "cell_error"] = "unreadable row: " + reasons[bad & rows].iloc[0]
     return df
