@@ -109,6 +109,24 @@ def _command(argv: list[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
+def check_utf8(argv: list[str]) -> None:
+    """Every word given is valid UTF-8 (a name from a non-UTF-8 file system arrives with surrogates):
+    sharebench writes names into UTF-8 files (results.csv, sweep.json, the report), so one that is
+    not is refused here, in one line, before anything runs (issue 37)."""
+    for i, word in enumerate(argv):
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = word.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            option, _, value = shown.partition("=") if shown.startswith("--") else ("", "", shown)
+            if not option and i > 0 and argv[i - 1].startswith("-"):
+                option = argv[i - 1]
+            raise UserError(
+                f"{option + ' ' if option else ''}'{value}' is not valid UTF-8; sharebench writes names into UTF-8 "
+                "files: give one in UTF-8"
+            ) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_command(argv))
@@ -117,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        check_utf8(argv)
         return int(args.func(args) or 0)
     except UserError as exc:
         print(f"sharebench: error: {exc}", file=sys.stderr)
