@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from sharebench.analysis import analyse
 from sharebench.cli import main
 from sharebench.errors import UserError
 from sharebench.history import (
@@ -267,3 +268,101 @@ def test_open_store_refuses_a_missing_folder_unless_adding(tmp_path):
         open_store(str(tmp_path / "new"))
     assert open_store(str(tmp_path / "new"), create=True).url == str(tmp_path / "new")
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def resize(folder: Path, particles: int, k: float) -> Path:
+    """The run in ``folder`` as if it had tracked ``particles`` per replica, every window ``k`` times as long."""
+    df = pd.read_csv(folder / "results.csv")
+    df["particles"] = particles
+    df["track_end"] = df["track_start"] + (df["track_end"] - df["track_start"]) * k
+    df["track_s"] = df["track_s"] * k
+    df.to_csv(folder / "results.csv", index=False)
+    return folder
+
+
+def test_a_row_keeps_its_rate_trust_and_disturbance():
+    ts = run_rows(TEMPLATE).rows.set_index("mode").loc[MODE]
+    thr = analyse(TEMPLATE).throughput  # the report's throughput table
+    shown = float(thr.loc[thr["mode"] == MODE, "throughput_pt_per_s"].iloc[0])
+    assert math.isclose(ts["rate_pt_per_s"], shown, rel_tol=1e-6)
+    rates = [float(x) for x in ts["repeat_rates_pt_per_s"].split()]
+    assert len(rates) == 3 and min(rates) <= ts["rate_pt_per_s"] <= max(rates)
+    assert ts["trust"] == "ok" and ts["disturbed"] == ""
+
+
+def test_runs_of_other_sizes_are_compared_by_their_rate_per_particle_turn(tmp_path, capsys):
+    """Calibrated CPU runs measure other sizes from run to run: with no run of its own size the newest is
+    compared by its rate per particle-turn with the runs of other sizes (issue 36: '0 had a baseline')."""
+    store = str(tmp_path / "store")
+    rng = np.random.default_rng(11)
+    for day in range(1, 4):
+        make_run(tmp_path, f"r{day}", day, list(1 + rng.normal(0, 0.003, 3)))
+        assert history(capsys, "add", str(tmp_path / f"r{day}"), "--to", store)[0] == 0
+    same = resize(make_run(tmp_path, "half", 4, list(1 + rng.normal(0, 0.003, 3))), 5_000_000, 0.5)
+    assert history(capsys, "add", str(same), "--to", store)[0] == 0
+    code, out, _ = history(capsys, "check", store)
+    assert code == 0, out
+    assert out.strip().endswith(
+        "0 change(s) in 4 cell(s); 4 had a baseline to compare with (2 by the rate per particle-turn: sizes differ)"
+    )
+    slow = resize(make_run(tmp_path, "slow", 5, list(1 + rng.normal(0, 0.003, 3))), 4_000_000, 0.4 * 1.1)
+    code, out, _ = history(capsys, "add", str(slow), "--to", store, "--check")
+    assert code == 1, out
+    lines = [x for x in out.splitlines() if x.startswith("changed: ")]
+    assert len(lines) == 2 and all("sizes differ: against 5,000,000, 10,000,000 particles" in x for x in lines)
+    change = float(lines[0].split("particle-turns/s (")[1].split("%")[0])
+    assert -12 < change < -6  # 10% slower windows: about 9% fewer particle-turns per second
+
+
+def test_a_disturbed_run_is_no_baseline(tmp_path):
+    runs = pd.DataFrame(
+        [
+            dict(
+                run_id=f"r{i}",
+                time_utc=f"2026-12-0{i}T00:00:00+0000",
+                node="n",
+                engine="e",
+                backend="b",
+                device_class="gpu",
+                lattice="l",
+                particles=1,
+                turns=1,
+                mode=MODE,
+                pattern="batch",
+                loss_pct=v,
+                repeat_losses_pct=f"{v} {v + 0.1} {v - 0.1}",
+                trust="ok" if i < 4 else "1 cell(s) of it or its baseline disturbed (cpu busy)",
+                disturbed="cpu busy" if i == 3 else "",
+            )
+            for i, v in enumerate([30.0, 30.0, 50.0, 30.0], 1)
+        ]
+    )
+    (v,) = check_history(runs, [], CheckOptions())
+    assert v.baseline_run_ids == ("r1", "r2") and v.status == "same"
+    assert v.line().endswith(
+        "; newest run not trusted as measured: 1 cell(s) of it or its baseline disturbed (cpu busy)"
+    )
+
+
+def test_show_writes_into_a_new_folder_or_says_why_not(tmp_path, capsys):
+    store = str(tmp_path / "store")
+    assert history(capsys, "add", str(make_run(tmp_path, "a", 1, [1.0] * 3)), "--to", store)[0] == 0
+    deep = tmp_path / "new" / "deeper"
+    code, out, _ = history(capsys, "show", store, "--csv", str(deep / "t.csv"), "--plot", str(deep / "plot"))
+    assert code == 0 and (deep / "t.csv").is_file() and (deep / "plot.png").is_file()
+    assert list(pd.read_csv(deep / "t.csv").columns[-5:]) == ["rate_pt_per_s", "trust", "disturbed", "run_id", "source"]
+    (tmp_path / "file").write_text("x")
+    code, _, err = history(capsys, "show", store, "--csv", str(tmp_path / "file" / "t.csv"))
+    assert code == 2 and err.startswith(f"sharebench: error: cannot create the folder of --csv {tmp_path}/file/t.csv")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_store_of_the_older_schema_still_reads(tmp_path):
+    store = tmp_path / "store"
+    (store / "runs").mkdir(parents=True)
+    rows = run_rows(make_run(tmp_path, "a", 1, [1.0] * 3)).rows
+    old = rows.drop(columns=["rate_pt_per_s", "repeat_rates_pt_per_s", "trust", "disturbed"]).assign(schema_version=1)
+    old.to_csv(store / "runs" / "20261201T030000Z_n_old.csv", index=False)
+    runs = load_runs(open_store(str(store)))
+    assert len(runs) == 2 and runs["rate_pt_per_s"].isna().all() and (runs["trust"] == "").all()
+    assert all(v.status == "no baseline" for v in check_history(runs, [], CheckOptions()))

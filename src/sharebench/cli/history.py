@@ -23,7 +23,8 @@ def _check_options(p: argparse.ArgumentParser) -> None:
         "--threshold",
         type=float,
         default=DEFAULT_THRESHOLD_PTS,
-        help=f"a change must be larger than this, in loss points (default {DEFAULT_THRESHOLD_PTS:g})",
+        help=f"a change must be larger than this, in loss points, or in percent of the rate per particle-turn "
+        f"where the newest run's size is new (default {DEFAULT_THRESHOLD_PTS:g})",
     )
     p.add_argument(
         "--alpha",

@@ -18,8 +18,9 @@ from sharebench.history import (
     newest_rows,
     open_store,
 )
+from sharebench.history.check import RATE_BASIS
 from sharebench.history.push import push
-from sharebench.history.show import ShowFilter, plot, provenance_changes, select, table
+from sharebench.history.show import ShowFilter, plot, provenance_changes, select, table, write_csv
 from sharebench.modes import parse_mode
 from sharebench.parse import whole_number
 
@@ -35,8 +36,10 @@ def _report(verdicts: list[Any]) -> int:
     changes = [v for v in verdicts if v.changed]
     for v in changes:
         print(f"changed: {v.line()}")
-    judged = sum(v.status in ("changed", "same") for v in verdicts)
-    print(f"{len(changes)} change(s) in {len(verdicts)} cell(s); {judged} had a baseline to compare with")
+    judged = [v for v in verdicts if v.status in ("changed", "same")]
+    by_rate = sum(v.basis == RATE_BASIS for v in judged)
+    rated = f" ({by_rate} by the rate per particle-turn: sizes differ)" if by_rate else ""
+    print(f"{len(changes)} change(s) in {len(verdicts)} cell(s); {len(judged)} had a baseline to compare with{rated}")
     return 1 if changes else 0
 
 
@@ -68,7 +71,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     for node, when, what in provenance_changes(runs):
         print(f"machine changed on {node} at {when}: {what}")
     if args.csv:
-        t.to_csv(args.csv, index=False)
+        write_csv(t, Path(args.csv))
         print(f"written: {args.csv}")
     paths = plot(runs, Path(args.plot))
     print("written: " + "  ".join(str(p) for p in paths))

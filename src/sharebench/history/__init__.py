@@ -4,7 +4,9 @@ that says when it changed.
 
 * ``records``: a results folder as history rows (loss, interval, per-repeat losses, provenance);
 * ``store``: the local and S3 stores, one immutable file per run;
-* ``check``: the newest run against its baseline (Welch's t-test and a threshold in points);
+* ``check``: the newest run against its baseline (Welch's t-test and a threshold in points; when the
+  sizes differ, the rate per unit of work and a threshold in percent);
+* ``rates``: what a row keeps besides the loss: its rate per unit of work, trust and disturbance;
 * ``show``: the series as a table and a plot; ``push``: the losses and the check to a Pushgateway;
 * ``api``: ``add``, ``check``, ``accept`` and ``add_and_check`` (the pipeline's step).
 """
@@ -17,6 +19,7 @@ from sharebench.history.check import (
     CheckOptions,
     Verdict,
     check_history,
+    compare_rates,
     compare_repeats,
     false_alarm_rate,
 )
@@ -41,6 +44,7 @@ __all__ = [
     "add_and_check",
     "check",
     "check_history",
+    "compare_rates",
     "compare_repeats",
     "false_alarm_rate",
     "load_accepts",

@@ -5,7 +5,8 @@ of work on one node. Rows carry what the run's provenance says of the machine (G
 NVIDIA driver, gpu-operator and device-plugin versions), the loss with its 95% interval as the report
 computes it (``sharebench.analysis``: time-slicing and MPS (T_N − N·T_1)/(N·T_1), MIG
 (T_mig − T_1)/T_1), and the loss of every measured repeat (each repeat's T_N or T_mig against the run's
-mean T_1), which the check's test works on.
+mean T_1), which the check's test works on; and (``history.rates``) the cell's rate per unit of work
+(particle-turns/s, per repeat too), the Answer's trust of the mode and what disturbed it.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ import pandas as pd
 
 from sharebench.analysis import WORK_KEYS, analyse
 from sharebench.errors import UserError
+from sharebench.history.rates import RATE_COLUMNS, row_measures
 from sharebench.results import PROVENANCE_JSON, RESULTS_CSV, read_provenance
 
-HISTORY_SCHEMA_VERSION = 1
+HISTORY_SCHEMA_VERSION = 2  # 2: the rate per unit of work, trust and disturbance (history.rates)
 # what makes two rows of two runs the same cell (the series `history check` compares)
 CELL_KEYS = ["node", "engine", "backend", "device_class", "lattice", "particles", "turns", "mode", "pattern"]
 # what a run records of its machine; a change between two runs of a node is marked on the plot
@@ -40,6 +42,7 @@ HISTORY_COLUMNS = [
     "loss_ci_high",
     "repeats",
     "repeat_losses_pct",
+    *RATE_COLUMNS,
     "source",
 ]
 LOSS_TABLES = ("timeslice", "mps", "mig")
@@ -157,6 +160,7 @@ def run_rows(results_dir: Path | str) -> RunRows:
                     "loss_ci_high": float(r["loss_ci_high"]),
                     "repeats": len(losses),
                     "repeat_losses_pct": " ".join(f"{x:.6g}" for x in losses),
+                    **row_measures(tables, good, str(r["mode"]), {k: r[k] for k in WORK_KEYS}, len(losses)),
                     "source": results.resolve().name,
                 }
             )

@@ -37,6 +37,9 @@ TABLE_COLUMNS = [
     "loss_ci_low",
     "loss_ci_high",
     "repeats",
+    "rate_pt_per_s",
+    "trust",
+    "disturbed",
     "run_id",
     "source",
 ]
@@ -146,11 +149,34 @@ def plot(runs: pd.DataFrame, out: Path) -> list[Path]:
         ax.set_visible(False)
     fig.suptitle("sharebench history: loss per node and mode (95% intervals; dashed: the machine changed)", fontsize=10)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
     paths = [out.with_suffix(".png"), out.with_suffix(".svg")]
-    # no dates, fixed ids: the same store gives the same files (as sharebench.report.plots writes them)
-    with matplotlib.rc_context({"svg.hashsalt": "sharebench"}):
-        fig.savefig(paths[0], dpi=110, bbox_inches="tight", metadata={"Software": None})
-        fig.savefig(paths[1], bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
+    try:
+        output_folder(out, "--plot")
+        # no dates, fixed ids: the same store gives the same files (as sharebench.report.plots writes them)
+        with matplotlib.rc_context({"svg.hashsalt": "sharebench"}):
+            fig.savefig(paths[0], dpi=110, bbox_inches="tight", metadata={"Software": None})
+            fig.savefig(paths[1], bbox_inches="tight", metadata={"Date": None})
+    except OSError as exc:
+        raise UserError(f"cannot write --plot {out} ({exc.strerror or exc}); give a writable path") from None
+    finally:
+        plt.close(fig)
     return paths
+
+
+def output_folder(path: Path, option: str) -> None:
+    """Create the folder ``path`` is written into; UserError (one line) when it cannot be."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(
+            f"cannot create the folder of {option} {path} ({exc.strerror or exc}); give a writable path"
+        ) from None
+
+
+def write_csv(t: pd.DataFrame, path: Path) -> None:
+    """``--csv PATH``: the table, its folder created; UserError (one line) when it cannot be written."""
+    output_folder(path, "--csv")
+    try:
+        t.to_csv(path, index=False)
+    except OSError as exc:
+        raise UserError(f"cannot write --csv {path} ({exc.strerror or exc}); give a writable path") from None

@@ -174,9 +174,11 @@ def load_runs(store: Store) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=HISTORY_COLUMNS)
     out = pd.concat(frames, ignore_index=True)
+    for col in HISTORY_COLUMNS:  # a run of an older schema lacks the newer columns: empty there
+        out[col] = out[col].fillna("") if col in out.columns else ""
     for col in ("particles", "turns", "repeats"):
         out[col] = pd.to_numeric(out[col], errors="coerce").astype("Int64")
-    for col in ("loss_pct", "loss_ci_low", "loss_ci_high"):
+    for col in ("loss_pct", "loss_ci_low", "loss_ci_high", "rate_pt_per_s"):
         out[col] = pd.to_numeric(out[col], errors="coerce")
     return out.sort_values(["time_utc", "run_id"], kind="stable").reset_index(drop=True)
 
