@@ -416,7 +416,7 @@ def test_restore_after_failure_mid_sweep_from_another_process(sim_target: Target
             "--timeout",
             "10",
             "--poll",
-            "0.02",
+            "0.1",
             "--json",
             "--force",
         ],
@@ -851,7 +851,7 @@ def run_cli(capsys, *argv) -> tuple[int, str, str]:
 def test_cli_apply_status_restore(sim, capsys):
     k = str(sim.kubeconfig)
     code, out, err = run_cli(
-        capsys, "node", "apply", NODE, "timeslice:4", "--kubeconfig", k, "--timeout", "5", "--poll", "0.01"
+        capsys, "node", "apply", NODE, "timeslice:4", "--kubeconfig", k, "--timeout", "5", "--poll", "0.1"
     )
     assert code == 0, err
     assert "resources: nvidia.com/gpu=8" in out.splitlines()
@@ -861,9 +861,9 @@ def test_cli_apply_status_restore(sim, capsys):
     st = json.loads(out)
     assert code == 0 and st["device_plugin_config"] == "sharebench-timeslice-4"
     assert st["prior_state"]["labels"][LABEL_DP] is None
-    code, out, _ = run_cli(capsys, "node", "restore", NODE, "--kubeconfig", k, "--poll", "0.01")
+    code, out, _ = run_cli(capsys, "node", "restore", NODE, "--kubeconfig", k, "--poll", "0.1")
     assert code == 0 and "restored: True" in out.splitlines()
-    code, out, _ = run_cli(capsys, "node", "restore", NODE, "--kubeconfig", k, "--poll", "0.01")
+    code, out, _ = run_cli(capsys, "node", "restore", NODE, "--kubeconfig", k, "--poll", "0.1")
     assert code == 0 and "restored: False" in out.splitlines()
 
 
@@ -929,7 +929,7 @@ def test_cli_permission_denied(sim, capsys):
 
 def test_cli_refusal_then_force(sim, capsys):
     sim.add_pod("team-a", "job-1", NODE)
-    args = ["node", "apply", NODE, "mps:4", "--kubeconfig", str(sim.kubeconfig), "--poll", "0.01", "--timeout", "5"]
+    args = ["node", "apply", NODE, "mps:4", "--kubeconfig", str(sim.kubeconfig), "--poll", "0.1", "--timeout", "5"]
     code, _, err = run_cli(capsys, *args)
     assert code == 2 and "refusing: pods outside this run use this node's GPUs (team-a/job-1)" in err
     code, out, _ = run_cli(capsys, *args, "--force")
@@ -949,7 +949,7 @@ def test_cli_timeout_exit_2(sim, capsys):
         "--timeout",
         "0.2",
         "--poll",
-        "0.01",
+        "0.1",
     )
     assert code == 2
     assert err.splitlines()[-1].startswith(

@@ -124,6 +124,54 @@ def test_an_expired_lease_is_not_taken_over_until_a_person_restores(sim):
     assert lease(sim).spec.holder_identity == "run-b"
 
 
+def renewed_ahead(sim, seconds: float):
+    def edit(obj):
+        ahead = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=seconds)
+        obj["spec"]["renewTime"] = ahead.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+    sim.edit("leases", SYSTEM_NAMESPACE, LEASE, edit)
+
+
+def test_a_lease_renewed_a_year_ahead_is_invalid_not_a_year_long_block(sim):
+    """Issue 37: a Lease renewed a year ahead blocked its node for a year (and a person's restore needed
+    --force). A renew time beyond one duration in the future is invalid, so expired."""
+    apply(sim, "timeslice:2", "run-a")
+    renewed_ahead(sim, 365 * 86400)
+    with pytest.raises(NodeError) as exc:
+        apply(sim, "mps:2", "run-b")
+    msg = str(exc.value)
+    assert re.search(
+        r"held by run-a is not taken over although its renew time \S+ is 315\d{5} s in the future, "
+        r"beyond its 3600 s duration: invalid, so expired; run 'sharebench node restore",
+        msg,
+    ), msg
+    assert status(NODE, api_client=sim.api_client())["lease"]["expires_in_s"] == 0
+    assert person_restore(sim)["restored"]  # no --force: it blocks nothing
+    assert apply(sim, "mps:2", "run-b")["resources"] == {"nvidia.com/gpu": 4}
+
+
+def test_a_renew_time_ahead_within_the_duration_is_a_live_lease(sim):
+    apply(sim, "timeslice:2", "run-a")
+    renewed_ahead(sim, 60)  # a clock a minute ahead: still live, for 61 minutes
+    with pytest.raises(NodeError, match="refusing: the node is being reconfigured by run-a"):
+        apply(sim, "mps:2", "run-b")
+    with pytest.raises(NodeError, match="pass --force"):
+        person_restore(sim)
+
+
+@pytest.mark.parametrize("poll", ["1e-9", "0.05"])
+def test_the_poll_has_a_floor(sim, capsys, poll):
+    """Issue 37: --poll 1e-9 sent 2,549 API requests in 4 s."""
+    from sharebench.cli import main
+
+    before = len(sim.requests)
+    assert main(["node", "apply", NODE, "timeslice:2", "--kubeconfig", str(sim.kubeconfig), "--poll", poll]) == 2
+    assert capsys.readouterr().err == (
+        f"sharebench: error: --poll must be at least 0.1 s (got {float(poll)!r}): each check is an API request\n"
+    )
+    assert len(sim.requests) == before
+
+
 def test_a_person_restores_a_live_runs_node_only_with_force_naming_the_run(sim):
     apply(sim, "timeslice:2", "run-a")
     before = writes(sim)
@@ -144,7 +192,7 @@ def test_cli_restore_needs_force_for_a_live_run(sim, capsys):
     from sharebench.cli import main
 
     apply(sim, "timeslice:2", "run-a")
-    argv = ["node", "restore", NODE, "--kubeconfig", str(sim.kubeconfig), "--poll", "0.01", "--timeout", "5"]
+    argv = ["node", "restore", NODE, "--kubeconfig", str(sim.kubeconfig), "--poll", "0.1", "--timeout", "5"]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "leased by the live run run-a" in err and "pass --force" in err
@@ -206,7 +254,7 @@ def test_holders_are_unique_per_process():
 def test_two_cli_applies_from_one_machine_the_second_is_refused(sim):
     sim.pause_operator()  # the first apply waits for the node to advertise: it still runs
     cmd = [sys.executable, "-m", "sharebench", "node", "apply", NODE]
-    opts = ["--kubeconfig", str(sim.kubeconfig), "--poll", "0.01", "--timeout", "30"]
+    opts = ["--kubeconfig", str(sim.kubeconfig), "--poll", "0.1", "--timeout", "30"]
     first = subprocess.Popen([*cmd, "timeslice:2", *opts], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30

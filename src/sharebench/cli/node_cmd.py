@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from sharebench.node import (
+    MIN_POLL_S,
     ReconfigureOptions,
     check_times,
     make_api_client,
@@ -42,7 +43,7 @@ def _print(result: dict[str, Any], as_json: bool) -> None:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    check_times(args.timeout, args.poll, ("--timeout", "--poll"))
+    check_times(args.timeout, args.poll, ("--timeout", "--poll"), min_poll_s=MIN_POLL_S)
     options = ReconfigureOptions(
         gpu_model=args.gpu_model,
         namespace=args.namespace,
@@ -67,7 +68,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    check_times(args.timeout, args.poll, ("--timeout", "--poll"))
+    check_times(args.timeout, args.poll, ("--timeout", "--poll"), min_poll_s=MIN_POLL_S)
     res = restore(
         args.node,
         api_client=make_api_client(args.kubeconfig, args.context),

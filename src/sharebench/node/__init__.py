@@ -25,6 +25,7 @@ The manifests that set up the cluster for this (RBAC, ConfigMaps, Helm values) a
 from __future__ import annotations
 
 from sharebench.node.client import (
+    MIN_POLL_S,
     Conflict,
     NodeError,
     NodeTimeout,
@@ -44,6 +45,7 @@ from sharebench.node.reconfiguration import (
 
 __all__ = [
     "ANNOTATION",
+    "MIN_POLL_S",
     "Conflict",
     "NodeError",
     "NodeTimeout",

@@ -78,11 +78,29 @@ def _stamp(t: _dt.datetime) -> str:
 
 
 def _expires_in(lease: Any) -> float:
+    """Seconds until the Lease expires (<= 0: expired). A renew time further in the future than the
+    Lease's duration (a clock a year ahead, a hand edit) is invalid and counts as expired: no holder
+    can block a node for longer than one duration from now."""
+    spec = lease.spec
+    renewed = spec.renew_time or spec.acquire_time
+    if renewed is None or not spec.lease_duration_seconds or invalid_renewal(lease):
+        return 0.0
+    return (renewed + _dt.timedelta(seconds=spec.lease_duration_seconds) - _now()).total_seconds()
+
+
+def invalid_renewal(lease: Any) -> str | None:
+    """Why the Lease's renew time cannot be believed (it lies more than its duration in the future), or None."""
     spec = lease.spec
     renewed = spec.renew_time or spec.acquire_time
     if renewed is None or not spec.lease_duration_seconds:
-        return 0.0
-    return (renewed + _dt.timedelta(seconds=spec.lease_duration_seconds) - _now()).total_seconds()
+        return None
+    ahead = (renewed - _now()).total_seconds()
+    if ahead <= spec.lease_duration_seconds:
+        return None
+    return (
+        f"its renew time {_stamp(renewed)} is {ahead:.0f} s in the future, beyond its "
+        f"{spec.lease_duration_seconds} s duration: invalid, so expired"
+    )
 
 
 def _api(sess: Session) -> k8s.CoordinationV1Api:
@@ -188,8 +206,15 @@ def _held_spec(lease: Any, holder: str, duration_s: float) -> dict:
     }
 
 
-def _refusal(sess: Session, current: str, left: float, namespace: str) -> NodeError:
+def _refusal(sess: Session, current: str, lease: Any, namespace: str) -> NodeError:
     where = _where(namespace, sess.node)
+    left = _expires_in(lease)
+    invalid = invalid_renewal(lease)
+    if invalid:
+        return sess.error(
+            f"refusing: the node's {where} held by {current} is not taken over although {invalid}; run "
+            f"'sharebench node restore {sess.node}' to put the node back and free it"
+        )
     if left > 0:
         return sess.error(
             f"refusing: the node is being reconfigured by {current} ({where}, expires in {left:.0f} s "
@@ -219,7 +244,7 @@ def acquire(
         current = lease.spec.holder_identity or ""
         if current and current != holder:
             if not holder_gone(current):
-                raise _refusal(sess, current, _expires_in(lease), namespace)
+                raise _refusal(sess, current, lease, namespace)
             sess.say(f"the process that held {where} ({current}) is gone: releasing it")
             _update(sess, _released(lease, lease_name(sess.node), namespace), namespace)
             continue
