@@ -323,6 +323,13 @@ def mode_sort_key(mode: str | Mode) -> tuple:
     return (order, int(num) if num.isdigit() else 0, rank, arg)
 
 
+def grammar_list(*, cluster: bool = False, bare: bool = False) -> str:
+    """The kinds' grammars, comma-separated, in KINDS order: ``cluster`` only those a node takes (not
+    local-only); ``bare`` without their optional parts (``timeslice:N``, not ``timeslice:N[/INTERVAL]``)."""
+    specs = [s for s in KINDS.values() if not (cluster and s.local_only)]
+    return ", ".join(s.grammar.split("[")[0] if bare else s.grammar for s in specs)
+
+
 def help_text() -> str:
     """The modes' grammar, one line per kind, for ``--help`` and the generated reference."""
     return "\n".join(f"{s.grammar:22s} {s.summary}" for s in KINDS.values())

@@ -26,11 +26,11 @@ import pandas as pd
 
 from sharebench.errors import UserError
 from sharebench.gpus import GpuModel, MigProfile, gpu_model, resolve_layout
-from sharebench.modes import parse_mode
+from sharebench.modes import KINDS, kinds_where, parse_mode
 from sharebench.patterns import parse_pattern
 from sharebench.results import read_provenance
 
-SHARED_FAMILIES = ("timeslice", "mps")
+SHARED_FAMILIES = kinds_where(family="shared")  # N replicas on one whole device: timeslice, mps
 
 
 @dataclass(frozen=True)
@@ -122,14 +122,14 @@ def read_latency(folder: Path, costs: Costs) -> None:
     for row in t[t["role"] == "victim"].itertuples(index=False):
         mode = parse_mode(str(row.mode))
         slowdown = float(row.slowdown_p95)
-        if not math.isfinite(slowdown) or mode.kind == "exclusive":
+        if not math.isfinite(slowdown) or mode.is_baseline:
             continue
         pattern = parse_pattern(str(row.pattern)).kind
         source = f"measured: {path} {row.mode}"
-        if mode.kind in SHARED_FAMILIES and mode.thread_pct is None and not mode.interval:
+        if mode.spec.shared and mode.thread_pct is None and not mode.interval:
             beside = kinds(row.beside, pattern)
             costs.shared.append(Cost(mode.kind, int(row.replicas), pattern, beside, slowdown, source))
-        elif mode.kind == "mig" and mode.layout:
+        elif mode.spec.device_instances and mode.layout:
             profile = resolve_layout(costs.model, mode.layout)[4:]
             costs.mig_measured.setdefault((profile, pattern), (slowdown, source))
 
@@ -137,7 +137,7 @@ def read_latency(folder: Path, costs: Costs) -> None:
 def read_batch_tables(folder: Path, costs: Costs) -> None:
     have = {(c.family, c.n) for c in costs.shared if c.pattern == c.beside == "batch"}
     for family in SHARED_FAMILIES:
-        path = folder / "tables" / f"{family}.csv"
+        path = folder / "tables" / f"{KINDS[family].table}.csv"
         if not path.exists():
             continue
         t = pd.read_csv(path)

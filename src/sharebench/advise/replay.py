@@ -29,6 +29,7 @@ import numpy as np
 from sharebench.advise.costs import SHARED_FAMILIES, Costs
 from sharebench.advise.usage import ACTIVE, Usage
 from sharebench.gpus import MigProfile
+from sharebench.modes import BASELINE
 
 GB = 1e9
 
@@ -67,7 +68,7 @@ class Outcome:
 def class_options(costs: Costs, pattern: str) -> tuple[list[Option], list[str]]:
     """The options of a pattern, and why the others are left out."""
     mem = costs.model.mem_gb * GB
-    out = [Option("exclusive", 1, (1.0, 1.0), mem, True, "whole GPU: no neighbour")]
+    out = [Option(BASELINE, 1, (1.0, 1.0), mem, True, "whole GPU: no neighbour")]
     left_out: list[str] = []
     for family in SHARED_FAMILIES:
         measured = costs.sharing(family, pattern)

@@ -25,6 +25,7 @@ from types import ModuleType
 
 from sharebench import __version__
 from sharebench.errors import UserError
+from sharebench.modes import kinds_where
 
 # command -> (module, one-line help), in the order `sharebench --help` lists them
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -39,7 +40,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("sharebench.cli.sweep", "rebuild tables, plots and report.md/report.html of a results folder"),
     "compare": ("sharebench.cli.compare", "differences between results folders, per cell, with intervals and verdicts"),
     "cleanup": ("sharebench.cli.sweep", "stop MPS daemons (and remove their folders) that a killed sweep left behind"),
-    "node": ("sharebench.cli.node", "reconfigure a GPU node through the gpu-operator (exclusive, timeslice, mps, mig)"),
+    "node": (
+        "sharebench.cli.node",
+        f"reconfigure a GPU node through the gpu-operator ({', '.join(kinds_where(local_only=False))})",
+    ),
     "manifests": ("sharebench.cli.manifests", "render or check the Kubernetes manifests sharebench deploys"),
     "telemetry": ("sharebench.cli.telemetry", "sample this machine, attach DCGM metrics, annotate Grafana"),
     "history": ("sharebench.cli.history", "a results history: add runs to a store, show the trend, check for changes"),

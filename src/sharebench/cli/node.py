@@ -10,6 +10,7 @@ import sys
 
 from sharebench.cli import lazy
 from sharebench.manifests.names import DEVICE_PLUGIN_CONFIGMAP, OPERATOR_NAMESPACE
+from sharebench.modes import grammar_list
 
 
 def configure(name: str, node: argparse.ArgumentParser) -> None:
@@ -31,7 +32,7 @@ def configure(name: str, node: argparse.ArgumentParser) -> None:
     ap = nsub.add_parser("apply", help="put NODE in MODE and wait until it advertises it")
     common(ap)
     ap.add_argument(
-        "mode", metavar="MODE", help="exclusive, timeslice:N, mps:N, mig:LAYOUT (7g, 1g, 1g.18gb, all-disabled)"
+        "mode", metavar="MODE", help=f"{grammar_list(cluster=True, bare=True)} (LAYOUT: 7g, 1g, 1g.18gb, all-disabled)"
     )
     ap.add_argument("--force", action="store_true", help="proceed although pods outside sharebench use the node's GPUs")
     ap.add_argument("--cordon", action="store_true", help="cordon the node (restore uncordons it)")

@@ -7,6 +7,7 @@ import argparse
 
 from sharebench.cli import lazy
 from sharebench.cli.workloads import add_exec_options
+from sharebench.modes import ALLOWED
 from sharebench.patterns import DEFAULT_BURSTS, DEFAULT_SLO
 
 
@@ -26,8 +27,7 @@ def configure_run(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--modes",
         default=None,
-        help="comma-separated: exclusive, timeslice:N[/INTERVAL], mps:N[@PCT], mig:LAYOUT, "
-        "mig-emulated:LAYOUT, partition:N "
+        help=f"comma-separated: {ALLOWED} "
         "(default: exclusive,timeslice:2,timeslice:4 + mps:2 on an NVIDIA GPU "
         "/ partition:2 on the CPU)",
     )

@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 
 from sharebench.analysis import WORK_KEYS, analyse
+from sharebench.analysis.kinds import baseline_mask, spec_or_none
+from sharebench.analysis.tables import loss_frames
 from sharebench.errors import UserError
 from sharebench.history.rates import RATE_COLUMNS, row_measures
 from sharebench.results import PROVENANCE_JSON, RESULTS_CSV, read_provenance
@@ -45,7 +47,6 @@ HISTORY_COLUMNS = [
     *RATE_COLUMNS,
     "source",
 ]
-LOSS_TABLES = ("timeslice", "mps", "mig")
 DEFAULT_PATTERN = "batch"
 
 
@@ -97,7 +98,7 @@ def run_time(prov: dict[str, Any], results: Path) -> str:
 
 
 def _t1_means(cells: pd.DataFrame) -> dict[tuple, float]:
-    ex = cells[cells["mode_kind"] == "exclusive"]
+    ex = cells[baseline_mask(cells["mode_kind"])]
     return {
         (k if isinstance(k, tuple) else (k,)): float(g["mean_track_s"].mean())
         for k, g in ex.groupby(WORK_KEYS, dropna=False)
@@ -111,8 +112,8 @@ def repeat_losses(cells: pd.DataFrame, work: tuple, mode: str, t1: float) -> lis
         sel = sel[sel[k] == v]
     if sel.empty or not (math.isfinite(t1) and t1 > 0):
         return []
-    kind = str(sel["mode_kind"].iloc[0])
-    if kind == "mig":
+    spec = spec_or_none(sel["mode_kind"].iloc[0])
+    if spec is not None and not spec.shared:  # one replica per instance: T_mig against T_full
         return [float(x) for x in (sel["mean_track_s"].to_numpy(float) / t1 - 1) * 100]
     n = sel["replicas"].to_numpy(float)
     return [float(x) for x in (sel["span_s"].to_numpy(float) / (n * t1) - 1) * 100]
@@ -142,8 +143,8 @@ def run_rows(results_dir: Path | str) -> RunRows:
     pattern = DEFAULT_PATTERN
     t1s = _t1_means(good) if len(good) else {}
     rows = []
-    for name in LOSS_TABLES:
-        for _, r in getattr(tables, name).iterrows():
+    for table in loss_frames(tables):
+        for _, r in table.iterrows():
             work = tuple(r[k] for k in WORK_KEYS)
             losses = repeat_losses(good, work, str(r["mode"]), t1s.get(work, math.nan))
             rows.append(

@@ -107,7 +107,7 @@ NODE_TARGETS: dict[str, NodeTarget] = {
 
 
 def node_modes() -> str:
-    """The modes a node takes, as the help writes them."""
+    """The modes a node takes, as the help writes them (``exclusive, timeslice:N, mps:N, mig:LAYOUT``)."""
     return ", ".join(KINDS[k].grammar.split("[")[0] for k in NODE_TARGETS if k in KINDS)
 
 

@@ -20,6 +20,7 @@ from sharebench.analysis import Tables, fmt_interval, fmt_times
 from sharebench.analysis.answer import CPU_NOTE, MIN_GAIN, NO_ANSWER, answer_rows, choices, evidence
 from sharebench.analysis.latency import sweep_slo
 from sharebench.analysis.prediction import gpu_of
+from sharebench.modes import is_baseline
 from sharebench.report.plots import save_figure
 from sharebench.report.render import Bullets, Heading, Image, Text
 from sharebench.results import read_sweeps
@@ -89,7 +90,7 @@ class Answer:
 def verdict_line(r: Any) -> str:
     """One line of the Answer for a mode (Markdown): gain, worst job, isolation, trust."""
     work = f"{int(r['particles']):,} particles"
-    if r["kind"] == "exclusive":
+    if is_baseline(str(r["kind"])):
         head = f"**{r['mode']}** ({work}): the baseline, throughput 1.00×"
     else:
         head = (

@@ -20,6 +20,7 @@ import pandas as pd
 matplotlib.use("Agg")  # before pyplot: figures are files, never windows
 import matplotlib.pyplot as plt
 
+from sharebench.analysis.kinds import baseline_mask
 from sharebench.analysis.latency import DEFAULT_SLO, burst_frame, mode_family, users_at_target
 from sharebench.modes import mode_sort_key
 from sharebench.report.plots import save_figure
@@ -40,12 +41,12 @@ def plot_latency_distributions(bursts: pd.DataFrame | Iterable[Mapping[str, Any]
     if df.empty:
         return []
     df = df.assign(beside=np.where(df["beside"] == df["pattern"], "", df["beside"]))  # users of one pattern
-    shared = df[df["mode"] != "exclusive"]
+    shared = df[~baseline_mask(df["mode"])]
     panels = sorted(set(zip(shared["pattern"], shared["beside"]))) or sorted(set(zip(df["pattern"], df["beside"])))
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.6), squeeze=False)
     for ax, (pattern, beside) in zip(axes[0], panels):
         # the pattern alone (exclusive) is the reference in every panel of it
-        sel = df[(df["pattern"] == pattern) & ((df["beside"] == beside) | (df["mode"] == "exclusive"))]
+        sel = df[(df["pattern"] == pattern) & ((df["beside"] == beside) | baseline_mask(df["mode"]))]
         for k, mode in enumerate(sorted(set(sel["mode"]), key=mode_sort_key)):
             ms = np.sort(sel.loc[sel["mode"] == mode, "latency_s"].to_numpy(float)) * 1e3
             if not ms.size:
@@ -70,7 +71,7 @@ def plot_users_per_gpu(table: pd.DataFrame, out_dir: Path, slo: float = DEFAULT_
         return []
     rows = table[
         (table["role"] == "victim")
-        & (table["mode"] != "exclusive")
+        & ~baseline_mask(table["mode"])
         & ((table["beside"].fillna("") == "") | (table["beside"] == table["pattern"]))
     ]
     if rows.empty:

@@ -27,7 +27,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from sharebench.analysis import Tables, fmt_particles, positive_mean_ci
-from sharebench.modes import mode_sort_key
+from sharebench.analysis.kinds import baseline_mask, table_of
+from sharebench.analysis.prediction import COMPARED
+from sharebench.analysis.tables import ALSO_IN, loss_frames
+from sharebench.modes import BASELINE, mode_sort_key
 
 FORMATS = ("png", "svg")
 PREDICTION_PLOT = "prediction_vs_measured"
@@ -92,7 +95,7 @@ def _series(name: str, g: pd.DataFrame, col: str, lo: str, hi: str) -> Series:
 
 def _loss_series(tables: Tables) -> list[Series]:
     out = []
-    for t in (tables.timeslice, tables.mps, tables.mig):
+    for t in loss_frames(tables):
         if t.empty:
             continue
         for mode, g in _by_mode(t):
@@ -100,7 +103,7 @@ def _loss_series(tables: Tables) -> list[Series]:
     part = tables.partition
     if not part.empty:
         for mode, g in _by_mode(part):
-            if not str(mode).startswith("mig:"):
+            if table_of(str(mode).split(" ")[0]) not in ALSO_IN:  # MIG: its loss series above
                 out.append(_series(f"{mode} vs ideal", g, "excess_pct", "excess_ci_low", "excess_ci_high"))
     out.sort(key=lambda s: mode_sort_key(s[0]))
     return out
@@ -213,13 +216,11 @@ def _time_series(tables: Tables) -> list[Series]:
     # exclusive T_1 per particle count, from the measured cells
     cells = tables.cells
     if not cells.empty:
-        ex = cells[
-            (cells["mode_kind"] == "exclusive") & ~cells["warmup"].astype(bool) & ~cells["excluded"].astype(bool)
-        ]
+        ex = cells[baseline_mask(cells["mode_kind"]) & ~cells["warmup"].astype(bool) & ~cells["excluded"].astype(bool)]
         if not ex.empty:
             rows = [(p, *positive_mean_ci(g["mean_track_s"])) for p, g in ex.groupby("particles")]
             a = np.array(rows, dtype=float)
-            out.append(("exclusive: T_1", a[:, 0], a[:, 1], a[:, 2], a[:, 3]))
+            out.append((f"{BASELINE}: T_1", a[:, 0], a[:, 1], a[:, 2], a[:, 3]))
     out.sort(key=lambda s: mode_sort_key(s[0].rsplit(":", 1)[0]))
     return out
 
@@ -362,7 +363,7 @@ def plot_predicted_vs_measured(df: pd.DataFrame, out_dir: Path | str, title: str
     d = df[np.isfinite(df["measured_pct"].astype(float))].reset_index(drop=True)
     if d.empty:
         return []
-    dup = d["mode"].duplicated(keep=False) & (d["table"] == "partition")
+    dup = d["mode"].duplicated(keep=False) & d["table"].isin([n for n, c in COMPARED.items() if c.ideal])
     labels = [
         f"{r.mode} @ {fmt_particles(r.particles)}" + (" (vs SM ideal)" if dup.iloc[i] else "")
         for i, r in enumerate(d.itertuples())
