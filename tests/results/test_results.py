@@ -21,11 +21,15 @@ from sharebench.results import (
     DOCUMENTS,
     RESULTS_CSV,
     SCHEMA_VERSION,
+    SWEEP_JSON,
     ResultsWriter,
+    append_sweep,
     load_results,
     read_json,
     read_provenance,
+    read_sweeps,
     schema_table,
+    sweeps_warning,
     write_json,
 )
 from sharebench.telemetry import collect_provenance
@@ -290,3 +294,18 @@ def test_committed_first_release_folders_read_as_current_provenance():
 def test_readme_section_holds_the_current_schema():
     doc = ROOT / "docs" / "readme" / "sweep.md"
     assert schema_markdown() in doc.read_text(), "docs/readme/sweep.md: paste the schema table (test_results)"
+
+
+def test_a_torn_sweep_json_is_none_to_a_reader_and_an_error_to_a_writer(tmp_path):
+    """Issue 37, item 6: report and compare work from an intact results.csv when sweep.json is torn."""
+    append_sweep(tmp_path, {"sweep_id": "s1", "config": {}})
+    assert sweeps_warning(tmp_path) is None
+    text = (tmp_path / SWEEP_JSON).read_text()
+    (tmp_path / SWEEP_JSON).write_text(text[: len(text) // 2])
+    with pytest.raises(UserError, match="sweep.json is not valid JSON"):
+        read_sweeps(tmp_path)  # resume and append refuse it, naming it
+    assert read_sweeps(tmp_path, torn_ok=True) == []
+    warning = sweeps_warning(tmp_path)
+    assert warning is not None and "\n" not in warning
+    assert warning.startswith(f"warning: {tmp_path / SWEEP_JSON} is not valid JSON (")
+    assert warning.endswith("; working from results.csv alone (its rows are intact)")

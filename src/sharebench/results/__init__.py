@@ -16,6 +16,7 @@ from sharebench.results.folder import (
     read_notes,
     read_provenance,
     read_sweeps,
+    sweeps_warning,
     write_provenance,
 )
 from sharebench.results.schema import (
@@ -52,6 +53,7 @@ __all__ = [
     "read_provenance",
     "read_sweeps",
     "schema_table",
+    "sweeps_warning",
     "write_json",
     "write_provenance",
 ]

@@ -108,12 +108,32 @@ def append_sweep(results_dir: Path | str, entry: dict[str, Any]) -> None:
     write_json(path, "sweep", {"sweeps": [*sweeps, entry]})
 
 
-def read_sweeps(results_dir: Path | str) -> list[dict[str, Any]]:
-    """The sweeps recorded in ``sweep.json`` ([] when there is none)."""
+def read_sweeps(results_dir: Path | str, *, torn_ok: bool = False) -> list[dict[str, Any]]:
+    """The sweeps recorded in ``sweep.json`` ([] when there is none). One that cannot be read (torn,
+    not JSON, another kind) is a one-line UserError naming it; with ``torn_ok`` (a reader of the
+    results: report, compare) it counts as none, and :func:`sweeps_warning` says so."""
     path = Path(results_dir) / SWEEP_JSON
     if not path.exists():
         return []
-    return list(read_json(path, "sweep").get("sweeps") or [])
+    try:
+        return list(read_json(path, "sweep").get("sweeps") or [])
+    except UserError:
+        if torn_ok:
+            return []
+        raise
+
+
+def sweeps_warning(results_dir: Path | str) -> str | None:
+    """One line when ``sweep.json`` is there but unreadable (then the report and compare work from
+    results.csv alone, and say so), else None."""
+    path = Path(results_dir) / SWEEP_JSON
+    if not path.exists():
+        return None
+    try:
+        read_json(path, "sweep")
+    except UserError as exc:
+        return f"warning: {exc}; working from {RESULTS_CSV} alone (its rows are intact)"
+    return None
 
 
 def append_notes(results_dir: Path | str, sweep_id: str, notes: list[str]) -> None:
