@@ -3,8 +3,9 @@
     python -m tools.reference          # (re)write docs/reference/{cli,pipeline,results-schema,protocol}.md
     python -m tools.reference --check  # exit 1 naming what is stale or missing (tests/docs runs it)
 
-* ``cli.md``: every command of ``sharebench`` (plugins included: compile, submit, runs) and every option,
-  read from the argparse parsers the CLI builds (``sharebench.cli.build_parser``);
+* ``cli.md``: the sharing modes (``sharebench.modes.KINDS``), every command of ``sharebench`` (plugins
+  included: compile, submit, runs) and every option, read from the argparse parsers the CLI builds
+  (``sharebench.cli.build_parser``);
 * ``pipeline.md``: the parameters of every compiled pipeline (``pipelines/*.yaml``, as the Kubeflow UI shows
   them), with type, default and description;
 * ``results-schema.md``: the results CSV's columns and the JSON documents' versions
@@ -33,6 +34,7 @@ from typing import Any
 import yaml
 
 from sharebench.cli import COMMANDS, build_parser, plugin_commands
+from sharebench.modes import KINDS
 from sharebench.results import schema
 from sharebench.workloads import bursts, protocol
 
@@ -142,6 +144,7 @@ def cli_page() -> str:
         "(`sharebench COMMAND --help` prints the same). Commands `compile`, `submit` and `runs` come from the "
         "Kubeflow Pipelines extra (`pip install 'sharebench[kfp]'`).",
         "",
+        *modes_section(),
     ]
     for path, parser, help_text in command_parsers():
         level = "##" if path.count(" ") == 1 else "###"
@@ -160,8 +163,25 @@ def cli_page() -> str:
     return "\n".join(lines)
 
 
+def modes_section() -> list[str]:
+    """The sharing modes a ``MODE``/``--modes`` takes, one row per :data:`sharebench.modes.KINDS` row."""
+    lines = [
+        "## Sharing modes",
+        "",
+        "What `--modes`, a plan's `modes` and the pipelines' `modes` take (`sharebench.modes.KINDS`).",
+        "",
+        "| mode | meaning | runs on | on a cluster |",
+        "|---|---|---|---|",
+    ]
+    for spec in KINDS.values():
+        where = "this machine only" if spec.local_only else "a node (`sharebench node apply`) or this machine"
+        lines.append(f"| `{spec.grammar}` | {md(spec.summary)} | {spec.device_class} | {where} |")
+    return [*lines, ""]
+
+
 def cli_items() -> dict[str, list[str]]:
-    return {f"`{path}`": [f"`{option_name(a)}`" for a in options(p)] for path, p, _ in command_parsers()}
+    items = {f"`{path}`": [f"`{option_name(a)}`" for a in options(p)] for path, p, _ in command_parsers()}
+    return {"Sharing modes": [f"`{s.grammar}`" for s in KINDS.values()], **items}
 
 
 # ------------------------------------------------------------------ the pipelines
