@@ -53,7 +53,7 @@ RUN python3 -m venv "$VIRTUAL_ENV" \
  && pip install --upgrade pip \
  && pip install -r /tmp/requirements.txt \
  && rm /tmp/requirements.txt
-COPY pyproject.toml setup.py README.md ./
+COPY pyproject.toml setup.py README.md LICENSE ./
 COPY src ./src
 COPY components ./components
 COPY pipelines ./pipelines
