@@ -461,7 +461,8 @@ def _say_stopped(notes: list[str], schedule: Schedule, out: Path, why: str) -> N
     left = schedule.unfinished() if schedule.plan is not None else schedule.queue
     msg = f"{why}: {len(left)} of {schedule.ran + len(left)} cell(s) not run; continue with --resume --out {out}"
     notes.append(msg)
-    print(f"sharebench: {msg}", file=sys.stderr)
+    # through tqdm: the progress bar's line is cleared first and redrawn after, never glued to this one
+    tqdm.write(f"sharebench: {msg}", file=sys.stderr)
 
 
 def _sweep(
