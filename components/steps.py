@@ -25,7 +25,7 @@ from sharebench.components.image import IMAGE
 from sharebench.errors import UserError
 from sharebench.history import add_and_check
 from sharebench.manifests.names import OPERATOR_NAMESPACE, RUN_NAMESPACE
-from sharebench.modes import parse_mode
+from sharebench.modes import BASELINE, Mode, parse_mode
 from sharebench.node import ReconfigureOptions, renew_lease
 from sharebench.node.claims import create_claims, delete_claims
 from sharebench.node.images import IMAGE_ALLOW_ENV, check_image
@@ -36,21 +36,25 @@ from sharebench.report import tables_markdown, write_tables
 from sharebench.report.combine import write_combined
 from sharebench.results import ResultsWriter, append_notes, read_json, write_json, write_provenance
 from sharebench.results.bursts import append_bursts
-from sharebench.sweep import Cell, SweepConfig, measure_cell, new_sweep_id, validate
-from sharebench.sweep.cells import DEFAULT_MODES as DEFAULT_MODES
-from sharebench.sweep.cells import DEFAULT_PARTICLE_COUNTS as DEFAULT_PARTICLE_COUNTS
-from sharebench.sweep.cells import (
-    WARMUP_REPEATS,
-    budget_notes,
-    budget_summary,
-    cell_name,
+from sharebench.sweep import (
+    Cell,
+    SweepConfig,
+    cell_id,
     cell_of,
     check_cell,
-    plan_budget_grid,
+    measure_cell,
+    new_sweep_id,
+    plan_grid,
+    validate,
 )
-from sharebench.sweep.cells import plan_sweep as plan_cells
+from sharebench.sweep.budget import budget_notes, budget_summary, plan_budget_grid
+from sharebench.sweep.plan import PIPELINE_MODES, PIPELINE_PARTICLES, WARMUP_REPEATS
 from sharebench.telemetry import collect_provenance
 from sharebench.workloads import Workload
+
+# the pipelines' defaults of their ``modes`` and ``particle_counts`` parameters (defined by the planner)
+DEFAULT_MODES = PIPELINE_MODES
+DEFAULT_PARTICLE_COUNTS = PIPELINE_PARTICLES
 
 
 def say(message: str) -> None:
@@ -73,12 +77,12 @@ def plan_sweep(
     workload: dict[str, Any] | None = None,
     start_delay_s: float = 60.0,
 ) -> dict[str, Any]:
-    """The sweep validated before anything runs (:func:`sharebench.sweep.cells.plan_sweep`): the
+    """The sweep validated before anything runs (:func:`sharebench.sweep.plan.plan_grid`): the
     resolved modes, the cell indices of one mode, the node and its GPU model; the particle counts,
     repeats and warm-ups the cells index, each mode's cells, and with a ``budget`` the plan that fits it
-    (:func:`sharebench.sweep.cells.plan_budget_grid`; ``budget_plan``: its summary for the report)."""
+    (:func:`sharebench.sweep.budget.plan_budget_grid`; ``budget_plan``: its summary for the report)."""
     started = time.time()  # the budget's clock
-    grid = plan_cells(
+    grid = plan_grid(
         modes=modes,
         gpu_model=gpu_model,
         particle_counts=particle_counts,
@@ -96,15 +100,15 @@ def plan_sweep(
         for line in plan.describe().splitlines():
             say(f"budget {line}")
     say(grid.describe())
-    return {
-        "modes": list(grid.modes),
+    return {  # the pipeline's names: its particle counts are the plan's particles
+        "modes": list(grid.labels),
         "cells": list(grid.cells),
         "node_name": grid.node_name,
         "gpu_model": grid.gpu_model,
-        "particle_counts": list(grid.particle_counts),
+        "particle_counts": list(grid.particles),
         "repeats": grid.repeats,
         "warmup_repeats": grid.warmup_repeats,
-        "cells_by_mode": {m: list(grid.cells_of(m)) for m in grid.modes},
+        "cells_by_mode": {m: list(grid.cells_of(m)) for m in grid.labels},
         "budget_plan": summary,
     }
 
@@ -199,13 +203,9 @@ def schedule_start(
         renew_lease(split_node(node_name)[0], run_id, progress=say)
     particles, repeat = cell_of(cell, particle_counts, repeats, warmup_repeats)
     start_at = time.time() + float(start_delay_s)
-    say(f"cell {cell_name(mode, particles, repeat)}: replicas start tracking at {start_at:.3f} (epoch s)")
-    return {
-        "particles": particles,
-        "repeat": repeat,
-        "start_at": start_at,
-        "cell_id": cell_name(mode, particles, repeat),
-    }
+    cid = cell_id(parse_mode(mode), particles, repeat)
+    say(f"cell {cid}: replicas start tracking at {start_at:.3f} (epoch s)")
+    return {"particles": particles, "repeat": repeat, "start_at": start_at, "cell_id": cid}
 
 
 def run_simpletrack(
@@ -245,11 +245,11 @@ def run_simpletrack(
     one_of_pods = processes == 1 and replicas > 1
     if one_of_pods:
         check_pattern_placement("pods", what.pattern, what.neighbour_pattern)
-    here = parse_mode("exclusive") if one_of_pods else m
+    here = Mode(BASELINE, 1) if one_of_pods else m  # one replica of the cell: alone in this pod
     options: dict[str, Any] = {"start_at": float(start_at)} if one_of_pods else {}
     config = SweepConfig(
-        modes=[here.label],
-        particles=[particles],
+        modes=(here,),
+        particles=(particles,),
         turns=turns,
         repeats=1,
         warmup_repeats=0,
@@ -257,7 +257,7 @@ def run_simpletrack(
         progress=False,
         run_options=options,
     )
-    cell = Cell(here, particles, repeat, id=cell_name(m.label, particles, repeat))
+    cell = Cell(here, particles, repeat, id=cell_id(m, particles, repeat))
     if placed:
         say(f"{cell.id}: {processes} process(es) here, {placed}")
     result = measure_cell(validate(config), cell, Path(workdir or tempfile.mkdtemp(prefix="sharebench-cell-")))
@@ -335,7 +335,7 @@ def collect_results(
     budget_plan: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write a results folder (results.csv, provenance.json, tables/, and with a budget its lines in
-    notes.txt: :func:`sharebench.sweep.cells.budget_notes` of ``plan_sweep``'s ``budget_plan``) from the
+    notes.txt: :func:`sharebench.sweep.budget.budget_notes` of ``plan_sweep``'s ``budget_plan``) from the
     modes' rows; return the loss metrics (``loss_pct/<mode>/p<particles>``) and the tables as Markdown."""
     rows = read_rows(paths)
     if not rows:

@@ -34,7 +34,7 @@ from sharebench.parse import seconds
 from sharebench.pipelines.commands import HERE, PIPELINE_FILES
 from sharebench.pipelines.compile import compile_all
 from sharebench.pipelines.fetch import Store, fetch_results
-from sharebench.sweep.cells import plan_sweep as plan_cells
+from sharebench.sweep import plan_grid
 from sharebench.workloads import Workload
 
 # KFP's recurring runs use robfig/cron with a seconds field first.
@@ -144,7 +144,7 @@ def check_workload(value: Any) -> dict[str, Any]:
 
 def check_arguments(params: dict[str, dict[str, Any]], given: dict[str, Any]) -> None:
     """A run's arguments (``given`` over the compiled defaults) checked here as the pipeline's own plan
-    step checks them (``sharebench.sweep.cells.plan_sweep``: modes, particle counts, repeats, turns,
+    step checks them (``sharebench.sweep.plan.plan_grid``: modes, particle counts, repeats, turns,
     placement, node and GPU model, per node of a multi-node run), and its durations as ``run`` checks
     them: a bad value is a one-line UserError before the run exists, not a failed task on the cluster.
     A run that names no node is checked as if it named one (the cluster's answer to that is its own)."""
@@ -155,7 +155,7 @@ def check_arguments(params: dict[str, dict[str, Any]], given: dict[str, Any]) ->
     nodes = values.get("nodes") if "nodes" in values else [values.get("node_name") or ""]
     try:
         for node in [str(n) or "node" for n in nodes or [""]]:
-            plan_cells(
+            plan_grid(
                 modes=values["modes"] or [],
                 gpu_model=str(values.get("gpu_model") or ""),
                 particle_counts=values["particle_counts"] or [],

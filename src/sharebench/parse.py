@@ -4,6 +4,7 @@ missing. Each parser names the bad value and what is allowed in a one-line :clas
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from sharebench.errors import UserError
@@ -61,6 +62,33 @@ def counts(name: str, values: str | list[Any], example: str = "5e6,1e7") -> list
     if not out:
         raise UserError(f"no {name} given; allowed: a comma-separated list such as {example}")
     return list(dict.fromkeys(out))
+
+
+MAX_BUDGET_S = 30 * 86400.0  # the longest duration a budget may be
+DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?")
+DURATION_ALLOWED = "a duration such as 90s, 10m, 1h30m (h, m, s; at most 30 days)"
+
+
+def parse_duration(text: str | float, name: str = "--budget") -> float:
+    """``"90s"`` -> 90.0, ``"10m"`` -> 600.0, ``"1h30m"`` -> 5400.0; a bare number, zero or a typo is a
+    one-line UserError naming the value."""
+    s = str(text).strip().lower().replace(" ", "")
+    m = DURATION.fullmatch(s)
+    if not s or m is None or not any(m.groups()):
+        raise UserError(f"bad {name} {text!r}; allowed: {DURATION_ALLOWED}")
+    h, mi, sec = (float(g) if g else 0.0 for g in m.groups())
+    total = h * 3600 + mi * 60 + sec
+    if not 0 < total <= MAX_BUDGET_S:
+        raise UserError(f"bad {name} {text!r}; allowed: {DURATION_ALLOWED}, more than 0 s")
+    return total
+
+
+def fmt_duration(seconds: float) -> str:
+    """600 -> "10m", 5400 -> "1h30m", 95.5 -> "1m35.5s"."""
+    h, rest = divmod(float(seconds), 3600)
+    m, s = divmod(rest, 60)
+    parts = [f"{int(h)}h" if h else "", f"{int(m)}m" if m else "", f"{s:.3g}s" if s or not (h or m) else ""]
+    return "".join(parts)
 
 
 def number_or_nan(value: Any) -> float:

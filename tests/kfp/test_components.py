@@ -47,7 +47,7 @@ def test_image_is_named_in_one_place():
     assert re.fullmatch(r"[a-z0-9./-]+/sharebench:[0-9A-Za-z._-]+", IMAGE)
 
 
-# ------------------------------------------------------------------ planning (sharebench.sweep.cells)
+# ------------------------------------------------------------------ planning (sharebench.sweep.plan.plan_grid)
 def test_plan_step_hands_kfp_plain_values_and_logs_the_plan(capsys):
     plan = steps.plan_sweep(
         modes=["exclusive", "mig:1g"],

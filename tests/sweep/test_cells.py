@@ -1,5 +1,5 @@
-"""A sweep planned as separate tasks (sharebench.sweep.cells): validation, cell numbering, and the
-check of a cell whose replicas ran as separate pods."""
+"""A sweep planned as separate tasks (sharebench.sweep.plan.plan_grid): validation, cell numbering, and
+the check of a cell whose replicas ran as separate pods (sharebench.sweep.runner.check_cell)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sharebench.errors import UserError
-from sharebench.sweep.cells import DEFAULT_MODES, cell_name, cell_of, check_cell, plan_sweep, resolve_mode
+from sharebench.modes import parse_mode
+from sharebench.sweep import cell_id, cell_of, check_cell, plan_grid
+from sharebench.sweep.plan import PIPELINE_MODES, resolve_mode
 
 
 def plan(**change):
@@ -21,7 +23,7 @@ def plan(**change):
         placement="pods",
         node_name="n1",
     )
-    return plan_sweep(**{**kw, **change})
+    return plan_grid(**{**kw, **change})
 
 
 # ------------------------------------------------------------------ modes
@@ -30,7 +32,7 @@ def plan(**change):
     [
         (
             "H200",
-            DEFAULT_MODES,
+            PIPELINE_MODES,
             ("exclusive", "timeslice:2", "timeslice:4", "timeslice:8", "mps:2", "mps:4", "mig:7g.141gb", "mig:1g.18gb"),
         ),
         ("A100-40GB", ["mig:7g", "mig:1g"], ("mig:7g.40gb", "mig:1g.5gb")),
@@ -40,18 +42,18 @@ def plan(**change):
 )
 def test_plan_resolves_modes_for_the_gpu_model(gpu, modes, resolved):
     grid = plan(modes=modes, gpu_model=gpu, particle_counts=[5e6, 1e7], repeats=3, turns=10)
-    assert grid.modes == resolved
+    assert grid.labels == resolved and grid.modes == tuple(map(parse_mode, resolved))
     assert grid.cells == tuple(range(2 * (3 + 1)))
 
 
 def test_resolve_mode_keeps_a_layout_without_a_gpu_model():
-    assert resolve_mode("MIG:1g", "") == "mig:1g"
-    assert resolve_mode("mig:1g", "A100-80GB") == "mig:1g.10gb"
+    assert resolve_mode("MIG:1g", "").label == "mig:1g"
+    assert resolve_mode(parse_mode("mig:1g"), "A100-80GB").label == "mig:1g.10gb"
 
 
 def test_plan_reads_name_equals_model_node_specs_and_describes_itself():
     grid = plan(modes="mig:1g,exclusive", gpu_model="", node_name=" gpu-a=A100-80GB ")
-    assert (grid.node_name, grid.gpu_model, grid.modes) == ("gpu-a", "A100-80GB", ("mig:1g.10gb", "exclusive"))
+    assert (grid.node_name, grid.gpu_model, grid.labels) == ("gpu-a", "A100-80GB", ("mig:1g.10gb", "exclusive"))
     assert grid.describe() == ("plan: 2 mode(s) mig:1g.10gb, exclusive; 2 cell(s) per mode; placement pods; node gpu-a")
     assert plan(placement="processes", node_name="").describe().endswith("node (none: this machine)")
 
@@ -119,9 +121,9 @@ def test_every_size_and_repeat_is_one_cell_in_order(counts, repeats, warmup):
         cell_of(len(cells), counts, repeats, warmup)
 
 
-def test_cell_name_is_the_sweeps_cell_id():
-    assert cell_name("TimeSlice:2", 10_000.0, 1) == "timeslice:2_p10000_r1"
-    assert cell_name("mps:2@50", 300, 0) == "mps:2@50_p300_r0"
+def test_a_cell_id_names_the_mode_size_and_repeat():
+    assert cell_id(parse_mode("TimeSlice:2"), 10_000, 1) == "timeslice:2_p10000_r1"
+    assert cell_id(parse_mode("mps:2@50"), 300, 0) == "mps:2@50_p300_r0"
 
 
 # ------------------------------------------------------------------ a cell of several pods

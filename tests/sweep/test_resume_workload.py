@@ -3,11 +3,15 @@ the resumed run its workload, and the shared identity (so the ``work_key`` colum
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from sharebench.errors import UserError
+from sharebench.modes import Mode
 from sharebench.results import append_sweep
-from sharebench.sweep import SweepConfig, inherit_options
+from sharebench.sweep import SweepConfig
+from sharebench.sweep.request import SweepRequest, sweep_config
 from sharebench.sweep.resume import check_same_work, folder_workload, identity
 from sharebench.workloads import Workload
 
@@ -56,11 +60,8 @@ NOT_GIVEN = {"engine": None, "device": None, "lattice": None}
 
 
 def resumed(out, workload=None) -> SweepConfig:
-    """What `sharebench run --resume --out OUT` builds (sharebench.cli.sweep), given ``workload`` keys."""
-    given = {"modes": None, "particles": None, "turns": None, "workload": {**NOT_GIVEN, **(workload or {})}}
-    filled = inherit_options(out, given)
-    w = Workload.from_dict({k: v for k, v in filled.pop("workload").items() if v is not None})
-    return SweepConfig(**{k: v for k, v in filled.items() if v is not None}, workload=w)
+    """What `sharebench run --resume --out OUT` builds (sharebench.sweep.request), given ``workload`` keys."""
+    return sweep_config(SweepRequest(out=out, resume=True, workload={**NOT_GIVEN, **(workload or {})}))
 
 
 @pytest.mark.parametrize(
@@ -77,7 +78,7 @@ def resumed(out, workload=None) -> SweepConfig:
 def test_an_old_folder_resumes_with_its_own_workload_and_identity(tmp_path, entry, given, workload):
     append_sweep(tmp_path, entry)
     cfg = resumed(tmp_path, given)
-    assert cfg.workload == workload and cfg.run_options == {} and cfg.modes == ["exclusive"]
+    assert cfg.workload == workload and cfg.run_options == {} and cfg.modes == (Mode("exclusive"),)
     shared = identity(cfg, entry["identity"]["turns"], cfg.workload.label)
     assert shared == entry["identity"]  # the same work_key for the same cell as before
     check_same_work(tmp_path, shared, cfg.workload.label)  # accepted
@@ -117,8 +118,7 @@ def test_resume_never_takes_the_program_from_the_folder(tmp_path):
 
 def test_resume_refuses_another_seed_of_the_same_workload(tmp_path):
     append_sweep(tmp_path, LEGACY_TRACKER)
-    cfg = resumed(tmp_path)
-    cfg.workload = Workload(device="opencl:0.0", seed=4)
+    cfg = dataclasses.replace(resumed(tmp_path), workload=Workload(device="opencl:0.0", seed=4))
     with pytest.raises(UserError, match=r"measured with seed 3, this run has 4; resume without changing it"):
         check_same_work(tmp_path, identity(cfg, 7, "simpletrack"), "simpletrack")
 

@@ -92,7 +92,7 @@ def test_defaults_for_this_machine(lattice):
     # (the generated ring would take ~20 s to build)
     plan = validate(SweepConfig(workload=Workload(device="cpu", lattice=lattice)))
     assert [m.label for m in plan.modes] == ["exclusive", "timeslice:2", "timeslice:4", "partition:2"]
-    assert plan.particles == [500, 1000] and plan.turns == 10 and plan.config.repeats == 3
+    assert plan.particles == (500, 1000) and plan.turns == 10 and plan.config.repeats == 3
     # a shared mode alone gets its baseline
     plan = validate(cfg(lattice, modes=["timeslice:2"]))
     assert [m.label for m in plan.modes] == ["exclusive", "timeslice:2"]

@@ -4,16 +4,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import multiprocessing
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from sharebench.analysis.latency import check_slo
-from sharebench.cli.workloads_cmd import given_workload, make_workload
+from sharebench.cli.workloads_cmd import given_workload
 from sharebench.errors import UserError
-from sharebench.modes import parse_modes
+from sharebench.modes import DEFAULT_MODES, with_baseline
 from sharebench.parse import seconds, whole_number
 from sharebench.report import build_report, end_screen
 from sharebench.results import RESULTS_CSV, SWEEP_JSON
@@ -26,8 +27,8 @@ from sharebench.sweep import (
     Stopped,
     SweepConfig,
     SweepPlan,
+    as_modes,
     describe_plan,
-    inherit_options,
     parse_particles,
     run_sweep,
     stop_on_signals,
@@ -36,6 +37,7 @@ from sharebench.sweep import (
 from sharebench.sweep.budget import RECORDED_ROOT, BudgetOptions, budget_options, plan_budget, plan_recorded
 from sharebench.sweep.calibrate import auto_sized, calibrate, folder_sizes
 from sharebench.sweep.plan import plan_header
+from sharebench.sweep.request import SweepRequest, sweep_config
 from sharebench.sweep.resume import check_same_work, identity, measured_cells
 from sharebench.telemetry.disturbance import Disturbed, check_quiet, strict_guard
 from sharebench.workloads.workload import MAX_BURSTS
@@ -64,9 +66,7 @@ def budget_of(args: argparse.Namespace) -> BudgetOptions | None:
 
 def recorded_plan(args: argparse.Namespace, opts: BudgetOptions) -> str:
     """``--dry-run --budget --gpu-model``: the plan from the model's recorded rates, no device resolved."""
-    modes = parse_modes(args.modes.split(",") if args.modes else ["exclusive", "timeslice:2", "timeslice:4", "mps:2"])
-    if not any(m.kind == "exclusive" for m in modes):
-        modes = [*parse_modes(["exclusive"]), *modes]
+    modes = with_baseline(list(as_modes(args.modes or DEFAULT_MODES)))
     sizes = parse_particles(args.particles) if args.particles else DEFAULT_PARTICLES["gpu"]
     turns = whole_number("--turns", args.turns, 1, MAX_TURNS) if args.turns is not None else DEFAULT_TURNS["gpu"]
     warm = whole_number("--warmup-repeats", args.warmup_repeats, 0, MAX_REPEATS) if args.warmup_repeats else 1
@@ -88,21 +88,16 @@ def dry_run(plan: SweepPlan, opts: BudgetOptions | None, out: Path) -> str:
     resumed = out if plan.config.resume else None
     if opts is not None:
         bp = plan_budget(plan, opts, folder_sizes(resumed) if auto_sized(plan) else ())
-        plan.particles = list(bp.sizes)
+        plan = plan.with_particles(bp.sizes)
         return "\n".join([*plan_header(plan), bp.describe(), *(f"note: {n}" for n in plan.notes)])
     if auto_sized(plan):
-        plan.notes.append(calibrate(plan, resumed))
+        plan, note = calibrate(plan, resumed)
+        plan = plan.with_notes(note)
         if resumed is None or not folder_sizes(resumed):
-            plan.notes.append(
+            plan = plan.with_notes(
                 "the run calibrates again at its start, the same way (the machine's noise may move the size)"
             )
     return describe_plan(plan)
-
-
-def pattern_workload(args: argparse.Namespace) -> dict[str, Any]:
-    """The Workload keys of --pattern, --neighbours and --bursts (None where not given)."""
-    bursts = whole_number("--bursts", args.bursts, 1, MAX_BURSTS) if args.bursts is not None else None
-    return {"pattern": args.pattern, "neighbours": args.neighbours, "bursts": bursts}
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
@@ -158,57 +153,68 @@ def nothing_to_do(cfg: SweepConfig, out: Path) -> bool:
     return True
 
 
+def request_of(args: argparse.Namespace, out: Path, budget: BudgetOptions | None) -> SweepRequest:
+    """The run command's options, each parsed here (the command line is their boundary); ``budget``:
+    :func:`budget_of`'s."""
+    bursts = whole_number("--bursts", args.bursts, 1, MAX_BURSTS) if args.bursts is not None else None
+    return SweepRequest(
+        out=out,
+        modes=as_modes(args.modes) if args.modes is not None else None,
+        particles=args.particles,  # parsed by the SweepConfig, which knows the workload's sizes (exec: work)
+        turns=whole_number("--turns", args.turns, 1, MAX_TURNS) if args.turns is not None else None,
+        repeats=whole_number("--repeats", args.repeats, 1, MAX_REPEATS) if args.repeats is not None else None,
+        warmup_repeats=(
+            whole_number("--warmup-repeats", args.warmup_repeats, 0, MAX_REPEATS)
+            if args.warmup_repeats is not None
+            else None
+        ),
+        # None where not given (resume: the folder's)
+        workload={**given_workload(args), "pattern": args.pattern, "neighbours": args.neighbours, "bursts": bursts},
+        ready_timeout_s=seconds("--ready-timeout", args.ready_timeout, 0.001) if args.ready_timeout else None,
+        run_timeout_s=seconds("--run-timeout", args.run_timeout, 0.001) if args.run_timeout is not None else None,
+        stop_after_s=seconds("--stop-after", args.stop_after) if args.stop_after is not None else None,
+        slo=check_slo(args.slo) if args.slo is not None else None,
+        resume=args.resume,
+        budget=budget,
+        telemetry=not args.no_telemetry,
+        progress=not args.no_progress,
+        allow_gpu_settings=args.allow_gpu_settings,
+        fresh_replicas=args.fresh_replicas,
+        timeslice_probe=not args.no_probe,
+        strict=args.strict,
+        dry_run=args.dry_run,
+        command=tuple(sys.argv),
+    )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     t_start = time.monotonic()  # the budget's clock: start-up, calibration, the cells and the report
     budget = budget_of(args)
     if budget is not None and args.gpu_model is not None:
         print(recorded_plan(args, budget))
         return 0
-    out = results_folder(args)
-    given = {
-        "turns": whole_number("--turns", args.turns, 1, MAX_TURNS) if args.turns is not None else None,
-        "repeats": whole_number("--repeats", args.repeats, 1, MAX_REPEATS) if args.repeats is not None else None,
-        "warmup_repeats": (
-            whole_number("--warmup-repeats", args.warmup_repeats, 0, MAX_REPEATS)
-            if args.warmup_repeats is not None
-            else None
-        ),
-        "ready_timeout_s": seconds("--ready-timeout", args.ready_timeout, 0.001) if args.ready_timeout else None,
-        "run_timeout_s": seconds("--run-timeout", args.run_timeout, 0.001) if args.run_timeout is not None else None,
-        "modes": args.modes.split(",") if args.modes is not None else None,
-        "particles": args.particles,
-        "workload": {**given_workload(args), **pattern_workload(args)},  # None where not given (resume: the folder's)
-        "slo": check_slo(args.slo) if args.slo is not None else None,
-    }
-    stop_after = seconds("--stop-after", args.stop_after) if args.stop_after is not None else None
-    if args.resume:  # the folder's own sweep: what the user did not give comes from its sweep.json
-        given = inherit_options(out, given)
-    workload = make_workload(given.pop("workload"))
-    cfg = SweepConfig(
-        **{k: v for k, v in given.items() if v is not None},
-        workload=workload,
-        resume=args.resume,
-        telemetry_interval_s=None if args.no_telemetry else 0.1,
-        progress=not args.no_progress,
-        command=list(sys.argv),
-        stop_after_s=stop_after,
-        allow_gpu_settings=args.allow_gpu_settings,
-        fresh_replicas=args.fresh_replicas,
-        timeslice_probe=not args.no_probe,
-    )
-    if args.dry_run:
+    return run_request(request_of(args, results_folder(args), budget), t_start)
+
+
+def run_request(request: SweepRequest, t_start: float | None = None) -> int:
+    """Run (or with ``dry_run`` describe) the sweep ``request`` asks for, then its report and end screen;
+    the exit status. The command line and a campaign's sweep steps both run here."""
+    t_start = time.monotonic() if t_start is None else t_start
+    out, budget = request.out, request.budget
+    cfg = sweep_config(request)
+    if request.dry_run:
         print(dry_run(validate(cfg), budget, out))
         return 0
-    if args.resume and budget is None and nothing_to_do(cfg, out):
+    if request.resume and budget is None and nothing_to_do(cfg, out):
         return 0
-    if args.strict:
+    if request.strict:
         check_quiet()
     try:
         with stop_on_signals() as watch:
 
             def on_cell(rows: list[dict]) -> None:
                 watch.check()
-                if args.strict:
+                if request.strict:
                     strict_guard(rows)
 
             run_sweep(cfg, out, on_cell=on_cell, budget=budget, t_start=t_start)
@@ -237,6 +243,34 @@ def cmd_run(args: argparse.Namespace) -> int:
     screen, status = end_screen(out)
     print(screen)
     return status
+
+
+def _child(request: SweepRequest) -> None:
+    """A spawned process's body (:func:`run_in_child`): the request run, its status the exit code."""
+    try:
+        status = run_request(request)
+    except UserError as exc:
+        print(f"sharebench: error: {exc}", file=sys.stderr)
+        status = 2
+    except KeyboardInterrupt:
+        print("sharebench: interrupted", file=sys.stderr)
+        status = 130
+    sys.stdout.flush()
+    sys.exit(status)
+
+
+def run_in_child(request: SweepRequest) -> int:
+    """:func:`run_request` in a process of its own, as ``sharebench run`` would run (a campaign's sweep
+    steps: each sweep's device state, daemons and signals its own); the value crosses, not its argv."""
+    process = multiprocessing.get_context("spawn").Process(target=_child, args=(request,), name="sharebench-run")
+    process.start()
+    try:
+        process.join()
+    except KeyboardInterrupt:  # the child got the same Ctrl-C: it stops its cell and keeps what is done
+        with contextlib.suppress(KeyboardInterrupt):
+            process.join()
+        raise
+    return int(process.exitcode if process.exitcode is not None else 1)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

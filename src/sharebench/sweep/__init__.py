@@ -1,7 +1,8 @@
 """A sweep: sharing modes x particle counts x repeats on one machine, written as it goes.
 
-``plan``: the configuration, validated in full before anything runs, and its cells; ``runner``:
-``run_sweep`` over every cell and ``measure_cell`` for one (the step the KFP components run).
+``plan``: the one planner: the configuration, validated in full before anything runs, and its cells
+(on one machine, or as a pipeline's separate tasks); ``runner``: ``run_sweep`` over every cell and
+``measure_cell`` for one (the step the KFP components run).
 """
 
 from sharebench.sweep.plan import (
@@ -11,16 +12,20 @@ from sharebench.sweep.plan import (
     MAX_REPEATS,
     MAX_TURNS,
     Cell,
+    CellGrid,
     SweepConfig,
     SweepPlan,
+    as_modes,
     cell_id,
+    cell_of,
     default_modes,
     describe_plan,
     parse_particles,
+    plan_grid,
     validate,
 )
 from sharebench.sweep.resume import inherit_options
-from sharebench.sweep.runner import CellResult, measure_cell, new_sweep_id, run_sweep
+from sharebench.sweep.runner import CellResult, check_cell, measure_cell, new_sweep_id, run_sweep
 from sharebench.sweep.signals import Stopped, stop_on_signals
 
 __all__ = [
@@ -30,17 +35,22 @@ __all__ = [
     "MAX_REPEATS",
     "MAX_TURNS",
     "Cell",
+    "CellGrid",
     "CellResult",
     "Stopped",
     "SweepConfig",
     "SweepPlan",
+    "as_modes",
     "cell_id",
+    "cell_of",
+    "check_cell",
     "default_modes",
     "describe_plan",
     "inherit_options",
     "measure_cell",
     "new_sweep_id",
     "parse_particles",
+    "plan_grid",
     "run_sweep",
     "stop_on_signals",
     "validate",

@@ -38,8 +38,6 @@ from sharebench.results import COLUMNS
 from sharebench.sweep.budget import Block, BudgetOptions, BudgetPlan, fmt_duration
 from sharebench.sweep.plan import Cell
 
-LOSS_KINDS = ("timeslice", "mps")  # a loss of T_N against N·T_1
-
 
 @dataclass(frozen=True)
 class Measured:
@@ -104,8 +102,8 @@ def block_decision(
     m = measured[(block.mode.label, block.particles)]
     n = m.repeats
     lo, hi = options.min_repeats, options.max_repeats
-    exclusive = next((b for b in plan.blocks if b.mode.kind == "exclusive" and b.particles == block.particles), None)
-    if block.mode.kind not in LOSS_KINDS or exclusive is None:
+    exclusive = next((b for b in plan.blocks if b.mode.is_baseline and b.particles == block.particles), None)
+    if not block.mode.spec.shared or exclusive is None:
         samples = m.upto(m.mean_track_s, n)
         return should_continue(samples, precision=options.precision, relative=True, min_repeats=lo, max_repeats=hi)
     t1 = measured[(exclusive.mode.label, exclusive.particles)]
@@ -151,7 +149,7 @@ def further_repeats(
         key = (b.mode.label, b.particles)
         n = measured[key].repeats
         shared_on = any(k[1] == b.particles and r == n + 1 for k, r in wants.items())
-        if b.mode.kind == "exclusive" and key not in wants and plan.repeats <= n < options.max_repeats and shared_on:
+        if b.mode.is_baseline and key not in wants and plan.repeats <= n < options.max_repeats and shared_on:
             wants[key] = n + 1
     by_label = {m.label: m for m in plan.modes}
     return [Cell(by_label[label], p, r) for (label, p), r in wants.items()], decisions
@@ -198,13 +196,13 @@ def fit_budget(
         if used + cost <= left_s:
             kept.append(c)
             used += cost
-    shared = {(c.particles, c.repeat) for c in kept if c.mode.kind != "exclusive"}
-    sizes_shared = {b.particles for b in plan.blocks if b.mode.kind != "exclusive"}
+    shared = {(c.particles, c.repeat) for c in kept if not c.mode.is_baseline}
+    sizes_shared = {b.particles for b in plan.blocks if not b.mode.is_baseline}
     return [  # a further T_1 repeat whose shared repeats did not fit would only spend time
         c
         for c in kept
         if not (
-            c.mode.kind == "exclusive"
+            c.mode.is_baseline
             and c.repeat > plan.repeats
             and c.particles in sizes_shared
             and (c.particles, c.repeat) not in shared
@@ -238,9 +236,7 @@ def next_cells(
 
 def is_loss(plan: BudgetPlan, block: Block) -> bool:
     """Whether the block is judged on its loss (time-slicing and MPS with an exclusive block of its size)."""
-    return block.mode.kind in LOSS_KINDS and any(
-        b.mode.kind == "exclusive" and b.particles == block.particles for b in plan.blocks
-    )
+    return block.mode.spec.shared and any(b.mode.is_baseline and b.particles == block.particles for b in plan.blocks)
 
 
 def quantity(plan: BudgetPlan, block: Block, decision: Decision) -> str:

@@ -1,6 +1,6 @@
 """A sweep within a node-time budget: what fits, planned before anything runs, and the plan that then runs.
 
-``--budget DURATION`` (:func:`parse_duration`) is the node time an answer may cost, from the command's
+``--budget DURATION`` (:func:`sharebench.parse.parse_duration`) is the node time an answer may cost, from the command's
 start to its report. The plan (:func:`plan_within`) comes from
 
 * a calibration (:class:`Calibration`): the exclusive rate per particle count, from one short
@@ -30,12 +30,12 @@ import contextlib
 import dataclasses
 import math
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,13 +45,14 @@ from sharebench.errors import UserError
 from sharebench.gpus import emulated_layout, layout_profiles
 from sharebench.gpus import gpu_model as find_gpu_model
 from sharebench.kernel import RunConfig, run_replica
-from sharebench.modes import Mode, parse_mode
-from sharebench.parse import whole_number
+from sharebench.modes import BASELINE, Mode, is_baseline, parse_mode
+from sharebench.parse import fmt_duration, parse_duration, whole_number
 from sharebench.results import load_results, read_sweeps
 from sharebench.sweep.calibrate import MAX_PARTICLES, PROBE_PARTICLES, auto_sized
-from sharebench.sweep.plan import MAX_REPEATS, Cell, SweepPlan
+from sharebench.sweep.plan import MAX_REPEATS, Cell, CellGrid, SweepConfig, SweepPlan, validate
+from sharebench.workloads import Workload
 
-HEADLINE_MODES = ("exclusive", "timeslice:2", "mps:2")
+HEADLINE_MODES = (BASELINE, "timeslice:2", "mps:2")
 # the smallest size a budget picks by itself (the CPU default without a budget stops at the probe's 1,000): a
 # slow CPU (the generated LHC-like ring, 1,000 particles x 10 turns in 3.5-7.5 s on the 2-core dev machine)
 # fits every default mode into 90 s only below it
@@ -61,31 +62,6 @@ MIN_AUTO_PARTICLES = 100
 RECORDED_ENV = "SHAREBENCH_RECORDED"
 RECORDED_ROOT = Path(os.environ.get(RECORDED_ENV) or Path(__file__).resolve().parents[3] / "results")
 ADAPTIVE_RESERVE = 0.25  # of the time left after the set-up: kept for repeats beyond the minimum
-MAX_BUDGET_S = 30 * 86400.0
-DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?")
-DURATION_ALLOWED = "a duration such as 90s, 10m, 1h30m (h, m, s; at most 30 days)"
-
-
-def parse_duration(text: str | float, name: str = "--budget") -> float:
-    """``"90s"`` -> 90.0, ``"10m"`` -> 600.0, ``"1h30m"`` -> 5400.0; a bare number, zero or a typo is a
-    one-line UserError naming the value."""
-    s = str(text).strip().lower().replace(" ", "")
-    m = DURATION.fullmatch(s)
-    if not s or m is None or not any(m.groups()):
-        raise UserError(f"bad {name} {text!r}; allowed: {DURATION_ALLOWED}")
-    h, mi, sec = (float(g) if g else 0.0 for g in m.groups())
-    total = h * 3600 + mi * 60 + sec
-    if not 0 < total <= MAX_BUDGET_S:
-        raise UserError(f"bad {name} {text!r}; allowed: {DURATION_ALLOWED}, more than 0 s")
-    return total
-
-
-def fmt_duration(seconds: float) -> str:
-    """600 -> "10m", 5400 -> "1h30m", 95.5 -> "1m35.5s"."""
-    h, rest = divmod(float(seconds), 3600)
-    m, s = divmod(rest, 60)
-    parts = [f"{int(h)}h" if h else "", f"{int(m)}m" if m else "", f"{s:.3g}s" if s or not (h or m) else ""]
-    return "".join(parts)
 
 
 @dataclass(frozen=True)
@@ -217,7 +193,7 @@ END_TASKS = 2  # collect_results, write_report
 
 
 def pipeline_overheads(start_delay_s: float, modes: int, task_s: float = PIPELINE_TASK_S) -> Overheads:
-    """A pipeline's overheads (``sharebench.sweep.cells.plan_budget_grid``): a cell costs its tasks and the
+    """A pipeline's overheads (:func:`plan_budget_grid`): a cell costs its tasks and the
     start delay (its fresh replicas set up within it); before the first cell, every mode's own tasks (its
     node reconfigured: a no-op without a node, minutes with one, not modelled); after the last, the results
     and report tasks."""
@@ -288,7 +264,7 @@ def recorded_results(
             & (df["backend"] == backend)
             & (df["engine"] == engine)
         ]
-        if (rows["mode_kind"] == "exclusive").any():
+        if (rows["mode_kind"] == BASELINE).any():
             found.append((csv.parent, rows))
     if not found:
         raise UserError(
@@ -300,11 +276,11 @@ def recorded_results(
 
 def mode_factors(rows: pd.DataFrame) -> dict[str, list[float]]:
     """Each cell's span / (N · mean T_1 of its work), by mode, from one folder's rows."""
-    t1 = rows[rows["mode_kind"] == "exclusive"].groupby(["particles", "turns"])["track_s"].mean()
+    t1 = rows[rows["mode_kind"] == BASELINE].groupby(["particles", "turns"])["track_s"].mean()
     out: dict[str, list[float]] = {}
     for (_, _, mode), g in rows.groupby(["sweep_id", "cell_id", "mode"]):
         work = (g["particles"].iloc[0], g["turns"].iloc[0])
-        if mode == "exclusive" or work not in t1.index:
+        if is_baseline(str(mode)) or work not in t1.index:
             continue
         span = float(g["track_end"].max() - g["track_start"].min())
         out.setdefault(str(mode), []).append(span / (len(g) * float(t1[work])))
@@ -319,7 +295,7 @@ def recorded_calibration(
     the campaign lattice's (None: the recorded one's)."""
     found = recorded_results(root, model, backend)
     rows = pd.concat([r for _, r in found])
-    exclusive = rows[rows["mode_kind"] == "exclusive"]
+    exclusive = rows[rows["mode_kind"] == BASELINE]
     rates = {int(p): float(g.median()) for p, g in exclusive.groupby("particles")["element_passes_per_s"]}
     factors: dict[str, list[float]] = {}
     for _, r in found:
@@ -547,7 +523,7 @@ def choose_blocks(costing: Costing, sizes: Sequence[int], rounds: int, room_s: f
     base = next((p for p in sorted(sizes, reverse=True) if c.one_each(p) * rounds <= room_s), min(sizes))
     blocks = [c.block(m, base) for m in c.modes]
     used = c.one_each(base) * rounds
-    exclusive = next((m for m in c.modes if m.kind == "exclusive"), None)
+    exclusive = next((m for m in c.modes if m.is_baseline), None)
     for p in sorted(sizes, reverse=True):
         if p == base:
             continue
@@ -596,10 +572,9 @@ def plan_budget(sweep: SweepPlan, options: BudgetOptions, sizes: Sequence[int] =
 
 def model_replicas(model: str, mode: Mode) -> int:
     """A mode's replicas on a GPU model: one per MIG instance (or emulated instance) of its layout."""
-    if mode.kind == "mig":
-        return len(layout_profiles(model, mode.layout or ""))
-    if mode.kind == "mig-emulated":
-        return len(emulated_layout(model, mode.layout or ""))
+    if mode.spec.replicas_from == "layout":  # the device's own instances, or those MPS emulates
+        instances = layout_profiles if mode.spec.device_instances else emulated_layout
+        return len(instances(model, mode.layout or ""))
     return int(mode.replicas or 1)
 
 
@@ -628,3 +603,106 @@ def plan_recorded(
         replicas={m.label: model_replicas(model, m) for m in modes},
         warmup_repeats=warmup_repeats,
     )
+
+
+# ---------------------------------------------------------------- a pipeline's budget (sweep.plan.plan_grid)
+def calibrate_here(grid: CellGrid, turns: int, workload: Workload) -> tuple[Calibration, dict[str, int]]:
+    """The rates of one short exclusive run per size on this machine (the device of ``workload``), as
+    ``sharebench run --budget`` calibrates, and each mode's replicas there."""
+    config = SweepConfig(
+        modes=grid.modes,
+        particles=grid.particles,
+        turns=turns,
+        repeats=grid.repeats,
+        warmup_repeats=grid.warmup_repeats,
+        workload=workload,
+        progress=False,
+    )
+    sweep = validate(config)
+    calibration = calibrate_sizes(sweep.run_config, grid.particles, probe_turns=PROBE_TURNS)
+    return calibration, {m.label: sweep.replicas(m) for m in sweep.modes}
+
+
+def plan_budget_grid(
+    grid: CellGrid,
+    *,
+    turns: Any,
+    workload: Mapping[str, Any] | Workload,
+    start_delay_s: float,
+    root: Path | str = RECORDED_ROOT,
+) -> tuple[CellGrid, BudgetPlan]:
+    """The grid cut to what fits ``grid.budget_s`` (module docstring): the planned modes (a mode with no
+    block left out), sizes, repeats and each mode's cells, and the budget plan behind them. No node: the
+    rates are calibrated on this machine; a node: they are the recorded ones of its GPU model under
+    ``root`` (a one-line UserError without a GPU model, or with none recorded)."""
+    if grid.budget_s is None:
+        raise ValueError("plan_budget_grid needs a grid with a budget")
+    what = workload if isinstance(workload, Workload) else Workload.from_dict(dict(workload or {}))
+    n_turns = whole_number("turns", turns, 1)
+    modes = list(grid.modes)
+    if grid.node_name:
+        if not grid.gpu_model:
+            raise UserError(
+                f"budget {fmt_duration(grid.budget_s)} on node {grid.node_name!r} is planned from the recorded rates "
+                "of its GPU model; allowed: gpu_model (e.g. H200) or node_name NAME=GPU_MODEL"
+            )
+        calibration, _ = recorded_calibration(grid.gpu_model, root, n_turns)
+        replicas = {m.label: model_replicas(grid.gpu_model, m) for m in modes}
+    else:
+        calibration, replicas = calibrate_here(grid, n_turns, what)
+    plan = plan_within(
+        grid.budget_s,
+        calibration,
+        pipeline_overheads(float(start_delay_s), len(modes)),
+        modes,
+        grid.particles,
+        grid.repeats,
+        grid.repeats,  # no repeat beyond the planned ones: a static graph
+        replicas=replicas,
+        warmup_repeats=grid.warmup_repeats,
+    )
+    sizes = tuple(p for p in plan.sizes if any(b.particles == p for b in plan.blocks))
+    per = plan.repeats + plan.warmup_repeats
+    by_mode = {
+        label: tuple(i * per + k for i, p in enumerate(sizes) if plan.block(label, p) for k in range(per))
+        for label in grid.labels
+    }
+    by_mode = {label: cells for label, cells in by_mode.items() if cells}
+    planned = dataclasses.replace(
+        grid,
+        modes=tuple(m for m in grid.modes if m.label in by_mode),
+        cells=tuple(range(len(sizes) * per)),
+        particles=sizes,
+        repeats=plan.repeats,
+        warmup_repeats=plan.warmup_repeats,
+        cells_by_mode=by_mode,
+    )
+    return planned, plan
+
+
+def budget_summary(plan: BudgetPlan, started_unix: float) -> dict[str, Any]:
+    """What the report needs of a pipeline's budget plan, as plain values: the budget, the clock's start
+    (epoch s, the plan step's), the prediction and the plan as ``--dry-run`` prints it."""
+    return {
+        "budget_s": plan.budget_s,
+        "started_unix": float(started_unix),
+        "predicted_s": round(plan.predicted_s, 1),
+        "cells": len(plan.cells()),
+        "plan": plan.describe().splitlines(),
+    }
+
+
+def budget_notes(summary: Mapping[str, Any], measured_cells: int, now_unix: float | None = None) -> list[str]:
+    """The report's budget lines (its notes) of a pipeline run from :func:`budget_summary`: budget, time
+    used from the plan step to now (before the report), the plan and what ran of it; none without a budget."""
+    if not summary or summary.get("budget_s") is None:
+        return []
+    budget_s = float(summary["budget_s"])
+    used = (time.time() if now_unix is None else now_unix) - float(summary["started_unix"])
+    return [
+        f"budget: {fmt_duration(budget_s)} ({budget_s:g} s); used {used:.1f} s ({100 * used / budget_s:.0f}%) from "
+        f"the plan step to the results, before the report; predicted {float(summary['predicted_s']):.0f} s",
+        f"budget: ran {measured_cells} of {int(summary['cells'])} planned cell(s); the pipeline's repeats are fixed, "
+        "chosen to fit (a static task graph cannot repeat an unsettled cell)",
+        *(f"budget plan: {line.strip()}" for line in summary.get("plan") or []),
+    ]

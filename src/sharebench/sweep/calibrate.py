@@ -48,20 +48,18 @@ def kept_note(sizes: list[int]) -> str:
     return f"calibration: kept the folder's particle counts {', '.join(f'{p:,}' for p in sizes)}"
 
 
-def calibrate(plan: SweepPlan, out: Path | None) -> str:
-    """Set ``plan.particles`` to the calibrated size (CPU, no --particles); returns the note to record.
-    ``out``: a resumed folder, whose sizes are kept. The dry run calls it too, so that it shows the size
-    the run will calibrate (the run calibrates again at its start: the same method, the machine's noise)."""
+def calibrate(plan: SweepPlan, out: Path | None) -> tuple[SweepPlan, str]:
+    """The plan at the calibrated size (CPU, no --particles), and the note to record. ``out``: a resumed
+    folder, whose sizes are kept. The dry run calls it too, so that it shows the size the run will
+    calibrate (the run calibrates again at its start: the same method, the machine's noise)."""
     sizes = folder_sizes(out)
     if sizes:
-        plan.particles = sizes
-        return kept_note(sizes)
+        return plan.with_particles(sizes), kept_note(sizes)
     with contextlib.redirect_stdout(sys.stderr):
         rec = run_replica(plan.run_config(PROBE_PARTICLES))
     rate = PROBE_PARTICLES * plan.turns / rec.track_s if rec.track_s > 0 else math.inf
     particles = min(MAX_PARTICLES, max(PROBE_PARTICLES, round2(rate * TARGET_TRACK_S / plan.turns)))
-    plan.particles = [particles]
-    return (
+    return plan.with_particles([particles]), (
         f"calibration: {PROBE_PARTICLES:,} particles x {plan.turns} turns tracked in {rec.track_s:.3f} s "
         f"({rate:,.0f} particle-turns/s): {particles:,} particles for about {TARGET_TRACK_S:g} s of exclusive "
         f"tracking per cell (kept between {PROBE_PARTICLES:,} and {MAX_PARTICLES:,})"

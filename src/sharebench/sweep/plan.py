@@ -1,10 +1,20 @@
-"""What a sweep will run: its configuration, checked in full before anything runs, and its cells.
+"""What a sweep will run, planned in one place: its configuration, checked in full before anything runs,
+and its cells, on one machine (:func:`validate`) or as separate tasks of a pipeline (:func:`plan_grid`).
 
-``validate(config)`` resolves the device, the modes (adding ``exclusive``, the T_1 baseline every
-loss needs), the particle counts and turns, plans every mode's replicas on the device and checks
-that every size fits in memory and that the lattice loads: a one-line UserError before any replica
-starts. A sweep is the cells of :meth:`SweepPlan.cells` in the order repeat -> particle count ->
-mode, so slow drifts of the machine spread over all modes; repeats <= 0 are discarded warm-ups.
+A :class:`SweepConfig` holds parsed values: its modes, particle counts, turns and repeats are parsed
+when it is made (from the command line, a campaign plan, a pipeline step or a results folder), once.
+``validate(config)`` resolves the device, the modes (adding the baseline, T_1, that every loss needs),
+the default particle counts and turns, plans every mode's replicas on the device and checks that
+every size fits in memory and that the lattice loads: a one-line UserError before any replica starts.
+The validated :class:`SweepPlan` is frozen: a calibration or a budget that picks the sizes makes a new
+one (:meth:`SweepPlan.with_particles`). A sweep is the cells of :meth:`SweepPlan.cells` in the order
+repeat -> particle count -> mode, so slow drifts of the machine spread over all modes; repeats <= 0 are
+discarded warm-ups.
+
+A pipeline runs each (mode, cell index) as its own task: :func:`plan_grid` checks its parameters as
+the plan step receives them and numbers the cells of one mode (:class:`CellGrid`); :func:`cell_of`
+turns a cell index back into its particle count and repeat. A mode has ``len(particles) * (repeats +
+warmup_repeats)`` cells, run one after the other. Every cell's id is :func:`cell_id`'s.
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ import contextlib
 import dataclasses
 import re
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,10 +31,13 @@ from typing import Any
 from sharebench.analysis.latency import DEFAULT_SLO, check_slo
 from sharebench.devices import DeviceInfo, resolve_device
 from sharebench.errors import UserError
+from sharebench.gpus import gpu_model as find_gpu_model
+from sharebench.gpus import resolve_layout
 from sharebench.kernel import RunConfig, check_fits, check_xtrack_device
 from sharebench.kernel.lattice import get_line_cached, get_packed
-from sharebench.modes import Mode, parse_modes
-from sharebench.parse import counts, whole_number
+from sharebench.modes import ALLOWED, DEFAULT_MODES, KINDS, MPS_DAEMON, Mode, kind_of, parse_mode, with_baseline
+from sharebench.node.placement import check_placement, split_node
+from sharebench.parse import counts, parse_duration, whole_number
 from sharebench.sharing import CellPlan, check_mps_available, plan_cell
 from sharebench.sharing.timeslice import check_allowed
 from sharebench.workloads import Workload
@@ -38,12 +52,33 @@ DEFAULT_REPEATS = 3
 # bounds checked before anything is allocated: a typo must not start a sweep of years
 MAX_REPEATS = 1000
 MAX_TURNS = 10**9
+# the default modes are modes.DEFAULT_MODES, those the device runs; a CPU runs these in place of a CUDA-only
+# mode, and a pipeline's cluster sweep (the ``modes`` parameter's default) adds these, each in its kind's order
+CPU_MODES = ("partition:2",)
+CLUSTER_MODES = ("timeslice:8", "mps:4", "mig:7g", "mig:1g")
+PIPELINE_MODES = sorted((*DEFAULT_MODES, *CLUSTER_MODES), key=lambda m: KINDS[kind_of(m)].order)
+PIPELINE_PARTICLES = [5_000_000, 10_000_000, 15_000_000]  # the pipeline's default particle counts
+WARMUP_REPEATS = 1  # default: repeat 0 of every (mode, particle count) is a discarded warm-up
 
 
-@dataclass
+def as_modes(modes: str | Iterable[str | Mode]) -> tuple[Mode, ...]:
+    """Mode strings (a list, or ``a,b``) parsed, each once; a :class:`Mode` is kept as it is; duplicates
+    dropped (the first kept). A one-line UserError names a bad mode, or an empty list."""
+    items = modes.split(",") if isinstance(modes, str) else list(modes)
+    parsed = [m if isinstance(m, Mode) else parse_mode(m) for m in items if isinstance(m, Mode) or m.strip()]
+    if not parsed:
+        raise UserError(f"no sharing mode given; allowed: {ALLOWED}")
+    return tuple({m.label: m for m in parsed}.values())
+
+
+@dataclass(frozen=True)
 class SweepConfig:
-    modes: list[str] | None = None  # None: the default set for the device
-    particles: list[int] | str | None = None  # None: the default sizes for the device class
+    """What a sweep is asked to run: parsed values, each parsed when the config is made (mode strings,
+    ``"5e6,1e7"``, ``"3"`` are accepted and parsed here, once; :func:`sweep_config` makes one from the
+    options a user gave, the command line's or a campaign plan's)."""
+
+    modes: tuple[Mode, ...] | None = None  # None: the default set for the device
+    particles: tuple[int, ...] | None = None  # None: the default sizes for the device class
     turns: int | None = None  # None: the default for the device class
     repeats: int = DEFAULT_REPEATS  # measured repeats per cell
     warmup_repeats: int = 1  # discarded warm-up repeats before them
@@ -66,14 +101,28 @@ class SweepConfig:
             raise TypeError(
                 f"SweepConfig.workload is a Workload (Workload.from_dict for a dict), not {self.workload!r}"
             )
-        self.slo = check_slo(self.slo)
+        put = object.__setattr__  # frozen: the parsed values replace what was given, once
+        if self.modes is not None:
+            put(self, "modes", as_modes(self.modes))
+        if self.particles is not None:
+            put(self, "particles", tuple(parse_particles(self.particles, self.workload.size_name)))
+        if self.turns is not None:
+            put(self, "turns", whole_number("turns", self.turns, 1, MAX_TURNS))
+        put(self, "repeats", whole_number("repeats", self.repeats, 1, MAX_REPEATS))
+        put(self, "warmup_repeats", whole_number("warm-up repeats", self.warmup_repeats, 0, MAX_REPEATS))
+        put(self, "slo", check_slo(self.slo))
         doubled = sorted(set(self.run_options) & set(RUN_CONFIG_OF_WORKLOAD))
         if doubled:
             raise UserError(f"run option(s) {', '.join(doubled)} belong to the workload; give them there")
 
     def to_dict(self) -> dict[str, Any]:
-        """As ``sweep.json`` and provenance.json record it: the workload as its own dict."""
-        return {**dataclasses.asdict(self), "workload": self.workload.to_dict()}
+        """As ``sweep.json`` and provenance.json record it: the workload as its own dict, the modes as labels."""
+        return {
+            **dataclasses.asdict(self),
+            "modes": None if self.modes is None else [m.label for m in self.modes],
+            "particles": None if self.particles is None else list(self.particles),
+            "workload": self.workload.to_dict(),
+        }
 
 
 # the RunConfig fields a Workload sets (RunConfig.from_workload); not run options
@@ -112,15 +161,26 @@ def cell_id(mode: Mode, particles: int, repeat: int) -> str:
     return f"{mode.label}_p{particles}_r{repeat}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class SweepPlan:
+    """A validated sweep (:func:`validate`), frozen: a calibration or a budget that picks the sizes makes
+    a new one (:meth:`with_particles`), and so does a note (:meth:`with_notes`)."""
+
     config: SweepConfig
     device: DeviceInfo
-    modes: list[Mode]
-    plans: dict[str, CellPlan]
-    particles: list[int]
+    modes: tuple[Mode, ...]
+    plans: Mapping[str, CellPlan]
+    particles: tuple[int, ...]
     turns: int
-    notes: list[str]
+    notes: tuple[str, ...] = ()
+
+    def with_particles(self, particles: Iterable[int]) -> SweepPlan:
+        """This plan at other particle counts (a calibration's, a budget plan's, a resumed folder's)."""
+        return dataclasses.replace(self, particles=tuple(particles))
+
+    def with_notes(self, *notes: str) -> SweepPlan:
+        """This plan with more notes (what the run records in notes.txt and the dry run prints)."""
+        return dataclasses.replace(self, notes=(*self.notes, *notes))
 
     def cells(self) -> list[Cell]:
         """Every cell in run order: repeat -> particle count -> mode; repeats <= 0 are warm-ups."""
@@ -192,37 +252,44 @@ def describe_plan(plan: SweepPlan) -> str:
     return "\n".join(lines)
 
 
-def default_modes(device: DeviceInfo) -> list[str]:
-    """exclusive, timeslice:2, timeslice:4, and partition:2 on the CPU or mps:2 where MPS can run."""
-    modes = ["exclusive", "timeslice:2", "timeslice:4"]
-    if device.kind == "cpu":
-        modes.append("partition:2")
-    elif device.kind == "gpu":
+def runs_on(mode: Mode, device: DeviceInfo) -> bool:
+    """Whether ``device`` can run ``mode`` by its kind's device class and helper (an MPS daemon needs one)."""
+    spec = mode.spec
+    if spec.device_class == "cpu":
+        return device.kind == "cpu"
+    if spec.device_class == "cuda" and device.kind != "gpu":
+        return False
+    if spec.helper == MPS_DAEMON:
         try:
-            check_mps_available(device, "mps:2")
-            modes.append("mps:2")
+            check_mps_available(device, mode.label)
         except UserError:
-            pass
-    return modes
+            return False
+    return True
 
 
-def parse_particles(text: str | list, name: str = "particle count") -> list[int]:
+def default_modes(device: DeviceInfo) -> tuple[Mode, ...]:
+    """The modes of :data:`sharebench.modes.DEFAULT_MODES` the device runs (exclusive, timeslice:2,
+    timeslice:4, mps:2 where MPS can run), and on the CPU :data:`CPU_MODES` (partition:2)."""
+    extra = CPU_MODES if device.kind == "cpu" else ()
+    return tuple(m for m in as_modes([*DEFAULT_MODES, *extra]) if runs_on(m, device))
+
+
+def parse_particles(text: str | Iterable[Any], name: str = "particle count") -> list[int]:
     """ "5e6,1e7,1.5e7" -> [5000000, 10000000, 15000000]; each must be a whole number > 0. ``name``: what the
     error calls a value (the exec engine's --work sizes are "work size")."""
-    return counts(name, text)
+    return counts(name, text if isinstance(text, str) else list(text))
 
 
-def _resolve_modes(config: SweepConfig, device: DeviceInfo, notes: list[str]) -> list[Mode]:
-    modes = parse_modes(config.modes if config.modes is not None else default_modes(device))
-    modes = list({m.label: m for m in modes}.values())
-    if (
-        any(m.kind != "exclusive" for m in modes)
-        and not any(m.kind == "exclusive" for m in modes)
-        and not all(m.kind == "mig" for m in modes)
-    ):
-        modes.insert(0, Mode("exclusive", 1))
-        notes.append("added 'exclusive': every loss needs the T_1 baseline")
-    return modes
+def _resolve_modes(config: SweepConfig, device: DeviceInfo) -> tuple[tuple[Mode, ...], tuple[str, ...]]:
+    """The sweep's modes, with the baseline first unless given (a sweep of a device's own instances alone,
+    MIG, has none: the whole device is not there); the note that says so."""
+    modes = config.modes if config.modes is not None else default_modes(device)
+    if all(m.is_baseline or m.spec.device_instances for m in modes):
+        return tuple(modes), ()
+    full = with_baseline(list(modes))
+    if len(full) == len(modes):
+        return tuple(modes), ()
+    return tuple(full), (f"added '{full[0].label}': every loss needs the T_1 baseline",)
 
 
 def check_neighbours(workload: Workload, plans: dict[str, CellPlan]) -> None:
@@ -240,7 +307,7 @@ def _check_memory(config: SweepConfig, device: DeviceInfo, plans: dict[str, Cell
     for plan in plans.values():
         for p in particles:
             try:
-                if plan.mode.kind in ("mig", "mig-emulated"):
+                if plan.mode.spec.family == "instances":
                     for rp in plan.replicas:
                         check_fits(
                             p,
@@ -270,13 +337,8 @@ def _check_lattice(config: SweepConfig) -> None:
 
 
 def validate(config: SweepConfig) -> SweepPlan:
-    """Everything checked before anything runs; a one-line UserError otherwise."""
-    notes: list[str] = []
-    config = dataclasses.replace(
-        config,
-        repeats=whole_number("repeats", config.repeats, 1, MAX_REPEATS),
-        warmup_repeats=whole_number("warm-up repeats", config.warmup_repeats, 0, MAX_REPEATS),
-    )
+    """Everything checked before anything runs; a one-line UserError otherwise. The config's own values
+    are parsed already (:class:`SweepConfig`); what depends on the device is resolved here."""
     workload = config.workload  # checked when it was made (Workload.from_dict)
     if workload.lattice is not None and not Path(workload.lattice).is_file():
         raise UserError(f"lattice file {workload.lattice!r} not found; give an Xsuite line JSON or JSON.gz")
@@ -284,14 +346,10 @@ def validate(config: SweepConfig) -> SweepPlan:
     if workload.engine == "xtrack":  # a doomed sweep fails here, not in every cell (engine checked above)
         check_xtrack_device(device)
     dclass = device.kind or "cpu"
-    particles = (
-        parse_particles(config.particles, workload.size_name)
-        if config.particles is not None
-        else DEFAULT_PARTICLES[dclass]
-    )
-    turns = whole_number("turns", config.turns if config.turns is not None else DEFAULT_TURNS[dclass], 1, MAX_TURNS)
-    modes = _resolve_modes(config, device, notes)
-    check_allowed(modes, config.allow_gpu_settings)
+    particles = config.particles if config.particles is not None else tuple(DEFAULT_PARTICLES[dclass])
+    turns = config.turns if config.turns is not None else DEFAULT_TURNS[dclass]
+    modes, notes = _resolve_modes(config, device)
+    check_allowed(list(modes), config.allow_gpu_settings)
     plans = {m.label: plan_cell(m, device) for m in modes}
     check_neighbours(workload, plans)
     if workload.engine == "exec":
@@ -299,9 +357,117 @@ def validate(config: SweepConfig) -> SweepPlan:
             raise UserError("--engine exec needs --work N[,N...]: the sizes SHAREBENCH_WORK gives the program")
         turns = workload.turns(turns)  # a program's work is SHAREBENCH_WORK alone; memory and lattice are its own
     else:
-        _check_memory(config, device, plans, particles)
+        _check_memory(config, device, plans, list(particles))
     plan = SweepPlan(config, device, modes, plans, particles, turns, notes)
     plan.run_config(particles[0])  # the run config itself (engine, device grammar, emittances ...)
     if workload.engine != "exec":
         _check_lattice(config)
     return plan
+
+
+# ---------------------------------------------------------------- a sweep of separate tasks (the pipelines)
+@dataclass(frozen=True)
+class CellGrid:
+    """A validated sweep of separate tasks: the resolved modes, the cell indices of one mode, the
+    node (``""``: this machine) and its GPU model (``""``: unknown)."""
+
+    modes: tuple[Mode, ...]
+    cells: tuple[int, ...]
+    node_name: str
+    gpu_model: str
+    placement: str
+    particles: tuple[int, ...] = ()
+    repeats: int = 1
+    warmup_repeats: int = WARMUP_REPEATS
+    budget_s: float | None = None  # None: no budget (every mode runs every cell)
+    cells_by_mode: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # with a budget: its planned cells
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The modes as the pipeline's tasks receive them."""
+        return tuple(m.label for m in self.modes)
+
+    def cells_of(self, mode: str) -> tuple[int, ...]:
+        """The cell indices ``mode`` runs: all of them, or with a budget those of its planned sizes."""
+        return tuple(self.cells_by_mode.get(mode, self.cells)) if self.cells_by_mode else self.cells
+
+    def describe(self) -> str:
+        return (
+            f"plan: {len(self.modes)} mode(s) {', '.join(self.labels)}; {len(self.cells)} cell(s) per mode; "
+            f"placement {self.placement}; node {self.node_name or '(none: this machine)'}"
+        )
+
+
+def resolve_mode(mode: str | Mode, gpu_model: str) -> Mode:
+    """A mode with a layout of the device's own instances resolved for the GPU model (``mig:1g`` →
+    ``mig:1g.18gb`` on an H200). Without a GPU model a layout is kept as written."""
+    m = mode if isinstance(mode, Mode) else parse_mode(mode)
+    if m.spec.device_instances and gpu_model:
+        layout = resolve_layout(gpu_model, m.layout or "")
+        return Mode(m.kind, None, layout=layout[4:] if layout != "all-disabled" else layout)
+    return m
+
+
+def check_mode_placement(m: Mode, placement: str, node_name: str, gpu_model: str) -> None:
+    """A resolved mode that cannot run under this placement, node and GPU model: a one-line error."""
+    label = m.label
+    if m.spec.device_class == "cpu" and (node_name or placement != "processes"):
+        raise UserError(f"mode {label!r} is a CPU-only local mode: it needs placement 'processes' and no node_name")
+    if m.spec.device_instances and not gpu_model:
+        raise UserError(f"mode {label!r} needs gpu_model (e.g. H200, A100-40GB) to know the MIG instances")
+    if m.interval is not None and placement != "dra":
+        raise UserError(
+            f"mode {label!r} sets the GPU's time-slice interval: in the pipeline only placement 'dra' "
+            "can (the DRA driver applies it per claim); on one machine use sharebench run "
+            "--allow-gpu-settings"
+        )
+    if not m.is_baseline and placement == "pods" and not node_name:
+        # replica pods would ask the cluster for a shared/MIG resource on a node nobody reconfigured
+        raise UserError(
+            f"mode {label!r} with placement 'pods' needs node_name (NAME or NAME=GPU_MODEL): "
+            "sharebench reconfigures that node; or use placement 'processes' to run on this machine"
+        )
+
+
+def plan_grid(
+    *,
+    modes: Sequence[str] | str,
+    gpu_model: str,
+    particle_counts: Sequence[Any] | str,
+    repeats: Any,
+    placement: str,
+    node_name: str,
+    turns: Any,
+    warmup_repeats: Any = WARMUP_REPEATS,
+    budget: str = "",
+) -> CellGrid:
+    """The pipeline's parameters, parsed and checked before anything runs (numbers may arrive as floats,
+    ``2.0``, modes as ``a,b``; ``particle_counts``: the parameter's name); ``budget``: '' (none) or a
+    duration (``sharebench.parse.parse_duration``), planned by ``sweep.budget.plan_budget_grid``."""
+    node_name, gpu_model = split_node(node_name, gpu_model)
+    check_placement(placement)
+    if gpu_model:
+        gpu_model = find_gpu_model(gpu_model).key  # raises with the known list
+    items = [m for m in modes.split(",") if m.strip()] if isinstance(modes, str) else list(modes)
+    if not items:
+        raise UserError("modes: empty; give at least one of exclusive, timeslice:N, mps:N, mig:LAYOUT")
+    resolved = tuple(resolve_mode(m, gpu_model) for m in items)
+    for m in resolved:
+        check_mode_placement(m, placement, node_name, gpu_model)
+    particles = parse_particles(particle_counts)
+    reps, warm = whole_number("repeats", repeats, 1), whole_number("warmup_repeats", warmup_repeats, 0)
+    whole_number("turns", turns, 1)
+    budget_s = parse_duration(budget, "budget") if str(budget or "").strip() else None
+    cells = tuple(range(len(particles) * (reps + warm)))
+    return CellGrid(resolved, cells, node_name, gpu_model, placement, tuple(particles), reps, warm, budget_s)
+
+
+def cell_of(cell: Any, particles: Sequence[Any], repeats: Any, warmup_repeats: Any = WARMUP_REPEATS) -> tuple[int, int]:
+    """Cell index → (particle count, repeat); repeats <= 0 are warm-ups."""
+    warm = whole_number("warmup_repeats", warmup_repeats, 0)
+    per = whole_number("repeats", repeats, 1) + warm
+    sizes = parse_particles(list(particles))
+    c = whole_number("cell", cell, 0)
+    if not 0 <= c < len(sizes) * per:
+        raise UserError(f"cell {c} is outside 0..{len(sizes) * per - 1}")
+    return sizes[c // per], c % per + 1 - warm

@@ -21,6 +21,7 @@ from typing import Any
 
 from sharebench.analysis.timeslice_split import SPLIT_DIR, append_runs, beside_record, read_runs, work_of
 from sharebench.errors import one_line
+from sharebench.modes import BASELINE
 from sharebench.results import load_results
 from sharebench.sweep.plan import SweepPlan
 from sharebench.telemetry.provenance import probe_line, timeslice_probe_entry
@@ -62,7 +63,7 @@ def alone_seconds(out: Path, work: dict[str, Any]) -> float:
     df = load_results(out)
     if df.empty:
         return math.nan
-    ok = df[(df["mode"] == "exclusive") & (df["status"] == "ok") & ~df["warmup"].astype(bool)]
+    ok = df[(df["mode"] == BASELINE) & (df["status"] == "ok") & ~df["warmup"].astype(bool)]
     rows = [r for r in ok.to_dict("records") if work_of(r) == work_of(work)]
     return float(sum(r["track_s"] for r in rows) / len(rows)) if rows else math.nan
 

@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from sharebench.devices.host import load_average
 from sharebench.errors import UserError
+from sharebench.modes import BASELINE, parse_mode
 from sharebench.results import (
     CELLS_DIR,
     COLUMN_NAMES,
@@ -87,7 +88,7 @@ class RunBound:
     def learn(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Keep the exclusive runs' times among ``rows`` (results rows)."""
         for r in rows:
-            if r.get("mode_kind") != "exclusive" or r.get("status") != "ok":
+            if r.get("mode_kind") != BASELINE or r.get("status") != "ok":
                 continue
             try:
                 p, track, setup = int(r["particles"]), float(r["track_s"]), float(r.get("setup_s") or 0.0)
@@ -386,27 +387,28 @@ class Clock:
         return None if self.budget is None else self.budget.budget_s
 
 
-def _schedule(plan: SweepPlan, out: Path, notes: list[str], clock: Clock) -> Schedule:
-    """The sizes (a calibration, or the budget plan's) and what runs: the plan's cells not measured yet
-    (on --resume), or with a budget the adaptive queue seeded with the folder's measured rows."""
+def _schedule(plan: SweepPlan, out: Path, notes: list[str], clock: Clock) -> tuple[SweepPlan, Schedule]:
+    """The plan at its sizes (a calibration's, or the budget plan's) and what runs: the plan's cells not
+    measured yet (on --resume), or with a budget the adaptive queue seeded with the folder's measured rows."""
     config = plan.config
     resumed = out if config.resume else None
     bp = clock.plan
     if bp is not None:
-        plan.particles = list(bp.sizes)
+        plan = plan.with_particles(bp.sizes)
         notes += [f"budget plan: {line.strip()}" for line in bp.describe().splitlines()]
     elif auto_sized(plan):  # sweep.calibrate
-        notes.append(calibrate(plan, resumed))
+        plan, note = calibrate(plan, resumed)
+        notes.append(note)
     done = _check_resume(out, plan, notes) if config.resume else set()
     if done:
         notes.append(f"resumed: {len(done)} cell(s) already on disk were kept and not re-run")
     if bp is None or clock.budget is None:
-        return Schedule([c for c in plan.cells() if c.id not in done])
+        return plan, Schedule([c for c in plan.cells() if c.id not in done])
     rows: list[Mapping[str, Any]] = []
     if done:
         df = load_results(out)
         rows = df[df["cell_id"].isin(done) & (df["engine"] == plan.workload)].to_dict("records")
-    return Schedule.budgeted(bp, clock.budget, rows, clock.t_start)
+    return plan, Schedule.budgeted(bp, clock.budget, rows, clock.t_start)
 
 
 class Provenance(threading.Thread):
@@ -476,7 +478,7 @@ def _sweep(
     writer = ResultsWriter(out)
     sweep_id = new_sweep_id()
     notes = list(plan.notes) + notes
-    schedule = _schedule(plan, out, notes, clock)
+    plan, schedule = _schedule(plan, out, notes, clock)
     cells = schedule.queue
     _record_sweep(out, sweep_id, plan)
     probe, probe_notes = sweep_probe(plan)  # the GPU's time slices, before any replica is on it (sweep.probe)
@@ -531,3 +533,22 @@ def _sweep(
             notes.append("load average at the end: " + " / ".join(f"{v:.2f}" for v in load) + " (1, 5, 15 min)")
         append_notes(out, sweep_id, notes)
     return out
+
+
+def check_cell(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mark a cell made of several pods failed when a pod's replica failed or, in a mode whose replicas
+    share one whole device (time-slicing, MPS), the pods ran on different devices (the node's device plugin
+    may hand a multi-GPU node's replicas out on several GPUs). A cell already failed stays failed."""
+    if not rows:
+        return rows
+    errors = [f"replica {r.get('replica')}: {r.get('error')}" for r in rows if r.get("status") != "ok"]
+    shared = parse_mode(str(rows[0].get("mode") or BASELINE)).spec.shared
+    devices = sorted({str(r.get("device_uuid") or "?") for r in rows})
+    if not errors and shared and len(devices) > 1:
+        errors.append("replicas ran on different devices: " + ", ".join(devices))
+    failed = [str(r["cell_error"]) for r in rows if r.get("cell_status") == "failed" and r.get("cell_error")]
+    cell_error = "; ".join(dict.fromkeys(failed + errors))
+    for r in rows:
+        r["cell_status"] = "failed" if cell_error or r.get("cell_status") == "failed" else "ok"
+        r["cell_error"] = cell_error
+    return rows
