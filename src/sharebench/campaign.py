@@ -34,6 +34,11 @@ A plan (``benchmarks/plans/*.toml`` are the committed campaigns)::
     stdout = "{out}/cell_overhead.txt"   # optional, with append = true to add to it
     # optional: timeout_s, optional (a failure does not count), needs (a program that must be on PATH)
 
+A sweep step is parsed here into the same value the command line builds for ``sharebench run``
+(:class:`sharebench.sweep.request.SweepRequest`) and run by the runner the caller gives
+(``sharebench.cli.campaign_cmd``: ``sharebench.cli.sweep_cmd.run_in_child``), never through argv;
+``commands.txt`` and the dry run show the equivalent command line, for the record.
+
 The device set-up (wheels, PYTHONPATH, the LHC line) stays a shell script the device command sources
 first (``benchmarks/device_setup.sh``). Every command run is appended to ``<out>/commands.txt``; the
 machine (UTC time, host, the GPU's name, UUID, driver, MIG mode and clock) to ``<out>/machine.txt``.
@@ -58,10 +63,12 @@ from typing import Any
 from sharebench.analysis.latency import check_slo
 from sharebench.analysis.sequential import MIN_REPEATS
 from sharebench.errors import UserError
-from sharebench.modes import parse_modes
+from sharebench.modes import Mode
 from sharebench.parse import counts, whole_number
 from sharebench.patterns import parse_pattern
-from sharebench.sweep.budget import budget_options
+from sharebench.sweep import as_modes
+from sharebench.sweep.budget import BudgetOptions, budget_options
+from sharebench.sweep.request import SweepRequest, command_line, shell_line
 from sharebench.workloads.workload import MAX_BURSTS
 
 if sys.version_info >= (3, 11):
@@ -90,7 +97,7 @@ class Sweep:
     """One ``sharebench run`` into ``<out>/<name>``."""
 
     name: str
-    modes: tuple[str, ...]
+    modes: tuple[Mode, ...]
     particles: tuple[int, ...]
     turns: int
     repeats: int | None  # None: a budget plans them
@@ -113,6 +120,7 @@ class Sweep:
     budget: str | None = None  # --budget, --precision, --max-repeats (sharebench.sweep.budget)
     precision: float | None = None
     max_repeats: int | None = None
+    budget_options: BudgetOptions | None = None  # the three above, parsed
 
     def runs(self) -> str:
         """What the dry run says the step measures."""
@@ -215,10 +223,10 @@ def parse_step(raw: Any, index: int) -> Step:
     if "run" in raw:
         return parse_command(raw, name, tuple(tags), where)
     unknown(raw, SWEEP_KEYS, f"{where} key")
-    modes = raw["modes"]
-    if not isinstance(modes, list) or not all(isinstance(m, str) for m in modes):
-        raise UserError(f"{where}: bad modes {modes!r}; allowed: a list of mode strings")
-    parse_modes(modes)  # a bad mode names itself and what is allowed
+    raw_modes = raw["modes"]
+    if not isinstance(raw_modes, list) or not all(isinstance(m, str) for m in raw_modes):
+        raise UserError(f"{where}: bad modes {raw_modes!r}; allowed: a list of mode strings")
+    modes = as_modes(raw_modes)  # a bad mode names itself and what is allowed
     engine = text(raw, "engine", where)
     if engine is not None and engine not in ENGINES:
         raise UserError(f"{where}: bad engine {engine!r}; allowed: {', '.join(ENGINES)}")
@@ -227,7 +235,7 @@ def parse_step(raw: Any, index: int) -> Step:
     return Sweep(
         name=name,
         tags=tuple(tags),
-        modes=tuple(modes),
+        modes=modes,
         particles=tuple(counts(f"{where} particles", need(raw, "particles", where))),
         turns=turns_of(where, need(raw, "turns", where)),
         repeats=repeats_of(raw, where),
@@ -242,7 +250,7 @@ def parse_step(raw: Any, index: int) -> Step:
         ready_timeout_s=seconds(raw, "ready_timeout_s", where),
         fresh_replicas=flag(raw, "fresh_replicas", where),
         use_lattice=flag(raw, "use_lattice", where, True),
-        **pattern_keys(raw, where),
+        **pattern_keys(raw, where, modes),
         **budget_keys(raw, where),
     )
 
@@ -259,7 +267,7 @@ def repeats_of(raw: Mapping[str, Any], where: str) -> int | None:
     return whole_number(f"{where} repeats", need(raw, "repeats", where), 1, 1000)
 
 
-def pattern_keys(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+def pattern_keys(raw: Mapping[str, Any], where: str, modes: tuple[Mode, ...]) -> dict[str, Any]:
     """``pattern``, ``neighbours``, ``bursts``, ``slo``: checked as ``sharebench run`` checks them."""
     keys: dict[str, Any] = {}
     try:
@@ -274,7 +282,7 @@ def pattern_keys(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
             keys["slo"] = check_slo(number(raw, "slo", where))
     except UserError as exc:
         raise UserError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
-    if "neighbours" in keys and all(parse_modes([m])[0].kind == "exclusive" for m in raw["modes"]):
+    if "neighbours" in keys and all(m.is_baseline for m in modes):
         raise UserError(f"{where}: neighbours needs a sharing mode (timeslice:N, mps:N, ...) among the modes")
     return keys
 
@@ -302,6 +310,7 @@ def budget_keys(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
         "budget": budget,
         "precision": opts.precision if "precision" in raw else None,
         "max_repeats": opts.max_repeats if "max_repeats" in raw else None,
+        "budget_options": opts,
     }
 
 
@@ -392,6 +401,7 @@ class Context:
     python: str = sys.executable
     t0: float = field(default_factory=time.monotonic)
     dry_run: bool = False
+    runner: Runner | None = None  # None: a dry run, which runs nothing
 
     def left_s(self) -> float | None:
         """Seconds of the budget still to spend (None: no budget)."""
@@ -417,36 +427,38 @@ def warm_argv(ctx: Context) -> list[str] | None:
             "--particles", str(particles), "--turns", str(turns)]  # fmt: skip
 
 
-def sweep_argv(ctx: Context, step: Sweep, stop_after_s: float | None) -> list[str]:
-    """The ``sharebench run`` of ``step`` (``--resume`` when its folder already holds results)."""
+def sweep_request(ctx: Context, step: Sweep, stop_after_s: float | None) -> SweepRequest:
+    """The sweep of ``step``, as the command line would build it for ``sharebench run`` (a resumed run
+    when its folder already holds results); ``stop_after_s``: the budget left to it."""
     folder = ctx.out / step.name
-    argv = [ctx.python, "-m", "sharebench", "run", "--device", ctx.plan.device, *lattice_args(ctx, step.use_lattice),
-            "--modes", ",".join(step.modes), "--particles", ",".join(str(p) for p in step.particles),
-            "--turns", str(step.turns), "--warmup-repeats", str(step.warmup_repeats),
-            "--out", str(folder), "--no-progress"]  # fmt: skip
-    if step.repeats is not None:
-        argv[argv.index("--warmup-repeats") : argv.index("--warmup-repeats")] = ["--repeats", str(step.repeats)]
-    for opt, value in (
-        ("--pattern", step.pattern), ("--neighbours", step.neighbours), ("--bursts", step.bursts),
-        ("--slo", step.slo), ("--budget", step.budget), ("--precision", step.precision),
-        ("--max-repeats", step.max_repeats),
-    ):  # fmt: skip
-        if value is not None:
-            argv += [opt, f"{value:g}" if isinstance(value, float) else str(value)]
-    if step.engine:
-        argv += ["--engine", step.engine]
-    for opt, value in (("--exec", step.exec), ("--exec-name", step.exec_name), ("--exec-timing", step.exec_timing)):
-        if value is not None:
-            argv += [opt, ctx.fill(value)]
-    if step.ready_timeout_s is not None:
-        argv += ["--ready-timeout", f"{step.ready_timeout_s:g}"]
-    if step.fresh_replicas:
-        argv.append("--fresh-replicas")
-    if (folder / "results.csv").is_file():
-        argv.append("--resume")
-    if stop_after_s is not None:
-        argv += ["--stop-after", f"{int(stop_after_s)}"]
-    return argv
+    workload = {
+        "device": ctx.plan.device,
+        "lattice": ctx.plan.lattice if step.use_lattice else None,
+        "engine": step.engine,
+        "command": ctx.fill(step.exec) if step.exec is not None else None,
+        "name": ctx.fill(step.exec_name) if step.exec_name is not None else None,
+        "timing": ctx.fill(step.exec_timing) if step.exec_timing is not None else None,
+        "pattern": step.pattern,
+        "neighbours": step.neighbours,
+        "bursts": step.bursts,
+    }
+    request = SweepRequest(
+        out=folder,
+        modes=step.modes,
+        particles=step.particles,
+        turns=step.turns,
+        repeats=step.repeats,
+        warmup_repeats=step.warmup_repeats,
+        workload=workload,
+        ready_timeout_s=step.ready_timeout_s,
+        stop_after_s=float(int(stop_after_s)) if stop_after_s is not None else None,
+        slo=step.slo,
+        resume=(folder / "results.csv").is_file(),
+        budget=step.budget_options,
+        progress=False,
+        fresh_replicas=step.fresh_replicas,
+    )
+    return replace(request, command=tuple(command_line(request, ctx.python)))
 
 
 def stop_after(ctx: Context, step: Sweep | Command) -> tuple[bool, float | None]:
@@ -472,26 +484,31 @@ def describe(plan: Plan, out: Path, python: str = sys.executable) -> list[str]:
         skip = "" if go else "   # skipped: budget too small"
         if isinstance(step, Sweep):
             note = f"   # {step.name}: {step.runs()}" + (", smoke" if step.smoke else "")
-            lines.append(shell_line(sweep_argv(ctx, step, stop)) + (skip or note))
+            lines.append(shell_line(list(sweep_request(ctx, step, stop).command or ())) + (skip or note))
         else:
             redirect = f" {'>>' if step.append else '>'} {ctx.fill(step.stdout)}" if step.stdout else ""
             lines.append(shell_line([ctx.fill(a) for a in step.run]) + redirect + skip)
     return lines
 
 
-def shell_line(argv: list[str]) -> str:
-    return " ".join(subprocess.list2cmdline([a]) if (" " in a or not a) else a for a in argv)
-
-
 # ---------------------------------------------------------------- running a plan
 Say = Callable[[str], None]
 
 
-def run_campaign(plan: Plan, out: Path, say: Say = print) -> int:
+@dataclass(frozen=True)
+class Runner:
+    """What runs a campaign's sweeps: ``sweep`` runs one request (as ``sharebench run`` does: the sweep,
+    its report, its end screen) and returns its exit status; ``report`` rebuilds a folder's report."""
+
+    sweep: Callable[[SweepRequest], int]
+    report: Callable[[Path], None]
+
+
+def run_campaign(plan: Plan, out: Path, runner: Runner, say: Say = print) -> int:
     """Run every step of ``plan`` into ``out``; 0 when all went well, 1 when a step failed.
     Raises :class:`CampaignStopped` when a smoke step found a failed cell."""
     out.mkdir(parents=True, exist_ok=True)
-    ctx = Context(out=out, plan=plan)
+    ctx = Context(out=out, plan=plan, runner=runner)
     record_machine(ctx)
     warm = warm_argv(ctx)
     if warm:
@@ -514,9 +531,11 @@ def run_campaign(plan: Plan, out: Path, say: Say = print) -> int:
 
 
 def run_sweep_step(ctx: Context, step: Sweep, stop: float | None, say: Say) -> bool:
-    argv = sweep_argv(ctx, step, stop)
-    log_command(ctx, shell_line(argv))
-    rc = subprocess.run(argv, check=False).returncode
+    if ctx.runner is None:
+        raise ValueError("run_sweep_step needs a Context with a runner")
+    request = sweep_request(ctx, step, stop)
+    log_command(ctx, shell_line(list(request.command or ())))
+    rc = ctx.runner.sweep(request)
     if step.smoke and not all_cells_ok(ctx.out / step.name / "results.csv"):
         logs = sorted((ctx.out / step.name / "cells").glob("*/replica.*.log"))
         tail = [ln for f in logs for ln in f.read_text(errors="replace").splitlines() if ln.strip()][-20:]
@@ -581,10 +600,9 @@ def report_folders(ctx: Context, say: Say) -> None:
     """Rebuild the report of each sweep folder and name the GPU it ran on."""
     for step in ctx.plan.steps:
         folder = ctx.out / step.name
-        if not isinstance(step, Sweep) or not (folder / "results.csv").is_file():
+        if ctx.runner is None or not isinstance(step, Sweep) or not (folder / "results.csv").is_file():
             continue
-        argv = [ctx.python, "-m", "sharebench", "report", str(folder)]
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        ctx.runner.report(folder)
         prov = folder / "provenance.json"
         device = (json.loads(prov.read_text()).get("device") or {}) if prov.is_file() else {}
         say(f"{folder} GPU UUID: {device.get('uuid')} {device.get('name')}")

@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sharebench.campaign import SMOKE_FAILED, CampaignStopped, describe, load_plan, run_campaign, select
+from sharebench.campaign import SMOKE_FAILED, CampaignStopped, Runner, describe, load_plan, run_campaign, select
+from sharebench.cli.sweep_cmd import run_in_child
 from sharebench.errors import UserError
+from sharebench.report import build_report
+
+
+def report_quietly(folder: Path) -> None:
+    """A sweep folder's report rebuilt, its chatter and a failure kept off the campaign's output (as
+    ``sharebench report`` run with its output discarded: the folder's results stay what they are)."""
+    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), contextlib.redirect_stderr(null):
+        try:
+            build_report(folder)
+        except (UserError, OSError, ValueError) as exc:
+            print(f"sharebench: report of {folder}: {exc}", file=sys.__stderr__)
+
+
+RUNNER = Runner(sweep=run_in_child, report=report_quietly)
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
@@ -31,7 +48,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         print("\n".join(describe(plan, out)))
         return 0
     try:
-        return run_campaign(plan, out)
+        return run_campaign(plan, out, RUNNER)
     except CampaignStopped as exc:
         print(f"sharebench campaign: {exc}", file=sys.stderr)
         return SMOKE_FAILED
