@@ -238,7 +238,10 @@ def test_no_trustworthy_answer_when_every_sharing_mode_is_flagged(tmp_path):
     first = picks.iloc[0]
     assert (first["mode"], first["basis"]) == (NO_ANSWER, "untrusted")
     assert first["reason"].startswith("Every sharing mode measured is flagged (disturbed, excluded, repeats: ")
-    assert "`--strict` refuses a busy one" in first["reason"] and "`--repeats 3`" in first["reason"]
+    assert "`--strict` refuses a busy one" in first["reason"]
+    # mps:2 ran 3 repeats and lost one (failed): "--repeats 3" would change nothing; the excluded cells are named
+    assert "`--repeats 4` so that 3 survive the same losses" in first["reason"]
+    assert "excluded: timeslice:2 timeslice:2_p1000_r4 (overlap)" in first["reason"], first["reason"]
     assert "measured" not in set(picks["basis"]) and "predicted" not in set(picks["basis"])
     assert set(picks["basis"].iloc[1:]) == {"not measured"}
 

@@ -58,6 +58,7 @@ from sharebench.analysis.format import fmt_gain_pct, fmt_interval, fmt_times
 from sharebench.analysis.kinds import baseline_mask, emulation_mask, is_emulation, isolating_kinds
 from sharebench.analysis.latency import DEFAULT_SLO, LATENCY_COLUMNS, UsersAtTarget, mode_family, users_at_target
 from sharebench.analysis.prediction import predict_cell
+from sharebench.analysis.reproduce import Reproduce
 from sharebench.analysis.statistics import MIN_CI_REPEATS, ratio_ci
 from sharebench.analysis.tables import CV_WARN_PCT, WORK_KEYS, Tables
 from sharebench.analysis.timeslice_split import helpful_interval
@@ -245,26 +246,54 @@ class Evidence:
     cpu: bool = False
     gpu: str | None = None  # the GPU model, for the MIG prediction
     trust: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # mode -> (trust, flag kinds)
+    reproduce: Reproduce = field(default_factory=Reproduce)  # the folder's workload, device, size and pace
+    excluded: tuple[str, ...] = ()  # the excluded cells, ``mode cell (why)``: what "what to do" names
 
     def command(self, pattern: str, neighbours: str = "") -> str:
-        """The command that measures ``pattern`` (beside ``neighbours``) with this folder's sharing modes."""
+        """The command that measures ``pattern`` (beside ``neighbours``) with this folder's sharing modes and
+        its own workload (engine, program, lattice, size, device: :class:`Reproduce`), and its predicted time."""
         modes = [m for m in self.modes if not is_emulation(m)]
         if all(is_baseline(m) for m in modes):
             modes = list(SUGGESTED_CPU if self.cpu else SUGGESTED_GPU)
         if not any(is_baseline(m) for m in modes):
             modes = [BASELINE, *modes]
-        parts = ["sharebench run", *(["--device cpu"] if self.cpu else []), f"--pattern {pattern}"]
+        device = [] if "--device" in self.reproduce.options else (["--device cpu"] if self.cpu else [])
+        parts = ["sharebench run", *device, *self.reproduce.options, f"--pattern {pattern}"]
         if neighbours:
             parts.append(f"--neighbours {neighbours}")
-        return "`" + " ".join([*parts, f"--modes {','.join(modes)}", "--repeats 3"]) + "`"
+        run = " ".join([*parts, f"--modes {','.join(modes)}", f"--repeats {MIN_CI_REPEATS}"])
+        return f"`{run}`{self.reproduce.predicted(len(modes), MIN_CI_REPEATS)}"
 
 
-def evidence(tables: Tables, slo: float = DEFAULT_SLO, gpu: str | None = None) -> Evidence:
-    """The :class:`Evidence` of ``tables``: every mode's trust, whatever pattern its replicas followed."""
+def evidence(
+    tables: Tables, slo: float = DEFAULT_SLO, gpu: str | None = None, reproduce: Reproduce | None = None
+) -> Evidence:
+    """The :class:`Evidence` of ``tables``: every mode's trust, whatever pattern its replicas followed;
+    ``reproduce``: what the suggested commands carry (``analysis.reproduce.reproduce_of`` of the folder)."""
     cells = tables.cells
     modes = sorted({str(m) for m in cells["mode"]}, key=mode_sort_key) if len(cells) else []
     classes = set(cells["device_class"].astype(str)) if len(cells) else set()
-    return Evidence(tables.latency, slo, tuple(modes), classes == {"cpu"}, gpu, mode_trust(tables))
+    return Evidence(
+        tables.latency,
+        slo,
+        tuple(modes),
+        classes == {"cpu"},
+        gpu,
+        mode_trust(tables),
+        reproduce or Reproduce(),
+        excluded_cells(tables.flags),
+    )
+
+
+def excluded_cells(flags: pd.DataFrame) -> tuple[str, ...]:
+    """``mode cell (why)`` for every cell left out of the tables, in the order the flags list them."""
+    if flags.empty:
+        return ()
+    ex = flags[flags["excluded"].astype(bool) & (flags["scope"] == "cell")] if "scope" in flags else flags.iloc[0:0]
+    out: dict[str, list[str]] = {}
+    for m, c, k in zip(ex["mode"], ex["cell_id"], ex["kind"]):
+        out.setdefault(f"{m} {c}", []).append(str(k))
+    return tuple(f"{key} ({', '.join(dict.fromkeys(kinds))})" for key, kinds in out.items())
 
 
 def mode_trust(tables: Tables) -> dict[str, tuple[str, tuple[str, ...]]]:
@@ -299,21 +328,27 @@ def batch_choice(rows: pd.DataFrame, ev: Evidence) -> dict[str, str]:
     """The batch throughput choice: a real gain of at least :data:`MIN_GAIN`, or exclusive."""
     if rows.empty:
         return not_measured(PATTERNS[0], "no cell with batch replicas was measured here", ev.command("batch"))
-    sharing = rows[~baseline_mask(rows["kind"])]
+    mode, reason = gain_verdict(rows[~baseline_mask(rows["kind"])])
+    return dict(pattern=PATTERNS[0], mode=mode, basis="measured", reason=reason)
+
+
+def gain_verdict(sharing: pd.DataFrame) -> tuple[str, str]:
+    """The Answer's throughput rule over sharing modes' rows (``mode``, ``gain``, ``gain_ci_low``,
+    ``gain_ci_high``): the highest gain whose interval lies above 1 and that is at least :data:`MIN_GAIN`,
+    or :data:`BASELINE` with the reason in numbers. Every table that names a mode for throughput (the
+    Answer, the workloads table) decides by it, so they cannot tell two stories."""
     above = sharing[sharing["gain_ci_low"] > 1]
     better = above[above["gain"] >= 1 + MIN_GAIN].sort_values("gain", ascending=False)
     if len(better):
         b = better.iloc[0]
-        return dict(
-            pattern=PATTERNS[0],
-            mode=b["mode"],
-            basis="measured",
-            reason=f"throughput {fmt_times(b['gain'])} exclusive{fmt_interval(b['gain_ci_low'], b['gain_ci_high'])}, "
-            f"the highest gain whose interval is above 1 and that is at least {MIN_GAIN:.0%}",
+        return str(b["mode"]), (
+            f"throughput {fmt_times(b['gain'])} exclusive{fmt_interval(b['gain_ci_low'], b['gain_ci_high'])}, "
+            f"the highest gain whose interval is above 1 and that is at least {MIN_GAIN:.0%}"
         )
     small = above[above["gain"] < 1 + MIN_GAIN]
     free = sharing[(sharing["gain_ci_low"] <= 1) & (sharing["gain_ci_high"] >= 1)]
     worse = sharing[sharing["gain_ci_high"] < 1]
+    unknown = sharing[~(sharing["gain_ci_low"].notna() & sharing["gain_ci_high"].notna())]
     parts = [f"no mode raises throughput by {MIN_GAIN:.0%} or more beyond noise"]
     if len(small):
         parts.append(
@@ -331,7 +366,12 @@ def batch_choice(rows: pd.DataFrame, ev: Evidence) -> dict[str, str]:
     if len(worse):
         w = worse.sort_values("gain").iloc[0]
         parts.append(f"worst: {w['mode']} {fmt_times(w['gain'])}{fmt_interval(w['gain_ci_low'], w['gain_ci_high'])}")
-    return dict(pattern=PATTERNS[0], mode=BASELINE, basis="measured", reason="; ".join(parts))
+    if len(unknown):
+        parts.append(
+            f"no interval (fewer than {MIN_CI_REPEATS} repeats): "
+            + ", ".join(f"{m} {fmt_times(g)}" for m, g in zip(unknown["mode"], unknown["gain"]))
+        )
+    return BASELINE, "; ".join(parts)
 
 
 # ------------------------------------------------------------------ interactive, serving, noisy neighbour
@@ -466,7 +506,7 @@ def untrusted(ev: Evidence) -> dict[str, str] | None:
     if not sharing or any(text == "ok" for text, _ in sharing.values()):
         return None
     kinds = sorted({k for _, ks in sharing.values() for k in ks})
-    todo = "; ".join(REMEDIES[k] for k in kinds if k in REMEDIES)
+    todo = what_to_do(kinds, ev)
     return dict(
         pattern="every pattern measured",
         mode=NO_ANSWER,
@@ -474,6 +514,27 @@ def untrusted(ev: Evidence) -> dict[str, str] | None:
         reason=f"Every sharing mode measured is flagged ({', '.join(kinds) or 'not trusted'}: see each mode's "
         f"trust and the Flags), so none is chosen from these numbers. What to do: {todo or 'see the Flags'}",
     )
+
+
+def what_to_do(kinds: list[str], ev: Evidence) -> str:
+    """The remedies of the flag kinds behind an untrusted answer, from what happened: the excluded cells
+    named, and too few repeats told apart from repeats lost to exclusions."""
+    short = [m for m, (_, ks) in ev.trust.items() if "repeats" in ks]  # modes with too few repeats kept
+    lost = max((sum(e.startswith(f"{m} ") for e in ev.excluded) for m in short), default=0)
+    todo = []
+    for k in kinds:
+        if k not in REMEDIES:
+            continue
+        if k == "repeats" and lost:
+            todo.append(
+                f"fewer than {MIN_CI_REPEATS} repeats were kept because cells were excluded: measure "
+                f"`--repeats {MIN_CI_REPEATS + lost}` so that {MIN_CI_REPEATS} survive the same losses"
+            )
+        elif k == "excluded" and ev.excluded:
+            todo.append(f"excluded: {', '.join(ev.excluded)} (see Flags for why) and measure them again")
+        else:
+            todo.append(REMEDIES[k])
+    return "; ".join(todo)
 
 
 def choices(rows: pd.DataFrame, ev: Evidence | None = None) -> pd.DataFrame:

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from sharebench.analysis.answer import worst_job_slowdown
-from sharebench.analysis.kinds import baseline_mask
+from sharebench.analysis.answer import NO_ANSWER, gain_verdict, trust_of, worst_job_slowdown
+from sharebench.analysis.kinds import baseline_mask, emulation_mask
 from sharebench.analysis.tables import WORK_KEYS, Tables
 from sharebench.errors import UserError
-from sharebench.modes import BASELINE, is_baseline
+from sharebench.modes import is_baseline
 from sharebench.results import PROVENANCE_JSON, RESULTS_CSV, ResultsWriter
 
 WORKLOAD_COLUMNS = [
@@ -38,6 +38,7 @@ WORKLOAD_COLUMNS = [
     "gain_ci_low",
     "gain_ci_high",
     "repeats",
+    "trust",
 ]
 ANSWER_COLUMNS = [
     "workload",
@@ -104,6 +105,7 @@ def workload_table(tables: Tables, timings: dict[str, str] | None = None) -> pd.
                 gain_ci_low=r["gain_ci_low"],
                 gain_ci_high=r["gain_ci_high"],
                 repeats=r["repeats"],
+                trust=trust_of(str(r["mode"]), {k: r[k] for k in WORK_KEYS}, int(r["repeats"]), tables.flags)[0],
             )
         )
     df = pd.DataFrame(rows, columns=WORKLOAD_COLUMNS)
@@ -111,25 +113,27 @@ def workload_table(tables: Tables, timings: dict[str, str] | None = None) -> pd.
 
 
 def workload_answers(table: pd.DataFrame) -> pd.DataFrame:
-    """Per workload and size: the shared mode with the largest throughput gain (ties: the smaller
-    worst-job slowdown), or exclusive when no shared mode gains."""
+    """Per workload and size, the mode that suits it by the Answer's rules (``answer.gain_verdict``: a gain
+    whose interval lies above 1 and that is at least 2%, else exclusive; no trustworthy answer when every
+    sharing mode is untrusted; a choice resting on an untrusted mode says so)."""
     rows = []
     for (wl, timing, backend, particles), g in table.groupby(
         ["workload", "timing", "backend", "particles"], dropna=False, sort=True
     ):
-        shared = g[~baseline_mask(g["mode"]) & g["gain"].notna()]
+        shared = g[~baseline_mask(g["mode"]) & ~emulation_mask(g["mode"]) & g["gain"].notna()]
         if shared.empty:
             continue
-        best = shared.sort_values(["gain", "worst_slowdown"], ascending=[False, True]).iloc[0]
-        if best["gain"] > 1:
-            why = (
-                f"{best['mode']} does {best['gain']:.2f}x the work of exclusive use per unit time; "
-                f"its slowest job takes {best['worst_slowdown']:.2f}x its time alone"
+        trust = dict(zip(shared["mode"].astype(str), shared["trust"].fillna("ok").astype(str)))
+        mode, why = gain_verdict(shared)
+        if not any(t == "ok" for t in trust.values()):
+            mode = NO_ANSWER
+            why = "every sharing mode measured is flagged, so none is chosen: " + "; ".join(
+                f"{m}: {t}" for m, t in trust.items()
             )
-            mode = best["mode"]
-        else:
-            why = f"no shared mode gains throughput (best: {best['mode']} at {best['gain']:.2f}x)"
-            mode = BASELINE
+        elif trust.get(mode, "ok") != "ok":
+            why += f"; caution, not trusted as measured: {trust[mode]}"
+        chosen = g[g["mode"] == mode]  # exclusive's own row when the choice is exclusive
+        best = chosen.iloc[0] if len(chosen) else None
         rows.append(
             dict(
                 workload=wl,
@@ -137,9 +141,9 @@ def workload_answers(table: pd.DataFrame) -> pd.DataFrame:
                 backend=backend,
                 particles=particles,
                 best_mode=mode,
-                gain=best["gain"],
-                worst_slowdown=best["worst_slowdown"],
-                loss_pct=best["loss_pct"],
+                gain=best["gain"] if best is not None else math.nan,
+                worst_slowdown=best["worst_slowdown"] if best is not None else math.nan,
+                loss_pct=best["loss_pct"] if best is not None else math.nan,
                 why=why,
             )
         )

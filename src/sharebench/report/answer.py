@@ -20,10 +20,11 @@ from sharebench.analysis import Tables, fmt_interval, fmt_times
 from sharebench.analysis.answer import CPU_NOTE, MIN_GAIN, NO_ANSWER, answer_rows, choices, evidence
 from sharebench.analysis.latency import sweep_slo
 from sharebench.analysis.prediction import gpu_of
+from sharebench.analysis.reproduce import reproduce_of, work_text
 from sharebench.modes import is_baseline
 from sharebench.report.plots import save_figure
 from sharebench.report.render import Bullets, Heading, Image, Text
-from sharebench.results import read_sweeps
+from sharebench.results import RESULTS_CSV, load_results, read_sweeps
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -35,7 +36,7 @@ ANSWER_HELP = (
     "Derived from the tables below by the rules of *How the Answer is derived* (docs/readme/sweep.md), each pattern "
     "from its own cells: throughput against exclusive (1.00× = no gain; a gain under "
     f"{MIN_GAIN:.0%} counts as none), the worst job's time against running alone, 95% Student-t intervals "
-    "(none below 3 repeats); interactive users and services per GPU at a p95 slowdown target."
+    "(times and ratios on the log scale; none below 3 repeats); interactive users and services per GPU at a p95 slowdown target."
 )
 
 
@@ -49,7 +50,9 @@ class Answer:
     def __init__(self, results_dir: Path | str, tables: Tables, machine: str = ""):
         self.path = Path(results_dir)
         self.rows = answer_rows(tables)
-        self.evidence = evidence(tables, sweep_slo(read_sweeps(self.path)), gpu_of(self.path, tables))
+        sweeps = read_sweeps(self.path, torn_ok=True)
+        rows = load_results(self.path) if (self.path / RESULTS_CSV).exists() else None
+        self.evidence = evidence(tables, sweep_slo(sweeps), gpu_of(self.path, tables), reproduce_of(sweeps, rows))
         self.choices = choices(self.rows, self.evidence)
         self.machine = machine
 
@@ -89,7 +92,7 @@ class Answer:
 
 def verdict_line(r: Any) -> str:
     """One line of the Answer for a mode (Markdown): gain, worst job, isolation, trust."""
-    work = f"{int(r['particles']):,} particles"
+    work = work_text(r["engine"], r["particles"])
     if is_baseline(str(r["kind"])):
         head = f"**{r['mode']}** ({work}): the baseline, throughput 1.00×"
     else:

@@ -74,7 +74,8 @@ DEFINITIONS = [
     "**throughput**: particle-turns of all replicas / T_N, per physical device; **gain** = against exclusive.",
     "**fairness**: slowest / fastest replica tracking time in a cell (1.00 = fair).",
     "Every figure is a mean over the measured repeats (warm-up left out) with a 95% Student-t confidence "
-    "interval (none below 3 repeats; ratios: delta method on the log, Welch degrees of freedom); "
+    "interval (none below 3 repeats; a time or a throughput on the log scale, mean × exp(±t·se/mean), never "
+    "below zero; ratios: delta method on the log, Welch degrees of freedom); "
     "CV = coefficient of variation of the repeats; **≠ 0?** says whether the loss's CI excludes 0 (yes: a real "
     "loss or gain at that level; no: not distinguishable from 0; empty: no interval).",
 ]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sharebench.analysis import Tables, fmt_particles, fmt_pct
+from sharebench.analysis import Tables, fmt_ci, fmt_num, fmt_particles, fmt_pct
 from sharebench.analysis.workloads import exec_timings, workload_answers, workload_table
 from sharebench.parse import number_or_nan
 from sharebench.report.render import Section, Table, Text
@@ -36,14 +36,12 @@ def workloads_display(table: pd.DataFrame) -> pd.DataFrame:
                 "work": fmt_particles(r["particles"]),
                 "mode": r["mode"],
                 "loss %": fmt_pct(r["loss_pct"], "—"),
-                "95% CI": (
-                    f"[{fmt_pct(r['loss_ci_low'], '—')}, {fmt_pct(r['loss_ci_high'], '—')}]"
-                    if math.isfinite(number_or_nan(r["loss_ci_low"]))
-                    else "—"
-                ),
+                "95% CI": fmt_ci(r["loss_ci_low"], r["loss_ci_high"], fmt_pct) or "—",
                 "loss compares": r["loss_metric"] or "—",
                 "worst job": _x(r["worst_slowdown"]),
                 "throughput gain": _x(r["gain"]),
+                "gain 95% CI": fmt_ci(r["gain_ci_low"], r["gain_ci_high"], fmt_num) or "—",
+                "trust": r.get("trust", "") or "—",
                 "repeats": r["repeats"],
             }
             for r in table.to_dict("records")
@@ -79,8 +77,9 @@ def workloads_section(results_dir: Path, tables: Tables) -> Section:
     section.blocks += [
         Text(
             "*worst job* = the slowest replica's time over the same work's exclusive time (what the last job "
-            "waits); *throughput gain* = work done per second by all replicas over exclusive use (> 1: sharing "
-            "helps). " + TIMING_NOTE
+            "waits); *throughput gain* = work done per second by all replicas over exclusive use; *suits* follows "
+            "the Answer's rules: a gain counts when its interval lies above 1 and it is at least 2%, and a mode "
+            "flagged in *trust* is named with its reasons. " + TIMING_NOTE
         )
     ]
     if not answers.empty:

@@ -1,0 +1,102 @@
+"""One story per report, commands that reproduce (issue 36 items 3 and 4): the workloads table decides by the
+Answer's rules, and a suggested command carries the folder's workload, device, size and a predicted time."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from sharebench.analysis.answer import NO_ANSWER, Evidence
+from sharebench.analysis.reproduce import Reproduce, pace, reproduce_of, work_text
+from sharebench.analysis.workloads import WORKLOAD_COLUMNS, workload_answers
+
+
+def table(*modes: tuple[str, float, float, float, str]) -> pd.DataFrame:
+    """A workloads table of one workload: (mode, gain, its interval's ends, trust) per row."""
+    rows = [dict.fromkeys(WORKLOAD_COLUMNS, math.nan)]
+    rows[0].update(workload="train", timing="protocol", backend="cuda", particles=200, mode="exclusive", gain=1.0)
+    rows[0].update(worst_slowdown=1.0, trust="ok", replicas=1, repeats=3)
+    for mode, gain, lo, hi, trust in modes:
+        r = dict.fromkeys(WORKLOAD_COLUMNS, math.nan)
+        r.update(workload="train", timing="protocol", backend="cuda", particles=200, mode=mode, replicas=2)
+        r.update(gain=gain, gain_ci_low=lo, gain_ci_high=hi, worst_slowdown=2.0, trust=trust, repeats=3)
+        rows.append(r)
+    return pd.DataFrame(rows, columns=WORKLOAD_COLUMNS)
+
+
+@pytest.mark.parametrize(
+    "modes, suits, why",
+    [
+        # a real gain under 2% is none, as the Answer says ("1.02x the work" was the table's story)
+        ([("mps:2", 1.015, 1.005, 1.025, "ok")], "exclusive", "a real gain under 2%, no gain in practice: mps:2"),
+        # a gain whose interval holds 1 is none either
+        ([("timeslice:4", 2.26, 0.5, 4.0, "ok")], "exclusive", "same as exclusive within noise: timeslice:4 2.26×"),
+        ([("mps:2", 1.30, 1.2, 1.4, "ok")], "mps:2", "throughput 1.30× exclusive [1.20, 1.40]"),
+        # every sharing mode flagged: no answer, as the Answer withholds one
+        (
+            [("timeslice:4", 2.26, 2.1, 2.4, "1 cell(s) excluded (overlap)")],
+            NO_ANSWER,
+            "timeslice:4: 1 cell(s) excluded",
+        ),
+        # a choice resting on a flagged mode says so
+        (
+            [("mps:2", 1.30, 1.2, 1.4, "spread: CV > 5%"), ("timeslice:2", 0.99, 0.95, 1.03, "ok")],
+            "mps:2",
+            "caution, not trusted as measured: spread",
+        ),
+    ],
+)
+def test_the_workloads_table_decides_by_the_answers_rules(modes, suits, why):
+    (r,) = workload_answers(table(*modes)).to_dict("records")
+    assert r["best_mode"] == suits and why in r["why"], r["why"]
+
+
+EXEC_SWEEP = {
+    "config": {"workload": {"engine": "exec", "command": "python -m sharebench.workloads.train", "timing": "protocol"}},
+    "device": {"spec": "cuda:0"},
+    "particles": [100, 200],
+    "turns": 1,
+}
+
+
+def test_a_suggested_command_runs_the_folders_own_workload_and_says_how_long():
+    rows = pd.DataFrame(
+        {
+            "sweep_id": ["s"] * 4,
+            "cell_id": ["a", "a", "b", "c"],
+            "track_start": [0.0, 0.0, 30.0, 60.0],
+            "track_end": [20.0, 21.0, 50.0, 90.0],
+        }
+    )
+    rep = reproduce_of([EXEC_SWEEP], rows)
+    assert rep.cell_s == pytest.approx(30.0) and rep.unit == "work units"
+    ev = Evidence(modes=("exclusive", "timeslice:2"), reproduce=rep)
+    cmd = ev.command("interactive:burst=1,think=0.2")
+    assert cmd.startswith(
+        "`sharebench run --device cuda:0 --engine exec --exec 'python -m sharebench.workloads.train' --work 200 "
+        "--pattern interactive:burst=1,think=0.2 --modes exclusive,timeslice:2 --repeats 3`"
+    ), cmd
+    assert cmd.endswith(" (about 4 min: 8 cells at this folder's 30 s per cell)")
+
+
+def test_a_tracker_command_keeps_its_lattice_turns_and_size():
+    old = {  # a folder of an older release: no config.workload
+        "config": {"engine": "simpletrack", "lattice": "lines/lhc.json.gz", "device": "auto"},
+        "device": {"spec": "cpu"},
+        "particles": [1700],
+        "turns": 10,
+    }
+    rep = reproduce_of([old])
+    assert rep.options == ("--device", "cpu", "--lattice", "lines/lhc.json.gz", "--turns", "10", "--particles", "1700")
+    assert rep.unit == "particles" and math.isnan(rep.cell_s)
+    cmd = Evidence(modes=("exclusive",), cpu=True, reproduce=rep).command("batch")
+    assert cmd.count("--device") == 1 and "--modes exclusive,timeslice:2,partition:2" in cmd
+    assert cmd.endswith("--repeats 3`")  # no pace, no prediction
+
+
+def test_work_is_named_from_the_workload():
+    assert work_text("simpletrack", 1700) == "1,700 particles"
+    assert work_text("resnet18-infer-b8", 8) == "8 work units"
+    assert math.isnan(pace(pd.DataFrame())) and Reproduce().predicted(3) == ""
