@@ -62,10 +62,12 @@ from typing import Any
 
 from sharebench.analysis.latency import check_slo
 from sharebench.analysis.sequential import MIN_REPEATS
+from sharebench.devices import resolve_device
 from sharebench.errors import UserError
 from sharebench.modes import Mode
 from sharebench.parse import counts, whole_number
 from sharebench.patterns import parse_pattern
+from sharebench.sharing import plan_cell
 from sharebench.sweep import as_modes
 from sharebench.sweep.budget import BudgetOptions, budget_options
 from sharebench.sweep.request import SweepRequest, command_line, shell_line
@@ -86,6 +88,12 @@ SWEEP_KEYS = (
 COMMAND_KEYS = ("name", "tags", "run", "stdout", "append", "timeout_s", "optional", "needs", "min_left_s")
 ENGINES = ("simpletrack", "xtrack", "exec")
 GPU_QUERY = "name,uuid,memory.total,driver_version,mig.mode.current,clocks.max.sm"
+# how a user gets the committed plans' lattice (a clone has no .devcarry/)
+LATTICE_HOWTO = (
+    "the plans' LHC line is the original Simpletrack benchmark's (github.com/rdemaria/simpletrack, "
+    "examples/lhc/line.bin) as an Xsuite line JSON.gz, which sharebench does not ship: put it at that path, "
+    "give --lattice FILE (any Xsuite line), or --lattice none (the generated ring of the same element mix)"
+)
 
 
 class CampaignStopped(Exception):
@@ -489,6 +497,40 @@ def describe(plan: Plan, out: Path, python: str = sys.executable) -> list[str]:
             redirect = f" {'>>' if step.append else '>'} {ctx.fill(step.stdout)}" if step.stdout else ""
             lines.append(shell_line([ctx.fill(a) for a in step.run]) + redirect + skip)
     return lines
+
+
+def uses_lattice(plan: Plan) -> bool:
+    """Whether anything the plan runs reads its lattice: the warm-up, a tracker step, a ``{lattice}``."""
+    sweeps = any(isinstance(s, Sweep) and s.use_lattice and s.engine != "exec" for s in plan.steps)
+    commands = any(isinstance(s, Command) and any("{lattice}" in a for a in s.run) for s in plan.steps)
+    return plan.warm is not None or sweeps or commands
+
+
+def check_plan(plan: Plan, *, here: bool = True) -> list[str]:
+    """What a plan needs, checked before anything runs: its lattice file, and every sweep step's modes
+    against its device (``sharing.plan_cell``: MPS and MIG need an NVIDIA GPU). ``here`` (a run): the first
+    problem is a one-line UserError. A dry run (``here=False``) lists them as ``# `` notes instead, the
+    run's refusals to come, and notes a device this machine lacks (its modes unchecked)."""
+    problems = []
+    if plan.lattice and uses_lattice(plan) and not Path(plan.lattice).is_file():
+        problems.append(f"plan lattice {plan.lattice!r} not found; {LATTICE_HOWTO}")
+    try:
+        device = resolve_device(plan.device)
+    except UserError as exc:
+        if here:
+            raise
+        notes = [f"# not runnable as planned: {p}" for p in problems]
+        return [*notes, f"# modes not checked against {plan.device} here: {exc}"]
+    for step in plan.steps:
+        for m in step.modes if isinstance(step, Sweep) else ():
+            try:
+                plan_cell(m, device)
+            except UserError as exc:
+                problems.append(f"step {step.name}: {exc}; leave the step out (--steps) or give another --device")
+                break
+    if problems and here:
+        raise UserError(problems[0])
+    return [f"# not runnable as planned: {p}" for p in problems]
 
 
 # ---------------------------------------------------------------- running a plan

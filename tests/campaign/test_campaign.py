@@ -207,3 +207,34 @@ def test_pattern_and_budget_keys_reach_sharebench_run(tmp_path, capsys):
         "--max-repeats 6"
     ) in line
     assert line.endswith("# a: up to 2 cells within --budget 90s, repeats while unsettled")
+
+
+def test_a_plan_from_a_clone_names_how_to_get_its_lattice(tmp_path, monkeypatch, capsys):
+    """A clone has no .devcarry/: the committed plans' LHC line is missing. The run stops before anything in one
+    line that says how to get it; the dry run says the same as a note; --lattice none runs the generated ring."""
+    monkeypatch.chdir(tmp_path)
+    plan = ROOT / "benchmarks" / "plans" / "patterns.toml"
+    assert main(["campaign", str(plan), "--out", "OUT", "--device", "cpu", "--steps", "st-users"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and not (tmp_path / "OUT").exists()
+    assert err.startswith("sharebench: error: plan lattice '.devcarry/lhc_simpletrack_7tev.json.gz' not found; ")
+    assert "rdemaria/simpletrack" in err and "--lattice FILE" in err and "--lattice none" in err
+    assert main(["campaign", str(plan), "--out", "OUT", "--dry-run"]) == 0
+    notes = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("# not runnable as planned: ")]
+    assert notes and "plan lattice '.devcarry/lhc_simpletrack_7tev.json.gz' not found" in notes[0]
+
+
+def test_modes_the_device_cannot_run_stop_the_campaign_before_anything_runs(tmp_path, capsys):
+    plan = write(
+        tmp_path,
+        "device = 'cuda:0'\n[[step]]\nname = 'ok'\nmodes = ['exclusive', 'timeslice:2']\nparticles = [1000]\n"
+        "turns = 1\nrepeats = 1\n[[step]]\nname = 'gpu'\nmodes = ['exclusive', 'mps:2']\nparticles = [1000]\n"
+        "turns = 1\nrepeats = 1\n",
+    )
+    out = tmp_path / "out"
+    assert main(["campaign", str(plan), "--out", str(out), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("sharebench: error: step gpu: mps:2 needs an NVIDIA GPU") and len(err.splitlines()) == 1
+    assert "leave the step out (--steps) or give another --device" in err and not out.exists()
+    assert main(["campaign", str(plan), "--out", str(out), "--device", "cpu", "--dry-run"]) == 0
+    assert "# not runnable as planned: step gpu: mps:2 needs an NVIDIA GPU" in capsys.readouterr().out

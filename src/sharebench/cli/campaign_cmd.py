@@ -10,7 +10,16 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sharebench.campaign import SMOKE_FAILED, CampaignStopped, Runner, describe, load_plan, run_campaign, select
+from sharebench.campaign import (
+    SMOKE_FAILED,
+    CampaignStopped,
+    Runner,
+    check_plan,
+    describe,
+    load_plan,
+    run_campaign,
+    select,
+)
 from sharebench.cli.sweep_cmd import run_in_child
 from sharebench.errors import UserError
 from sharebench.report import build_report
@@ -44,8 +53,9 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         out = Path("campaign-results") / f"{plan.name}-{stamp}"
     else:
         out = Path(args.out)
+    notes = check_plan(plan, here=not args.dry_run)  # the lattice, the modes on the device: before anything runs
     if args.dry_run:
-        print("\n".join(describe(plan, out)))
+        print("\n".join([*describe(plan, out), *notes]))
         return 0
     try:
         return run_campaign(plan, out, RUNNER)
