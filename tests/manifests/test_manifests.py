@@ -309,11 +309,13 @@ def test_rbac_least_privilege():
     leases = [
         obj
         for _, obj in access.rbac_objects()
-        if obj["kind"] == "Role" and obj["metadata"]["namespace"] == names.SYSTEM_NAMESPACE
+        if obj["kind"] == "Role"
+        and obj["metadata"]["namespace"] == names.SYSTEM_NAMESPACE
+        and obj["metadata"]["name"] != f"{names.SERVICE_ACCOUNT}-offer"
     ]
     # issue 27: no delete on Leases (a release empties the holder); the signing key read by name only
     assert [o["rules"] for o in leases] == [
-        [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}],
+        [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "create", "update"]}],
         [
             {
                 "apiGroups": [""],
@@ -353,8 +355,11 @@ def test_replica_account_has_no_token_and_no_rights():
     assert replica["automountServiceAccountToken"] is False
     assert replica["metadata"]["namespace"] == names.RUN_NAMESPACE
     assert "automountServiceAccountToken" not in accounts[names.SERVICE_ACCOUNT]
-    # the node account's token, for the pipeline's node steps to mount (and no other task)
-    (token,) = [o for _, o in access.rbac_objects() if o["kind"] == "Secret"]
+    # issue 37, agent mode: the node account lives in sharebench's own namespace, no token of it anywhere
+    assert accounts[names.SERVICE_ACCOUNT]["metadata"]["namespace"] == names.SYSTEM_NAMESPACE
+    assert not [o for _, o in access.rbac_objects() if o["kind"] == "Secret"]
+    # direct mode (a single-admin cluster): its token, for the pipeline's node steps to mount
+    (token,) = [o for _, o in access.rbac_objects(node_access="direct") if o["kind"] == "Secret"]
     assert token["type"] == "kubernetes.io/service-account-token"
     assert token["metadata"]["name"] == names.NODE_TOKEN_SECRET
     assert token["metadata"]["namespace"] == names.RUN_NAMESPACE
@@ -364,7 +369,7 @@ def test_replica_account_has_no_token_and_no_rights():
 def test_rbac_bindings_point_at_the_service_account():
     objs = {obj["kind"]: obj for _, obj in access.rbac_objects() if obj["metadata"]["name"] == names.SERVICE_ACCOUNT}
     sa = objs["ServiceAccount"]["metadata"]
-    assert sa["namespace"] == names.RUN_NAMESPACE
+    assert sa["namespace"] == names.SYSTEM_NAMESPACE
     for kind, role in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
         b = objs[kind]
         assert b["roleRef"] == {
@@ -442,8 +447,21 @@ def test_render_for_other_namespaces(tmp_path):
     objs = dict(render.kubernetes_objects(files))
     # the profile's namespace is the profile controller's: no Namespace object for it
     assert not any(o["kind"] == "Namespace" and o["metadata"]["name"] == "kubeflow-user-a" for o in objs.values())
-    assert objs["rbac/0100_serviceaccount_sharebench-node.yaml"]["metadata"]["namespace"] == "kubeflow-user-a"
-    assert objs["rbac/0300_clusterrolebinding_sharebench-node.yaml"]["subjects"][0]["namespace"] == "kubeflow-user-a"
+    assert objs["rbac/0100_serviceaccount_sharebench-node.yaml"]["metadata"]["namespace"] == names.SYSTEM_NAMESPACE
+    assert (
+        objs["rbac/0300_clusterrolebinding_sharebench-node.yaml"]["subjects"][0]["namespace"] == names.SYSTEM_NAMESPACE
+    )
+    # the agent takes requests in the run namespace, and reads its offer there
+    assert objs["rbac/0250_role_sharebench-node-requests.yaml"]["metadata"]["namespace"] == "kubeflow-user-a"
+    offer = objs["agent/0100_configmap_sharebench-offer.yaml"]["data"]
+    assert offer[names.OFFER_RUN_NAMESPACES_KEY] == "kubeflow-user-a"
+    direct = dict(
+        render.kubernetes_objects(
+            render.render(render.RenderOptions(run_namespace="kubeflow-user-a", node_access="direct"))
+        )
+    )
+    assert direct["rbac/0100_serviceaccount_sharebench-node.yaml"]["metadata"]["namespace"] == "kubeflow-user-a"
+    assert "agent/0200_deployment_sharebench-node-agent.yaml" not in direct
     for rel in (
         "rbac/0210_role_sharebench-node.yaml",
         "rbac/0310_rolebinding_sharebench-node.yaml",

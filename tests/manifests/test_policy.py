@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 POLICY_FILE = ROOT / "manifests/rbac/0400_validatingadmissionpolicy_sharebench-node.yaml"
 NODE = "gpu-node-1"
 OTHER = "control-plane-1"
-BENCH = names.BENCHMARK_LABEL
 SA = policy.service_account_user()
+CLAIM = names.NODE_CLAIM_ANNOTATION
 SITE_ENTRIES = {
     "default": "version: v1\n",
     "any": "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 50\n",
@@ -42,7 +42,7 @@ def vap() -> AdmissionPolicy:
 @pytest.fixture
 def sim(tmp_path):
     with SimCluster(tmp_path) as cluster:
-        cluster.add_gpu_node(NODE, "H200", gpus=2, labels={"topology.kubernetes.io/zone": "z1", BENCH[0]: BENCH[1]})
+        cluster.add_gpu_node(NODE, "H200", gpus=2, labels={"topology.kubernetes.io/zone": "z1"}, offered=True)
         # a node the site did not offer to sharebench: its control plane
         cluster.add_gpu_node(OTHER, "H200", gpus=2, labels={"node-role.kubernetes.io/control-plane": ""})
         # the site's own entries in its device-plugin ConfigMap, beside sharebench's
@@ -52,10 +52,31 @@ def sim(tmp_path):
         yield cluster
 
 
+def judge(vap, sim, **request) -> list[str]:
+    """The policy's denials of a request of the node account, with the simulated site's offer as params."""
+    params = sim.get("configmaps", names.SYSTEM_NAMESPACE, names.OFFER_CONFIGMAP)
+    return vap.denials(user=request.pop("user", SA), params=params, **request)
+
+
+def claimed(node: dict, holder: str = "run-a") -> dict:
+    """``node`` as a Lease holder has it: claimed (the annotation the policy requires of a node it lets change)."""
+    out = copy.deepcopy(node)
+    out["metadata"].setdefault("annotations", {})[CLAIM] = holder
+    return out
+
+
 def test_rendered_policy_and_binding(vap):
     objs = dict(render.kubernetes_objects(render.render()))
     binding = objs["rbac/0410_validatingadmissionpolicybinding_sharebench-node.yaml"]
-    assert binding["spec"] == {"policyName": vap.name, "validationActions": ["Deny"]}
+    assert binding["spec"] == {
+        "policyName": vap.name,
+        "validationActions": ["Deny"],
+        "paramRef": {
+            "name": names.OFFER_CONFIGMAP,
+            "namespace": names.SYSTEM_NAMESPACE,
+            "parameterNotFoundAction": "Deny",
+        },
+    }
     assert objs["rbac/0400_validatingadmissionpolicy_sharebench-node.yaml"]["spec"]["failurePolicy"] == "Fail"
     # the rules cover every write RBAC grants on nodes, ConfigMaps and pods
     granted = {
@@ -92,24 +113,52 @@ NODE_CASES = [
     ),
     ("prior-state annotation", lambda o: o["metadata"]["annotations"].update({ANNOTATION: "{}"}), None),
     (
-        "cordon while the prior state is recorded",
-        lambda o: (o["spec"].update({"unschedulable": True}), o["metadata"]["annotations"].update({ANNOTATION: "{}"})),
-        None,
-    ),
-    (
         "cordon without a prior state",
         lambda o: o["spec"].update({"unschedulable": True}),
-        "may cordon or uncordon a node only while it records its prior state",
+        "may cordon or uncordon a node only once its signed prior state is recorded",
     ),
+    (  # issue 37: a junk prior state in the very patch that cordons
+        "cordon with a junk prior state in the same patch",
+        lambda o: (o["spec"].update({"unschedulable": True}), o["metadata"]["annotations"].update({ANNOTATION: "x"})),
+        "may cordon or uncordon a node only once its signed prior state is recorded",
+    ),
+    (
+        "ownerReferences",
+        lambda o: o["metadata"].update(
+            {"ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "gone", "uid": "0"}]}
+        ),
+        "may not change a node's ownerReferences or finalizers",
+    ),
+    (
+        "finalizers",
+        lambda o: o["metadata"].update({"finalizers": ["example.com/hold"]}),
+        "may not change a node's ownerReferences or finalizers",
+    ),
+    (
+        "the MIG manager's state forced to success",
+        lambda o: o["metadata"]["labels"].update({"nvidia.com/mig.config.state": "success"}),
+        "may only drop the MIG manager's label nvidia.com/mig.config.state, never set it",
+    ),
+    (
+        "another sharebench.io annotation",
+        lambda o: o["metadata"]["annotations"].update({"sharebench.io/anything": "1"}),
+        "may change only its own node annotations",
+    ),
+    (
+        "the claim moved to another holder",
+        lambda o: o["metadata"]["annotations"].update({CLAIM: "run-b"}),
+        "may change a node only while a Lease holds it",
+    ),
+    (
+        "the claim cleared with a label change",
+        lambda o: (o["metadata"]["annotations"].pop(CLAIM), o["metadata"]["labels"].update({LABEL_DP: "x"})),
+        "may change a node only while a Lease holds it",
+    ),
+    ("the claim cleared alone", lambda o: o["metadata"]["annotations"].pop(CLAIM), None),
     (
         "another spec field",
         lambda o: o["spec"].update({"podCIDR": "10.9.0.0/24"}),
         "may change only spec.unschedulable",
-    ),
-    (
-        "the benchmark label removed",
-        lambda o: o["metadata"]["labels"].pop(BENCH[0]),
-        "may change only the node labels",
     ),
     (
         "node-restriction label",
@@ -146,13 +195,44 @@ NODE_CASES = [
 
 @pytest.mark.parametrize("what, fn, denied", NODE_CASES, ids=[c[0] for c in NODE_CASES])
 def test_node_updates(vap, sim, what, fn, denied):
-    old = sim.node(NODE)
-    got = vap.denials(resource="nodes", operation="UPDATE", user=SA, obj=changed(old, fn), old=old)
+    old = claimed(changed(sim.node(NODE), labels(**{"nvidia.com/mig.config.state": "pending"})))
+    got = judge(vap, sim, resource="nodes", operation="UPDATE", obj=changed(old, fn), old=old)
     assert got == ([] if denied is None else [m for m in got if denied in m]) and bool(got) == bool(denied)
     # the site's own users and controllers are not judged by the policy
     assert (
-        vap.denials(resource="nodes", operation="UPDATE", user="kubernetes-admin", obj=changed(old, fn), old=old) == []
+        judge(vap, sim, resource="nodes", operation="UPDATE", user="kubernetes-admin", obj=changed(old, fn), old=old)
+        == []
     )
+
+
+def signed_prior(o: dict) -> None:
+    o["metadata"]["annotations"].update({ANNOTATION: "{}", SIGNATURE: "sig"})
+
+
+def test_cordon_once_the_signed_prior_state_is_recorded(vap, sim):
+    """The cordon of a MIG change: an earlier patch recorded the signed prior state; then restore uncordons."""
+    old = claimed(changed(sim.node(NODE), signed_prior))
+    cordoned = changed(old, lambda o: o["spec"].update({"unschedulable": True}))
+    assert judge(vap, sim, resource="nodes", operation="UPDATE", obj=cordoned, old=old) == []
+    back = changed(cordoned, lambda o: o["spec"].pop("unschedulable"))
+    assert judge(vap, sim, resource="nodes", operation="UPDATE", obj=back, old=cordoned) == []
+
+
+@pytest.mark.parametrize(
+    "what, fn",
+    [
+        ("device-plugin label", lambda o: o["metadata"]["labels"].update({LABEL_DP: "sharebench-timeslice-2"})),
+        ("mig label", lambda o: o["metadata"]["labels"].update({LABEL_MIG: "all-1g.18gb"})),
+        ("prior state", signed_prior),
+    ],
+)
+def test_an_offered_node_no_lease_holds_is_refused(vap, sim, what, fn):
+    """Issue 37: the account could relabel or repartition any other offered node."""
+    old = sim.node(NODE)  # offered, not claimed
+    got = judge(vap, sim, resource="nodes", operation="UPDATE", obj=changed(old, fn), old=old)
+    assert any("may change a node only while a Lease holds it" in m for m in got), got
+    claim = changed(old, lambda o: o["metadata"]["annotations"].update({CLAIM: "run-a"}))
+    assert judge(vap, sim, resource="nodes", operation="UPDATE", obj=claim, old=old) == []  # claimed alone: yes
 
 
 @pytest.mark.parametrize(
@@ -169,17 +249,32 @@ def test_node_updates(vap, sim, what, fn, denied):
         ),
     ],
 )
-def test_nodes_the_site_did_not_label_are_refused(vap, sim, what, fn):
-    old = sim.node(OTHER)
-    got = vap.denials(resource="nodes", operation="UPDATE", user=SA, obj=changed(old, fn), old=old)
-    assert f"sharebench may change only nodes labelled {BENCH[0]}={BENCH[1]} (the site sets it)" in got
-    admin = vap.denials(resource="nodes", operation="UPDATE", user="kubernetes-admin", obj=changed(old, fn), old=old)
+def test_nodes_the_site_did_not_offer_are_refused(vap, sim, what, fn):
+    old = claimed(sim.node(OTHER))
+    got = judge(vap, sim, resource="nodes", operation="UPDATE", obj=changed(old, fn), old=old)
+    assert OFFER_DENIAL in got
+    admin = judge(
+        vap, sim, resource="nodes", operation="UPDATE", user="kubernetes-admin", obj=changed(old, fn), old=old
+    )
     assert admin == []
 
 
-def test_reconfigure_of_an_unlabelled_node_is_refused_by_the_enforced_policy(vap, sim):
+OFFER_DENIAL = (
+    f"sharebench may change only the nodes the site offers (ConfigMap {names.SYSTEM_NAMESPACE}/{names.OFFER_CONFIGMAP}, "
+    f"key {names.OFFER_NODE_PREFIX}<node>)"
+)
+
+
+def test_without_the_sites_offer_everything_is_refused(vap, sim):
+    old = claimed(sim.node(NODE))
+    new = changed(old, labels(**{LABEL_DP: "sharebench-timeslice-2"}))
+    got = vap.denials(resource="nodes", operation="UPDATE", user=SA, obj=new, old=old, params=None)
+    assert got and got[0].startswith("no params")
+
+
+def test_reconfigure_of_a_node_not_offered_is_refused_by_the_enforced_policy(vap, sim):
     sim.admission.append(vap)
-    with pytest.raises(NodeError, match=f"nodes labelled {BENCH[0]}={BENCH[1]}"):
+    with pytest.raises(NodeError, match="only the nodes the site offers"):
         reconfigure(OTHER, "timeslice:2", ReconfigureOptions(timeout_s=5, poll_s=0.01), api_client=sim.api_client())
     assert LABEL_DP not in sim.node(OTHER)["metadata"]["labels"]
 
@@ -198,23 +293,53 @@ CM_CASES = [
 def test_configmap_updates(vap, sim, what, fn, denied):
     old = sim.configmap()
     new = changed(old, lambda o: fn(o["data"]))
-    got = vap.denials(resource="configmaps", operation="UPDATE", user=SA, obj=new, old=old)
-    assert got == (["sharebench may change only its own ConfigMap entries (sharebench-...)"] if denied else [])
+    got = judge(vap, sim, resource="configmaps", operation="UPDATE", obj=new, old=old)
+    assert got == ([CM_DENIAL] if denied else [])
+
+
+CM_DENIAL = (
+    f"sharebench may change only its own ConfigMap entries (sharebench-...) in {names.OPERATOR_NAMESPACE}, and "
+    f"elsewhere only the status of a sharing request ({names.REQUEST_LABEL[0]}={names.REQUEST_LABEL[1]})"
+)
+
+
+def request_cm(**data) -> dict:
+    meta = {"name": "r1", "namespace": names.RUN_NAMESPACE, "labels": dict([names.REQUEST_LABEL])}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"node": NODE, **data}}
 
 
 @pytest.mark.parametrize(
-    "namespace, app, denied",
+    "what, fn, denied",
     [
-        (names.OPERATOR_NAMESPACE, "nvidia-device-plugin-daemonset", False),
-        (names.OPERATOR_NAMESPACE, "gpu-feature-discovery", False),
-        (names.OPERATOR_NAMESPACE, "nvidia-driver-daemonset", True),
-        (names.OPERATOR_NAMESPACE, None, True),
-        ("team-a", "nvidia-device-plugin-daemonset", True),
+        ("its status", lambda o: o["data"].update({"status": "{}"}), False),
+        ("its node", lambda o: o["data"].update({"node": OTHER}), True),
+        ("its label", lambda o: o["metadata"]["labels"].clear(), True),
     ],
 )
-def test_pod_deletes(vap, sim, namespace, app, denied):
-    pod = sim.add_pod(namespace, "p", NODE, labels={"app": app} if app else {})
-    got = vap.denials(resource="pods", operation="DELETE", user=SA, obj=None, old=pod)
+def test_request_updates(vap, sim, what, fn, denied):
+    old = request_cm()
+    got = judge(vap, sim, resource="configmaps", operation="UPDATE", obj=changed(old, fn), old=old)
+    assert got == ([CM_DENIAL] if denied else [])
+    other = changed(old, lambda o: o["metadata"]["labels"].clear())  # not a request: not the agent's
+    got = judge(vap, sim, resource="configmaps", operation="UPDATE", obj=changed(other, fn), old=other)
+    assert got == [CM_DENIAL]
+
+
+@pytest.mark.parametrize(
+    "namespace, app, node, denied",
+    [
+        (names.OPERATOR_NAMESPACE, "nvidia-device-plugin-daemonset", NODE, False),
+        (names.OPERATOR_NAMESPACE, "gpu-feature-discovery", NODE, False),
+        (names.OPERATOR_NAMESPACE, "nvidia-driver-daemonset", NODE, True),
+        (names.OPERATOR_NAMESPACE, None, NODE, True),
+        ("team-a", "nvidia-device-plugin-daemonset", NODE, True),
+        # issue 37: the device-plugin pod of a node the site never offered, the control plane's
+        (names.OPERATOR_NAMESPACE, "nvidia-device-plugin-daemonset", OTHER, True),
+    ],
+)
+def test_pod_deletes(vap, sim, namespace, app, node, denied):
+    pod = sim.add_pod(namespace, "p", node, labels={"app": app} if app else {})
+    got = judge(vap, sim, resource="pods", operation="DELETE", obj=None, old=pod)
     assert bool(got) == denied
 
 
@@ -231,7 +356,9 @@ def test_node_operations_pass_the_enforced_policy_and_keep_the_sites_entries(vap
     # the policy really is enforced: a write outside it is refused by the API server
     with pytest.raises(ApiException) as exc:
         client.CoreV1Api(api).patch_node(NODE, {"metadata": {"labels": {"node-restriction.kubernetes.io/x": "1"}}})
-    assert exc.value.status == 422 and "may change only the node labels" in json.loads(exc.value.body)["message"]
+    assert exc.value.status == 422  # restored and released: no Lease holds the node any more
+    assert "may change a node only while a Lease holds it" in json.loads(exc.value.body)["message"]
+    assert CLAIM not in sim.node(NODE)["metadata"]["annotations"]
 
 
 def sim_key(sim) -> bytes:
@@ -337,9 +464,9 @@ def test_restore_refuses_a_prior_state_outside_the_allow_list_even_signed(sim, e
         (names.STATE_KEY_SECRET, names.RUN_NAMESPACE, True),
     ],
 )
-def test_secret_creates(vap, name, namespace, denied):
+def test_secret_creates(vap, sim, name, namespace, denied):
     obj = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace}, "data": {}}
-    got = vap.denials(resource="secrets", operation="CREATE", user=SA, obj=obj, old=None)
+    got = judge(vap, sim, resource="secrets", operation="CREATE", obj=obj, old=None)
     assert got == (
         [f"sharebench may create only the Secret {names.SYSTEM_NAMESPACE}/{names.STATE_KEY_SECRET}"] if denied else []
     )

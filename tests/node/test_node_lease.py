@@ -38,7 +38,7 @@ POLICY_FILE = ROOT / "manifests/rbac/0400_validatingadmissionpolicy_sharebench-n
 @pytest.fixture(params=["no policy", "policy enforced"])
 def sim(tmp_path, request):
     with SimCluster(tmp_path) as cluster:
-        cluster.add_gpu_node(NODE, "H200", gpus=2, labels={"sharebench.io/benchmark": "allowed"})
+        cluster.add_gpu_node(NODE, "H200", gpus=2, offered=True)
         if request.param == "policy enforced":
             cluster.admission.append(AdmissionPolicy(yaml.safe_load(POLICY_FILE.read_text())))
         yield cluster
@@ -317,7 +317,7 @@ def denial(call) -> str:
 
 def test_policy_denies_delete_takeover_and_an_anonymous_release(tmp_path):
     with SimCluster(tmp_path) as sim:
-        sim.add_gpu_node(NODE, "H200", gpus=2, labels={"sharebench.io/benchmark": "allowed"})
+        sim.add_gpu_node(NODE, "H200", gpus=2, offered=True)
         sim.admission.append(AdmissionPolicy(yaml.safe_load(POLICY_FILE.read_text())))
         apply(sim, "timeslice:2", "run-a")
         api = raw_lease_api(sim)

@@ -130,7 +130,7 @@ def test_rbac_denial(sim, core):
         core.patch_node("gpu-a", {"metadata": {"labels": {"a": "1"}}})
     assert exc.value.status == 403
     assert json.loads(exc.value.body)["message"] == (
-        'nodes "gpu-a" is forbidden: User "system:serviceaccount:sharebench:sharebench-node" cannot patch '
+        'nodes "gpu-a" is forbidden: User "system:serviceaccount:sharebench-system:sharebench-node" cannot patch '
         'resource "nodes" in API group "" at the cluster scope'
     )
     sim.allow()

@@ -14,6 +14,8 @@ class AdmissionPolicy:
         spec = policy["spec"]
         self.env = celpy.Environment()
         self.rules = spec["matchConstraints"]["resourceRules"]
+        self.param_kind = (spec.get("paramKind") or {}).get("kind")
+        self.param_ref = "sharebench-system/sharebench-offer"  # the binding's paramRef (rendered)
         self.conditions = [self._program(c["expression"]) for c in spec.get("matchConditions", [])]
         self.variables = [(v["name"], self._program(v["expression"])) for v in spec.get("variables", [])]
         self.validations = [(self._program(v["expression"]), v["message"]) for v in spec["validations"]]
@@ -24,8 +26,19 @@ class AdmissionPolicy:
     def matches(self, resource: str, operation: str) -> bool:
         return any(resource in r["resources"] and operation in r["operations"] for r in self.rules)
 
-    def denials(self, *, resource: str, operation: str, user: str, obj: dict | None, old: dict | None) -> list[str]:
-        """The messages of the validations that deny this request ([] when admitted or not matched)."""
+    def denials(
+        self,
+        *,
+        resource: str,
+        operation: str,
+        user: str,
+        obj: dict | None,
+        old: dict | None,
+        params: dict | None = None,
+    ) -> list[str]:
+        """The messages of the validations that deny this request ([] when admitted or not matched);
+        ``params``: the binding's parameter object (a policy with a ``paramKind`` and none denies, as
+        ``parameterNotFoundAction: Deny`` does)."""
         if not self.matches(resource, operation):
             return []
         act = {
@@ -38,9 +51,12 @@ class AdmissionPolicy:
             ),
             "object": celpy.json_to_cel(obj),
             "oldObject": celpy.json_to_cel(old),
+            "params": celpy.json_to_cel(params),
         }
         if not all(bool(c.evaluate(act)) for c in self.conditions):
             return []
+        if self.param_kind and params is None:
+            return [f"no params: {self.param_kind} {self.param_ref}, named by the binding, is missing"]
         variables = celtypes.MapType({})
         for name, prog in self.variables:
             variables[celtypes.StringType(name)] = prog.evaluate({**act, "variables": variables})

@@ -24,7 +24,11 @@ the official ``kubernetes`` client through a generated kubeconfig:
 * Fault injection: ``deny(verb, resource)`` (RBAC 403), ``fail_next(verb, resource, status)``,
   ``pause_operator()``, ``freeze()`` / ``thaw()`` (requests get no answer).
 * Admission: policies appended to ``admission`` (``support.admission.AdmissionPolicy``) judge
-  every create, update and delete, as the API server's ValidatingAdmissionPolicy does (422 when denied).
+  every create, update and delete, as the API server's ValidatingAdmissionPolicy does (422 when denied),
+  with the site's offer (``sharebench-system/sharebench-offer``, see :meth:`SimCluster.offer`) as params.
+* Identities (issue 37): each bearer token is a user (``add_user``; the default token is the node
+  account's); with ``rbac`` set (``support.rbac.Rbac`` over the rendered roles) every request is
+  authorised as the API server's RBAC does (403 otherwise).
 """
 
 from __future__ import annotations
@@ -47,7 +51,8 @@ import yaml
 from kubernetes import config as k8s_config
 
 from sharebench.gpus import GPU_MODELS, GpuModel
-from sharebench.manifests import names, operator
+from sharebench.manifests import names, operator, policy
+from sharebench.manifests.agent import offer_configmap
 from sharebench.manifests.render import resolve_models
 
 LABEL_DP = "nvidia.com/device-plugin.config"
@@ -56,7 +61,7 @@ LABEL_MIG_STATE = "nvidia.com/mig.config.state"
 PLUGIN_DS = "nvidia-device-plugin-daemonset"
 GFD_DS = "gpu-feature-discovery"
 OPERANDS = {PLUGIN_DS: "nvidia-device-plugin", GFD_DS: "gpu-feature-discovery"}  # DaemonSet -> container
-SERVICE_ACCOUNT_USER = f"system:serviceaccount:{names.RUN_NAMESPACE}:{names.SERVICE_ACCOUNT}"
+SERVICE_ACCOUNT_USER = policy.service_account_user()  # the node account (agent mode)
 
 KINDS = {  # resource -> (kind, namespaced, api group prefix)
     "nodes": ("Node", False, "/api/v1"),
@@ -268,6 +273,8 @@ class SimCluster:
         self.operator_paused = False
         self.dra = None  # a support.dra_sim.SimDraDriver, when one is attached
         self.admission: list = []  # issue 14: support.admission.AdmissionPolicy, enforced
+        self.users: dict[str, str] = {token: SERVICE_ACCOUNT_USER}  # bearer token -> user
+        self.rbac = None  # a support.rbac.Rbac, enforced when set
         self.thawed = threading.Event()  # issue 14: freeze() holds every request until thaw()
         self.thawed.set()
         self._stop = threading.Event()
@@ -275,6 +282,7 @@ class SimCluster:
         self.kubeconfig = self.workdir / "kubeconfig.yaml"
         # the operator's namespace objects, as applied from manifests/
         self.put_object(operator.device_plugin_configmap(self.ns))
+        self.put_object(offer_configmap((names.RUN_NAMESPACE,), (), ()))  # the site's offer: no node yet
         self.put_object(operator.mig_parted_configmap(resolve_models(gpus_models), self.ns))
         for ds, container in OPERANDS.items():
             pod_spec = {"containers": [{"name": container, "image": "nvcr.io/nvidia/k8s-device-plugin"}]}
@@ -338,8 +346,25 @@ class SimCluster:
             self._server.shutdown()
             self._server.server_close()
 
-    def api_client(self):
-        return k8s_config.new_client_from_config(config_file=str(self.kubeconfig))
+    def api_client(self, token: str | None = None):
+        """A client of the official library; ``token``: another user's (:meth:`add_user`)."""
+        api = k8s_config.new_client_from_config(config_file=str(self.kubeconfig))
+        if token is not None:  # the kubeconfig loader's hook would put the kubeconfig's token back
+            api.configuration.refresh_api_key_hook = None
+            api.configuration.api_key = {"authorization": f"Bearer {token}"}
+        return api
+
+    def add_user(self, token: str, user: str) -> None:
+        """Requests with ``token`` are ``user``'s (``system:serviceaccount:NS:NAME`` for a pod's account)."""
+        self.users[token] = user
+
+    def offer(self, *nodes: str, image_allow: tuple[str, ...] = (), run_namespaces: tuple[str, ...] = ()) -> None:
+        """The site's offer (the policy's params, the agent's configuration): these nodes too."""
+        cm = self.get("configmaps", names.SYSTEM_NAMESPACE, names.OFFER_CONFIGMAP) or {"data": {}}
+        offered = tuple(k[len(names.OFFER_NODE_PREFIX) :] for k in cm["data"] if k.startswith(names.OFFER_NODE_PREFIX))
+        old_allow = tuple(p for p in cm["data"].get(names.OFFER_IMAGE_ALLOW_KEY, "").split(",") if p)
+        old_runs = tuple(p for p in cm["data"].get(names.OFFER_RUN_NAMESPACES_KEY, "").split(",") if p)
+        self.put_object(offer_configmap(run_namespaces or old_runs, (*offered, *nodes), image_allow or old_allow))
 
     # ------------------------------------------------------------ store
     def _key(self, obj: dict) -> tuple[str, str, str]:
@@ -382,8 +407,18 @@ class SimCluster:
 
     # ------------------------------------------------------------ set-up helpers
     def add_gpu_node(
-        self, name: str, model: str = "H200", gpus: int = 2, *, mig_capable: bool = True, labels: dict | None = None
+        self,
+        name: str,
+        model: str = "H200",
+        gpus: int = 2,
+        *,
+        mig_capable: bool = True,
+        labels: dict | None = None,
+        offered: bool = False,
     ) -> dict:
+        """A GPU node; ``offered``: the site's offer lists it (the admission policy lets the node account change it)."""
+        if offered:
+            self.offer(name)
         m = GPU_MODELS[model]
         sn = SimGpuNode(name, m, gpus, PRODUCTS[model], operator.PCI_DEVICE_IDS[model][0], mig_capable)
         base = {
@@ -717,7 +752,8 @@ class SimCluster:
     # ------------------------------------------------------------ API dispatch
     def handle(self, method: str, path: str, query: dict, headers, body: bytes) -> tuple[int, dict]:
         auth = headers.get("Authorization", "")
-        if auth != f"Bearer {self.token}":
+        user = self.users.get(auth.removeprefix("Bearer ")) if auth.startswith("Bearer ") else None
+        if user is None:
             raise ApiError(401, "Unauthorized", "Unauthorized")
         if path == "/version":
             return 200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0-sim"}
@@ -736,7 +772,7 @@ class SimCluster:
             "POST": "create",
             "DELETE": "delete",
         }[method]
-        self._authorize(verb, resource, namespace, name)
+        self._authorize(verb, resource, namespace, name, user)
         ns = namespace or ""
         with self.lock:
             if method == "GET" and not name:
@@ -756,7 +792,7 @@ class SimCluster:
                         obj["metadata"]["name"],
                         resource,
                     )
-                self.admit(resource, "CREATE", obj, None)
+                self.admit(resource, "CREATE", obj, None, user)
                 return 201, self.put_object(obj)
             cur = self.get(resource, ns, name)
             if cur is None:
@@ -764,7 +800,7 @@ class SimCluster:
             if method == "GET":
                 return 200, cur
             if method == "DELETE":
-                self.admit(resource, "DELETE", None, cur)
+                self.admit(resource, "DELETE", None, cur, user)
                 self.objects.pop((resource, ns if namespaced else "", name), None)
                 if resource == "pods":
                     self._on_pod_deleted(cur)
@@ -808,36 +844,41 @@ class SimCluster:
             new["kind"], new["apiVersion"] = cur["kind"], cur["apiVersion"]
             if resource in ("nodes", "pods", "daemonsets", "resourceclaims"):
                 new["status"] = cur.get("status", {})  # status is a subresource
-            self.admit(resource, "UPDATE", new, cur)
+            self.admit(resource, "UPDATE", new, cur, user)
             return 200, self.put_object(new)
 
-    def admit(self, resource: str, operation: str, new: dict | None, old: dict | None) -> None:
-        """The enforced admission policies (every request is the ServiceAccount's): 422 when one denies."""
-        for policy in self.admission:
-            denied = policy.denials(resource=resource, operation=operation, user=SERVICE_ACCOUNT_USER, obj=new, old=old)
+    def admit(
+        self, resource: str, operation: str, new: dict | None, old: dict | None, user: str = SERVICE_ACCOUNT_USER
+    ) -> None:
+        """The enforced admission policies, with the site's offer as params: 422 when one denies."""
+        params = self.get("configmaps", names.SYSTEM_NAMESPACE, names.OFFER_CONFIGMAP)
+        for vap in self.admission:
+            denied = vap.denials(resource=resource, operation=operation, user=user, obj=new, old=old, params=params)
             if denied:
                 raise ApiError(
                     422,
                     "Invalid",
-                    f"ValidatingAdmissionPolicy '{policy.name}' with binding "
-                    f"'{policy.name}' denied request: {denied[0]}",
+                    f"ValidatingAdmissionPolicy '{vap.name}' with binding '{vap.name}' denied request: {denied[0]}",
                     (old or new or {}).get("metadata", {}).get("name", ""),
                     resource,
                 )
 
-    def _authorize(self, verb: str, resource: str, namespace: str | None, name: str | None) -> None:
+    def _authorize(
+        self, verb: str, resource: str, namespace: str | None, name: str | None, user: str = SERVICE_ACCOUNT_USER
+    ) -> None:
         for f in self.failures:
             if f[0] == verb and f[1] == resource and f[3] > 0:
                 f[3] -= 1
                 raise ApiError(f[2], "InternalError", f"injected failure on {verb} {resource}")
-        if (verb, resource) in self.denied:
+        if (verb, resource) in self.denied or (
+            self.rbac is not None and not self.rbac.allows(user, verb, resource, namespace, name)
+        ):
             scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
             what = f'{resource} "{name}"' if name else resource
             raise ApiError(
                 403,
                 "Forbidden",
-                f'{what} is forbidden: User "{SERVICE_ACCOUNT_USER}" cannot {verb} '
-                f'resource "{resource}" in API group "" {scope}',
+                f'{what} is forbidden: User "{user}" cannot {verb} resource "{resource}" in API group "" {scope}',
                 name or "",
                 resource,
             )

@@ -5,8 +5,10 @@ from __future__ import annotations
 from sharebench.manifests.names import (
     DEVICE_PLUGIN_CONFIGMAP,
     NODE_TOKEN_SECRET,
+    OFFER_CONFIGMAP,
     OPERATOR_NAMESPACE,
     REPLICA_SERVICE_ACCOUNT,
+    REQUESTER_ROLE,
     RUN_NAMESPACE,
     SERVICE_ACCOUNT,
     STATE_KEY_SECRET,
@@ -66,10 +68,15 @@ def binding(kind: str, name: str, namespace: str | None, subject: list[dict]) ->
     }
 
 
+def node_account_namespace(node_access: str, run_namespace: str = RUN_NAMESPACE) -> str:
+    """Where the node account lives: sharebench's own namespace (agent mode), or the run namespace (direct)."""
+    return SYSTEM_NAMESPACE if node_access == "agent" else run_namespace
+
+
 def rbac_objects(
-    operator_namespace: str = OPERATOR_NAMESPACE, run_namespace: str = RUN_NAMESPACE
+    operator_namespace: str = OPERATOR_NAMESPACE, run_namespace: str = RUN_NAMESPACE, node_access: str = "agent"
 ) -> list[tuple[str, dict]]:
-    """Least privilege for ``sharebench node apply/restore/status``.
+    """Least privilege for the node account (``sharebench node agent``, or ``node apply/restore/status``).
 
     Cluster scope: nodes get/list/patch (labels, prior-state annotation, cordon),
     pods list (refuse when a foreign pod uses the node's GPUs; find the device-plugin
@@ -81,52 +88,28 @@ def rbac_objects(
     prior-state signing key, a Secret read by name and created once (RBAC cannot name
     what a create makes: the admission policy admits that one name only).
 
+    ``node_access="agent"`` (the default): the account lives in sharebench's own namespace, where
+    only the node agent's Deployment runs as it; no token of it exists in the run namespace. The
+    agent reads the site's offer (the ConfigMap :data:`OFFER_CONFIGMAP`, by name) and, in the run
+    namespace, the sharing requests and their status (ConfigMaps get/list/watch/update; the policy
+    lets it change only a request's status). The run's own account files requests with the Role
+    :data:`REQUESTER_ROLE` (the site binds it). ``node_access="direct"`` (a single-admin cluster):
+    the account and its token Secret :data:`NODE_TOKEN_SECRET` live in the run namespace, mounted by
+    the pipeline's node steps.
+
     The replica and analysis tasks run as :data:`REPLICA_SERVICE_ACCOUNT`: no role is
-    bound to it and its token is not mounted. The node account's token is the Secret
-    :data:`NODE_TOKEN_SECRET` (filled in by Kubernetes' token controller), which only the
-    pipeline's node steps mount.
+    bound to it and its token is not mounted.
     """
     name = SERVICE_ACCOUNT
-    subject = [{"kind": "ServiceAccount", "name": name, "namespace": run_namespace}]
-    cluster_rules = [
-        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
-    ]
-    operator_rules = [
-        {
-            "apiGroups": [""],
-            "resources": ["configmaps"],
-            "resourceNames": [DEVICE_PLUGIN_CONFIGMAP],
-            "verbs": ["get", "update"],
-        },
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
-    ]
-    # one reconfiguration per node: a Lease per node, in sharebench's own namespace only
-    lease_rules = [
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
-    ]
-    key_rules = [
-        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [STATE_KEY_SECRET], "verbs": ["get"]},
-        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
-    ]
+    home = node_account_namespace(node_access, run_namespace)
+    subject = [{"kind": "ServiceAccount", "name": name, "namespace": home}]
     leases, key = f"{name}-leases", f"{name}-state-key"
-    return [
+    objects = [
         (
             f"0100_serviceaccount_{name}.yaml",
-            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(name, run_namespace)},
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(name, home)},
         ),
-        (
-            f"0105_secret_{NODE_TOKEN_SECRET}.yaml",
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "type": "kubernetes.io/service-account-token",
-                "metadata": {
-                    **metadata(NODE_TOKEN_SECRET, run_namespace),
-                    "annotations": {"kubernetes.io/service-account.name": name},
-                },
-            },
-        ),
+        *([] if node_access == "agent" else [_token_secret(run_namespace)]),
         (
             f"0110_serviceaccount_{REPLICA_SERVICE_ACCOUNT}.yaml",
             {
@@ -136,12 +119,73 @@ def rbac_objects(
                 "automountServiceAccountToken": False,
             },
         ),
-        (f"0200_clusterrole_{name}.yaml", role("ClusterRole", name, None, cluster_rules)),
-        (f"0210_role_{name}.yaml", role("Role", name, operator_namespace, operator_rules)),
-        (f"0220_role_{leases}.yaml", role("Role", leases, SYSTEM_NAMESPACE, lease_rules)),
-        (f"0230_role_{key}.yaml", role("Role", key, SYSTEM_NAMESPACE, key_rules)),
-        (f"0300_clusterrolebinding_{name}.yaml", binding("ClusterRoleBinding", name, None, subject)),
-        (f"0310_rolebinding_{name}.yaml", binding("RoleBinding", name, operator_namespace, subject)),
-        (f"0320_rolebinding_{leases}.yaml", binding("RoleBinding", leases, SYSTEM_NAMESPACE, subject)),
-        (f"0330_rolebinding_{key}.yaml", binding("RoleBinding", key, SYSTEM_NAMESPACE, subject)),
     ]
+    roles = [
+        ("ClusterRole", name, None, _cluster_rules()),
+        ("Role", name, operator_namespace, _operator_rules()),
+        ("Role", leases, SYSTEM_NAMESPACE, LEASE_RULES),
+        ("Role", key, SYSTEM_NAMESPACE, KEY_RULES),
+    ]
+    if node_access == "agent":
+        roles += [
+            ("Role", f"{name}-offer", SYSTEM_NAMESPACE, OFFER_RULES),
+            ("Role", f"{name}-requests", run_namespace, AGENT_REQUEST_RULES),
+        ]
+    for i, (kind, role_name, ns, rules) in enumerate(roles):
+        objects.append((f"02{i}0_{kind.lower()}_{role_name}.yaml", role(kind, role_name, ns, rules)))
+    for i, (kind, role_name, ns, _rules) in enumerate(roles):
+        bind = "ClusterRoleBinding" if kind == "ClusterRole" else "RoleBinding"
+        objects.append((f"03{i}0_{bind.lower()}_{role_name}.yaml", binding(bind, role_name, ns, subject)))
+    if node_access == "agent":  # for the site to bind to its runs' account: file requests, read their status
+        objects.append(
+            (f"0500_role_{REQUESTER_ROLE}.yaml", role("Role", REQUESTER_ROLE, run_namespace, REQUESTER_RULES))
+        )
+    return objects
+
+
+def _token_secret(run_namespace: str) -> tuple[str, dict]:
+    """Direct mode: the node account's token as a Secret of the run namespace (the node steps mount it)."""
+    return (
+        f"0105_secret_{NODE_TOKEN_SECRET}.yaml",
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "kubernetes.io/service-account-token",
+            "metadata": {
+                **metadata(NODE_TOKEN_SECRET, run_namespace),
+                "annotations": {"kubernetes.io/service-account.name": SERVICE_ACCOUNT},
+            },
+        },
+    )
+
+
+def _cluster_rules() -> list[dict]:
+    return [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+    ]
+
+
+def _operator_rules() -> list[dict]:
+    return [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": [DEVICE_PLUGIN_CONFIGMAP],
+            "verbs": ["get", "update"],
+        },
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
+    ]
+
+
+# one reconfiguration per node: a Lease per node, in sharebench's own namespace only
+LEASE_RULES = [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "create", "update"]}]
+KEY_RULES = [
+    {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [STATE_KEY_SECRET], "verbs": ["get"]},
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+]
+OFFER_RULES = [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [OFFER_CONFIGMAP], "verbs": ["get"]}]
+AGENT_REQUEST_RULES = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "update"]}]
+REQUESTER_RULES = [
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "list", "watch", "delete"]}
+]

@@ -4,7 +4,24 @@ OPERATOR_NAMESPACE = "gpu-operator"  # the NVIDIA gpu-operator's namespace
 RUN_NAMESPACE = "sharebench"  # where the pipeline's pods and the service account live
 SYSTEM_NAMESPACE = "sharebench-system"  # sharebench's own: the per-node Leases (one reconfiguration per node)
 MONITORING_NAMESPACE = "monitoring"  # kube-prometheus-stack and its Grafana
+# the node account: in agent mode (the default) it lives in SYSTEM_NAMESPACE and only the node agent
+# (AGENT_DEPLOYMENT) runs as it; in direct mode (a single-admin cluster) it lives in the run namespace
 SERVICE_ACCOUNT = "sharebench-node"
+NODE_ACCESS = ("agent", "direct")
+AGENT_DEPLOYMENT = "sharebench-node-agent"
+# the site's offer, in SYSTEM_NAMESPACE (submitters cannot write there): keys node.<name> (a node offered),
+# image-allow (prefixes) and run-namespaces (where the agent takes requests); the admission policy's params
+OFFER_CONFIGMAP = "sharebench-offer"
+OFFER_NODE_PREFIX = "node."
+OFFER_IMAGE_ALLOW_KEY = "image-allow"
+OFFER_RUN_NAMESPACES_KEY = "run-namespaces"
+# a sharing request a pipeline step files in its run namespace: a ConfigMap with this label
+REQUEST_LABEL = ("sharebench.io/node-request", "v1")
+REQUEST_STATUS_KEY = "status"  # the one key of a request the agent writes
+# the role a site binds to its runs' account in the run namespace: file and read requests
+REQUESTER_ROLE = "sharebench-node-requester"
+# on a node while a Lease holds it: the holder (the admission policy lets only such a node change)
+NODE_CLAIM_ANNOTATION = "sharebench.io/claimed-by"
 # the replica and analysis tasks' account: no API rights, no mounted token
 REPLICA_SERVICE_ACCOUNT = "sharebench-replica"
 # the node account's token as a Secret of the run namespace: only the node steps of a pipeline mount it
@@ -25,6 +42,7 @@ LEASE_RELEASED_BY_ANNOTATION = "sharebench.io/released-by"
 # the node labels sharebench sets: the device-plugin entry and the MIG layout (and the MIG
 # manager's state label, which it drops when the layout changes)
 SHARING_LABELS = ("nvidia.com/device-plugin.config", "nvidia.com/mig.config", "nvidia.com/mig.config.state")
+MIG_STATE_LABEL = "nvidia.com/mig.config.state"  # the MIG manager's: sharebench only ever drops it
 ENTRY_PREFIX = "sharebench-"  # sharebench's own entries in the site's device-plugin ConfigMap
 # the label a site sets on the nodes sharebench may reconfigure (the admission policy refuses the others)
 BENCHMARK_LABEL = ("sharebench.io/benchmark", "allowed")

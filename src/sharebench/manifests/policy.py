@@ -1,31 +1,35 @@
 """Least privilege the API server enforces: a ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1)
-and its binding, for requests of sharebench's ServiceAccount.
+and its binding, for requests of sharebench's node account (the node agent's, or in direct mode the
+node steps').
 
 RBAC cannot say *which* labels of a node a ``patch`` may change, nor which pods of a namespace a
-``delete`` may remove; this policy can. For the ServiceAccount, the API server admits:
+``delete`` may remove; this policy can. Its parameters are the site's offer, the ConfigMap
+:data:`~sharebench.manifests.names.OFFER_CONFIGMAP` in sharebench's own namespace (which submitters
+cannot write; a missing offer denies every request): a key ``node.<name>`` per node offered. For the
+account, the API server admits:
 
-* on nodes, only on the nodes the site labelled :data:`~sharebench.manifests.names.BENCHMARK_LABEL`
-  (``sharebench.io/benchmark=allowed``; never the control plane unless the site labels it): changes to
-  the sharing labels only (:data:`~sharebench.manifests.names.SHARING_LABELS`), to sharebench's own
-  annotations only (``sharebench.io/...``) and to ``spec.unschedulable`` (cordon), the latter only
-  while the node carries sharebench's prior-state annotation (so a restore undoes it) - never a
-  ``node-restriction.kubernetes.io/`` label, the benchmark label itself, a taint or another field of
-  ``spec``;
-* on ConfigMaps, changes to sharebench's own entries only (keys ``sharebench-...``): the site's
-  default and other entries stay byte for byte;
-* pod deletion of the device-plugin and GPU-feature-discovery pods only;
+* on nodes, only on the nodes the offer lists (never the control plane unless the site lists it), and
+  only while the node is *claimed*: its annotation :data:`~sharebench.manifests.names.NODE_CLAIM_ANNOTATION`
+  names the holder of its Lease. A claim is set or cleared alone (a patch that changes nothing else), and
+  never moves from one holder to another in one step. There: changes to the device-plugin and MIG layout
+  labels; the MIG manager's state label only dropped, never set; sharebench's signed prior state and the
+  claim as the only annotations; ``spec.unschedulable`` (cordon) only while the node already carries a
+  signed prior state (recorded by an earlier request, so a restore undoes it); never a taint, another
+  ``spec`` field, ``ownerReferences`` or ``finalizers``;
+* on ConfigMaps: in the operator's namespace, changes to sharebench's own entries only (keys
+  ``sharebench-...``); elsewhere, only the ``status`` key of a sharing request (label
+  :data:`~sharebench.manifests.names.REQUEST_LABEL`), which is what the agent writes back;
+* pod deletion of the device-plugin and GPU-feature-discovery pods of an offered node only;
 * on Leases (one reconfiguration per node): never a delete, and a change of ``holderIdentity`` only
   from empty (taking a released Lease) or to empty with the old holder named in the annotation
   :data:`~sharebench.manifests.names.LEASE_RELEASED_BY_ANNOTATION` (a release); a renewal keeps the
   holder. CEL has no clock, so the policy cannot tell an expired Lease from a live one: no holder is
-  ever replaced in one step, and every takeover is a release that names whom it released. Holders are
-  strings the one ServiceAccount writes, so a process that lies about its name is not stopped; a
-  mistaken or buggy takeover, a silent delete, and a release that hides whose Lease it was are;
+  ever replaced in one step, and every takeover is a release that names whom it released;
 * Secrets: the creation of the prior-state signing key
   (:data:`~sharebench.manifests.names.STATE_KEY_SECRET` in sharebench's namespace) only.
 
-The expressions are plain CEL over ``object``/``oldObject``; tests/manifests/test_policy.py evaluates
-them with cel-python on allowed and denied requests.
+The expressions are plain CEL over ``object``/``oldObject``/``params``; tests/manifests/test_policy.py
+evaluates them with cel-python on allowed and denied requests.
 """
 
 from __future__ import annotations
@@ -33,12 +37,17 @@ from __future__ import annotations
 from typing import Any
 
 from sharebench.manifests.names import (
-    BENCHMARK_LABEL,
     ENTRY_PREFIX,
     LEASE_RELEASED_BY_ANNOTATION,
+    MIG_STATE_LABEL,
+    NODE_CLAIM_ANNOTATION,
+    OFFER_CONFIGMAP,
+    OFFER_NODE_PREFIX,
     OPERATOR_NAMESPACE,
     PRIOR_STATE_ANNOTATION,
-    RUN_NAMESPACE,
+    PRIOR_STATE_SIGNATURE_ANNOTATION,
+    REQUEST_LABEL,
+    REQUEST_STATUS_KEY,
     SERVICE_ACCOUNT,
     SHARING_LABELS,
     STATE_KEY_SECRET,
@@ -48,6 +57,9 @@ from sharebench.manifests.names import (
 
 POLICY = "sharebench-node"
 ANNOTATION_PREFIX = "sharebench.io/"
+# the node annotations sharebench writes: its signed prior state and the claim of the Lease's holder
+NODE_ANNOTATIONS = (PRIOR_STATE_ANNOTATION, PRIOR_STATE_SIGNATURE_ANNOTATION, NODE_CLAIM_ANNOTATION)
+LAYOUT_LABELS = tuple(k for k in SHARING_LABELS if k != MIG_STATE_LABEL)  # set by sharebench
 OPERAND_APPS = ("nvidia-device-plugin-daemonset", "gpu-feature-discovery")
 
 
@@ -78,7 +90,25 @@ def variables() -> list[dict]:
         {"name": "oldData", "expression": _map("oldObject.data")},
         {"name": "newHolder", "expression": _holder("object")},
         {"name": "oldHolder", "expression": _holder("oldObject")},
+        {"name": "newClaim", "expression": _annotation("variables.newAnnotations", NODE_CLAIM_ANNOTATION)},
+        {"name": "oldClaim", "expression": _annotation("variables.oldAnnotations", NODE_CLAIM_ANNOTATION)},
     ]
+
+
+def _annotation(annotations: str, key: str) -> str:
+    """CEL: the value of ``key`` in the map ``annotations`` ('' when absent)."""
+    return f"'{key}' in {annotations} ? {annotations}['{key}'] : ''"
+
+
+def _list(expr: str) -> str:
+    """``expr`` (a list field that may be absent) or ``[]``."""
+    obj, _, field = expr.rpartition(".")
+    return f"(has({obj}.{field}) ? {obj}.{field} : [])"
+
+
+def _offered(name: str) -> str:
+    """CEL: the node ``name`` (an expression) is in the site's offer (the policy's params)."""
+    return f"(has(params.data) && ('{OFFER_NODE_PREFIX}' + {name}) in params.data)"
 
 
 def _holder(obj: str) -> str:
@@ -109,14 +139,27 @@ def lease_validations() -> list[dict]:
     ]
 
 
-def validations(operator_namespace: str = OPERATOR_NAMESPACE) -> list[dict]:
+def node_validations() -> list[dict]:
+    """Only offered, claimed nodes; only the layout labels, sharebench's signed annotations and a cordon
+    that a recorded prior state undoes; never owners, finalizers, taints or the MIG manager's state."""
     nodes = "request.resource.resource != 'nodes'"
-    key, value = BENCHMARK_LABEL
     unschedulable = "(has({0}.unschedulable) && {0}.unschedulable)"
+    claim_alone = (
+        "variables.newLabels == variables.oldLabels && variables.newSpec == variables.oldSpec && "
+        + _only_keys_change("variables.newAnnotations", "variables.oldAnnotations", f"k == '{NODE_CLAIM_ANNOTATION}'")
+    )
+    signed = " && ".join(f"'{k}' in variables.oldAnnotations" for k in NODE_ANNOTATIONS[:2])
     return [
         {
-            "expression": f"{nodes} || ('{key}' in variables.oldLabels && variables.oldLabels['{key}'] == '{value}')",
-            "message": f"sharebench may change only nodes labelled {key}={value} (the site sets it)",
+            "expression": f"{nodes} || {_offered('oldObject.metadata.name')}",
+            "message": f"sharebench may change only the nodes the site offers (ConfigMap {SYSTEM_NAMESPACE}/"
+            f"{OFFER_CONFIGMAP}, key {OFFER_NODE_PREFIX}<node>)",
+        },
+        {
+            "expression": f"{nodes} || (variables.newClaim == variables.oldClaim ? variables.oldClaim != '' : "
+            f"((variables.oldClaim == '' || variables.newClaim == '') && {claim_alone}))",
+            "message": f"sharebench may change a node only while a Lease holds it ({NODE_CLAIM_ANNOTATION}), and "
+            "sets or clears that claim alone, never from one holder to another",
         },
         {
             "expression": f"{nodes} || "
@@ -124,16 +167,27 @@ def validations(operator_namespace: str = OPERATOR_NAMESPACE) -> list[dict]:
             "message": f"sharebench may change only the node labels {', '.join(SHARING_LABELS)}",
         },
         {
-            "expression": f"{nodes} || "
-            + _only_keys_change(
-                "variables.newAnnotations", "variables.oldAnnotations", f"k.startsWith('{ANNOTATION_PREFIX}')"
-            ),
-            "message": f"sharebench may change only its own node annotations ({ANNOTATION_PREFIX}...)",
+            "expression": f"{nodes} || !('{MIG_STATE_LABEL}' in variables.newLabels) || "
+            f"('{MIG_STATE_LABEL}' in variables.oldLabels && "
+            f"variables.oldLabels['{MIG_STATE_LABEL}'] == variables.newLabels['{MIG_STATE_LABEL}'])",
+            "message": f"sharebench may only drop the MIG manager's label {MIG_STATE_LABEL}, never set it",
         },
         {
-            "expression": f"{nodes} || ((has(object.spec.taints) ? object.spec.taints : []) == "
-            "(has(oldObject.spec.taints) ? oldObject.spec.taints : []))",
+            "expression": f"{nodes} || "
+            + _only_keys_change(
+                "variables.newAnnotations", "variables.oldAnnotations", f"k in {_cel_list(NODE_ANNOTATIONS)}"
+            ),
+            "message": f"sharebench may change only its own node annotations ({', '.join(NODE_ANNOTATIONS)})",
+        },
+        {
+            "expression": f"{nodes} || ({_list('object.spec.taints')} == {_list('oldObject.spec.taints')})",
             "message": "sharebench may not change a node's taints",
+        },
+        {
+            "expression": f"{nodes} || ({_list('object.metadata.ownerReferences')} == "
+            f"{_list('oldObject.metadata.ownerReferences')} && {_list('object.metadata.finalizers')} == "
+            f"{_list('oldObject.metadata.finalizers')})",
+            "message": "sharebench may not change a node's ownerReferences or finalizers",
         },
         {
             "expression": f"{nodes} || "
@@ -142,22 +196,37 @@ def validations(operator_namespace: str = OPERATOR_NAMESPACE) -> list[dict]:
         },
         {
             "expression": f"{nodes} || {unschedulable.format('variables.newSpec')} == "
-            f"{unschedulable.format('variables.oldSpec')} || '{PRIOR_STATE_ANNOTATION}' in variables.oldAnnotations "
-            f"|| '{PRIOR_STATE_ANNOTATION}' in variables.newAnnotations",
-            "message": f"sharebench may cordon or uncordon a node only while it records its prior state "
-            f"({PRIOR_STATE_ANNOTATION})",
+            f"{unschedulable.format('variables.oldSpec')} || ({signed})",
+            "message": f"sharebench may cordon or uncordon a node only once its signed prior state is recorded "
+            f"({PRIOR_STATE_ANNOTATION}, by an earlier change)",
         },
+    ]
+
+
+def validations(operator_namespace: str = OPERATOR_NAMESPACE) -> list[dict]:
+    key, value = REQUEST_LABEL
+    request = (
+        f"has(oldObject.metadata.labels) && '{key}' in oldObject.metadata.labels && "
+        f"oldObject.metadata.labels['{key}'] == '{value}' && "
+        "(has(object.metadata.labels) ? object.metadata.labels : {}) == oldObject.metadata.labels && "
+        + _only_keys_change("variables.newData", "variables.oldData", f"k == '{REQUEST_STATUS_KEY}'")
+    )
+    entries = _only_keys_change("variables.newData", "variables.oldData", f"k.startsWith('{ENTRY_PREFIX}')")
+    return [
+        *node_validations(),
         {
             "expression": "request.resource.resource != 'configmaps' || "
-            + _only_keys_change("variables.newData", "variables.oldData", f"k.startsWith('{ENTRY_PREFIX}')"),
-            "message": f"sharebench may change only its own ConfigMap entries ({ENTRY_PREFIX}...)",
+            f"(oldObject.metadata.namespace == '{operator_namespace}' ? ({entries}) : ({request}))",
+            "message": f"sharebench may change only its own ConfigMap entries ({ENTRY_PREFIX}...) in "
+            f"{operator_namespace}, and elsewhere only the {REQUEST_STATUS_KEY} of a sharing request ({key}={value})",
         },
         {
             "expression": "request.resource.resource != 'pods' || "
             f"(oldObject.metadata.namespace == '{operator_namespace}' && "
             "has(oldObject.metadata.labels) && 'app' in oldObject.metadata.labels && "
-            f"oldObject.metadata.labels['app'] in {_cel_list(OPERAND_APPS)})",
-            "message": "sharebench may delete only the device-plugin and GPU-feature-discovery pods",
+            f"oldObject.metadata.labels['app'] in {_cel_list(OPERAND_APPS)} && "
+            f"has(oldObject.spec.nodeName) && {_offered('oldObject.spec.nodeName')})",
+            "message": "sharebench may delete only the device-plugin and GPU-feature-discovery pods of an offered node",
         },
         *lease_validations(),
         {
@@ -168,14 +237,16 @@ def validations(operator_namespace: str = OPERATOR_NAMESPACE) -> list[dict]:
     ]
 
 
-def service_account_user(run_namespace: str = RUN_NAMESPACE) -> str:
-    return f"system:serviceaccount:{run_namespace}:{SERVICE_ACCOUNT}"
+def service_account_user(namespace: str = SYSTEM_NAMESPACE) -> str:
+    """The node account's user name; ``namespace``: where it lives (sharebench's own in agent mode, the
+    run namespace in direct mode: ``access.node_account_namespace``)."""
+    return f"system:serviceaccount:{namespace}:{SERVICE_ACCOUNT}"
 
 
 def policy_objects(
-    operator_namespace: str = OPERATOR_NAMESPACE, run_namespace: str = RUN_NAMESPACE
+    operator_namespace: str = OPERATOR_NAMESPACE, account_namespace: str = SYSTEM_NAMESPACE
 ) -> list[tuple[str, dict]]:
-    """The policy and its binding (``Deny``), as (file name, object)."""
+    """The policy and its binding (``Deny``, the site's offer as its parameters), as (file name, object)."""
     rules = [
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["nodes"]},
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["configmaps"]},
@@ -197,12 +268,13 @@ def policy_objects(
                 "metadata": metadata(POLICY),
                 "spec": {
                     "failurePolicy": "Fail",
+                    "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
                     "matchConstraints": {"resourceRules": rules},
                     # only sharebench's ServiceAccount: the site's own users and controllers are untouched
                     "matchConditions": [
                         {
                             "name": "sharebench-service-account",
-                            "expression": f"request.userInfo.username == '{service_account_user(run_namespace)}'",
+                            "expression": f"request.userInfo.username == '{service_account_user(account_namespace)}'",
                         }
                     ],
                     "variables": variables(),
@@ -216,7 +288,15 @@ def policy_objects(
                 "apiVersion": "admissionregistration.k8s.io/v1",
                 "kind": "ValidatingAdmissionPolicyBinding",
                 "metadata": metadata(POLICY),
-                "spec": {"policyName": POLICY, "validationActions": ["Deny"]},
+                "spec": {
+                    "policyName": POLICY,
+                    "validationActions": ["Deny"],
+                    "paramRef": {
+                        "name": OFFER_CONFIGMAP,
+                        "namespace": SYSTEM_NAMESPACE,
+                        "parameterNotFoundAction": "Deny",
+                    },
+                },
             },
         ),
     ]

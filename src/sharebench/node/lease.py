@@ -16,6 +16,10 @@ sharebench's ServiceAccount, which has no ``delete`` verb on Leases):
 * :func:`renew` (between two cells of a run) renews only a Lease this holder still holds; one
   released or held by someone else stops the run with a message naming who holds it.
 
+While a holder has the Lease, the node carries its name in the annotation :data:`CLAIM` (set by
+:func:`acquire`, cleared by :func:`release`): the admission policy lets the node account change only a
+node so claimed, and a claim moves from one holder to another only through a clear.
+
 Holders are unique per process: a run names its run id; the CLI's default is
 ``sharebench-cli@HOST:PID.START`` (:func:`default_holder`). Creation and every update go through
 ``resourceVersion`` preconditions, so two processes racing for a free node cannot both win.
@@ -32,11 +36,12 @@ from typing import Any
 import psutil
 from kubernetes import client as k8s
 
-from sharebench.manifests.names import LEASE_RELEASED_BY_ANNOTATION, SYSTEM_NAMESPACE
+from sharebench.manifests.names import LEASE_RELEASED_BY_ANNOTATION, NODE_CLAIM_ANNOTATION, SYSTEM_NAMESPACE
 from sharebench.node.client import Conflict, NodeError, NotFound, Session
 
 LEASE_DURATION_S = 3600  # renewed on every apply of a run; a run's cells between two applies fit in it
 RELEASED_BY = LEASE_RELEASED_BY_ANNOTATION  # on a released Lease: who held it last
+CLAIM = NODE_CLAIM_ANNOTATION  # on the node while a holder has its Lease
 CLI_PREFIX = "sharebench-cli@"
 _CLI_HOLDER = re.compile(r"sharebench-cli@(?P<host>[^:]+):(?P<pid>\d+)\.(?P<start>\d+)")
 
@@ -239,6 +244,7 @@ def acquire(
         if lease is None:
             if _create(sess, holder, duration_s, namespace):
                 sess.say(f"holding {where} as {holder}")
+                _claim_or_give_back(sess, holder, namespace)
                 return
             continue  # another process created it first: look again
         current = lease.spec.holder_identity or ""
@@ -254,8 +260,41 @@ def acquire(
             continue  # changed under us (another process renewed or took it): look again
         if current != holder:
             sess.say(f"holding {where} as {holder}")
+        _claim_or_give_back(sess, holder, namespace)
         return
     raise sess.error(f"{where} kept changing under us (HTTP 409)", Conflict)
+
+
+def _claim_or_give_back(sess: Session, holder: str, namespace: str) -> None:
+    """Claim the node for ``holder``; when that fails, release the Lease just taken (nothing changed)."""
+    try:
+        claim(sess, holder)
+    except NodeError:
+        try:
+            release(sess, holder, namespace)
+        except NodeError:
+            pass  # it expires by itself; the claim's own error says what to fix
+        raise
+
+
+def claim(sess: Session, holder: str) -> None:
+    """Name ``holder`` in the node's :data:`CLAIM` annotation (a stale claim is cleared first: a claim
+    never moves from one holder to another in one patch)."""
+    for _ in range(5):
+        current = (sess.read_node().metadata.annotations or {}).get(CLAIM) or ""
+        if current == holder:
+            return
+        try:
+            sess.patch_node({"metadata": {"annotations": {CLAIM: None if current else holder}}})
+        except Conflict:
+            continue  # read again
+    raise sess.error(f"could not claim the node for {holder}: it kept changing (HTTP 409)", Conflict)
+
+
+def unclaim(sess: Session) -> None:
+    """Clear the node's :data:`CLAIM` annotation (alone in its patch), when it has one."""
+    if (sess.read_node().metadata.annotations or {}).get(CLAIM):
+        sess.patch_node({"metadata": {"annotations": {CLAIM: None}}})
 
 
 def renew(
@@ -341,9 +380,11 @@ def release(sess: Session, holder: str | None, namespace: str = SYSTEM_NAMESPACE
     for _ in range(5):
         lease = check_release(sess, holder, namespace, force=force)
         if lease is None or not lease.spec.holder_identity:
+            unclaim(sess)
             return
         current = lease.spec.holder_identity
         if _update(sess, _released(lease, lease_name(sess.node), namespace), namespace):
             sess.say(f"released {_where(namespace, sess.node)} (held by {current})")
+            unclaim(sess)
             return
     raise sess.error(f"{_where(namespace, sess.node)} kept changing under us (HTTP 409)", Conflict)
