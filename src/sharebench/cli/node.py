@@ -1,4 +1,4 @@
-"""``sharebench node apply|restore|status``: a GPU node through the gpu-operator.
+"""``sharebench node apply|restore|status|agent``: a GPU node through the gpu-operator.
 
 Options only, light (``--help`` imports no library stack); the work: ``sharebench.cli.node_cmd``.
 """
@@ -68,6 +68,17 @@ def configure(name: str, node: argparse.ArgumentParser) -> None:
     common(sp)
     sp.add_argument("--namespace", default=OPERATOR_NAMESPACE, help="gpu-operator namespace (default gpu-operator)")
     sp.set_defaults(func=lazy("sharebench.cli.node_cmd:cmd_status"))
+    ag = nsub.add_parser(
+        "agent",
+        help="answer the sharing requests pipeline steps file (the node agent's Deployment runs this)",
+        description="Answer sharing requests: the only holder of the node account (docs/readme/node.md, agent mode).",
+    )
+    ag.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+    ag.add_argument("--context", help="kubeconfig context")
+    waits(ag)
+    ag.add_argument("--every", type=float, default=2.0, metavar="S", help="seconds between two rounds (default 2)")
+    ag.add_argument("--once", action="store_true", help="answer what is waiting, then exit")
+    ag.set_defaults(func=lazy("sharebench.cli.node_cmd:cmd_agent"))
     node.set_defaults(func=lambda _args: _help(node))
 
 

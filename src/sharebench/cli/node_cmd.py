@@ -1,4 +1,4 @@
-"""``sharebench node apply|restore|status``: the work, imported when one of them runs (their options:
+"""``sharebench node apply|restore|status|agent``: the work, imported when one of them runs (their options:
 ``sharebench.cli.node``)."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from sharebench.node import (
     restore,
     status,
 )
+from sharebench.node.agent import AgentOptions, serve, serve_once
 
 
 def _progress(line: str) -> None:
@@ -87,4 +88,17 @@ def cmd_status(args: argparse.Namespace) -> int:
         status(args.node, api_client=make_api_client(args.kubeconfig, args.context), namespace=args.namespace),
         args.json,
     )
+    return 0
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    check_times(args.timeout, args.poll, ("--timeout", "--poll"), min_poll_s=MIN_POLL_S)
+    check_times(args.every, args.every, ("--every", "--every"), min_poll_s=MIN_POLL_S)
+    api = make_api_client(args.kubeconfig, args.context)
+    options = AgentOptions(timeout_s=args.timeout, poll_s=args.poll)
+    if args.once:
+        print(f"answered {serve_once(api, options, _progress)} request(s)")
+        return 0
+    _progress("node agent: answering sharing requests (Ctrl-C to stop)")
+    serve(api, options, every_s=args.every, progress=_progress)
     return 0
