@@ -9,7 +9,13 @@ import argparse
 import sys
 
 from sharebench.cli import lazy
-from sharebench.manifests.names import DEFAULT_MIG_STRATEGY, MIG_STRATEGIES, OPERATOR_NAMESPACE, RUN_NAMESPACE
+from sharebench.manifests.names import (
+    DEFAULT_MIG_STRATEGY,
+    MIG_STRATEGIES,
+    NODE_ACCESS,
+    OPERATOR_NAMESPACE,
+    RUN_NAMESPACE,
+)
 
 
 def configure(name: str, man: argparse.ArgumentParser) -> None:
@@ -38,6 +44,27 @@ def configure(name: str, man: argparse.ArgumentParser) -> None:
         "--run-namespace",
         default=RUN_NAMESPACE,
         help=f"namespace of the pipeline's pods and service account (default {RUN_NAMESPACE})",
+    )
+    rd.add_argument(
+        "--node-access",
+        default="agent",
+        choices=NODE_ACCESS,
+        help="agent: the node agent alone holds the node account (default); direct: the pipeline's node steps "
+        "mount its token (a single-admin cluster only)",
+    )
+    rd.add_argument(
+        "--offer-node",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="a node the site offers to sharebench (repeatable; the offer ConfigMap in sharebench-system)",
+    )
+    rd.add_argument(
+        "--image-allow",
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="an image prefix a run may use (repeatable; default: sharebench's own image repository)",
     )
     rd.add_argument("--out", default="manifests", help="output folder (default ./manifests)")
     rd.set_defaults(func=lazy("sharebench.cli.manifests_cmd:cmd_render"))

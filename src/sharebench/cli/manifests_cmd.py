@@ -20,6 +20,9 @@ def cmd_render(args: argparse.Namespace) -> int:
             mig_strategy=args.mig_strategy,
             operator_namespace=args.operator_namespace,
             run_namespace=args.run_namespace,
+            node_access=args.node_access,
+            offered_nodes=tuple(args.offer_node),
+            **({"image_allow": tuple(args.image_allow)} if args.image_allow else {}),
         ),
     )
     for path in written:

@@ -17,6 +17,8 @@ Modules, each importing only those above it:
 * ``targets``: what a mode requires of a node and the check that it advertises it;
 * ``reconfiguration``: :func:`reconfigure` (with :class:`ReconfigureOptions`), :func:`preview`
   (``--dry-run``), :func:`restore` and :func:`status`.
+* ``agent``: the node agent (``sharebench node agent``), the only holder of the node account in agent
+  mode, answering the sharing requests pipeline steps file (``file_request``, ``wait_request``).
 
 The manifests that set up the cluster for this (RBAC, ConfigMaps, Helm values) are in
 ``sharebench.manifests``; see docs/architecture.md (Node) and docs/readme/node.md.
