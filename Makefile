@@ -8,7 +8,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test check slow-tests install install-test install-ml clean
+.PHONY: run test check slow-tests reports install install-test install-ml clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ test: install-test
 # tests/slow_tests.txt (what make check leaves out) from the last `make test`
 slow-tests:
 	$(BIN)/python -m tools.slow_tests .pytest-junit.xml
+
+# every committed results folder's report rebuilt by the current code (tools/rebuild_reports.py; the test
+# tests/tools/test_rebuild_reports.py fails on a stale one): review `git diff results/`, then commit
+reports:
+	$(BIN)/python -m tools.rebuild_reports --write
 
 # no reinstall on each run: the test extra is installed once (or again when its tools are missing)
 $(BIN)/pre-commit $(BIN)/mypy:

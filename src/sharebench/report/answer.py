@@ -23,7 +23,7 @@ from sharebench.analysis.prediction import gpu_of
 from sharebench.analysis.reproduce import reproduce_of, work_text
 from sharebench.modes import is_baseline
 from sharebench.report.plots import save_figure
-from sharebench.report.render import Bullets, Heading, Image, Text
+from sharebench.report.render import Bullets, Heading, Image, Snippet, Text
 from sharebench.results import RESULTS_CSV, load_results, read_sweeps
 
 matplotlib.use("Agg")
@@ -81,12 +81,12 @@ class Answer:
         if len(none):
             out.append(Text(f"**No trustworthy answer.** {none.iloc[0]['reason']}."))
         out.append(Text(ANSWER_HELP))
-        if len(self.rows):
-            out.append(Bullets([verdict_line(r) for _, r in self.rows.iterrows()]))
+        if len(self.rows):  # the documentation quotes these lines from here (render.Snippet)
+            out.append(Snippet("answer-modes", [Bullets([verdict_line(r) for _, r in self.rows.iterrows()])]))
         rest = [choice_line(c) for _, c in self.choices.iterrows() if c["mode"] != NO_ANSWER]
         if rest:
             head = "Per workload pattern, the mode to choose on this device" if none.empty else "Not measured here"
-            out += [Text(f"**{head}:**"), Bullets(rest)]
+            out += [Text(f"**{head}:**"), Snippet("answer-choices", [Bullets(rest)])]
         return out + [Image(p) for p in plots if p.suffix == ".png"]
 
 

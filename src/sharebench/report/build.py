@@ -24,6 +24,7 @@ from sharebench.report.render import (
     Heading,
     Image,
     Section,
+    Snippet,
     Table,
     Text,
     html_page,
@@ -186,7 +187,7 @@ def report_blocks(
         Heading("Machine"),
         both(lambda f: [machine_table(f.provenance)]),
         Heading("Summary: loss % (95% CI) per mode"),
-        both(lambda f: [Table(summary_table(f.tables))]),
+        Snippet("summary", [both(lambda f: [Table(summary_table(f.tables))])]),
         Heading("Definitions"),
         Bullets(DEFINITIONS),
     ]

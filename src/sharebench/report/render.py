@@ -58,6 +58,17 @@ class Compare:
     labels: tuple[str, str] = ("", "")
 
 
+@dataclass(frozen=True)
+class Snippet:
+    """Blocks that documentation quotes: in Markdown between the section markers of pymdownx.snippets
+    (``<!-- --8<-- [start:NAME] -->`` … ``[end:NAME]``, HTML comments a Markdown viewer hides), so that a
+    page includes the generated lines (``--8<-- "results/…/report.md:NAME"``) instead of a copy that goes
+    stale; in HTML the blocks alone."""
+
+    name: str
+    blocks: list
+
+
 @dataclass
 class Section:
     """A titled part of the report (the prediction, the telemetry, the provenance)."""
@@ -112,6 +123,9 @@ def _markdown_block(block: object, base: Path) -> list[str]:
         if block.path.with_suffix(".svg").exists():
             lines.append(f"(also [SVG]({Path(rel).with_suffix('.svg').as_posix()}))")
         return [*lines, ""]
+    if isinstance(block, Snippet):
+        inner = [ln for b in block.blocks for ln in _markdown_block(b, base)]
+        return [f"<!-- --8<-- [start:{block.name}] -->", *inner, f"<!-- --8<-- [end:{block.name}] -->", ""]
     if isinstance(block, Section):
         return _markdown_block(Heading(block.title), base) + [
             ln for b in block.blocks for ln in _markdown_block(b, base)
@@ -182,6 +196,8 @@ def _html_block(block: object) -> str:
             f"<figure><img alt='{e(block.path.stem)}' src='{_data_uri(block.path)}'>"
             f"<figcaption class='note'>{e(block.path.stem)}</figcaption></figure>"
         )
+    if isinstance(block, Snippet):
+        return "\n".join(_html_block(b) for b in block.blocks)
     if isinstance(block, Section):
         return "\n".join([_html_block(Heading(block.title)), *(_html_block(b) for b in block.blocks)])
     if isinstance(block, Compare):
