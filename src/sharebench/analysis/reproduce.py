@@ -93,14 +93,14 @@ def options_of(sweep: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
             opts += ["--exec-timing", str(wl["timing"])]
         if wl.get("name"):
             opts += ["--exec-name", shlex.quote(str(wl["name"]))]
-        return (*opts, *(["--work", f"{max(sizes):g}"] if sizes else [])), work_unit(EXEC)
+        return (*opts, *(["--work", str(max(sizes))] if sizes else [])), work_unit(EXEC)
     if engine != "simpletrack":
         opts += ["--engine", engine]
     if wl.get("lattice"):
         opts += ["--lattice", shlex.quote(str(wl["lattice"]))]
     if sweep.get("turns"):
         opts += ["--turns", str(int(sweep["turns"]))]
-    return (*opts, *(["--particles", f"{max(sizes):g}"] if sizes else [])), work_unit(engine)
+    return (*opts, *(["--particles", str(max(sizes))] if sizes else [])), work_unit(engine)
 
 
 def pace(rows: pd.DataFrame) -> float:
