@@ -2,7 +2,8 @@
 and a replica pattern, with one record per request.
 
     python -m sharebench.workloads.infer [--batch N] [--requests N | --duration S] [--pattern P]
-                                         [--warmup N] [--image-size N] [--amp] [--seed N] [--device D]
+                                         [--warmup N] [--image-size N] [--amp] [--cudnn-benchmark] [--seed N]
+                                         [--device D]
 
 Model: ResNet-18 (``sharebench.workloads.resnet``; random weights, 1000 classes) in eval mode under
 ``torch.inference_mode``, on one fixed batch of seeded synthetic images held on the device. A unit of
@@ -11,11 +12,16 @@ batch is ``SHAREBENCH_WORK`` under a sweep, ``--work``). The pattern (``shareben
 ``batch``, ``interactive:burst=N,think=S``, ``serve:rate=R,size=N``) comes from ``--pattern``, else
 ``SHAREBENCH_PATTERN``, else ``batch``; its think times or arrivals are seeded by
 ``SHAREBENCH_PATTERN_SEED`` (else ``--seed``) together with ``SHAREBENCH_REPLICA``, so the replicas of a
-cell are out of step. Set-up (model, data, ``--warmup`` batches for cuDNN's choice of kernels) happens
-before the ready file; the timed window is ``--requests`` bursts or requests (or ``--duration``
-seconds) of the pattern; without either, under a sweep's patterned cell, ``SHAREBENCH_PATTERN_COUNT``
-(the victim) or until ``SHAREBENCH_STOP_FILE`` exists (a neighbour); else 100. The result: work = samples (batches x batch), unit ``samples``; each burst's
-arrival, start, end and batches go to the file named by ``SHAREBENCH_BURSTS`` (``workloads.bursts``).
+cell are out of step. Set-up (model, data, ``--warmup`` batches) happens before the ready file; the timed
+window is ``--requests`` bursts or requests (or ``--duration`` seconds) of the pattern; without either,
+under a sweep's patterned cell, ``SHAREBENCH_PATTERN_COUNT`` (the victim) or until
+``SHAREBENCH_STOP_FILE`` exists (a neighbour); else 100. The result: work = samples (batches x batch),
+unit ``samples``; each burst's arrival, start, end and batches go to the file named by
+``SHAREBENCH_BURSTS`` (``workloads.bursts``).
+cuDNN's autotuner is off by default: with it (``--cudnn-benchmark``) each process times and picks its own
+kernels, so the replicas of a cell, and the alone baseline against the shared cells, may run different
+kernels (per-process medians of one alone cell differed by half on an H200 with it on); the setting is in
+the result (``cudnn_benchmark``).
 FP32 by default, ``--amp`` for bfloat16 autocast. Needs the ``ml`` extra.
 
 As the sweep's workload: ``sharebench run --engine exec --exec 'python -m sharebench.workloads.infer
@@ -66,9 +72,11 @@ def infer(
     pattern_seed: list[int],
     threads: int | None = None,
     stop: Callable[[], bool] | None = None,
+    cudnn_benchmark: bool = False,
 ) -> dict[str, Any]:
     """Set up, wait at the barrier, run the pattern; the result document (protocol keys and extras).
-    ``limit`` is ``{"count": N}`` or ``{"duration_s": S}``."""
+    ``limit`` is ``{"count": N}`` or ``{"duration_s": S}``; ``cudnn_benchmark``: cuDNN's per-process
+    autotuner (off: every replica runs the same heuristic kernels)."""
     torch = import_torch()
     torch.manual_seed(seed)
     if threads:
@@ -78,7 +86,7 @@ def infer(
     gen = torch.Generator().manual_seed(seed)
     images = torch.randn(batch, 3, image_size, image_size, generator=gen).to(device)
     if device.type == "cuda":
-        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.benchmark = cudnn_benchmark
 
     def sync() -> None:
         if device.type == "cuda":
@@ -107,6 +115,7 @@ def infer(
         "batch": batch,
         "image_size": image_size,
         "precision": "bf16-amp" if amp else "fp32",
+        "cudnn_benchmark": bool(cudnn_benchmark and device.type == "cuda"),
         "pattern": pattern.label,
         "pattern_seed": pattern_seed,
         "bursts": len(bursts),
@@ -129,6 +138,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--warmup", default="5", help="untimed batches before the ready file (default 5)")
     ap.add_argument("--image-size", default="224", help="image side in pixels (default 224)")
     ap.add_argument("--amp", action="store_true", help="mixed precision (bfloat16 autocast); default FP32")
+    ap.add_argument(
+        "--cudnn-benchmark",
+        action="store_true",
+        help="let cuDNN time and pick kernels per process (default off: the same kernels in every replica)",
+    )
     ap.add_argument("--seed", default="1", help="seed of the weights, the data and the pattern (default 1)")
     ap.add_argument("--device", default=None, help="auto, cpu or cuda[:N] (default: SHAREBENCH_DEVICE, else auto)")
     return ap.parse_args(argv)
@@ -159,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             pattern_seed=[seed_from_env(seed), replica],
             threads=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
             stop=stop,
+            cudnn_benchmark=args.cudnn_benchmark,
         )
     except UserError as exc:
         print(f"infer: error: {exc}", file=sys.stderr)
