@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from sharebench.errors import UserError
-from sharebench.kernel import RunConfig
 from sharebench.sharing import cell_run, run_cell
+from sharebench.workloads import ReplicaJob, Workload
 from sharebench.workloads.bursts import MAX_BURST_LINE_BYTES, MAX_BURST_LINES, read_bursts
 from sharebench.workloads.protocol import MAX_RESULT_BYTES, MAX_RESULT_VALUE_BYTES
 from support.contexts import device_of
@@ -36,7 +36,7 @@ def run_big(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, big: int) -> tuple[
     prog.write_text(BIG_RESULT)
     prog.chmod(0o755)
     monkeypatch.setenv("BIG", str(big))
-    cfg = RunConfig(device="cpu", engine="exec", exec_command=str(prog), particles=1, turns=1)
+    cfg = ReplicaJob.of(Workload(engine="exec", device="cpu", command=str(prog)), particles=1, turns=1)
     cell = tmp_path / "cell"
     recs = run_cell(cell_run("timeslice:2", cfg, cell, device=device_of("cpu"), run_timeout_s=60))
     return recs, cell

@@ -23,6 +23,7 @@ from sharebench.cli import main as cli_main
 from sharebench.devices import list_devices, resolve_device
 from sharebench.errors import UserError
 from sharebench.kernel import (
+    Barrier,
     BenchConfig,
     RunConfig,
     RunRecord,
@@ -45,7 +46,7 @@ from sharebench.kernel.engines.xtrack import XtrackEngine, optimize_on_host
 from sharebench.kernel.lattice import get_line_cached, get_packed, load_line
 from sharebench.kernel.state import COORDS, make_state
 from sharebench.results.store import read_json
-from sharebench.workloads import REPLICA_MODULE
+from sharebench.workloads import REPLICA_MODULE, ReplicaJob, Workload
 from support.contexts import ACCELERATORS, CONTEXTS, cpu_opencl_spec, device_of
 
 pytestmark = pytest.mark.slow  # replicas, bench and CLI runs: 413 s measured under load 7 on 2 cores
@@ -242,8 +243,8 @@ def test_unmodelled_element_options_are_named(xtrack_type, options, message):
 @pytest.mark.parametrize("device", CONTEXTS)
 def test_run_replica_record(device, tmp_path):
     dev = device_of(device)
-    cfg = RunConfig(device=dev.spec, particles=256, turns=3, ready_file=str(tmp_path / "ready"))
-    rec = run_replica(cfg)
+    cfg = RunConfig(device=dev.spec, particles=256, turns=3)
+    rec = run_replica(cfg, barrier=Barrier(ready_file=str(tmp_path / "ready")))
     assert (tmp_path / "ready").exists()
     assert (rec.engine, rec.device, rec.context, rec.particles, rec.turns) == (
         "simpletrack",
@@ -276,9 +277,13 @@ def test_same_seed_same_checksum_across_contexts(device):
 
 
 def _replica(cfg: dict, out, env=None):
+    """A replica process for the flat ``cfg`` (workload, run and barrier fields), through its job file."""
+    options = dict(cfg)
+    workload = Workload(**{k: options.pop(k) for k in ("engine", "device", "lattice", "seed") if k in options})
+    job = ReplicaJob.of(workload, particles=options.pop("particles", 10_000), turns=options.pop("turns", 10), **options)
     path = str(out) + ".cfg.json"
     with open(path, "w") as fh:
-        json.dump(cfg, fh)
+        json.dump(job.to_dict(), fh)
     return subprocess.Popen(
         [sys.executable, "-m", REPLICA_MODULE, "--config", path, "--out", str(out)],
         env=env,
@@ -388,7 +393,7 @@ def test_cpu_kernel_builds_from_a_folder_with_a_broken_pyproject(tmp_path):
     shutil.copytree(cache_dir() / "lattices", tmp_path / "cache" / "lattices")
     env = dict(os.environ, SHAREBENCH_CACHE=str(tmp_path / "cache"))
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"device": "cpu", "particles": 16, "turns": 1, "warmup_turns": 0}))
+    cfg.write_text(json.dumps(ReplicaJob.of(Workload(device="cpu"), particles=16, turns=1, warmup_turns=0).to_dict()))
     out = subprocess.run(
         [sys.executable, "-m", REPLICA_MODULE, "--config", str(cfg), "--out", str(tmp_path / "rec.json")],
         cwd=work,

@@ -16,8 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from sharebench.kernel import RunConfig
 from sharebench.sharing import cell_run, run_cell
+from sharebench.workloads import ReplicaJob, Workload
 from support.contexts import device_of
 
 # a protocol program whose `sleep` outlives it, unless its group is ended
@@ -49,8 +49,8 @@ def program(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def exec_cfg(command: str, timing: str = "protocol") -> RunConfig:
-    return RunConfig(device="cpu", engine="exec", exec_command=command, exec_timing=timing, particles=1, turns=1)
+def exec_cfg(command: str, timing: str = "protocol") -> ReplicaJob:
+    return ReplicaJob.of(Workload(engine="exec", device="cpu", command=command, timing=timing), particles=1, turns=1)
 
 
 def started(pids_file: Path, n: int, timeout_s: float = 30) -> list[int]:

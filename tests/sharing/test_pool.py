@@ -14,16 +14,16 @@ from pathlib import Path
 import psutil
 import pytest
 
-from sharebench.kernel import RunConfig
 from sharebench.sharing import ReplicaPool, WarmLauncher, cell_run, plan_cell, run_cell
 from sharebench.telemetry.disturbance import Probe
+from sharebench.workloads import ReplicaJob, Workload
 from support.contexts import device_of
 
 pytestmark = pytest.mark.slow  # real replica processes and sweeps
 
 
-def cfg(spec: str, lattice: Path, particles: int, turns: int = 3) -> RunConfig:
-    return RunConfig(device=spec, lattice=str(lattice), particles=particles, turns=turns)
+def cfg(spec: str, lattice: Path, particles: int, turns: int = 3) -> ReplicaJob:
+    return ReplicaJob.of(Workload(device=spec, lattice=str(lattice)), particles=particles, turns=turns)
 
 
 def ok(rows: list[dict]) -> bool:
@@ -182,7 +182,7 @@ def test_primed_replicas_set_up_before_the_first_cell(tmp_path, lattice, own_chi
     dev = device_of("cpu")
     plans = [plan_cell("exclusive", dev), plan_cell("timeslice:2", dev)]
     with ReplicaPool(tmp_path / "pool") as pool:
-        assert WarmLauncher(pool).prime(plans, cfg("cpu", lattice, 1200).to_dict()) == []
+        assert WarmLauncher(pool).prime(plans, cfg("cpu", lattice, 1200)) == []
         assert pool.started == 2 and len(pool.idle) == 2
         assert sorted(p.read_text() for p in (tmp_path / "pool" / "prime").glob("primed.*")) == ["ok\n", "ok\n"]
         rows = run_cell(
@@ -196,6 +196,6 @@ def test_primed_replicas_set_up_before_the_first_cell(tmp_path, lattice, own_chi
         # a replica that cannot set up is reported and ended, not kept
         bad = plan_cell("exclusive", dev)
         bad.replicas[0].device = "opencl:9.9"
-        problems = WarmLauncher(pool).prime([bad], cfg("cpu", lattice, 1200).to_dict())
+        problems = WarmLauncher(pool).prime([bad], cfg("cpu", lattice, 1200))
         assert len(problems) == 1 and "opencl:9.9" in problems[0] and pool.started == 3 and len(pool.idle) == 2
     assert not own_children()

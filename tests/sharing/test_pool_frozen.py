@@ -11,8 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from sharebench.kernel import RunConfig
 from sharebench.sharing import ReplicaPool, WarmLauncher, cell_run, run_cell
+from sharebench.workloads import ReplicaJob, Workload
 from support.contexts import device_of
 
 pytestmark = pytest.mark.slow  # real replica processes
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow  # real replica processes
 
 def test_a_replica_stopped_while_idle_is_replaced_not_waited_for(tmp_path: Path, lattice: str) -> None:
     dev = device_of("cpu")
-    cfg = RunConfig(device=dev.spec, lattice=str(lattice), particles=500, turns=2)
+    cfg = ReplicaJob.of(Workload(device=dev.spec, lattice=str(lattice)), particles=500, turns=2)
     with ReplicaPool(tmp_path / "pool") as pool:
         first = run_cell(cell_run("exclusive", cfg, tmp_path / "c1", device=dev), WarmLauncher(pool))
         assert first[0]["status"] == "ok", first[0]["error"]

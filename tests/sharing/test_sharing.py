@@ -13,7 +13,6 @@ import psutil
 import pytest
 
 from sharebench.errors import UserError
-from sharebench.kernel import RunConfig
 from sharebench.parse import cpu_set
 from sharebench.sharing import (
     CellPlan,
@@ -29,6 +28,7 @@ from sharebench.sharing import (
     select_instances,
 )
 from sharebench.sharing.executor import check_devices
+from sharebench.workloads import ReplicaJob, Workload
 from support.contexts import device_of
 
 pytestmark = pytest.mark.slow  # real replica processes and sweeps
@@ -56,7 +56,7 @@ CUDA_DEV = {
 
 def run_config(spec: str, lattice: Path, particles: int = 2000, turns: int = 20):
 
-    return RunConfig(device=spec, lattice=str(lattice), particles=particles, turns=turns)
+    return ReplicaJob.of(Workload(device=spec, lattice=str(lattice)), particles=particles, turns=turns)
 
 
 # --------------------------------------------------------------------------- real cells
@@ -89,7 +89,7 @@ def test_cell_replicas_start_together(tmp_path, lattice, spec, mode):
     if mode == "partition:2":
         import json
 
-        sets = [json.loads((tmp_path / f"config.{i}.json").read_text())["cpus"] for i in range(2)]
+        sets = [json.loads((tmp_path / f"config.{i}.json").read_text())["run"]["cpus"] for i in range(2)]
         assert set(sets[0]).isdisjoint(sets[1]) and [cpu_set(r["cpus"]) for r in recs] == sets
         assert [r["cores"] for r in recs] == [len(s) for s in sets]
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sharebench.kernel import RunConfig
+from sharebench.sweep.beside import run_beside_probe
 from sharebench.telemetry.timeslice_probe import (
     BesideRun,
     Distribution,
@@ -20,10 +20,10 @@ from sharebench.telemetry.timeslice_probe import (
     analyse,
     check_args,
     probe_for_sweep,
-    run_beside_probe,
     run_probe,
     unavailable_reason,
 )
+from sharebench.workloads import ReplicaJob, Workload
 
 MS = 1_000_000  # ns
 
@@ -106,7 +106,7 @@ def test_mps_daemon_blocks_the_probe(tmp_path: Path) -> None:
 
 
 def test_beside_needs_a_cuda_device(tmp_path: Path) -> None:
-    r = run_beside_probe(RunConfig(device="cpu", particles=10, turns=1), tmp_path, 1.0)
+    r = run_beside_probe(ReplicaJob.of(Workload(device="cpu"), particles=10, turns=1), tmp_path, 1.0)
     assert isinstance(r, ProbeUnavailable) and "cpu" in r.reason
 
 

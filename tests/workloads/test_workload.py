@@ -1,17 +1,18 @@
 """The Workload value: one dict form (round trip), one-line errors naming the bad key or value, and the
-replica config it gives."""
+replica job that carries it (its JSON round trip, the victim, the exec rule)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from sharebench.errors import UserError
-from sharebench.kernel import RunConfig
-from sharebench.workloads import DEFAULT_WORKLOAD, Workload
+from sharebench.kernel import Barrier, RunConfig
+from sharebench.workloads import DEFAULT_WORKLOAD, VICTIM, ReplicaJob, Workload, role
 from sharebench.workloads.workload import KEYS
 
 DEVICES = st.sampled_from(["auto", "cpu", "cuda", "cuda:3", "opencl", "opencl:0.1", " CPU "])
@@ -112,47 +113,72 @@ def test_bad_key_or_value_is_one_line(d, message):
 
 
 @given(PROGRAMS)
-def test_run_config_of_a_program(w):
-    cfg = RunConfig.from_workload(w, particles=7, turns=1, replica=2)
-    assert (cfg.engine, cfg.device, cfg.exec_command, cfg.exec_timing, cfg.exec_name, cfg.seed) == (
-        "exec",
-        w.device,
-        w.command,
-        w.timing,
-        w.name,
-        w.seed,
-    )
-    assert (cfg.particles, cfg.replica) == (7, 2)
+def test_job_of_a_program(w):
+    job = ReplicaJob.of(w, particles=7, turns=1, replica=2)
+    assert job.workload is w and (job.run.engine, job.run.device, job.run.seed) == ("exec", w.device, w.seed)
+    assert (job.run.particles, job.replica) == (7, 2)
+    assert job.workload.is_program and job.workload.starts_fresh
 
 
-def test_run_config_of_a_tracker_on_the_sweeps_device():
+def test_job_of_a_tracker_on_the_sweeps_device():
     w = Workload(engine="xtrack", lattice="ring.json", seed=9)
-    cfg = RunConfig.from_workload(w, device="opencl:0.0", particles=100, turns=3)
-    assert cfg.to_dict() == {
+    job = ReplicaJob.of(w, device="opencl:0.0", particles=100, turns=3, start_at=5.0, nemitt_x=1e-6)
+    assert job.run.to_dict() == {
         **RunConfig(particles=100, turns=3).to_dict(),
         "engine": "xtrack",
         "device": "opencl:0.0",
         "lattice": "ring.json",
         "seed": 9,
+        "nemitt_x": 1e-6,
     }
-    assert RunConfig.from_workload(Workload(), particles=1, turns=1).device == "auto"
+    assert job.barrier == Barrier(start_at=5.0)
+    assert ReplicaJob.of(Workload(), particles=1, turns=1).run.device == "auto"
+    assert not w.is_program and not w.starts_fresh
 
 
 @given(TRACKERS)
-def test_run_config_of_a_pattern(w):
-    """A batch workload gives the study's replica (no pattern field set); a patterned one gives each replica
-    its role: replica 0 the pattern, the others the neighbours' (the pattern itself when not given)."""
-    victim = RunConfig.from_workload(w, particles=5, turns=2)
-    neighbour = RunConfig.from_workload(w, particles=5, turns=2, replica=1)
+def test_job_of_a_pattern(w):
+    """A patterned workload gives each replica its role: replica 0 the pattern, the others the neighbours'
+    (the pattern itself when not given); a batch one is the study's replica."""
+    victim = ReplicaJob.of(w, particles=5, turns=2)
+    neighbour = ReplicaJob.of(w, particles=5, turns=2, replica=1)
     assert victim.patterned == w.patterned == (w.pattern != "batch" or (w.neighbours or w.pattern) != "batch")
-    if not w.patterned:
-        assert (
-            victim.to_dict()
-            == RunConfig.from_workload(
-                Workload(w.engine, w.device, lattice=w.lattice, seed=w.seed), particles=5, turns=2
-            ).to_dict()
-        )
-        return
-    assert (victim.role, victim.own_pattern, victim.bursts) == ("victim", w.pattern, w.bursts)
-    assert (neighbour.role, neighbour.own_pattern) == ("neighbour", w.neighbours or w.pattern)
+    assert (victim.role, victim.own_pattern, victim.victim) == ("victim", w.pattern, True)
+    assert (neighbour.role, neighbour.own_pattern, neighbour.victim) == ("neighbour", w.neighbours or w.pattern, False)
+    assert [role(r) for r in (VICTIM, 1, 7)] == ["victim", "neighbour", "neighbour"]
     assert victim.replica_seed != neighbour.replica_seed
+
+
+@given(st.one_of(TRACKERS, PROGRAMS), st.integers(0, 7), st.integers(1, 8), st.integers(0, 2**31))
+def test_job_round_trips_through_json(w, replica, replicas, seed):
+    """What the replica process reads is the job the cell wrote: exactly, for every replica's job."""
+    cell = ReplicaJob.of(w, particles=11, turns=2, pattern_seed=seed, start_at=1.5e9, warmup_turns=0)
+    run = replace(cell.run, replica=replica, device="cpu", cpus=[0, 1], mem_limit_bytes=2**20)
+    job = replace(cell, run=run, replicas=replicas, barrier=Barrier("r", "s", cell.barrier.start_at), stop_file="x")
+    assert ReplicaJob.from_dict(json.loads(json.dumps(job.to_dict()))) == job
+    assert (job.replica, job.replicas, job.run.mem_limit_bytes, job.barrier.start_at) == (
+        replica,
+        replicas,
+        2**20,
+        1.5e9,
+    )
+    assert "engine" not in job.to_dict()["run"]  # each value once: the workload's stay in the workload
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (
+            lambda: ReplicaJob.of(Workload(), particles=1, turns=1, exec_command="x"),
+            "unknown run option(s) exec_command",
+        ),
+        (lambda: ReplicaJob(Workload(), RunConfig(seed=2)), "the run's seed differ from the workload's"),
+        (lambda: ReplicaJob.from_dict({"run": {"engine": "xtrack"}}), "unknown replica job key(s) run.engine"),
+        (lambda: ReplicaJob.from_dict({"run": {}, "extra": 1}), "unknown replica job key(s) extra"),
+        (lambda: ReplicaJob.of(Workload(), particles=1, turns=1, replicas=0), "bad replicas 0"),
+    ],
+)
+def test_bad_job_is_one_line(make, message):
+    with pytest.raises(UserError) as e:
+        make()
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)

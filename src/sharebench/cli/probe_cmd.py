@@ -15,17 +15,11 @@ from sharebench.analysis.timeslice_split import Split, SwitchOut, loss_at, split
 from sharebench.devices import resolve_device
 from sharebench.errors import UserError
 from sharebench.files import write_atomic
-from sharebench.kernel import RunConfig
 from sharebench.parse import counts, seconds, whole_number
 from sharebench.sharing import cell_run, run_cell
-from sharebench.telemetry.timeslice_probe import (
-    BesideRun,
-    ProbeUnavailable,
-    TimesliceProbe,
-    check_args,
-    run_beside_probe,
-    run_probe,
-)
+from sharebench.sweep.beside import run_beside_probe
+from sharebench.telemetry.timeslice_probe import BesideRun, ProbeUnavailable, TimesliceProbe, check_args, run_probe
+from sharebench.workloads import ReplicaJob, Workload
 
 
 def probe_or_fail(n: int, secs: float, args: argparse.Namespace) -> TimesliceProbe:
@@ -50,31 +44,21 @@ def cmd_timeslice(args: argparse.Namespace) -> int:
     return 0
 
 
-def workload_config(args: argparse.Namespace) -> RunConfig:
+def workload_job(args: argparse.Namespace) -> ReplicaJob:
+    """The job of the workload the split measures: a program (``--exec``) or Simpletrack."""
     if args.exec_command:
-        return RunConfig(
-            engine="exec",
-            device=args.device,
-            particles=whole_number("--work", args.work, 1),
-            turns=1,
-            exec_command=args.exec_command,
-            exec_name=args.exec_name,
-        )
+        program = Workload(engine="exec", device=args.device, command=args.exec_command, name=args.exec_name)
+        return ReplicaJob.of(program, particles=whole_number("--work", args.work, 1), turns=1)
     particles = counts("particle count", args.particles, "1e7")
     if len(particles) != 1:
         raise UserError(f"bad --particles {args.particles!r}: one particle count is allowed")
-    return RunConfig(
-        engine="simpletrack",
-        device=args.device,
-        lattice=args.lattice,
-        particles=particles[0],
-        turns=whole_number("--turns", args.turns, 1),
-    )
+    tracker = Workload(engine="simpletrack", device=args.device, lattice=args.lattice)
+    return ReplicaJob.of(tracker, particles=particles[0], turns=whole_number("--turns", args.turns, 1))
 
 
-def cell_times(mode: str, cfg: RunConfig, folder: Path) -> tuple[float, float]:
+def cell_times(mode: str, job: ReplicaJob, folder: Path) -> tuple[float, float]:
     """One cell: (mean track_s of its replicas, span from the first start to the last end)."""
-    rows = run_cell(cell_run(mode, cfg, folder, device=resolve_device(cfg.device)))
+    rows = run_cell(cell_run(mode, job, folder, device=resolve_device(job.run.device)))
     bad = [r for r in rows if r.get("status") != "ok"]
     if bad:
         raise UserError(f"the {mode} cell failed: {bad[0].get('error') or bad[0].get('cell_error')}")
@@ -82,8 +66,8 @@ def cell_times(mode: str, cfg: RunConfig, folder: Path) -> tuple[float, float]:
     return sum(r["track_s"] for r in rows) / len(rows), span
 
 
-def beside(cfg: RunConfig, folder: Path, probe_s: float, args: argparse.Namespace) -> BesideRun:
-    r = run_beside_probe(cfg, folder, probe_s, grid=args.grid, threshold_us=args.threshold_us)
+def beside(job: ReplicaJob, folder: Path, probe_s: float, args: argparse.Namespace) -> BesideRun:
+    r = run_beside_probe(job, folder, probe_s, grid=args.grid, threshold_us=args.threshold_us)
     if isinstance(r, ProbeUnavailable):
         raise UserError(f"workload beside the probe: {r.reason}")
     if not r.covered():
@@ -94,7 +78,7 @@ def beside(cfg: RunConfig, folder: Path, probe_s: float, args: argparse.Namespac
 
 
 def cmd_split(args: argparse.Namespace) -> int:
-    cfg = workload_config(args)
+    job = workload_job(args)
     n = whole_number("--replicas", args.replicas, 2, 64)
     repeats = whole_number("--repeats", args.repeats, 1, 100)
     probe_s = seconds("--probe-seconds", args.probe_seconds, 0.05, 600)
@@ -104,9 +88,9 @@ def cmd_split(args: argparse.Namespace) -> int:
     t1, tn, runs = [], [], []
     with tempfile.TemporaryDirectory(prefix="sb-split-") as tmp:
         for i in range(repeats):
-            t1.append(cell_times("exclusive", cfg, Path(tmp) / f"alone{i}")[0])
-            tn.append(cell_times(f"timeslice:{n}", cfg, Path(tmp) / f"ts{i}")[1])
-            runs.append(beside(cfg, Path(tmp) / f"beside{i}", max(3 * t1[-1] + 10, 10.0), args))
+            t1.append(cell_times("exclusive", job, Path(tmp) / f"alone{i}")[0])
+            tn.append(cell_times(f"timeslice:{n}", job, Path(tmp) / f"ts{i}")[1])
+            runs.append(beside(job, Path(tmp) / f"beside{i}", max(3 * t1[-1] + 10, 10.0), args))
             print(
                 f"repeat {i}: alone {t1[-1]:.3f} s, timeslice:{n} {tn[-1]:.3f} s, beside the probe {runs[-1].record['track_s']:.3f} s",
                 flush=True,
@@ -118,8 +102,7 @@ def cmd_split(args: argparse.Namespace) -> int:
         for r in runs
     ]
     out: dict[str, Any] = dict(
-        workload=cfg.exec_name
-        or (cfg.exec_command if cfg.engine == "exec" else f"simpletrack {cfg.particles:g} x {cfg.turns}"),
+        workload=split_name(job),
         uuid=probes.uuid,
         device_name=probes.device_name,
         replicas=n,
@@ -134,6 +117,14 @@ def cmd_split(args: argparse.Namespace) -> int:
     if args.out:
         write_atomic(args.out, json.dumps(out, indent=1, default=str) + "\n")
     return 0
+
+
+def split_name(job: ReplicaJob) -> str:
+    """The measured workload as the split names it: the program's name or command, or the tracker's size."""
+    w = job.workload
+    if w.is_program:
+        return w.name or str(w.command)
+    return f"{w.engine} {job.run.particles:g} x {job.run.turns}"
 
 
 def splits_mean(splits: list[Split]) -> Split:

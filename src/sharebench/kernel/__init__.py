@@ -8,7 +8,7 @@ See docs/architecture.md (Kernel) for the contract.
 
 Modules:
 
-* ``config``: RunConfig (what one replica does), RunRecord (what it measured);
+* ``config``: RunConfig (the kernel's own run), Barrier (where a replica waits), RunRecord (what it measured);
 * ``run``: run_replica (set-up, barrier, track, record), pin_cpus;
 * ``bench``: BenchConfig, run_bench, summarize, to_markdown;
 * ``engines``: the Engine protocol, make_engine; ``engines.simpletrack`` (our kernel, its C source
@@ -23,7 +23,7 @@ only when a run or a lattice needs them.
 """
 
 from sharebench.kernel.bench import BenchConfig, run_bench
-from sharebench.kernel.config import RunConfig, RunRecord
+from sharebench.kernel.config import Barrier, RunConfig, RunRecord
 from sharebench.kernel.engines import ENGINES, RUN_ENGINES, Engine, check_engine, make_engine
 from sharebench.kernel.engines.xtrack import check_xtrack_device
 from sharebench.kernel.memory import bytes_per_particle, check_fits
@@ -32,6 +32,7 @@ from sharebench.kernel.run import pin_cpus, run_replica
 __all__ = [
     "ENGINES",
     "RUN_ENGINES",
+    "Barrier",
     "BenchConfig",
     "Engine",
     "RunConfig",

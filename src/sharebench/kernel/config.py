@@ -1,65 +1,65 @@
-"""RunConfig (what one replica does) and RunRecord (what it measured).
+"""RunConfig (the kernel's own run), Barrier (where a replica waits before its timed window) and
+RunRecord (what a run measured).
 
 A record is stored as the JSON document of kind ``"record"`` (``sharebench.results.store``), whose
 ``schema_version`` versions it."""
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Protocol
+from typing import Any
 
 from sharebench.devices import check_spec
 from sharebench.errors import UserError
 from sharebench.kernel.engines import RUN_ENGINES, check_engine
-from sharebench.patterns import parse_pattern
 
 
-def check_exec(command: str | None, timing: str) -> None:
-    """The exec engine's options: a command given, a known timing; UserError naming the bad one."""
-    if command is None or not str(command).strip():
-        raise UserError("--engine exec needs a command: --exec 'CMD ARGS'")
-    if timing not in ("protocol", "process"):
-        raise UserError(f"bad exec timing {timing!r}; allowed: protocol, process")
+@dataclass(frozen=True)
+class Barrier:
+    """Where a replica waits between its set-up and its timed window (docs/architecture.md, Kernel): it
+    touches ``ready_file``, waits for ``start_file`` (an epoch instant to sleep until, when it holds
+    one), then sleeps until ``start_at`` (epoch s; the pods of one cell agree on it). Empty: no wait."""
+
+    ready_file: str | None = None
+    start_file: str | None = None
+    start_at: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("ready_file", "start_file"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, (str, os.PathLike)):
+                raise UserError(f"bad barrier {name} {v!r}: a path (or nothing) is allowed")
+            object.__setattr__(self, name, os.fspath(v) if v else None)
+        if self.start_at is not None:
+            if isinstance(self.start_at, bool) or not isinstance(self.start_at, (int, float)):
+                raise UserError(f"bad start_at {self.start_at!r}: an epoch instant in seconds is allowed")
+            object.__setattr__(self, "start_at", float(self.start_at))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Barrier:
+        known = tuple(f.name for f in fields(cls))
+        if not isinstance(d, dict) or set(d) - set(known):
+            raise UserError(f"bad barrier {d!r}: a JSON object with keys {', '.join(known)} is allowed")
+        return cls(**d)
 
 
-class WorkloadFields(Protocol):
-    """What :meth:`RunConfig.from_workload` reads of a workload (``sharebench.workloads.Workload``, a
-    layer above this one, which the kernel does not import)."""
-
-    @property
-    def engine(self) -> str: ...
-    @property
-    def device(self) -> str: ...
-    @property
-    def lattice(self) -> str | None: ...
-    @property
-    def seed(self) -> int: ...
-    @property
-    def command(self) -> str | None: ...
-    @property
-    def timing(self) -> str: ...
-    @property
-    def name(self) -> str | None: ...
-    @property
-    def pattern(self) -> str: ...
-    @property
-    def neighbour_pattern(self) -> str: ...
-    @property
-    def bursts(self) -> int: ...
-    @property
-    def patterned(self) -> bool: ...
+BARRIER_KEYS = tuple(f.name for f in fields(Barrier))
 
 
 @dataclass
 class RunConfig:
-    """One replica run. See docs/architecture.md (Kernel) for the barrier."""
+    """The kernel's own run: what one tracker run does (engine, device, lattice, particles, turns, beam,
+    engine options, the cores and memory it may use). A replica of a sharing cell runs one inside its
+    job (``sharebench.workloads.ReplicaJob``: the workload, the barrier, the pattern)."""
 
     engine: str = "simpletrack"
     device: str = "auto"
     lattice: str | None = None  # None: the generated LHC-like ring
-    particles: int = 10_000
+    particles: int = 10_000  # the exec engine: its work size (SHAREBENCH_WORK)
     turns: int = 10
     seed: int = 1
     nemitt_x: float = 2.5e-6  # normalised emittance [m]
@@ -67,26 +67,11 @@ class RunConfig:
     sigma_z: float = 0.05  # [m]
     sigma_delta: float = 1e-4
     warmup_turns: int = 1
-    start_at: float | None = None  # epoch seconds
-    start_file: str | None = None
-    ready_file: str | None = None
     mem_limit_bytes: int | None = None
     cpus: list[int] | None = None
-    replica: int = 0
+    replica: int = 0  # the run's index in its cell, which its record carries
     optimize: bool = True  # xtrack engine: line.optimize_for_tracking()
     block_size: int = 128  # GPU work-group / block size (simpletrack)
-    replicas: int = 1  # replicas in the cell (SHAREBENCH_REPLICAS of the exec engine)
-    exec_command: str | None = None  # exec engine: the program (sharebench.workloads.protocol)
-    exec_timing: str = "protocol"  # exec engine: protocol (its own result) or process (the whole process)
-    exec_name: str | None = None  # exec engine: the workload's name in the tables (default: from the command)
-    # replica patterns (sharebench.patterns, issue 23): replica 0 follows ``pattern`` for ``bursts`` bursts, the
-    # others ``neighbours`` until ``stop_file`` exists; think times and arrivals seeded by (seed, pattern_seed,
-    # replica). All batch (the default): the study's saturated replica, one timed window of ``turns``
-    pattern: str = "batch"
-    neighbours: str = "batch"
-    bursts: int = 30
-    pattern_seed: int = 0
-    stop_file: str | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -95,7 +80,7 @@ class RunConfig:
         """UserError naming the first bad field and what is allowed; normalises engine, device, cpus."""
         self.engine = check_engine(self.engine, RUN_ENGINES)
         self.device = check_spec(self.device)
-        for name, lo in (("particles", 1), ("turns", 1), ("warmup_turns", 0), ("block_size", 1)):
+        for name, lo in (("particles", 1), ("turns", 1), ("warmup_turns", 0), ("block_size", 1), ("replica", 0)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                 raise UserError(f"bad {name} {v!r}: an integer >= {lo} is allowed")
@@ -117,58 +102,6 @@ class RunConfig:
             self.cpus = list(self.cpus)
         if self.lattice is not None:
             self.lattice = str(self.lattice)
-        if self.engine == "exec":
-            check_exec(self.exec_command, self.exec_timing)
-        self.pattern = parse_pattern(self.pattern).label
-        self.neighbours = parse_pattern(self.neighbours).label
-        for name, lo in (("bursts", 1), ("pattern_seed", 0)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise UserError(f"bad {name} {v!r}: an integer >= {lo} is allowed")
-
-    @property
-    def patterned(self) -> bool:
-        """Whether any replica of the cell follows a pattern other than batch."""
-        return self.pattern != "batch" or self.neighbours != "batch"
-
-    @property
-    def role(self) -> str:
-        """``victim`` (replica 0, measured against the same pattern alone) or ``neighbour``."""
-        return "victim" if self.replica == 0 else "neighbour"
-
-    @property
-    def own_pattern(self) -> str:
-        """The label of the pattern this replica follows: ``pattern`` for the victim, else ``neighbours``."""
-        return self.pattern if self.replica == 0 else self.neighbours
-
-    @property
-    def replica_seed(self) -> list[int]:
-        """The seed of this replica's think times or arrivals (numpy SeedSequence entropy)."""
-        return [self.seed, self.pattern_seed, self.replica]
-
-    @classmethod
-    def from_workload(cls, workload: WorkloadFields, *, device: str | None = None, **options: Any) -> RunConfig:
-        """The config of one replica of ``workload`` (on ``device`` when given, e.g. the sweep's resolved
-        device; else the workload's); ``options``: the other fields (particles, turns, start_at ...)."""
-        exec_fields: dict[str, Any] = (
-            {"exec_command": workload.command, "exec_timing": workload.timing, "exec_name": workload.name}
-            if workload.engine == "exec"
-            else {}
-        )
-        pattern_fields: dict[str, Any] = (
-            {"pattern": workload.pattern, "neighbours": workload.neighbour_pattern, "bursts": workload.bursts}
-            if workload.patterned
-            else {}
-        )
-        return cls(
-            engine=workload.engine,
-            device=device or workload.device,
-            lattice=workload.lattice,
-            seed=workload.seed,
-            **exec_fields,
-            **pattern_fields,
-            **options,
-        )
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -181,16 +114,8 @@ class RunConfig:
             raise UserError(f"unknown run config field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
         return cls(**d)
 
-    @classmethod
-    def from_json(cls, path: str | os.PathLike[str]) -> RunConfig:
-        try:
-            with open(path) as fh:
-                d = json.load(fh)
-        except (OSError, json.JSONDecodeError) as exc:
-            raise UserError(f"run config {str(path)!r} unreadable: {exc}") from None
-        if not isinstance(d, dict):
-            raise UserError(f"run config {str(path)!r} is not a JSON object")
-        return cls.from_dict(d)
+
+RUN_KEYS = tuple(f.name for f in fields(RunConfig))
 
 
 @dataclass

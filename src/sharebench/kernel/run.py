@@ -8,6 +8,7 @@ import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import psutil
 
 from sharebench.devices import DeviceInfo, resolve_device
 from sharebench.errors import UserError
-from sharebench.kernel.config import RunConfig, RunRecord
+from sharebench.kernel.config import Barrier, RunConfig, RunRecord
 from sharebench.kernel.distribution import (
     linear_optics,
     xtrack_optics,
@@ -49,18 +50,18 @@ def pin_cpus(cpus: Sequence[int] | None) -> None:
     os.environ["POCL_CPU_MAX_CU_COUNT"] = n
 
 
-def wait_at_barrier(cfg: RunConfig) -> None:
+def wait_at_barrier(barrier: Barrier) -> None:
     """Touch ready_file, wait for start_file (an epoch instant if it holds a
     float), then sleep until start_at."""
-    if cfg.ready_file:
-        Path(cfg.ready_file).parent.mkdir(parents=True, exist_ok=True)
-        Path(cfg.ready_file).write_text(f"{os.getpid()} {time.time():.6f}\n")
-    if cfg.start_file:
-        instant = read_start_instant(Path(cfg.start_file))
+    if barrier.ready_file:
+        Path(barrier.ready_file).parent.mkdir(parents=True, exist_ok=True)
+        Path(barrier.ready_file).write_text(f"{os.getpid()} {time.time():.6f}\n")
+    if barrier.start_file:
+        instant = read_start_instant(Path(barrier.start_file))
         if instant is not None:
             sleep_until(instant)
-    if cfg.start_at is not None:
-        sleep_until(float(cfg.start_at))
+    if barrier.start_at is not None:
+        sleep_until(barrier.start_at)
 
 
 def read_start_instant(path: Path) -> float | None:
@@ -161,7 +162,8 @@ def warm_up_and_upload(engine: Engine, cfg: RunConfig, coords: np.ndarray, count
     return time.perf_counter() - t0
 
 
-Track = Callable[[RunConfig, Prepared], RunRecord]  # from the barrier to the record
+Track = Callable[[Prepared], RunRecord]  # from the barrier to the record, of the run just prepared
+NO_BARRIER = Barrier()
 
 
 class WarmRunner:
@@ -242,12 +244,12 @@ class WarmRunner:
 
     def run(self, cfg: RunConfig, track: Track | None = None) -> RunRecord:
         """One cell in this process: set-up (warm where it can), barrier, track, record. ``track``: what
-        runs from the barrier on (default :func:`track_and_record`, the study's one timed window; a
-        replica pattern's bursts come from ``sharebench.workloads``, a layer above)."""
+        runs from the barrier on (default :func:`track_and_record` without a barrier, the study's one
+        timed window; a replica's barrier and pattern come from ``sharebench.workloads``, a layer above)."""
         cfg.validate()
         pin_cpus(cfg.cpus)
         try:
-            rec = (track or track_and_record)(cfg, self.prepare(cfg))
+            rec = (track or partial(track_and_record, cfg))(self.prepare(cfg))
         except BaseException:
             self._engine = self._state = self._engine_key = self._state_key = None  # rebuild after a failure
             raise
@@ -295,17 +297,18 @@ def record(
     )
 
 
-def run_replica(cfg: RunConfig | dict, track: Track | None = None) -> RunRecord:
-    """One run (a fresh replica: a runner that prepares and runs one cell); raises UserError for bad
-    input. See docs/architecture.md."""
+def run_replica(cfg: RunConfig | dict, track: Track | None = None, *, barrier: Barrier = NO_BARRIER) -> RunRecord:
+    """One run (a fresh replica: a runner that prepares and runs one cell), its timed window after
+    ``barrier`` (unless ``track`` says what runs from the barrier on); raises UserError for bad input.
+    See docs/architecture.md."""
     if isinstance(cfg, dict):
         cfg = RunConfig.from_dict(cfg)
-    return WarmRunner(keep=False).run(cfg, track)
+    return WarmRunner(keep=False).run(cfg, track or partial(track_and_record, cfg, barrier=barrier))
 
 
-def track_and_record(cfg: RunConfig, run: Prepared) -> RunRecord:
+def track_and_record(cfg: RunConfig, run: Prepared, barrier: Barrier = NO_BARRIER) -> RunRecord:
     """Wait at the barrier, track (the timed window), read back, release; the run's record."""
-    wait_at_barrier(cfg)
+    wait_at_barrier(barrier)
 
     track_start = time.time()
     t0 = time.perf_counter()

@@ -5,17 +5,16 @@ The start barrier: every replica builds, makes its particles and warms up,
 then touches its ready file and waits for the start file. The parent waits for
 all ready files (failing fast when a replica dies first, with a timeout), then
 writes the start file atomically, holding an epoch instant slightly in the
-future, so all N begin tracking at the same moment. Under a replica pattern the
-victim (replica 0) runs its bursts and the others run until the cell's stop file
-exists: the victim creates it when done, and the parent does when the victim ends.
+future, so all N begin tracking at the same moment. Under a replica pattern
+(``Workload.patterned``) the victim (replica ``VICTIM``) runs its bursts and the
+others run until the cell's stop file exists: the victim creates it when done,
+and the parent does when the victim ends.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
-from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,21 +22,16 @@ from typing import Any
 from sharebench.devices import DeviceInfo
 from sharebench.errors import UserError, one_line
 from sharebench.files import write_atomic
-from sharebench.kernel import RunConfig
+from sharebench.kernel import Barrier
 from sharebench.modes import Mode
 from sharebench.parse import format_cpu_set
 from sharebench.results.store import read_json
-from sharebench.sharing.launch import CellRun, FreshLauncher, Launcher, Replica, ReplicaFiles, replica_config
+from sharebench.sharing.launch import CellRun, FreshLauncher, Launcher, Replica, ReplicaFiles, replica_job
 from sharebench.sharing.layout import CellPlan, ReplicaPlan, plan_cell
-from sharebench.sharing.mps import MpsDaemon, exec_client_check
+from sharebench.workloads import VICTIM, ReplicaJob
 
 _STOPPED = "stopped: another replica of the cell failed first"
-STOP = "stop"  # a patterned cell's stop file: the victim (replica 0) is done, the neighbours stop
-
-
-def patterned(base: Mapping[str, Any]) -> bool:
-    """Whether a cell's run config has replicas follow a pattern (``sharebench.patterns``) other than batch."""
-    return str(base.get("pattern") or "batch") != "batch" or str(base.get("neighbours") or "batch") != "batch"
+STOP = "stop"  # a patterned cell's stop file: the victim is done, the neighbours stop
 
 
 def _log_tail(path: Path, lines: int = 5) -> str:
@@ -50,21 +44,22 @@ def _log_tail(path: Path, lines: int = 5) -> str:
 
 def cell_run(
     mode: Mode | str,
-    cfg: RunConfig | Mapping[str, Any],
+    job: ReplicaJob,
     folder: Path | str,
     *,
     device: DeviceInfo | dict[str, Any] | None = None,
     plan: CellPlan | None = None,
     **settings: Any,
 ) -> CellRun:
-    """The :class:`CellRun` of ``mode`` (planned on ``device`` unless ``plan`` is given) with the run
-    config ``cfg``, in ``folder``; ``settings``: the other CellRun fields (timeouts, start delay, ...)."""
+    """The :class:`CellRun` of ``mode`` (planned on ``device`` unless ``plan`` is given) with the
+    replicas' job ``job``, in ``folder``; ``settings``: the other CellRun fields (timeouts, start delay, ...)."""
     if plan is None:
         if device is None:
             raise TypeError("cell_run needs device= or plan=")
         plan = plan_cell(mode, device)
-    base = (cfg if isinstance(cfg, RunConfig) else RunConfig.from_dict(dict(cfg))).to_dict()
-    return CellRun(plan=plan, base=base, folder=Path(folder), **settings)
+    if not isinstance(job, ReplicaJob):
+        raise TypeError(f"cell_run needs a ReplicaJob (ReplicaJob.of(workload, ...)), not {job!r}")
+    return CellRun(plan=plan, job=job, folder=Path(folder), **settings)
 
 
 def run_cell(run: CellRun, launcher: Launcher | None = None) -> list[dict[str, Any]]:
@@ -79,28 +74,16 @@ def run_cell(run: CellRun, launcher: Launcher | None = None) -> list[dict[str, A
     MPS daemon, then propagates.
 
     ``launcher`` (default: a :class:`FreshLauncher`) starts and ends the replicas: fresh processes,
-    or warm ones kept from earlier cells (``WarmLauncher``); the exec engine's programs always start
-    fresh. An MPS cell's replicas are clients of the launcher's daemon.
+    or warm ones kept from earlier cells (``WarmLauncher``); a program's always start fresh
+    (``Workload.starts_fresh``). What the mode's kind needs around its replicas (an MPS cell: the
+    control daemon they are clients of) comes from the launcher's :meth:`Launcher.helper`.
     """
-    launcher = (launcher or FreshLauncher()).for_engine(run.engine)
+    launcher = (launcher or FreshLauncher()).for_workload(run.workload)
     run.folder.mkdir(parents=True, exist_ok=True)
     if run.start_delay_s is None:
         run = replace(run, start_delay_s=launcher.start_delay_s)
-    if not run.plan.mps:
-        return _run(run, launcher)
-    with launcher.mps(run.plan, run.folder) as mps:
-        return _run(_under_mps(run, mps), launcher)
-
-
-def _under_mps(run: CellRun, mps: MpsDaemon) -> CellRun:
-    """The run as clients of ``mps``: its client environment, and the check that every replica is one
-    (SHAREBENCH_MPS_CHECK=0 skips it, e.g. where the daemon sees other PID namespaces)."""
-    check: Callable[[list[int]], str] | None = mps.check_clients
-    if os.environ.get("SHAREBENCH_MPS_CHECK", "1") == "0":
-        check = None
-    if run.engine == "exec":  # the clients are the programs the replicas started
-        check = exec_client_check(check, run.base.get("exec_timing"))
-    return replace(run, env={**mps.client_env(run.plan.mode.thread_pct), **run.env}, check_ready=check)
+    with launcher.helper(run.plan, run.folder) as helper:
+        return _run(helper.client(run) if helper is not None else run, launcher)
 
 
 def _run(run: CellRun, launcher: Launcher) -> list[dict[str, Any]]:
@@ -119,23 +102,16 @@ def _start(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> list[Re
     for stale in [start_file, run.folder / STOP, *run.folder.glob("ready.*"), *run.folder.glob("record.*.json")]:
         stale.unlink(missing_ok=True)
     files = []
-    stop = {"stop_file": str(run.folder / STOP)} if patterned(run.base) else {}
+    stop = str(run.folder / STOP) if run.job.patterned else None
     for rp in run.plan.replicas:
-        cfg = replica_config(
-            run.base,
-            run.plan,
-            rp,
-            ready_file=str(run.folder / f"ready.{rp.replica}"),
-            start_file=str(start_file),
-            start_at=run.base.get("start_at"),
-            **stop,
-        )
+        barrier = Barrier(str(run.folder / f"ready.{rp.replica}"), str(start_file), run.job.barrier.start_at)
+        job = replica_job(run.job, run.plan, rp, barrier, stop)
         f = ReplicaFiles(
             run.folder / f"config.{rp.replica}.json",
             run.folder / f"record.{rp.replica}.json",
             run.folder / f"replica.{rp.replica}.log",
         )
-        f.config.write_text(json.dumps(cfg, indent=2))
+        f.config.write_text(json.dumps(job.to_dict(), indent=2))
         replicas.append(launcher.start(run, rp, f))
         files.append(f)
     return files
@@ -185,9 +161,9 @@ def _track(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> dict[in
     write_atomic(run.folder / "start", repr(time.time() + delay))
     run_deadline = None if run.run_timeout_s is None else time.monotonic() + delay + run.run_timeout_s
     errors: dict[int, str] = {}
-    stop = run.folder / STOP if patterned(run.base) else None
+    stop = run.folder / STOP if run.job.patterned else None
     while any(p.poll() is None for p in replicas):
-        if stop is not None and replicas[0].poll() is not None and not stop.exists():
+        if stop is not None and replicas[VICTIM].poll() is not None and not stop.exists():
             write_atomic(stop, "victim ended\n")  # the victim ended (a failure too): the neighbours stop
         if run_deadline is not None and time.monotonic() > run_deadline:
             for i, p in enumerate(replicas):
@@ -268,7 +244,7 @@ def replica_thread_pct(plan: CellPlan, rp: ReplicaPlan) -> int | None:
 def check_devices(plan: CellPlan, rows: list[dict[str, Any]]) -> str:
     """'' if all replicas ran on the same physical device (MIG: the assigned instances of one GPU)."""
     seen = [str(r.get("device_uuid") or "") for r in rows]
-    if plan.mode.kind == "mig":
+    if plan.mode.spec.device_instances:  # one instance of the device each (MIG)
         wrong = [
             f"replica {rp.replica} on {u or '?'} instead of {rp.mig_uuid}"
             for rp, u in zip(plan.replicas, seen)

@@ -11,7 +11,7 @@ the same as a fresh one's.
 
 Idle replicas hold a context on the device but submit no work. The pool holds one MPS control
 daemon for all the MPS cells of the sweep, started when the first MPS replica is set up
-(``sharebench.sharing.executor.prime_pool`` sets every replica up before the first cell); the idle
+(``WarmLauncher.prime`` sets every replica up before the first cell); the idle
 MPS server then stays up while other cells run. A replica whose cell failed is stopped and not reused. ``close``
 ends the replicas (end of input, then SIGTERM) and then the daemon.
 """
@@ -32,7 +32,7 @@ import psutil
 
 from sharebench import processes
 from sharebench.sharing.mps import MpsDaemon
-from sharebench.workloads import REPLICA_MODULE
+from sharebench.workloads import REPLICA_MODULE, ReplicaJob
 
 # process states in which an idle replica cannot take a cell (checked before it is handed one)
 FROZEN = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
@@ -117,8 +117,8 @@ class Worker:
 class ReplicaPool:
     """Warm replica processes for the cells of one sweep; a context manager that ends them all.
 
-    >>> with ReplicaPool(out / "workers") as pool:                     # doctest: +SKIP
-    ...     rows = run_cell(mode, cfg, cell_dir, plan=plan, pool=pool)
+    >>> with WarmLauncher(ReplicaPool(out / "workers")) as launcher:   # doctest: +SKIP
+    ...     rows = run_cell(cell_run(mode, job, cell_dir, plan=plan), launcher)
     """
 
     def __init__(
@@ -182,21 +182,21 @@ class ReplicaPool:
 
     def prime(
         self,
-        jobs: list[tuple[str, list[int] | None, dict[str, str], dict[str, Any]]],
+        jobs: list[tuple[str, list[int] | None, dict[str, str], ReplicaJob]],
         timeout_s: float = 900.0,
         poll_s: float = 0.05,
     ) -> list[str]:
-        """Start a replica for each job ``(device, cpus, env, run config)`` and let all of them set up at
+        """Start a replica for each ``(device, cpus, env, job)`` and let all of them set up at
         once (context, engine, particles, warm-up; no timed window), before any cell is measured, so no
         cell waits for that. Jobs beyond ``max_idle`` are left out. Returns one line per replica that
         could not set up (it is ended; the cell that needs it starts another and reports the error)."""
         folder = self.folder / "prime"
         folder.mkdir(parents=True, exist_ok=True)
         started = []
-        for i, (device, cpus, env, cfg) in enumerate(jobs[: self.max_idle]):
+        for i, (device, cpus, env, job) in enumerate(jobs[: self.max_idle]):
             cfg_path, out, log = folder / f"config.{i}.json", folder / f"primed.{i}.txt", folder / f"replica.{i}.log"
             out.unlink(missing_ok=True)
-            cfg_path.write_text(json.dumps(cfg, indent=2))
+            cfg_path.write_text(json.dumps(job.to_dict(), indent=2))
             w = self.acquire(device, cpus, env)
             w.send(cfg_path, out, log, prime=True)
             started.append(w)

@@ -34,7 +34,7 @@ def round2(x: float) -> int:
 def auto_sized(plan: SweepPlan) -> bool:
     """Whether the sweep's size comes from a calibration: the CPU with no --particles (a tracker)."""
     c = plan.config
-    return c.particles is None and plan.device.kind == "cpu" and c.workload.engine != "exec"
+    return c.particles is None and plan.device.kind == "cpu" and not c.workload.is_program
 
 
 def folder_sizes(out: Path | None) -> list[int]:

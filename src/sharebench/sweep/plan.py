@@ -40,7 +40,7 @@ from sharebench.node.placement import check_placement, split_node
 from sharebench.parse import counts, parse_duration, whole_number
 from sharebench.sharing import CellPlan, check_mps_available, plan_cell
 from sharebench.sharing.timeslice import check_allowed
-from sharebench.workloads import Workload
+from sharebench.workloads import ReplicaJob, Workload
 
 # `sharebench run` with no options: sizes per device class that finish in a few minutes (CPU: only where no
 # calibration sizes the sweep: the run and its --dry-run size one particle count by sharebench.sweep.calibrate; GPU: the
@@ -125,7 +125,7 @@ class SweepConfig:
         }
 
 
-# the RunConfig fields a Workload sets (RunConfig.from_workload); not run options
+# the fields a Workload sets (the replica job's workload; exec_*: its names in run options before it); not run options
 RUN_CONFIG_OF_WORKLOAD = ("engine", "device", "lattice", "seed", "exec_command", "exec_timing", "exec_name")
 
 
@@ -189,12 +189,16 @@ class SweepPlan:
             Cell(m, p, r) for r in range(first, self.config.repeats + 1) for p in self.particles for m in self.modes
         ]
 
-    def run_config(self, particles: int) -> RunConfig:
-        """What each replica of a cell of ``particles`` does."""
+    def replica_job(self, particles: int) -> ReplicaJob:
+        """The job every replica of a cell of ``particles`` starts from (its workload, kernel run, barrier)."""
         c = self.config
-        return RunConfig.from_workload(
+        return ReplicaJob.of(
             c.workload, device=self.device.spec, particles=particles, turns=self.turns, **dict(c.run_options)
         )
+
+    def run_config(self, particles: int) -> RunConfig:
+        """The kernel's run of a replica of a cell of ``particles`` (a calibration runs it in this process)."""
+        return self.replica_job(particles).run
 
     @property
     def workload(self) -> str:
@@ -352,15 +356,15 @@ def validate(config: SweepConfig) -> SweepPlan:
     check_allowed(list(modes), config.allow_gpu_settings)
     plans = {m.label: plan_cell(m, device) for m in modes}
     check_neighbours(workload, plans)
-    if workload.engine == "exec":
+    if workload.is_program:
         if config.particles is None:
             raise UserError("--engine exec needs --work N[,N...]: the sizes SHAREBENCH_WORK gives the program")
         turns = workload.turns(turns)  # a program's work is SHAREBENCH_WORK alone; memory and lattice are its own
     else:
         _check_memory(config, device, plans, list(particles))
     plan = SweepPlan(config, device, modes, plans, particles, turns, notes)
-    plan.run_config(particles[0])  # the run config itself (engine, device grammar, emittances ...)
-    if workload.engine != "exec":
+    plan.replica_job(particles[0])  # the replica's job itself (engine, device grammar, emittances ...)
+    if not workload.is_program:
         _check_lattice(config)
     return plan
 

@@ -4,7 +4,7 @@
   seconds on the GPU (``telemetry.provenance.timeslice_probe_entry``); provenance keeps what they saw, or
   one line saying why they did not run (``--no-probe``, CPU, PoCL, non-NVIDIA, MPS active, no CuPy).
 * :func:`split_cells` (after the cells): per particle count, ``repeats`` runs of one replica beside one
-  probe process (``telemetry.timeslice_probe.run_beside_probe``), in ``timeslice_split/<run>/``; their raw
+  probe process (``sweep.beside.run_beside_probe``), in ``timeslice_split/<run>/``; their raw
   records go to ``timeslice_split.json`` (``analysis.timeslice_split``), from which the report splits each
   time-slicing loss into switch idle and refill. Only where the probe ran; a failed run is recorded with
   its reason and never fails the sweep. A resumed sweep runs only the sizes that lack their repeats.
@@ -23,9 +23,10 @@ from sharebench.analysis.timeslice_split import SPLIT_DIR, append_runs, beside_r
 from sharebench.errors import one_line
 from sharebench.modes import BASELINE
 from sharebench.results import load_results
+from sharebench.sweep.beside import run_beside_probe
 from sharebench.sweep.plan import SweepPlan
 from sharebench.telemetry.provenance import probe_line, timeslice_probe_entry
-from sharebench.telemetry.timeslice_probe import ProbeUnavailable, run_beside_probe
+from sharebench.telemetry.timeslice_probe import ProbeUnavailable
 
 BESIDE_FACTOR = 4.0
 BESIDE_MARGIN_S = 3.0
@@ -119,7 +120,7 @@ def beside_run(
     name = f"beside_p{work['particles']}_r{repeat}"
     head = {**work, "sweep_id": sweep_id, "run": name, "repeat": repeat, "probe_seconds": probe_s}
     try:
-        res = run_beside_probe(plan.run_config(int(work["particles"])), out / SPLIT_DIR / name, probe_s)
+        res = run_beside_probe(plan.replica_job(int(work["particles"])), out / SPLIT_DIR / name, probe_s)
     except Exception as exc:  # noqa: BLE001 - the split never costs the sweep what it measured
         res = ProbeUnavailable(f"{type(exc).__name__}: {one_line(exc)[:300]}")
     if isinstance(res, ProbeUnavailable):

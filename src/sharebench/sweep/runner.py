@@ -18,7 +18,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,7 @@ from sharebench.sweep.probe import split_cells, sweep_probe
 from sharebench.sweep.resume import check_same_work, identity, work_key
 from sharebench.telemetry import collect_provenance, make_sampler
 from sharebench.telemetry.disturbance import Probe
+from sharebench.workloads import role
 
 WARM_DIR = "warm"  # the warm replicas' set-up files and their MPS daemon's logs
 # the default run timeout, when --run-timeout is not given (RunBound): every cell's wait ends
@@ -185,12 +186,12 @@ def measure_cell(
     probe = Probe(plan.device)  # what else kept the host/GPU busy (sharebench.telemetry.disturbance)
     try:
         with gpu_timeslice(plan.device, cell_plan.mode, allowed=plan.config.allow_gpu_settings, say=notes.append):
-            config = plan.run_config(cell.particles)
-            if config.patterned:  # think times and arrivals: seeded per cell (and per replica, in the replica)
-                config.pattern_seed = zlib.crc32(cell.id.encode())
+            job = plan.replica_job(cell.particles)
+            if job.patterned:  # think times and arrivals: seeded per cell (and per replica, in the replica)
+                job = replace(job, pattern_seed=zlib.crc32(cell.id.encode()))
             run = cell_run(
                 cell.mode,
-                config,
+                job,
                 cdir,
                 plan=cell_plan,
                 ready_timeout_s=plan.config.ready_timeout_s,
@@ -230,9 +231,8 @@ def measure_cell(
 
 
 def replica_pattern(plan: SweepPlan, row: dict[str, Any]) -> str:
-    """The pattern a replica followed: the victim's (replica 0) or the neighbours'."""
-    w = plan.config.workload
-    return w.pattern if int(row.get("replica") or 0) == 0 else w.neighbour_pattern
+    """The pattern a replica followed: the victim's or the neighbours' (:meth:`Workload.pattern_of`)."""
+    return plan.config.workload.pattern_of(int(row.get("replica") or 0))
 
 
 def cell_bursts(recs: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -249,7 +249,7 @@ def cell_bursts(recs: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[
                     repeat=row["repeat"],
                     warmup=row["warmup"],
                     replica=row["replica"],
-                    role=extra.get("role") or ("victim" if int(row["replica"]) == 0 else "neighbour"),
+                    role=extra.get("role") or role(int(row["replica"])),
                     pattern=row.get("pattern") or extra.get("pattern"),
                     i=i,
                     arrival=arrival,
@@ -439,8 +439,8 @@ def _prime(kept: Kept, plan: SweepPlan, cells: list[Cell]) -> list[str]:
     if not cells:
         return []
     modes = list(dict.fromkeys(c.mode.label for c in cells))
-    base = plan.run_config(cells[0].particles).to_dict()
-    return kept.launcher.prime([plan.plans[m] for m in modes], base, plan.config.ready_timeout_s)
+    job = plan.replica_job(cells[0].particles)
+    return kept.launcher.prime([plan.plans[m] for m in modes], job, plan.config.ready_timeout_s)
 
 
 def run_bound(plan: SweepPlan, out: Path, notes: list[str]) -> RunBound:

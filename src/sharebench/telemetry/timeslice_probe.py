@@ -12,10 +12,12 @@ time line: ``switch_ms`` is the idle time between one process's slice end and th
 start, ``slice_ms`` each process's slice length, ``shares`` each process's on-GPU share of the common
 window. Distributions, not only medians (:class:`Distribution`).
 
-Beside a workload (:func:`run_beside_probe`): one replica of a workload (any :class:`RunConfig`,
-Simpletrack or an exec program) runs its timed window while one probe process spins; the probe's gaps
-inside that window are the workload's slices plus two switches each. ``sharebench.analysis.
-timeslice_split`` turns that into the workload's GPU share and its progress rate inside its own slices.
+Beside a workload (``sharebench.sweep.beside.run_beside_probe``): one replica of a workload (Simpletrack
+or a program), started by the sharing launcher like every replica, runs its timed window while one probe
+process spins (:meth:`ProbeProcesses.spin_first` is the probe's half of the replica's barrier); the
+probe's gaps inside that window are the workload's slices plus two switches each (:class:`BesideRun`).
+``sharebench.analysis.timeslice_split`` turns that into the workload's GPU share and its progress rate
+inside its own slices.
 
 Where the probe cannot run (no CUDA device, no CuPy, an MPS daemon serving this machine, a device that is
 not a CUDA GPU) every entry point returns :class:`ProbeUnavailable` with one line saying why, never an
@@ -34,7 +36,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +44,7 @@ import numpy as np
 
 from sharebench.devices.discovery import cuda_uuid, driver_uuid_bytes
 from sharebench.files import write_atomic
-from sharebench.kernel import RunConfig
 from sharebench.probe_settings import DEFAULT_THRESHOLD_US, GRIDS
-from sharebench.workloads import REPLICA_MODULE
 
 PROBE_MODULE = "sharebench.telemetry.timeslice_probe"
 GAP_CAPACITY = 1 << 17  # gaps one process can record (2 ms slices: minutes of them)
@@ -410,6 +410,20 @@ class ProbeProcesses:
     def wait_running(self, timeout_s: float) -> str | None:
         return wait_all(self.procs, self.runnings, self.outs, timeout_s)
 
+    def spin_first(self, setup_timeout_s: float, running_timeout_s: float = 30.0) -> str:
+        """The probe's half of a workload's barrier (its ``check_ready``, called once the workload is
+        set up): wait until the probe is set up, start it spinning now, and return once its kernel is on
+        the GPU (and 0.1 s more), so that the workload's timed window opens inside the probe's. '' or why not."""
+        err = self.wait_ready(setup_timeout_s)
+        if err:
+            return err
+        self.go(0.0)
+        err = self.wait_running(running_timeout_s)
+        if err:
+            return err
+        time.sleep(0.1)  # the probe kernel is on the GPU before the workload's window opens
+        return ""
+
     def finish(self, timeout_s: float) -> list[ProbeTrace] | ProbeUnavailable:
         """Wait for the workers; their traces, or the first one's error as the reason."""
         end = time.monotonic() + timeout_s
@@ -552,62 +566,6 @@ class BesideRun:
         """The probe spun through the whole window."""
         lo, hi = self.window_ns()
         return self.trace.first_ns <= lo and self.trace.last_ns >= hi
-
-
-def run_beside_probe(
-    cfg: RunConfig,
-    folder: Path,
-    probe_seconds: float,
-    *,
-    grid: str = "one",
-    threshold_us: float = DEFAULT_THRESHOLD_US,
-    setup_timeout_s: float = 900.0,
-    python: str = sys.executable,
-) -> BesideRun | ProbeUnavailable:
-    """Set up one replica of ``cfg`` and one probe process; start the probe, then the replica's timed
-    window while the probe spins (``probe_seconds`` must outlast the window). Never raises for a failed
-    replica or probe: a :class:`ProbeUnavailable` says why."""
-    bad = unavailable_reason(cfg.device)
-    if bad:
-        return ProbeUnavailable(bad)
-    folder.mkdir(parents=True, exist_ok=True)
-    rcfg = replace(cfg, ready_file=str(folder / "w.ready"), start_file=str(folder / "w.start"), start_at=None)
-    (folder / "w.json").write_text(json.dumps(rcfg.to_dict()))
-    rec_path = folder / "w.rec.json"
-    with (folder / "w.log").open("w") as log:
-        proc = subprocess.Popen(
-            [python, "-m", REPLICA_MODULE, "--config", str(folder / "w.json"), "--out", str(rec_path)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    probes = start_probes(
-        folder / "probe", 1, probe_seconds, device=cfg.device, grid=grid, threshold_us=threshold_us, python=python
-    )
-    try:
-        err = wait_all(
-            [proc, *probes.procs], [folder / "w.ready", *probes.readies], [rec_path, *probes.outs], setup_timeout_s
-        )
-        if err:
-            return ProbeUnavailable(err.replace("probe process", "probe or workload process"))
-        probes.go(0.0)
-        err = probes.wait_running(30.0)
-        if err:
-            return ProbeUnavailable(err)
-        time.sleep(0.1)  # the probe kernel is on the GPU before the workload's window opens
-        write_atomic(folder / "w.start", f"{time.time() + 0.05:.6f}")
-        proc.wait()
-        traces = probes.finish(probe_seconds + 60.0)
-    finally:
-        probes.stop()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    if isinstance(traces, ProbeUnavailable):
-        return traces
-    doc = json.loads(rec_path.read_text()) if rec_path.exists() else {"error": "the workload wrote no record"}
-    if "error" in doc:
-        return ProbeUnavailable(f"the workload beside the probe failed: {doc['error']}")
-    return BesideRun(doc, traces[0])
 
 
 if __name__ == "__main__":

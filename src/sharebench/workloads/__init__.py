@@ -7,14 +7,17 @@ Modules:
 
 * ``replica``: the replica process entry (one cell, or ``--serve``: cell after cell, warm);
 * ``protocol``: the replica protocol for any program (``--engine exec``): its environment, barrier
-  helpers and result file;
+  helpers and result file; ``program``: the harness's side of it (:func:`run_exec`);
 * ``workload``: the Workload value (engine, device, command, timing, lattice, seed, pattern): what every
   replica of a sweep runs, one value from the CLI (and the KFP ``workload`` parameter) to the replica;
+* ``job``: the ReplicaJob, one replica's job (the Workload, the kernel's run, the barrier, the pattern's
+  cell fields): what the replica process reads;
 * ``train``, ``resnet``: the built-in ML workload (ResNet-18 training in plain PyTorch).
 """
 
-from sharebench.workloads.workload import DEFAULT_WORKLOAD, Workload
+from sharebench.workloads.job import ReplicaJob
+from sharebench.workloads.workload import DEFAULT_WORKLOAD, VICTIM, Workload, role
 
-REPLICA_MODULE = "sharebench.workloads.replica"  # python -m REPLICA_MODULE --config CFG.json --out REC.json
+REPLICA_MODULE = "sharebench.workloads.replica"  # python -m REPLICA_MODULE --config JOB.json --out REC.json
 
-__all__ = ["DEFAULT_WORKLOAD", "REPLICA_MODULE", "Workload"]
+__all__ = ["DEFAULT_WORKLOAD", "REPLICA_MODULE", "VICTIM", "ReplicaJob", "Workload", "role"]

@@ -20,6 +20,9 @@ A program that cannot follow the protocol runs with ``exec_timing="process"``: t
 the barrier itself, starts the program at the barrier instant and times the whole process; every
 table says so (the ``exec_timing`` column: ``protocol`` or ``process``).
 
+The harness's side (starting the program, relaying the barrier, reading its result into a record) is
+``sharebench.workloads.program``.
+
 Python programs may use :func:`ready`, :func:`wait_for_start` and :func:`write_result` (what
 ``sharebench.workloads.train`` does); ``examples/workloads/`` holds a shell and a Python program that
 follow the protocol by hand.
@@ -32,24 +35,14 @@ import json
 import math
 import os
 import shlex
-import shutil
-import signal
-import socket
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import numpy as np
-
-from sharebench import processes
-from sharebench.devices import resolve_device
 from sharebench.errors import UserError, one_line
 from sharebench.files import write_atomic
-from sharebench.kernel.config import RunConfig, RunRecord
-from sharebench.kernel.run import read_start_instant, sleep_until, wait_at_barrier
-from sharebench.workloads.bursts import BURSTS, COUNT, MAX_BURSTS_BYTES, PATTERN, SEED, STOP_FILE, read_bursts
+from sharebench.kernel.run import read_start_instant, sleep_until
 
 READY_FILE = "SHAREBENCH_READY_FILE"
 START_FILE = "SHAREBENCH_START_FILE"
@@ -212,156 +205,3 @@ def read_oversized_away(path: Path, read: Callable[[Path], T], limit: int) -> T:
             if path.stat().st_size > limit:
                 path.unlink()
         raise
-
-
-def program_env(cfg: RunConfig, result_file: Path) -> dict[str, str]:
-    """The program's environment: ours (device pinning, MPS, OMP_NUM_THREADS) plus the protocol's."""
-    env = dict(os.environ)
-    env.update(
-        {
-            READY_FILE: cfg.ready_file or "",
-            START_FILE: cfg.start_file or "",
-            RESULT_FILE: str(result_file),
-            REPLICA: str(cfg.replica),
-            REPLICAS: str(cfg.replicas),
-            WORK: str(cfg.particles),
-            DEVICE: cfg.device,
-        }
-    )
-    return env
-
-
-def _stderr_tail(path: Path) -> str:
-    try:
-        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return ""
-    return one_line(" | ".join(lines[-3:]), 240)
-
-
-def run_exec(cfg: RunConfig) -> RunRecord:
-    """Run ``cfg.exec_command`` as this replica (protocol or process timing); its record. UserError with a
-    one-line reason when the command is missing, exits non-zero, or writes no or a malformed result."""
-    argv = split_command(cfg.exec_command)
-    if shutil.which(argv[0]) is None:
-        raise UserError(
-            f"command {argv[0]!r} not found (--exec {cfg.exec_command!r}): give a program on the PATH "
-            "or a path to an executable file"
-        )
-    timing = check_exec_timing(cfg.exec_timing)
-    base = Path(cfg.ready_file).parent if cfg.ready_file else Path.cwd()
-    result_file = base / f"result.{cfg.replica}.json"
-    log_file = base / f"program.{cfg.replica}.log"
-    result_file.unlink(missing_ok=True)
-    env = program_env(cfg, result_file)
-    bursts_file = base / f"bursts.{cfg.replica}.jsonl" if cfg.patterned else None
-    if bursts_file is not None:
-        bursts_file.unlink(missing_ok=True)
-        env.update(pattern_env(cfg, bursts_file))
-    if timing == "protocol" and cfg.start_at is not None:  # pods of one cell: the program starts at start_at
-        env[START_FILE] = str(relay_start(cfg, base / f"start.{cfg.replica}"))
-    t_setup = time.perf_counter()
-    if timing == "process":
-        wait_at_barrier(cfg)
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        start = time.time()
-        # in the replica's process group: what stops the replica's group stops the program and its children
-        proc = processes.spawn(argv, log=log_file, env=env, own_group=False)
-        try:
-            rc = proc.wait()
-        finally:
-            processes.stop([proc])
-            processes.end_own_group()  # what the program started (a shim's children, a stray `sleep`)
-        end = time.time()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        if cfg.patterned and cfg.role == "victim" and cfg.stop_file:  # the neighbours stop at it
-            write_atomic(Path(cfg.stop_file), "victim done\n")
-    if rc != 0:
-        tail = _stderr_tail(log_file)
-        raise UserError(f"command {argv[0]!r} exited with status {rc}" + (f": {tail}" if tail else ""))
-    if timing == "process":
-        doc: dict[str, Any] = {"start": start, "end": end, "work": cfg.particles, "unit": "work"}
-        setup_s = 0.0
-    else:
-        doc = read_oversized_away(result_file, read_result, MAX_RESULT_BYTES)
-        setup_s = max(0.0, doc["start"] - start) if start else time.perf_counter() - t_setup
-    rec = exec_record(cfg, doc, timing, setup_s)
-    if bursts_file is not None and bursts_file.exists():  # a program that ignores SHAREBENCH_BURSTS writes none
-        header, bursts = read_oversized_away(bursts_file, read_bursts, MAX_BURSTS_BYTES)
-        rec.extra.update(
-            pattern=str(header.get("pattern") or cfg.own_pattern),
-            role=cfg.role,
-            pattern_seed=header.get("seed"),
-            bursts=[[b.i, b.arrival, b.start, b.end, b.units] for b in bursts],
-        )
-    return rec
-
-
-def pattern_env(cfg: RunConfig, bursts_file: Path) -> dict[str, str]:
-    """The pattern's variables of a patterned cell's program (``sharebench.workloads.bursts``): where to
-    write its bursts, its pattern and seed, and the victim's count or a neighbour's stop file."""
-    env = {
-        BURSTS: str(bursts_file),
-        PATTERN: cfg.own_pattern,
-        SEED: str(int(np.random.SeedSequence(cfg.replica_seed).generate_state(1)[0])),
-    }
-    if cfg.role == "victim":
-        env[COUNT] = str(cfg.bursts)
-    elif cfg.stop_file:
-        env[STOP_FILE] = cfg.stop_file
-    return env
-
-
-def relay_start(cfg: RunConfig, proxy: Path) -> Path:
-    """A start file of this replica's own that holds the later of the cell's start instant and
-    ``cfg.start_at`` (the instant the pods of a cell agreed on), written when the cell's start file is."""
-    proxy.unlink(missing_ok=True)
-
-    def relay() -> None:
-        instant = read_start_instant(Path(cfg.start_file)) if cfg.start_file else None
-        write_atomic(proxy, repr(max(instant or 0.0, float(cfg.start_at or 0.0))))
-
-    threading.Thread(target=relay, name="start-relay", daemon=True).start()
-    return proxy
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def exec_record(cfg: RunConfig, doc: dict[str, Any], timing: str, setup_s: float) -> RunRecord:
-    """The replica's record from a checked result document."""
-    track_s = float(doc["end"]) - float(doc["start"])
-    work = float(doc["work"])
-    extra = {k: v for k, v in doc.items() if k not in RESULT_KEYS and k not in RECORD_KEYS}
-    extra.update(unit=doc["unit"], work=work, command=cfg.exec_command)
-    name, uuid = str(doc.get("device_name") or ""), str(doc.get("device_uuid") or "")
-    if cfg.device == "cpu" and not (name or uuid):  # the host's CPU (a GPU is the program's to report)
-        cpu = resolve_device("cpu")
-        name, uuid = cpu.name, cpu.uuid
-    return RunRecord(
-        engine=cfg.exec_name or workload_name(cfg.exec_command),
-        context=str(doc.get("context") or cfg.device),
-        device=cfg.device,
-        device_name=name,
-        device_uuid=uuid,
-        particles=cfg.particles,
-        turns=1,
-        elements=0,
-        setup_s=setup_s,
-        transfer_s=0.0,
-        track_s=track_s,
-        track_start=float(doc["start"]),
-        track_end=float(doc["end"]),
-        particle_turns_per_s=work / track_s if track_s > 0 else float("inf"),
-        element_passes_per_s=0.0,
-        survived=0,
-        checksum=0.0,
-        host=socket.gethostname(),
-        pid=os.getpid(),
-        replica=cfg.replica,
-        extra=extra,
-        exec_timing=timing,
-    )

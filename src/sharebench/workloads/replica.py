@@ -1,14 +1,16 @@
 """Replica process entry used by the sharing executors:
 
-    python -m sharebench.workloads.replica --config CFG.json --out REC.json
+    python -m sharebench.workloads.replica --config JOB.json --out REC.json
     python -m sharebench.workloads.replica --serve     # a warm replica: cell after cell
 
-A warm replica (:class:`sharebench.kernel.run.WarmRunner`) reads one job per line on stdin, a JSON
-object ``{"config": CFG.json, "out": REC.json, "log": LOG}``; for each it sends its output to LOG, runs
-the cell and writes the record to REC.json (the parent waits for that file); it ends at end of input.
-``{"prime": CFG.json, "out": F, "log": LOG}`` sets up without tracking and writes "ok" (or the error) to F.
+JOB.json is the replica's :class:`~sharebench.workloads.job.ReplicaJob` (``ReplicaJob.to_dict``). A warm
+replica (:class:`sharebench.kernel.run.WarmRunner`) reads one job per line on stdin, a JSON object
+``{"config": JOB.json, "out": REC.json, "log": LOG}``; for each it sends its output to LOG, runs the
+cell and writes the record to REC.json (the parent waits for that file); it ends at end of input.
+``{"prime": JOB.json, "out": F, "log": LOG}`` sets up without tracking and writes "ok" (or the error) to F.
+A program (the exec engine, ``sharebench.workloads.program``) is run by a fresh replica only.
 
-Under a replica pattern (``RunConfig.patterned``, sharebench.patterns) the timed window is the pattern's
+Under a replica pattern (``Workload.patterned``, sharebench.patterns) the timed window is the pattern's
 bursts on the warm particle set (:func:`pattern_track`): a burst of ``units`` is that many turns, replica 0
 (the victim) runs ``bursts`` of them and then creates the cell's stop file, the others (neighbours) run
 until it exists. The record keeps every burst under ``extra["bursts"]`` (``[i, arrival, start, end,
@@ -32,12 +34,13 @@ from collections.abc import Iterable
 
 from sharebench.errors import UserError
 from sharebench.files import write_atomic
-from sharebench.kernel.config import RunConfig, RunRecord
-from sharebench.kernel.run import Prepared, WarmRunner, pin_cpus, record, run_replica, wait_at_barrier
+from sharebench.kernel import RunRecord
+from sharebench.kernel.run import Prepared, Track, WarmRunner, pin_cpus, record, track_and_record, wait_at_barrier
 from sharebench.patterns import parse_pattern
 from sharebench.results.store import write_json
 from sharebench.workloads.bursts import Burst, epoch_clock, run_pattern, stop_when_file
-from sharebench.workloads.protocol import run_exec
+from sharebench.workloads.job import ReplicaJob
+from sharebench.workloads.program import run_exec, signal_stop
 
 # failures a user can act on from the one-line message alone: no traceback on stderr
 EXPECTED_ERRORS = (UserError, KeyboardInterrupt, SystemExit, OSError, ValueError)
@@ -52,42 +55,36 @@ def one_line_error(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
-def burst_extra(cfg: RunConfig, bursts: list[Burst]) -> dict:
+def burst_extra(job: ReplicaJob, bursts: list[Burst]) -> dict:
     """What a patterned replica's record keeps of its pattern: label, role, seed and every burst."""
     return {
-        "pattern": cfg.own_pattern,
-        "role": cfg.role,
-        "pattern_seed": cfg.replica_seed,
+        "pattern": job.own_pattern,
+        "role": job.role,
+        "pattern_seed": job.replica_seed,
         "bursts": [[b.i, b.arrival, b.start, b.end, b.units] for b in bursts],
     }
 
 
-def signal_stop(cfg: RunConfig) -> None:
-    """The victim is done: create the cell's stop file (the neighbours stop at it)."""
-    if cfg.role == "victim" and cfg.stop_file:
-        write_atomic(cfg.stop_file, "victim done\n")
-
-
-def pattern_track(cfg: RunConfig, run: Prepared) -> RunRecord:
+def pattern_track(job: ReplicaJob, run: Prepared) -> RunRecord:
     """From the barrier: the replica's pattern over the warm particle set (a unit = a turn; batch calls of
-    ``cfg.turns``), the victim for ``cfg.bursts`` bursts, a neighbour until the stop file; its record."""
-    pattern = parse_pattern(cfg.own_pattern)
-    wait_at_barrier(cfg)
+    the run's turns), the victim for the workload's bursts, a neighbour until the stop file; its record."""
+    cfg = job.run
+    pattern = parse_pattern(job.own_pattern)
+    wait_at_barrier(job.barrier)
     clock = epoch_clock()
     t0 = clock()
-    victim = cfg.role == "victim"
     try:
         bursts = run_pattern(
             pattern,
             run.engine.track,
-            count=cfg.bursts if victim else None,
-            stop=None if victim else stop_when_file(cfg.stop_file),
-            seed=cfg.replica_seed,
+            count=job.workload.bursts if job.victim else None,
+            stop=None if job.victim else stop_when_file(job.stop_file),
+            seed=job.replica_seed,
             batch_units=cfg.turns,
             clock=clock,
         )
     finally:
-        signal_stop(cfg)
+        signal_stop(job)
     end = bursts[-1].end if bursts else clock()
     t_download = time.perf_counter()
     coords, counters = run.engine.download()
@@ -99,20 +96,24 @@ def pattern_track(cfg: RunConfig, run: Prepared) -> RunRecord:
     rec.turns = units
     rec.particle_turns_per_s = cfg.particles * units / track_s
     rec.element_passes_per_s = cfg.particles * units * run.n_elements / track_s
-    rec.extra.update(burst_extra(cfg, bursts))
+    rec.extra.update(burst_extra(job, bursts))
     return rec
 
 
+def track_of(job: ReplicaJob) -> Track:
+    """What a tracker replica of ``job`` runs from its barrier on: its pattern, or the one timed window."""
+    if job.patterned:
+        return lambda run: pattern_track(job, run)
+    return lambda run: track_and_record(job.run, run, job.barrier)
+
+
 def run_one(config: str, out: str, warm: WarmRunner | None = None) -> int:
-    """Run one replica from its config file and write its record (or its error); the exit status."""
+    """Run one replica from its job file and write its record (or its error); the exit status."""
     try:
-        cfg = RunConfig.from_json(config)
-        pin_cpus(cfg.cpus)  # before anything creates an OpenCL or OpenMP runtime
-        track = pattern_track if cfg.patterned else None
-        if cfg.engine == "exec":
-            rec = run_exec(cfg)
-        else:
-            rec = warm.run(cfg, track) if warm is not None else run_replica(cfg, track)
+        job = ReplicaJob.from_json(config)
+        pin_cpus(job.run.cpus)  # before anything creates an OpenCL or OpenMP runtime
+        runner = warm or WarmRunner(keep=False)  # a fresh replica: a runner for one cell
+        rec = run_exec(job) if job.workload.is_program else runner.run(job.run, track_of(job))
     except BaseException as exc:  # noqa: BLE001 - any failure becomes the one-line error record
         msg = one_line_error(exc)
         write_json(out, "record", {"error": msg})
@@ -125,12 +126,12 @@ def run_one(config: str, out: str, warm: WarmRunner | None = None) -> int:
 
 
 def prime_one(config: str, out: str, warm: WarmRunner) -> None:
-    """Set up as for the run ``config`` (device, engine, particles, warm-up), track nothing; write "ok"
+    """Set up as for the job ``config`` (device, engine, particles, warm-up), track nothing; write "ok"
     or the one-line error to ``out``."""
     try:
-        cfg = RunConfig.from_json(config)
-        pin_cpus(cfg.cpus)
-        warm.prime(cfg)
+        job = ReplicaJob.from_json(config)
+        pin_cpus(job.run.cpus)
+        warm.prime(job.run)
         msg = "ok"
     except BaseException as exc:  # noqa: BLE001 - the pool ends a replica that could not set up
         msg = one_line_error(exc)
@@ -170,7 +171,7 @@ def serve(jobs: Iterable[str] | None = None) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run one replica (or serve cell after cell with --serve); the exit status."""
     ap = argparse.ArgumentParser(prog="python -m sharebench.workloads.replica", description=__doc__.splitlines()[0])
-    ap.add_argument("--config", help="RunConfig as JSON")
+    ap.add_argument("--config", help="the replica's job (ReplicaJob) as JSON")
     ap.add_argument("--out", help="where to write the RunRecord JSON")
     ap.add_argument("--serve", action="store_true", help="a warm replica: jobs on stdin, one JSON object a line")
     args = ap.parse_args(argv)

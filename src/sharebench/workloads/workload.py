@@ -2,13 +2,18 @@
 
 A sweep measures one workload: a tracker (``simpletrack``, ``xtrack``) on a lattice with a seed, or any
 program (``exec``: its command, its timing and its name in the tables), on a device spec. The value
-travels whole: the CLI builds it, ``SweepConfig.workload`` carries it, ``RunConfig.from_workload`` turns
-it into a replica's config, and the KFP pipelines pass it as one ``workload`` struct parameter.
+travels whole: the CLI builds it, ``SweepConfig.workload`` carries it, each replica's job
+(:class:`sharebench.workloads.job.ReplicaJob`) carries it to the replica, and the KFP pipelines pass it
+as one ``workload`` struct parameter.
 :meth:`Workload.from_dict` is the one place a dict (a KFP parameter, ``sweep.json``) becomes a Workload:
 a one-line UserError names a bad key or value.
 
 Sizes stay a sweep axis: a tracker's size is a particle count, a program's a work size
 (``SHAREBENCH_WORK``) run for one "turn" (:attr:`Workload.size_name`, :meth:`Workload.turns`).
+
+Defined here once: a program (:data:`EXEC`, :attr:`Workload.is_program`: its replicas start fresh every
+cell, its work is one turn), a patterned workload (:attr:`Workload.patterned`) and the victim of a cell
+under a pattern (replica :data:`VICTIM`, :func:`role`; :meth:`Workload.pattern_of` a replica's pattern).
 """
 
 from __future__ import annotations
@@ -21,10 +26,19 @@ from sharebench.devices import check_spec
 from sharebench.errors import UserError
 from sharebench.kernel import RUN_ENGINES, check_engine
 from sharebench.parse import whole_number
-from sharebench.patterns import DEFAULT_BURSTS, MAX_BURSTS, parse_pattern
+from sharebench.patterns import BATCH, DEFAULT_BURSTS, MAX_BURSTS, parse_pattern
 from sharebench.workloads.protocol import check_exec_timing, workload_name
 
+EXEC = "exec"  # the engine that runs any program through the replica protocol (sharebench.workloads.protocol)
 EXEC_KEYS = ("command", "timing", "name")  # the exec engine's own keys
+VICTIM = 0  # under a pattern: the replica measured (it runs ``bursts`` bursts); the others are its neighbours
+ROLES = ("victim", "neighbour")
+
+
+def role(replica: int) -> str:
+    """A replica's role in its cell: ``victim`` (replica :data:`VICTIM`, measured against the same
+    pattern alone) or ``neighbour``."""
+    return ROLES[0] if int(replica) == VICTIM else ROLES[1]
 
 
 @dataclass(frozen=True)
@@ -67,7 +81,7 @@ class Workload:
         if self.neighbours is not None:
             put("neighbours", parse_pattern(self.neighbours).label)
         put("bursts", whole_number("workload bursts (--bursts)", self.bursts, 1, MAX_BURSTS))
-        if self.engine == "exec":
+        if self.is_program:
             if self.command is None:
                 raise UserError("workload engine 'exec' needs a command: the program each replica runs")
         elif self.command is not None or self.name is not None or self.timing != "protocol":
@@ -92,29 +106,43 @@ class Workload:
         return {k: "" if v is None else v for k, v in asdict(self).items()}
 
     @property
+    def is_program(self) -> bool:
+        """Any program through the replica protocol (the exec engine), not a tracker: each of its replicas
+        is a fresh process every cell (no warm replica serves it), its work is SHAREBENCH_WORK in one turn,
+        and under MPS the clients are the programs the replicas start."""
+        return self.engine == EXEC
+
+    @property
+    def starts_fresh(self) -> bool:
+        """Whether every replica of every cell is a new process (a program), never a warm one kept from
+        an earlier cell (``sharebench.sharing.pool``)."""
+        return self.is_program
+
+    @property
     def label(self) -> str:
         """The workload's name in the tables (the ``engine`` column): the engine, or the program's name."""
-        if self.engine != "exec":
+        if not self.is_program:
             return self.engine
         return self.name or workload_name(self.command)
 
     @property
     def table_timing(self) -> str:
         """The ``exec_timing`` column: the program's timing; '' for the trackers."""
-        return self.timing if self.engine == "exec" else ""
+        return self.timing if self.is_program else ""
 
     @property
     def size_name(self) -> str:
         """What a size of the sweep is called in an error: a program's work size, a tracker's particle count."""
-        return "work size (--work)" if self.engine == "exec" else "particle count"
+        return "work size (--work)" if self.is_program else "particle count"
 
     def turns(self, turns: int) -> int:
         """The turns a replica runs: a program's work is SHAREBENCH_WORK alone (one turn)."""
-        return 1 if self.engine == "exec" else turns
+        return 1 if self.is_program else turns
 
     def run_options(self) -> dict[str, Any]:
-        """The RunConfig fields of the exec engine (none for the trackers), as ``sweep.json`` kept them."""
-        if self.engine != "exec":
+        """The exec engine's settings (none for the trackers) as ``sweep.json`` of the releases before this
+        value kept them among its run options (``sharebench.sweep.resume`` compares a folder's identity)."""
+        if not self.is_program:
             return {}
         opts: dict[str, Any] = {"exec_command": self.command, "exec_timing": self.timing}
         if self.name:
@@ -129,11 +157,15 @@ class Workload:
     @property
     def patterned(self) -> bool:
         """Whether any replica follows a pattern other than batch (False: the study's saturated replicas)."""
-        return self.pattern != "batch" or self.neighbour_pattern != "batch"
+        return self.pattern != BATCH.label or self.neighbour_pattern != BATCH.label
+
+    def pattern_of(self, replica: int) -> str:
+        """The label of the pattern replica ``replica`` of a cell follows: the victim's, or the neighbours'."""
+        return self.pattern if role(replica) == ROLES[0] else self.neighbour_pattern
 
     def describe(self) -> str:
         """One line: the engine and what it runs."""
-        if self.engine == "exec":
+        if self.is_program:
             text = f"exec: {self.command!r} as {self.label} ({self.timing} timing; work = SHAREBENCH_WORK)"
         else:
             text = f"{self.engine}, lattice {self.lattice or 'generated LHC-like ring'}"

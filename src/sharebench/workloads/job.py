@@ -1,0 +1,149 @@
+"""ReplicaJob: one replica's job, the one value a replica process is given.
+
+A job carries the :class:`~sharebench.workloads.workload.Workload` itself (what every replica of the
+sweep runs), the kernel's own run (:class:`~sharebench.kernel.RunConfig`: particles or work size,
+turns, beam, engine options, this replica's device, cores, memory limit and index), the cell's replica
+count, the start barrier (:class:`~sharebench.kernel.Barrier`) and the pattern's cell fields (the
+cell's pattern seed, the stop file the victim creates). The run's engine, lattice and seed are the
+workload's: :meth:`ReplicaJob.of` sets them, and a job whose run says otherwise is refused.
+
+The replica process reads it as JSON (``python -m sharebench.workloads.replica --config JOB.json``):
+:meth:`ReplicaJob.to_dict` and :meth:`ReplicaJob.from_dict` round-trip exactly; the JSON keeps each
+value once (the run's workload fields are not repeated).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from sharebench.errors import UserError
+from sharebench.kernel import Barrier, RunConfig
+from sharebench.kernel.config import BARRIER_KEYS, RUN_KEYS
+from sharebench.parse import whole_number
+from sharebench.workloads.workload import VICTIM, Workload, role
+
+OF_WORKLOAD = ("engine", "lattice", "seed")  # the kernel run's fields its workload sets
+CELL_KEYS = ("replicas", "pattern_seed", "stop_file")  # the job's own fields beside its workload and run
+KEYS = ("workload", "run", *CELL_KEYS, "barrier")
+OPTIONS = tuple(sorted({*RUN_KEYS, *BARRIER_KEYS, *CELL_KEYS} - {*OF_WORKLOAD, "device"}))
+
+
+@dataclass(frozen=True)
+class ReplicaJob:
+    """One replica's job: its workload, its kernel run, the cell's replica count, the barrier and the
+    pattern's cell fields. UserError naming a bad value."""
+
+    workload: Workload
+    run: RunConfig
+    replicas: int = 1  # replicas in the cell (SHAREBENCH_REPLICAS of a program)
+    pattern_seed: int = 0  # the cell's: think times and arrivals seeded by (seed, pattern_seed, replica)
+    stop_file: str | None = None  # under a pattern: the victim creates it when done, the neighbours stop at it
+    barrier: Barrier = field(default_factory=Barrier)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.workload, Workload) or not isinstance(self.run, RunConfig):
+            raise TypeError(f"a ReplicaJob holds a Workload and a RunConfig, not {self.workload!r}, {self.run!r}")
+        differ = [k for k in OF_WORKLOAD if getattr(self.run, k) != getattr(self.workload, k)]
+        if differ:
+            raise UserError(
+                f"the run's {', '.join(differ)} differ from the workload's: a replica's engine, lattice and "
+                "seed are its workload's (ReplicaJob.of sets them)"
+            )
+        object.__setattr__(self, "replicas", whole_number("replicas", self.replicas, 1))
+        object.__setattr__(self, "pattern_seed", whole_number("pattern_seed", self.pattern_seed, 0))
+        if self.stop_file is not None:
+            object.__setattr__(self, "stop_file", os.fspath(self.stop_file) or None)
+        if not isinstance(self.barrier, Barrier):
+            raise TypeError(f"ReplicaJob.barrier is a Barrier, not {self.barrier!r}")
+
+    @classmethod
+    def of(
+        cls, workload: Workload, *, particles: int, turns: int, device: str | None = None, **options: Any
+    ) -> ReplicaJob:
+        """The job of one replica of ``workload`` (on ``device`` when given, e.g. the sweep's resolved
+        device; else the workload's); ``options``: the kernel run's other fields (beam, warm-up turns,
+        engine options, cores, memory limit, replica), the barrier's (``start_at`` ...) and the job's own
+        (``replicas``, ``pattern_seed``, ``stop_file``). UserError naming an unknown option."""
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise UserError(f"unknown run option(s) {', '.join(unknown)}; allowed: {', '.join(OPTIONS)}")
+        barrier = Barrier(**{k: options.pop(k) for k in BARRIER_KEYS if k in options})
+        own = {k: options.pop(k) for k in CELL_KEYS if k in options}
+        run = RunConfig(
+            engine=workload.engine,
+            device=device or workload.device,
+            lattice=workload.lattice,
+            seed=workload.seed,
+            particles=particles,
+            turns=turns,
+            **options,
+        )
+        return cls(workload, run, barrier=barrier, **own)
+
+    # --- defined once: the replica's place in a patterned cell
+
+    @property
+    def replica(self) -> int:
+        return self.run.replica
+
+    @property
+    def patterned(self) -> bool:
+        """Whether any replica of the cell follows a pattern other than batch (:attr:`Workload.patterned`)."""
+        return self.workload.patterned
+
+    @property
+    def role(self) -> str:
+        """``victim`` (replica :data:`VICTIM`) or ``neighbour`` (:func:`sharebench.workloads.workload.role`)."""
+        return role(self.replica)
+
+    @property
+    def victim(self) -> bool:
+        return self.replica == VICTIM
+
+    @property
+    def own_pattern(self) -> str:
+        """The label of the pattern this replica follows (:meth:`Workload.pattern_of`)."""
+        return self.workload.pattern_of(self.replica)
+
+    @property
+    def replica_seed(self) -> list[int]:
+        """The seed of this replica's think times or arrivals (numpy SeedSequence entropy)."""
+        return [self.workload.seed, self.pattern_seed, self.replica]
+
+    # --- the replica process's JSON
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; ``from_dict(job.to_dict()) == job``."""
+        return {
+            "workload": self.workload.to_dict(),
+            "run": {k: v for k, v in self.run.to_dict().items() if k not in OF_WORKLOAD},
+            "replicas": self.replicas,
+            "pattern_seed": self.pattern_seed,
+            "stop_file": self.stop_file,
+            "barrier": self.barrier.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any) -> ReplicaJob:
+        """The job of its dict form; UserError naming a bad key or value."""
+        if not isinstance(d, dict) or not isinstance(d.get("run"), dict):
+            raise UserError(f"bad replica job: a JSON object with keys {', '.join(KEYS)} is allowed, not {d!r:.80}")
+        unknown = sorted(set(d) - set(KEYS)) + sorted(f"run.{k}" for k in set(d["run"]) & set(OF_WORKLOAD))
+        if unknown:
+            raise UserError(f"unknown replica job key(s) {', '.join(unknown)}; allowed: {', '.join(KEYS)}")
+        workload = Workload.from_dict(d.get("workload", {}))
+        run = RunConfig.from_dict({**d["run"], **{k: getattr(workload, k) for k in OF_WORKLOAD}})
+        own = {k: d[k] for k in CELL_KEYS if k in d}
+        return cls(workload, run, barrier=Barrier.from_dict(d.get("barrier", {})), **own)
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike[str]) -> ReplicaJob:
+        try:
+            with open(path) as fh:
+                d = json.load(fh)
+        except (OSError, json.JSONDecodeError) as exc:
+            raise UserError(f"replica job {str(path)!r} unreadable: {exc}") from None
+        return cls.from_dict(d)
