@@ -5,6 +5,7 @@ throughput costs against hand-computed values, and the users-at-target rule."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -14,8 +15,10 @@ from scipy import stats
 from sharebench.analysis.latency import (
     BURST_COLUMNS,
     LATENCY_COLUMNS,
+    below_one_flags,
     busy_union_s,
     check_slo,
+    hierarchical_percentiles,
     latency_table,
     mode_family,
     users_at_target,
@@ -68,7 +71,7 @@ def synthetic(n=500, repeats=3, scale=None, seed=0):
 
 def test_columns_and_percentiles_match_numpy():
     rows, lat = synthetic(n=300)
-    table = latency_table(rows, n_resamples=400)
+    table = latency_table(rows, method="bursts", n_resamples=400)
     assert list(table.columns) == LATENCY_COLUMNS
     assert list(table["mode"].drop_duplicates()) == ["exclusive", "timeslice:2", "timeslice:4", "mps:2"]
     for mode in ("exclusive", "timeslice:2", "mps:2"):
@@ -88,7 +91,7 @@ def test_columns_and_percentiles_match_numpy():
 
 def test_the_bootstrap_interval_of_a_percentile_agrees_with_the_order_statistic_interval():
     rows, lat = synthetic(n=600, scale={"exclusive": 1.0})
-    row = latency_table(rows).iloc[0]
+    row = latency_table(rows, method="bursts").iloc[0]
     x = np.sort(np.concatenate([lat[("exclusive", r)] for r in (1, 2, 3)]))
     n = x.size
     for p, tol in ((50, 6), (95, 6)):
@@ -101,7 +104,7 @@ def test_the_bootstrap_interval_of_a_percentile_agrees_with_the_order_statistic_
 
 def test_slowdown_intervals_cover_the_true_factor():
     rows, _ = synthetic(n=400, seed=3, scale={"exclusive": 1.0, "timeslice:2": 1.8, "mps:2": 1.4})
-    table = latency_table(rows, seed=5)
+    table = latency_table(rows, seed=5, method="bursts")
     for mode, factor in (("timeslice:2", 1.8), ("mps:2", 1.4)):
         row = table[(table["mode"] == mode) & (table["role"] == "victim")].iloc[0]
         for p in (50, 95):
@@ -124,6 +127,65 @@ def test_between_repeats_method_is_a_log_scale_t_interval_over_each_repeats_perc
     assert row["slowdown_p95_lo"] < row["slowdown_p95"] < row["slowdown_p95_hi"] and row["ci_method"] == "repeats"
     two = latency_table(synthetic(n=50, repeats=2)[0], method="repeats")
     assert two["latency_p95_lo_s"].isna().all()  # no interval from two repeats
+
+
+def test_hierarchical_resamples_are_percentiles_of_draws_from_the_drawn_repeats():
+    """Each hierarchical resample is numpy's percentile of a pool made of whole repeats drawn with replacement,
+    bursts drawn within each: with repeats of distinct values every resample's percentiles lie within the
+    drawn values, and with one burst value per repeat the resample is a percentile of repeat values."""
+    runs = [np.full(7, 1.0), np.full(11, 2.0), np.full(5, 3.0)]
+    got = hierarchical_percentiles(runs, np.random.default_rng(0), 600)
+    assert got.shape == (600, 3) and np.isin(got[:, 0], [1.0, 2.0, 3.0, 1.5, 2.5]).mean() > 0.5
+    assert ((got >= 1.0) & (got <= 3.0)).all()
+    # a resample that drew the first repeat three times: every percentile is 1
+    assert (got == 1.0).all(axis=1).any() and (got == 3.0).all(axis=1).any()
+    one = [np.random.default_rng(1).lognormal(0, 0.3, 400)]
+    by_hand = np.random.default_rng(2)
+    pick = [np.percentile(one[0][by_hand.integers(0, 400, 400)], 95) for _ in range(600)]
+    mine = hierarchical_percentiles(one, np.random.default_rng(3), 600)[:, 1]
+    # one repeat: the bursts bootstrap; the spread of the percentile agrees with a resampling loop's
+    assert np.std(mine) == pytest.approx(np.std(pick), rel=0.2)
+
+
+def test_the_hierarchical_interval_carries_the_spread_between_repeats():
+    """Three alone repeats, one of them in a slow state (p95 1.5x): the bursts-only interval of the slowdown
+    of a mode that changes nothing excludes 1 or nearly; the hierarchical one (the default) is wider and holds 1."""
+    rng = np.random.default_rng(4)
+    rows = []
+    for rep, factor in ((1, 1.5), (2, 1.0), (3, 1.0)):
+        rows += cell_rows("exclusive", rep, 1, [0.02 * factor * rng.lognormal(0, 0.3, 60)])
+        rows += cell_rows("timeslice:2", rep, 2, [0.02 * rng.lognormal(0, 0.3, 60) for _ in range(2)])
+    hier = latency_table(rows, seed=1)
+    flat = latency_table(rows, seed=1, method="bursts")
+    pick = (hier["mode"] == "timeslice:2") & (hier["role"] == "victim")
+    h, f = hier[pick].iloc[0], flat[pick].iloc[0]
+    assert h["ci_method"] == "hierarchical" and h["slowdown_p95"] == pytest.approx(f["slowdown_p95"])
+    assert h["slowdown_p95_hi"] - h["slowdown_p95_lo"] > 1.3 * (f["slowdown_p95_hi"] - f["slowdown_p95_lo"])
+    assert h["slowdown_p95_lo"] < 1 < h["slowdown_p95_hi"]
+
+
+def test_a_slowdown_whose_interval_lies_below_one_is_flagged_with_the_alone_repeats():
+    """Shared bursts twice as fast as alone (a baseline measured in a slow state): a below-one flag naming the
+    mode, the interval and the alone p95 of each repeat; a slowdown above 1 is not flagged."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for rep in (1, 2, 3):
+        rows += cell_rows("exclusive", rep, 1, [0.04 * rng.lognormal(0, 0.1, 40)])
+        rows += cell_rows("timeslice:2", rep, 2, [0.02 * rng.lognormal(0, 0.1, 40) for _ in range(2)])
+        rows += cell_rows("mps:2", rep, 2, [0.08 * rng.lognormal(0, 0.1, 40) for _ in range(2)])
+    table = latency_table(rows)
+    flags = below_one_flags(table, rows, {"timeslice:2": 8})
+    assert [(f.mode, f.kind, f.particles, f.excluded) for f in flags] == [("timeslice:2", "below-one", 8, False)]
+    alone = [
+        np.percentile([r["end"] - r["arrival"] for r in rows if r["cell_id"] == f"exclusive_r{k}"], 95)
+        for k in (1, 2, 3)
+    ]
+    assert re.match(
+        rf"timeslice:2 {INTERACTIVE}: p95 slowdown 0\.[45]\dx \[0\.\d\d, 0\.\d\d\] below 1;", flags[0].detail
+    )
+    assert flags[0].detail.endswith("alone p95 per repeat " + ", ".join(f"{v * 1e3:.1f}" for v in alone) + " ms")
+    assert "read it as no measurable slowdown" in flags[0].flag
+    assert below_one_flags(table.iloc[0:0], rows) == []
 
 
 def test_too_few_bursts_give_no_interval():

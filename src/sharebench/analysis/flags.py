@@ -27,6 +27,9 @@ FLAG_KINDS = (
     "unlisted",  # the row's sweep is not one sweep.json lists (a row from elsewhere); detail: the sweep id
     "kind",  # a mode of a kind this sharebench has no loss table for: cells and throughput only; detail: the kind
     "rerun",  # a failed cell that a later sweep of the folder measured again; detail: the first error
+    # a p95 slowdown whose whole interval lies below 1 (shared faster than alone): the baseline alone was
+    # measured in another state; detail: the slowdown, its interval and the alone p95 per repeat
+    "below-one",
 )
 FLAG_COLUMNS = ["scope", "mode", "particles", "cell_id", "flag", "excluded", "kind", "detail"]
 

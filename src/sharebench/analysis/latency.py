@@ -21,7 +21,12 @@ the cell's replicas of the other role ("" alone); :data:`LATENCY_COLUMNS`:
 Percentiles are numpy's (linear interpolation between order statistics). Intervals (95%), by
 ``ci_method``:
 
-* ``bursts`` (default): the percentile of the pooled bursts; its interval a percentile bootstrap
+* ``hierarchical`` (default): the percentile of the pooled bursts; its interval a two-level percentile
+  bootstrap (:func:`hierarchical_percentiles`, 2000 resamples, seeded): the repeats (cell runs) resampled
+  with replacement, then the bursts within each repeat drawn; the slowdown's interval the ratio of the
+  two sides' resamples. It carries the spread between runs (a baseline measured in a slow state in one
+  repeat widens it) as well as within; with one repeat it is the ``bursts`` interval;
+* ``bursts``: the percentile of the pooled bursts; its interval a percentile bootstrap
   (``scipy.stats.bootstrap``, 2000 resamples, seeded) that resamples bursts within each repeat (each
   cell run a sample of its own), and the slowdown's interval the same over both sides at once. Bursts of
   one run are not independent (a queue carries over from one request to the next), so this interval
@@ -31,6 +36,10 @@ Percentiles are numpy's (linear interpolation between order statistics). Interva
   ratio interval (``statistics.ratio_ci``): honest about run-to-run spread, none below 3 repeats.
 
 Fewer than :data:`MIN_CI_BURSTS` bursts on a side give no interval (NaN).
+
+:func:`below_one_flags`: a ``below-one`` flag for each measured replica whose p95 slowdown interval lies
+wholly below 1 (sharing faster than alone: the baseline, not the sharing, is off), naming the alone p95
+of each repeat.
 """
 
 from __future__ import annotations
@@ -44,16 +53,19 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from sharebench.analysis.flags import Flag
 from sharebench.analysis.kinds import baseline_mask
 from sharebench.analysis.statistics import CONFIDENCE, positive_mean_ci, ratio_ci
 from sharebench.errors import UserError
-from sharebench.modes import mode_sort_key, parse_mode
+from sharebench.modes import is_baseline, mode_sort_key, parse_mode
 from sharebench.patterns import DEFAULT_SLO  # kept there, light: the CLI shows it in its help
 
 BURST_COLUMNS = ("cell_id", "mode", "replica", "role", "pattern", "repeat", "arrival", "start", "end", "units")
 ROLES = ("victim", "neighbour")
 PERCENTILES = (50, 95, 99)
-CI_METHODS = ("bursts", "repeats")
+CI_METHODS = ("hierarchical", "bursts", "repeats")
+DEFAULT_CI_METHOD = "hierarchical"
+RESAMPLE_BATCH = 250  # hierarchical resamples drawn at once (memory: batch x repeats x bursts per repeat)
 MIN_CI_BURSTS = 20
 N_RESAMPLES = 2000
 KEY_COLUMNS = ["mode", "pattern", "role", "beside"]
@@ -137,6 +149,8 @@ def latency_stats(
             s = ratio_ci(mine[:, k], base[:, k]) if base.size else (math.nan,) * 3
             out[f"slowdown_p{p}"], out[f"slowdown_p{p}_lo"], out[f"slowdown_p{p}_hi"] = s
         return out
+    if method == "hierarchical":
+        return hierarchical_stats(runs, alone, seed, n_resamples)
     point = pooled_percentiles(*runs)
     lo, hi = bootstrap_ci(runs, seed, pooled_percentiles, n_resamples)
     base_point = pooled_percentiles(*alone) if alone else np.full(len(PERCENTILES), math.nan)
@@ -154,6 +168,60 @@ def latency_stats(
         out[f"latency_p{p}_s"], out[f"latency_p{p}_lo_s"], out[f"latency_p{p}_hi_s"] = point[k], lo[k], hi[k]
         slowdown = point[k] / base_point[k] if base_point[k] > 0 else math.nan
         out[f"slowdown_p{p}"], out[f"slowdown_p{p}_lo"], out[f"slowdown_p{p}_hi"] = slowdown, slo_lo[k], slo_hi[k]
+    return {k: float(v) for k, v in out.items()}
+
+
+def hierarchical_percentiles(runs: list[np.ndarray], rng: np.random.Generator, n_resamples: int) -> np.ndarray:
+    """:data:`PERCENTILES` of ``n_resamples`` two-level resamples of ``runs`` (one array per repeat), shape
+    (n_resamples, len(PERCENTILES)): each resample draws as many repeats as there are, with replacement,
+    and from each drawn repeat as many bursts as it has, with replacement; the percentiles of the pooled
+    draw, numpy's linear interpolation (vectorised: repeats padded with +inf, sorted, indexed by rank)."""
+    sizes = np.array([r.size for r in runs])
+    k, width = len(runs), int(sizes.max())
+    padded = np.full((k, width), np.inf)
+    for i, r in enumerate(runs):
+        padded[i, : r.size] = r
+    q = np.asarray(PERCENTILES, float) / 100
+    out = []
+    for start in range(0, n_resamples, RESAMPLE_BATCH):
+        b = min(RESAMPLE_BATCH, n_resamples - start)
+        pick = rng.integers(0, k, (b, k))  # the repeats drawn
+        n = sizes[pick]  # (b, k): bursts of each drawn repeat
+        idx = (rng.random((b, k, width)) * n[..., None]).astype(int)  # bursts drawn within it
+        vals = np.where(np.arange(width) < n[..., None], padded[pick[..., None], idx], np.inf).reshape(b, -1)
+        vals.sort(axis=1)
+        total = n.sum(axis=1)[:, None]
+        pos = q[None, :] * (total - 1)
+        low = np.floor(pos).astype(int)
+        high = np.minimum(low + 1, total - 1)
+        a, c = np.take_along_axis(vals, low, 1), np.take_along_axis(vals, high, 1)
+        out.append(a + (pos - low) * (c - a))
+    return np.concatenate(out)
+
+
+def hierarchical_stats(
+    runs: list[np.ndarray], alone: list[np.ndarray], seed: int, n_resamples: int
+) -> dict[str, float]:
+    """The latency and slowdown columns with ``hierarchical`` intervals (repeats, then bursts resampled)."""
+    runs, alone = [r for r in runs if r.size], [a for a in alone if a.size]
+    n = len(PERCENTILES)
+    nan = np.full(n, math.nan)
+    point = pooled_percentiles(*runs) if runs else nan
+    base = pooled_percentiles(*alone) if alone else nan
+
+    def enough(side: list[np.ndarray]) -> bool:
+        return bool(side) and sum(r.size for r in side) >= MIN_CI_BURSTS and all(r.size >= 2 for r in side)
+
+    mine = hierarchical_percentiles(runs, np.random.default_rng(seed), n_resamples) if enough(runs) else None
+    ref = hierarchical_percentiles(alone, np.random.default_rng(seed + 1), n_resamples) if enough(alone) else None
+    tail = [(1 - CONFIDENCE) / 2 * 100, (1 + CONFIDENCE) / 2 * 100]
+    lo, hi = np.percentile(mine, tail, axis=0) if mine is not None else (nan, nan)
+    s_lo, s_hi = np.percentile(mine / ref, tail, axis=0) if mine is not None and ref is not None else (nan, nan)
+    out: dict[str, float] = {}
+    for k, p in enumerate(PERCENTILES):
+        out[f"latency_p{p}_s"], out[f"latency_p{p}_lo_s"], out[f"latency_p{p}_hi_s"] = point[k], lo[k], hi[k]
+        slowdown = point[k] / base[k] if base[k] > 0 else math.nan
+        out[f"slowdown_p{p}"], out[f"slowdown_p{p}_lo"], out[f"slowdown_p{p}_hi"] = slowdown, s_lo[k], s_hi[k]
     return {k: float(v) for k, v in out.items()}
 
 
@@ -205,12 +273,12 @@ def per_run_throughput(g: pd.DataFrame) -> np.ndarray:
 def latency_table(
     rows: pd.DataFrame | Iterable[Mapping[str, Any]],
     *,
-    method: str = "bursts",
+    method: str = DEFAULT_CI_METHOD,
     seed: int = 0,
     n_resamples: int = N_RESAMPLES,
 ) -> pd.DataFrame:
     """The ``latency.csv`` rows (:data:`LATENCY_COLUMNS`) of per-burst rows, sorted by mode, pattern, role;
-    ``seed`` and ``n_resamples`` are the bootstrap's (method ``bursts``)."""
+    ``seed`` and ``n_resamples`` are the bootstrap's (methods ``hierarchical`` and ``bursts``)."""
     if method not in CI_METHODS:
         raise UserError(f"bad latency interval method {method!r}; allowed: {', '.join(CI_METHODS)}")
     df = burst_frame(rows)
@@ -246,6 +314,45 @@ def latency_table(
     table = pd.DataFrame(out, columns=LATENCY_COLUMNS)
     order = sorted(range(len(table)), key=lambda i: (mode_sort_key(table["mode"][i]), *table.loc[i, KEY_COLUMNS[1:]]))
     return table.iloc[order].reset_index(drop=True)
+
+
+def below_one(row: Mapping[str, Any]) -> bool:
+    """A measured replica's p95 slowdown whose whole interval lies below 1 (the row of a sharing mode)."""
+    hi = float(row.get("slowdown_p95_hi", math.nan))
+    return row.get("role") == "victim" and not is_baseline(str(row.get("mode"))) and hi < 1
+
+
+def alone_p95_text(bursts: pd.DataFrame, pattern: str) -> str:
+    """The alone (baseline victim) p95 of each repeat of ``pattern``: ``32.0, 21.0, 24.1 ms``."""
+    alone = bursts[baseline_mask(bursts["mode"]) & (bursts["role"] == "victim") & (bursts["pattern"] == pattern)]
+    per = [float(np.percentile(r, 95)) * 1e3 for r in samples(alone) if r.size]
+    return ", ".join(f"{v:.1f}" for v in per) + " ms" if per else "none"
+
+
+def below_one_flags(
+    table: pd.DataFrame, bursts: pd.DataFrame | Iterable[Mapping[str, Any]], particles: Mapping[str, Any] | None = None
+) -> list[Flag]:
+    """A ``below-one`` flag per :func:`below_one` row of the latency ``table``, built from ``bursts`` (its
+    burst rows), naming the alone p95 of each repeat; ``particles``: mode -> the work of its cells."""
+    rows = [r for r in table.to_dict("records") if below_one(r)] if len(table) else []
+    if not rows:
+        return []
+    df = burst_frame(bursts)
+    out = []
+    for r in rows:
+        beside = f" beside {r['beside']}" if r["beside"] and r["beside"] != r["pattern"] else ""
+        detail = (
+            f"{r['mode']} {r['pattern']}{beside}: p95 slowdown {r['slowdown_p95']:.2f}x "
+            f"[{r['slowdown_p95_lo']:.2f}, {r['slowdown_p95_hi']:.2f}] below 1; alone p95 per repeat "
+            f"{alone_p95_text(df, str(r['pattern']))}"
+        )
+        text = (
+            f"{detail}: faster shared than alone, so the baseline alone was measured in a slower state (too few "
+            "alone bursts, per-process kernel choice, host noise); read it as no measurable slowdown"
+        )
+        work = (particles or {}).get(str(r["mode"]), math.nan)
+        out.append(Flag("group", str(r["mode"]), work, "", text, False, "below-one", detail))
+    return out
 
 
 # ----------------------------------------------------------------- users per GPU at a target

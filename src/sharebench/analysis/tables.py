@@ -37,7 +37,7 @@ import pandas as pd
 from sharebench.analysis.disturbance import disturbed_flags
 from sharebench.analysis.flags import FLAG_COLUMNS, Flag, flags_frame
 from sharebench.analysis.kinds import baseline_mask, table_of
-from sharebench.analysis.latency import LATENCY_COLUMNS, latency_table
+from sharebench.analysis.latency import LATENCY_COLUMNS, below_one_flags, latency_table
 from sharebench.analysis.partitions import (
     EMULATED_COLUMNS,
     EMULATED_TABLE,
@@ -665,6 +665,9 @@ def build_tables(
             rows[table].append(row)
             flags += more
     unknown = kind_flags(work_groups(batch))
+    shaped = measured_bursts(bursts, good)
+    latency = latency_table(shaped)
+    unknown += below_one_flags(latency, shaped, dict(zip(good["mode"], good["particles"])) if len(good) else {})
     loss = {name: pd.DataFrame(rows[name], columns=TABLE_COLUMNS[name]) for name in LOSS_ROWS}
     return Tables(
         cells=cells,
@@ -672,7 +675,7 @@ def build_tables(
         mig_emulated=emulated_table(df, batch, WORK_KEYS),
         throughput=pd.DataFrame(rows["throughput"], columns=THROUGHPUT_COLUMNS),
         flags=flags_frame(flags + unknown),
-        latency=latency_table(measured_bursts(bursts, good)),
+        latency=latency,
         timeslice_split=split_table(split_runs or [], loss["timeslice"]),
     )
 
