@@ -7,12 +7,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sharebench.analysis import fmt_ci, fmt_interval, fmt_num, fmt_sec, known_interval, significant
+from sharebench.analysis import analyse, fmt_ci, fmt_interval, fmt_num, fmt_sec, known_interval, significant
 from sharebench.analysis.sequential import look_confidence, positive_mean_interval, should_continue
 from sharebench.analysis.statistics import CONFIDENCE, mean_ci, positive_mean_ci, ratio_ci, ratio_loss_ci
+from support.paths import ROOT
 
 # timings as they come: from microseconds to hours, any scatter, a few to tens of repeats
 times = st.lists(st.floats(min_value=1e-6, max_value=1e5, allow_nan=False), min_size=0, max_size=30)
@@ -121,3 +123,24 @@ def test_no_printed_interval_is_inverted(lo, hi):
     if isinstance(lo, float) and isinstance(hi, float) and lo > hi:
         assert fmt_ci(lo, hi, fmt_sec) == "" and fmt_interval(lo, hi) == " (no interval)"
         assert significant(lo, hi) == ""
+
+
+POSITIVE_PREFIXES = ("T1", "TN", "full", "mig", "slice", "throughput", "emulated")  # times and rates
+
+
+@pytest.mark.parametrize("folder", ["results/cpu-default", "results/cpu-example", "results/h200/cuda"])
+def test_no_table_of_a_committed_folder_holds_an_impossible_interval(folder):
+    """Every ``X_ci_low``/``X_ci_high`` pair of every table is ordered, and a time's or a rate's is above zero
+    (``make run``'s folder printed throughput 1,255.48 [626.79, -4.11e+05] and T_1 [-0.024, 15.954])."""
+    tables = analyse(ROOT / folder)
+    checked = 0
+    for name, t in tables.to_dict().items():
+        for low in [c for c in t.columns if c.endswith("_ci_low")]:
+            high = low.replace("_ci_low", "_ci_high")
+            lo, hi = t[low].astype(float).to_numpy(), t[high].astype(float).to_numpy()
+            both = np.isfinite(lo) & np.isfinite(hi)
+            assert (lo[both] <= hi[both]).all(), (name, low)
+            if low.startswith(POSITIVE_PREFIXES):
+                assert (lo[both] > 0).all(), (name, low)
+            checked += int(both.sum())
+    assert checked > 10
