@@ -1,0 +1,361 @@
+"""Capacity by search (issue 33): the most users (replicas of a pattern) per GPU whose p95 slowdown stays
+within the target, found by measuring, not by the list of modes given.
+
+Per mode family (``timeslice``, ``mps``, ``timeslice/long``, ``mps@25``) one :class:`CapacitySearch`: N
+starts at the stated minimum (``--users LO..HI``) and doubles while the p95 slowdown is within the
+target, until its interval lies above it; then it bisects between the last N within and the first N
+above, until they are one apart. A probe's verdict (:func:`verdict`): ``above`` when the interval's
+low end exceeds the target, ``within`` when its high end does not, else ``unsure``: one more repeat of
+that N while repeats < ``max_repeats``, then decided by the point estimate (and said). The verdicts are
+the early stopping: no repeat once the interval is clear of the target.
+
+The answer (:func:`answer`, a :class:`Capacity`): a number with the N measured; "≥ N" only when a stated
+limit stopped the search within the target (``memory``: the GPU's memory holds no more replicas;
+``maximum``: ``--users ..HI``; ``kind``: the kind's own limit, MPS's 48 clients); a budget stop gives
+"between LO and HI" (never "≥"). :func:`next_n` is pure: the runner's :class:`CapacitySchedule` asks it
+after each cell, with the latency rows recomputed from the folder's bursts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from sharebench.errors import UserError
+from sharebench.modes import KINDS, MAX_REPLICAS, Mode, parse_mode
+
+Verdict = Literal["within", "above", "unsure"]
+LimitWhy = Literal["memory", "maximum", "kind", "budget"]
+DEFAULT_USERS = (2, 64)  # --users LO..HI: HI is the stated maximum
+DEFAULT_MIN_REPEATS = 2
+DEFAULT_MAX_REPEATS = 4
+KIND_MAX = {"mps": 48}  # MPS: at most 48 clients per control daemon (Volta and later)
+MEMORY_HEADROOM = 0.95  # of the GPU's memory the replicas may hold together
+CAPACITY_JSON = "capacity.json"
+CAPACITY_CSV = "capacity.csv"
+CAPACITY_COLUMNS = ["family", "pattern", "slo", "users", "bound", "limit", "answer", "measured", "note"]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One N measured: its p95 slowdown with the interval, the verdict against the target, the repeats."""
+
+    n: int
+    mode: str
+    slowdown: float
+    lo: float
+    hi: float
+    verdict: Verdict
+    repeats: int
+
+    @property
+    def text(self) -> str:
+        mark = {"within": "✓", "above": "✗", "unsure": "?"}[self.verdict]
+        return f"{self.n} {mark} {self.slowdown:.2f}×"
+
+
+@dataclass(frozen=True)
+class Limit:
+    """What stopped a search before its answer: ``n`` the largest N it could measure (memory, maximum,
+    kind) or would have measured next (budget)."""
+
+    n: int
+    why: LimitWhy
+    text: str
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """A family's answer: ``users`` (None: no N >= 2 within the target); ``bound``: ``exact``,
+    ``at_least`` (a stated limit reached within the target) or ``between`` (``users`` .. ``upper``: the
+    budget stopped it)."""
+
+    family: str
+    pattern: str
+    slo: float
+    users: int | None
+    bound: Literal["exact", "at_least", "between", "none"]
+    upper: int | None
+    limit: Limit | None
+    probes: tuple[Probe, ...]
+    note: str = ""
+
+    @property
+    def measured(self) -> str:
+        return ", ".join(p.text for p in self.probes)
+
+    @property
+    def answer(self) -> str:
+        """The short line: ``12 users`` / ``≥ 16 users (the stated maximum --users ..16)`` / ``between 8 and 16``."""
+        if self.bound == "at_least" and self.limit is not None:
+            return f"≥ {self.users} users ({self.limit.text})"
+        if self.bound == "between":
+            return f"between {self.users or 1} and {self.upper} users (the budget stopped the search)"
+        if self.users is None:
+            return f"no sharing within {self.slo:g}× ({self.probes[0].text if self.probes else 'nothing measured'})"
+        return f"{self.users} users"
+
+    def line(self) -> str:
+        """The Answer's line: ``timeslice: 12 users per GPU at p95 ≤ 2× (measured 8 ✓ 1.27×, ...)``."""
+        note = f"; {self.note}" if self.note else ""
+        return f"{self.family}: {self.answer} per GPU at p95 ≤ {self.slo:g}× (measured {self.measured}){note}"
+
+
+@dataclass
+class CapacitySearch:
+    """The search of one family: its bounds, its probes by N, what stopped it."""
+
+    family: str  # timeslice, mps, timeslice/long, mps@25
+    slo: float
+    lo: int = DEFAULT_USERS[0]
+    hi: int = DEFAULT_USERS[1]  # the stated maximum
+    max_repeats: int = DEFAULT_MAX_REPEATS
+    mem_max: int | None = None  # replicas the GPU's memory holds (None: unknown, no limit)
+    probes: dict[int, Probe] = field(default_factory=dict)
+    limit: Limit | None = None
+    pattern: str = ""
+
+    @property
+    def kind_max(self) -> int:
+        return min(KIND_MAX.get(family_kind(self.family), MAX_REPLICAS), MAX_REPLICAS)
+
+    @property
+    def max_n(self) -> int:
+        return min(x for x in (self.hi, self.kind_max, self.mem_max) if x is not None)
+
+    def max_limit(self) -> Limit:
+        """Which stated limit ``max_n`` is (memory before the kind before the user's maximum)."""
+        n = self.max_n
+        if self.mem_max is not None and n == self.mem_max and n < self.hi:
+            return Limit(n, "memory", f"GPU memory holds {n} replicas")
+        if n == self.kind_max and n < self.hi:
+            return Limit(n, "kind", f"{family_kind(self.family)} takes at most {n} clients")
+        return Limit(n, "maximum", f"the stated maximum --users ..{self.hi}")
+
+    def mode(self, n: int) -> Mode:
+        return family_mode(self.family, n)
+
+    def decided(self) -> dict[int, Verdict]:
+        """Each measured N's verdict, an ``unsure`` at max repeats decided by its point estimate."""
+        out: dict[int, Verdict] = {}
+        for n, p in self.probes.items():
+            v = p.verdict
+            if v == "unsure" and p.repeats >= self.max_repeats:
+                v = "within" if p.slowdown <= self.slo else "above"
+            out[n] = v
+        return out
+
+    def bracket(self) -> tuple[int | None, int | None]:
+        """(largest N within, smallest N above); an N within above an N above does not move ``lo_ok``."""
+        d = self.decided()
+        above = [n for n, v in d.items() if v == "above"]
+        hi_bad = min(above) if above else None
+        within = [n for n, v in d.items() if v == "within" and (hi_bad is None or n < hi_bad)]
+        return (max(within) if within else None), hi_bad
+
+
+def family_kind(family: str) -> str:
+    return family.split("/")[0].split("@")[0]
+
+
+def family_mode(family: str, n: int) -> Mode:
+    """``timeslice/long`` at 4 -> ``timeslice:4/long``; ``mps@25`` at 4 -> ``mps:4@25``."""
+    kind, _, interval = family.partition("/")
+    kind, _, pct = kind.partition("@")
+    return parse_mode(f"{kind}:{n}" + (f"@{pct}" if pct else "") + (f"/{interval}" if interval else ""))
+
+
+def parse_family(text: str) -> str | None:
+    """A mode string that names a family without N (``timeslice``, ``mps``, ``timeslice/long``, ``mps@25``):
+    its family; None for anything else (a mode with N, exclusive)."""
+    s = text.strip().lower()
+    base = s.split("/")[0].split("@")[0]
+    spec = KINDS.get(base)
+    if spec is None or ":" in s or not spec.shared:
+        return None
+    family_mode(s, 2)  # a bad interval or percentage: the mode parser's one-line error
+    return s
+
+
+def verdict(slowdown: float, lo: float, hi: float, slo: float) -> Verdict:
+    """``above`` when the interval lies above the target, ``within`` when it does not reach above it,
+    ``unsure`` when it straddles it (or there is none: then the point estimate decides at max repeats)."""
+    if math.isfinite(lo) and lo > slo:
+        return "above"
+    if math.isfinite(hi) and hi <= slo:
+        return "within"
+    return "unsure"
+
+
+def next_n(search: CapacitySearch, min_repeats: int = 1) -> tuple[int, bool] | None:
+    """What to measure next: (N, a further repeat of an N measured) or None when the search is done
+    (then :attr:`CapacitySearch.limit` says why, if a limit stopped it). Pure: no I/O."""
+    for n, p in search.probes.items():  # an N below its minimum repeats, or unsure and not at max repeats
+        if p.repeats < min_repeats or (p.verdict == "unsure" and p.repeats < search.max_repeats):
+            return n, True
+    lo_ok, hi_bad = search.bracket()
+    if not search.probes:
+        return min(search.lo, search.max_n), False
+    if hi_bad is None:
+        top = lo_ok if lo_ok is not None else 1
+        if top >= search.max_n:
+            search.limit = search.max_limit()
+            return None
+        return min(2 * top, search.max_n), False
+    low = lo_ok if lo_ok is not None else 1  # N = 1 is the alone cell itself: 1x by definition
+    if hi_bad - low <= 1:
+        return None
+    return (low + hi_bad) // 2, False
+
+
+def answer(search: CapacitySearch, budget_stop: bool = False) -> Capacity:
+    """The family's :class:`Capacity` from its probes (``budget_stop``: the budget ended it unfinished)."""
+    lo_ok, hi_bad = search.bracket()
+    d = search.decided()
+    probes = tuple(replace(p, verdict=d[n]) for n, p in search.probes.items())  # unsure at max repeats: decided
+    notes = []
+    if any(v == "within" for n, v in d.items() if hi_bad is not None and n > hi_bad):
+        notes.append("not monotone: an N above a failing one was within the target (noise near the target)")
+    if any(p.verdict == "unsure" and p.repeats >= search.max_repeats for p in search.probes.values()):
+        notes.append(f"at the target within noise after {search.max_repeats} repeats: the point estimate decided")
+    kw = dict(family=search.family, pattern=search.pattern, slo=search.slo, probes=probes, note="; ".join(notes))
+    finished = hi_bad is not None and hi_bad - (lo_ok or 1) <= 1
+    if budget_stop and not finished and search.limit is None:
+        upper = hi_bad if hi_bad is not None else search.max_n
+        limit = Limit(upper, "budget", "the budget")
+        return Capacity(users=lo_ok, bound="between", upper=upper, limit=limit, **kw)  # type: ignore[arg-type]
+    if hi_bad is None and search.limit is not None and lo_ok is not None:
+        return Capacity(users=lo_ok, bound="at_least", upper=None, limit=search.limit, **kw)  # type: ignore[arg-type]
+    bound = "exact" if lo_ok is not None else "none"
+    return Capacity(users=lo_ok, bound=bound, upper=hi_bad, limit=search.limit, **kw)  # type: ignore[arg-type]
+
+
+def probe_of(search: CapacitySearch, row: Mapping[str, Any], n: int) -> Probe:
+    """A latency.csv victim row of ``search``'s mode at ``n`` as a :class:`Probe`."""
+    s, lo, hi = (float(row.get(k, math.nan)) for k in ("slowdown_p95", "slowdown_p95_lo", "slowdown_p95_hi"))
+    return Probe(n, search.mode(n).label, s, lo, hi, verdict(s, lo, hi, search.slo), int(row.get("repeats") or 0))
+
+
+def update_probes(search: CapacitySearch, table: pd.DataFrame) -> None:
+    """The search's probes from the latency table (``analysis.latency.latency_table`` of the folder's
+    bursts): the victim rows of its modes among replicas of the victim's own pattern."""
+    if table is None or table.empty:
+        return
+    rows = table[
+        (table["role"] == "victim")
+        & ((table["beside"].fillna("") == "") | (table["beside"] == table["pattern"]))
+        & ((table["pattern"] == search.pattern) if search.pattern else True)
+    ]
+    for r in rows.to_dict("records"):
+        try:
+            m = parse_mode(str(r["mode"]))
+        except UserError:
+            continue
+        if m.spec.shared and m.replicas and search.mode(m.replicas).label == m.label:
+            search.probes[m.replicas] = probe_of(search, r, m.replicas)
+
+
+def memory_max(device_memory_bytes: float | None, per_replica_bytes: float | None) -> int | None:
+    """Replicas of ``per_replica_bytes`` peak each that the GPU's memory holds (None: unknown)."""
+    if not device_memory_bytes or not per_replica_bytes or per_replica_bytes <= 0:
+        return None
+    return max(1, int(MEMORY_HEADROOM * device_memory_bytes // per_replica_bytes))
+
+
+def parse_users(text: str | None) -> tuple[int, int]:
+    """``--users LO..HI`` (or ``HI``): 2 <= LO <= HI <= 64; one-line error otherwise."""
+    if text is None or not str(text).strip():
+        return DEFAULT_USERS
+    s = str(text).strip()
+    lo_s, sep, hi_s = s.partition("..")
+    try:
+        lo, hi = (int(lo_s), int(hi_s)) if sep else (DEFAULT_USERS[0], int(lo_s))
+    except ValueError:
+        lo, hi = 0, 0
+    if not 1 <= lo <= hi <= MAX_REPLICAS:
+        raise UserError(f"bad --users {text!r}; allowed: LO..HI with 1 <= LO <= HI <= {MAX_REPLICAS} (e.g. 2..32)")
+    return max(lo, 2) if hi >= 2 else lo, hi
+
+
+def probe_bounds(lo: int, max_n: int) -> tuple[int, int]:
+    """The fewest and most probes (distinct N) of one family: doubling to ``max_n``, then bisection."""
+    doublings = max(0, math.ceil(math.log2(max(max_n, 1) / max(lo, 1))))
+    return doublings + 1, doublings + 1 + max(0, math.ceil(math.log2(max(max_n, 2) / 2)))
+
+
+def capacity_rows(caps: Sequence[Capacity]) -> pd.DataFrame:
+    """``tables/capacity.csv``: one row per family (:data:`CAPACITY_COLUMNS`)."""
+    rows = [
+        dict(
+            family=c.family,
+            pattern=c.pattern,
+            slo=c.slo,
+            users=c.users if c.users is not None else math.nan,
+            bound=c.bound,
+            limit=c.limit.why if c.limit is not None else "",
+            answer=c.answer,
+            measured=c.measured,
+            note=c.note,
+        )
+        for c in caps
+    ]
+    return pd.DataFrame(rows, columns=CAPACITY_COLUMNS)
+
+
+def write_capacity(out: Path, caps: Sequence[Capacity], extra: Mapping[str, Any] | None = None) -> None:
+    """``capacity.json`` (the answers and their probes) in the results folder, rewritten after each cell."""
+    doc = {"capacity": [asdict(c) | {"answer": c.answer, "line": c.line()} for c in caps], **(extra or {})}
+    tmp = out / (CAPACITY_JSON + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, default=str))
+    tmp.replace(out / CAPACITY_JSON)
+
+
+def read_capacity(out: Path) -> list[dict[str, Any]]:
+    """The answers ``capacity.json`` holds (none when the folder ran no capacity search)."""
+    path = Path(out) / CAPACITY_JSON
+    if not path.is_file():
+        return []
+    try:
+        return list(json.loads(path.read_text()).get("capacity") or [])
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def capacity_lines(out: Path) -> list[str]:
+    """The Answer's capacity lines of a results folder (one per family searched), for the report."""
+    return [str(c.get("line")) for c in read_capacity(out) if c.get("line")]
+
+
+def write_capacity_table(out: Path) -> Path | None:
+    """``tables/capacity.csv`` from ``capacity.json`` (the report calls it); None when no search ran."""
+    caps = read_capacity(out)
+    if not caps:
+        return None
+    rows = [{k: c.get(k) for k in CAPACITY_COLUMNS} for c in caps]
+    for r, c in zip(rows, caps):
+        r["limit"] = (c.get("limit") or {}).get("why", "") if isinstance(c.get("limit"), dict) else ""
+        r["measured"] = ", ".join(
+            f"{p['n']} {dict(within='✓', above='✗', unsure='?')[p['verdict']]} {p['slowdown']:.2f}×"
+            for p in c.get("probes") or []
+        )
+    path = Path(out) / "tables" / CAPACITY_CSV
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows, columns=CAPACITY_COLUMNS).to_csv(path, index=False)
+    return path
+
+
+def families_of(items: Iterable[str]) -> tuple[list[str], list[str]]:
+    """``--modes`` items split into capacity families (no N) and modes (the rest, as written)."""
+    fams, modes = [], []
+    for t in items:
+        if not t.strip():
+            continue
+        fam = parse_family(t)
+        (fams if fam is not None else modes).append(fam if fam is not None else t)
+    return list(dict.fromkeys(fams)), modes

@@ -1,0 +1,112 @@
+"""Capacity by search (issue 33, item 2): the search on synthetic slowdown curves with intervals, the
+"≥ N" answer only at a stated limit, "between" at a budget stop, and a CPU run that finds a knee."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sharebench.errors import UserError
+from sharebench.sweep.capacity import (
+    CapacitySearch,
+    Probe,
+    answer,
+    next_n,
+    parse_family,
+    parse_users,
+    probe_bounds,
+    verdict,
+)
+
+
+def run_search(search: CapacitySearch, curve, *, noise: float = 0.0, seed: int = 0, stop_after: int | None = None):
+    """Drive ``next_n`` with a synthetic replica: slowdown(N) = curve(N), an interval that narrows with repeats."""
+    rng = np.random.default_rng(seed)
+    cells = 0
+    while (step := next_n(search)) is not None:
+        if stop_after is not None and cells >= stop_after:
+            return answer(search, budget_stop=True), cells
+        n, _ = step
+        reps = search.probes[n].repeats + 1 if n in search.probes else 1
+        s = curve(n) * (1 + noise * rng.standard_normal())
+        half = 0.15 * curve(n) / math.sqrt(reps)
+        search.probes[n] = Probe(
+            n, search.mode(n).label, s, s - half, s + half, verdict(s, s - half, s + half, search.slo), reps
+        )
+        cells += 1
+    return answer(search), cells
+
+
+def knee(n: int) -> float:
+    return 1 + (n / 10.5) ** 3  # 10: 1.86x within 2x, 11: 2.15x above
+
+
+def test_search_finds_the_knee_of_a_synthetic_curve_within_the_probe_bound():
+    search = CapacitySearch("timeslice", slo=2.0, lo=2, hi=64)
+    cap, cells = run_search(search, knee, noise=0.02, seed=3)
+    assert cap.bound == "exact" and cap.users == 10
+    assert "≥" not in cap.answer and cap.answer == "10 users"
+    distinct = len(search.probes)
+    assert distinct <= probe_bounds(2, 64)[1]
+    assert [p.n for p in cap.probes][:4] == [2, 4, 8, 16]  # doubling, then bisection
+    assert "10 ✓" in cap.line() and "11 ✗" in cap.line()
+
+
+def test_unsure_probe_repeats_then_the_point_estimate_decides():
+    search = CapacitySearch("mps", slo=2.0, lo=2, hi=8, max_repeats=3)
+    search.probes[4] = Probe(4, "mps:4", 1.95, 1.5, 2.4, "unsure", 1)
+    assert next_n(search) == (4, True)  # a further repeat of the unsure N
+    search.probes[4] = Probe(4, "mps:4", 1.95, 1.7, 2.2, "unsure", 3)
+    assert search.bracket() == (4, None)  # at max repeats: 1.95 <= 2 decides within
+    assert "within noise" in answer(search).note
+
+
+def test_at_least_only_at_the_stated_maximum():
+    search = CapacitySearch("timeslice", slo=2.0, lo=2, hi=16)
+    cap, _ = run_search(search, lambda n: 1.05)
+    assert cap.bound == "at_least" and cap.users == 16
+    assert cap.answer == "≥ 16 users (the stated maximum --users ..16)"
+
+
+def test_at_least_at_the_gpu_memory():
+    from sharebench.sweep.capacity import memory_max
+
+    mem = memory_max(141e9, 40e9)  # 40 GB per replica on a 141 GB H200
+    assert mem == 3
+    search = CapacitySearch("mps", slo=2.0, lo=2, hi=64, mem_max=mem)
+    cap, _ = run_search(search, lambda n: 1.1)
+    assert cap.users == 3 and cap.answer == "≥ 3 users (GPU memory holds 3 replicas)"
+
+
+def test_kind_limit_mps_clients():
+    search = CapacitySearch("mps", slo=2.0, lo=2, hi=64)
+    cap, _ = run_search(search, lambda n: 1.0)
+    assert cap.answer == "≥ 48 users (mps takes at most 48 clients)"
+
+
+def test_budget_stop_says_between_never_at_least():
+    search = CapacitySearch("timeslice", slo=2.0, lo=2, hi=64)
+    cap, cells = run_search(search, knee, stop_after=3)  # 2, 4, 8 within, 16 not measured
+    assert cells == 3 and cap.bound == "between" and "≥" not in cap.answer
+    assert cap.answer == "between 8 and 64 users (the budget stopped the search)"
+    search = CapacitySearch("timeslice", slo=2.0, lo=2, hi=64)
+    cap, _ = run_search(search, knee, stop_after=5)  # 16 above, 12 above: 8 .. 12
+    assert cap.answer == "between 8 and 12 users (the budget stopped the search)"
+
+
+def test_nothing_within_the_target():
+    search = CapacitySearch("timeslice", slo=2.0, lo=2, hi=64)
+    cap, _ = run_search(search, lambda n: 3.0 * n)
+    assert cap.users is None and cap.bound == "none" and "no sharing within 2×" in cap.answer
+
+
+def test_families_and_users_parse():
+    assert parse_family("timeslice") == "timeslice" and parse_family("mps@25") == "mps@25"
+    assert parse_family("timeslice:4") is None and parse_family("exclusive") is None
+    assert parse_users("8..48") == (8, 48) and parse_users("16") == (2, 16)
+    with pytest.raises(UserError, match="bad --users '0..4'"):
+        parse_users("0..4")
+    with pytest.raises(UserError, match="bad time-slice interval"):
+        parse_family("timeslice/huge")
