@@ -32,13 +32,14 @@ def test_campaigns_commit_documents_and_one_archive_per_results_folder():
 
 
 def test_no_test_reads_the_committed_campaigns():
-    """Tidying a campaign must not break the suite: tests name tests/data/results, not results/."""
+    """Tidying a campaign must not break the suite: tests name tests/data/results, not results/. The one
+    exception is the report-freshness test, whose purpose is to rebuild every committed folder's report."""
     pattern = re.compile(
         r'"docs" / "results"|docs/results/|benchmarks/results|ROOT / "results" / "(?!h200" / "headline)'
     )
     offenders = [
         str(p.relative_to(ROOT))
         for p in sorted((ROOT / "tests").rglob("*.py"))
-        if p.name != "test_results_home.py" and pattern.search(p.read_text())
+        if p.name not in ("test_results_home.py", "test_rebuild_reports.py") and pattern.search(p.read_text())
     ]
     assert not offenders, offenders
