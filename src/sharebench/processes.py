@@ -83,14 +83,16 @@ def descendants(pid: int | None = None) -> list[psutil.Process]:
 def subreaper(grace_s: float = GRACE_S) -> Iterator[bool]:
     """The block runs as the subreaper of everything it starts (yields whether the kernel agreed);
     when it ends (normally, by an exception, by a signal turned into one) every descendant still
-    running is ended: SIGTERM, up to ``grace_s``, SIGKILL, reaped."""
+    running is ended: SIGTERM, up to ``grace_s``, SIGKILL, reaped. What was already running below this
+    process before the block (a test runner's session server) is not the block's and is left alone."""
     was = ctypes.c_int(0)
     known = sys.platform == "linux" and _prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(was))
+    before = set(descendants())  # psutil.Process compares pid and start time: a reused pid is a new one
     ok = become_subreaper()
     try:
         yield ok
     finally:
-        end_processes(descendants(), grace_s)
+        end_processes([p for p in descendants() if p not in before], grace_s)
         if ok and known and not was.value:
             _prctl(PR_SET_CHILD_SUBREAPER, 0)
 

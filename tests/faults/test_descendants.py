@@ -205,6 +205,20 @@ def test_subreaper_is_given_back_when_the_block_ends():
     assert is_subreaper() == 0
 
 
+def test_the_subreaper_leaves_what_ran_before_it():
+    """A child started before the block (a test runner's session server) is not the sweep's: it stays;
+    one started inside ends with the block."""
+    older = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    try:
+        with processes.subreaper(grace_s=0.5):
+            inner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        assert inner.wait(timeout=10) is not None
+        assert older.poll() is None
+    finally:
+        older.kill()
+        older.wait()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [None, signal.SIGTERM, signal.SIGKILL], ids=["normal-end", "sigterm", "sigkill"])
 def test_a_real_sweep_leaves_no_escaper_behind(tmp_path, pids, sig):

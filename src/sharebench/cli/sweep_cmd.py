@@ -11,6 +11,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from sharebench import processes
 from sharebench.analysis.latency import check_slo
 from sharebench.cli.workloads_cmd import given_workload
 from sharebench.errors import UserError
@@ -210,7 +211,7 @@ def run_request(request: SweepRequest, t_start: float | None = None) -> int:
     if request.strict:
         check_quiet()
     try:
-        with stop_on_signals() as watch:
+        with stop_on_signals() as watch, processes.subreaper():  # every descendant ends with the sweep
 
             def on_cell(rows: list[dict]) -> None:
                 watch.check()
