@@ -7,19 +7,25 @@ import dataclasses
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from sharebench import analysis
 from sharebench.analysis.answer import (
+    ANSWER_COLUMNS,
     BASES,
     MIN_GAIN,
     NO_ANSWER,
+    Evidence,
     answer_rows,
     choices,
     evidence,
+    trust_table,
     worst_job_slowdown,
 )
 from sharebench.analysis.workloads import workload_table
+from sharebench.modes import mode_sort_key
+from sharebench.report import end_screen
 from sharebench.results import ResultsWriter, load_results
 from sharebench.results.bursts import append_bursts
 from support.crafted import crafted_rows
@@ -199,7 +205,8 @@ def test_serving_gives_requests_per_second_per_gpu(tmp_path):
     serve = "serve:rate=10,size=1"
     _, picks = folder_with_bursts(tmp_path, {"timeslice:2": ([serve] * 2, 1.3), "mps:2": ([serve] * 2, 1.1)}, serve)
     served = picks.loc[f"serving ({serve})"]
-    assert (served["mode"], served["basis"]) == ("timeslice:2", "measured")  # a tie at 2: the first in mode order
+    assert (served["mode"], served["basis"]) == ("mps:2", "measured")  # a tie at 2: the lower p95
+    assert "; ties at 2 services broken by the lower p95 (mps:2 1.1" in served["reason"]
     assert "timeslice: 2 services = 20 requests/s (p95 slowdown 1." in served["reason"]
     assert "mps: 2 services = 20 requests/s" in served["reason"]
     assert picks.loc["interactive", "basis"] == "not measured"
@@ -282,3 +289,112 @@ def test_a_patterned_sweep_with_every_sharing_cell_flagged_has_no_trustworthy_an
     picks = choices(answer_rows(patterned), evidence(patterned))
     assert list(picks["mode"])[:1] == [NO_ANSWER] and "measured" not in set(picks["basis"])
     assert "(disturbed, excluded, repeats: " in picks["reason"].iloc[0]
+
+
+# ------------------------------------------------------------------ the Answer reads its tables right (H200 patterns)
+
+PATTERNS_DATA = ROOT / "tests" / "data" / "patterns"
+RN_USERS = "interactive:burst=5,think=0.1"
+PLACED = ROOT / "results" / "h200" / "patterns-2026-12-03"
+
+
+def pattern_evidence(name: str, trust: str = "ok", **kw) -> Evidence:
+    """The Evidence of an H200 pattern folder's latency table (tests/data/patterns), every mode ``trust``."""
+    lat = pd.read_csv(PATTERNS_DATA / f"h200-{name}-latency.csv", keep_default_na=False, na_values=[""])
+    lat["beside"] = lat["beside"].fillna("")
+    modes = sorted(set(lat["mode"]), key=mode_sort_key)
+    kinds = () if trust == "ok" else ("repeats",)
+    return Evidence(
+        latency=lat,
+        modes=tuple(modes),
+        gpu="H200",
+        trust={m: ("ok" if m == "exclusive" else trust, () if m == "exclusive" else kinds) for m in modes},
+        **kw,
+    )
+
+
+def picked(ev: Evidence):
+    return choices(pd.DataFrame(columns=ANSWER_COLUMNS), ev).set_index("pattern")
+
+
+def test_a_tie_on_users_goes_to_the_lower_p95_and_says_so():
+    """rn-users: 8 users within 2x under timeslice:8 (1.27x) and mps:8 (0.98x): mps:8, and the reason says why."""
+    users = picked(pattern_evidence("rn-users")).loc[f"interactive ({RN_USERS})"]
+    assert (users["mode"], users["basis"]) == ("mps:8", "measured")
+    assert "; ties at 8 users broken by the lower p95 (mps:8 0.98× against timeslice:8 1.27×)" in users["reason"]
+    # mig-emulated's 7 users are listed, never chosen: an emulation is a measurement, not a mode
+    assert "mig-emulated: 7 users (p95 slowdown 0.89×" in users["reason"]
+
+
+def test_the_isolation_line_uses_the_measured_emulated_layout_and_predicts_only_without_one():
+    iso = picked(pattern_evidence("rn-users")).loc["isolation required"]
+    assert (iso["mode"], iso["basis"]) == ("mig 7x1g.18gb (emulated with MPS shares)", "measured")
+    assert "measured here as mig-emulated:7x1g.18gb (emulated with MPS shares" in iso["reason"]
+    assert "p95 slowdown 0.89× [" in iso["reason"] and f"of {RN_USERS}, 7 instances (target 2×)" in iso["reason"]
+    assert "8.25" not in iso["reason"] and "predicted" not in iso["reason"]
+    ev = pattern_evidence("rn-users")
+    no_mig = dataclasses.replace(ev, latency=ev.latency[~ev.latency["mode"].str.startswith("mig-emulated")])
+    iso = picked(no_mig).loc["isolation required"]
+    assert (iso["mode"], iso["basis"]) == ("mig:all-1g (predicted, not measured)", "predicted")
+    assert "predicted for H200, no MIG or emulated MIG layout measured here: each job takes 8.25×" in iso["reason"]
+
+
+def test_slowdowns_below_one_are_flagged_in_the_answer():
+    """rn-users: timeslice:2 0.82x and 3x2g 0.81x, intervals below 1 (the baseline alone measured slower): the
+    interactive reason names them; where the N chosen is one of them its slowdown reads "≤ 1×"."""
+    ev = pattern_evidence("rn-users")
+    reason = picked(ev).loc[f"interactive ({RN_USERS})", "reason"]
+    assert "baseline flagged (below-one): timeslice:2 0.82× [0.5" in reason
+    assert "mig-emulated:3x2g.35gb 0.81× [" in reason and "read as no measurable slowdown" in reason
+    two = ev.latency[~ev.latency["mode"].isin(["timeslice:4", "timeslice:8", "mps:4", "mps:8"])]
+    reason = picked(dataclasses.replace(ev, latency=two)).loc[f"interactive ({RN_USERS})", "reason"]
+    assert "timeslice: 2 users (p95 slowdown ≤ 1× (no measurable slowdown; baseline flagged: 0.82× [0.5" in reason
+    assert "mps: 2 users (p95 slowdown 0.88×;" in reason  # [0.55, 1.11]: not below 1
+
+
+def test_the_noisy_neighbour_line_stays_with_its_trust_when_every_mode_is_flagged():
+    """rn-beside: every mode at 2 repeats (no answer trusted): the neighbour line is still there, untrusted."""
+    picks = picked(pattern_evidence("rn-beside", trust="2 repeat(s) < 3: no interval"))
+    assert picks.iloc[0]["mode"] == NO_ANSWER
+    noisy = picks.loc[f"noisy neighbour ({RN_USERS} beside batch)"]
+    assert (noisy["mode"], noisy["basis"]) == ("mps:2", "untrusted")
+    assert noisy["reason"].startswith("p95 slowdown against alone per mode (the smallest chosen): timeslice:2 1.09×")
+    assert noisy["reason"].endswith("; not trusted as measured: 2 repeat(s) < 3: no interval")
+
+
+def test_the_count_line_reads_the_same_trust_table_as_the_answer(tmp_path):
+    """A patterned sweep has no verdict rows: the count comes from tables/trust.csv, so it cannot say "0 modes
+    not to be trusted" under "every sharing mode measured is flagged"."""
+    ev = pattern_evidence("rn-beside", trust="2 repeat(s) < 3: no interval")
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    picked(ev).reset_index().to_csv(tables / "choices.csv", index=False)
+    trust = trust_table(ev)
+    trust.to_csv(tables / "trust.csv", index=False)
+    assert list(trust["mode"])[:2] == ["exclusive", "timeslice:2"] and list(trust["sharing"]) == [
+        False,
+        True,
+        True,
+        True,
+        True,
+        False,
+    ]
+    text, _ = end_screen(tmp_path)
+    assert "NO TRUSTWORTHY ANSWER: Every sharing mode measured is flagged" in text
+    assert text.splitlines()[-1].endswith(
+        "5 mode(s) not to be trusted as measured, no trustworthy answer for every pattern measured"
+    )
+
+
+@pytest.mark.skipif(not (PLACED / "GPU-026cd61c" / "rn-users").is_dir(), reason="the H200 pattern folders are not here")
+def test_the_placed_h200_folder_reads_its_tables_right():
+    """The real rn-users folder (read, never written): the below-one flags in flags.csv's table, the tie to
+    mps:8, the isolation line from mig-emulated:7x1g.18gb."""
+    tables = analysis.analyse(PLACED / "GPU-026cd61c" / "rn-users")
+    below = tables.flags[tables.flags["kind"] == "below-one"]
+    assert set(below["mode"]) == {"timeslice:2", "mig-emulated:3x2g.35gb"}
+    assert "alone p95 per repeat 32.0, 21.0, 24.1 ms" in below["detail"].iloc[0]
+    assert set(tables.latency["ci_method"]) == {"hierarchical"}
+    picks = choices(answer_rows(tables), evidence(tables, gpu="H200")).set_index("pattern")
+    assert picks.loc[f"interactive ({RN_USERS})", "mode"] == "mps:8"
+    assert picks.loc["isolation required", "mode"] == "mig 7x1g.18gb (emulated with MPS shares)"

@@ -32,17 +32,23 @@ a row rests on: ``measured``, ``predicted``, ``not measured`` or ``untrusted``):
 * **interactive** and **serving**: per mode family, the users (services) per GPU whose p95 burst
   (request) slowdown against the same pattern alone stays within the target (``--slo``, default 2),
   from the measured N only (``latency.users_at_target``); serving also in requests/s per GPU (users x
-  rate). The mode chosen is the one with the most users at the target.
+  rate). The mode chosen is the one with the most users at the target, emulations left out; a tie broken
+  by the lower p95 slowdown, and said. A p95 slowdown whose interval lies wholly below 1 (a ``below-one``
+  flag: the baseline alone was measured in a slower state) is printed as "≤ 1×", no measurable slowdown.
 * **noisy neighbour**: per mode, the measured replica's p95 slowdown beside replicas of another pattern
   (the aggressor) and the aggressor's throughput cost; the mode chosen is the one with the smallest
-  slowdown.
+  slowdown. Shown whenever such a cell was measured, with its trust, even when no answer is trusted.
 * **isolation required**: the measured MIG mode with the highest gain; on the CPU the partition mode;
-  otherwise MIG as predicted (``predict_cell``) or, where the device has no MIG, none.
+  else MIG's cost measured on an emulated layout (``mig-emulated``, labelled "emulated with MPS shares":
+  batch rows by gain, else the measured replica's p95 slowdown, the most instances within the target);
+  only where none was measured MIG as predicted (``predict_cell``, labelled so) or, without MIG, none.
 * A pattern that was not measured says so and gives the command that measures it: nothing is inferred
   from another pattern's cells.
 * When every sharing mode is flagged (none trusted as measured), no mode is chosen from the
   measurements: one row says there is no trustworthy answer, the kinds of the flags behind it and
-  what to do (:data:`REMEDIES`). A choice resting on a mode not trusted otherwise says so ("caution: …").
+  what to do (:data:`REMEDIES`); the noisy-neighbour rows stay, marked untrusted. A choice resting on a
+  mode not trusted otherwise says so ("caution: …"). Every mode's trust is one table (:func:`trust_table`,
+  ``tables/trust.csv``): the Answer and the end screen's count read it.
 * A sweep on the CPU is a smoke test of the harness, not evidence about GPU sharing (:data:`CPU_NOTE`).
 """
 
@@ -56,7 +62,14 @@ import pandas as pd
 
 from sharebench.analysis.format import fmt_gain_pct, fmt_interval, fmt_times
 from sharebench.analysis.kinds import baseline_mask, emulation_mask, is_emulation, isolating_kinds
-from sharebench.analysis.latency import DEFAULT_SLO, LATENCY_COLUMNS, UsersAtTarget, mode_family, users_at_target
+from sharebench.analysis.latency import (
+    DEFAULT_SLO,
+    LATENCY_COLUMNS,
+    UsersAtTarget,
+    below_one,
+    mode_family,
+    users_at_target,
+)
 from sharebench.analysis.prediction import predict_cell
 from sharebench.analysis.reproduce import Reproduce
 from sharebench.analysis.statistics import MIN_CI_REPEATS, ratio_ci
@@ -100,6 +113,7 @@ ANSWER_COLUMNS = [
     "interval",
 ]
 CHOICE_COLUMNS = ["pattern", "mode", "basis", "reason"]
+TRUST_COLUMNS = ["mode", "trust", "flag_kinds", "sharing"]  # sharing: counts towards an answer
 PATTERNS = ("batch throughput", "interactive", "serving", "noisy neighbour", "isolation required")
 BASES = ("measured", "predicted", "not measured", "untrusted")
 MIN_GAIN = 0.02  # a throughput gain under 2% is no gain in practice
@@ -312,6 +326,16 @@ def mode_trust(tables: Tables) -> dict[str, tuple[str, tuple[str, ...]]]:
     return out
 
 
+def trust_table(ev: Evidence) -> pd.DataFrame:
+    """Every measured mode's trust (:data:`TRUST_COLUMNS`, ``tables/trust.csv``), in mode order; ``sharing``:
+    a sharing mode that counts towards an answer (not the baseline, not an emulation)."""
+    rows = [
+        dict(mode=m, trust=t, flag_kinds=",".join(ks), sharing=not (is_baseline(m) or is_emulation(m)))
+        for m, (t, ks) in sorted(ev.trust.items(), key=lambda kv: mode_sort_key(kv[0]))
+    ]
+    return pd.DataFrame(rows, columns=TRUST_COLUMNS)
+
+
 def not_measured(pattern: str, what: str, command: str) -> dict[str, str]:
     return dict(
         pattern=pattern,
@@ -385,12 +409,65 @@ def mode_of(latency: pd.DataFrame, pattern: str, family: str, users: int) -> str
     return f"{family} x{users}"
 
 
-def users_text(u: UsersAtTarget, rate: float | None) -> str:
+def victim_row(latency: pd.DataFrame, pattern: str, mode: str) -> Any:
+    """The measured replica's latency row of ``mode`` among users of ``pattern`` alone; None when none."""
+    v = latency[(latency["role"] == "victim") & (latency["pattern"] == pattern) & (latency["mode"] == mode)]
+    v = v[(v["beside"].fillna("") == "") | (v["beside"] == pattern)]
+    return v.iloc[0] if len(v) else None
+
+
+def p95_text(value: float, row: Any) -> str:
+    """A p95 slowdown as the Answer prints it: "≤ 1×" with the numbers when its interval lies below 1."""
+    if row is not None and below_one(row):
+        return (
+            f"≤ 1× (no measurable slowdown; baseline flagged: {fmt_times(value)}"
+            f"{fmt_interval(row['slowdown_p95_lo'], row['slowdown_p95_hi'])} below 1)"
+        )
+    return fmt_times(value)
+
+
+def users_text(u: UsersAtTarget, rate: float | None, latency: pd.DataFrame | None = None) -> str:
     if u.users is None:
         return f"{u.family}: none ({u.reason})"
     per_s = f" = {u.users * rate:g} requests/s" if rate else ""
     unit = "services" if rate else "users"
-    return f"{u.family}: {u.users} {unit}{per_s} (p95 slowdown {fmt_times(u.slowdown_p95)}; {u.reason})"
+    row = (
+        victim_row(latency, u.pattern, mode_of(latency, u.pattern, u.family, u.users)) if latency is not None else None
+    )
+    return f"{u.family}: {u.users} {unit}{per_s} (p95 slowdown {p95_text(u.slowdown_p95, row)}; {u.reason})"
+
+
+def below_one_note(latency: pd.DataFrame, pattern: str) -> str:
+    """The measured replicas of ``pattern`` whose p95 slowdown interval lies below 1 (``below-one`` flags), in a
+    sentence; "" when none."""
+    rows = [r for _, r in latency[latency["pattern"] == pattern].iterrows() if below_one(r)]
+    if not rows:
+        return ""
+    what = ", ".join(
+        f"{r['mode']} {fmt_times(r['slowdown_p95'])}{fmt_interval(r['slowdown_p95_lo'], r['slowdown_p95_hi'])}"
+        for r in rows
+    )
+    return (
+        f"baseline flagged (below-one): {what} lie below 1, faster shared than alone, so the alone cells were "
+        "measured in a slower state (see the Flags); slowdowns near 1 read as no measurable slowdown"
+    )
+
+
+def best_family(per_family: list[UsersAtTarget], latency: pd.DataFrame, unit: str) -> tuple[UsersAtTarget, str]:
+    """The family with the most users at the target (emulations are measurements, never chosen); a tie
+    broken by the lower p95 slowdown, and the sentence that says so ("" without a tie)."""
+    pool = [u for u in per_family if not is_emulation(u.family)] or per_family
+    top = max(u.users or 0 for u in pool)
+    tied = [u for u in pool if (u.users or 0) == top]
+    best = min(tied, key=lambda u: u.slowdown_p95 if math.isfinite(u.slowdown_p95) else math.inf)
+    if top == 0 or len(tied) < 2:
+        return best, ""
+
+    def named(u: UsersAtTarget) -> str:
+        return f"{mode_of(latency, u.pattern, u.family, top)} {fmt_times(u.slowdown_p95)}"
+
+    others = ", ".join(named(u) for u in tied if u is not best)
+    return best, f"ties at {top} {unit} broken by the lower p95 ({named(best)} against {others})"
 
 
 def users_choice(kind: str, ev: Evidence) -> list[dict[str, str]]:
@@ -411,18 +488,22 @@ def users_choice(kind: str, ev: Evidence) -> list[dict[str, str]]:
             continue
         rate = parse_pattern(label).rate_per_s
         unit = "services" if kind == "serve" else "users"
-        lines = "; ".join(users_text(u, rate) for u in per_family)
-        best = max(per_family, key=lambda u: u.users or 0)  # ties: the first in mode order
+        lines = "; ".join(users_text(u, rate, lat) for u in per_family)
+        best, tie = best_family(per_family, lat, unit)
         target = f"{unit} per GPU whose p95 slowdown against alone stays within {ev.slo:g}×: {lines}"
         if best.users is None:
             mode, reason = BASELINE, f"no sharing mode keeps the target at the smallest N measured; {target}"
         else:
-            mode, reason = mode_of(lat, label, best.family, best.users), target
+            mode, reason = mode_of(lat, label, best.family, best.users), target + (f"; {tie}" if tie else "")
+        note = below_one_note(lat, label)
+        reason += f"; {note}" if note else ""
         out.append(dict(pattern=f"{name} ({label})", mode=mode, basis="measured", reason=reason))
     return out
 
 
 def slowdown_text(r: Any) -> str:
+    if below_one(r):
+        return f"{r['mode']} {p95_text(float(r['slowdown_p95']), r)}"
     return f"{r['mode']} {fmt_times(r['slowdown_p95'])}{fmt_interval(r['slowdown_p95_lo'], r['slowdown_p95_hi'])}"
 
 
@@ -463,9 +544,16 @@ def neighbour_choice(ev: Evidence) -> list[dict[str, str]]:
 # ------------------------------------------------------------------ isolation
 
 
-def isolation_choice(rows: pd.DataFrame, gpu: str | None) -> dict[str, str]:
+EMULATED_LABEL = "emulated with MPS shares"
+
+
+def isolation_choice(rows: pd.DataFrame, ev: Evidence) -> dict[str, str]:
+    """Isolation required: a measured instance or partition mode (``rows``: the verdict rows, emulations
+    included), else MIG's cost measured on an emulated layout, else MIG predicted (only where nothing was
+    measured), else none."""
+    real = rows[~emulation_mask(rows["kind"])] if len(rows) else rows
     for kind in isolating_kinds():  # hardware instances first, then core sets
-        m = rows[rows["kind"] == kind]
+        m = real[real["kind"] == kind]
         if len(m):
             b = m.sort_values("gain", ascending=False).iloc[0]
             return dict(
@@ -476,6 +564,59 @@ def isolation_choice(rows: pd.DataFrame, gpu: str | None) -> dict[str, str]:
                 f"{fmt_interval(b['gain_ci_low'], b['gain_ci_high'])}, the worst job {fmt_times(b['slowdown'])} its "
                 "time alone",
             )
+    emulated = emulated_isolation(rows, ev)
+    return emulated if emulated is not None else predicted_isolation(ev.gpu)
+
+
+def emulated_isolation(rows: pd.DataFrame, ev: Evidence) -> dict[str, str] | None:
+    """MIG's cost as measured on an emulated layout (``mig-emulated``): batch verdict rows by gain, else the
+    measured replica of a pattern alone, the layout with the most instances within the target (ties: the
+    lower p95); None when no emulated layout was measured."""
+    batch = rows[emulation_mask(rows["kind"])] if len(rows) else rows
+    if len(batch):
+        b = batch.sort_values("gain", ascending=False).iloc[0]
+        mode = str(b["mode"])
+        what = (
+            f"throughput {fmt_times(b['gain'])} exclusive{fmt_interval(b['gain_ci_low'], b['gain_ci_high'])}, "
+            f"the worst job {fmt_times(b['slowdown'])} its time alone"
+        )
+    else:
+        r = emulated_latency_row(ev)
+        if r is None:
+            return None
+        mode = str(r["mode"])
+        what = f"p95 slowdown {p95_text(float(r['slowdown_p95']), r)}"
+        if not below_one(r):
+            what += fmt_interval(r["slowdown_p95_lo"], r["slowdown_p95_hi"])
+        other = r["beside"] if isinstance(r["beside"], str) and r["beside"] != r["pattern"] else ""
+        beside = f" beside {other}" if other else ""
+        what += f" of {r['pattern']}{beside}, {int(r['replicas'])} instances (target {ev.slo:g}×)"
+    layout = mode.split(":", 1)[1] if ":" in mode else mode
+    return dict(
+        pattern=PATTERNS[4],
+        mode=f"mig {layout} ({EMULATED_LABEL})",
+        basis="measured",
+        reason=f"{ISOLATION['mig']} on real MIG; its cost measured here as {mode} ({EMULATED_LABEL}: MIG's SM "
+        f"shares and memory limits, not its isolation): {what}",
+    )
+
+
+def emulated_latency_row(ev: Evidence) -> Any:
+    """The measured replica's latency row of an emulated MIG layout: users of one pattern first, else beside
+    another pattern; the most instances within the target, ties by the lower p95; None when none."""
+    lat = ev.latency
+    v = lat[(lat["role"] == "victim") & emulation_mask(lat["mode"])] if len(lat) else lat
+    v = v[v["slowdown_p95"].notna()] if len(v) else v
+    if v.empty:
+        return None
+    one = ((v["beside"].fillna("") == "") | (v["beside"] == v["pattern"])).astype(int)
+    within = (v["slowdown_p95"].astype(float) <= ev.slo).astype(int)
+    v = v.assign(one=one, within=within, n=v["replicas"].astype(int) * within, p95=v["slowdown_p95"].astype(float))
+    return v.sort_values(["one", "within", "n", "p95"], ascending=[False, False, False, True]).iloc[0]
+
+
+def predicted_isolation(gpu: str | None) -> dict[str, str]:
+    """MIG's smallest instances as predicted for ``gpu`` (labelled predicted), or none without MIG."""
     if gpu:
         try:
             p = predict_cell(PREDICTED_ISOLATION, gpu=gpu)
@@ -486,8 +627,9 @@ def isolation_choice(rows: pd.DataFrame, gpu: str | None) -> dict[str, str]:
                 pattern=PATTERNS[4],
                 mode=f"{PREDICTED_ISOLATION} (predicted, not measured)",
                 basis="predicted",
-                reason=f"{ISOLATION[kind_of(PREDICTED_ISOLATION)]}; predicted for {gpu}: each job takes "
-                f"{fmt_times(1 + float(p['predicted_pct']) / 100)} its time alone ({p.get('basis', '')})",
+                reason=f"{ISOLATION[kind_of(PREDICTED_ISOLATION)]}; predicted for {gpu}, no MIG or emulated MIG "
+                f"layout measured here: each job takes {fmt_times(1 + float(p['predicted_pct']) / 100)} its time "
+                f"alone ({p.get('basis', '')})",
             )
     return dict(
         pattern=PATTERNS[4],
@@ -542,15 +684,30 @@ def choices(rows: pd.DataFrame, ev: Evidence | None = None) -> pd.DataFrame:
     ev = ev or Evidence()
     if rows.empty and ev.latency.empty:  # nothing measured (every cell failed): nothing to choose or to point at
         return pd.DataFrame(columns=CHOICE_COLUMNS)
-    rows = rows[~emulation_mask(rows["kind"])]  # a measurement of MIG's compute share, not a mode to deploy
-    latency = [*users_choice("interactive", ev), *users_choice("serve", ev), *neighbour_choice(ev)]
+    deployable = rows[~emulation_mask(rows["kind"])]  # an emulation measures MIG's compute share: not a mode
+    neighbours = neighbour_choice(ev)
+    latency = [*users_choice("interactive", ev), *users_choice("serve", ev), *neighbours]
     none = untrusted(ev)
     if none is not None:  # the measured choices are withheld; what was not measured still says how to measure it
-        made = [none, *[c for c in [batch_choice(rows, ev), *latency] if c["basis"] == "not measured"]]
-    else:
-        made = [batch_choice(rows, ev), *latency, isolation_choice(rows, ev.gpu)]
-        for c in made:  # a choice resting on numbers not to be trusted says so
-            text = ev.trust.get(c["mode"], ("ok", ()))[0]
-            if text != "ok":
-                c["reason"] += f"; caution, not trusted as measured: {text}"
+        made = [none, *[c for c in [batch_choice(deployable, ev), *latency] if c["basis"] == "not measured"]]
+        for c in neighbours:  # a cell beside another pattern stays in view, with its trust
+            if c["basis"] == "measured":
+                made.append(
+                    dict(c, basis="untrusted", reason=c["reason"] + f"; not trusted as measured: {trust_text(c, ev)}")
+                )
+        return pd.DataFrame(made, columns=CHOICE_COLUMNS)
+    made = [batch_choice(deployable, ev), *latency, isolation_choice(rows, ev)]
+    for c in made:  # a choice resting on numbers not to be trusted says so
+        text = trust_text(c, ev)
+        if text != "ok":
+            c["reason"] += f"; caution, not trusted as measured: {text}"
     return pd.DataFrame(made, columns=CHOICE_COLUMNS)
+
+
+def trust_text(choice: dict[str, str], ev: Evidence) -> str:
+    """The trust of the mode a choice rests on ("ok" when none is recorded); an emulated MIG choice rests
+    on its emulated mode, named in the reason."""
+    mode = choice["mode"]
+    if mode.endswith(f"({EMULATED_LABEL})"):
+        mode = "mig-emulated:" + mode.split(" ")[1]
+    return ev.trust.get(mode, ("ok", ()))[0]

@@ -340,7 +340,8 @@ def below_one_flags(
     df = burst_frame(bursts)
     out = []
     for r in rows:
-        beside = f" beside {r['beside']}" if r["beside"] and r["beside"] != r["pattern"] else ""
+        other = r["beside"] if isinstance(r["beside"], str) and r["beside"] != r["pattern"] else ""
+        beside = f" beside {other}" if other else ""
         detail = (
             f"{r['mode']} {r['pattern']}{beside}: p95 slowdown {r['slowdown_p95']:.2f}x "
             f"[{r['slowdown_p95_lo']:.2f}, {r['slowdown_p95_hi']:.2f}] below 1; alone p95 per repeat "

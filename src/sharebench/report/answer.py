@@ -2,7 +2,7 @@
 
 The numbers come from ``sharebench.analysis.answer`` (rules stated there and in the README); this
 module only lays them out: blocks for report.md/report.html, ``tables/answer.csv`` (and
-``tables/choices.csv``), ``plots/decision.png`` (throughput gain against the wait of the last job, one
+``tables/choices.csv``, ``tables/trust.csv``), ``plots/decision.png`` (throughput gain against the wait of the last job, one
 point per mode, 95% intervals as bars) and the lines the end screen of ``sharebench run`` prints.
 """
 
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from sharebench.analysis import Tables, fmt_interval, fmt_times
-from sharebench.analysis.answer import CPU_NOTE, MIN_GAIN, NO_ANSWER, answer_rows, choices, evidence
+from sharebench.analysis.answer import CPU_NOTE, MIN_GAIN, NO_ANSWER, answer_rows, choices, evidence, trust_table
 from sharebench.analysis.latency import sweep_slo
 from sharebench.analysis.prediction import gpu_of
 from sharebench.analysis.reproduce import reproduce_of, work_text
@@ -32,6 +32,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 DECISION_PLOT = "decision"
+TRUST_CSV = "trust.csv"
 ANSWER_HELP = (
     "Derived from the tables below by the rules of *How the Answer is derived* (docs/readme/sweep.md), each pattern "
     "from its own cells: throughput against exclusive (1.00× = no gain; a gain under "
@@ -64,11 +65,13 @@ class Answer:
         return int((self.rows["trust"] != "ok").sum()) if len(self.rows) else 0
 
     def write(self) -> list[Path]:
-        """tables/answer.csv, tables/choices.csv and plots/decision.png/svg."""
+        """tables/answer.csv, tables/choices.csv, tables/trust.csv (every measured mode's trust: what the end
+        screen counts) and plots/decision.png/svg."""
         tables = self.path / "tables"
         tables.mkdir(parents=True, exist_ok=True)
         self.rows.to_csv(tables / "answer.csv", index=False)
         self.choices.to_csv(tables / "choices.csv", index=False)
+        trust_table(self.evidence).to_csv(tables / TRUST_CSV, index=False)
         return plot_decision(self.rows, self.path / "plots", self.machine) if len(self.rows) else []
 
     def blocks(self, plots: list[Path]) -> list:
@@ -84,9 +87,18 @@ class Answer:
         if len(self.rows):  # the documentation quotes these lines from here (render.Snippet)
             out.append(Snippet("answer-modes", [Bullets([verdict_line(r) for _, r in self.rows.iterrows()])]))
         rest = [choice_line(c) for _, c in self.choices.iterrows() if c["mode"] != NO_ANSWER]
-        if rest:
-            head = "Per workload pattern, the mode to choose on this device" if none.empty else "Not measured here"
+        if rest and none.empty:
+            head = "Per workload pattern, the mode to choose on this device"
             out += [Text(f"**{head}:**"), Snippet("answer-choices", [Bullets(rest)])]
+        elif rest:  # no trustworthy answer: what was measured but not trusted, then what was not measured
+            flagged = [
+                choice_line(c)
+                for _, c in self.choices.iterrows()
+                if c["basis"] == "untrusted" and c["mode"] != NO_ANSWER
+            ]
+            missing = [choice_line(c) for _, c in self.choices.iterrows() if c["basis"] == "not measured"]
+            for head, lines in (("Measured, not trusted", flagged), ("Not measured here", missing)):
+                out += [Text(f"**{head}:**"), Bullets(lines)] if lines else []
         return out + [Image(p) for p in plots if p.suffix == ".png"]
 
 
@@ -181,7 +193,7 @@ def end_screen(results_dir: Path | str) -> tuple[str, int]:
     lines += [f"  {c['pattern']}: {c['mode']}: {c['reason']}" for _, c in picks.iterrows() if c["mode"] != NO_ANSWER]
     if rows.empty:
         lines.append("  none: no cell was measured" if picks.empty else "  no verdict per mode: no batch cell")
-    untrusted = int((rows["trust"] != "ok").sum()) if len(rows) else 0
+    untrusted = untrusted_count(d, rows)
     unanswered = sorted(set(none["pattern"].astype(str))) if len(none) else []
     lines.append(
         f"cells: {good} measured, {failed} failed; flags: {len(flags)} (see the report), "
@@ -189,6 +201,15 @@ def end_screen(results_dir: Path | str) -> tuple[str, int]:
         + (f", no trustworthy answer for {', '.join(unanswered)}" if unanswered else "")
     )
     return "\n".join(lines), EXIT_OK if failed == 0 and good > 0 else EXIT_FAILED
+
+
+def untrusted_count(tables: Path, rows: pd.DataFrame) -> int:
+    """The modes not to be trusted as measured: from tables/trust.csv (every measured mode, batch or
+    patterned: the table the "no trustworthy answer" row reads), else the verdict rows (older folders)."""
+    trust = _read(tables / TRUST_CSV)
+    if len(trust):
+        return int((trust["trust"].astype(str) != "ok").sum())
+    return int((rows["trust"] != "ok").sum()) if len(rows) else 0
 
 
 def _read(path: Path) -> pd.DataFrame:
