@@ -1,19 +1,25 @@
 """A site's GPU usage: a CSV or dcgm-exporter's per-pod series in Prometheus, as one fixed-step frame.
 
 The frame (:class:`Usage`) is a matrix: one row per pod, one column per step of the window, each cell
-the pod's busy fraction of a whole GPU (0..1; 0 where the pod has no sample) and its memory in bytes.
+the pod's busy fraction of a whole GPU (0..1; 0 where the pod has no sample); per pod its peak memory
+in bytes.
 Each pod carries its class and the GPU it ran on today (one pod per GPU or several, as the trace says).
+A pod is *present* from its first to its last sample (zero busy included): today's pool is its peak of
+GPUs holding a present pod, not the distinct GPUs over the window, and a pod's absence is not idle time.
 
-CSV (``--usage FILE``): columns ``time,gpu,pod,class,busy,memory_bytes``; ``time`` epoch seconds or ISO
-8601; samples are put on the step grid of the window (the median spacing of the times unless
-``step_s`` is given), the last sample of a step winning.
+CSV (``--usage FILE``): columns ``time,gpu,pod,class,busy,memory_bytes`` (optional ``gpu_model``);
+``time`` epoch seconds or ISO 8601 (milliseconds are recognised, converted and warned about); samples
+are put on the step grid of the window (the median spacing of the times unless ``step_s`` is given),
+the last sample of a step winning.
 
 Prometheus (``--prometheus URL``): ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` per pod (falling back to
 ``DCGM_FI_DEV_GPU_UTIL`` / 100 where a site's exporter has no profiling metrics) and ``DCGM_FI_DEV_FB_USED``
 (MiB), through ``query_range`` in chunks of :data:`MAX_POINTS` steps; a pod's class is the value of
-``class_label`` on its series; its GPU is ``Hostname``/``UUID`` (or ``gpu``).
+``class_label`` on its series; its GPU is ``Hostname``/``UUID`` (or ``gpu``); the GPU model its
+``modelName`` label.
 
-Pattern inference (:func:`infer_pattern`), from a class's busy samples: ``batch`` when the pods keep the
+Pattern inference (:func:`infer_pattern`), from a class's busy samples over the steps its pods are
+present: ``batch`` when the pods keep the
 device busy (mean busy over the active steps >= :data:`BATCH_LEVEL` and active >= :data:`BATCH_DUTY` of
 the time); ``serve`` when they are active most of the time at a lower level (a steady request stream);
 ``interactive`` otherwise (bursts separated by idle time).
@@ -22,18 +28,20 @@ the time); ``serve`` when they are active most of the time at a lower level (a s
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from sharebench.errors import UserError
+from sharebench.gpus import GpuModel, gpu_model
 from sharebench.patterns import PATTERN_KINDS, parse_pattern
 from sharebench.telemetry.prometheus import Prometheus
 
 USAGE_COLUMNS = ("time", "gpu", "pod", "class", "busy", "memory_bytes")
+MODEL_COLUMN = "gpu_model"  # optional: the GPU model the pods ran on
 ACTIVE = 0.05  # a pod with busy above this in a step has work on the device
 BATCH_LEVEL = 0.7
 BATCH_DUTY = 0.8
@@ -43,11 +51,18 @@ BUSY_METRIC = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 UTIL_METRIC = "DCGM_FI_DEV_GPU_UTIL"
 MEMORY_METRIC = "DCGM_FI_DEV_FB_USED"
 MIB = 1024 * 1024
+MS_EPOCH = 1e11  # epoch seconds stay below this until the year 5138: larger times are milliseconds
+GB = 1e9
 
 
 @dataclass(frozen=True, eq=False)
 class Usage:
-    """Busy and memory per pod (rows) and step (columns) of a window starting at ``start`` (epoch s)."""
+    """Busy per pod (rows) and step (columns) of a window starting at ``start`` (epoch s).
+
+    Pod ``p`` is present over steps ``first[p]:last[p]`` (from its first to its last sample);
+    ``memory_peak`` its peak memory in bytes. ``gpu_model``: the model the pods ran on where the trace
+    says (``model_from`` names how it was learned); ``warnings``: what reading it found implausible.
+    """
 
     start: float
     step_s: float
@@ -55,7 +70,12 @@ class Usage:
     classes: tuple[str, ...]  # per pod
     gpus: tuple[str, ...]  # per pod: the GPU it ran on today
     busy: np.ndarray  # (pods, steps) float32, 0..1
-    memory_bytes: np.ndarray  # (pods, steps) float32
+    memory_peak: np.ndarray  # (pods,) bytes
+    first: np.ndarray  # (pods,) int: first step present
+    last: np.ndarray  # (pods,) int: one past the last step present
+    gpu_model: str | None = None
+    model_from: str = ""
+    warnings: tuple[str, ...] = ()
 
     @property
     def steps(self) -> int:
@@ -67,9 +87,76 @@ class Usage:
     def pods_of(self, name: str) -> np.ndarray:
         return np.array([i for i, c in enumerate(self.classes) if c == name], dtype=int)
 
+    def rows(self, pods: np.ndarray | None) -> np.ndarray:
+        return np.arange(len(self.pods)) if pods is None else np.asarray(pods, int)
+
+    def present(self, pods: np.ndarray | None = None) -> np.ndarray:
+        """(pods, steps) bool: where each pod exists."""
+        r = self.rows(pods)
+        grid = np.arange(self.steps)
+        return (grid >= self.first[r, None]) & (grid < self.last[r, None])
+
     def work_s(self) -> dict[str, float]:
         """GPU-seconds of work per class: the busy fractions times the step."""
         return {c: float(self.busy[self.pods_of(c)].sum(dtype=np.float64) * self.step_s) for c in self.class_names()}
+
+    def level(self, pods: np.ndarray | None = None) -> np.ndarray:
+        """Each pod's mean busy over the steps it is present (its load while it exists)."""
+        r = self.rows(pods)
+        return self.busy[r].sum(axis=1, dtype=np.float64) / np.maximum(self.last[r] - self.first[r], 1)
+
+    def counts(self, pods: np.ndarray | None = None, by_gpu: bool = False) -> np.ndarray:
+        """Per step: pods present (``by_gpu``: distinct GPUs holding a present pod)."""
+        r = self.rows(pods)
+        if by_gpu:
+            seen: dict[str, list[int]] = {}
+            for i in r:
+                seen.setdefault(self.gpus[i], []).append(int(i))
+            held = [self.present(np.array(v)).any(axis=0) for v in seen.values()]
+            return np.sum(held, axis=0) if held else np.zeros(self.steps, int)
+        delta = np.zeros(self.steps + 1, np.int64)
+        np.add.at(delta, self.first[r], 1)
+        np.add.at(delta, self.last[r], -1)
+        return np.cumsum(delta)[:-1]
+
+    def gpus_present(self, pods: np.ndarray | None = None) -> int:
+        """Today's GPUs: the peak over the steps of distinct GPUs holding a present pod of ``pods``."""
+        c = self.counts(pods, by_gpu=True)
+        return int(np.max(c)) if np.size(c) else 0
+
+    def peak_pods(self, pods: np.ndarray | None = None) -> int:
+        c = self.counts(pods)
+        return int(c.max()) if c.size else 0
+
+    def time_at(self, step: int) -> str:
+        return datetime.fromtimestamp(self.start + step * self.step_s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def describe(self) -> str:
+        """What was read: pods, classes, steps, window and the GPU model (for every output)."""
+        model = f"{self.gpu_model} ({self.model_from})" if self.gpu_model else "not given"
+        return (
+            f"{len(self.pods)} pods (at most {self.peak_pods()} at once on {self.gpus_present()} GPUs), "
+            f"{len(self.class_names())} classes, {self.steps} steps of {self.step_s:g} s, "
+            f"window {self.time_at(0)} to {self.time_at(self.steps)}; usage GPU model {model}"
+        )
+
+    def slice(self, lo: int, hi: int) -> Usage:
+        """Steps ``lo:hi`` as a usage of their own; pods absent from them are dropped."""
+        keep = np.flatnonzero((self.first < hi) & (self.last > lo))
+        return Usage(
+            self.start + lo * self.step_s,
+            self.step_s,
+            tuple(self.pods[i] for i in keep),
+            tuple(self.classes[i] for i in keep),
+            tuple(self.gpus[i] for i in keep),
+            self.busy[keep, lo:hi],
+            self.memory_peak[keep],
+            np.clip(self.first[keep], lo, hi) - lo,
+            np.clip(self.last[keep], lo, hi) - lo,
+            self.gpu_model,
+            self.model_from,
+            self.warnings,
+        )
 
 
 def parse_time(value: str, what: str) -> float:
@@ -82,9 +169,9 @@ def parse_time(value: str, what: str) -> float:
     try:
         t = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise UserError(f"bad {what} {value!r}; allowed: epoch seconds or ISO 8601 (2026-12-01T00:00:00Z)") from None
+        raise UserError(f"bad {what} {text!r}; allowed: epoch seconds or ISO 8601 (2026-12-01T00:00:00Z)") from None
     if t.tzinfo is None:
-        raise UserError(f"bad {what} {value!r}: ISO 8601 without a time zone; add Z or +HH:MM")
+        raise UserError(f"bad {what} {text!r}: ISO 8601 without a time zone; add Z or +HH:MM")
     return t.timestamp()
 
 
@@ -95,34 +182,68 @@ def csv_times(col: pd.Series, path: Path) -> np.ndarray:
     parsed = pd.to_datetime(col, errors="coerce", utc=True, format="ISO8601")
     bad = col[parsed.isna()]
     if len(bad):
-        raise UserError(f"{path}: bad time {bad.iloc[0]!r}; allowed: epoch seconds or ISO 8601 with a time zone")
+        raise UserError(f"{path}: bad time {str(bad.iloc[0])!r}; allowed: epoch seconds or ISO 8601 with a time zone")
     return (parsed - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy(float)
 
 
-def read_usage_csv(path: Path | str, step_s: float | None = None) -> Usage:
+def read_usage_csv(path: Path | str, step_s: float | None = None, gpu_model_name: str | None = None) -> Usage:
     """The usage CSV as a :class:`Usage`; one-line UserError for what a site can fix in it."""
     p = Path(path)
     try:
-        df = pd.read_csv(p, dtype={"gpu": str, "pod": str, "class": str})
+        df = pd.read_csv(p, dtype={"gpu": str, "pod": str, "class": str, MODEL_COLUMN: str})
     except FileNotFoundError:
         raise UserError(f"--usage {p}: no such file") from None
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise UserError(f"--usage {p}: not a CSV ({str(exc).splitlines()[0]})") from None
+    return usage_from_rows(df, f"--usage {p}", step_s, gpu_model_name)
+
+
+def usage_from_rows(
+    df: pd.DataFrame, what: str, step_s: float | None = None, gpu_model_name: str | None = None
+) -> Usage:
+    """Rows of the usage CSV (a frame) as a :class:`Usage`; ``what`` names the source in errors."""
     missing = [c for c in USAGE_COLUMNS if c not in df.columns]
     if missing:
-        raise UserError(f"--usage {p} lacks column(s) {', '.join(missing)}; required: {','.join(USAGE_COLUMNS)}")
+        raise UserError(f"{what} lacks column(s) {', '.join(missing)}; required: {','.join(USAGE_COLUMNS)}")
     if df.empty:
-        raise UserError(f"--usage {p} has no samples; the window is empty")
-    busy = pd.to_numeric(df["busy"], errors="coerce")
-    bad = df.loc[~busy.between(0, 1), "busy"]
-    if len(bad):
-        raise UserError(f"--usage {p}: busy {bad.iloc[0]!r} outside 0-1 (a fraction of a whole GPU's time)")
+        raise UserError(f"{what} has no samples; the window is empty")
+    busy = checked_busy(df["busy"], what)
     memory = pd.to_numeric(df["memory_bytes"], errors="coerce")
     if (memory.isna() | (memory < 0)).any():
         value = df.loc[memory.isna() | (memory < 0), "memory_bytes"].iloc[0]
-        raise UserError(f"--usage {p}: memory_bytes {value!r}; allowed: a number of bytes >= 0")
-    times = csv_times(df["time"], p)
-    return usage_frame(times, df["gpu"], df["pod"], df["class"], busy.to_numpy(float), memory.to_numpy(float), step_s)
+        raise UserError(f"{what}: memory_bytes {str(value)!r}; allowed: a number of bytes >= 0")
+    times = csv_times(df["time"], Path(what))
+    warnings: list[str] = []
+    if float(np.nanmax(times)) > MS_EPOCH:
+        times = times / 1000.0
+        warnings.append(f"{what}: times above {MS_EPOCH:.0e} read as epoch milliseconds and converted to seconds")
+    model, model_from = usage_model(df, what, gpu_model_name)
+    usage = usage_frame(times, df["gpu"], df["pod"], df["class"], busy, memory.to_numpy(float), step_s)
+    return replace(usage, gpu_model=model, model_from=model_from, warnings=tuple(warnings))
+
+
+def checked_busy(col: pd.Series, what: str) -> np.ndarray:
+    """The busy column as fractions; a percent column (values up to 100) is a one-line error with the hint."""
+    busy = pd.to_numeric(col, errors="coerce")
+    bad = col[~busy.between(0, 1)]
+    if len(bad):
+        top = float(busy.max()) if busy.notna().all() else math.nan
+        hint = " (it looks like percent: divide the column by 100)" if 1 < top <= 100 and busy.min() >= 0 else ""
+        raise UserError(f"{what}: busy {str(bad.iloc[0])!r} outside 0-1 (a fraction of a whole GPU's time){hint}")
+    return busy.to_numpy(float)
+
+
+def usage_model(df: pd.DataFrame, what: str, given: str | None) -> tuple[str | None, str]:
+    """The usage's GPU model key: ``given`` (``--usage-gpu-model``) or the CSV's gpu_model column."""
+    if given:
+        return gpu_model(given).key, "--usage-gpu-model"
+    if MODEL_COLUMN not in df.columns:
+        return None, ""
+    names = sorted({str(v) for v in df[MODEL_COLUMN].dropna().unique()})
+    keys = sorted({gpu_model(n).key for n in names})
+    if len(keys) > 1:
+        raise UserError(f"{what}: GPUs of several models ({', '.join(keys)}); advise one pool (one model) at a time")
+    return (keys[0], f"column {MODEL_COLUMN}") if keys else (None, "")
 
 
 def usage_frame(
@@ -145,12 +266,38 @@ def usage_frame(
     first = keys.drop_duplicates("pod")
     names = tuple(first["pod"])
     row_of = {p: i for i, p in enumerate(names)}
-    row = np.array([row_of[p] for p in keys["pod"]], dtype=np.int64)
+    row = keys["pod"].map(row_of).to_numpy(np.int64)
     b = np.zeros((len(names), steps), np.float32)
-    m = np.zeros((len(names), steps), np.float32)
     b[row, col] = busy
-    m[row, col] = memory
-    return Usage(start, float(step_s), names, tuple(first["class"]), tuple(first["gpu"]), b, m)
+    peak = np.zeros(len(names))
+    lo = np.full(len(names), steps, np.int64)
+    hi = np.zeros(len(names), np.int64)
+    np.maximum.at(peak, row, memory)
+    np.minimum.at(lo, row, col)
+    np.maximum.at(hi, row, col + 1)
+    return Usage(start, float(step_s), names, tuple(first["class"]), tuple(first["gpu"]), b, peak, lo, hi)
+
+
+def sanity(usage: Usage, model: GpuModel) -> list[str]:
+    """Warnings on implausible units against the GPU model: memory above the GPU's, or so small it
+    looks like MiB read as bytes (with the warnings reading found, e.g. milliseconds)."""
+    out = list(usage.warnings)
+    peak = usage.memory_peak
+    if not peak.size:
+        return out
+    top = int(np.argmax(peak))
+    if float(peak[top]) > model.mem_gb * GB:
+        out.append(
+            f"memory: pod {usage.pods[top]} peaks at {float(peak[top]) / GB:.3g} GB, above the {model.key}'s "
+            f"{model.mem_gb:g} GB (memory_bytes in another unit, or the GPU model wrong?)"
+        )
+    used = peak[peak > 0]
+    if used.size and float(np.median(used)) < MIB:
+        out.append(
+            f"memory: the median pod peaks at {float(np.median(used)):.0f} bytes, under 1 MiB "
+            "(MiB given as bytes? memory_bytes must be bytes)"
+        )
+    return out
 
 
 # ---------------------------------------------------------------------------------- Prometheus
@@ -179,24 +326,25 @@ def series_gpu(labels: dict[str, str]) -> str:
 
 
 def query_samples(prom: Prometheus, promql: str, window: Window, class_label: str) -> pd.DataFrame:
-    rows: list[tuple[float, str, str, str, float]] = []
+    rows: list[tuple[float, str, str, str, float, str]] = []
     for start, end in window.chunks():
         for s in prom.query_range(promql, start, end + 1e-3, window.step_s):
             labels = s["metric"]
             pod = labels.get("pod", "")
             if not pod:
                 continue  # a GPU no pod uses: not a workload
-            gpu, cls = series_gpu(labels), labels.get(class_label, "")
-            rows.extend((t, gpu, pod, cls, v) for t, v in s["values"])
-    return pd.DataFrame(rows, columns=["time", "gpu", "pod", "class", "value"])
+            gpu, cls, model = series_gpu(labels), labels.get(class_label, ""), labels.get("modelName", "")
+            rows.extend((t, gpu, pod, cls, v, model) for t, v in s["values"])
+    return pd.DataFrame(rows, columns=["time", "gpu", "pod", "class", "value", MODEL_COLUMN])
 
 
-def read_prometheus(url: str, window: Window, class_label: str) -> Usage:
-    """Per-pod busy and memory from dcgm-exporter's series in Prometheus over ``window``."""
+def read_prometheus(url: str, window: Window, class_label: str, gpu_model_name: str | None = None) -> Usage:
+    """Per-pod busy and memory from dcgm-exporter's series in Prometheus over ``window``; the GPU model
+    from ``gpu_model_name`` or the series' ``modelName`` label."""
     if not window.until > window.since:
         raise UserError(f"empty window --since {window.since:g} --until {window.until:g}; --until must be later")
     if not (math.isfinite(window.step_s) and window.step_s > 0):
-        raise UserError(f"bad --step {window.step_s!r}; allowed: seconds > 0")
+        raise UserError(f"bad --step {float(window.step_s)!r}; allowed: seconds > 0")
     prom = Prometheus(url, timeout_s=30)
     busy = query_samples(prom, BUSY_METRIC, window, class_label)
     if busy.empty:
@@ -216,15 +364,20 @@ def read_prometheus(url: str, window: Window, class_label: str) -> Usage:
     values = merged["value"].clip(0, 1).to_numpy(float)
     times = merged["time"].to_numpy(float)
     usage = usage_frame(times, merged["gpu"], merged["pod"], merged["class"], values, memory, window.step_s)
-    return usage
+    labelled = merged[merged[MODEL_COLUMN] != ""]
+    model, model_from = usage_model(labelled, f"--prometheus {url}", gpu_model_name)
+    return replace(usage, gpu_model=model, model_from=model_from.replace(f"column {MODEL_COLUMN}", "label modelName"))
 
 
 # ---------------------------------------------------------------------------------- patterns
 
 
-def infer_pattern(busy: np.ndarray) -> str:
-    """``batch``, ``interactive`` or ``serve`` from a class's busy samples (pods x steps)."""
+def infer_pattern(busy: np.ndarray, present: np.ndarray | None = None) -> str:
+    """``batch``, ``interactive`` or ``serve`` from a class's busy samples (pods x steps), over the steps
+    where a pod is present (``present``; all steps where not given): absence is not idle time."""
     b = np.asarray(busy, float)
+    if present is not None:
+        b = b[np.asarray(present, bool)]
     if b.size == 0:
         return "batch"
     active = b > ACTIVE
@@ -245,7 +398,10 @@ def class_patterns(usage: Usage, overrides: dict[str, str]) -> dict[str, str]:
             raise UserError(f"--class {name}={kind}: no pod of class {name!r}; classes: {', '.join(names)}")
         if kind not in PATTERN_KINDS:
             raise UserError(f"--class {name}={kind}: unknown pattern; allowed: {', '.join(PATTERN_KINDS)}")
-    return {c: overrides.get(c) or infer_pattern(usage.busy[usage.pods_of(c)]) for c in names}
+    return {
+        c: overrides.get(c) or infer_pattern(usage.busy[usage.pods_of(c)], usage.present(usage.pods_of(c)))
+        for c in names
+    }
 
 
 def parse_class_overrides(items: list[str] | None) -> dict[str, str]:

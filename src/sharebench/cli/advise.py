@@ -15,8 +15,9 @@ def configure(name: str, parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Replay a site's GPU usage (a CSV or dcgm-exporter's per-pod series in Prometheus) on candidate "
         "layouts (whole GPUs, timeslice:N, mps:N, MIG) with the slowdowns measured in results folders of the "
-        "pool's GPU model, and recommend the layout with the fewest GPUs that keeps every class's p95 "
-        "slowdown within --slo. Writes advice.md, advice.html, advice.json; applies nothing."
+        "pool's GPU model, scaled by each pod's load and its neighbours', and recommend the layout with the "
+        "fewest GPUs that keeps every class's p95 slowdown within --slo. Pods are counted and packed by "
+        "presence. Writes advice.md, advice.html, advice.json and assignment.csv; applies nothing."
     )
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--usage", metavar="FILE", help="CSV: time,gpu,pod,class,busy,memory_bytes")
@@ -35,9 +36,31 @@ def configure(name: str, parser: argparse.ArgumentParser) -> None:
         help="set a class's pattern (batch, interactive, serve) instead of inferring it; repeatable",
     )
     parser.add_argument(
-        "--results", nargs="+", required=True, metavar="DIR", help="results folders of the pool's GPU model"
+        "--results",
+        nargs="+",
+        required=True,
+        metavar="DIR",
+        help="results folders of the pool's GPU model, or folders holding them (searched recursively)",
     )
     parser.add_argument("--gpu-model", help="the pool's GPU model (default: the results folders')")
+    parser.add_argument(
+        "--usage-gpu-model", help="the GPU model the usage ran on (default: the CSV's gpu_model, modelName label)"
+    )
+    parser.add_argument(
+        "--allow-other-model",
+        action="store_true",
+        help="use costs measured on another GPU model than the usage's (a warning in every output)",
+    )
+    parser.add_argument(
+        "--check",
+        nargs="?",
+        const=0.5,
+        type=float,
+        metavar="FRACTION",
+        help="also fit on the first FRACTION of the window (default 0.5) and replay the choice on the rest: "
+        "predicted against replayed p95 per class (check.json)",
+    )
+    parser.add_argument("--force", action="store_true", help="overwrite an advice already in --out")
     parser.add_argument("--slo", default=str(DEFAULT_SLO), help="p95 slowdown target per class (default 2)")
     parser.add_argument("--out", help="output folder (default: sharebench-advice/<UTC timestamp>)")
     parser.set_defaults(func=lazy("sharebench.cli.advise_cmd:cmd_advise"))
