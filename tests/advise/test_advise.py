@@ -44,13 +44,29 @@ MEASURED = {
     ("mps:2", "batch"): 2.0,
 }
 
+ALONE_BUSY = {"interactive": 0.3, "serve:rate=10,size=1": 0.25, "batch": 1.0}  # the victims' busy alone
+
 
 def results_folder(path: Path, model: str = "H200") -> Path:
     """A results folder as `sharebench report` leaves it: provenance and tables/latency.csv."""
     (path / "tables").mkdir(parents=True)
     write_provenance(path, {"gpu": {"model_key": model, "name": f"NVIDIA {model}"}})
-    rows = [
-        dict(mode=m, pattern=p, role="victim", beside=p, replicas=int(m.split(":")[1]), slowdown_p95=s)
+    alone = [
+        dict(mode="exclusive", pattern=p, role="victim", beside="", replicas=1, slowdown_p95=1.0, busy_fraction=b)
+        for p, b in ALONE_BUSY.items()
+    ]
+    rows = alone + [
+        dict(
+            mode=m,
+            pattern=p,
+            role="victim",
+            beside=p,
+            replicas=int(m.split(":")[1]),
+            slowdown_p95=s,
+            slowdown_p95_lo=s * 0.95,
+            slowdown_p95_hi=s * 1.05,
+            busy_fraction=ALONE_BUSY[p],
+        )
         for (m, p), s in MEASURED.items()
     ]
     pd.DataFrame(rows).to_csv(path / "tables" / "latency.csv", index=False)
