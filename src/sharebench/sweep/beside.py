@@ -31,18 +31,27 @@ def run_beside_probe(
     *,
     grid: str = "one",
     threshold_us: float = DEFAULT_THRESHOLD_US,
+    neighbour: str = "light",
     setup_timeout_s: float = 900.0,
     python: str = sys.executable,
 ) -> BesideRun | ProbeUnavailable:
     """Set up one replica of ``job`` and one probe process; start the probe, then the replica's timed
-    window while the probe spins (``probe_seconds`` must outlast the window). Never raises for a failed
+    window while the probe spins (``probe_seconds`` must outlast the window). ``neighbour``: the probe's
+    kernel (``timeslice_probe.Neighbour.label``: light, stream:MB, heavy:MB). Never raises for a failed
     replica or probe: a :class:`ProbeUnavailable` says why."""
     bad = unavailable_reason(job.run.device)
     if bad:
         return ProbeUnavailable(bad)
     folder.mkdir(parents=True, exist_ok=True)
     probes = start_probes(
-        folder / "probe", 1, probe_seconds, device=job.run.device, grid=grid, threshold_us=threshold_us, python=python
+        folder / "probe",
+        1,
+        probe_seconds,
+        device=job.run.device,
+        grid=grid,
+        threshold_us=threshold_us,
+        neighbour=neighbour,
+        python=python,
     )
     why: list[str] = []  # the probe's answer at the barrier ('' it spins), once the replica got there
 

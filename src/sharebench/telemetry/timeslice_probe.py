@@ -43,8 +43,15 @@ from typing import Any
 import numpy as np
 
 from sharebench.devices.discovery import cuda_uuid, driver_uuid_bytes
+from sharebench.errors import UserError
 from sharebench.files import write_atomic
-from sharebench.probe_settings import DEFAULT_THRESHOLD_US, GRIDS
+from sharebench.probe_settings import (
+    DEFAULT_NEIGHBOUR_MB,
+    DEFAULT_THRESHOLD_US,
+    GRIDS,
+    MAX_NEIGHBOUR_MB,
+    NEIGHBOURS,
+)
 
 PROBE_MODULE = "sharebench.telemetry.timeslice_probe"
 GAP_CAPACITY = 1 << 17  # gaps one process can record (2 ms slices: minutes of them)
@@ -78,6 +85,133 @@ extern "C" __global__ void globaltimer_stamp(unsigned long long* out) {
     out[0] = now;
 }
 """
+
+# The heavy neighbours (issue 34): every thread streams over a buffer larger than the L2 (read + write, so
+# evicted lines are dirty), reads the clock each iteration, and thread 0 of block 0 records the gaps as the
+# light probe does; ``info[3]`` sums the bytes moved. ``timeslice_heavy`` also keeps 48 doubles live per
+# thread (512 threads, 1 block per SM: the register file) and writes shared memory each iteration.
+NEIGHBOUR_SOURCE = r"""
+extern "C" __device__ __forceinline__ unsigned long long sb_clock() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+extern "C" __global__ void timeslice_stream(const unsigned long long duration_ns,
+                                            const unsigned long long threshold_ns,
+                                            unsigned long long* gaps, const unsigned int capacity,
+                                            unsigned long long* info, double* buf,
+                                            const unsigned long long n) {
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const bool rec = (blockIdx.x == 0 && threadIdx.x == 0);
+    unsigned long long first = sb_clock(), prev = first, now = first, it = 0;
+    unsigned int g = 0;
+    while (true) {
+        double v = buf[i];
+        buf[i] = fma(v, 0.999999, 1e-9);
+        i += stride;
+        if (i >= n) i -= n;
+        it++;
+        now = sb_clock();
+        if (rec && now - prev > threshold_ns) {
+            if (g < capacity) { gaps[2 * g] = prev; gaps[2 * g + 1] = now; }
+            g++;
+        }
+        prev = now;
+        if (now - first >= duration_ns) break;
+    }
+    atomicAdd(&info[3], 16ULL * it);
+    if (rec) { info[0] = first; info[1] = now; info[2] = g; }
+}
+
+#define HEAVY_ACC 48
+extern "C" __global__ void __launch_bounds__(512, 1)
+timeslice_heavy(const unsigned long long duration_ns, const unsigned long long threshold_ns,
+                unsigned long long* gaps, const unsigned int capacity, unsigned long long* info,
+                double* buf, const unsigned long long n, const unsigned int smem_doubles) {
+    extern __shared__ double smem[];
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const bool rec = (blockIdx.x == 0 && threadIdx.x == 0);
+    double acc[HEAVY_ACC];
+#pragma unroll
+    for (int k = 0; k < HEAVY_ACC; k++) acc[k] = 1.0 + 1e-3 * k + 1e-7 * threadIdx.x;
+    unsigned long long first = sb_clock(), prev = first, now = first, it = 0;
+    unsigned int g = 0, s = threadIdx.x;
+    while (true) {
+        double v = buf[i];
+#pragma unroll
+        for (int k = 0; k < HEAVY_ACC; k++) acc[k] = fma(acc[k], 0.999999, v * 1e-12);
+        double w = acc[0];
+        if (smem_doubles > 0) {
+            smem[s] = w;
+            s += blockDim.x;
+            if (s >= smem_doubles) s = threadIdx.x % smem_doubles;
+            w += smem[(s + 1) % smem_doubles] * 1e-12;
+        }
+        buf[i] = fma(v, 0.999999, w * 1e-12);
+        i += stride;
+        if (i >= n) i -= n;
+        it++;
+        now = sb_clock();
+        if (rec && now - prev > threshold_ns) {
+            if (g < capacity) { gaps[2 * g] = prev; gaps[2 * g + 1] = now; }
+            g++;
+        }
+        prev = now;
+        if (now - first >= duration_ns) break;
+    }
+    double sum = 0.0;
+#pragma unroll
+    for (int k = 0; k < HEAVY_ACC; k++) sum += acc[k];
+    if (sum == 1234.5) buf[0] = sum;
+    atomicAdd(&info[3], 16ULL * it);
+    if (rec) { info[0] = first; info[1] = now; info[2] = g; }
+}
+"""
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """What the probe process runs: ``light`` (clock reads on one block or one per SM), ``stream`` (every
+    SM streams over ``mb`` MiB) or ``heavy`` (the stream plus a full register file and shared memory)."""
+
+    kind: str = "light"
+    mb: int = 0
+
+    @property
+    def label(self) -> str:
+        return self.kind if self.kind == "light" else f"{self.kind}:{self.mb}"
+
+
+NEIGHBOUR_HELP = f"light, stream[:MB] or heavy[:MB] with MB 1..{MAX_NEIGHBOUR_MB} is allowed"
+
+
+def parse_neighbour(text: str) -> Neighbour:
+    """``light``, ``stream[:MB]`` or ``heavy[:MB]`` (MB default :data:`DEFAULT_NEIGHBOUR_MB`); a UserError
+    naming the bad value otherwise."""
+    kind, _, mb = str(text).strip().lower().partition(":")
+    bad = UserError(f"bad --neighbour {text!r}: {NEIGHBOUR_HELP}")
+    if kind not in NEIGHBOURS or (kind == "light" and mb):
+        raise bad
+    if kind == "light":
+        return Neighbour()
+    if not mb:
+        return Neighbour(kind, DEFAULT_NEIGHBOUR_MB)
+    if not mb.isdigit() or not 1 <= int(mb) <= MAX_NEIGHBOUR_MB:
+        raise bad
+    return Neighbour(kind, int(mb))
+
+
+def parse_neighbours(text: str) -> list[Neighbour]:
+    """A comma list of neighbours, without repeats, in the order given."""
+    out: list[Neighbour] = []
+    for part in str(text).split(","):
+        n = parse_neighbour(part)
+        if n not in out:
+            out.append(n)
+    return out
 
 
 @dataclass(frozen=True)
@@ -135,6 +269,12 @@ class ProbeTrace:
     blocks: int = 1
     uuid: str = ""
     device_name: str = ""
+    neighbour: str = "light"  # Neighbour.label
+    threads: int = 32  # per block
+    regs: int = 0  # registers per thread of the kernel
+    smem_bytes: int = 0  # dynamic shared memory per block
+    footprint_mb: int = 0  # the streamed buffer (MiB)
+    bytes: int = 0  # bytes the kernel read and wrote
 
     @property
     def overflowed(self) -> bool:
@@ -188,6 +328,8 @@ class TimesliceProbe:
     overlap_ms: float  # time two processes' slices overlap (0 under time-slicing)
     traces: tuple[ProbeTrace, ...] = field(repr=False, default=())
     status: str = "ok"
+    neighbour: str = "light"
+    bytes_per_s: float = math.nan  # bytes moved per second on the GPU, per process (stream, heavy)
 
     def to_dict(self, traces: bool = False) -> dict[str, Any]:
         d = asdict(self)
@@ -198,16 +340,24 @@ class TimesliceProbe:
     def summary(self) -> str:
         """One line: slice, switch and share sum."""
         return (
-            f"{self.processes} probe processes ({self.grid} grid) on {self.device_name} {self.uuid}: "
+            f"{self.processes} {self.neighbour} probe processes ({self.grid} grid) on {self.device_name} {self.uuid}: "
             f"slice {self.slice_ms.p50:.3f} ms [p5 {self.slice_ms.p5:.3f}, p95 {self.slice_ms.p95:.3f}], "
             f"switch {self.switch_ms.p50:.3f} ms [p5 {self.switch_ms.p5:.3f}, p95 {self.switch_ms.p95:.3f}], "
             f"shares sum {self.share_sum:.3f}"
+            + (f", {self.bytes_per_s / 1e12:.2f} TB/s on the GPU" if self.bytes_per_s > 0 else "")
         )
 
 
 def common_window(traces: Sequence[ProbeTrace]) -> tuple[int, int]:
     """The interval every process was running its probe kernel (GPU-clock ns); empty when hi <= lo."""
     return max(t.first_ns for t in traces), min(t.last_ns for t in traces)
+
+
+def on_gpu_bytes_per_s(traces: Sequence[ProbeTrace]) -> float:
+    """Bytes each process moved per second of its own slices (NaN for the light probe)."""
+    moved = sum(t.bytes for t in traces)
+    on_gpu_ns = sum(b - a for t in traces for a, b in t.slices())
+    return moved / (on_gpu_ns / 1e9) if moved > 0 and on_gpu_ns > 0 else math.nan
 
 
 def analyse(
@@ -249,6 +399,8 @@ def analyse(
         alternation=changes / (len(per) - 1) if len(per) > 1 else math.nan,
         overlap_ms=overlap / 1e6,
         traces=tuple(traces),
+        neighbour=first.neighbour,
+        bytes_per_s=on_gpu_bytes_per_s(traces),
     )
 
 
@@ -320,6 +472,54 @@ def wait_for_file(path: str | None, timeout_s: float = 900.0) -> float | None:
         return None
 
 
+@dataclass
+class Launch:
+    """One probe kernel ready to launch: its grid, its arguments after ``info`` and what the trace keeps."""
+
+    fn: Any
+    blocks: int
+    threads: int
+    extra: tuple[Any, ...]
+    smem: int
+    meta: dict[str, Any]
+
+    def __call__(self, duration: Any, threshold: Any, gaps: Any, capacity: Any, info: Any) -> None:
+        args = (duration, threshold, gaps, capacity, info, *self.extra)
+        self.fn((self.blocks,), (self.threads,), args, shared_mem=self.smem)
+
+
+OPTIN_SMEM_ATTR = 97  # cudaDevAttrMaxSharedMemoryPerBlockOptin
+DEFAULT_SMEM = 48 * 1024  # dynamic shared memory any kernel may take without opting in
+
+
+def prepare(cp: Any, ordinal: int, props: dict[str, Any], neighbour: Neighbour, light: Launch) -> Launch:
+    """The kernel of ``neighbour``: the light probe (``light``) or a streaming kernel and its buffer."""
+    if neighbour.kind == "light":
+        return light
+    sms = int(props["multiProcessorCount"])
+    fn = cp.RawModule(code=NEIGHBOUR_SOURCE).get_function(f"timeslice_{neighbour.kind}")
+    n = neighbour.mb * (1 << 20) // 8
+    buf = cp.ones(n, dtype=cp.float64)
+    if neighbour.kind == "stream":
+        threads, smem = 1024, 0
+        blocks = sms * max(1, int(props.get("maxThreadsPerMultiProcessor", 2048)) // threads)
+        extra: tuple[Any, ...] = (buf, cp.uint64(n))
+    else:
+        threads, blocks = 512, sms
+        try:
+            smem = int(
+                props.get("sharedMemPerBlockOptin") or cp.cuda.runtime.deviceGetAttribute(OPTIN_SMEM_ATTR, ordinal)
+            )
+            fn.max_dynamic_shared_size_bytes = smem
+        except Exception:  # noqa: BLE001 - without the opt-in the kernel still runs with the default limit
+            smem = DEFAULT_SMEM
+        extra = (buf, cp.uint64(n), cp.uint32(smem // 8))
+    meta = dict(
+        neighbour=neighbour.label, threads=threads, regs=int(fn.num_regs), smem_bytes=smem, footprint_mb=neighbour.mb
+    )
+    return Launch(fn, blocks, threads, extra, smem, meta)
+
+
 def worker(args: argparse.Namespace) -> dict[str, Any]:
     """Compile, calibrate the clock, wait at the barrier, spin; the trace as a dict."""
     import cupy as cp  # noqa: PLC0415 - optional and slow to import: only in the probe process itself
@@ -330,10 +530,13 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     module = cp.RawModule(code=KERNEL_SOURCE)
     probe, stamp = module.get_function("timeslice_probe"), module.get_function("globaltimer_stamp")
     blocks = int(props["multiProcessorCount"]) if args.grid == "full" else 1
+    light = Launch(probe, blocks, 32, (), 0, dict(neighbour="light", threads=32, regs=int(probe.num_regs)))
+    launch = prepare(cp, ordinal, props, parse_neighbour(args.neighbour), light)
     gaps = cp.zeros(2 * GAP_CAPACITY, dtype=cp.uint64)
-    info = cp.zeros(3, dtype=cp.uint64)
-    probe((1,), (32,), (cp.uint64(1_000_000), cp.uint64(10**12), gaps, cp.uint32(0), info))  # warm-up: 1 ms
+    info = cp.zeros(4, dtype=cp.uint64)
+    launch(cp.uint64(1_000_000), cp.uint64(10**12), gaps, cp.uint32(0), info)  # warm-up: 1 ms
     cp.cuda.runtime.deviceSynchronize()
+    info.fill(0)
     offset, err = clock_offset(cp, stamp)
     if args.ready:
         Path(args.ready).touch()
@@ -341,11 +544,11 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     if start_at is not None and math.isfinite(start_at):
         time.sleep(max(0.0, start_at - time.time()))
     duration = cp.uint64(int(args.seconds * 1e9))
-    probe((blocks,), (32,), (duration, cp.uint64(int(args.threshold_us * 1e3)), gaps, cp.uint32(GAP_CAPACITY), info))
+    launch(duration, cp.uint64(int(args.threshold_us * 1e3)), gaps, cp.uint32(GAP_CAPACITY), info)
     if args.running:
         Path(args.running).touch()
     cp.cuda.runtime.deviceSynchronize()
-    first, last, n = (int(x) for x in info.get())
+    first, last, n, moved = (int(x) for x in info.get())
     g = gaps[: 2 * min(n, GAP_CAPACITY)].get().reshape(-1, 2).tolist()
     return dict(
         process=args.process,
@@ -356,9 +559,11 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         n_gaps=n,
         offset_ns=offset,
         offset_err_ns=err,
-        blocks=blocks,
+        blocks=launch.blocks,
         uuid=cuda_uuid(ordinal, props, driver_uuid_bytes(ordinal)),
         device_name=(props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])),
+        bytes=moved,
+        **launch.meta,
     )
 
 
@@ -369,6 +574,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, required=True)
     p.add_argument("--grid", choices=GRIDS, default="one")
     p.add_argument("--threshold-us", type=float, default=DEFAULT_THRESHOLD_US)
+    p.add_argument("--neighbour", default="light", help=NEIGHBOUR_HELP)
     p.add_argument("--process", type=int, default=0)
     p.add_argument("--ready", help="touched once compiled and calibrated")
     p.add_argument("--start", help="wait for this file (an epoch instant to sleep until) before spinning")
@@ -469,6 +675,7 @@ def start_probes(
     device: str = "cuda:0",
     grid: str = "one",
     threshold_us: float = DEFAULT_THRESHOLD_US,
+    neighbour: str = "light",
     python: str = sys.executable,
 ) -> ProbeProcesses:
     """Start ``processes`` probe workers that wait at one barrier (:meth:`ProbeProcesses.go`)."""
@@ -478,7 +685,7 @@ def start_probes(
     for i in range(processes):
         out, ready, running = folder / f"probe{i}.json", folder / f"ready{i}", folder / f"running{i}"
         cmd = [python, "-m", PROBE_MODULE, "--worker", "--device", device, "--seconds", f"{seconds}"]
-        cmd += ["--grid", grid, "--threshold-us", f"{threshold_us}", "--process", str(i)]
+        cmd += ["--grid", grid, "--threshold-us", f"{threshold_us}", "--process", str(i), "--neighbour", neighbour]
         cmd += ["--ready", str(ready), "--start", str(start), "--running", str(running), "--out", str(out)]
         procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
         outs.append(out)
@@ -509,17 +716,30 @@ def run_probe(
     threshold_us: float = DEFAULT_THRESHOLD_US,
     folder: Path | None = None,
     setup_timeout_s: float = 120.0,
+    neighbour: str = "light",
     python: str = sys.executable,
 ) -> TimesliceProbe | ProbeUnavailable:
     """Run ``processes`` probe processes for ``seconds`` side by side on ``device``; never raises for an
     absent GPU or a failed probe (a :class:`ProbeUnavailable` says why). Bad arguments are UserErrors
     at the command line (:func:`check_args`) and an unavailable result here."""
     bad = check_args(processes, seconds, grid, threshold_us) or unavailable_reason(device)
+    if not bad:
+        try:
+            neighbour = parse_neighbour(neighbour).label
+        except UserError as exc:
+            bad = str(exc)
     if bad:
         return ProbeUnavailable(bad)
     with tempfile.TemporaryDirectory(prefix="sb-probe-") as tmp:
         probes = start_probes(
-            Path(folder or tmp), processes, seconds, device=device, grid=grid, threshold_us=threshold_us, python=python
+            Path(folder or tmp),
+            processes,
+            seconds,
+            device=device,
+            grid=grid,
+            threshold_us=threshold_us,
+            neighbour=neighbour,
+            python=python,
         )
         try:
             err = probes.wait_ready(setup_timeout_s)
