@@ -144,6 +144,69 @@ def split(
     )
 
 
+def loss_from_rate(rate: float, idle_pct: float) -> float:
+    """The loss (%) of a workload that progresses at ``rate`` inside its slices while the GPU idles
+    ``idle_pct`` % of the time: 1 / (rate (1 - idle)) - 1; the same as :func:`predicted_loss_pct` with
+    refill = slice (1 - rate)."""
+    useful = rate * (1.0 - idle_pct / 100.0)
+    return 100.0 * (1.0 / useful - 1.0) if useful > 0 else math.inf
+
+
+def implied_refill_ms(loss_pct: float, slice_ms: float, switch_ms: float) -> float:
+    """The refill per switch-in that a measured loss implies at this slice and switch (the inverse of
+    :func:`predicted_loss_pct`): (L slice - switch) / (1 + L)."""
+    x = loss_pct / 100.0
+    return (x * slice_ms - switch_ms) / (1.0 + x)
+
+
+def half_width(lo: float, hi: float) -> float:
+    return (hi - lo) / 2.0 if math.isfinite(lo) and math.isfinite(hi) else math.nan
+
+
+def neighbour_terms(
+    primary: Sequence[Split], light: Sequence[Split], measured: tuple[float, float, float] | None
+) -> dict[str, Any]:
+    """Issue 34's terms of a workload measured beside a heavy neighbour (``primary``) and beside the light
+    probe (``light``), each a list of splits over repeats:
+
+    * ``evict_ms``: the progress each switch-in loses because a heavy neighbour ran before it, the heavy
+      refill less the light one, paired by repeat (95% interval);
+    * ``predicted_light_pct``: the prediction from the light probe alone (the model before issue 34);
+    * ``implied_refill_ms``: the refill per switch-in the measured loss implies at the primary slice and
+      switch, ``missing_ms`` what of it neither refill nor evict explains;
+    * ``unexplained_pts``: measured - predicted loss, its interval sqrt(hw_measured^2 + hw_predicted^2).
+    """
+    pm, plo, phi = mean_ci([s.predicted_loss_pct for s in primary])
+    lt = light or primary
+    rate_l = positive_mean_ci([s.in_slice_rate for s in lt])
+    pairs = [h.refill_ms - lo.refill_ms for h, lo in zip(primary, light)] if light else []
+    evict = mean_ci(pairs) if pairs else (math.nan, math.nan, math.nan)
+    slice_ms = float(np.mean([s.slice_ms for s in primary]))
+    switch = float(np.mean([s.switch_ms for s in primary]))
+    refill = float(np.mean([s.refill_ms for s in primary]))
+    m = measured or (math.nan, math.nan, math.nan)
+    implied = implied_refill_ms(m[0], slice_ms, switch)
+    half = math.hypot(half_width(m[1], m[2]), half_width(plo, phi))
+    un = m[0] - pm
+    return dict(
+        switch_light_ms=float(np.mean([s.switch_ms for s in lt])),
+        slice_light_ms=float(np.mean([s.slice_ms for s in lt])),
+        in_slice_rate_light=rate_l[0],
+        in_slice_rate_light_ci_low=rate_l[1],
+        in_slice_rate_light_ci_high=rate_l[2],
+        refill_light_ms=float(np.mean([s.refill_ms for s in lt])),
+        evict_ms=evict[0],
+        evict_ms_ci_low=evict[1],
+        evict_ms_ci_high=evict[2],
+        predicted_light_pct=float(np.mean([s.predicted_loss_pct for s in lt])),
+        implied_refill_ms=implied,
+        missing_ms=implied - refill,
+        unexplained_pts=un,
+        unexplained_ci_low=un - half,
+        unexplained_ci_high=un + half,
+    )
+
+
 def loss_at(s: Split, lengths_ms: Sequence[float] = DEFAULT_LENGTHS_MS) -> list[dict[str, Any]]:
     """The predicted loss at other slice lengths, from the split's switch and fitted refill."""
     return loss_at_parts(s.switch_ms, s.refill_ms, lengths_ms)
@@ -212,6 +275,23 @@ DRA_INTERVALS_NOTE = (
     "prediction here is for one of those settings: the lengths are chosen, and every row is predicted, "
     "not measured"
 )
+NEIGHBOUR_COLUMNS = (
+    "switch_light_ms",
+    "slice_light_ms",
+    "in_slice_rate_light",
+    "in_slice_rate_light_ci_low",
+    "in_slice_rate_light_ci_high",
+    "refill_light_ms",
+    "evict_ms",
+    "evict_ms_ci_low",
+    "evict_ms_ci_high",
+    "predicted_light_pct",
+    "implied_refill_ms",
+    "missing_ms",
+    "unexplained_pts",
+    "unexplained_ci_low",
+    "unexplained_ci_high",
+)
 SPLIT_FIELDS = ("slice_ms", "switch_ms", "switch_idle_pct", "in_slice_rate", "gpu_share", "refill_ms", "refill_pct")
 SPLIT_COLUMNS = [
     "engine",  # the work keys of sharebench.analysis.tables.WORK_KEYS
@@ -232,6 +312,8 @@ SPLIT_COLUMNS = [
     "predicted_ci_low",
     "predicted_ci_high",
     "error_pts",
+    "neighbour",  # issue 34: what the primary columns were measured beside (light, stream:MB, heavy:MB)
+    *NEIGHBOUR_COLUMNS,
 ]
 RECORD_WORK = ("engine", "backend", "device_class", "lattice", "particles", "turns")
 
@@ -256,6 +338,7 @@ def beside_record(run: BesideRun, work: dict[str, Any], switch_ms: float, slice_
         "probe_slice_ms": slice_ms,
         "offset_err_ns": run.trace.offset_err_ns,
         "overflowed": run.trace.overflowed,
+        "neighbour": run.trace.neighbour,
     }
 
 
@@ -293,18 +376,36 @@ def run_splits(runs: Sequence[dict[str, Any]], alone_s: float) -> list[Split]:
     ]
 
 
+def neighbour_of(rec: dict[str, Any]) -> str:
+    """The neighbour a run beside the probe was measured beside (records before issue 34: light)."""
+    return str(rec.get("neighbour") or "light")
+
+
 def split_row(
-    work: Work, uuid: str, runs: Sequence[dict[str, Any]], ts: dict[str, Any] | None
+    work: Work,
+    uuid: str,
+    runs: Sequence[dict[str, Any]],
+    ts: dict[str, Any] | None,
+    light: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any] | None:
-    """One row of the split table: the parts over the runs' repeats beside one mode's measured loss."""
+    """One row of the split table: the parts over the runs' repeats beside one mode's measured loss;
+    ``runs`` beside one neighbour, ``light`` beside the light probe when ``runs`` are beside another."""
     alone = float(ts["T1_s"]) if ts is not None else math.nan
-    if not math.isfinite(alone):
+    if not math.isfinite(alone) or not runs:
         return None
-    splits = run_splits(runs, alone)
     measured = (float(ts["loss_pct"]), float(ts["loss_ci_low"]), float(ts["loss_ci_high"])) if ts else None
-    s = summarize(splits, measured)
     row: dict[str, Any] = dict(zip(RECORD_WORK, work), mode=ts["mode"] if ts else "", uuid=uuid)
-    row.update(device_name=runs[0].get("device_name", ""), repeats=s["repeats"])
+    row.update(device_name=runs[0].get("device_name", ""))
+    return {**row, **model_row(run_splits(runs, alone), run_splits(light, alone), measured, neighbour_of(runs[0]))}
+
+
+def model_row(
+    splits: Sequence[Split], light: Sequence[Split], measured: tuple[float, float, float] | None, neighbour: str
+) -> dict[str, Any]:
+    """The split table's columns after the work keys (:data:`SPLIT_COLUMNS`) from the splits beside one
+    neighbour and, when that is not the light probe, those beside the light probe."""
+    s = summarize(splits, measured)
+    row: dict[str, Any] = dict(repeats=s["repeats"])
     for f in SPLIT_FIELDS:
         row.update({f: s[f], f"{f}_ci_low": s[f"{f}_ci_low"], f"{f}_ci_high": s[f"{f}_ci_high"]})
     row.update(
@@ -315,14 +416,17 @@ def split_row(
         predicted_ci_low=s["predicted_loss_pct_ci_low"],
         predicted_ci_high=s["predicted_loss_pct_ci_high"],
         error_pts=s.get("error_pts", math.nan),
+        neighbour=neighbour,
     )
-    return row
+    return {**row, **neighbour_terms(splits, light, measured)}
 
 
 def split_table(runs: Sequence[dict[str, Any]], timeslice: pd.DataFrame) -> pd.DataFrame:
-    """``tables/timeslice_split.csv``: per work, GPU and measured ``timeslice:N`` mode, the split of the
-    loss (means and 95% intervals over the runs beside the probe) beside the loss the timeslice table
-    measured. Works without a measured loss (no exclusive baseline) have no row."""
+    """``tables/timeslice_split.csv``: per work, GPU, measured ``timeslice:N`` mode and heavy neighbour,
+    the split of the loss (means and 95% intervals over the runs beside the probe) beside the loss the
+    timeslice table measured, with the terms of :func:`neighbour_terms` against the runs beside the light
+    probe. Only light runs (folders before issue 34): one row, ``neighbour`` light. Works without a
+    measured loss (no exclusive baseline) have no row."""
     ok = [r for r in runs if r.get("status") == "ok"]
     groups: dict[tuple[Work, str], list[dict[str, Any]]] = {}
     for r in ok:
@@ -330,10 +434,14 @@ def split_table(runs: Sequence[dict[str, Any]], timeslice: pd.DataFrame) -> pd.D
     measured = timeslice.to_dict("records") if len(timeslice) else []
     rows = []
     for (work, uuid), g in sorted(groups.items()):
+        light = [r for r in g if neighbour_of(r) == "light"]
+        others = sorted({neighbour_of(r) for r in g} - {"light"})
+        parts = [([r for r in g if neighbour_of(r) == k], light) for k in others] or [(light, [])]
         for ts in [t for t in measured if work_of(t) == work]:
-            row = split_row(work, uuid, g, ts)
-            if row is not None:
-                rows.append(row)
+            for beside, light_runs in parts:
+                row = split_row(work, uuid, beside, ts, light_runs)
+                if row is not None:
+                    rows.append(row)
     return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
 
 

@@ -3,10 +3,12 @@ what it costs.
 
     sharebench probe timeslice [--processes 2,4] [--seconds S] [--grid one|full] [--out FILE]
     sharebench probe split [--exec 'CMD' --work N | --lattice L --particles N --turns N] [--out FILE]
+                           [--neighbour light,heavy:128] [--table CSV] [--dry-run]
 
 ``split`` runs, on one CUDA GPU: probes alone (slice and switch), the workload alone and as N time-sliced
 replicas (the measured loss, as the tables compute it), and one replica beside one probe (its GPU share
-and its progress rate inside its own slices); it prints the split and the loss predicted at other slice
+and its progress rate inside its own slices, beside the light probe and beside each heavy neighbour: issue 34's
+evicted term); it prints the split and the loss predicted at other slice
 lengths, labelled predicted.
 Options only, light (``--help`` imports no library stack); the work: ``sharebench.cli.probe_cmd``.
 """
@@ -17,7 +19,19 @@ import argparse
 import sys
 
 from sharebench.cli import lazy
-from sharebench.probe_settings import DEFAULT_LENGTHS_MS, DEFAULT_THRESHOLD_US, GRIDS
+from sharebench.probe_settings import (
+    DEFAULT_LENGTHS_MS,
+    DEFAULT_NEIGHBOUR_MB,
+    DEFAULT_SPLIT_NEIGHBOURS,
+    DEFAULT_THRESHOLD_US,
+    GRIDS,
+)
+
+NEIGHBOUR_HELP = (
+    "comma list of what the probe runs: light (clock reads only), stream[:MB] (every SM streams over MB MiB, "
+    f"default {DEFAULT_NEIGHBOUR_MB}: more than the L2), heavy[:MB] (the stream plus a full register file and "
+    "shared memory)"
+)
 
 
 def configure(name: str, parser: argparse.ArgumentParser) -> None:
@@ -27,6 +41,7 @@ def configure(name: str, parser: argparse.ArgumentParser) -> None:
     ts.add_argument("--processes", default="2,4", help="comma list of process counts (default 2,4)")
     common(ts)
     ts.add_argument("--seconds", default="3", help="how long the probes spin (s)")
+    ts.add_argument("--neighbour", default="light", help=NEIGHBOUR_HELP + " (default light)")
     ts.set_defaults(func=lazy("sharebench.cli.probe_cmd:cmd_timeslice"))
 
     sp = sub.add_parser("split", help="one workload: its time-slicing loss split into switch idle and refill")
@@ -43,6 +58,14 @@ def configure(name: str, parser: argparse.ArgumentParser) -> None:
     sp.add_argument(
         "--lengths", default=",".join(f"{x:g}" for x in DEFAULT_LENGTHS_MS), help="slice lengths (ms) to predict"
     )
+    sp.add_argument(
+        "--neighbour",
+        default=DEFAULT_SPLIT_NEIGHBOURS,
+        help=NEIGHBOUR_HELP
+        + f"; the workload runs beside each (default {DEFAULT_SPLIT_NEIGHBOURS}; light is always added)",
+    )
+    sp.add_argument("--table", help="append the split's rows to this CSV (tables/timeslice_split.csv columns)")
+    sp.add_argument("--dry-run", action="store_true", help="check the arguments and say what would run; run nothing")
     sp.set_defaults(func=lazy("sharebench.cli.probe_cmd:cmd_split"))
     parser.set_defaults(func=lambda _args: usage(parser))
 
