@@ -1,10 +1,12 @@
-"""Benchmark: ``sharebench advise`` on a 30-day, 100-GPU, 1-minute usage trace (not a timed test).
+"""Benchmark: ``sharebench advise --check`` on a synthetic month of 100 GPUs (not a timed test).
 
-    python -m tools.advise_replay [--days 30] [--out DIR]
+    python -m tools.advise_replay [--days 30] [--results DIR ...] [--keep DIR]
 
-Builds the synthetic trace (sharebench.advise.synthetic: 30 batch, 50 interactive, 20 serve pods),
-writes it as the usage CSV, and times reading it and the whole advice (every option of every class
-packed and replayed) with the given results folder (default: results/h200/cuda).
+Builds the usage of :func:`sharebench.advise.synthetic.month100` (100 GPUs at once: churned inference
+services and notebooks, a few training jobs; 1-minute steps), writes it as the usage CSV (not timed),
+then times the whole command as a site runs it: reading the CSV, the advice (every option of every class
+packed by presence and replayed) and the check (fit on the first half, replay on the second), with the
+committed H200 results (default: results/h200).
 """
 
 from __future__ import annotations
@@ -15,32 +17,29 @@ import tempfile
 import time
 from pathlib import Path
 
-from sharebench.advise import advise, class_patterns, read_costs, read_usage_csv
-from sharebench.advise.synthetic import synthetic_trace
+from sharebench.advise.synthetic import month100, synthetic_usage
+from sharebench.cli import main as sharebench
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--days", type=int, default=30)
-    ap.add_argument("--results", default="results/h200/cuda")
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--days", type=float, default=30.0)
+    ap.add_argument("--results", nargs="+", default=["results/h200"])
+    ap.add_argument("--keep", help="write the usage CSV and the advice here instead of a temporary folder")
     args = ap.parse_args()
-    steps = args.days * 24 * 60
-    classes = {"train": ("batch", 30), "notebooks": ("interactive", 50), "inference": ("serve", 20)}
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "usage.csv"
-        synthetic_trace(classes, steps, seed=1).to_csv(path, index=False)
+        where = Path(args.keep or tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        usage = where / "usage.csv"
         t0 = time.perf_counter()
-        usage = read_usage_csv(path)
+        df = synthetic_usage(month100(), args.days, seed=100)
+        df.to_csv(usage, index=False)
         t1 = time.perf_counter()
-        result = advise(usage, read_costs([args.results], None), class_patterns(usage, {}), 2.0)
+        print(f"usage: {len(df):,} rows, {df['pod'].nunique()} pods ({t1 - t0:.1f} s to generate, not timed)")
+        command = ["advise", "--usage", str(usage), "--results", *args.results, "--out", str(where / "advice")]
+        rc = sharebench([*command, "--check", "--force"])
         t2 = time.perf_counter()
-    replays = sum(len(o) for o in result.outcomes.values())
-    print(
-        f"trace: {usage.busy.shape[0]} pods x {usage.steps} steps ({usage.busy.size:,} pod-steps), cores {os.cpu_count()}"
-    )
-    print(f"read CSV: {t1 - t0:.1f} s; advise ({replays} class-option replays): {t2 - t1:.1f} s")
-    if result.recommended:
-        print(f"recommended: {result.recommended.gpus} GPUs of {result.today_total}")
+    print(f"sharebench {' '.join(command)} --check: rc {rc}, {t2 - t1:.1f} s on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":
