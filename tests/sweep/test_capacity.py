@@ -4,10 +4,15 @@
 from __future__ import annotations
 
 import math
+import os
+import sys
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from sharebench.cli import main
 from sharebench.errors import UserError
 from sharebench.sweep.capacity import (
     CapacitySearch,
@@ -17,6 +22,7 @@ from sharebench.sweep.capacity import (
     parse_family,
     parse_users,
     probe_bounds,
+    read_capacity,
     verdict,
 )
 
@@ -110,3 +116,44 @@ def test_families_and_users_parse():
         parse_users("0..4")
     with pytest.raises(UserError, match="bad time-slice interval"):
         parse_family("timeslice/huge")
+
+
+CONTENDED = f"{sys.executable} -m support.contended"
+
+
+def capacity_args(out, *more):
+    return [
+        "run", "--device", "cpu", "--engine", "exec", "--exec", CONTENDED, "--work", "1",
+        "--pattern", "interactive:burst=2,think=0.1", "--bursts", "20", "--modes", "timeslice", "--capacity",
+        "--repeats", "1", "--max-repeats", "2", "--warmup-repeats", "0", "--no-progress", "--no-telemetry",
+        "--out", str(out), *more,
+    ]  # fmt: skip
+
+
+def test_dry_run_prints_the_probe_range_and_minutes(tmp_path, capsys):
+    assert main(capacity_args(tmp_path / "r", "--users", "2..16", "--dry-run")) == 0
+    out = capsys.readouterr().out
+    assert "capacity search: N from 2 doubling to at most 16" in out
+    assert "timeslice: 4–7 N probed (4–14 cells)" in out and " min" in out
+    assert not (tmp_path / "r").exists()
+
+
+def test_users_without_capacity_is_a_one_line_error(tmp_path, capsys):
+    code = main(["run", "--device", "cpu", "--users", "2..8", "--out", str(tmp_path / "r"), "--dry-run"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "--users LO..HI goes with --capacity" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_a_cpu_capacity_run_finds_a_knee(tmp_path, monkeypatch):
+    """Bursts serialised on one file lock: latency grows with N, so the search stops at a number, not '≥'."""
+    monkeypatch.setenv("SHAREBENCH_CONTENDED_LOCK", str(tmp_path / "device.lock"))
+    monkeypatch.setenv("PYTHONPATH", f"{Path(__file__).parents[1]}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    out = tmp_path / "r"
+    assert main(capacity_args(out, "--users", "2..16")) == 0
+    (cap,) = read_capacity(out)
+    assert cap["bound"] == "exact" and 2 <= cap["users"] < 16, cap["line"]
+    ns = [p["n"] for p in cap["probes"]]
+    assert ns[0] == 2 and len(ns) >= 2 and "≥" not in cap["answer"]
+    table = pd.read_csv(out / "tables" / "capacity.csv")
+    assert table["users"].tolist() == [cap["users"]] and table["bound"].tolist() == ["exact"]

@@ -106,6 +106,21 @@ def add_pattern_options(run: argparse.ArgumentParser) -> None:
         help=f"the p95 slowdown target (>= 1) of users per GPU: the most users whose p95 burst latency stays "
         f"within X times the same pattern alone (default {DEFAULT_SLO:g})",
     )
+    run.add_argument(
+        "--capacity",
+        action="store_true",
+        help="find the users per GPU at the --slo target by search: each family in --modes given without N "
+        "(timeslice, mps, timeslice/long, mps@25) doubles N from --users LO until the p95 slowdown's interval "
+        "lies above the target, then bisects; --repeats (default 2) to --max-repeats (default 4) per N; "
+        "bounded by --budget; a pattern sweep whose --modes name a family without N implies it",
+    )
+    run.add_argument(
+        "--users",
+        default=None,
+        metavar="LO..HI",
+        help="with --capacity: the smallest N tried and the stated maximum (default 2..64); an answer at the "
+        "maximum reads '>= HI users'",
+    )
 
 
 def add_budget_options(run: argparse.ArgumentParser) -> None:

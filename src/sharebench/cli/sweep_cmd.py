@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import multiprocessing
 import sys
 import time
@@ -37,6 +38,7 @@ from sharebench.sweep import (
 )
 from sharebench.sweep.budget import RECORDED_ROOT, BudgetOptions, budget_options, plan_budget, plan_recorded
 from sharebench.sweep.calibrate import auto_sized, calibrate, folder_sizes
+from sharebench.sweep.capacity import CapacityOptions, capacity_dry_run, families_of, parse_users
 from sharebench.sweep.plan import plan_header
 from sharebench.sweep.request import SweepRequest, sweep_config
 from sharebench.sweep.resume import check_same_work, identity, measured_cells
@@ -189,12 +191,36 @@ def request_of(args: argparse.Namespace, out: Path, budget: BudgetOptions | None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+def capacity_of(args: argparse.Namespace) -> CapacityOptions | None:
+    """``--capacity`` (or --modes naming a family without N): the searches, ``--users``, the repeats of each
+    N; the families taken out of ``args.modes`` and the repeats out of ``args`` (a search plans its own)."""
+    fams, rest = families_of(str(args.modes or "").split(","))
+    if not fams and not args.capacity:
+        if args.users is not None:
+            raise UserError("--users LO..HI goes with --capacity (users per GPU by search)")
+        return None
+    if not fams:
+        raise UserError("--capacity needs a mode family without N in --modes (e.g. --modes timeslice,mps)")
+    low = whole_number("--repeats", args.repeats, 1, MAX_REPEATS) if args.repeats is not None else 2
+    high = whole_number("--max-repeats", args.max_repeats, 1, MAX_REPEATS) if args.max_repeats is not None else 4
+    options = CapacityOptions(tuple(fams), parse_users(args.users), low, max(low, high))
+    args.modes = ",".join([*rest, *(m.label for m in options.start_modes())])
+    args.repeats, args.max_repeats = low, None
+    return options
+
+
     t_start = time.monotonic()  # the budget's clock: start-up, calibration, the cells and the report
     budget = budget_of(args)
+    capacity = capacity_of(args)
+    saved = args.repeats
+    if capacity is not None:  # the search's repeats per N, not a budget plan's
+        args.repeats = None
     if budget is not None and args.gpu_model is not None:
+    args.repeats = saved
         print(recorded_plan(args, budget))
         return 0
-    return run_request(request_of(args, results_folder(args), budget), t_start)
+    request = request_of(args, results_folder(args), budget)
+    return run_request(dataclasses.replace(request, capacity=capacity), t_start)
 
 
 def run_request(request: SweepRequest, t_start: float | None = None) -> int:
@@ -204,7 +230,8 @@ def run_request(request: SweepRequest, t_start: float | None = None) -> int:
     out, budget = request.out, request.budget
     cfg = sweep_config(request)
     if request.dry_run:
-        print(dry_run(validate(cfg), budget, out))
+        plan = validate(cfg)
+        print(capacity_dry_run(plan, request.capacity) if request.capacity else dry_run(plan, budget, out))
         return 0
     if request.resume and budget is None and nothing_to_do(cfg, out):
         return 0
@@ -218,7 +245,7 @@ def run_request(request: SweepRequest, t_start: float | None = None) -> int:
                 if request.strict:
                     strict_guard(rows)
 
-            run_sweep(cfg, out, on_cell=on_cell, budget=budget, t_start=t_start)
+            run_sweep(cfg, out, on_cell=on_cell, budget=budget, t_start=t_start, capacity=request.capacity)
             watch.check()
             if (out / RESULTS_CSV).exists():
                 build_report(out)

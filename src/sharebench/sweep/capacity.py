@@ -20,15 +20,20 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
 
+from sharebench.analysis.latency import latency_table
 from sharebench.errors import UserError
 from sharebench.modes import KINDS, MAX_REPLICAS, Mode, parse_mode
+from sharebench.patterns import parse_pattern
+from sharebench.results.bursts import load_bursts
+from sharebench.sweep.plan import Cell, SweepPlan, plan_header
 
 Verdict = Literal["within", "above", "unsure"]
 LimitWhy = Literal["memory", "maximum", "kind", "budget"]
@@ -98,7 +103,7 @@ class Capacity:
         if self.bound == "between":
             return f"between {self.users or 1} and {self.upper} users (the budget stopped the search)"
         if self.users is None:
-            return f"no sharing within {self.slo:g}× ({self.probes[0].text if self.probes else 'nothing measured'})"
+            return f"no sharing within {self.slo:g}×"
         return f"{self.users} users"
 
     def line(self) -> str:
@@ -352,10 +357,225 @@ def write_capacity_table(out: Path) -> Path | None:
 
 def families_of(items: Iterable[str]) -> tuple[list[str], list[str]]:
     """``--modes`` items split into capacity families (no N) and modes (the rest, as written)."""
-    fams, modes = [], []
+    fams: list[str] = []
+    modes: list[str] = []
     for t in items:
         if not t.strip():
             continue
         fam = parse_family(t)
         (fams if fam is not None else modes).append(fam if fam is not None else t)
     return list(dict.fromkeys(fams)), modes
+
+
+# ----------------------------------------------------------------- running the search (the runner's schedule)
+
+FAMILY_ORDER = ("mps", "timeslice")  # under a budget: the families searched first
+ESTIMATE_FACTOR = 1.5  # a probe's span, before one of its family is measured: the alone span x target x this
+
+
+@dataclass(frozen=True)
+class CapacityOptions:
+    """``--capacity``: the families searched, ``--users LO..HI``, the repeats of each N (min, max)."""
+
+    families: tuple[str, ...]
+    users: tuple[int, int] = DEFAULT_USERS
+    min_repeats: int = DEFAULT_MIN_REPEATS
+    max_repeats: int = DEFAULT_MAX_REPEATS
+
+    def __post_init__(self) -> None:
+        if not self.families:
+            raise UserError("--capacity needs a mode family to search: --modes timeslice,mps (no N)")
+        if not 1 <= self.min_repeats <= self.max_repeats:
+            raise UserError(
+                f"bad capacity repeats {self.min_repeats}..{self.max_repeats}; allowed: 1 <= --repeats <= --max-repeats"
+            )
+
+    def start_modes(self) -> tuple[Mode, ...]:
+        """Each family at the smallest N: what the sweep plans (and checks) before anything runs."""
+        return tuple(family_mode(f, self.users[0]) for f in self.families)
+
+    def searches(self, slo: float, pattern: str) -> list[CapacitySearch]:
+        order = sorted(self.families, key=lambda f: (FAMILY_ORDER + (family_kind(f),)).index(family_kind(f)))
+        lo, hi = self.users
+        return [CapacitySearch(f, slo, lo, hi, self.max_repeats, pattern=pattern) for f in order]
+
+    def describe(self, slo: float, cell_s: Callable[[int], float] | None = None) -> list[str]:
+        """The dry run's lines: per family the probe (distinct N) range and, with ``cell_s`` (N -> seconds of
+        one cell), the time range; then the total."""
+        lo, hi = self.users
+        lines = [f"capacity search: N from {lo} doubling to at most {hi}, then bisection; p95 target {slo:g}×; "
+                 f"{self.min_repeats}..{self.max_repeats} repeats per N"]  # fmt: skip
+        total = [0.0, 0.0]
+        for f in self.families:
+            max_n = min(hi, KIND_MAX.get(family_kind(f), MAX_REPLICAS))
+            best, worst = probe_bounds(lo, max_n)
+            text = f"  {f}: {best}–{worst} N probed ({best * self.min_repeats}–{worst * self.max_repeats} cells)"
+            if cell_s is not None:
+                ns = doubling(lo, max_n)
+                t_best = sum(cell_s(n) for n in ns[:best]) * self.min_repeats
+                t_worst = (sum(cell_s(n) for n in ns) + (worst - len(ns)) * cell_s(max_n)) * self.max_repeats
+                total[0] += t_best
+                total[1] += t_worst
+                text += f", {t_best / 60:.1f}–{t_worst / 60:.1f} min"
+            lines.append(text)
+        if cell_s is not None:
+            lines.append(f"  total: {total[0] / 60:.1f}–{total[1] / 60:.1f} min of probes (a --budget bounds it)")
+        return lines
+
+
+def doubling(lo: int, max_n: int) -> list[int]:
+    out = [min(lo, max_n)]
+    while out[-1] < max_n:
+        out.append(min(2 * out[-1], max_n))
+    return out
+
+
+def cell_span_s(rows: Iterable[Mapping[str, Any]]) -> float:
+    """A cell's span (its first tracking start to its last end) from its rows; NaN when none."""
+    starts = [float(r["track_start"]) for r in rows if r.get("track_start") is not None]
+    ends = [float(r["track_end"]) for r in rows if r.get("track_end") is not None]
+    return max(ends) - min(starts) if starts and ends else math.nan
+
+
+@dataclass
+class CapacitySchedule:
+    """The cells of a capacity sweep, decided after each cell (the runner's schedule protocol: ``queue``,
+    ``after(cell, rows)``, ``unfinished()``, ``report()``): the fixed cells first (the alone cells, T_1,
+    and any mode given with its N), then one probe of each family's search at a time (:func:`next_n`),
+    from the latency rows of the folder's bursts. ``fits(mode)``: the planner's check of a new N (None:
+    fits; else the one-line reason, a memory limit). With ``budget_s`` a probe that no longer fits the
+    time left stops its family: a budget answer ("between")."""
+
+    out: Path
+    searches: list[CapacitySearch]
+    fixed: list[Cell]
+    particles: int
+    options: CapacityOptions
+    fits: Callable[[Mode], str | None]
+    budget_s: float | None = None
+    t_start: float = field(default_factory=time.monotonic)
+    end_s: float = 0.0  # kept for the report at the end of a budget
+    queue: list[Cell] = field(default_factory=list)
+    spans: dict[str, float] = field(default_factory=dict)  # mode label -> the longest span of its cells
+    budget_stopped: set[str] = field(default_factory=set)
+    ran: int = 0
+    plan: None = None  # no budget plan: the runner's stop message reads the queue
+
+    def __post_init__(self) -> None:
+        self.queue = self.decide()
+
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.t_start
+
+    def after(self, cell: Cell, rows: Iterable[Mapping[str, Any]]) -> list[Cell]:
+        """The cells left once ``cell`` was measured (its rows); the searches updated and capacity.json written."""
+        rows = list(rows)
+        self.ran += 1
+        span = cell_span_s(rows)
+        if math.isfinite(span):
+            self.spans[cell.mode.label] = max(span, self.spans.get(cell.mode.label, 0.0))
+        self.fixed = [c for c in self.fixed if c.id != cell.id]
+        self.refresh()
+        self.queue = self.decide()
+        write_capacity(self.out, self.answers())
+        write_capacity_table(self.out)
+        return self.queue
+
+    def refresh(self) -> None:
+        """Each search's probes from the latency table of the folder's measured (not warm-up) bursts."""
+        bursts = load_bursts(self.out)
+        if bursts.empty:
+            return
+        bursts = bursts[~bursts["warmup"].astype(bool)]
+        table = latency_table(bursts, n_resamples=1000)
+        for s in self.searches:
+            update_probes(s, table)
+
+    def probe_s(self, mode: Mode) -> float:
+        """What a probe of ``mode`` is expected to cost: its family's longest span so far, else the alone span
+        x the target x :data:`ESTIMATE_FACTOR`; the largest measured gap between cells is not known: 10 %."""
+        fam = [v for k, v in self.spans.items() if k.split(":")[0] == mode.kind]
+        alone = max((v for k, v in self.spans.items() if ":" not in k), default=0.0)
+        base = max(fam) if fam else alone * (self.searches[0].slo if self.searches else 2.0) * ESTIMATE_FACTOR
+        return 1.1 * base
+
+    def next_probe(self, search: CapacitySearch) -> Cell | None:
+        """The search's next cell, or None (done, a limit, or the budget: then said in its answer)."""
+        while True:
+            step = next_n(search, self.options.min_repeats)
+            if step is None:
+                return None
+            n, _ = step
+            mode = search.mode(n)
+            why = self.fits(mode)
+            if why is None:
+                break
+            search.mem_max = max(1, n - 1) if search.mem_max is None else min(search.mem_max, n - 1)
+        repeat = search.probes[n].repeats + 1 if n in search.probes else 1
+        cell = Cell(mode, self.particles, repeat)
+        if self.budget_s is not None:
+            left = self.budget_s - self.elapsed_s() - self.end_s
+            if self.probe_s(mode) > left:
+                self.budget_stopped.add(search.family)
+                return None
+        return cell
+
+    def decide(self) -> list[Cell]:
+        if self.fixed:
+            return list(self.fixed)
+        cells = [self.next_probe(s) for s in self.searches if s.family not in self.budget_stopped]
+        return [c for c in cells if c is not None]
+
+    def answers(self) -> list[Capacity]:
+        return [answer(s, budget_stop=s.family in self.budget_stopped) for s in self.searches]
+
+    def unfinished(self) -> list[Cell]:
+        """What the searches would still measure with no time limit."""
+        if self.fixed:
+            return list(self.fixed)
+        out = []
+        for s in self.searches:
+            step = next_n(s, self.options.min_repeats) if s.limit is None else None
+            if step is not None:
+                out.append(Cell(s.mode(step[0]), self.particles, s.probes[step[0]].repeats + 1 if step[1] else 1))
+        return out
+
+    def report(self) -> list[str]:
+        """The notes' lines: each family's answer."""
+        return [f"capacity: {c.line()}" for c in self.answers()]
+
+
+SETUP_S = {"exec": 8.0, "warm": 0.5}  # a cell's set-up: a fresh program (the H200's ResNet-18), a warm replica
+
+
+def cell_estimate(plan: SweepPlan, slo: float) -> Callable[[int], float]:
+    """N -> the seconds one cell of N replicas of the plan's pattern takes, before anything is measured:
+    serve, its requests over the rate (queueing not counted); interactive, the think times and bursts whose
+    work is not known yet (a floor: burst time taken as the think time x min(N, target x 1.5) / 10)."""
+    w = plan.config.workload
+    setup = SETUP_S["exec" if w.is_program else "warm"]
+    p = parse_pattern(w.pattern)
+    if p.kind == "serve" and p.rate_per_s:
+        rate = p.rate_per_s
+        return lambda n: setup + w.bursts / rate
+    think = float(p.think_s or 0.0)
+    return lambda n: setup + w.bursts * think * (1 + min(n, slo * ESTIMATE_FACTOR) / 10)
+
+
+def capacity_dry_run(plan: SweepPlan, options: CapacityOptions) -> str:
+    """``--capacity --dry-run``: the device, the pattern, the alone cells and each family's search with its
+    probe and time range (:meth:`CapacityOptions.describe`)."""
+    slo = plan.config.slo
+    starts = {m.label for m in options.start_modes()}
+    fixed = [c for c in plan.cells() if c.mode.label not in starts]
+    est = cell_estimate(plan, slo)
+    alone_s = sum(est(1) for _ in fixed)
+    lines = [
+        *plan_header(plan),
+        f"pattern:   {plan.config.workload.pattern} ({plan.config.workload.bursts} bursts per cell)",
+        f"fixed:     {len(fixed)} cell(s) first ({', '.join(c.id for c in fixed)}), about {alone_s:.0f} s",
+        *options.describe(slo, est),
+        "estimate:  set-up, think times and arrivals before any burst is measured; the run re-estimates "
+        "each probe from the cells measured",
+    ]
+    return "\n".join([*lines, *(f"note: {n}" for n in plan.notes)])

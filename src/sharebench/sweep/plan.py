@@ -369,6 +369,27 @@ def validate(config: SweepConfig) -> SweepPlan:
     return plan
 
 
+def plan_mode(plan: SweepPlan, mode: Mode) -> SweepPlan:
+    """``plan`` with ``mode`` planned too (a capacity search's next N, ``sweep.capacity``): its replicas on
+    the device and the memory check of every size, the one-line UserError of :func:`validate` otherwise;
+    ``plan`` itself when the mode is planned already."""
+    if mode.label in plan.plans:
+        return plan
+    cell_plan = plan_cell(mode, plan.device)
+    if not plan.config.workload.is_program:
+        _check_memory(plan.config, plan.device, {mode.label: cell_plan}, list(plan.particles))
+    return dataclasses.replace(plan, modes=(*plan.modes, mode), plans={**plan.plans, mode.label: cell_plan})
+
+
+def mode_fits(plan: SweepPlan, mode: Mode) -> str | None:
+    """None when :func:`plan_mode` plans ``mode``; else its one-line reason (what stops a capacity search)."""
+    try:
+        plan_mode(plan, mode)
+    except UserError as exc:
+        return str(exc)
+    return None
+
+
 # ---------------------------------------------------------------- a sweep of separate tasks (the pipelines)
 @dataclass(frozen=True)
 class CellGrid:

@@ -20,6 +20,7 @@ from typing import Any
 from sharebench.analysis.sequential import DEFAULT_MAX_REPEATS, DEFAULT_PRECISION
 from sharebench.modes import Mode
 from sharebench.sweep.budget import BudgetOptions
+from sharebench.sweep.capacity import CapacityOptions
 from sharebench.sweep.plan import SweepConfig
 from sharebench.sweep.resume import inherit_options
 from sharebench.workloads import Workload
@@ -50,6 +51,7 @@ class SweepRequest:
     strict: bool = False
     dry_run: bool = False
     command: tuple[str, ...] | None = None  # what provenance.json records (default: sys.argv)
+    capacity: CapacityOptions | None = None  # --capacity: users per GPU by search (sweep.capacity)
 
 
 def sweep_config(request: SweepRequest) -> SweepConfig:

@@ -47,7 +47,8 @@ from sharebench.sharing.timeslice import gpu_timeslice
 from sharebench.sweep.adaptive import Schedule
 from sharebench.sweep.budget import BudgetOptions, BudgetPlan, fmt_duration, plan_budget
 from sharebench.sweep.calibrate import auto_sized, calibrate, folder_sizes
-from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, validate
+from sharebench.sweep.capacity import CapacityOptions, CapacitySchedule
+from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, mode_fits, plan_mode, validate
 from sharebench.sweep.probe import split_cells, sweep_probe
 from sharebench.sweep.resume import check_same_work, identity, work_key
 from sharebench.telemetry import collect_provenance, make_sampler
@@ -348,6 +349,7 @@ def run_sweep(
     on_cell: Callable[[list[dict[str, Any]]], None] | None = None,
     budget: BudgetOptions | None = None,
     t_start: float | None = None,
+    capacity: CapacityOptions | None = None,
 ) -> Path:
     """Run the sweep into out_dir (results.csv, provenance.json, sweep.json, notes.txt, cells/); returns
     out_dir. The report is built from it by ``sharebench.report.build_report``. ``budget``: the budget
@@ -359,7 +361,7 @@ def run_sweep(
         raise UserError(f"{out} already holds {RESULTS_CSV}; use --resume to continue it, or another --out")
     plan = validate(config)
     budget_plan = None  # planned (and a budget that holds too little refused) before the folder is made
-    if budget is not None and budget.budget_s is not None:
+    if budget is not None and budget.budget_s is not None and capacity is None:  # a search plans itself
         resumed = out if config.resume else None
         budget_plan = plan_budget(plan, budget, folder_sizes(resumed) if auto_sized(plan) else ())
     check_out_path(out)
@@ -371,7 +373,7 @@ def run_sweep(
         else:
             check_new_folder(out)
             torn = None
-        return _sweep(plan, out, on_cell, [torn] if torn else [], Clock(budget, start, budget_plan))
+        return _sweep(plan, out, on_cell, [torn] if torn else [], Clock(budget, start, budget_plan, capacity))
 
 
 @dataclass(frozen=True)
@@ -381,16 +383,21 @@ class Clock:
     budget: BudgetOptions | None
     t_start: float
     plan: BudgetPlan | None = None  # sweep.budget.plan_budget's, when the budget is set
+    capacity: CapacityOptions | None = None  # --capacity: the searches (sweep.capacity)
 
     @property
     def budget_s(self) -> float | None:
         return None if self.budget is None else self.budget.budget_s
 
 
-def _schedule(plan: SweepPlan, out: Path, notes: list[str], clock: Clock) -> tuple[SweepPlan, Schedule]:
+def _schedule(
+    plan: SweepPlan, out: Path, notes: list[str], clock: Clock
+) -> tuple[SweepPlan, Schedule | CapacitySchedule]:
     """The plan at its sizes (a calibration's, or the budget plan's) and what runs: the plan's cells not
     measured yet (on --resume), or with a budget the adaptive queue seeded with the folder's measured rows."""
     config = plan.config
+    if clock.capacity is not None:
+        return capacity_schedule(plan, out, notes, clock)
     resumed = out if config.resume else None
     bp = clock.plan
     if bp is not None:
@@ -409,6 +416,31 @@ def _schedule(plan: SweepPlan, out: Path, notes: list[str], clock: Clock) -> tup
         df = load_results(out)
         rows = df[df["cell_id"].isin(done) & (df["engine"] == plan.workload)].to_dict("records")
     return plan, Schedule.budgeted(bp, clock.budget, rows, clock.t_start)
+
+
+def capacity_schedule(plan: SweepPlan, out: Path, notes: list[str], clock: Clock) -> tuple[SweepPlan, CapacitySchedule]:
+    """The schedule of a capacity search (``sweep.capacity``): the alone cells and any mode given with its
+    N first, then each family's probes; with a budget, bounded by it (its clock the command's)."""
+    options = clock.capacity
+    assert options is not None
+    if auto_sized(plan):
+        plan, note = calibrate(plan, None)
+        notes.append(note)
+    starts = {m.label for m in options.start_modes()}
+    fixed = [c for c in plan.cells() if c.mode.label not in starts]
+    searches = options.searches(plan.config.slo, plan.config.workload.pattern)
+    notes += [f"capacity plan: {line.strip()}" for line in options.describe(plan.config.slo)]
+    return plan, CapacitySchedule(
+        out,
+        searches,
+        fixed,
+        plan.particles[0],
+        options,
+        lambda m: mode_fits(plan, m),
+        budget_s=clock.budget_s,
+        t_start=clock.t_start,
+        end_s=clock.plan.overheads.end_s if clock.plan is not None else 10.0,
+    )
 
 
 class Provenance(threading.Thread):
@@ -458,7 +490,7 @@ def run_bound(plan: SweepPlan, out: Path, notes: list[str]) -> RunBound:
     return bound
 
 
-def _say_stopped(notes: list[str], schedule: Schedule, out: Path, why: str) -> None:
+def _say_stopped(notes: list[str], schedule: Schedule | CapacitySchedule, out: Path, why: str) -> None:
     """A sweep that stopped with cells left (``--stop-after``, or the budget spent): a note and a line on stderr."""
     left = schedule.unfinished() if schedule.plan is not None else schedule.queue
     msg = f"{why}: {len(left)} of {schedule.ran + len(left)} cell(s) not run; continue with --resume --out {out}"
@@ -499,6 +531,7 @@ def _sweep(
                 _say_stopped(notes, schedule, out, f"stopped after {config.stop_after_s:g} s (--stop-after)")
                 break
             cell = cells[0]
+            plan = plan_mode(plan, cell.mode)  # a capacity search's next N, planned on demand
             if bar is not None:
                 bar.set_postfix_str(cell.id, refresh=True)
             result = measure_cell(
