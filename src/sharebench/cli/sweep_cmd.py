@@ -190,7 +190,6 @@ def request_of(args: argparse.Namespace, out: Path, budget: BudgetOptions | None
     )
 
 
-def cmd_run(args: argparse.Namespace) -> int:
 def capacity_of(args: argparse.Namespace) -> CapacityOptions | None:
     """``--capacity`` (or --modes naming a family without N): the searches, ``--users``, the repeats of each
     N; the families taken out of ``args.modes`` and the repeats out of ``args`` (a search plans its own)."""
@@ -209,14 +208,15 @@ def capacity_of(args: argparse.Namespace) -> CapacityOptions | None:
     return options
 
 
+def cmd_run(args: argparse.Namespace) -> int:
     t_start = time.monotonic()  # the budget's clock: start-up, calibration, the cells and the report
-    budget = budget_of(args)
     capacity = capacity_of(args)
     saved = args.repeats
     if capacity is not None:  # the search's repeats per N, not a budget plan's
         args.repeats = None
-    if budget is not None and args.gpu_model is not None:
+    budget = budget_of(args)
     args.repeats = saved
+    if budget is not None and args.gpu_model is not None:
         print(recorded_plan(args, budget))
         return 0
     request = request_of(args, results_folder(args), budget)
