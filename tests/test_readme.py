@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tools.patterns_headline import FAMILY_NAMES, WORKLOADS, committed_pattern_folders, table
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -40,3 +44,34 @@ def test_readme_local_links_resolve():
     assert targets
     missing = [t for t in targets if not (ROOT / t.split("#")[0]).exists()]
     assert not missing, missing
+
+
+def test_the_patterns_headline_is_generated_from_the_committed_pattern_folders():
+    """results/h200/headline_patterns.md is what tools.patterns_headline makes of the committed pattern folders
+    (every workload and mode family a row, "not measured" where no folder has it), and README.md carries it."""
+    made = table(committed_pattern_folders())
+    generated = (ROOT / "results" / "h200" / "headline_patterns.md").read_text().splitlines()
+    assert [line for line in generated if line.startswith("|")] == made, "python -m tools.patterns_headline --out ..."
+    assert "\n".join(made) in (ROOT / "README.md").read_text()
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in made[2:]]
+    assert {(w, m) for w, m, *_ in rows} >= {(w, FAMILY_NAMES[f]) for w in WORKLOADS for f in FAMILY_NAMES}
+    assert all(cell == "not measured" or cell[0].isdigit() for row in rows for cell in row[2:])
+
+
+PLACED = ROOT / "results" / "h200" / "patterns-2026-12-03"
+
+
+@pytest.mark.skipif(not (PLACED / "GPU-026cd61c" / "rn-users").is_dir(), reason="the H200 pattern folders are not here")
+def test_the_patterns_headline_of_the_h200_folders():
+    """Users per GPU at 2x from the H200 folders (read only): ResNet-18 8 users under time-slicing and MPS (the
+    most measured), Simpletrack 2 under MPS and none under time-slicing; serving at 10 requests/s passes 2x."""
+    folders = [PLACED / g / s for g, s in (("GPU-026cd61c", "rn-users"), ("GPU-1ac098ee", "st-users"))]
+    rows = {tuple(c.strip() for c in line.strip("|").split("|")[:2]): line for line in table(folders)[2:]}
+    assert "| 8 (p95 1.27×; N 2,4,8 measured, none beyond;" in rows[("ResNet-18 inference", "time-slicing")]
+    assert "| 8 (p95 0.98×; N 2,4,8 measured, none beyond;" in rows[("ResNet-18 inference", "MPS")]
+    assert (
+        "| 2 (p95 1.89×; N 2,4,8 measured; interactive:burst=1,think=0.2, GPU-1ac098ee/st-users) |"
+        in rows[("Simpletrack", "MPS")]
+    )
+    assert "| 0 (N 2: p95 2.53×;" in rows[("Simpletrack", "time-slicing")]
+    assert rows[("Simpletrack", "MPS")].endswith("| not measured |")  # no serving folder given
