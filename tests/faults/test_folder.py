@@ -118,3 +118,21 @@ def test_garbage_results_and_torn_sweep_json_are_one_line(measured, tmp_path):
     p = sharebench("report", str(out))
     assert p.returncode == 2
     assert one_line_error(p.stderr).startswith(f"sharebench: error: {out}/results.csv is not a readable results CSV")
+
+
+def test_report_and_compare_work_from_results_csv_when_sweep_json_is_torn(measured, tmp_path):
+    """A torn sweep.json beside an intact results.csv: report and compare work from the rows, and say so
+    in one warning line; the rows are unchanged (nothing is flagged by a list that cannot be read)."""
+    out = copy_of(measured, tmp_path)
+    (out / "sweep.json").write_text((out / "sweep.json").read_text()[:50])
+    before = (out / "results.csv").read_bytes()
+    p = sharebench("report", str(out))
+    assert p.returncode == 0, p.stderr
+    warning = f"sharebench: warning: {out}/sweep.json is not valid JSON"
+    assert one_line_error(p.stderr).startswith(warning)
+    assert "Traceback" not in p.stderr
+    assert "unlisted" not in (out / "report.md").read_text()
+    assert (out / "results.csv").read_bytes() == before
+    p = sharebench("compare", str(measured), str(out))
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.count("warning:") == 1 and warning in p.stderr, p.stderr

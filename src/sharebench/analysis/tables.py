@@ -49,7 +49,7 @@ from sharebench.analysis.statistics import MIN_CI_REPEATS, cv_pct, positive_mean
 from sharebench.analysis.timeslice_split import SPLIT_COLUMNS, read_runs, split_table
 from sharebench.gpus import models_with_profile
 from sharebench.modes import is_baseline, mode_sort_key
-from sharebench.results import SWEEP_JSON, load_results, read_sweeps
+from sharebench.results import SWEEP_JSON, load_results, read_sweeps, sweeps_warning
 from sharebench.results.bursts import load_bursts
 
 OVERLAP_MIN_PCT = 95.0
@@ -691,7 +691,10 @@ def analyse(results_dir: Path | str) -> Tables:
 
 
 def listed_sweeps(results_dir: Path | str) -> set[str] | None:
-    """The sweeps a folder's sweep.json lists (its rows of others are flagged ``unlisted``); None without one."""
+    """The sweeps a folder's sweep.json lists (its rows of others are flagged ``unlisted``); None without one,
+    and None when it is torn (no row is flagged by a list that cannot be read: ``sweeps_warning`` says so)."""
     path = Path(results_dir)
     folder = path if path.is_dir() else path.parent
-    return {str(s.get("sweep_id")) for s in read_sweeps(folder)} if (folder / SWEEP_JSON).is_file() else None
+    if not (folder / SWEEP_JSON).is_file() or sweeps_warning(folder) is not None:
+        return None
+    return {str(s.get("sweep_id")) for s in read_sweeps(folder)}

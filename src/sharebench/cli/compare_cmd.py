@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +19,7 @@ from sharebench.analysis.compare import (
 from sharebench.analysis.tables import Tables
 from sharebench.errors import UserError
 from sharebench.report import markdown_table
+from sharebench.results import sweeps_warning
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -44,6 +46,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         frames.append(t.assign(a=str(dirs[0]), b=str(other)))
     text = "\n".join(parts)
     print(text)
+    for warning in filter(None, map(sweeps_warning, dirs)):  # said once the rows proved readable
+        print(f"sharebench: {warning}", file=sys.stderr)
     if out is not None:
         try:
             out.mkdir(parents=True, exist_ok=True)

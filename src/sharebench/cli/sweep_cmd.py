@@ -19,7 +19,7 @@ from sharebench.errors import UserError
 from sharebench.modes import DEFAULT_MODES, with_baseline
 from sharebench.parse import seconds, whole_number
 from sharebench.report import build_report, end_screen
-from sharebench.results import RESULTS_CSV, SWEEP_JSON
+from sharebench.results import RESULTS_CSV, SWEEP_JSON, sweeps_warning
 from sharebench.sharing import stop_orphans
 from sharebench.sweep import (
     DEFAULT_PARTICLES,
@@ -317,4 +317,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         )
         return 1
     print(f"report: {paths['html']}  ({paths['markdown']})")
+    warning = sweeps_warning(args.dir)  # said once the rows proved readable
+    if warning is not None:
+        print(f"sharebench: {warning}", file=sys.stderr)
     return 0

@@ -399,7 +399,7 @@ def latency_section(results_dir: Path, tables: Tables) -> Section:
     if table.empty:
         section.blocks.append(Text("No replica pattern was measured here (every replica ran batch): no latency table."))
         return section
-    slo = sweep_slo(read_sweeps(results_dir))
+    slo = sweep_slo(read_sweeps(results_dir, torn_ok=True))
     users = users_table(table, slo)
     (results_dir / "tables").mkdir(parents=True, exist_ok=True)
     users.to_csv(results_dir / "tables" / USERS_CSV, index=False)
