@@ -10,15 +10,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sharebench.errors import UserError
 from sharebench.sweep.beside import run_beside_probe
 from sharebench.telemetry.timeslice_probe import (
     BesideRun,
     Distribution,
+    Neighbour,
     ProbeTrace,
     ProbeUnavailable,
     TimesliceProbe,
     analyse,
     check_args,
+    parse_neighbour,
+    parse_neighbours,
     probe_for_sweep,
     run_probe,
     unavailable_reason,
@@ -133,6 +137,46 @@ def test_beside_window_maps_host_time_to_the_gpu_clock() -> None:
     assert not BesideRun({"track_start": 0.5, "track_end": 4.5}, t).covered()
 
 
+@pytest.mark.parametrize(
+    ("text", "kind", "mb"),
+    [("light", "light", 0), ("stream", "stream", 128), ("stream:32", "stream", 32), (" HEAVY:4096 ", "heavy", 4096)],
+)
+def test_neighbours_parse(text: str, kind: str, mb: int) -> None:
+    n = parse_neighbour(text)
+    assert (n.kind, n.mb) == (kind, mb)
+    assert parse_neighbour(n.label) == n
+
+
+@pytest.mark.parametrize("text", ["", "bogus", "light:4", "stream:0", "heavy:x", "heavy:65537", "stream:-1"])
+def test_bad_neighbours_are_one_line(text: str) -> None:
+    with pytest.raises(UserError) as e:
+        parse_neighbour(text)
+    msg = str(e.value)
+    assert repr(text) in msg and "light, stream[:MB] or heavy[:MB]" in msg and "\n" not in msg
+    r = run_probe(2, 1.0, device="cuda:0", neighbour=text)
+    assert isinstance(r, ProbeUnavailable)
+
+
+def test_neighbour_lists_keep_order_without_repeats() -> None:
+    assert parse_neighbours("heavy,light,heavy:128,stream:32") == [
+        Neighbour("heavy", 128),
+        Neighbour(),
+        Neighbour("stream", 32),
+    ]
+
+
+def test_a_heavy_pair_reports_its_bytes_per_second_on_the_gpu() -> None:
+    traces = alternation(2, 2 * MS, MS // 5, 50)
+    heavy = [ProbeTrace(**{**t.__dict__, "neighbour": "heavy:64", "regs": 119, "bytes": 10**9}) for t in traces]
+    r = analyse(heavy)
+    on_gpu_s = sum(b - a for t in heavy for a, b in t.slices()) / 1e9
+    assert r.neighbour == "heavy:64" and r.bytes_per_s == pytest.approx(2e9 / on_gpu_s)
+    assert "heavy:64 probe processes" in r.summary() and "TB/s" in r.summary()
+    assert math.isnan(analyse(traces).bytes_per_s) and analyse(traces).neighbour == "light"
+    back = ProbeTrace.from_dict({**heavy[0].__dict__, "gaps": [list(g) for g in heavy[0].gaps]})
+    assert back == heavy[0]
+
+
 # --- on an NVIDIA GPU ---------------------------------------------------------------------------------------
 
 
@@ -164,3 +208,32 @@ def test_a_process_pair_alternates(grid: str) -> None:
     assert 0.0 < r.switch_ms.p50 < r.slice_ms.p50, r.summary()
     assert 0.75 < r.share_sum <= 1.0 and min(r.shares) > 0.3, r.summary()
     assert not any(t.overflowed for t in r.traces)
+
+
+@pytest.mark.gpu
+def test_a_heavy_neighbour_pair_alternates() -> None:
+    """Two heavy neighbours (a full register file, shared memory, 64 MiB streamed): they alternate in
+    slices like the light probe's, record no false gaps, and fill the registers they were built for."""
+    light = probe_or_skip(2, 1.0)
+    r = run_probe(2, 1.0, neighbour="heavy:64")
+    assert isinstance(r, TimesliceProbe), r
+    assert r.neighbour == "heavy:64" and r.alternation > 0.95, r.summary()
+    assert 0.3 < r.slice_ms.p50 < 50.0 and r.slice_ms.n > 20, r.summary()
+    assert 0.0 < r.switch_ms.p50 < r.slice_ms.p50, f"{r.summary()}; light: {light.summary()}"
+    assert all(t.regs >= 96 and t.threads == 512 and t.smem_bytes > 0 for t in r.traces), r.traces[0]
+    assert r.bytes_per_s > 1e11, r.summary()  # over 100 GB/s while on the GPU
+
+
+@pytest.mark.gpu
+def test_simpletrack_beside_a_heavy_neighbour(tmp_path: Path) -> None:
+    """One Simpletrack replica beside a heavy neighbour: the neighbour covers its window, which holds
+    switch-outs, and its progress inside its own slices is at most about its rate alone."""
+    if unavailable_reason("cuda:0"):
+        pytest.skip(unavailable_reason("cuda:0") or "")
+    job = ReplicaJob.of(Workload(device="cuda:0"), particles=100_000, turns=20)
+    r = run_beside_probe(job, tmp_path, 8.0, neighbour="heavy:64")
+    assert isinstance(r, BesideRun), r
+    assert r.covered() and r.trace.neighbour == "heavy:64"
+    lo, hi = r.window_ns()
+    gaps = r.trace.gaps_within(lo, hi)
+    assert len(gaps) >= 2, (r.record["track_s"], len(gaps))
