@@ -4,6 +4,7 @@ replica job that carries it (its JSON round trip, the victim, the exec rule)."""
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import replace
 
 import pytest
@@ -13,7 +14,9 @@ from hypothesis import strategies as st
 from sharebench.errors import UserError
 from sharebench.kernel import Barrier, RunConfig
 from sharebench.workloads import DEFAULT_WORKLOAD, VICTIM, ReplicaJob, Workload, role
+from sharebench.workloads.protocol import check_command
 from sharebench.workloads.workload import KEYS
+from support.faults import one_line_error, sharebench
 
 DEVICES = st.sampled_from(["auto", "cpu", "cuda", "cuda:3", "opencl", "opencl:0.1", " CPU "])
 WORDS = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=20)
@@ -117,7 +120,8 @@ def test_job_of_a_program(w):
     job = ReplicaJob.of(w, particles=7, turns=1, replica=2)
     assert job.workload is w and (job.run.engine, job.run.device, job.run.seed) == ("exec", w.device, w.seed)
     assert (job.run.particles, job.replica) == (7, 2)
-    assert job.workload.is_program and job.workload.starts_fresh
+    # under process timing the harness times the whole process: fresh; under protocol timing a warm replica
+    assert job.workload.is_program and job.workload.starts_fresh == (w.timing == "process")
 
 
 def test_job_of_a_tracker_on_the_sweeps_device():
@@ -182,3 +186,32 @@ def test_bad_job_is_one_line(make, message):
     with pytest.raises(UserError) as e:
         make()
     assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+def test_check_command_finds_the_program_or_says_why(tmp_path):
+    """The exec rule's program, found as a replica finds it: on the PATH, or a path to an executable file."""
+    assert check_command(f"{sys.executable} -c pass") == sys.executable
+    assert check_command("sh -c 'exit 0'").endswith("/sh")
+    script = tmp_path / "prog.sh"
+    script.write_text("#!/bin/sh\n")
+    for command in ("no-such-program-sharebench --work 3", str(script), str(tmp_path / "gone")):
+        with pytest.raises(UserError, match=r"^command '.*' not found \(--exec .*\): give a program on the PATH"):
+            check_command(command)
+    script.chmod(0o755)
+    assert check_command(f"{script} --work 3") == str(script)
+
+
+def test_a_missing_program_is_one_line_before_any_folder(tmp_path):
+    """`run --engine exec` with a program that is not there: refused in one line, no folder made."""
+    out = tmp_path / "r"
+    p = sharebench(
+        *("run", "--device", "cpu", "--modes", "exclusive", "--engine", "exec", "--exec", "no-such-program-x --n 1"),
+        *("--no-progress", "--no-telemetry", "--out", str(out)),
+        timeout=120,
+    )
+    assert p.returncode == 2, p.stderr
+    assert one_line_error(p.stderr) == (
+        "sharebench: error: command 'no-such-program-x' not found (--exec 'no-such-program-x --n 1'): "
+        "give a program on the PATH or a path to an executable file"
+    )
+    assert not out.exists()

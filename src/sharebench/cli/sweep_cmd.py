@@ -43,6 +43,7 @@ from sharebench.sweep.plan import plan_header
 from sharebench.sweep.request import SweepRequest, sweep_config
 from sharebench.sweep.resume import check_same_work, identity, measured_cells
 from sharebench.telemetry.disturbance import Disturbed, check_quiet, strict_guard
+from sharebench.workloads.protocol import check_command
 from sharebench.workloads.workload import MAX_BURSTS
 
 
@@ -233,6 +234,8 @@ def run_request(request: SweepRequest, t_start: float | None = None) -> int:
         plan = validate(cfg)
         print(capacity_dry_run(plan, request.capacity) if request.capacity else dry_run(plan, budget, out))
         return 0
+    if cfg.workload.is_program:
+        check_command(cfg.workload.command)  # a missing program: one line, before any folder is made
     if request.resume and budget is None and nothing_to_do(cfg, out):
         return 0
     if request.strict:

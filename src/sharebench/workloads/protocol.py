@@ -35,6 +35,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -125,6 +126,19 @@ def split_command(command: str | None) -> list[str]:
     except ValueError as exc:
         raise UserError(f"bad --exec {command!r}: {exc}") from None
     return argv
+
+
+def check_command(command: str | None) -> str:
+    """The command's program as found (on the PATH, or the path given); UserError in one line when it is
+    not there or not executable: before a sweep makes its folder, and again in each replica."""
+    argv = split_command(command)
+    found = shutil.which(argv[0])
+    if found is None:
+        raise UserError(
+            f"command {argv[0]!r} not found (--exec {command!r}): give a program on the PATH "
+            "or a path to an executable file"
+        )
+    return found
 
 
 def workload_name(command: str | None) -> str:
