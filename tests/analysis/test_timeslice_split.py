@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,11 +17,15 @@ from sharebench.analysis.timeslice_split import (
     SwitchOut,
     append_runs,
     helpful_interval,
+    implied_refill_ms,
     loss_at,
+    loss_from_rate,
+    neighbour_terms,
     predicted_loss_pct,
     read_runs,
     split,
     summarize,
+    switch_idle_pct,
 )
 from sharebench.report.answer import verdict_line
 from sharebench.telemetry.timeslice_probe import BesideRun, ProbeTrace
@@ -150,3 +155,82 @@ def test_the_answer_names_the_interval_that_would_help_as_predicted(tmp_path) ->
     text = rows.loc["timeslice:2", "interval"]
     assert text.startswith("a 4 ms time slice would cut its loss to 2") and "(predicted, not measured;" in text
     assert f"; {text}; isolation:" in verdict_line(rows.reset_index().iloc[1])
+
+
+# --- issue 34: beside a heavy neighbour, the evicted term and what stays unexplained ------------------------
+
+
+def splits_beside(work_ms: float, slice_ms: float, switch_ms: float, refills: tuple[float, ...]) -> list:
+    """Splits of runs beside one neighbour whose switch is ``switch_ms``, one per refill (repeats)."""
+    out = []
+    for refill in refills:
+        beside, rec = beside_probe(work_ms, slice_ms, switch_ms, refill)
+        out.append(split(work_ms / 1e3, beside, rec, switch_ms=switch_ms))
+    return out
+
+
+def test_loss_from_rate_is_the_refill_form_and_implied_refill_inverts_it() -> None:
+    for slice_ms, switch, refill in ((2.1, 0.15, 0.36), (4.0, 0.2, 0.0), (1.0, 0.05, 0.5)):
+        rate = 1 - refill / slice_ms
+        pred = predicted_loss_pct(slice_ms, switch, refill)
+        assert loss_from_rate(rate, switch_idle_pct(slice_ms, switch)) == pytest.approx(pred, abs=1e-9)
+        assert implied_refill_ms(pred, slice_ms, switch) == pytest.approx(refill, abs=1e-9)
+    assert loss_from_rate(0.0, 5.0) == math.inf
+
+
+def test_a_heavy_neighbour_recovers_the_evicted_term_and_predicts_the_pair() -> None:
+    work, slice_ms, sw_l, sw_h, refill, evict = 1200.0, 2.1, 0.15, 0.16, 0.36, 0.06
+    light = splits_beside(work, slice_ms, sw_l, (refill - 0.01, refill, refill + 0.01))
+    heavy = splits_beside(work, slice_ms, sw_h, tuple(r + evict for r in (refill - 0.01, refill, refill + 0.01)))
+    loss = pair_loss_pct(work, slice_ms, sw_h, refill + evict)
+    t = neighbour_terms(heavy, light, (loss, loss - 0.3, loss + 0.3))
+    assert t["evict_ms"] == pytest.approx(evict, abs=2e-3)  # one partial slice in ~700
+    assert t["refill_light_ms"] == pytest.approx(refill, abs=2e-3)
+    assert t["in_slice_rate_light"] == pytest.approx(1 - refill / slice_ms, abs=1e-3)
+    predicted = float(np.mean([s.predicted_loss_pct for s in heavy]))
+    assert predicted == pytest.approx(loss, abs=0.05)
+    assert abs(t["unexplained_pts"]) < 0.05 and t["unexplained_ci_low"] < 0 < t["unexplained_ci_high"]
+    assert loss - t["predicted_light_pct"] > 2.0  # the light probe alone misses by the evicted term
+    assert t["predicted_light_pct"] == pytest.approx(pair_loss_pct(work, slice_ms, sw_l, refill), abs=0.05)
+    assert abs(t["missing_ms"]) < 0.005
+
+
+def test_a_planted_missing_term_is_stated_with_an_interval_that_excludes_zero() -> None:
+    work, slice_ms, sw, refill, missing = 1200.0, 2.1, 0.15, 0.36, 0.06
+    refills = (refill - 0.005, refill, refill + 0.005)
+    light = splits_beside(work, slice_ms, sw, refills)
+    heavy = splits_beside(work, slice_ms, sw, refills)  # the neighbour evicts nothing more
+    loss = pair_loss_pct(work, slice_ms, sw, refill + missing)
+    t = neighbour_terms(heavy, light, (loss, loss - 0.3, loss + 0.3))
+    assert t["evict_ms"] == pytest.approx(0.0, abs=1e-9)
+    assert t["missing_ms"] == pytest.approx(missing, abs=0.005)
+    assert t["unexplained_pts"] > 2 and t["unexplained_ci_low"] > 0
+
+
+def test_the_split_table_sets_the_heavy_prediction_beside_the_light_one(tmp_path) -> None:
+    runs = gpu_folder(tmp_path, refills=(0.35, 0.4, 0.45), loss_refill=0.5)
+    heavy = [
+        dict(r, neighbour="heavy:128", **beside_fields(1050.0, 2.0, 0.2, refill))
+        for r, refill in zip(runs, (0.45, 0.5, 0.55))
+    ]
+    append_runs(tmp_path, runs + heavy)
+    t = analyse(tmp_path).timeslice_split
+    assert list(t.columns) == SPLIT_COLUMNS and len(t) == 1
+    r = t.iloc[0]
+    assert r["neighbour"] == "heavy:128" and r["repeats"] == 3
+    assert r["evict_ms"] == pytest.approx(0.1, abs=3e-3) and r["refill_light_ms"] == pytest.approx(0.4, abs=3e-3)
+    assert abs(r["error_pts"]) < 1.0 and r["loss_pct"] - r["predicted_light_pct"] > 3.0
+    assert r["unexplained_ci_low"] < r["unexplained_pts"] < r["unexplained_ci_high"]
+
+
+def test_light_only_folders_keep_one_light_row_without_an_evicted_term(tmp_path) -> None:
+    append_runs(tmp_path, gpu_folder(tmp_path))
+    r = analyse(tmp_path).timeslice_split.iloc[0]
+    assert r["neighbour"] == "light" and math.isnan(r["evict_ms"])
+    assert r["predicted_light_pct"] == pytest.approx(r["predicted_loss_pct"])
+    assert r["unexplained_pts"] == pytest.approx(r["loss_pct"] - r["predicted_loss_pct"])
+
+
+def beside_fields(work_ms: float, slice_ms: float, switch_ms: float, refill_ms: float) -> dict:
+    beside, rec = beside_probe(work_ms, slice_ms, switch_ms, refill_ms)
+    return dict(track_s=beside, window_ms=rec.window_ms, gaps_ms=list(rec.gaps_ms), probe_switch_ms=switch_ms)
