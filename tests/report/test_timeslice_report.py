@@ -3,6 +3,8 @@ folder whose split is known (support.timeslice): a 2 ms slice, 0.2 ms switches a
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from sharebench.analysis.timeslice_split import SPLIT_COLUMNS, append_runs
@@ -46,3 +48,21 @@ def test_without_a_split_the_section_says_why_in_one_line(tmp_path) -> None:
     assert f"| time-slice probe | cannot run here: {reason} |" in md  # the provenance section
     assert not (tmp_path / "plots" / "timeslice_split.png").exists()
     assert pd.read_csv(tmp_path / "tables" / "timeslice_split.csv").empty
+
+
+def test_the_section_names_the_evicted_term_and_what_stays_unexplained(tmp_path) -> None:
+    """Beside a heavy neighbour with a 0.1 ms larger refill: the sentence names it and the rest, unexplained."""
+    from support.timeslice import beside_probe
+
+    runs = gpu_folder(tmp_path, refills=(0.35, 0.4, 0.45))
+    heavy = []
+    for r, refill in zip(runs, (0.45, 0.5, 0.55)):
+        beside, rec = beside_probe(1050.0, 2.0, 0.2, refill)
+        heavy.append(dict(r, neighbour="heavy:128", track_s=beside, window_ms=rec.window_ms, gaps_ms=list(rec.gaps_ms)))
+    append_runs(tmp_path, runs + heavy)
+    md = build_report(tmp_path)["markdown"].read_text()
+    section = md.split(f"Why time-slicing costs this workload {LOSS:.1f}%", 1)[1].split("\n## ", 1)[0]
+    sentence = next(line for line in section.splitlines() if line.startswith("simpletrack"))
+    assert "beside a heavy neighbour (heavy:128" in sentence
+    assert re.search(r"evicts 0\.(099|10\d) ms \[", sentence), sentence
+    assert "the light probe alone predicts" in sentence and "Unexplained: " in sentence and " points [" in sentence

@@ -75,6 +75,25 @@ def sentence(r: pd.Series) -> str:
         f"(a refill of {r['refill_ms']:.3f} ms per switch-in, {r['refill_pct']:.1f}% of the time); together they "
         f"predict {r['predicted_loss_pct']:.1f}%{ci(r['predicted_ci_low'], r['predicted_ci_high'])}, "
         f"{r['error_pts']:+.1f} points from the measured loss."
+    ) + neighbour_sentence(r)
+
+
+def neighbour_sentence(r: pd.Series) -> str:
+    """Issue 34's terms: the rate beside a heavy neighbour against the light probe, the evicted term, the
+    prediction from the light probe alone and what stays unexplained (with its interval); '' for rows
+    measured beside the light probe only."""
+    if str(r.get("neighbour") or "light") == "light":
+        un = number_or_nan(r.get("unexplained_pts"))
+        if not math.isfinite(un):
+            return ""
+        return f" Unexplained: {un:+.1f} points{ci(r.get('unexplained_ci_low'), r.get('unexplained_ci_high'))}."
+    return (
+        f" These parts were measured beside a heavy neighbour ({r['neighbour']}: it streams over more than the "
+        f"L2 and fills the register file); beside the light probe the rate is {r['in_slice_rate_light']:.2f}×, "
+        f"so the neighbour evicts {r['evict_ms']:.3f} ms{ci(r['evict_ms_ci_low'], r['evict_ms_ci_high'], 3)} of "
+        f"progress per switch-in on top of a refill of {r['refill_light_ms']:.3f} ms; the light probe alone "
+        f"predicts {r['predicted_light_pct']:.1f}%. Unexplained: {r['unexplained_pts']:+.1f} points"
+        f"{ci(r['unexplained_ci_low'], r['unexplained_ci_high'])} ({r['missing_ms']:+.3f} ms per switch-in)."
     )
 
 
@@ -98,6 +117,11 @@ def split_display(split: pd.DataFrame) -> pd.DataFrame:
                 "loss %": f"{r['loss_pct']:.2f}{ci(r['loss_ci_low'], r['loss_ci_high'], 2)}",
                 "predicted %": f"{r['predicted_loss_pct']:.2f}{ci(r['predicted_ci_low'], r['predicted_ci_high'], 2)}",
                 "error pts": f"{r['error_pts']:+.2f}",
+                "beside": str(r.get("neighbour") or "light"),
+                "evict ms": f"{number_or_nan(r.get('evict_ms')):.3f}",
+                "predicted light %": f"{number_or_nan(r.get('predicted_light_pct')):.2f}",
+                "unexplained pts": f"{number_or_nan(r.get('unexplained_pts')):+.2f}"
+                f"{ci(r.get('unexplained_ci_low'), r.get('unexplained_ci_high'), 2)}",
             }
         )
     return pd.DataFrame(rows)
