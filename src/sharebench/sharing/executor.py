@@ -74,8 +74,8 @@ def run_cell(run: CellRun, launcher: Launcher | None = None) -> list[dict[str, A
     MPS daemon, then propagates.
 
     ``launcher`` (default: a :class:`FreshLauncher`) starts and ends the replicas: fresh processes,
-    or warm ones kept from earlier cells (``WarmLauncher``); a program's always start fresh
-    (``Workload.starts_fresh``). What the mode's kind needs around its replicas (an MPS cell: the
+    or warm ones kept from earlier cells (``WarmLauncher``); a program under process timing always
+    starts fresh (``Workload.starts_fresh``). What the mode's kind needs around its replicas (an MPS cell: the
     control daemon they are clients of) comes from the launcher's :meth:`Launcher.helper`.
     """
     launcher = (launcher or FreshLauncher()).for_workload(run.workload)

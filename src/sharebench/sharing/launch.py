@@ -6,11 +6,12 @@ at the barrier). A :class:`Launcher` starts a replica for it, stops replicas sti
 them back when the cell is over; ``sharebench.sharing.executor.run_cell(run, launcher)`` does the
 barrier and the collection the same way for every launcher:
 
-* :class:`FreshLauncher`: a new process per replica and cell (``--fresh-replicas``; a program, which
-  starts fresh, :attr:`Workload.starts_fresh`; the KFP step), ended with its whole process group when
-  the cell is over;
+* :class:`FreshLauncher`: a new process per replica and cell (``--fresh-replicas``; a program under
+  process timing, which starts fresh, :attr:`Workload.starts_fresh`; the KFP step), ended with its whole
+  process group when the cell is over;
 * :class:`WarmLauncher`: processes kept from one cell to the next (``sharebench.sharing.pool``),
-  set up before the first cell (:meth:`Launcher.prime`).
+  set up before the first cell (:meth:`Launcher.prime`); a program under protocol timing is kept by
+  its warm replica when it serves cells (``sharebench.workloads.program.ProgramHost``).
 
 What a cell of a mode kind needs around its replicas (:attr:`KindSpec.helper`, e.g. the MPS control
 daemon its replicas are clients of) is started by one hook, :meth:`Launcher.helper`, from the
@@ -238,7 +239,8 @@ def fresh_processes(replicas: list[Replica]) -> list[subprocess.Popen]:
 
 class WarmLauncher(Launcher):
     """Warm replicas from a :class:`ReplicaPool`: a cell that went well leaves its replicas idle for the
-    next; the others are ended. A program's replicas start fresh (``fresh``, :attr:`Workload.starts_fresh`)."""
+    next; the others are ended. A program under process timing starts fresh (``fresh``,
+    :attr:`Workload.starts_fresh`); under protocol timing a warm replica keeps it when it serves cells."""
 
     def __init__(self, pool: ReplicaPool) -> None:
         self.pool = pool
@@ -267,7 +269,8 @@ class WarmLauncher(Launcher):
     def prime(self, plans: list[CellPlan], job: ReplicaJob, ready_timeout_s: float = 900.0) -> list[str]:
         """Start, and set up all at once, the warm replicas the cells of ``plans`` will need (as many of
         each kind as the largest of those cells), the cells with a helper under the pool's (the MPS
-        cells' under its daemon). A program (which starts fresh): none started."""
+        cells' under its daemon); a program's replicas start it and let it set up. A program that starts
+        fresh (process timing): none started."""
         if job.workload.starts_fresh:
             return []
         need: dict[tuple, list] = {}

@@ -7,7 +7,9 @@ the next cell that needs a replica started the same way: same device, same CPUs,
 (an MPS client with the same thread percentage and memory limit is interchangeable; a plain process
 is not an MPS client). What a warm replica keeps is its context, its built engine and its last
 particle state in page-locked memory (``sharebench.kernel.run.WarmRunner``); its timed window is
-the same as a fresh one's.
+the same as a fresh one's. A program (the exec engine, protocol timing) that serves cells is kept by its
+warm replica too (``sharebench.workloads.program.ProgramHost``): its interpreter, model and device
+context stay up between cells.
 
 Idle replicas hold a context on the device but submit no work. The pool holds one MPS control
 daemon for all the MPS cells of the sweep, started when the first MPS replica is set up

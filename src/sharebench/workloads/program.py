@@ -1,13 +1,24 @@
 """The harness's side of the replica protocol (``sharebench.workloads.protocol``): one replica of a
 program (the exec engine) runs its command with the protocol's environment, relays the barrier and
-turns the program's result into the replica's record (:func:`run_exec`)."""
+turns the program's result into the replica's record (:func:`run_exec`).
+
+A warm replica keeps its program from one cell to the next (:class:`ProgramHost`, the protocol's
+serving cells): the program is started with ``SHAREBENCH_SERVE=1`` and a pipe on its stdin; once it
+has written a result marked ``"serving": true`` and is still running, the next cell of the same command
+on the same device is handed to it as a line (:func:`sharebench.workloads.protocol.cell_line`) instead
+of a new process. A program that exits after its result, or fails (exit, malformed result, timeout,
+interrupt: it is stopped), is started fresh for the next cell. The record's ``warm_cells`` counts the
+cells the program served before this one (0: a fresh start); ``setup_s`` runs from the spawn or the
+line to the program's start instant."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -26,14 +37,17 @@ from sharebench.workloads.job import ReplicaJob
 from sharebench.workloads.protocol import (
     DEVICE,
     MAX_RESULT_BYTES,
+    PRIMED,
     READY_FILE,
     RECORD_KEYS,
     REPLICA,
     REPLICAS,
     RESULT_FILE,
     RESULT_KEYS,
+    SERVE,
     START_FILE,
     WORK,
+    cell_line,
     check_exec_timing,
     read_oversized_away,
     read_result,
@@ -41,14 +55,14 @@ from sharebench.workloads.protocol import (
 )
 
 
-def program_env(job: ReplicaJob, result_file: Path) -> dict[str, str]:
+def program_env(job: ReplicaJob, result_file: Path | None) -> dict[str, str]:
     """The program's environment: ours (device pinning, MPS, OMP_NUM_THREADS) plus the protocol's."""
     env = dict(os.environ)
     env.update(
         {
             READY_FILE: job.barrier.ready_file or "",
             START_FILE: job.barrier.start_file or "",
-            RESULT_FILE: str(result_file),
+            RESULT_FILE: str(result_file) if result_file is not None else "",
             REPLICA: str(job.replica),
             REPLICAS: str(job.replicas),
             WORK: str(job.run.particles),
@@ -66,9 +80,10 @@ def _stderr_tail(path: Path) -> str:
     return one_line(" | ".join(lines[-3:]), 240)
 
 
-def run_exec(job: ReplicaJob) -> RunRecord:
-    """Run the workload's command as this replica (protocol or process timing); its record. UserError with
-    a one-line reason when the command is missing, exits non-zero, or writes no or a malformed result."""
+def run_exec(job: ReplicaJob, host: ProgramHost | None = None) -> RunRecord:
+    """Run the workload's command as this replica (protocol or process timing; under protocol timing in
+    ``host``'s kept program when one is given); its record. UserError with a one-line reason when the
+    command is missing, exits non-zero, or writes no or a malformed result."""
     command = job.workload.command
     argv = split_command(command)
     if shutil.which(argv[0]) is None:
@@ -89,9 +104,29 @@ def run_exec(job: ReplicaJob) -> RunRecord:
         env.update(pattern_env(job, bursts_file))
     if timing == "protocol" and barrier.start_at is not None:  # pods of one cell: the program starts at start_at
         env[START_FILE] = str(relay_start(job, base / f"start.{replica}"))
+    if timing == "protocol" and host is not None:
+        doc, setup_s, served = host.run(job, argv, log_file, env, result_file)
+        rec = exec_record(job, doc, timing, setup_s)
+        rec.extra["warm_cells"] = served
+    else:
+        rec = run_fresh(job, argv, log_file, env, result_file)
+    if bursts_file is not None and bursts_file.exists():  # a program that ignores SHAREBENCH_BURSTS writes none
+        header, bursts = read_oversized_away(bursts_file, read_bursts, MAX_BURSTS_BYTES)
+        rec.extra.update(
+            pattern=str(header.get("pattern") or job.own_pattern),
+            role=job.role,
+            pattern_seed=header.get("seed"),
+            bursts=[[b.i, b.arrival, b.start, b.end, b.units] for b in bursts],
+        )
+    return rec
+
+
+def run_fresh(job: ReplicaJob, argv: list[str], log_file: Path, env: dict[str, str], result_file: Path) -> RunRecord:
+    """The program started for this cell alone and run to its end; the cell's record."""
+    timing = job.workload.timing
     t_setup = time.perf_counter()
     if timing == "process":
-        wait_at_barrier(barrier)
+        wait_at_barrier(job.barrier)
     start, end, rc = run_program(job, argv, log_file, env)
     if rc != 0:
         tail = _stderr_tail(log_file)
@@ -102,16 +137,117 @@ def run_exec(job: ReplicaJob) -> RunRecord:
     else:
         doc = read_oversized_away(result_file, read_result, MAX_RESULT_BYTES)
         setup_s = max(0.0, doc["start"] - start) if start else time.perf_counter() - t_setup
-    rec = exec_record(job, doc, timing, setup_s)
-    if bursts_file is not None and bursts_file.exists():  # a program that ignores SHAREBENCH_BURSTS writes none
-        header, bursts = read_oversized_away(bursts_file, read_bursts, MAX_BURSTS_BYTES)
-        rec.extra.update(
-            pattern=str(header.get("pattern") or job.own_pattern),
-            role=job.role,
-            pattern_seed=header.get("seed"),
-            bursts=[[b.i, b.arrival, b.start, b.end, b.units] for b in bursts],
+    return exec_record(job, doc, timing, setup_s)
+
+
+class ProgramHost:
+    """The program a warm replica keeps between cells (the protocol's serving cells): started with
+    ``SHAREBENCH_SERVE=1`` and a pipe on stdin, in the replica's process group (what ends the replica
+    ends it); handed the next cell of the same command, device and CPUs as a line."""
+
+    POLL_S = 0.005
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.key: tuple = ()
+        self.log: Path | None = None
+        self.served = 0  # cells the kept program has served
+
+    @staticmethod
+    def key_of(job: ReplicaJob, argv: list[str]) -> tuple:
+        return (tuple(argv), job.run.device, tuple(job.run.cpus or ()))
+
+    def spawn(self, argv: list[str], log_file: Path, env: dict[str, str], key: tuple) -> subprocess.Popen:
+        self.drop()
+        proc = processes.spawn(
+            argv, log=log_file, env={**env, SERVE: "1"}, stdin=subprocess.PIPE, text=True, own_group=False
         )
-    return rec
+        self.proc, self.key, self.log, self.served = proc, key, log_file, 0
+        return proc
+
+    def hand(self, key: tuple, env: dict[str, str]) -> subprocess.Popen | None:
+        """The kept program, handed the cell of ``env``; None when there is none for ``key`` (or it is gone)."""
+        proc = self.proc
+        if proc is None or proc.poll() is not None or key != self.key or proc.stdin is None:
+            self.drop()
+            return None
+        try:
+            proc.stdin.write(cell_line(env))
+            proc.stdin.flush()
+        except (OSError, ValueError):
+            self.drop()
+            return None
+        return proc
+
+    def drop(self) -> None:
+        """Stop the kept program (end of input first: a serving program exits 0) and forget it."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            if proc.stdin is not None:
+                proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.5)
+        processes.stop([proc])
+
+    def prime(self, job: ReplicaJob, folder: Path, timeout_s: float = 900.0) -> None:
+        """Start the program for ``job`` with a ready file and no result file: it sets up, writes the ready
+        file (with :data:`~sharebench.workloads.protocol.PRIMED` in it: it serves cells; else it is stopped)
+        and waits for its first cell. One that exits first is forgotten (each cell starts it fresh and
+        fails with its reason); UserError when it is not ready in ``timeout_s``."""
+        argv = split_command(job.workload.command)
+        if shutil.which(argv[0]) is None:
+            return  # each cell fails saying so
+        ready_file = folder / f"program-ready.{os.getpid()}"
+        ready_file.unlink(missing_ok=True)
+        env = program_env(job, None)
+        env[READY_FILE] = str(ready_file)
+        proc = self.spawn(argv, folder / f"program-prime.{os.getpid()}.log", env, self.key_of(job, argv))
+        deadline = time.monotonic() + timeout_s
+        while not ready_file.exists():
+            if proc.poll() is not None:  # ended without taking cells: it starts fresh for each (its cell says why)
+                self.drop()
+                return
+            if time.monotonic() > deadline:
+                self.drop()
+                raise UserError(f"command {argv[0]!r} did not set up in {timeout_s:g} s")
+            time.sleep(self.POLL_S * 10)
+        if PRIMED not in ready_file.read_text(errors="replace"):  # not a serving program: it starts fresh
+            self.drop()
+
+    def run(
+        self, job: ReplicaJob, argv: list[str], log_file: Path, env: dict[str, str], result_file: Path
+    ) -> tuple[dict[str, Any], float, int]:
+        """This cell in the kept program (or a new one); its checked result, set-up seconds and the cells
+        the program served before it. The program is kept when its result says ``serving`` and it runs."""
+        key = self.key_of(job, argv)
+        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        kept = False
+        try:
+            start = time.time()
+            proc = self.hand(key, env) or self.spawn(argv, log_file, env, key)
+            served = self.served
+            while not result_file.exists() and proc.poll() is None:
+                time.sleep(self.POLL_S)
+            serving = False
+            if result_file.exists():
+                doc = read_oversized_away(result_file, read_result, MAX_RESULT_BYTES)
+                serving = doc.get("serving") is True and proc.poll() is None
+            rc = 0 if serving else proc.wait()
+            if rc != 0:
+                tail = _stderr_tail(self.log) if self.log else ""
+                raise UserError(f"command {argv[0]!r} exited with status {rc}" + (f": {tail}" if tail else ""))
+            if not result_file.exists():
+                read_result(result_file)  # the one-line error: no result
+            kept = serving
+            self.served += 1
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            if not kept:
+                self.drop()
+            signal_stop(job)
+        return doc, max(0.0, doc["start"] - start), served
 
 
 def run_program(job: ReplicaJob, argv: list[str], log_file: Path, env: dict[str, str]) -> tuple[float, float, int]:

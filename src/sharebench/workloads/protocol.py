@@ -16,6 +16,19 @@ MIG, the MPS client settings, the core set under ``partition:N``):
   the per-burst record there), and ``SHAREBENCH_PATTERN_COUNT`` (the victim's bursts) or
   ``SHAREBENCH_STOP_FILE`` (a neighbour: stop once it exists). A program that ignores them keeps working.
 
+Serving cells (optional; a warm replica keeps the program from one cell to the next): the harness offers
+it with ``SHAREBENCH_SERVE=1`` in the environment and a pipe on the program's stdin. The first cell
+arrives through the environment as above, so a program that ignores it works unchanged (it is started
+fresh for every cell). A serving program writes its result with ``"serving": true`` and then reads ONE
+line from stdin: a JSON object of the next cell's variables (the names above: the ready, start and
+result files, replica, replicas, work, device, and the pattern's variables; a variable not in the line
+is unset for that cell; unknown keys are ignored), sets up what changed (e.g. a new batch size) and
+follows the protocol for that cell. End of input: it exits 0. Started with a ready file and no result
+file (the harness sets it up before the first cell, "prime"), it sets up, writes the ready file with the
+word ``serving`` in it and reads its first cell's line (a primed program that writes no such word is
+stopped, and started fresh for its first cell). Python programs iterate :func:`cells` (what ``sharebench.workloads.train``
+and ``.infer`` do); a program that exits after its result, or fails, is started fresh for the next cell.
+
 A program that cannot follow the protocol runs with ``exec_timing="process"``: the harness waits at
 the barrier itself, starts the program at the barrier instant and times the whole process; every
 table says so (the ``exec_timing`` column: ``protocol`` or ``process``).
@@ -36,10 +49,11 @@ import math
 import os
 import shlex
 import shutil
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 from sharebench.errors import UserError, one_line
 from sharebench.files import write_atomic
@@ -52,6 +66,15 @@ REPLICA = "SHAREBENCH_REPLICA"
 REPLICAS = "SHAREBENCH_REPLICAS"
 WORK = "SHAREBENCH_WORK"
 DEVICE = "SHAREBENCH_DEVICE"
+SERVE = "SHAREBENCH_SERVE"  # "1": the harness offers to send the next cells on stdin (serving cells)
+# the variables a cell's line sets (the pattern's, sharebench.workloads.bursts, named here as text)
+CELL_VARS = (
+    READY_FILE, START_FILE, RESULT_FILE, REPLICA, REPLICAS, WORK, DEVICE,
+    "SHAREBENCH_PATTERN", "SHAREBENCH_PATTERN_SEED", "SHAREBENCH_BURSTS", "SHAREBENCH_PATTERN_COUNT",
+    "SHAREBENCH_STOP_FILE",
+)  # fmt: skip
+MAX_CELL_LINE_BYTES = 64 * 1024
+PRIMED = "serving"  # the word a primed program writes in its ready file: it will take its cells as lines
 EXEC_TIMINGS = ("protocol", "process")
 RESULT_KEYS = ("start", "end", "work", "unit")
 # result keys that fill the record's own fields rather than its extras
@@ -104,6 +127,52 @@ def work_size(default: int) -> int:
     if not math.isfinite(value) or value < 1 or value != int(value):
         raise UserError(f"bad {WORK} {text!r}; allowed: a whole number > 0")
     return int(value)
+
+
+def offered_serving() -> bool:
+    """Whether the harness offers serving cells (SHAREBENCH_SERVE=1)."""
+    return os.environ.get(SERVE, "") == "1"
+
+
+def apply_cell_line(line: str) -> None:
+    """Set this process's environment to the cell of ``line`` (a JSON object of :data:`CELL_VARS`; a
+    variable it leaves out is unset, unknown keys are ignored); UserError naming a bad line."""
+    try:
+        doc = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"bad cell line {one_line(line, 80)!r}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or not all(isinstance(doc.get(k, ""), str) for k in CELL_VARS):
+        raise UserError(f"bad cell line {one_line(line, 80)!r}: a JSON object of strings is allowed")
+    for key in CELL_VARS:
+        if doc.get(key):
+            os.environ[key] = doc[key]
+        else:
+            os.environ.pop(key, None)
+
+
+def cells(stdin: IO[str] | None = None) -> Iterator[None]:
+    """The cells this program serves, each with the process environment set to it: the environment's
+    own cell (when it names a result file; else a prime: :func:`ready` at once, the set-up being done),
+    then, when serving is offered, one per line on stdin until its end. Call after the set-up."""
+    if os.environ.get(RESULT_FILE):
+        yield None
+    elif os.environ.get(READY_FILE) and offered_serving():  # a prime: set up, and serving
+        write_atomic(Path(os.environ[READY_FILE]), f"{os.getpid()} {time.time():.6f} {PRIMED}\n")
+    if not offered_serving():
+        return
+    source = stdin if stdin is not None else sys.stdin
+    while True:
+        line = source.readline(MAX_CELL_LINE_BYTES)
+        if not line:
+            return
+        if line.strip():
+            apply_cell_line(line)
+            yield None
+
+
+def cell_line(env: dict[str, str]) -> str:
+    """The line that hands a serving program its next cell: the :data:`CELL_VARS` of ``env``."""
+    return json.dumps({k: env[k] for k in CELL_VARS if env.get(k)}) + "\n"
 
 
 # ----------------------------------------------------------------- the harness's side

@@ -8,7 +8,9 @@ replica (:class:`sharebench.kernel.run.WarmRunner`) reads one job per line on st
 ``{"config": JOB.json, "out": REC.json, "log": LOG}``; for each it sends its output to LOG, runs the
 cell and writes the record to REC.json (the parent waits for that file); it ends at end of input.
 ``{"prime": JOB.json, "out": F, "log": LOG}`` sets up without tracking and writes "ok" (or the error) to F.
-A program (the exec engine, ``sharebench.workloads.program``) is run by a fresh replica only.
+A program (the exec engine, ``sharebench.workloads.program``) that serves cells is kept by a warm replica
+from one cell to the next (:class:`~sharebench.workloads.program.ProgramHost`; a prime starts it and lets
+it set up); one that does not is started fresh for every cell.
 
 Under a replica pattern (``Workload.patterned``, sharebench.patterns) the timed window is the pattern's
 bursts on the warm particle set (:func:`pattern_track`): a burst of ``units`` is that many turns, replica 0
@@ -31,6 +33,7 @@ import sys
 import time
 import traceback
 from collections.abc import Iterable
+from pathlib import Path
 
 from sharebench.errors import UserError
 from sharebench.files import write_atomic
@@ -40,7 +43,7 @@ from sharebench.patterns import parse_pattern
 from sharebench.results.store import write_json
 from sharebench.workloads.bursts import Burst, epoch_clock, run_pattern, stop_when_file
 from sharebench.workloads.job import ReplicaJob
-from sharebench.workloads.program import run_exec, signal_stop
+from sharebench.workloads.program import ProgramHost, run_exec, signal_stop
 
 # failures a user can act on from the one-line message alone: no traceback on stderr
 EXPECTED_ERRORS = (UserError, KeyboardInterrupt, SystemExit, OSError, ValueError)
@@ -107,13 +110,14 @@ def track_of(job: ReplicaJob) -> Track:
     return lambda run: track_and_record(job.run, run, job.barrier)
 
 
-def run_one(config: str, out: str, warm: WarmRunner | None = None) -> int:
-    """Run one replica from its job file and write its record (or its error); the exit status."""
+def run_one(config: str, out: str, warm: WarmRunner | None = None, host: ProgramHost | None = None) -> int:
+    """Run one replica from its job file and write its record (or its error); the exit status. ``host``:
+    a warm replica's kept program (a program's cell runs in it when it serves cells)."""
     try:
         job = ReplicaJob.from_json(config)
         pin_cpus(job.run.cpus)  # before anything creates an OpenCL or OpenMP runtime
         runner = warm or WarmRunner(keep=False)  # a fresh replica: a runner for one cell
-        rec = run_exec(job) if job.workload.is_program else runner.run(job.run, track_of(job))
+        rec = run_exec(job, host) if job.workload.is_program else runner.run(job.run, track_of(job))
     except BaseException as exc:  # noqa: BLE001 - any failure becomes the one-line error record
         msg = one_line_error(exc)
         write_json(out, "record", {"error": msg})
@@ -125,13 +129,16 @@ def run_one(config: str, out: str, warm: WarmRunner | None = None) -> int:
     return 0
 
 
-def prime_one(config: str, out: str, warm: WarmRunner) -> None:
-    """Set up as for the job ``config`` (device, engine, particles, warm-up), track nothing; write "ok"
-    or the one-line error to ``out``."""
+def prime_one(config: str, out: str, warm: WarmRunner, host: ProgramHost | None = None) -> None:
+    """Set up as for the job ``config`` (device, engine, particles, warm-up; a program: started and set
+    up in ``host``), track nothing; write "ok" or the one-line error to ``out``."""
     try:
         job = ReplicaJob.from_json(config)
         pin_cpus(job.run.cpus)
-        warm.prime(job.run)
+        if job.workload.is_program:
+            (host or ProgramHost()).prime(job, Path(config).parent)
+        else:
+            warm.prime(job.run)
         msg = "ok"
     except BaseException as exc:  # noqa: BLE001 - the pool ends a replica that could not set up
         msg = one_line_error(exc)
@@ -154,17 +161,21 @@ def redirect_output(log: str) -> None:
 def serve(jobs: Iterable[str] | None = None) -> int:
     """A warm replica: the jobs on stdin (a JSON object a line), one after the other, in this process."""
     warm = WarmRunner()
-    for line in jobs if jobs is not None else sys.stdin:
-        if not line.strip():
-            continue
-        job = json.loads(line)
-        if job.get("log"):
-            redirect_output(job["log"])
-        if job.get("prime"):
-            prime_one(job["prime"], job["out"], warm)
-        else:
-            run_one(job["config"], job["out"], warm)
-        sys.stdout.flush()
+    host = ProgramHost()  # a program that serves cells, kept from one cell to the next
+    try:
+        for line in jobs if jobs is not None else sys.stdin:
+            if not line.strip():
+                continue
+            job = json.loads(line)
+            if job.get("log"):
+                redirect_output(job["log"])
+            if job.get("prime"):
+                prime_one(job["prime"], job["out"], warm, host)
+            else:
+                run_one(job["config"], job["out"], warm, host)
+            sys.stdout.flush()
+    finally:
+        host.drop()
     return 0
 
 

@@ -11,8 +11,8 @@ a one-line UserError names a bad key or value.
 Sizes stay a sweep axis: a tracker's size is a particle count, a program's a work size
 (``SHAREBENCH_WORK``) run for one "turn" (:attr:`Workload.size_name`, :meth:`Workload.turns`).
 
-Defined here once: a program (:data:`EXEC`, :attr:`Workload.is_program`: its replicas start fresh every
-cell, its work is one turn), a patterned workload (:attr:`Workload.patterned`) and the victim of a cell
+Defined here once: a program (:data:`EXEC`, :attr:`Workload.is_program`: its work is one turn; under
+process timing its replicas start fresh every cell, :attr:`Workload.starts_fresh`), a patterned workload (:attr:`Workload.patterned`) and the victim of a cell
 under a pattern (replica :data:`VICTIM`, :func:`role`; :meth:`Workload.pattern_of` a replica's pattern).
 """
 
@@ -107,16 +107,17 @@ class Workload:
 
     @property
     def is_program(self) -> bool:
-        """Any program through the replica protocol (the exec engine), not a tracker: each of its replicas
-        is a fresh process every cell (no warm replica serves it), its work is SHAREBENCH_WORK in one turn,
-        and under MPS the clients are the programs the replicas start."""
+        """Any program through the replica protocol (the exec engine), not a tracker: its work is
+        SHAREBENCH_WORK in one turn, and under MPS the clients are the programs the replicas start."""
         return self.engine == EXEC
 
     @property
     def starts_fresh(self) -> bool:
-        """Whether every replica of every cell is a new process (a program), never a warm one kept from
-        an earlier cell (``sharebench.sharing.pool``)."""
-        return self.is_program
+        """Whether every replica of every cell is a new process, never a warm one kept from an earlier
+        cell (``sharebench.sharing.pool``): a program under process timing (the harness times the whole
+        process). A program under protocol timing runs in warm replicas, which keep it between cells
+        when it serves cells (``sharebench.workloads.protocol``) and start it afresh when it does not."""
+        return self.is_program and self.timing == "process"
 
     @property
     def label(self) -> str:
