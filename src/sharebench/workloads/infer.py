@@ -17,7 +17,9 @@ window is ``--requests`` bursts or requests (or ``--duration`` seconds) of the p
 under a sweep's patterned cell, ``SHAREBENCH_PATTERN_COUNT`` (the victim) or until
 ``SHAREBENCH_STOP_FILE`` exists (a neighbour); else 100. The result: work = samples (batches x batch),
 unit ``samples``; each burst's arrival, start, end and batches go to the file named by
-``SHAREBENCH_BURSTS`` (``workloads.bursts``).
+``SHAREBENCH_BURSTS`` (``workloads.bursts``). It serves cells (``sharebench.workloads.protocol``): under a
+warm replica it sets up once (torch, the model) and takes cell after cell, rebuilding the batch only when
+the size changes and running ``--warmup`` batches before each cell's ready file.
 cuDNN's autotuner is off by default: with it (``--cudnn-benchmark``) each process times and picks its own
 kernels, so the replicas of a cell, and the alone baseline against the shared cells, may run different
 kernels (per-process medians of one alone cell differed by half on an H200 with it on); the setting is in
@@ -35,7 +37,8 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -43,7 +46,16 @@ from sharebench.errors import UserError
 from sharebench.parse import seconds, whole_number
 from sharebench.patterns import Pattern, parse_pattern
 from sharebench.workloads.bursts import limit_from_env, pattern_from_env, record_bursts, run_pattern, seed_from_env
-from sharebench.workloads.protocol import REPLICA, ready, wait_for_start, work_size, write_result
+from sharebench.workloads.protocol import (
+    REPLICA,
+    RESULT_FILE,
+    cells,
+    offered_serving,
+    ready,
+    wait_for_start,
+    work_size,
+    write_result,
+)
 from sharebench.workloads.resnet import resnet18
 from sharebench.workloads.train import device_facts, pick_device
 
@@ -58,6 +70,109 @@ def import_torch() -> Any:
             "`pip install 'sharebench[ml]'` (or `make install-ml`)"
         ) from None
     return torch
+
+
+@dataclass
+class Model:
+    """What a serving inference program keeps from one cell to the next: torch, the device, the model
+    and the batch of images of the last cell's size (rebuilt when the size changes)."""
+
+    torch: Any
+    device: Any
+    model: Any
+    image_size: int
+    amp: bool
+    seed: int
+    cudnn_benchmark: bool
+    images: Any = None
+    batch: int = 0
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize(self.device)
+
+    def do_work(self, batches: int) -> None:
+        torch = self.torch
+        with (
+            torch.inference_mode(),
+            torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=self.amp),
+        ):
+            for _ in range(batches):
+                self.model(self.images)
+        self.sync()
+
+    def use_batch(self, batch: int, warmup: int) -> None:
+        """Images of ``batch`` (seeded; kept when the size is the last cell's), then ``warmup`` batches."""
+        if batch != self.batch:
+            gen = self.torch.Generator().manual_seed(self.seed)
+            self.images = self.torch.randn(batch, 3, self.image_size, self.image_size, generator=gen).to(self.device)
+            self.batch = batch
+        self.do_work(warmup)
+
+
+class ModelOptions(NamedTuple):
+    """How the model is built and run: image side, bfloat16 autocast, seed, cuDNN's autotuner."""
+
+    image_size: int
+    amp: bool
+    seed: int
+    cudnn_benchmark: bool = False
+
+
+class CellInputs(NamedTuple):
+    """One cell's inputs: batch, pattern, limit (count or duration), warm-up batches, pattern seed, stop."""
+
+    batch: int
+    pattern: Pattern
+    limit: dict[str, Any]
+    warmup: int
+    pattern_seed: list[int]
+    stop: Callable[[], bool] | None = None
+
+
+def setup(options: ModelOptions, device_spec: str, threads: int | None = None) -> Model:
+    """Import torch, build ResNet-18 on the device (once per process: a serving program keeps it)."""
+    image_size, amp, seed, cudnn_benchmark = options
+    torch = import_torch()
+    torch.manual_seed(seed)
+    if threads:
+        torch.set_num_threads(threads)
+    device = pick_device(torch, device_spec)
+    model = resnet18(torch, num_classes=1000).to(device).eval()
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = cudnn_benchmark
+    return Model(torch, device, model, image_size, amp, seed, bool(cudnn_benchmark and device.type == "cuda"))
+
+
+def serve_cell(m: Model, cell: CellInputs) -> dict[str, Any]:
+    """One cell on a set-up model: the batch, warm-up, ready, the barrier, the pattern; its result."""
+    batch, pattern, limit, warmup, pattern_seed, stop = cell
+    m.use_batch(batch, warmup)
+    ready()
+    start = wait_for_start()
+    bursts = run_pattern(pattern, m.do_work, seed=pattern_seed, stop=stop, **limit)
+    end = time.time()
+    latency_ms = np.array([b.latency_s for b in bursts]) * 1e3
+    record_bursts(bursts, pattern, pattern_seed, unit="batches", batch=batch, model="resnet18")
+    return {
+        "start": start,
+        "end": max(end, start + 1e-9),
+        "work": max(1, sum(b.units for b in bursts)) * batch,
+        "unit": "samples",
+        "model": "resnet18",
+        "mode": "inference",
+        "batch": batch,
+        "image_size": m.image_size,
+        "precision": "bf16-amp" if m.amp else "fp32",
+        "cudnn_benchmark": m.cudnn_benchmark,
+        "pattern": pattern.label,
+        "pattern_seed": pattern_seed,
+        "bursts": len(bursts),
+        "latency_p50_ms": float(np.percentile(latency_ms, 50)) if bursts else None,
+        "latency_p95_ms": float(np.percentile(latency_ms, 95)) if bursts else None,
+        "torch": m.torch.__version__,
+        **device_facts(m.torch, m.device),
+    }
 
 
 def infer(
@@ -77,53 +192,8 @@ def infer(
     """Set up, wait at the barrier, run the pattern; the result document (protocol keys and extras).
     ``limit`` is ``{"count": N}`` or ``{"duration_s": S}``; ``cudnn_benchmark``: cuDNN's per-process
     autotuner (off: every replica runs the same heuristic kernels)."""
-    torch = import_torch()
-    torch.manual_seed(seed)
-    if threads:
-        torch.set_num_threads(threads)
-    device = pick_device(torch, device_spec)
-    model = resnet18(torch, num_classes=1000).to(device).eval()
-    gen = torch.Generator().manual_seed(seed)
-    images = torch.randn(batch, 3, image_size, image_size, generator=gen).to(device)
-    if device.type == "cuda":
-        torch.backends.cudnn.benchmark = cudnn_benchmark
-
-    def sync() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
-    def do_work(batches: int) -> None:
-        with torch.inference_mode(), torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=amp):
-            for _ in range(batches):
-                model(images)
-        sync()
-
-    do_work(warmup)
-    ready()
-    start = wait_for_start()
-    bursts = run_pattern(pattern, do_work, seed=pattern_seed, stop=stop, **limit)
-    end = time.time()
-    latency_ms = np.array([b.latency_s for b in bursts]) * 1e3
-    record_bursts(bursts, pattern, pattern_seed, unit="batches", batch=batch, model="resnet18")
-    return {
-        "start": start,
-        "end": max(end, start + 1e-9),
-        "work": max(1, sum(b.units for b in bursts)) * batch,
-        "unit": "samples",
-        "model": "resnet18",
-        "mode": "inference",
-        "batch": batch,
-        "image_size": image_size,
-        "precision": "bf16-amp" if amp else "fp32",
-        "cudnn_benchmark": bool(cudnn_benchmark and device.type == "cuda"),
-        "pattern": pattern.label,
-        "pattern_seed": pattern_seed,
-        "bursts": len(bursts),
-        "latency_p50_ms": float(np.percentile(latency_ms, 50)) if bursts else None,
-        "latency_p95_ms": float(np.percentile(latency_ms, 95)) if bursts else None,
-        "torch": torch.__version__,
-        **device_facts(torch, device),
-    }
+    m = setup(ModelOptions(image_size, amp, seed, cudnn_benchmark), device_spec, threads)
+    return serve_cell(m, CellInputs(batch, pattern, limit, warmup, pattern_seed, stop))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -148,38 +218,53 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def cell_inputs(
+    args: argparse.Namespace, seed: int
+) -> tuple[int, Pattern, dict[str, Any], Callable[[], bool] | None, list[int]]:
+    """This cell's batch, pattern, limit, stop and pattern seed: the arguments, else the cell's variables."""
+    stop = None
+    if args.duration is not None:
+        limit: dict[str, Any] = {"duration_s": seconds("--duration", args.duration, 0.001)}
+    elif args.requests is not None:
+        limit = {"count": whole_number("--requests", args.requests, 1)}
+    else:  # a sweep's patterned cell: the victim's count, or a neighbour's stop file
+        limit, stop = limit_from_env({"count": 100})
+    pattern = parse_pattern(args.pattern) if args.pattern else pattern_from_env()
+    replica = whole_number(REPLICA, os.environ.get(REPLICA, "0"), 0)
+    batch = work_size(whole_number("--batch", args.batch, 1))
+    return batch, pattern, limit, stop, [seed_from_env(seed), replica]
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Set up once, then serve each cell (one outside a sweep; cell after cell when the harness offers
+    serving cells, ``sharebench.workloads.protocol.cells``)."""
     args = parse_args(argv)
     try:
         seed = whole_number("--seed", args.seed, 0)
-        stop = None
-        if args.duration is not None:
-            limit: dict[str, Any] = {"duration_s": seconds("--duration", args.duration, 0.001)}
-        elif args.requests is not None:
-            limit = {"count": whole_number("--requests", args.requests, 1)}
-        else:  # a sweep's patterned cell: the victim's count, or a neighbour's stop file
-            limit, stop = limit_from_env({"count": 100})
-        pattern = parse_pattern(args.pattern) if args.pattern else pattern_from_env()
-        replica = whole_number(REPLICA, os.environ.get(REPLICA, "0"), 0)
-        doc = infer(
-            work_size(whole_number("--batch", args.batch, 1)),
-            pattern,
-            limit,
-            whole_number("--warmup", args.warmup, 0),
-            whole_number("--image-size", args.image_size, 32),
-            args.amp,
-            seed,
+        warmup = whole_number("--warmup", args.warmup, 0)
+        cell_inputs(args, seed)  # bad arguments fail before the set-up
+        m = setup(
+            ModelOptions(whole_number("--image-size", args.image_size, 32), args.amp, seed, args.cudnn_benchmark),
             args.device or os.environ.get("SHAREBENCH_DEVICE", "auto"),
-            pattern_seed=[seed_from_env(seed), replica],
             threads=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-            stop=stop,
-            cudnn_benchmark=args.cudnn_benchmark,
         )
+        if not os.environ.get(RESULT_FILE) and not offered_serving():  # outside a cell: one, on stdout
+            write_result(**serve_cell(m, run_args(args, seed, warmup)))
+            return 0
+        if not os.environ.get(RESULT_FILE):  # a prime: the first cell's batch and warm-up before the ready file
+            m.use_batch(work_size(whole_number("--batch", args.batch, 1)), warmup)
+        for _ in cells():
+            write_result(**serve_cell(m, run_args(args, seed, warmup)), serving=offered_serving())
     except UserError as exc:
         print(f"infer: error: {exc}", file=sys.stderr)
         return 2
-    write_result(**doc)
     return 0
+
+
+def run_args(args: argparse.Namespace, seed: int, warmup: int) -> CellInputs:
+    """This cell's inputs (serve_cell's)."""
+    batch, pattern, limit, stop, pattern_seed = cell_inputs(args, seed)
+    return CellInputs(batch, pattern, limit, warmup, pattern_seed, stop)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ on one fixed batch of seeded synthetic images (``--image-size`` squared, 3 chann
 on the device, so the data loader costs nothing and every step is the same work. Set-up (model,
 data, ``--warmup-steps`` steps to let cuDNN pick its kernels) happens before the ready file; the
 timed window is ``--steps`` steps, synchronised. Work = samples (steps x batch); the batch is
-``SHAREBENCH_WORK`` under a sweep (``--work``), else ``--batch``. FP32 by default, ``--amp`` for
+``SHAREBENCH_WORK`` under a sweep (``--work``), else ``--batch``. It serves cells
+(``sharebench.workloads.protocol``): under a warm replica it sets up once and takes cell after cell,
+rebuilding the batch when the size changes and running the warm-up steps before each cell's ready file. FP32 by default, ``--amp`` for
 mixed precision (bfloat16 autocast). Needs the ``ml`` extra (``pip install 'sharebench[ml]'``).
 
 As the sweep's workload: ``sharebench run --engine exec --exec 'python -m sharebench.workloads.train'
@@ -21,11 +23,20 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from sharebench.errors import UserError
 from sharebench.parse import whole_number
-from sharebench.workloads.protocol import ready, wait_for_start, work_size, write_result
+from sharebench.workloads.protocol import (
+    RESULT_FILE,
+    cells,
+    offered_serving,
+    ready,
+    wait_for_start,
+    work_size,
+    write_result,
+)
 from sharebench.workloads.resnet import resnet18
 
 
@@ -62,6 +73,90 @@ def device_facts(torch: Any, device: Any) -> dict[str, str]:
     return {"context": "torch-cuda", "device_name": str(props.name), "device_uuid": uuid}
 
 
+@dataclass
+class Trainer:
+    """What a serving training program keeps from one cell to the next: torch, the device, the model,
+    its optimizer and the batch of the last cell's size (rebuilt when the size changes)."""
+
+    torch: Any
+    device: Any
+    model: Any
+    opt: Any
+    image_size: int
+    amp: bool
+    seed: int
+    images: Any = None
+    labels: Any = None
+    batch: int = 0
+
+    def step(self) -> Any:
+        torch = self.torch
+        self.opt.zero_grad(set_to_none=True)
+        with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=self.amp):
+            loss = torch.nn.functional.cross_entropy(self.model(self.images), self.labels)
+        loss.backward()
+        self.opt.step()
+        return loss
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize(self.device)
+
+    def use_batch(self, batch: int, warmup_steps: int) -> None:
+        """Images and labels of ``batch`` (seeded; kept when the size is the last cell's), then the warm-up."""
+        if batch != self.batch:
+            torch = self.torch
+            gen = torch.Generator().manual_seed(self.seed)
+            size = self.image_size
+            self.images = torch.randn(batch, 3, size, size, generator=gen).to(self.device)
+            self.labels = torch.randint(0, 1000, (batch,), generator=gen).to(self.device)
+            self.batch = batch
+        for _ in range(warmup_steps):
+            self.step()
+        self.sync()
+
+
+def setup(image_size: int, amp: bool, seed: int, device_spec: str, threads: int | None = None) -> Trainer:
+    """Import torch, build ResNet-18 and SGD on the device (once per process: a serving program keeps them)."""
+    torch = import_torch()
+    torch.manual_seed(seed)
+    if threads:
+        torch.set_num_threads(threads)
+    device = pick_device(torch, device_spec)
+    model = resnet18(torch, num_classes=1000).to(device)
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = True
+    return Trainer(torch, device, model, opt, image_size, amp, seed)
+
+
+def train_cell(t: Trainer, batch: int, steps: int, warmup_steps: int) -> dict[str, Any]:
+    """One cell on a set-up model: the batch, warm-up, ready, the barrier, the timed steps; its result."""
+    t.use_batch(batch, warmup_steps)
+    ready()
+    start = wait_for_start()
+    loss = None
+    for _ in range(steps):
+        loss = t.step()
+    t.sync()
+    end = time.time()
+    return {
+        "start": start,
+        "end": end,
+        "work": batch * steps,
+        "unit": "samples",
+        "model": "resnet18",
+        "batch": batch,
+        "steps": steps,
+        "image_size": t.image_size,
+        "precision": "bf16-amp" if t.amp else "fp32",
+        "final_loss": float(loss.item()) if loss is not None else None,
+        "torch": t.torch.__version__,
+        **device_facts(t.torch, t.device),
+    }
+
+
 def train(
     batch: int,
     steps: int,
@@ -73,58 +168,7 @@ def train(
     threads: int | None = None,
 ) -> dict[str, Any]:
     """Set up, wait at the barrier, run the timed steps; the result document (protocol keys and extras)."""
-    torch = import_torch()
-    torch.manual_seed(seed)
-    if threads:
-        torch.set_num_threads(threads)
-    device = pick_device(torch, device_spec)
-    model = resnet18(torch, num_classes=1000).to(device)
-    model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    gen = torch.Generator().manual_seed(seed)
-    images = torch.randn(batch, 3, image_size, image_size, generator=gen).to(device)
-    labels = torch.randint(0, 1000, (batch,), generator=gen).to(device)
-    amp_dtype = torch.bfloat16
-    if device.type == "cuda":
-        torch.backends.cudnn.benchmark = True
-
-    def step() -> Any:
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=amp):
-            loss = loss_fn(model(images), labels)
-        loss.backward()
-        opt.step()
-        return loss
-
-    def sync() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
-    for _ in range(warmup_steps):
-        step()
-    sync()
-    ready()
-    start = wait_for_start()
-    loss = None
-    for _ in range(steps):
-        loss = step()
-    sync()
-    end = time.time()
-    return {
-        "start": start,
-        "end": end,
-        "work": batch * steps,
-        "unit": "samples",
-        "model": "resnet18",
-        "batch": batch,
-        "steps": steps,
-        "image_size": image_size,
-        "precision": "bf16-amp" if amp else "fp32",
-        "final_loss": float(loss.item()) if loss is not None else None,
-        "torch": torch.__version__,
-        **device_facts(torch, device),
-    }
+    return train_cell(setup(image_size, amp, seed, device_spec, threads), batch, steps, warmup_steps)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,21 +182,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default=None, help="auto, cpu or cuda[:N] (default: SHAREBENCH_DEVICE, else auto)")
     args = ap.parse_args(argv)
     try:
-        batch = work_size(whole_number("--batch", args.batch, 1))
-        doc = train(
-            batch,
-            whole_number("--steps", args.steps, 1),
-            whole_number("--warmup-steps", args.warmup_steps, 0),
+        batch_default = whole_number("--batch", args.batch, 1)
+        steps = whole_number("--steps", args.steps, 1)
+        warmup = whole_number("--warmup-steps", args.warmup_steps, 0)
+        first = work_size(batch_default)  # a bad size fails before the set-up
+        t = setup(
             whole_number("--image-size", args.image_size, 32),
             args.amp,
             whole_number("--seed", args.seed, 0),
             args.device or os.environ.get("SHAREBENCH_DEVICE", "auto"),
             threads=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         )
+        if not os.environ.get(RESULT_FILE) and not offered_serving():  # outside a cell: one, on stdout
+            write_result(**train_cell(t, first, steps, warmup))
+            return 0
+        if not os.environ.get(RESULT_FILE):  # a prime: the first cell's batch and warm-up before the ready file
+            t.use_batch(first, warmup)
+        for _ in cells():  # one cell, or cell after cell when the harness offers serving cells
+            write_result(**train_cell(t, work_size(batch_default), steps, warmup), serving=offered_serving())
     except UserError as exc:
         print(f"train: error: {exc}", file=sys.stderr)
         return 2
-    write_result(**doc)
     return 0
 
 
