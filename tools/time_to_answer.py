@@ -1,0 +1,150 @@
+"""Time to an answer (issue 35): the table of a ``benchmarks/time_to_answer_h200.sh`` run.
+
+    python -m tools.time_to_answer FOLDER        # the folder the script was given (rn-users, adaptive, fixed)
+
+Prints, as Markdown:
+- per step (``walls.csv``: process start to exit, report included): its wall time, the dry-run's
+  ``predicted``/``cost`` line for the same command (``dry_<step>.txt``), and for a step whose cells were
+  measured the share of the wall inside measured windows (each cell's first tracking start to its last
+  tracking end, summed) and its median ``warm_cells``;
+- adaptive (``--budget``, ``--precision``) against fixed repeats: per cell (mode x size) the measured
+  repeats and the 95% half-width of its loss (T_N against N x T_1, points; an exclusive cell: of its mean
+  time, % of it), one look at the repeats it has; and each step's node-minutes (wall / 60, one node).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from sharebench.analysis import cell_summary
+from sharebench.analysis.sequential import should_continue
+from sharebench.errors import UserError
+from sharebench.results import load_results
+
+STEPS = ("rn-users", "adaptive", "fixed")
+
+
+def walls(folder: Path) -> dict[str, tuple[float, int]]:
+    """Each step's last wall time (s) and exit status from ``walls.csv``."""
+    path = folder / "walls.csv"
+    if not path.exists():
+        return {}
+    df = pd.read_csv(path)
+    return {str(r.step): (float(r.end) - float(r.start), int(r.status)) for r in df.itertuples()}
+
+
+def dry_line(folder: Path, step: str) -> str:
+    """The dry run's estimate of the step's command (its ``predicted:`` or ``cost:`` line), or '-'."""
+    path = folder / f"dry_{step}.txt"
+    if not path.exists():
+        return "-"
+    lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines()]
+    hit = [ln for ln in lines if ln.startswith(("predicted:", "cost:", "budget:"))]
+    return " ".join(" ".join(hit).split())[:120] or "-"
+
+
+def windows(df: pd.DataFrame) -> tuple[float, float]:
+    """Seconds inside measured windows (per cell: first tracking start to last tracking end) and the
+    median warm_cells of the replicas (NaN when unknown)."""
+    ok = df[(df["status"] == "ok") & df["track_start"].notna() & df["track_end"].notna()]
+    spans = ok.groupby("cell_id").agg(start=("track_start", "min"), end=("track_end", "max"))
+    warm = pd.to_numeric(ok.get("warm_cells"), errors="coerce") if "warm_cells" in ok else pd.Series(dtype=float)
+    return float((spans["end"] - spans["start"]).sum()), float(warm.median()) if len(warm.dropna()) else math.nan
+
+
+def precision(df: pd.DataFrame) -> pd.DataFrame:
+    """Per cell (mode, size): measured repeats and the 95% half-width of its loss (shared cells, points)
+    or of its mean time (exclusive, % of it), one look at the repeats it has."""
+    cells = cell_summary(df)
+    cells = cells[~cells["warmup"].astype(bool) & ~cells["excluded"].astype(bool)]
+    rows = []
+    for (mode, size), g in cells.groupby(["mode", "particles"], sort=False):
+        n = len(g)
+        base = cells[(cells["replicas"] == 1) & (cells["particles"] == size)]["mean_track_s"].astype(float).tolist()
+        replicas = int(g["replicas"].iloc[0])
+        if replicas == 1 or not base:
+            d = should_continue(g["mean_track_s"].astype(float).tolist(), relative=True, min_repeats=n, max_repeats=n)
+        else:
+            d = should_continue(
+                g["span_s"].astype(float).tolist(), baseline=base, factor=replicas, min_repeats=n, max_repeats=n
+            )
+        rows.append(
+            {
+                "mode": mode,
+                "size": size,
+                "repeats": n,
+                "estimate": d.interval.estimate,
+                "half_width": d.interval.half_width,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def step_table(folder: Path) -> list[str]:
+    out = [
+        "| step | wall s | node-min | status | in measured windows | median warm_cells | dry run |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    w = walls(folder)
+    for step in STEPS:
+        if step not in w and not (folder / step).exists():
+            continue
+        wall, status = w.get(step, (math.nan, -1))
+        share, warm = "-", "-"
+        if (folder / step / "results.csv").exists():
+            measured, median_warm = windows(load_results(folder / step))
+            share = f"{measured:.0f} s = {100 * measured / wall:.1f}%" if wall > 0 else f"{measured:.0f} s"
+            warm = "-" if math.isnan(median_warm) else f"{median_warm:g}"
+        out.append(
+            f"| {step} | {wall:.0f} | {wall / 60:.2f} | {status} | {share} | {warm} | {dry_line(folder, step)} |"
+        )
+    return out
+
+
+def comparison(folder: Path) -> list[str]:
+    tables = {
+        s: precision(load_results(folder / s)) for s in ("adaptive", "fixed") if (folder / s / "results.csv").exists()
+    }
+    if len(tables) < 2:
+        return ["(adaptive against fixed: both folders are needed)"]
+    m = tables["adaptive"].merge(tables["fixed"], on=["mode", "size"], how="outer", suffixes=("_adaptive", "_fixed"))
+    out = ["| mode | size | repeats adaptive | ± adaptive | repeats fixed | ± fixed |", "|---|---|---|---|---|---|"]
+    for r in m.itertuples():
+        out.append(
+            f"| {r.mode} | {r.size:g} | {r.repeats_adaptive:g} | {r.half_width_adaptive:.2f} | "
+            f"{r.repeats_fixed:g} | {r.half_width_fixed:.2f} |"
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.time_to_answer", description=__doc__.splitlines()[0])
+    ap.add_argument("folder", help="the folder benchmarks/time_to_answer_h200.sh wrote")
+    args = ap.parse_args(argv)
+    folder = Path(args.folder)
+    try:
+        if not folder.is_dir():
+            raise UserError(f"no folder {str(folder)!r}: give the folder the script was given")
+        lines = [
+            "## Steps",
+            "",
+            *step_table(folder),
+            "",
+            "## Adaptive against fixed repeats (95% half-widths)",
+            "",
+            *comparison(folder),
+        ]
+    except UserError as exc:
+        print(f"time_to_answer: error: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
