@@ -33,6 +33,7 @@ from sharebench.errors import UserError
 from sharebench.modes import KINDS, MAX_REPLICAS, Mode, parse_mode
 from sharebench.patterns import parse_pattern
 from sharebench.results.bursts import load_bursts
+from sharebench.sweep.load import MIN_REQUESTS, capacity_cell, needs_capacity
 from sharebench.sweep.plan import Cell, SweepPlan, plan_header
 
 Verdict = Literal["within", "above", "unsure"]
@@ -106,10 +107,24 @@ class Capacity:
             return f"no sharing within {self.slo:g}×"
         return f"{self.users} users"
 
+    @property
+    def requests(self) -> str:
+        """A serving pattern's requests/s per GPU at the answer (users x rate; with ``load=F``, rate = F x
+        the capacity alone): ``24.66 requests/s per GPU (12 × 2.055/s; load 0.3 of 6.85/s alone)``; '' else."""
+        p = parse_pattern(self.pattern) if self.pattern else None
+        if p is None or p.kind != "serve" or not p.rate_per_s or not self.users:
+            return ""
+        sign = "≥ " if self.bound == "at_least" else ""
+        alone = f"; load {p.load:g} of {p.rate_per_s / p.load:.4g}/s alone" if p.load else ""
+        total = self.users * p.rate_per_s
+        return f"{sign}{total:.4g} requests/s per GPU ({self.users} × {p.rate_per_s:g}/s{alone})"
+
     def line(self) -> str:
-        """The Answer's line: ``timeslice: 12 users per GPU at p95 ≤ 2× (measured 8 ✓ 1.27×, ...)``."""
+        """The Answer's line: ``timeslice: 12 users per GPU at p95 ≤ 2× (measured 8 ✓ 1.27×, ...)``; a
+        serving pattern's requests/s per GPU beside (:attr:`requests`)."""
         note = f"; {self.note}" if self.note else ""
-        return f"{self.family}: {self.answer} per GPU at p95 ≤ {self.slo:g}× (measured {self.measured}){note}"
+        req = f" per GPU, {self.requests}" if self.requests else " per GPU"
+        return f"{self.family}: {self.answer}{req} at p95 ≤ {self.slo:g}× (measured {self.measured}){note}"
 
 
 @dataclass
@@ -574,8 +589,21 @@ def capacity_dry_run(plan: SweepPlan, options: CapacityOptions) -> str:
         *plan_header(plan),
         f"pattern:   {plan.config.workload.pattern} ({plan.config.workload.bursts} bursts per cell)",
         f"fixed:     {len(fixed)} cell(s) first ({', '.join(c.id for c in fixed)}), about {alone_s:.0f} s",
+        *load_lines(plan),
         *options.describe(slo, est),
         "estimate:  set-up, think times and arrivals before any burst is measured; the run re-estimates "
         "each probe from the cells measured",
     ]
     return "\n".join([*lines, *(f"note: {n}" for n in plan.notes)])
+
+
+def load_lines(plan: SweepPlan) -> list[str]:
+    """The dry run's line of a ``serve:load=F`` sweep: the capacity cell measured first (``sweep.load``)."""
+    if not needs_capacity(plan.config.workload):
+        return []
+    cell = capacity_cell(plan)
+    return [
+        f"load:      {plan.config.workload.pattern}: the capacity alone is measured first (cell {cell.id}, one "
+        f"replica serving at least {MIN_REQUESTS} requests back to back), then the rate set to F x it; the "
+        "serving cells' times below are not known before it (set-up only)"
+    ]

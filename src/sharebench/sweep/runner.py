@@ -48,6 +48,7 @@ from sharebench.sweep.adaptive import Schedule
 from sharebench.sweep.budget import BudgetOptions, BudgetPlan, fmt_duration, plan_budget
 from sharebench.sweep.calibrate import auto_sized, calibrate, folder_sizes
 from sharebench.sweep.capacity import CapacityOptions, CapacitySchedule
+from sharebench.sweep.load import resolve_sweep_load, resume_config
 from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, mode_fits, plan_mode, validate
 from sharebench.sweep.probe import split_cells, sweep_probe
 from sharebench.sweep.resume import check_same_work, identity, work_key
@@ -288,8 +289,9 @@ def _check_resume(out: Path, plan: SweepPlan, notes: list[str]) -> set[str]:
     return set(df.loc[(df["cell_status"] == "ok") & (df["engine"] == plan.workload), "cell_id"])
 
 
-def _record_sweep(out: Path, sweep_id: str, plan: SweepPlan) -> None:
-    """The sweep's entry in sweep.json; ``started_unix`` is the sweep's start (``tools/cell_overhead.py``)."""
+def _record_sweep(out: Path, sweep_id: str, plan: SweepPlan, extra: Mapping[str, Any] | None = None) -> None:
+    """The sweep's entry in sweep.json; ``started_unix`` is the sweep's start (``tools/cell_overhead.py``);
+    ``extra``: more keys (a serve:load=F's capacity alone, ``sweep.load``)."""
     config = plan.config
     append_sweep(
         out,
@@ -302,6 +304,7 @@ def _record_sweep(out: Path, sweep_id: str, plan: SweepPlan) -> None:
             "turns": plan.turns,
             "identity": identity(config, plan.turns, plan.workload),
             "started_unix": time.time(),
+            **(extra or {}),
         },
     )
 
@@ -367,7 +370,7 @@ def run_sweep(
     check_out_path(out)
     with claim_folder(out):  # one sweep at a time; results.guard says what the folder keeps safe
         if config.resume:
-            shared = identity(config, plan.turns, plan.workload)
+            shared = identity(resume_config(config, out, plan.device.uuid), plan.turns, plan.workload)
             check_same_work(out, shared, plan.workload, device_model=plan.device.name or plan.device.kind)
             torn = set_aside_torn_tail(out)
         else:
@@ -510,9 +513,10 @@ def _sweep(
     writer = ResultsWriter(out)
     sweep_id = new_sweep_id()
     notes = list(plan.notes) + notes
+    plan, load_rec = resolve_sweep_load(plan, out, notes, lambda p, c: capacity_bursts(p, c, out, sweep_id, writer))
     plan, schedule = _schedule(plan, out, notes, clock)
     cells = schedule.queue
-    _record_sweep(out, sweep_id, plan)
+    _record_sweep(out, sweep_id, plan, load_rec)
     probe, probe_notes = sweep_probe(plan)  # the GPU's time slices, before any replica is on it (sweep.probe)
     notes += probe_notes
     bar = _progress(cells, plan)
@@ -566,6 +570,22 @@ def _sweep(
             notes.append("load average at the end: " + " / ".join(f"{v:.2f}" for v in load) + " (1, 5, 15 min)")
         append_notes(out, sweep_id, notes)
     return out
+
+
+def capacity_bursts(
+    plan: SweepPlan, cell: Cell, out: Path, sweep_id: str, writer: ResultsWriter
+) -> list[dict[str, Any]]:
+    """The capacity alone of a ``serve:load=F`` sweep (``sweep.load``): its cell measured and kept in the
+    folder (a warm-up row); its bursts. A failed cell: a one-line UserError (its rows stay on disk)."""
+    result = measure_cell(plan, cell, out, sweep_id=sweep_id)
+    writer.append(result.rows)
+    append_bursts(out, result.bursts)
+    if not result.ok:
+        errors = (
+            "; ".join(dict.fromkeys(str(r.get("cell_error") or r.get("error")) for r in result.rows)) or "no replica"
+        )
+        raise UserError(f"the capacity cell {cell.id} failed: {errors}")
+    return result.bursts
 
 
 def check_cell(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

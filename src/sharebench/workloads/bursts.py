@@ -130,6 +130,8 @@ def run_pattern(
         raise ValueError(f"count {count} < 0")
     if duration_s is not None and not (math.isfinite(duration_s) and duration_s >= 0):
         raise ValueError(f"duration_s {duration_s} is not a finite number >= 0")
+    if pattern.needs_capacity:  # serve:load=F: the sweep resolves it to a rate (patterns.resolve_load)
+        raise UserError(f"pattern {pattern.label!r} has no rate yet: a sweep measures the capacity alone first")
     now = clock or epoch_clock()
     t0 = now()
     until = math.inf if duration_s is None else t0 + duration_s
