@@ -14,7 +14,9 @@ import pytest
 
 from sharebench.cli import main
 from sharebench.errors import UserError
+from sharebench.report.answer import capacity_blocks, end_screen
 from sharebench.sweep.capacity import (
+    Capacity,
     CapacitySearch,
     Probe,
     answer,
@@ -24,6 +26,7 @@ from sharebench.sweep.capacity import (
     probe_bounds,
     read_capacity,
     verdict,
+    write_capacity,
 )
 
 
@@ -157,3 +160,15 @@ def test_a_cpu_capacity_run_finds_a_knee(tmp_path, monkeypatch):
     assert ns[0] == 2 and len(ns) >= 2 and "≥" not in cap["answer"]
     table = pd.read_csv(out / "tables" / "capacity.csv")
     assert table["users"].tolist() == [cap["users"]] and table["bound"].tolist() == ["exact"]
+
+
+def test_the_answer_and_the_end_screen_carry_the_capacity_lines(tmp_path):
+    probes = (Probe(2, "mps:2", 1.2, 1.1, 1.3, "within", 2), Probe(4, "mps:4", 2.6, 2.4, 2.8, "above", 2))
+    cap = Capacity("mps", "serve:rate=2.055,size=1,load=0.3", 2.0, 3, "exact", None, None, probes)
+    write_capacity(tmp_path, [cap])
+    text, _ = end_screen(tmp_path)
+    line = "mps: 3 users per GPU, 6.165 requests/s per GPU (3 × 2.055/s; load 0.3 of 6.85/s alone) at p95 ≤ 2×"
+    assert f"  capacity: {line} (measured 2 ✓ 1.20×, 4 ✗ 2.60×)" in text.splitlines()
+    blocks = capacity_blocks(tmp_path)
+    assert len(blocks) == 2 and blocks[1].items == [cap.line()]
+    assert capacity_blocks(tmp_path / "none") == [] and "capacity" not in end_screen(tmp_path / "none")[0]

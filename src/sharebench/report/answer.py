@@ -25,6 +25,7 @@ from sharebench.modes import is_baseline
 from sharebench.report.plots import save_figure
 from sharebench.report.render import Bullets, Heading, Image, Snippet, Text
 from sharebench.results import RESULTS_CSV, load_results, read_sweeps
+from sharebench.sweep.capacity import capacity_lines
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -99,7 +100,7 @@ class Answer:
             missing = [choice_line(c) for _, c in self.choices.iterrows() if c["basis"] == "not measured"]
             for head, lines in (("Measured, not trusted", flagged), ("Not measured here", missing)):
                 out += [Text(f"**{head}:**"), Bullets(lines)] if lines else []
-        return out + [Image(p) for p in plots if p.suffix == ".png"]
+        return out + capacity_blocks(self.path) + [Image(p) for p in plots if p.suffix == ".png"]
 
 
 def verdict_line(r: Any) -> str:
@@ -193,6 +194,7 @@ def end_screen(results_dir: Path | str) -> tuple[str, int]:
     lines += [f"  {c['pattern']}: {c['mode']}: {c['reason']}" for _, c in picks.iterrows() if c["mode"] != NO_ANSWER]
     if rows.empty:
         lines.append("  none: no cell was measured" if picks.empty else "  no verdict per mode: no batch cell")
+    lines += [f"  capacity: {line}" for line in capacity_lines(Path(results_dir))]
     untrusted = untrusted_count(d, rows)
     unanswered = sorted(set(none["pattern"].astype(str))) if len(none) else []
     lines.append(
@@ -201,6 +203,13 @@ def end_screen(results_dir: Path | str) -> tuple[str, int]:
         + (f", no trustworthy answer for {', '.join(unanswered)}" if unanswered else "")
     )
     return "\n".join(lines), EXIT_OK if failed == 0 and good > 0 else EXIT_FAILED
+
+
+def capacity_blocks(path: Path) -> list[Any]:
+    """The Answer's capacity search lines (``sweep.capacity``: users, and requests/s of a service, per GPU
+    at the target, with the N measured); none when the folder ran no search."""
+    lines = capacity_lines(path)
+    return [Text("**Capacity by search, per mode family:**"), Bullets(lines)] if lines else []
 
 
 def untrusted_count(tables: Path, rows: pd.DataFrame) -> int:
