@@ -46,8 +46,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         frames.append(t.assign(a=str(dirs[0]), b=str(other)))
     text = "\n".join(parts)
     print(text)
-    for warning in filter(None, map(sweeps_warning, dirs)):  # said once the rows proved readable
-        print(f"sharebench: {warning}", file=sys.stderr)
+    say_torn(dirs)  # said once the rows proved readable
     if out is not None:
         try:
             out.mkdir(parents=True, exist_ok=True)
@@ -57,6 +56,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise UserError(f"cannot write {exc.filename or out}: {exc.strerror or exc}; give another --out") from None
         print(f"written: {out}/compare.md  ({out}/compare.csv)")
     return 0
+
+
+def say_torn(dirs: list[Path]) -> None:
+    """One stderr line per folder whose sweep.json is torn (its results.csv rows were used alone)."""
+    for warning in filter(None, map(sweeps_warning, dirs)):
+        print(f"sharebench: {warning}", file=sys.stderr)
 
 
 def compare_two(a: Tables, b: Tables, ignore: tuple[str, ...], labels: tuple[str, str]) -> tuple[pd.DataFrame, str]:

@@ -224,6 +224,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_request(dataclasses.replace(request, capacity=capacity), t_start)
 
 
+def program_found(cfg: SweepConfig) -> None:
+    """A program workload's program is there: else one line, before any folder is made."""
+    if cfg.workload.is_program:
+        check_command(cfg.workload.command)
+
+
 def run_request(request: SweepRequest, t_start: float | None = None) -> int:
     """Run (or with ``dry_run`` describe) the sweep ``request`` asks for, then its report and end screen;
     the exit status. The command line and a campaign's sweep steps both run here."""
@@ -234,8 +240,7 @@ def run_request(request: SweepRequest, t_start: float | None = None) -> int:
         plan = validate(cfg)
         print(capacity_dry_run(plan, request.capacity) if request.capacity else dry_run(plan, budget, out))
         return 0
-    if cfg.workload.is_program:
-        check_command(cfg.workload.command)  # a missing program: one line, before any folder is made
+    program_found(cfg)
     if request.resume and budget is None and nothing_to_do(cfg, out):
         return 0
     if request.strict:
