@@ -19,6 +19,7 @@ def reconfigure_node(
     force: bool = False,
     run_id: str = "",
     image: str = "",
+    node_access: str = "agent",
 ) -> NamedTuple(
     "NodeMode",
     resource=str,
@@ -42,7 +43,9 @@ def reconfigure_node(
         timeout_s: Longest wait for the node to advertise the mode, in seconds.
         force: Reconfigure even when pods outside this run use the node's GPUs.
         run_id: The run holding the node's Lease (one reconfiguration per node); its pods are not foreign.
-        image: The run's replica image, checked against SHAREBENCH_IMAGE_ALLOW; empty: this step's own image.
+        image: The run's replica image, checked against the site's allow-list; empty: this step's own image.
+        node_access: 'agent': file a request the site's node agent checks and applies (this pod holds no
+            node right); 'direct': reconfigure with this pod's own account (a single-admin cluster).
 
     Returns:
         resource: Extended resource each replica pod requests (nvidia.com/gpu, nvidia.com/mig-1g.18gb).
@@ -67,6 +70,7 @@ def reconfigure_node(
         force=force,
         run_id=run_id,
         image=image,
+        node_access=node_access,
     )
     return namedtuple(
         "NodeMode", ["resource", "count", "pods", "processes", "replicas", "node_selector", "advertised"]

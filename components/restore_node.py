@@ -17,6 +17,7 @@ def restore_node(
     placement: str = "pods",
     claims_namespace: str = "sharebench",
     run_id: str = "",
+    node_access: str = "agent",
 ) -> List[dict]:
     """Puts each node back in the state it had before the sweep; idempotent.
 
@@ -31,6 +32,8 @@ def restore_node(
         placement: 'dra': also delete every ResourceClaim a failed cell left (the node was never changed).
         claims_namespace: Namespace of the claims (dra).
         run_id: The run that holds the nodes' Leases; another run's node is refused, not reset.
+        node_access: 'agent': one restore request per node, answered by the node agent; 'direct': this pod's
+            own account restores them (a single-admin cluster).
 
     Returns:
         Output: What each restored node advertises now (empty without a node).
@@ -42,4 +45,4 @@ def restore_node(
     steps.release_all(placement=placement, namespace=claims_namespace)
     if placement == "dra":
         return []
-    return steps.restore(node_names=nodes, timeout_s=timeout_s, run_id=run_id)
+    return steps.restore(node_names=nodes, timeout_s=timeout_s, run_id=run_id, node_access=node_access)

@@ -22,6 +22,7 @@ def schedule_start(
     claims_namespace: str = "sharebench",
     node_name: str = "",
     run_id: str = "",
+    node_access: str = "agent",
 ) -> NamedTuple("Cell", particles=int, repeat=int, start_at=float, cell_id=str, claims=List[str]):
     """Picks one cell's particle count and repeat and the instant its replicas start tracking.
 
@@ -41,6 +42,7 @@ def schedule_start(
         claims_namespace: Namespace of the claims and the replica pods (dra).
         node_name: The swept node; with run_id, the run's Lease on it is renewed (one run per node).
         run_id: The run holding the node's Lease.
+        node_access: 'agent' (the Lease renewed by a request the node agent answers) or 'direct'.
 
     Returns:
         particles: Particles per replica in this cell.
@@ -62,6 +64,8 @@ def schedule_start(
         warmup_repeats=warmup_repeats,
         node_name=node_name,
         run_id=run_id,
+        placement=placement,
+        node_access=node_access,
     )
     claims = steps.claim_cell(
         placement=placement,

@@ -27,10 +27,20 @@ from sharebench.history import add_and_check
 from sharebench.manifests.names import OPERATOR_NAMESPACE, RUN_NAMESPACE
 from sharebench.modes import BASELINE, Mode, parse_mode
 from sharebench.node import ReconfigureOptions, renew_lease
+from sharebench.node.agent import Request, file_request, wait_request
 from sharebench.node.claims import create_claims, delete_claims
+from sharebench.node.client import make_api_client
 from sharebench.node.images import IMAGE_ALLOW_ENV, check_image
+from sharebench.node.placement import (
+    HOSTNAME_LABEL,
+    Placement,
+    check_pattern_placement,
+    place_mode,
+    pod_request,
+    restore_nodes,
+    split_node,
+)
 from sharebench.node.placement import PLACEMENTS as PLACEMENTS
-from sharebench.node.placement import check_pattern_placement, place_mode, restore_nodes, split_node
 from sharebench.parse import whole_number
 from sharebench.report import tables_markdown, write_tables
 from sharebench.report.combine import write_combined
@@ -123,6 +133,47 @@ def pick_cells(*, mode: str, cells_by_mode: dict[str, list[int]]) -> list[int]:
 
 
 # ------------------------------------------------------------------ node
+NODE_ACCESS = ("agent", "direct")  # agent: a request the node agent answers; direct: the library, node rights here
+POD_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def check_node_access(node_access: str) -> str:
+    if node_access not in NODE_ACCESS:
+        raise UserError(f"node_access {node_access!r}: allowed {', '.join(NODE_ACCESS)}")
+    return node_access
+
+
+def pod_namespace() -> str:
+    """The namespace this step's pod runs in (its run namespace), where its requests are filed."""
+    return POD_NAMESPACE_FILE.read_text().strip() if POD_NAMESPACE_FILE.is_file() else RUN_NAMESPACE
+
+
+def node_request(action: str, node_name: str, run_id: str, timeout_s: float = 900, **fields: str) -> dict[str, Any]:
+    """Agent mode: file a sharing request for ``node_name`` in this pod's namespace with the pod's own
+    account (no node right) and wait for the node agent's answer; its result, or its one-line refusal.
+    ``fields``: the request's ``image`` (default: this step's image), ``mode`` and ``gpu_model``."""
+    if not run_id:
+        raise UserError(f"node_access agent: {action} on {node_name} needs the run id (the Lease's holder)")
+    api = make_api_client()
+    namespace = pod_namespace()
+    node = split_node(node_name)[0]
+    mode = fields.get("mode") or None
+    image, gpu_model = fields.get("image") or IMAGE, fields.get("gpu_model") or None
+    name = file_request(api, Request(namespace, "", action, node, run_id, image, mode=mode, gpu_model=gpu_model))
+    say(f"{action} {mode or ''} on {node}: request {namespace}/{name} filed; waiting for the node agent")
+    result = wait_request(api, namespace, name, timeout_s=float(timeout_s))
+    say(f"{action} on {node}: the node agent answered: done")
+    return result
+
+
+def agent_placement(node_name: str, mode: str, gpu_model: str, placement: str, state: dict) -> dict[str, Any]:
+    """Agent mode's :func:`sharebench.node.placement.place_mode` once the agent applied ``mode``: how the
+    mode's pods request it, from ``state``, what the agent's reconfiguration answered."""
+    req = pod_request(mode, state.get("gpu_model") or gpu_model, placement, resource=state.get("resource"))
+    say(f"node {node_name} in {mode}: pods request {req.count} x {req.resource} each")
+    return Placement(req, {HOSTNAME_LABEL: split_node(node_name)[0]}, state, reconfigured=True).to_dict()
+
+
 def reconfigure(
     *,
     node_name: str,
@@ -134,11 +185,19 @@ def reconfigure(
     force: bool = False,
     run_id: str = "",
     image: str = "",
+    node_access: str = "agent",
 ) -> dict[str, Any]:
     """Put the node in ``mode`` and say how the mode's pods must request it
-    (:func:`sharebench.node.placement.place_mode`; no node or placement dra: nothing changes). With a
-    node, the run's ``image`` (what its replicas execute) is first checked against the site's allow-list
-    (``SHAREBENCH_IMAGE_ALLOW``; default: this image's repository), before anything touches the node."""
+    (:func:`sharebench.node.placement.place_mode`; no node or placement dra: nothing changes). Agent
+    mode (the default): a request the node agent checks against the site's offer and applies; direct
+    mode (a single-admin cluster): the library here, with node rights, after the run's ``image`` is
+    checked against the site's allow-list (``SHAREBENCH_IMAGE_ALLOW``; default: this image's repository)."""
+    if check_node_access(node_access) == "agent" and node_name and placement != "dra":
+        if force:
+            raise UserError("force is never a request's to ask for (node_access agent); an admin runs node apply")
+        fields = {"image": image, "mode": mode, "gpu_model": gpu_model}
+        state = node_request("apply", node_name, run_id, float(timeout_s), **fields)
+        return agent_placement(node_name, mode, gpu_model, placement, state)
     if node_name:
         check_image(image or IMAGE, os.environ.get(IMAGE_ALLOW_ENV), IMAGE)
     options = ReconfigureOptions(
@@ -151,9 +210,15 @@ def reconfigure(
     return place_mode(node_name, mode, gpu_model, placement, options, progress=say).to_dict()
 
 
-def restore(*, node_names: list[str], timeout_s: float = 600, run_id: str = "") -> list[dict[str, Any]]:
-    """Put every node back as it was (idempotent); no node: a no-op that says so."""
-    return restore_nodes(list(node_names or []), float(timeout_s), holder=run_id or None, progress=say)
+def restore(
+    *, node_names: list[str], timeout_s: float = 600, run_id: str = "", node_access: str = "agent"
+) -> list[dict[str, Any]]:
+    """Put every node back as it was (idempotent); no node: a no-op that says so. Agent mode: one
+    restore request per node, answered by the node agent."""
+    nodes = [n for n in node_names or [] if n]
+    if check_node_access(node_access) == "direct" or not nodes:
+        return restore_nodes(nodes, float(timeout_s), holder=run_id or None, progress=say)
+    return [node_request("restore", n, run_id, float(timeout_s)) for n in nodes]
 
 
 # ------------------------------------------------------------------ claims (placement dra)
@@ -196,11 +261,18 @@ def schedule_start(
     warmup_repeats: int = WARMUP_REPEATS,
     node_name: str = "",
     run_id: str = "",
+    placement: str = "pods",
+    node_access: str = "agent",
 ) -> dict[str, Any]:
     """The cell's particle count, repeat and the instant its replicas start tracking together; with a
-    node and a run id, the run's Lease on the node is renewed first (held for the whole run)."""
-    if node_name and run_id:
+    node and a run id, the run's Lease on the node is renewed first (held for the whole run): directly,
+    or in agent mode by a request to apply the same mode (which the agent renews the Lease for)."""
+    if node_name and run_id and check_node_access(node_access) == "direct":
         renew_lease(split_node(node_name)[0], run_id, progress=say)
+    elif (
+        node_name and run_id and placement != "dra"
+    ):  # agent mode (dra: the node is never applied): the agent's apply of the same mode renews the run's Lease
+        node_request("apply", node_name, run_id, mode=mode)
     particles, repeat = cell_of(cell, particle_counts, repeats, warmup_repeats)
     start_at = time.time() + float(start_delay_s)
     cid = cell_id(parse_mode(mode), particles, repeat)

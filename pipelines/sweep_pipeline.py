@@ -57,7 +57,7 @@ from sharebench.components.restore_node import restore_node
 from sharebench.components.run_simpletrack import run_simpletrack
 from sharebench.components.schedule_start import schedule_start
 from sharebench.components.write_report import write_report
-from sharebench.manifests.names import NODE_TOKEN_DIR, NODE_TOKEN_SECRET, PART_OF_LABEL
+from sharebench.manifests.names import PART_OF_LABEL
 from sharebench.node.images import IMAGE_ALLOW_ENV, SITE_CONFIGMAP, SITE_IMAGE_ALLOW_KEY
 from sharebench.workloads import DEFAULT_WORKLOAD
 
@@ -97,15 +97,13 @@ def in_image(task: dsl.PipelineTask, image) -> dsl.PipelineTask:
 
 
 def node_step(task: dsl.PipelineTask, *, image_allow: bool = False) -> dsl.PipelineTask:
-    """A step that acts on the node (reconfigure, renew the Lease, claims, restore): the node account's
-    token mounted (Secret sharebench-node-token), and always the image the pipeline was compiled with,
-    never the run's ``image`` parameter, so code a submitter picks never runs where node rights are;
+    """A step that acts on the node (reconfigure, renew the Lease, claims, restore): always the image the
+    pipeline was compiled with, never the run's ``image`` parameter. No task mounts a node credential:
+    in agent mode (the default) the step files a request the node agent answers, with its pod's own
+    account; in direct mode that account is the node account (a single-admin cluster);
     ``image_allow``: the site's image allow-list in its environment (ConfigMap sharebench-site, key
     image-allow, when the site made it)."""
     in_image(task, IMAGE)
-    # node rights come only from the node account's token, mounted here and in no other task; optional:
-    # a site that runs the whole pipeline as that account still works (without this separation)
-    kubernetes.use_secret_as_volume(task, NODE_TOKEN_SECRET, mount_path=NODE_TOKEN_DIR, optional=True)
     if image_allow:
         kubernetes.use_config_map_as_env(task, SITE_CONFIGMAP, {SITE_IMAGE_ALLOW_KEY: IMAGE_ALLOW_ENV}, optional=True)
     return task
@@ -186,6 +184,7 @@ def run_cells(
     workload: dict,
     placement: str,
     gpu_model: str,
+    node_access: str,
 ) -> Dataset:
     with Loop(cells, name="cells", parallelism=1) as cell:
         start = node_step(
@@ -201,6 +200,7 @@ def run_cells(
                 gpu_model=gpu_model,
                 node_name=node_name,
                 run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+                node_access=node_access,
             )
         )
         one = run_cell(
@@ -241,6 +241,7 @@ def sweep_modes(
     operator_namespace: str,
     reconfigure_timeout_s: float,
     force: bool,
+    node_access: str,
 ) -> list[Dataset]:
     with Loop(modes, name="modes", parallelism=1) as mode:
         node = node_step(
@@ -254,6 +255,7 @@ def sweep_modes(
                 force=force,
                 run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
                 image=image,
+                node_access=node_access,
             ),
             image_allow=True,
         )
@@ -277,6 +279,7 @@ def sweep_modes(
             workload=workload,
             placement=placement,
             gpu_model=gpu_model,
+            node_access=node_access,
         )
     return dsl.Collected(cells_of_mode.output)
 
@@ -297,6 +300,7 @@ def sweep_node(
     operator_namespace: str,
     reconfigure_timeout_s: float,
     force: bool,
+    node_access: str,
     history: str,
     pushgateway: str,
     history_s3_endpoint: str,
@@ -334,6 +338,7 @@ def sweep_node(
         operator_namespace=operator_namespace,
         reconfigure_timeout_s=reconfigure_timeout_s,
         force=force,
+        node_access=node_access,
     )
     collected = in_image(
         collect_results(
@@ -376,6 +381,7 @@ def sweep_pipeline(
     operator_namespace: str = "gpu-operator",
     reconfigure_timeout_s: float = 900.0,
     force: bool = False,
+    node_access: str = "agent",
     history: str = "",
     pushgateway: str = "",
     history_s3_endpoint: str = KFP_S3_ENDPOINT,
@@ -403,7 +409,10 @@ def sweep_pipeline(
         start_delay_s: Seconds between a cell's start instant being set and the replicas tracking.
         operator_namespace: Namespace of the NVIDIA gpu-operator.
         reconfigure_timeout_s: Longest wait for the node to advertise a mode.
-        force: Reconfigure even when pods outside sharebench use the node's GPUs.
+        force: Reconfigure even when pods outside sharebench use the node's GPUs (direct mode only).
+        node_access: 'agent' (a request the site's node agent checks and applies; no node right in the run) or
+            'direct' (a single-admin cluster: the node steps act on the node with their pod's own account,
+            which must then be the node account).
         history: History store the run is added to and checked against ('' off): s3://bucket/prefix (e.g.
             s3://mlpipeline/sharebench/history in KFP's MinIO) or a folder the task sees; a changed loss
             fails the run (sharebench history accept starts a new baseline).
@@ -415,7 +424,11 @@ def sweep_pipeline(
             the node's GPU model's recorded rates (no node: a short run here); the report states budget, plan and
             time used. Repeats are fixed: a static KFP graph cannot repeat a cell while unsettled (run --budget can).
     """
-    restore = node_step(restore_node(node_name=node_name, placement=placement, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER))
+    restore = node_step(
+        restore_node(
+            node_name=node_name, placement=placement, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER, node_access=node_access
+        )
+    )
     with dsl.ExitHandler(restore, name="sweep"):
         sweep_node(
             image=image,
@@ -432,6 +445,7 @@ def sweep_pipeline(
             operator_namespace=operator_namespace,
             reconfigure_timeout_s=reconfigure_timeout_s,
             force=force,
+            node_access=node_access,
             history=history,
             pushgateway=pushgateway,
             history_s3_endpoint=history_s3_endpoint,
@@ -460,6 +474,7 @@ def multi_node_pipeline(
     operator_namespace: str = "gpu-operator",
     reconfigure_timeout_s: float = 900.0,
     force: bool = False,
+    node_access: str = "agent",
     history: str = "",
     pushgateway: str = "",
     history_s3_endpoint: str = KFP_S3_ENDPOINT,
@@ -486,7 +501,10 @@ def multi_node_pipeline(
         start_delay_s: Seconds between a cell's start instant being set and the replicas tracking.
         operator_namespace: Namespace of the NVIDIA gpu-operator.
         reconfigure_timeout_s: Longest wait for a node to advertise a mode.
-        force: Reconfigure even when pods outside sharebench use a node's GPUs.
+        force: Reconfigure even when pods outside sharebench use a node's GPUs (direct mode only).
+        node_access: 'agent' (a request the site's node agent checks and applies; no node right in the run) or
+            'direct' (a single-admin cluster: the node steps act on the node with their pod's own account,
+            which must then be the node account).
         history: History store the run is added to and checked against ('' off): s3://bucket/prefix (e.g.
             s3://mlpipeline/sharebench/history in KFP's MinIO) or a folder the task sees; a changed loss
             fails the run (sharebench history accept starts a new baseline).
@@ -498,7 +516,11 @@ def multi_node_pipeline(
             the node's GPU model's recorded rates (no node: a short run here); the report states budget, plan and
             time used. Repeats are fixed: a static KFP graph cannot repeat a cell while unsettled (run --budget can).
     """
-    restore = node_step(restore_node(node_names=nodes, placement=placement, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER))
+    restore = node_step(
+        restore_node(
+            node_names=nodes, placement=placement, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER, node_access=node_access
+        )
+    )
     with dsl.ExitHandler(restore, name="sweeps"):
         with Loop(nodes, name="nodes") as node:
             swept = sweep_node(
@@ -516,6 +538,7 @@ def multi_node_pipeline(
                 operator_namespace=operator_namespace,
                 reconfigure_timeout_s=reconfigure_timeout_s,
                 force=force,
+                node_access=node_access,
                 history=history,
                 pushgateway=pushgateway,
                 history_s3_endpoint=history_s3_endpoint,

@@ -195,7 +195,13 @@ def test_each_cell_renews_the_runs_lease_and_another_run_is_refused(sim):
     from kubernetes import client as k8s
 
     steps.reconfigure(
-        node_name=NODE, mode="timeslice:2", gpu_model="H200", placement="pods", timeout_s=30, run_id="run-a"
+        node_name=NODE,
+        mode="timeslice:2",
+        gpu_model="H200",
+        placement="pods",
+        timeout_s=30,
+        run_id="run-a",
+        node_access="direct",
     )
     leases = k8s.CoordinationV1Api(sim.api_client())
 
@@ -211,6 +217,7 @@ def test_each_cell_renews_the_runs_lease_and_another_run_is_refused(sim):
         start_delay_s=0,
         node_name=f"{NODE}=H200",
         run_id="run-a",
+        node_access="direct",
     )
     assert cell["particles"] == 100 and renewed() > before
     with pytest.raises(
@@ -224,21 +231,24 @@ def test_each_cell_renews_the_runs_lease_and_another_run_is_refused(sim):
             start_delay_s=0,
             node_name=NODE,
             run_id="run-b",
+            node_access="direct",
         )
-    assert steps.restore(node_names=[NODE], timeout_s=30, run_id="run-a")[0]["restored"] is True
+    assert steps.restore(node_names=[NODE], timeout_s=30, run_id="run-a", node_access="direct")[0]["restored"] is True
 
 
 def test_reconfigure_step_on_the_simulated_cluster_then_restore(sim):
-    r = steps.reconfigure(node_name=NODE, mode="mig:1g.18gb", gpu_model="H200", placement="pods", timeout_s=30)
+    r = steps.reconfigure(
+        node_name=NODE, mode="mig:1g.18gb", gpu_model="H200", placement="pods", timeout_s=30, node_access="direct"
+    )
     assert r["reconfigured"] is True
     assert (r["resource"], r["count"], r["pods"], r["processes"]) == ("nvidia.com/mig-1g.18gb", 1, list(range(7)), 1)
     assert r["node_selector"] == {"kubernetes.io/hostname": NODE}
     assert r["advertised"]["resources"]["nvidia.com/mig-1g.18gb"] == 7
-    (restored,) = steps.restore(node_names=[f"{NODE}=H200"], timeout_s=30)
+    (restored,) = steps.restore(node_names=[f"{NODE}=H200"], timeout_s=30, node_access="direct")
     assert restored["restored"] is True
     assert {k: v for k, v in restored["resources"].items() if v} == {"nvidia.com/gpu": 1}
     # idempotent: a second restore changes nothing
-    assert steps.restore(node_names=[NODE], timeout_s=30)[0]["restored"] is False
+    assert steps.restore(node_names=[NODE], timeout_s=30, node_access="direct")[0]["restored"] is False
 
 
 def test_reconfigure_node_component_runs_as_a_kfp_local_task(sim, tmp_path):
@@ -247,10 +257,12 @@ def test_reconfigure_node_component_runs_as_a_kfp_local_task(sim, tmp_path):
     from sharebench.components.reconfigure_node import reconfigure_node
 
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
-    task = reconfigure_node(node_name=NODE, mode="timeslice:4", gpu_model="H200", placement="pods", timeout_s=30.0)
+    task = reconfigure_node(
+        node_name=NODE, mode="timeslice:4", gpu_model="H200", placement="pods", timeout_s=30.0, node_access="direct"
+    )
     assert task.outputs["resource"] == "nvidia.com/gpu"
     assert [int(p) for p in task.outputs["pods"]] == [0, 1, 2, 3]
     assert task.outputs["replicas"] == 4 and task.outputs["processes"] == 1
     assert task.outputs["node_selector"] == {"kubernetes.io/hostname": NODE}
     assert task.outputs["advertised"]["resources"] == {"nvidia.com/gpu": 4}
-    steps.restore(node_names=[NODE], timeout_s=30)
+    steps.restore(node_names=[NODE], timeout_s=30, node_access="direct")

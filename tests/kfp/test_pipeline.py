@@ -193,8 +193,8 @@ def test_multi_node_runs_nodes_side_by_side_and_compares_them():
 
 @pytest.mark.parametrize("name", FILES)
 def test_node_rights_only_in_node_steps_which_run_the_compiled_image(name):
-    """Issue 27: only the steps that act on the node mount the node account's token; a submitter-chosen
-    ``image`` never runs in them; the node step checks the run's image against the site's allow-list
+    """Issue 27 and 37: no task mounts a node credential; a submitter-chosen ``image`` never runs in the
+    node steps; the node step checks the run's image against the site's allow-list
     (ConfigMap sharebench-site, optional) first."""
     spec, platform = _docs(PIPELINES / name)
     deploy = json_format.MessageToDict(spec.deployment_spec)["executors"]
@@ -207,11 +207,19 @@ def test_node_rights_only_in_node_steps_which_run_the_compiled_image(name):
     env = _k8s(platform, "exec-reconfigure-node").config_map_as_env
     assert len(env) == 1 and env[0].config_map_name == SITE_CONFIGMAP and env[0].optional
     assert [(k.config_map_key, k.env_var) for k in env[0].key_to_env] == [(SITE_IMAGE_ALLOW_KEY, IMAGE_ALLOW_ENV)]
-    # node rights only in the node steps: the node account's token is mounted there and nowhere else
+    # issue 37: no task mounts a node credential (agent mode files requests; direct mode's pods run as the
+    # node account), and no volume or env of any task names the node token
     for executor in platform.platforms["kubernetes"].deployment_spec.executors:
-        mounts = [(v.secret_name, v.mount_path, v.optional) for v in _k8s(platform, executor).secret_as_volume]
-        want = [(NODE_TOKEN_SECRET, NODE_TOKEN_DIR, True)] if executor in NODE_STEPS else []
-        assert mounts == want, executor
+        mounts = [(v.secret_name, v.mount_path) for v in _k8s(platform, executor).secret_as_volume]
+        assert mounts == [], executor
+        assert NODE_TOKEN_SECRET not in str(_k8s(platform, executor)), executor
+    assert NODE_TOKEN_DIR not in (PIPELINES / name).read_text()
+    # agent mode is the default; direct mode a parameter for a single-admin cluster
+    access = spec.root.input_definitions.parameters["node_access"]
+    assert access.default_value.string_value == "agent"
+    for step in ("reconfigure-node", "restore-node", "schedule-start"):
+        found = [t for _, n, t in _all_tasks(spec) if n == step]
+        assert found and all("node_access" in t.inputs.parameters for t in found), step
         # the object store's credentials only in the history step, as env (optional: a folder store)
         secrets = [
             (e.secret_name, e.optional, sorted((k.secret_key, k.env_var) for k in e.key_to_env))
