@@ -3,10 +3,12 @@
 #   device run (carry [".whl", ".devcarry"]): bash benchmarks/capacity_h200.sh "$OUT"
 #   here, on the CPU (arguments checked, nothing measured): CARRY=none DEVICE=cpu FAMILIES=timeslice ST_MODES=exclusive,timeslice:3 DRY=--dry-run bash benchmarks/capacity_h200.sh /tmp/x
 # Each step has its own --budget (the search stops with "between", never "≥", when it runs out) and a
-# `timeout` above it, so the whole script ends in time (about 1 min of set-up, 4.5 + 1.5 min of steps).
+# `timeout` above it (190 + 105 + 105 + 85 s, 10 s more each to stop), so the whole script ends within
+# 9 minutes with its set-up (the wheel install, a few seconds).
 # Steps of the plan's GPU list (notes/33-plan.md): 1 ResNet-18 inference users capacity (timeslice, mps);
-# 4 Simpletrack users at the bisection points (mps:3, mig-emulated:2x3g.71gb). Steps 2-3 (serving at load
-# 0.3 of capacity) need `serve:load=F`, not in this tree yet: they are left out here.
+# 2-3 ResNet-18 and Simpletrack serving at load 0.3 of the capacity one replica serves alone (measured
+# first in the same run, `serve:load=0.3`), users and requests/s per GPU by the same search; 4 Simpletrack
+# users at the bisection points (mps:3, mig-emulated:2x3g.71gb). ONLY=rn|rn-serve|st-serve|st runs one.
 set -u
 OUTDIR=${1:?usage: capacity_h200.sh OUTDIR}
 DEVICE=${DEVICE:-cuda:0}
@@ -32,16 +34,22 @@ step() {  # step NAME SECONDS ARGS...: one sharebench run, its output kept besid
     local name=$1 limit=$2
     shift 2
     echo "== $name ($(date -u +%H:%M:%S), limit ${limit}s)"
-    timeout --signal=INT --kill-after=20 "$limit" "$PY" -m sharebench run "${COMMON[@]}" "$@" $DRY \
+    timeout --signal=INT --kill-after=10 "$limit" "$PY" -m sharebench run "${COMMON[@]}" "$@" $DRY \
         --out "$OUTDIR/$name" >"$OUTDIR/$name.log" 2>&1
     echo "   exit $? ; $(grep -h 'capacity:' "$OUTDIR/$name/notes.txt" 2>/dev/null | tail -3)"
     tail -n 25 "$OUTDIR/$name.log"
 }
 
 # 1. ResNet-18 inference users: doubling from 8 (8 per GPU stayed within 1.27x p95 in every mode)
-[ -z "${ONLY:-}" ] || [ "$ONLY" = rn ] && step rn-capacity 300 "${RN[@]}" --pattern interactive:burst=5,think=0.1 --bursts 30 --capacity \
-    --modes "$FAMILIES" --users 8..48 --repeats 2 --max-repeats 3 --warmup-repeats 0 --budget 270s $SIZE
+[ -z "${ONLY:-}" ] || [ "$ONLY" = rn ] && step rn-capacity 190 "${RN[@]}" --pattern interactive:burst=5,think=0.1 --bursts 30 --capacity \
+    --modes "$FAMILIES" --users 8..48 --repeats 2 --max-repeats 3 --warmup-repeats 0 --budget 170s $SIZE
+# 2. ResNet-18 serving at 0.3 of one replica's requests/s alone (about 120 req/s each: 400 batches/s alone)
+[ -z "${ONLY:-}" ] || [ "$ONLY" = rn-serve ] && step rn-serve-0.3 105 "${RN[@]}" --pattern serve:load=0.3,size=1 --bursts 120 \
+    --capacity --modes "$FAMILIES" --users 2..32 --repeats 1 --max-repeats 2 --warmup-repeats 0 --budget 90s $SIZE
+# 3. Simpletrack serving at 0.3 of its capacity alone (about 2 req/s each: 6.85 req/s of 0.146 s alone)
+[ -z "${ONLY:-}" ] || [ "$ONLY" = st-serve ] && step st-serve-0.3 105 "${ST[@]}" --pattern serve:load=0.3,size=1 --bursts 30 \
+    --capacity --modes "$FAMILIES" --users 2..8 --repeats 1 --max-repeats 2 --warmup-repeats 0 --budget 90s ${ST_SIZE:-} $SIZE
 # 4. Simpletrack users at the bisection points (mps 2 within 1.89x, 4 above 3.56x; 3x2g above 4.10x)
-[ -z "${ONLY:-}" ] || [ "$ONLY" = st ] && step st-users-3 150 "${ST[@]}" --pattern interactive:burst=1,think=0.2 --bursts 20 \
+[ -z "${ONLY:-}" ] || [ "$ONLY" = st ] && step st-users-3 85 "${ST[@]}" --pattern interactive:burst=1,think=0.2 --bursts 20 \
     --modes "$ST_MODES" --repeats 2 ${ST_SIZE:-}
 echo "== done $(date -u +%H:%M:%S)"

@@ -14,9 +14,12 @@ import pytest
 
 from sharebench.cli import main
 from sharebench.errors import UserError
+from sharebench.modes import parse_mode
 from sharebench.report.answer import capacity_blocks, end_screen
 from sharebench.sweep.capacity import (
     Capacity,
+    CapacityOptions,
+    CapacitySchedule,
     CapacitySearch,
     Probe,
     answer,
@@ -28,6 +31,7 @@ from sharebench.sweep.capacity import (
     verdict,
     write_capacity,
 )
+from sharebench.sweep.plan import Cell
 
 
 def run_search(search: CapacitySearch, curve, *, noise: float = 0.0, seed: int = 0, stop_after: int | None = None):
@@ -172,3 +176,14 @@ def test_the_answer_and_the_end_screen_carry_the_capacity_lines(tmp_path):
     blocks = capacity_blocks(tmp_path)
     assert len(blocks) == 2 and blocks[1].items == [cap.line()]
     assert capacity_blocks(tmp_path / "none") == [] and "capacity" not in end_screen(tmp_path / "none")[0]
+
+
+@pytest.mark.parametrize(
+    "pattern, expected", [("serve:rate=2,size=1,load=0.3", 1.1 * 10 * 1.5), ("interactive", 1.1 * 10 * 2 * 1.5)]
+)
+def test_a_probe_of_a_service_is_not_stretched_by_the_target(tmp_path, pattern, expected):
+    options = CapacityOptions(("timeslice",), (2, 8), 1, 2)
+    fixed = [Cell(parse_mode("exclusive"), 100, 1)]
+    sched = CapacitySchedule(tmp_path, options.searches(2.0, pattern), fixed, 100, options, lambda m: None)
+    sched.spans["exclusive"] = 10.0
+    assert sched.probe_s(parse_mode("timeslice:2")) == pytest.approx(expected)

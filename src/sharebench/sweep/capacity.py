@@ -116,8 +116,10 @@ class Capacity:
             return ""
         sign = "≥ " if self.bound == "at_least" else ""
         alone = f"; load {p.load:g} of {p.rate_per_s / p.load:.4g}/s alone" if p.load else ""
-        total = self.users * p.rate_per_s
-        return f"{sign}{total:.4g} requests/s per GPU ({self.users} × {p.rate_per_s:g}/s{alone})"
+        total = f"{self.users * p.rate_per_s:.4g}"
+        if self.bound == "between" and self.upper:
+            total = f"between {total} and {self.upper * p.rate_per_s:.4g}"
+        return f"{sign}{total} requests/s per GPU ({self.users} × {p.rate_per_s:g}/s{alone})"
 
     def line(self) -> str:
         """The Answer's line: ``timeslice: 12 users per GPU at p95 ≤ 2× (measured 8 ✓ 1.27×, ...)``; a
@@ -508,10 +510,13 @@ class CapacitySchedule:
 
     def probe_s(self, mode: Mode) -> float:
         """What a probe of ``mode`` is expected to cost: its family's longest span so far, else the alone span
-        x the target x :data:`ESTIMATE_FACTOR`; the largest measured gap between cells is not known: 10 %."""
+        x the target x :data:`ESTIMATE_FACTOR` (a service's arrivals do not wait for the device: its span
+        is the alone span x :data:`ESTIMATE_FACTOR`); the largest measured gap between cells is not known: 10 %."""
         fam = [v for k, v in self.spans.items() if k.split(":")[0] == mode.kind]
         alone = max((v for k, v in self.spans.items() if ":" not in k), default=0.0)
-        base = max(fam) if fam else alone * (self.searches[0].slo if self.searches else 2.0) * ESTIMATE_FACTOR
+        serve = bool(self.searches) and parse_pattern(self.searches[0].pattern or "batch").kind == "serve"
+        stretch = 1.0 if serve else (self.searches[0].slo if self.searches else 2.0)
+        base = max(fam) if fam else alone * stretch * ESTIMATE_FACTOR
         return 1.1 * base
 
     def next_probe(self, search: CapacitySearch) -> Cell | None:
