@@ -18,6 +18,7 @@ from sharebench.sweep.capacity import Capacity
 from sharebench.sweep.load import folder_capacity, resolved_workload, resume_config, units_per_s
 from sharebench.workloads import Workload
 from sharebench.workloads.bursts import run_pattern
+from sharebench.workloads.job import ReplicaJob, victim_bursts
 
 
 @pytest.mark.parametrize(
@@ -126,3 +127,15 @@ def test_a_cpu_sweep_measures_capacity_first_and_runs_the_resolved_rate(lattice,
     assert folder_capacity(out, None)[0] == pytest.approx(cap)
     again = resume_config(SweepConfig(workload=config.workload, resume=True), out, None)
     assert again.workload.pattern == resolved.label
+
+
+def test_an_interactive_victim_alone_runs_the_larger_baseline():
+    user = Workload(pattern="interactive:burst=5,think=0.1", bursts=30)
+    assert victim_bursts(user, 1) == 150 and victim_bursts(user, 2) == 30
+    assert victim_bursts(Workload(pattern="interactive", bursts=40), 1) == 200  # 5 x bursts above 150
+    assert victim_bursts(Workload(pattern="serve:rate=2", bursts=30), 1) == 30  # a service alone: its requests
+    job = ReplicaJob.of(user, particles=10, turns=1, replicas=1)
+    assert (
+        job.victim_count == 150
+        and ReplicaJob.of(user, particles=10, turns=1, replicas=2, replica=1).victim_count is None
+    )

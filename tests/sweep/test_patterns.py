@@ -77,7 +77,9 @@ def test_an_interactive_victim_beside_a_batch_neighbour(lattice, tmp_path, conte
     }
     bursts = load_bursts(out)
     victim = bursts[bursts["role"] == "victim"]
-    assert victim.groupby("cell_id").size().eq(8).all()  # --bursts per cell, exclusive and shared
+    alone = victim["mode"] == "exclusive"
+    assert victim[~alone].groupby("cell_id").size().eq(8).all()  # --bursts per shared cell
+    assert victim[alone].groupby("cell_id").size().eq(150).all()  # alone: max(5 x 8, 150) (job.victim_bursts)
     assert (victim["units"] == 3).all() and (victim["start"] >= victim["arrival"]).all()
     assert (victim["end"] > victim["start"]).all()
     neighbour = bursts[bursts["role"] == "neighbour"]
@@ -151,7 +153,8 @@ def test_an_exec_program_writes_its_burst_record(tmp_path):
     )
     bursts = load_bursts(out)
     victim, neighbour = bursts[bursts["role"] == "victim"], bursts[bursts["role"] == "neighbour"]
-    assert victim.groupby("cell_id").size().eq(6).all()  # SHAREBENCH_PATTERN_COUNT, not the program's 5
+    counts = victim.groupby("mode")["cell_id"].value_counts()  # SHAREBENCH_PATTERN_COUNT, not the program's 5
+    assert counts["timeslice:2"].eq(6).all() and counts["exclusive"].eq(150).all()  # alone: max(5 x 6, 150)
     assert set(victim["pattern"]) == {"interactive:burst=2,think=0.01"}
     assert set(neighbour["pattern"]) == {"serve:rate=100,size=1"} and len(neighbour) > 0  # it stopped at the file
     rows = load_results(out)

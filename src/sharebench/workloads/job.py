@@ -23,12 +23,25 @@ from sharebench.errors import UserError
 from sharebench.kernel import Barrier, RunConfig
 from sharebench.kernel.config import BARRIER_KEYS, RUN_KEYS
 from sharebench.parse import whole_number
+from sharebench.patterns import parse_pattern
 from sharebench.workloads.workload import VICTIM, Workload, role
 
+BASELINE_FACTOR, BASELINE_MIN = 5, 150  # an interactive victim alone: max(5 x bursts, 150) bursts
 OF_WORKLOAD = ("engine", "lattice", "seed")  # the kernel run's fields its workload sets
 CELL_KEYS = ("replicas", "pattern_seed", "stop_file")  # the job's own fields beside its workload and run
 KEYS = ("workload", "run", *CELL_KEYS, "barrier")
 OPTIONS = tuple(sorted({*RUN_KEYS, *BARRIER_KEYS, *CELL_KEYS} - {*OF_WORKLOAD, "device"}))
+
+
+def victim_bursts(workload: Workload, replicas: int) -> int:
+    """The bursts a cell's victim runs: the workload's ``bursts``; alone (a cell of one replica: the
+    baseline every slowdown divides by) under an interactive pattern, max(:data:`BASELINE_FACTOR` x bursts,
+    :data:`BASELINE_MIN`): alone cells are the cheapest, and a larger alone sample keeps one slow process
+    or moment from setting every slowdown's denominator (issue 33). A service's alone cell keeps
+    ``bursts`` requests (its time is requests / rate, not cheap at a low load)."""
+    if int(replicas) == 1 and parse_pattern(workload.pattern).kind == "interactive":
+        return max(BASELINE_FACTOR * workload.bursts, BASELINE_MIN)
+    return workload.bursts
 
 
 @dataclass(frozen=True)
@@ -102,6 +115,12 @@ class ReplicaJob:
     @property
     def victim(self) -> bool:
         return self.replica == VICTIM
+
+    @property
+    def victim_count(self) -> int | None:
+        """The bursts this replica runs: None for a neighbour (it runs until the victim's stop file); the
+        victim's :func:`victim_bursts` of the workload in a cell of ``replicas``."""
+        return victim_bursts(self.workload, self.replicas) if self.victim else None
 
     @property
     def own_pattern(self) -> str:

@@ -285,7 +285,7 @@ def pattern_env(job: ReplicaJob, bursts_file: Path) -> dict[str, str]:
         SEED: str(int(np.random.SeedSequence(job.replica_seed).generate_state(1)[0])),
     }
     if job.victim:
-        env[COUNT] = str(job.workload.bursts)
+        env[COUNT] = str(job.victim_count)
     elif job.stop_file:
         env[STOP_FILE] = job.stop_file
     return env

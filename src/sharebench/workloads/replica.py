@@ -80,7 +80,7 @@ def pattern_track(job: ReplicaJob, run: Prepared) -> RunRecord:
         bursts = run_pattern(
             pattern,
             run.engine.track,
-            count=job.workload.bursts if job.victim else None,
+            count=job.victim_count,
             stop=None if job.victim else stop_when_file(job.stop_file),
             seed=job.replica_seed,
             batch_units=cfg.turns,
