@@ -3,6 +3,7 @@ alone measured first by the sweep itself, recorded, and the requests/s per GPU b
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -127,6 +128,11 @@ def test_a_cpu_sweep_measures_capacity_first_and_runs_the_resolved_rate(lattice,
     assert folder_capacity(out, None)[0] == pytest.approx(cap)
     again = resume_config(SweepConfig(workload=config.workload, resume=True), out, None)
     assert again.workload.pattern == resolved.label
+    run_sweep(dataclasses.replace(config, repeats=2, resume=True), out)
+    assert "reused from the resumed folder's capacity cell" in (out / "notes.txt").read_text()
+    rows = load_results(out)
+    assert (rows["cell_id"] == "capacity_p200_r0").sum() == 1 and set(rows["repeat"]) == {0, 1, 2}
+    assert set(rows.loc[~rows["warmup"].astype(bool), "pattern"]) == {resolved.label}
 
 
 def test_an_interactive_victim_alone_runs_the_larger_baseline():

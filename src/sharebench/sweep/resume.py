@@ -264,7 +264,9 @@ def check_rows(out: Path, rows: Any, shared: dict[str, Any], workload: str, devi
     """The rows of ``workload`` in ``out`` were measured with this run's turns and, where they carry a
     ``work_key`` and ran on ``device_model``, with its whole identity; UserError naming the difference."""
     mine = rows[rows["engine"] == workload]
-    turns = sorted({int(t) for t in mine["turns"] if t == t} - {int(shared["turns"])})
+    # a patterned row's turns are the turns it ran (its bursts' units); its work_key carries the --turns
+    patterned = mine["pattern"].fillna("").astype(str) != "" if "pattern" in mine else False
+    turns = sorted({int(t) for t in mine.loc[~patterned, "turns"] if t == t} - {int(shared["turns"])})
     if turns:
         raise UserError(
             f"--resume: the rows of {workload} in {out} were measured with --turns {turns[0]}, this run has "

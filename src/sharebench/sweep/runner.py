@@ -578,6 +578,8 @@ def capacity_bursts(
     """The capacity alone of a ``serve:load=F`` sweep (``sweep.load``): its cell measured and kept in the
     folder (a warm-up row); its bursts. A failed cell: a one-line UserError (its rows stay on disk)."""
     result = measure_cell(plan, cell, out, sweep_id=sweep_id)
+    for row in result.rows:  # its work (requests back to back) is not the sweep's: resume checks its GPU instead
+        row["work_key"] = ""
     writer.append(result.rows)
     append_bursts(out, result.bursts)
     if not result.ok:
