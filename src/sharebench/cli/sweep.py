@@ -82,7 +82,8 @@ def add_pattern_options(run: argparse.ArgumentParser) -> None:
         default=None,
         metavar="P",
         help="batch (default: saturated replicas, the study's), interactive[:burst=N,think=S] (bursts of N "
-        "units, exponential think times of mean S s) or serve[:rate=R,size=N] (Poisson requests); "
+        "units, exponential think times of mean S s), serve[:rate=R,size=N] (Poisson requests) or "
+        "serve:load=F[,size=N] (F of the requests/s one replica serves alone, measured first); "
         "replica 0 follows it, its bursts' latency measured (tables/latency.csv)",
     )
     run.add_argument(
