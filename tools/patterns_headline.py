@@ -99,14 +99,17 @@ def found_in(folder: Path, slo: float, root: Path = ROOT) -> list[Found]:
 
 def cell_text(f: Found) -> str:
     """One folder's figure: "2 (p95 1.89×; N 2,4,8 measured; interactive:…, GPU-1ac098ee/st-users)"; 0 when
-    the smallest N measured already exceeds the target; requests/s = services x the pattern's rate."""
+    N = 2 already exceeds the target, "< N" when the smallest N measured (above 2) does; requests/s =
+    services x the pattern's rate."""
     u = f.users
     where = f"{u.pattern}, {'/'.join(f.source.split('/')[-2:])}"
     measured = ",".join(str(n) for n in u.measured)
     if not math.isfinite(u.slowdown_p95):
         return f"{NOT_MEASURED} (no alone baseline; {where})"
     if u.users is None:
-        return f"0 (N {u.measured[0]}: p95 {fmt_times(u.slowdown_p95)}; {where})"
+        first = min(u.measured)
+        none = "0" if first <= 2 else f"< {first}"
+        return f"{none} (N {first}: p95 {fmt_times(u.slowdown_p95)}; {where})"
     count = u.users * f.rate if f.kind == "serve" and f.rate else u.users
     most = ", none beyond" if u.users == max(u.measured) else ""
     return f"{count:g} (p95 {fmt_times(u.slowdown_p95)}; N {measured} measured{most}; {where})"
