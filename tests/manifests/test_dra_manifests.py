@@ -151,3 +151,37 @@ def test_claim_rbac_is_namespaced_and_minimal():
     }
     binding = next(o for o in DRA.values() if o["kind"] == "RoleBinding")
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
+
+
+def _claims_binding(files: dict[str, str]) -> dict:
+    docs = [yaml.safe_load(t) for rel, t in files.items() if rel.startswith("dra/")]
+    return next(o for o in docs if o["kind"] == "RoleBinding")
+
+
+def _accounts(files: dict[str, str], namespace: str) -> set[str]:
+    docs = [yaml.safe_load(t) for rel, t in files.items() if rel.startswith("rbac/")]
+    return {
+        o["metadata"]["name"] for o in docs if o["kind"] == "ServiceAccount" and o["metadata"]["namespace"] == namespace
+    }
+
+
+def test_agent_mode_binds_claims_to_the_runs_account_not_the_node_account():
+    binding = _claims_binding(RENDER)
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": dra.RUN_ACCOUNT, "namespace": "sharebench"}]
+    # the node account is not in the run namespace in agent mode: a binding to it would grant nobody
+    assert "sharebench-node" not in _accounts(RENDER, "sharebench")
+    assert binding["subjects"][0]["name"] != "sharebench-node"
+
+
+def test_direct_mode_binds_claims_to_the_node_account_the_run_is_submitted_as():
+    files = render.render(render.RenderOptions(node_access="direct", run_namespace="team-a"))
+    binding = _claims_binding(files)
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "sharebench-node", "namespace": "team-a"}]
+    assert "sharebench-node" in _accounts(files, "team-a")
+
+
+def test_claims_binding_names_the_given_run_account_and_refuses_a_bad_access():
+    subject = dra.rbac_objects("team-b", "agent", run_account="runner")[1][1]["subjects"]
+    assert subject == [{"kind": "ServiceAccount", "name": "runner", "namespace": "team-b"}]
+    with pytest.raises(UserError, match="node access 'sideways' is not one of agent, direct"):
+        dra.rbac_objects("team-b", "sideways")

@@ -25,7 +25,7 @@ from typing import Any
 
 from sharebench.errors import UserError
 from sharebench.gpus import gpu_model, layout_profiles
-from sharebench.manifests.names import RUN_NAMESPACE, SERVICE_ACCOUNT, metadata
+from sharebench.manifests.names import NODE_ACCESS, RUN_NAMESPACE, SERVICE_ACCOUNT, metadata
 from sharebench.modes import BASELINE, KINDS, Mode, parse_mode
 
 API_VERSION = "resource.k8s.io/v1"
@@ -34,6 +34,10 @@ GPU_CLASS = "gpu.nvidia.com"
 MIG_CLASS = "mig.nvidia.com"
 CONFIG_API = "resource.nvidia.com/v1beta1"
 REQUEST = "gpu"
+# the account a run's pods use in agent mode: a Kubeflow profile's runs run as its ``default-editor``
+# (``sharebench submit --service-account`` another one: render with ``run_account`` set to it)
+RUN_ACCOUNT = "default-editor"
+CLAIMS_ROLE = "sharebench-claims"
 FEATURE_GATES = {"TimeSlicingSettings": True, "MPSSupport": True}
 # the claim templates manifests/dra/ carries: the modes a DRA sweep is expected to use
 TEMPLATE_MODES = (
@@ -167,10 +171,23 @@ def helm_values() -> dict[str, Any]:
     }
 
 
-def rbac_objects(run_namespace: str = RUN_NAMESPACE) -> list[tuple[str, dict]]:
-    """The pipeline's service account may create, read and delete the claims of its cells (and read
-    the templates they are made from) in the run namespace; nothing cluster-wide."""
-    name = f"{SERVICE_ACCOUNT}-claims"
+def claims_subject(run_namespace: str, node_access: str = "agent", run_account: str = RUN_ACCOUNT) -> dict[str, str]:
+    """Who creates a dra cell's claims: the run's own account (its ``claim_cell`` step runs as it). In agent
+    mode that is ``run_account`` (the node account does not exist in the run namespace); in direct mode
+    the run is submitted as the node account itself."""
+    if node_access not in NODE_ACCESS:
+        raise UserError(f"node access {node_access!r} is not one of {', '.join(NODE_ACCESS)}")
+    name = run_account if node_access == "agent" else SERVICE_ACCOUNT
+    return {"kind": "ServiceAccount", "name": name, "namespace": run_namespace}
+
+
+def rbac_objects(
+    run_namespace: str = RUN_NAMESPACE, node_access: str = "agent", run_account: str = RUN_ACCOUNT
+) -> list[tuple[str, dict]]:
+    """The run's own service account may create, read and delete the claims of its cells (and read
+    the templates they are made from) in the run namespace; nothing cluster-wide, no node right."""
+    name = CLAIMS_ROLE
+    subject = claims_subject(run_namespace, node_access, run_account)
     return [
         (
             f"0100_role_{name}.yaml",
@@ -199,15 +216,17 @@ def rbac_objects(run_namespace: str = RUN_NAMESPACE) -> list[tuple[str, dict]]:
                 "kind": "RoleBinding",
                 "metadata": metadata(name, run_namespace),
                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-                "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": run_namespace}],
+                "subjects": [subject],
             },
         ),
     ]
 
 
-def objects(run_namespace: str = RUN_NAMESPACE, gpu: str = "H200") -> list[tuple[str, dict]]:
-    """Everything under manifests/dra/: RBAC for claims, then one claim template per mode."""
-    out = rbac_objects(run_namespace)
+def objects(
+    run_namespace: str = RUN_NAMESPACE, gpu: str = "H200", node_access: str = "agent", run_account: str = RUN_ACCOUNT
+) -> list[tuple[str, dict]]:
+    """Everything under manifests/dra/: RBAC for the run's claims, then one claim template per mode."""
+    out = rbac_objects(run_namespace, node_access, run_account)
     for i, label in enumerate(TEMPLATE_MODES):
         t = claim_template(label, run_namespace, gpu)
         out.append((f"{1000 + i:04d}_resourceclaimtemplate_{t['metadata']['name']}.yaml", t))

@@ -86,7 +86,7 @@ def render(options: RenderOptions = RenderOptions()) -> dict[str, str]:
         ("helm/gpu-operator-values.yaml", operator.helm_values(options.mig_strategy)),
         *((f"monitoring/{name}", obj) for name, obj in monitoring.objects(ops)),
         # Dynamic Resource Allocation (the dra placement): claim RBAC and templates, the DRA driver's values
-        *((f"dra/{name}", obj) for name, obj in dra.objects(runs)),
+        *((f"dra/{name}", obj) for name, obj in dra.objects(runs, node_access=options.node_access)),
         ("helm/dra-driver-values.yaml", dra.helm_values()),
     ]
     chart = (
