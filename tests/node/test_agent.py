@@ -13,6 +13,8 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from sharebench.components import steps
+from sharebench.errors import UserError
 from sharebench.manifests import names, render
 from sharebench.node import NodeError
 from sharebench.node.agent import (
@@ -217,3 +219,38 @@ def test_no_answer_names_the_agent(sim):
     name = file_request(runner, request("apply", NODE, "r", mode="timeslice:2"))
     with pytest.raises(NodeError, match="no answer from the node agent after 0.2 s; is it running"):
         wait_request(runner, RUNS, name, timeout_s=0.2, poll_s=0.05)
+
+
+def test_the_pipelines_node_steps_file_requests_and_wait_for_the_agent(sim, agent, tmp_path, monkeypatch, capsys):
+    """components/steps.py's reconfigure and restore in agent mode, as the component calls them: the
+    step's pod holds only the run's account (a kubeconfig with the runner's token), files its request in
+    its own namespace over HTTP and waits on the status the agent writes back."""
+    cfg = yaml.safe_load(sim.kubeconfig.read_text())
+    cfg["users"][0]["user"]["token"] = "runner-token"
+    (tmp_path / "runner.kubeconfig").write_text(yaml.safe_dump(cfg))
+    (tmp_path / "namespace").write_text(RUNS + "\n")
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "runner.kubeconfig"))
+    monkeypatch.setattr(steps, "POD_NAMESPACE_FILE", tmp_path / "namespace")
+    common = {"gpu_model": "H200", "placement": "pods", "image": IMAGE, "timeout_s": 30}
+
+    placed = steps.reconfigure(node_name=NODE, mode="timeslice:2", run_id="run-7", **common)
+    assert (placed["resource"], placed["count"], placed["reconfigured"]) == ("nvidia.com/gpu", 1, True)
+    assert placed["node_selector"] == {"kubernetes.io/hostname": NODE}
+    assert lease_holder(sim, NODE) == f"{RUNS}/run-7"
+    assert sim.node(NODE)["metadata"]["labels"][LABEL_DP] == "sharebench-timeslice-2"
+    admin = client.CoreV1Api(sim.api_client("admin-token"))
+    (filed,) = admin.list_namespaced_config_map(RUNS, label_selector="=".join(names.REQUEST_LABEL)).items
+    assert (filed.data["action"], filed.data["run"], filed.data["mode"]) == ("apply", "run-7", "timeslice:2")
+    assert status_of(dict(filed.data))["phase"] == "Applied"
+    out = capsys.readouterr().out
+    assert f"request {RUNS}/{filed.metadata.name} filed; waiting for the node agent" in out
+    assert "the node agent answered: done" in out
+
+    with pytest.raises(NodeError, match=f"refusing: the node is being reconfigured by {RUNS}/run-7"):
+        steps.reconfigure(node_name=NODE, mode="mps:2", run_id="run-8", **common)
+    with pytest.raises(UserError, match="force is never a request's to ask for"):
+        steps.reconfigure(node_name=NODE, mode="mps:2", run_id="run-7", force=True, **common)
+
+    (restored,) = steps.restore(node_names=[NODE], run_id="run-7", timeout_s=30)
+    assert restored["restored"] is True and restored["resources"] == {"nvidia.com/gpu": 2}
+    assert lease_holder(sim, NODE) == "" and LABEL_DP not in sim.node(NODE)["metadata"]["labels"]
