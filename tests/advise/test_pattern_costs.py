@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from sharebench.advise import (
+    CheckOptions,
     Cost,
     Costs,
     advise,
@@ -21,7 +22,14 @@ from sharebench.advise import (
     usage_from_rows,
 )
 from sharebench.advise.costs import curves_of
-from sharebench.advise.synthetic import churn48, inference_like, pool16, synthetic_trace, synthetic_usage
+from sharebench.advise.synthetic import (
+    TraceOrigin,
+    churn48,
+    inference_like,
+    pool16,
+    synthetic_trace,
+    synthetic_usage,
+)
 from sharebench.cli import main
 from sharebench.errors import UserError
 from sharebench.gpus import gpu_model
@@ -63,7 +71,7 @@ def test_churn48_needs_four_gpus_and_is_batch():
 
 def test_presence_not_distinct_pods_counts_today():
     """4 GPUs, a new pod every 2 hours: today is 4 GPUs; 12 pods on one GPU one after another share it."""
-    usage = usage_from_rows(synthetic_usage(churn48(), 1, gpu_model=None), "churn48")
+    usage = usage_from_rows(synthetic_usage(churn48(), 1, origin=TraceOrigin(gpu_model=None)), "churn48")
     assert usage.gpus_present() == 4 and len(set(usage.gpus)) == 4
     assert class_patterns(usage, {}) == {"jobs": "batch"}  # busy 0.97 while present, absent otherwise
     assert usage.level().min() > 0.9
@@ -187,12 +195,12 @@ def test_check_keeps_pods_on_their_gpus_and_counts_overflow(tmp_path):
     busy = synthetic_trace({"nb": ("interactive", 8)}, 240, seed=2, start=quiet["time"].max() + 60)
     usage = usage_from_rows(pd.concat([quiet, busy.assign(gpu=busy["gpu"] + "b")]), "trace")
     costs = read_costs([results_folder(tmp_path / "r")], None)
-    got = check(usage, costs, {}, 2.0, 0.5)
+    got = check(usage, costs, {}, 2.0, CheckOptions(0.5))
     (row,) = got.rows
     assert (row.pods_kept, row.pods_new) == (4, 4)  # nb-0..3 stay on their GPUs, nb-4..7 arrive
     assert row.gpus >= 1 and row.overflow_gpus >= 0 and row.replayed_p95 >= 1
     with pytest.raises(UserError, match="0 < F < 1"):
-        check(usage, costs, {}, 2.0, 1.5)
+        check(usage, costs, {}, 2.0, CheckOptions(1.5))
 
 
 def test_inference_like_has_the_published_shape():

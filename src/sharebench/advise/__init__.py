@@ -8,7 +8,7 @@ first part of a window and replays the choice on the rest; ``synthetic`` makes u
 """
 
 from sharebench.advise.advice import Advice, Layout, advise, node_commands, to_json, write_advice
-from sharebench.advise.check import CheckResult, check, write_check
+from sharebench.advise.check import CheckOptions, CheckResult, check, write_check
 from sharebench.advise.costs import Cost, Costs, Surface, read_costs
 from sharebench.advise.replay import Option, Outcome, class_options, pack, replay
 from sharebench.advise.usage import (
@@ -26,6 +26,7 @@ from sharebench.advise.usage import (
 
 __all__ = [
     "Advice",
+    "CheckOptions",
     "CheckResult",
     "Cost",
     "Costs",

@@ -42,6 +42,22 @@ class CheckRow:
         return self.replayed_p95 <= self.slo
 
 
+@dataclass(frozen=True)
+class CheckOptions:
+    """How ``advise --check`` fits: the fitted share of the window, and costs of another GPU model allowed."""
+
+    fit_fraction: float = 0.5
+    allow_other_model: bool = False
+
+
+@dataclass(frozen=True)
+class WindowSplit:
+    """The window cut in two: the part the advice is fitted on, and the rest it is replayed on."""
+
+    fit: Usage
+    rest: Usage
+
+
 @dataclass
 class CheckResult:
     fit_window: tuple[str, str]
@@ -94,29 +110,26 @@ class CheckResult:
 
 
 def check(
-    usage: Usage,
-    costs: Costs,
-    overrides: dict[str, str],
-    slo: float,
-    fit_fraction: float = 0.5,
-    allow_other_model: bool = False,
+    usage: Usage, costs: Costs, overrides: dict[str, str], slo: float, options: CheckOptions = CheckOptions()
 ) -> CheckResult:
-    """Fit on the first ``fit_fraction`` of the window, replay the chosen layout on the rest."""
+    """Fit on the first ``options.fit_fraction`` of the window, replay the chosen layout on the rest."""
     t0 = time.perf_counter()
+    fit_fraction = options.fit_fraction
     if not (0 < fit_fraction < 1) or not math.isfinite(fit_fraction):
         raise UserError(f"bad --check {float(fit_fraction)!r}; allowed: the fitted share of the window, 0 < F < 1")
     cut = int(round(usage.steps * fit_fraction))
     if cut < 1 or cut >= usage.steps:
         raise UserError(f"--check {fit_fraction:g} leaves no step to fit or replay in a window of {usage.steps} steps")
-    fit, rest = usage.slice(0, cut), usage.slice(cut, usage.steps)
+    split = WindowSplit(usage.slice(0, cut), usage.slice(cut, usage.steps))
+    fit, rest = split.fit, split.rest
     patterns = class_patterns(fit, {c: k for c, k in overrides.items() if c in fit.class_names()})
-    advice = advise(fit, costs, patterns, slo, allow_other_model)
+    advice = advise(fit, costs, patterns, slo, options.allow_other_model)
     result = CheckResult((fit.time_at(0), fit.time_at(fit.steps)), (rest.time_at(0), rest.time_at(rest.steps)), slo)
     if advice.recommended is None:
         result.notes.append("no layout met the target on the fitted part: nothing to replay")
     else:
         for cls, o in advice.recommended.choice.items():
-            result.rows.append(replay_class(fit, rest, cls, patterns[cls], o, slo))
+            result.rows.append(replay_class(split, cls, patterns[cls], o, slo))
     result.notes += [
         f"class {c} appears only after the fit: not advised" for c in rest.class_names() if c not in patterns
     ]
@@ -124,8 +137,9 @@ def check(
     return result
 
 
-def replay_class(fit: Usage, rest: Usage, cls: str, pattern: str, o: Outcome, slo: float) -> CheckRow:
-    """The fitted option and assignment of one class replayed on ``rest``."""
+def replay_class(split: WindowSplit, cls: str, pattern: str, o: Outcome, slo: float) -> CheckRow:
+    """The fitted option and assignment of one class replayed on ``split.rest``."""
+    fit, rest = split.fit, split.rest
     index = {name: i for i, name in enumerate(rest.pods)}
     pinned = [[index[fit.pods[p]] for p in b if fit.pods[p] in index] for b in o.bins]
     kept = sum(len(b) for b in pinned)

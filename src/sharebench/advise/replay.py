@@ -199,19 +199,25 @@ def pack(
         return [], f"pod {usage.pods[pod]} peaks at {m / GB:.1f} GB, more than {option.mode} holds"
     by_load = np.argsort(-level, kind="stable")
     by_arrival = np.lexsort((-level, usage.first[pods]))
-    packs = [first_fit(usage, pods, option, pinned, order, level, peak) for order in (by_load, by_arrival)]
+    loads = PodLoads(pods, level, peak)
+    packs = [first_fit(usage, loads, option, pinned, order) for order in (by_load, by_arrival)]
     return min(packs, key=len), ""
 
 
+@dataclass(frozen=True, eq=False)
+class PodLoads:
+    """Pods to pack (indices into the usage) with, position for position, their load and peak memory."""
+
+    pods: np.ndarray
+    level: np.ndarray  # mean busy while present
+    peak: np.ndarray  # peak memory, bytes
+
+
 def first_fit(
-    usage: Usage,
-    pods: np.ndarray,
-    option: Option,
-    pinned: list[list[int]] | None,
-    order: np.ndarray,
-    level: np.ndarray,
-    peak: np.ndarray,
+    usage: Usage, loads: PodLoads, option: Option, pinned: list[list[int]] | None, order: np.ndarray
 ) -> list[list[int]]:
+    """``loads``' pods, in ``order`` (positions in ``loads``), first-fit after the ``pinned`` GPUs."""
+    pods, level, peak = loads.pods, loads.level, loads.peak
     cuts = np.unique(np.concatenate([usage.first[pods], usage.last[pods], [0, usage.steps]]))
     bins = Bins(option, cuts)
     where = {int(p): j for j, p in enumerate(pods)}
@@ -258,13 +264,22 @@ def replay_gpu(usage: Usage, pods: list[int], option: Option, levels: dict[int, 
         if option.surface is None:
             s = np.full(active.size, option.instance_slowdown(levels[pod]))
         else:
-            s = shared_slowdown(option.surface, levels[pod], busy[i, active], total[active], k[active], out)
+            steps = StepLoads(busy[i, active], total[active], k[active])
+            s = shared_slowdown(option.surface, levels[pod], steps, out)
         out.values.append(s)
 
 
-def shared_slowdown(
-    surf: Surface, level: float, own: np.ndarray, total: np.ndarray, k: np.ndarray, out: Samples
-) -> np.ndarray:
+@dataclass(frozen=True, eq=False)
+class StepLoads:
+    """One pod's active steps on a shared GPU: its own busy, the GPU's busy summed, the pods present."""
+
+    own: np.ndarray
+    total: np.ndarray
+    k: np.ndarray
+
+
+def shared_slowdown(surf: Surface, level: float, steps: StepLoads, out: Samples) -> np.ndarray:
+    own, total, k = steps.own, steps.total, steps.k
     s = np.ones(own.size)
     for kk in np.unique(k[k >= 2]):
         n = surf.n_for(int(kk))

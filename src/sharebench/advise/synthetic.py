@@ -77,16 +77,20 @@ def burst_busy(spec: ClassSpec, start_step: int, n: int, step_s: float, rng: np.
     return np.where(on[:n], rng.beta(*spec.busy_beta, n), 0.0)
 
 
+@dataclass(frozen=True)
+class TraceOrigin:
+    """Where a synthetic trace sits: its first step's time (epoch seconds) and the GPU model its rows name
+    (None: no ``gpu_model`` column)."""
+
+    start: float = START
+    gpu_model: str | None = "NVIDIA H200"
+
+
 def synthetic_usage(
-    spec: dict[str, ClassSpec],
-    days: float,
-    step_s: float = 60.0,
-    seed: int = 0,
-    *,
-    start: float = START,
-    gpu_model: str | None = "NVIDIA H200",
+    spec: dict[str, ClassSpec], days: float, step_s: float = 60.0, seed: int = 0, *, origin: TraceOrigin = TraceOrigin()
 ) -> pd.DataFrame:
     """Rows of the usage CSV (time,gpu,pod,class,busy,memory_bytes[,gpu_model]) while each pod is present."""
+    start = origin.start
     rng = np.random.default_rng(seed)
     steps = int(round(days * 86_400 / step_s))
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("time", "gpu", "pod", "class", "busy", "memory_bytes")}
@@ -106,8 +110,8 @@ def synthetic_usage(
                 count += 1
             gpu += 1
     df = pd.DataFrame({k: np.concatenate(v) for k, v in cols.items()})
-    if gpu_model:
-        df["gpu_model"] = gpu_model
+    if origin.gpu_model:
+        df["gpu_model"] = origin.gpu_model
     return df
 
 
@@ -171,4 +175,4 @@ def synthetic_trace(
     """``classes``: name -> (pattern kind, pods), each pod on a GPU of its own for the whole window and no
     GPU model named: :func:`synthetic_usage` with the shapes of :data:`LEGACY`."""
     spec = {name: replace(LEGACY[kind], pods_at_once=pods) for name, (kind, pods) in classes.items()}
-    return synthetic_usage(spec, steps * step_s / 86_400, step_s, seed, start=start, gpu_model=None)
+    return synthetic_usage(spec, steps * step_s / 86_400, step_s, seed, origin=TraceOrigin(start, None))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from sharebench.advise import (
     Advice,
+    CheckOptions,
     Usage,
     Window,
     advise,
@@ -74,7 +75,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
     paths = write_advice(result, out, force=args.force)
     print("\n".join(headline(result, slo)))
     if args.check is not None:
-        got = check(usage, costs, overrides, slo, args.check, args.allow_other_model)
+        got = check(usage, costs, overrides, slo, CheckOptions(args.check, args.allow_other_model))
         print("\n".join(got.lines()))
         print(f"wrote {write_check(got, out)}")
     print(f"wrote {paths['md']}, {paths['html']}, {paths['json']}, {paths['csv']}")
