@@ -45,7 +45,16 @@ from sharebench.results.guard import check_new_folder, check_out_path, claim_fol
 from sharebench.sharing import FreshLauncher, Launcher, ReplicaPool, WarmLauncher, cell_run, run_cell
 from sharebench.sharing.timeslice import gpu_timeslice
 from sharebench.sweep.adaptive import Schedule
-from sharebench.sweep.budget import BudgetOptions, BudgetPlan, fmt_duration, plan_budget
+from sharebench.sweep.budget import (
+    RECORDED_ROOT,
+    BudgetOptions,
+    BudgetPlan,
+    Calibration,
+    fmt_duration,
+    model_key,
+    plan_budget,
+    recorded_calibration,
+)
 from sharebench.sweep.calibrate import auto_sized, calibrate, folder_sizes
 from sharebench.sweep.capacity import CapacityOptions, CapacitySchedule
 from sharebench.sweep.load import resolve_sweep_load, resume_config
@@ -60,7 +69,11 @@ WARM_DIR = "warm"  # the warm replicas' set-up files and their MPS daemon's logs
 # the default run timeout, when --run-timeout is not given (RunBound): every cell's wait ends
 RUN_TIMEOUT_FLOOR_S = 60.0
 RUN_TIMEOUT_FACTOR = 20.0
-FIRST_RUN_TIMEOUT_S = 3600.0  # before any exclusive run of the sweep is measured (its first exclusive cell)
+# before any exclusive run of the sweep is measured: the ceiling of a predicted run timeout, and the timeout
+# itself when nothing predicts the exclusive run (no recorded results of the GPU model, no calibration)
+FIRST_RUN_TIMEOUT_S = 3600.0
+PREDICTED_SETUP_S = 120.0  # a replica's set-up (kernel build, upload) allowed beside a predicted track time
+RECORDED_ENGINE = "simpletrack"  # the engine the recorded results (sweep.budget.recorded_results) measured
 
 
 @dataclass
@@ -82,11 +95,16 @@ class RunBound:
     """How long a cell may track (``CellRun.run_timeout_s``): ``--run-timeout`` when given, else
     max(60 s, 20 x the exclusive replica's track_s at the cell's size + its setup_s), the longest exclusive
     run of that size measured in the folder; a size not measured yet scales the nearest measured size's
-    track time by the particle counts; before any exclusive run is measured, 1 h. A replica that never
-    ends (stopped with SIGSTOP while tracking, a hung program) fails its cell, not the whole sweep."""
+    track time by the particle counts. Before any exclusive run is measured, the same from the
+    ``predicted`` exclusive track time (the recorded results of the GPU model, or the sweep's calibration)
+    and ``predicted_setup_s``, never above :data:`FIRST_RUN_TIMEOUT_S` (1 h); nothing predicted: 1 h.
+    A replica that never ends (stopped with SIGSTOP while tracking, a hung program) fails its cell, not
+    the whole sweep."""
 
     given: float | None = None
     exclusive: dict[int, tuple[float, float]] = field(default_factory=dict)  # particles -> (track_s, setup_s)
+    predicted: Calibration | None = None  # the exclusive run's track time before one is measured
+    predicted_setup_s: float = 0.0
 
     def learn(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Keep the exclusive runs' times among ``rows`` (results rows)."""
@@ -106,10 +124,41 @@ class RunBound:
         if self.given is not None:
             return self.given
         if not self.exclusive:
-            return FIRST_RUN_TIMEOUT_S
+            track = self.predicted_track_s(particles)
+            if track is None:
+                return FIRST_RUN_TIMEOUT_S
+            bound = max(RUN_TIMEOUT_FLOOR_S, RUN_TIMEOUT_FACTOR * track + self.predicted_setup_s)
+            return min(FIRST_RUN_TIMEOUT_S, bound)
         near = min(self.exclusive, key=lambda p: abs(math.log(p / max(particles, 1))))
         track, setup = self.exclusive[near]
         return max(RUN_TIMEOUT_FLOOR_S, RUN_TIMEOUT_FACTOR * track * max(particles, 1) / near + setup)
+
+    def predicted_track_s(self, particles: int) -> float | None:
+        """The predicted exclusive track time at ``particles`` (None: no prediction, or not a finite one)."""
+        if self.predicted is None or not self.predicted.rates:
+            return None
+        track = self.predicted.exclusive_s(max(particles, 1))
+        return track if math.isfinite(track) and track > 0 else None
+
+    def waiting(self, particles: int, *, brief: bool = False) -> str:
+        """What a cell waits for and its limit, while no exclusive run is measured ('' once one is, or
+        with --run-timeout): stderr's answer to a bar at 0%; ``brief``: the progress bar's."""
+        if self.given is not None or self.exclusive:
+            return ""
+        limit = self.timeout_s(particles)
+        track = self.predicted_track_s(particles)
+        if brief:
+            why = "no prediction" if track is None else f"predicted {track:.3g} s"
+            return f"first runs: timeout {limit:.0f} s ({why}; ceiling {FIRST_RUN_TIMEOUT_S:g} s)"
+        if track is None:
+            why = "nothing predicts it: no recorded results of this GPU model, no calibration"
+        else:
+            capped = " (capped)" if limit >= FIRST_RUN_TIMEOUT_S else ""
+            why = f"{RUN_TIMEOUT_FACTOR:g} x the predicted {track:.3g} s{capped}"
+        return (
+            f"waiting for its replicas to track {particles:,} particles; run timeout {limit:.0f} s ({why}; "
+            f"ceiling {FIRST_RUN_TIMEOUT_S:g} s until an exclusive run is measured)"
+        )
 
 
 def new_sweep_id() -> str:
@@ -478,19 +527,43 @@ def _prime(kept: Kept, plan: SweepPlan, cells: list[Cell]) -> list[str]:
     return kept.launcher.prime([plan.plans[m] for m in modes], job, plan.config.ready_timeout_s)
 
 
-def run_bound(plan: SweepPlan, out: Path, notes: list[str]) -> RunBound:
-    """The sweep's run timeouts (:class:`RunBound`), seeded with a resumed folder's exclusive runs."""
+def run_bound(plan: SweepPlan, out: Path, notes: list[str], calibration: Calibration | None = None) -> RunBound:
+    """The sweep's run timeouts (:class:`RunBound`), seeded with a resumed folder's exclusive runs; before
+    one is measured, predicted from ``calibration`` (a budget's) or the recorded results of the GPU model."""
     bound = RunBound(plan.config.run_timeout_s)
     if bound.given is None:
         if plan.config.resume and (out / RESULTS_CSV).exists():
             df = load_results(out)
             bound.learn(df[df["engine"] == plan.workload].to_dict("records"))
+        source = predict_exclusive(bound, plan, calibration)
         notes.append(
             f"run timeout: no --run-timeout; a cell may track max({RUN_TIMEOUT_FLOOR_S:g} s, "
-            f"{RUN_TIMEOUT_FACTOR:g} x the exclusive run's track_s + setup_s) at its size "
-            f"({FIRST_RUN_TIMEOUT_S:g} s before an exclusive run is measured)"
+            f"{RUN_TIMEOUT_FACTOR:g} x the exclusive run's track_s + setup_s) at its size; before an exclusive "
+            f"run is measured, the same from {source}, at most {FIRST_RUN_TIMEOUT_S:g} s"
         )
+        first = bound.waiting(plan.particles[0]) if plan.particles else ""
+        if first:
+            tqdm.write(f"sharebench: first cell: {first}", file=sys.stderr)
     return bound
+
+
+def predict_exclusive(bound: RunBound, plan: SweepPlan, calibration: Calibration | None) -> str:
+    """Give ``bound`` a predicted exclusive run (the calibration's, else the recorded results of the
+    plan's GPU model for the recorded engine and default lattice) and say where it comes from."""
+    if calibration is not None and calibration.rates:
+        bound.predicted, bound.predicted_setup_s = calibration, PREDICTED_SETUP_S
+        return f"the calibration ({calibration.source})"
+    model = model_key(plan.device.name)
+    if not model or plan.workload != RECORDED_ENGINE or not plan.particles:
+        return "nothing (no recorded results apply to this device and workload)"
+    if plan.run_config(plan.particles[0]).lattice is not None:
+        return "nothing (the recorded results track the default lattice)"
+    try:
+        recorded, _ = recorded_calibration(model, RECORDED_ROOT, plan.turns, backend=plan.device.backend)
+    except (UserError, ValueError, KeyError, OSError) as exc:
+        return f"nothing ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+    bound.predicted, bound.predicted_setup_s = recorded, PREDICTED_SETUP_S
+    return f"the recorded results of {model} ({recorded.source})"
 
 
 def _say_stopped(notes: list[str], schedule: Schedule | CapacitySchedule, out: Path, why: str) -> None:
@@ -520,7 +593,7 @@ def _sweep(
     probe, probe_notes = sweep_probe(plan)  # the GPU's time slices, before any replica is on it (sweep.probe)
     notes += probe_notes
     bar = _progress(cells, plan)
-    bound = run_bound(plan, out, notes)
+    bound = run_bound(plan, out, notes, clock.plan.calibration if clock.plan is not None else None)
     # warm replicas and the sampler: kept from cell to cell (sharebench.sharing.pool); --fresh-replicas
     # starts new ones for every cell
     kept = Kept(launcher=FreshLauncher() if config.fresh_replicas else WarmLauncher(ReplicaPool(out / WARM_DIR)))
@@ -537,7 +610,9 @@ def _sweep(
             cell = cells[0]
             plan = plan_mode(plan, cell.mode)  # a capacity search's next N, planned on demand
             if bar is not None:
-                bar.set_postfix_str(cell.id, refresh=True)
+                bar.set_postfix_str(
+                    " ".join(filter(None, (cell.id, bound.waiting(cell.particles, brief=True)))), refresh=True
+                )
             result = measure_cell(
                 plan, cell, out, sweep_id=sweep_id, kept=kept, run_timeout_s=bound.timeout_s(cell.particles)
             )
