@@ -69,7 +69,7 @@ from sharebench.parse import counts, whole_number
 from sharebench.patterns import parse_pattern
 from sharebench.sharing import plan_cell
 from sharebench.sweep import as_modes
-from sharebench.sweep.budget import BudgetOptions, budget_options
+from sharebench.sweep.budget import REPORT_S, BudgetOptions, budget_options
 from sharebench.sweep.request import SweepRequest, command_line, shell_line
 from sharebench.workloads.workload import MAX_BURSTS
 
@@ -410,6 +410,7 @@ class Context:
     t0: float = field(default_factory=time.monotonic)
     dry_run: bool = False
     runner: Runner | None = None  # None: a dry run, which runs nothing
+    report_s: float = REPORT_S  # one report's time: the slowest built so far in this campaign, at least REPORT_S
 
     def left_s(self) -> float | None:
         """Seconds of the budget still to spend (None: no budget)."""
@@ -474,8 +475,15 @@ def stop_after(ctx: Context, step: Sweep | Command) -> tuple[bool, float | None]
     left = ctx.left_s()
     if left is None:
         return True, None
-    margin = step.margin_s if isinstance(step, Sweep) else 0.0
+    margin = step.margin_s + report_reserve_s(ctx) if isinstance(step, Sweep) else 0.0
     return left - margin >= step.min_left_s, left - margin
+
+
+def report_reserve_s(ctx: Context) -> float:
+    """The time a sweep step leaves for reports within the campaign's budget: its own report, and with
+    ``report = true`` the campaign's final report of every sweep folder (``ctx.report_s`` each)."""
+    pending = sum(isinstance(s, Sweep) for s in ctx.plan.steps) if ctx.plan.report else 0
+    return ctx.report_s * (1 + pending)
 
 
 def describe(plan: Plan, out: Path, python: str = sys.executable) -> list[str]:
@@ -644,7 +652,9 @@ def report_folders(ctx: Context, say: Say) -> None:
         folder = ctx.out / step.name
         if ctx.runner is None or not isinstance(step, Sweep) or not (folder / "results.csv").is_file():
             continue
+        t0 = time.monotonic()
         ctx.runner.report(folder)
+        ctx.report_s = max(ctx.report_s, time.monotonic() - t0)
         prov = folder / "provenance.json"
         device = (json.loads(prov.read_text()).get("device") or {}) if prov.is_file() else {}
         say(f"{folder} GPU UUID: {device.get('uuid')} {device.get('name')}")

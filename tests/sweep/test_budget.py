@@ -136,14 +136,14 @@ def test_a_budget_too_small_for_one_cell_of_each_mode_says_what_fits():
 def test_a_tight_budget_drops_the_warm_ups_then_repeats():
     assert (study_plan(5 + 15.5 * 3).repeats, study_plan(5 + 15.5 * 3).warmup_repeats) == (3, 0)
     plan = study_plan(5 + 15.5 * 2)
-    assert (plan.repeats, plan.warmup_repeats, plan.sizes) == (2, 0, (1000, 2000, 4000))
+    assert (plan.repeats, plan.warmup_repeats, plan.particles) == (2, 0, (1000, 2000, 4000))
     assert {b.particles for b in plan.blocks} == {1000}
 
 
 def test_no_sizes_given_picks_the_largest_that_fits():
     modes = parse_modes("exclusive,timeslice:2,timeslice:4,partition:2")
     plan = plan_within(90, CAL, DEFAULT_OVERHEADS["cpu"], modes, None, 3, 10)
-    (size,) = plan.sizes
+    (size,) = plan.particles
     assert plan.predicted_s <= 90
     # the room left for adaptive repeats is a quarter of what set-up and report leave; one step more
     # (two significant digits) would not fit the other three quarters
@@ -335,7 +335,7 @@ def test_a_sweep_on_this_machine_is_planned_from_a_real_calibration(tmp_path):
     assert plan.warmup_repeats == 1 and plan.predicted_s <= 90
     sized = validate(SweepConfig(workload=Workload(device="cpu", lattice=lattice), particles="500,1000", turns=20))
     plan = plan_budget(sized, budget_options("90s", max_repeats=3))
-    assert set(plan.calibration.rates) == {500, 1000} and plan.sizes == (500, 1000)
+    assert set(plan.calibration.rates) == {500, 1000} and plan.particles == (500, 1000)
 
 
 def test_a_gpu_campaign_planned_where_the_gpu_is_not():

@@ -92,7 +92,7 @@ def dry_run(plan: SweepPlan, opts: BudgetOptions | None, out: Path) -> str:
     resumed = out if plan.config.resume else None
     if opts is not None:
         bp = plan_budget(plan, opts, folder_sizes(resumed) if auto_sized(plan) else ())
-        plan = plan.with_particles(bp.sizes)
+        plan = plan.with_particles(bp.particles)
         return "\n".join([*plan_header(plan), bp.describe(), *(f"note: {n}" for n in plan.notes)])
     if auto_sized(plan):
         plan, note = calibrate(plan, resumed)

@@ -158,7 +158,7 @@ def further_repeats(
 def run_order(plan: BudgetPlan, cells: Sequence[Cell]) -> list[Cell]:
     """repeat -> particle count -> mode, as ``SweepPlan.cells``."""
     labels = [m.label for m in plan.modes]
-    return sorted(cells, key=lambda c: (c.repeat, plan.sizes.index(c.particles), labels.index(c.mode.label)))
+    return sorted(cells, key=lambda c: (c.repeat, plan.particles.index(c.particles), labels.index(c.mode.label)))
 
 
 def cell_costs(plan: BudgetPlan, cells: pd.DataFrame, gaps: Sequence[float]) -> dict[tuple[str, int], float]:

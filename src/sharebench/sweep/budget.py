@@ -332,7 +332,7 @@ class BudgetPlan:
     calibration: Calibration
     overheads: Overheads
     modes: tuple[Mode, ...]  # run order (the sweep's)
-    sizes: tuple[int, ...]  # run order
+    particles: tuple[int, ...]  # the particle counts (per replica), in run order
     blocks: tuple[Block, ...]  # priority order
     repeats: int
     warmup_repeats: int
@@ -369,7 +369,7 @@ class BudgetPlan:
         return [
             Cell(m, p, r)
             for r in range(first, self.repeats + 1)
-            for p in self.sizes
+            for p in self.particles
             for m in self.modes
             if (m.label, p) in have
         ]
@@ -661,7 +661,7 @@ def plan_budget_grid(
         replicas=replicas,
         warmup_repeats=grid.warmup_repeats,
     )
-    sizes = tuple(p for p in plan.sizes if any(b.particles == p for b in plan.blocks))
+    sizes = tuple(p for p in plan.particles if any(b.particles == p for b in plan.blocks))
     per = plan.repeats + plan.warmup_repeats
     by_mode = {
         label: tuple(i * per + k for i, p in enumerate(sizes) if plan.block(label, p) for k in range(per))

@@ -43,10 +43,12 @@ from sharebench.results import (
 from sharebench.results.bursts import append_bursts
 from sharebench.results.guard import check_new_folder, check_out_path, claim_folder, set_aside_torn_tail
 from sharebench.sharing import FreshLauncher, Launcher, ReplicaPool, WarmLauncher, cell_run, run_cell
+from sharebench.sharing.executor import STOP
 from sharebench.sharing.timeslice import gpu_timeslice
 from sharebench.sweep.adaptive import Schedule
 from sharebench.sweep.budget import (
     RECORDED_ROOT,
+    REPORT_S,
     BudgetOptions,
     BudgetPlan,
     Calibration,
@@ -57,6 +59,7 @@ from sharebench.sweep.budget import (
 )
 from sharebench.sweep.calibrate import auto_sized, calibrate, folder_sizes
 from sharebench.sweep.capacity import CapacityOptions, CapacitySchedule
+from sharebench.sweep.deadline import Deadline, StopAt, mark_stopped
 from sharebench.sweep.load import resolve_sweep_load, resume_config
 from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, mode_fits, plan_mode, validate
 from sharebench.sweep.probe import split_cells, sweep_probe
@@ -64,6 +67,7 @@ from sharebench.sweep.resume import check_same_work, identity, work_key
 from sharebench.telemetry import collect_provenance, make_sampler
 from sharebench.telemetry.disturbance import Probe
 from sharebench.workloads import role
+from sharebench.workloads.job import victim_bursts
 
 WARM_DIR = "warm"  # the warm replicas' set-up files and their MPS daemon's logs
 # the default run timeout, when --run-timeout is not given (RunBound): every cell's wait ends
@@ -453,7 +457,7 @@ def _schedule(
     resumed = out if config.resume else None
     bp = clock.plan
     if bp is not None:
-        plan = plan.with_particles(bp.sizes)
+        plan = plan.with_particles(bp.particles)
         notes += [f"budget plan: {line.strip()}" for line in bp.describe().splitlines()]
     elif auto_sized(plan):  # sweep.calibrate
         plan, note = calibrate(plan, resumed)
@@ -575,6 +579,62 @@ def _say_stopped(notes: list[str], schedule: Schedule | CapacitySchedule, out: P
     tqdm.write(f"sharebench: {msg}", file=sys.stderr)
 
 
+def sweep_deadline(config: SweepConfig, clock: Clock) -> Deadline:
+    """When the sweep's cells end (``sweep.deadline``): the budget's end less the report's time, else
+    ``--stop-after`` seconds from now (the first cell), else never. The prediction of a cell not measured
+    yet: the budget plan's cost of its block."""
+    bp = clock.plan
+
+    def estimate(cell: Cell) -> float | None:
+        block = bp.block(cell.mode.label, cell.particles) if bp is not None else None
+        return bp.cost_s(block) if bp is not None and block is not None else None
+
+    if clock.budget_s is not None:
+        end_s = bp.overheads.end_s if bp is not None else REPORT_S
+        return Deadline(clock.t_start + clock.budget_s - end_s, clock.budget_s, estimate)
+    if config.stop_after_s is not None:
+        return Deadline(time.monotonic() + config.stop_after_s, config.stop_after_s, estimate)
+    return Deadline(None)
+
+
+def _stop_reason(config: SweepConfig, clock: Clock) -> str:
+    if clock.budget_s is not None:
+        return f"budget {fmt_duration(clock.budget_s)} reached"
+    return f"stopped after {config.stop_after_s:g} s (--stop-after)"
+
+
+@dataclass(frozen=True)
+class Within:
+    """What a sweep's cells run within: its id, kept replicas, run timeouts and deadline."""
+
+    sweep_id: str
+    kept: Kept
+    bound: RunBound
+    deadline: Deadline
+
+
+def measure_within(plan: SweepPlan, cell: Cell, out: Path, within: Within) -> CellResult:
+    """One cell of the sweep within its deadline: an unpatterned cell's run timeout cut to the time left
+    (plus a grace), a patterned cell stopped at the deadline with its bursts kept and marked."""
+    sweep_id, kept, bound, deadline = within.sweep_id, within.kept, within.bound, within.deadline
+    t0 = time.monotonic()
+    job = plan.replica_job(cell.particles)
+    timeout_s = bound.timeout_s(cell.particles)
+    if not job.patterned:
+        timeout_s = deadline.run_timeout_s(timeout_s)
+    stop_file = out / CELLS_DIR / cell.folder / STOP
+    with StopAt(stop_file, deadline.ends_at if job.patterned else None) as stop:
+        result = measure_cell(plan, cell, out, sweep_id=sweep_id, kept=kept, run_timeout_s=timeout_s)
+    if stop.fired.is_set():
+        asked = victim_bursts(plan.config.workload, plan.plans[cell.mode.label].n)
+        note = mark_stopped(result.rows, result.bursts, asked)
+        if note is not None:
+            result.notes.append(note)
+    elif result.ok:
+        deadline.learn(cell, time.monotonic() - t0)
+    return result
+
+
 def _sweep(
     plan: SweepPlan,
     out: Path,
@@ -602,20 +662,20 @@ def _sweep(
     try:
         notes += _prime(kept, plan, cells)  # while the provenance is collected
         notes += provenance.result()
-        t0 = time.monotonic()  # --stop-after counts from the first cell, as it did before set-up was shared
+        deadline = sweep_deadline(config, clock)  # --stop-after counts from the first cell
         while cells:
-            if config.stop_after_s is not None and time.monotonic() - t0 > config.stop_after_s:
-                _say_stopped(notes, schedule, out, f"stopped after {config.stop_after_s:g} s (--stop-after)")
-                break
             cell = cells[0]
+            refused = deadline.refuses(cell)
+            if refused is not None:
+                notes.append(refused)
+                _say_stopped(notes, schedule, out, _stop_reason(config, clock))
+                break
             plan = plan_mode(plan, cell.mode)  # a capacity search's next N, planned on demand
             if bar is not None:
                 bar.set_postfix_str(
                     " ".join(filter(None, (cell.id, bound.waiting(cell.particles, brief=True)))), refresh=True
                 )
-            result = measure_cell(
-                plan, cell, out, sweep_id=sweep_id, kept=kept, run_timeout_s=bound.timeout_s(cell.particles)
-            )
+            result = measure_within(plan, cell, out, Within(sweep_id, kept, bound, deadline))
             bound.learn(result.rows)
             if isinstance(kept.launcher, WarmLauncher):  # idle replicas found stopped and replaced (sharing.pool)
                 notes += kept.launcher.pool.replaced

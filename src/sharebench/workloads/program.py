@@ -286,7 +286,7 @@ def pattern_env(job: ReplicaJob, bursts_file: Path) -> dict[str, str]:
     }
     if job.victim:
         env[COUNT] = str(job.victim_count)
-    elif job.stop_file:
+    if job.stop_file:  # the victim too: a sweep's deadline writes it (sweep.deadline)
         env[STOP_FILE] = job.stop_file
     return env
 

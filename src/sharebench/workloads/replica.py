@@ -81,7 +81,7 @@ def pattern_track(job: ReplicaJob, run: Prepared) -> RunRecord:
             pattern,
             run.engine.track,
             count=job.victim_count,
-            stop=None if job.victim else stop_when_file(job.stop_file),
+            stop=stop_when_file(job.stop_file),  # the victim too: a sweep's deadline writes it (sweep.deadline)
             seed=job.replica_seed,
             batch_units=cfg.turns,
             clock=clock,
