@@ -20,6 +20,7 @@ COMPONENTS = (
     "write_report",
     "compare_nodes",
     "record_history",
+    "advise_pool",
     "restore_node",
 )
 

@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sharebench.advise import Window, advise, class_patterns, parse_time, read_costs, read_prometheus, write_advice
 from sharebench.analysis import analyse
-from sharebench.analysis.latency import DEFAULT_SLO, users_at_target
+from sharebench.analysis.latency import DEFAULT_SLO, check_slo, users_at_target
 from sharebench.components.image import IMAGE
 from sharebench.errors import UserError
 from sharebench.history import add_and_check
@@ -41,7 +42,7 @@ from sharebench.node.placement import (
     split_node,
 )
 from sharebench.node.placement import PLACEMENTS as PLACEMENTS
-from sharebench.parse import whole_number
+from sharebench.parse import parse_duration, seconds, whole_number
 from sharebench.report import tables_markdown, write_tables
 from sharebench.report.combine import write_combined
 from sharebench.results import ResultsWriter, append_notes, read_json, write_json, write_provenance
@@ -472,3 +473,43 @@ def record_history(*, results_dir: str, store: str, pushgateway: str = "", s3_en
         raise SystemExit(f"sharebench: {len(result.changes)} cell(s) of {len(result.verdicts)} changed; see above")
     say(f"history: 0 change(s) in {len(result.verdicts)} cell(s)")
     return len(result.verdicts)
+
+
+# ------------------------------------------------------------------ advice (issue 33)
+# what the advise step reads and its target, where its query leaves a key out
+DEFAULT_ADVISE_QUERY: dict[str, Any] = {
+    "prometheus_url": "",
+    "window": "24h",
+    "until": "",
+    "step_s": 60.0,
+    "class_label": "namespace",
+    "slo": DEFAULT_SLO,
+}
+
+
+def advise_pool(results_dir: str, query: dict[str, Any], out_dir: str, copies: dict[str, str]) -> dict[str, str]:
+    """The pool advice from the run's own costs (``results_dir``) and the site's usage in Prometheus.
+
+    ``query``: prometheus_url (dcgm-exporter's per-pod series), window (a duration ending at until),
+    until ('' now; epoch seconds or ISO 8601), step_s, class_label (the label naming a pod's class),
+    slo (the p95 slowdown target); a missing key takes
+    :data:`DEFAULT_ADVISE_QUERY`'s value. advice.md/html/json/png and assignment.csv go to ``out_dir``;
+    ``copies`` maps a kind (md, html, json, png, csv) to another path its file is copied to (the
+    Markdown and HTML artifacts the Kubeflow UI shows). Returns kind -> path in ``out_dir``."""
+    q = {**DEFAULT_ADVISE_QUERY, **query}
+    unknown = sorted(set(q) - set(DEFAULT_ADVISE_QUERY))
+    if unknown:
+        raise UserError(f"unknown advise query key(s) {', '.join(unknown)}; allowed: {', '.join(DEFAULT_ADVISE_QUERY)}")
+    until = parse_time(q["until"], "advise until") if str(q["until"]).strip() else time.time()
+    window = Window(until - parse_duration(q["window"], "advise window"), until, seconds("advise step_s", q["step_s"]))
+    costs = read_costs([results_dir], None)
+    usage = read_prometheus(str(q["prometheus_url"]), window, str(q["class_label"]))
+    result = advise(usage, costs, class_patterns(usage, {}), check_slo(q["slo"]))
+    paths = write_advice(result, Path(out_dir), force=True)
+    for kind, dest in copies.items():
+        Path(dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(paths[kind], dest)
+    for line in [f"read: {result.read['usage']}", f"costs: {result.read['costs']}", *result.warnings]:
+        say(line)
+    say(f"advice: {paths['md']}")
+    return {kind: str(path) for kind, path in paths.items()}

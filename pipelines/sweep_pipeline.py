@@ -17,6 +17,7 @@ Shape of ``sharebench-sweep`` (one node)::
         collect_results (modes -> results folder, loss tables, Metrics)
         write_report    (HTML + Markdown report, plots)
         record_history  (history != '': add to the store, check the node; fails on a change)
+      advise_pool       (prometheus_url != '': the pool advice from the run's costs and the site's usage)
 
 ``sharebench-multi-node`` runs ``sweep_node`` for each node in a ParallelFor (side by side)
 and ``compare_nodes`` puts them in one report (a node whose history check finds a change fails
@@ -43,7 +44,9 @@ Why this shape (what KFP 2.17 really compiles and runs, on a cluster and in kfp.
 from kfp import dsl, kubernetes
 from kfp.dsl import Dataset
 
+from sharebench.analysis.latency import DEFAULT_SLO
 from sharebench.components import steps
+from sharebench.components.advise_pool import advise_pool
 from sharebench.components.check_cell import check_cell
 from sharebench.components.collect_results import collect_results
 from sharebench.components.compare_nodes import compare_nodes
@@ -386,6 +389,11 @@ def sweep_pipeline(
     pushgateway: str = "",
     history_s3_endpoint: str = KFP_S3_ENDPOINT,
     budget: str = "",
+    prometheus_url: str = "",
+    advise_window: str = "24h",
+    advise_step_s: float = 60.0,
+    advise_class_label: str = "namespace",
+    advise_slo: float = DEFAULT_SLO,
 ):
     """Sweep every sharing mode on one node; the node is restored whatever fails.
 
@@ -423,6 +431,13 @@ def sweep_pipeline(
             counts that fit (headline modes, the largest count first) at the repeats (fewer only if none fit), from
             the node's GPU model's recorded rates (no node: a short run here); the report states budget, plan and
             time used. Repeats are fixed: a static KFP graph cannot repeat a cell while unsettled (run --budget can).
+        prometheus_url: Prometheus holding dcgm-exporter's per-pod series of the site's GPU pool
+            (http(s)://HOST:9090; '' off): the advise step then advises the pool's layout from this run's costs
+            and that usage (sharebench advise), shown as Markdown and HTML in the UI.
+        advise_window: Usage the advise step reads, ending when it starts: 24h, 168h (at most 30 days).
+        advise_step_s: Seconds between the usage samples it reads.
+        advise_class_label: Label naming a pod's class in the usage series (namespace, a team label).
+        advise_slo: p95 slowdown target every class keeps in the advice (2: at most twice as slow).
     """
     restore = node_step(
         restore_node(
@@ -430,7 +445,7 @@ def sweep_pipeline(
         )
     )
     with dsl.ExitHandler(restore, name="sweep"):
-        sweep_node(
+        swept = sweep_node(
             image=image,
             node_name=node_name,
             gpu_model=gpu_model,
@@ -451,6 +466,15 @@ def sweep_pipeline(
             history_s3_endpoint=history_s3_endpoint,
             budget=budget,
         )
+        with dsl.If(prometheus_url != "", name="advise"):
+            query = {
+                "prometheus_url": prometheus_url,
+                "window": advise_window,
+                "step_s": advise_step_s,
+                "class_label": advise_class_label,
+                "slo": advise_slo,
+            }
+            in_image(advise_pool(results=swept.output, query=query), image)
 
 
 @dsl.pipeline(
