@@ -5,6 +5,7 @@ campaign's budget keeps time for its reports."""
 from __future__ import annotations
 
 import csv
+import re
 import time
 from pathlib import Path
 
@@ -116,3 +117,20 @@ def test_a_patterned_step_ends_within_its_budget(tmp_path, capsys, limit):
         victim = [r for r in csv.DictReader(fh) if r["cell_id"] == cell_id and r["role"] == "victim"]
     assert 0 < len(victim) < 100000
     assert f"{cell_id}: stopped at the budget after {len(victim)} of " in (out / "notes.txt").read_text()
+
+
+def test_a_patterned_dry_run_shows_seconds(tmp_path, capsys):
+    """The dry run of a patterned sweep predicts seconds from its bursts (analysis.cost), with and
+    without a budget; nothing runs."""
+    lattice = str(tiny_lattice(tmp_path / "fodo.json"))
+    argv = ["run", "--device", "cpu", "--lattice", lattice, "--modes", "exclusive,timeslice:2", "--particles", "200"]
+    argv += ["--turns", "1", "--pattern", "interactive:burst=1,think=0.05", "--neighbours", "batch", "--bursts", "10"]
+    argv += ["--dry-run", "--out", str(tmp_path / "out")]
+    assert main([*argv, "--repeats", "1", "--warmup-repeats", "0"]) == 0
+    text = capsys.readouterr().out
+    m = re.search(r"^predicted: (\d+) s \(cells (\d+) s, set-up \d+ s, report \d+ s; calibration", text, re.M)
+    assert m and int(m[2]) >= 8, text  # at least the victims' think times: (150 + 10) x 0.05 s + 2 phases
+    assert main([*argv, "--budget", "5m"]) == 0
+    text = capsys.readouterr().out
+    assert "150 bursts beside 0 neighbour(s)" in text and "10 bursts beside 1 neighbour(s)" in text, text
+    assert not (tmp_path / "out").exists()

@@ -36,7 +36,14 @@ from sharebench.sweep import (
     stop_on_signals,
     validate,
 )
-from sharebench.sweep.budget import RECORDED_ROOT, BudgetOptions, budget_options, plan_budget, plan_recorded
+from sharebench.sweep.budget import (
+    RECORDED_ROOT,
+    BudgetOptions,
+    budget_options,
+    plan_budget,
+    plan_recorded,
+    predicted_line,
+)
 from sharebench.sweep.calibrate import auto_sized, calibrate, folder_sizes
 from sharebench.sweep.capacity import CapacityOptions, capacity_dry_run, families_of, parse_users
 from sharebench.sweep.plan import plan_header
@@ -101,7 +108,8 @@ def dry_run(plan: SweepPlan, opts: BudgetOptions | None, out: Path) -> str:
             plan = plan.with_notes(
                 "the run calibrates again at its start, the same way (the machine's noise may move the size)"
             )
-    return describe_plan(plan)
+    patterned = plan.config.workload.patterned  # its seconds are not N exclusive runs (analysis.cost)
+    return describe_plan(plan) + ("\n" + predicted_line(plan) if patterned else "")
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sharebench.analysis.cost import cell_seconds
 from sharebench.analysis.sequential import DEFAULT_MAX_REPEATS, DEFAULT_PRECISION, GAIN_THRESHOLD_LOSS_PCT, MIN_REPEATS
 from sharebench.errors import UserError
 from sharebench.gpus import emulated_layout, layout_profiles
@@ -47,10 +48,12 @@ from sharebench.gpus import gpu_model as find_gpu_model
 from sharebench.kernel import RunConfig, run_replica
 from sharebench.modes import BASELINE, Mode, is_baseline, parse_mode
 from sharebench.parse import fmt_duration, parse_duration, whole_number
+from sharebench.patterns import parse_pattern
 from sharebench.results import load_results, read_sweeps
 from sharebench.sweep.calibrate import MAX_PARTICLES, PROBE_PARTICLES, auto_sized
 from sharebench.sweep.plan import MAX_REPEATS, Cell, CellGrid, SweepConfig, SweepPlan, validate
 from sharebench.workloads import Workload
+from sharebench.workloads.job import victim_bursts
 
 HEADLINE_MODES = (BASELINE, "timeslice:2", "mps:2")
 # the smallest size a budget picks by itself (the CPU default without a budget stops at the probe's 1,000): a
@@ -109,6 +112,7 @@ class Calibration:
     source: str
     factors: Mapping[str, float] = field(default_factory=dict)
     spent_s: float = 0.0
+    workload: Workload | None = None  # a patterned one: cells cost their bursts (analysis.cost)
 
     def exclusive_s(self, particles: int) -> float:
         """T_1 at ``particles``: the rate of the nearest calibrated size (in log size), work / rate."""
@@ -117,9 +121,23 @@ class Calibration:
         near = min(self.rates, key=lambda p: abs(math.log(p / particles)))
         return particles * self.turns * max(1, self.elements) / self.rates[near]
 
+    def work(self, replicas: int) -> str:
+        """What a cell runs, for the plan's lines: ``N x`` T_1, or under a pattern the victim's bursts."""
+        w = self.workload
+        if w is None or not w.patterned:
+            return f"{replicas} x"
+        return f"{victim_bursts(w, replicas)} bursts beside {replicas - 1} neighbour(s),"
+
     def cell_s(self, mode: Mode, replicas: int, particles: int) -> float:
-        """The predicted span of a cell: N·T_1·f_mode."""
-        return replicas * self.exclusive_s(particles) * self.factors.get(mode.label, 1.0)
+        """The predicted span of a cell: N·T_1·f_mode; under a pattern its victim's bursts, think times,
+        neighbours and queueing (:func:`sharebench.analysis.cost.cell_seconds`, a unit = T_1 / turns)."""
+        factor = self.factors.get(mode.label, 1.0)
+        w = self.workload
+        if w is None or not w.patterned:
+            return replicas * self.exclusive_s(particles) * factor
+        victim, neighbour = parse_pattern(w.pattern), parse_pattern(w.pattern_of(1))
+        unit_s = self.exclusive_s(particles) / max(1, self.turns)
+        return cell_seconds((victim, neighbour), replicas, victim_bursts(w, replicas), unit_s, factor).cell_s
 
 
 MIN_PROBE_S = 0.3  # a calibration run shorter than this is run again with more turns
@@ -386,7 +404,7 @@ class BudgetPlan:
             f"{self.warmup_repeats} warm-up each: {len(self.cells())} cells, in priority order:",
         ]
         lines += [
-            f"  {b.mode.label:<14} at {b.particles:>12,} particles: {b.replicas} x T_1 {c.exclusive_s(b.particles):.3g} s"
+            f"  {b.mode.label:<14} at {b.particles:>12,} particles: {c.work(b.replicas)} T_1 {c.exclusive_s(b.particles):.3g} s"
             f" -> {b.cell_s:.3g} s a cell (+{o.per_cell_s:.2f} s) x {reps} = {self.cost_s(b) * reps:.1f} s"
             for b in self.blocks
         ]
@@ -557,6 +575,7 @@ def plan_budget(sweep: SweepPlan, options: BudgetOptions, sizes: Sequence[int] =
     auto = not sizes and auto_sized(sweep)
     run_sizes = list(sizes) or sweep.particles
     calibration = calibrate_sizes(sweep.run_config, [PROBE_PARTICLES] if auto else run_sizes, probe_turns=PROBE_TURNS)
+    calibration = dataclasses.replace(calibration, workload=sweep.config.workload)
     return plan_within(
         options.budget_s,
         calibration,
@@ -706,3 +725,18 @@ def budget_notes(summary: Mapping[str, Any], measured_cells: int, now_unix: floa
         "chosen to fit (a static task graph cannot repeat an unsettled cell)",
         *(f"budget plan: {line.strip()}" for line in summary.get("plan") or []),
     ]
+
+
+def predicted_line(sweep: SweepPlan) -> str:
+    """A dry run's ``predicted: N s`` of a sweep without a budget: one short exclusive run per size on this
+    machine, then every cell's seconds (a patterned cell: its bursts, think times, neighbours and queueing,
+    ``analysis.cost``), the recorded gaps, set-up and report."""
+    calibration = calibrate_sizes(sweep.run_config, sweep.particles, probe_turns=PROBE_TURNS)
+    calibration = dataclasses.replace(calibration, workload=sweep.config.workload)
+    o = DEFAULT_OVERHEADS["gpu" if sweep.device.kind == "gpu" else "cpu"]
+    cells = sum(calibration.cell_s(c.mode, sweep.replicas(c.mode), c.particles) + o.per_cell_s for c in sweep.cells())
+    total = calibration.spent_s + o.start_s + cells + o.end_s
+    return (
+        f"predicted: {total:.0f} s (cells {cells:.0f} s, set-up {o.start_s:.0f} s, report {o.end_s:.0f} s; "
+        f"calibration {calibration.spent_s:.1f} s on this machine)"
+    )
