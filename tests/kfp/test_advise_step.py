@@ -7,21 +7,25 @@ tables/latency.csv as ``sharebench report`` leaves them) and Debian's Prometheus
 synthetic dcgm-exporter trace, and writes advice.md/html/json.
 """
 
-from __future__ import annotations
+# no `from __future__ import annotations`: KFP reads the test pipeline's annotations as types
 
 import json
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 from advise.test_advise import PROM_CLASSES, PROMETHEUS, PROMTOOL, free_port, needs_prometheus, openmetrics
+from kfp import dsl, local
+from kfp.dsl import Dataset
 
 from sharebench.advise import Window, read_prometheus
 from sharebench.advise.synthetic import synthetic_trace
 from sharebench.components import steps
+from sharebench.components.advise_pool import advise_pool
 from sharebench.errors import UserError
 from support.paths import ROOT
 
@@ -68,7 +72,7 @@ def test_advise_step_runs_only_under_a_prometheus_url():
 
 
 @pytest.fixture(scope="module")
-def prometheus(tmp_path_factory) -> tuple[str, float]:
+def prometheus(tmp_path_factory) -> Iterator[tuple[str, float]]:
     """Debian's Prometheus serving a backfilled synthetic trace of 16 GPUs: (url, the trace's last time)."""
     if PROMETHEUS is None or PROMTOOL is None:
         pytest.skip("prometheus/promtool not installed (apt-get install prometheus)")
@@ -124,6 +128,31 @@ def test_advise_pool_writes_the_advice_from_prometheus_and_the_results(prometheu
     assert Path(copies["md"]).read_text() == Path(paths["md"]).read_text()
     assert Path(copies["html"]).read_text().startswith("<!doctype html>")
     assert "data:image/png;base64," in Path(copies["html"]).read_text()
+
+
+@dsl.pipeline(name="advise-pool-test")
+def advise_pipeline(results_dir: str, prometheus_url: str, until: str):
+    """The results folder imported as the Dataset collect_results would hand over, then the step under
+    the sweep pipeline's condition; query values as strings, as the compiled placeholders give them."""
+    imported = dsl.importer(artifact_uri=results_dir, artifact_class=Dataset, reimport=False)
+    with dsl.If(prometheus_url != "", name="advise"):
+        query = {"prometheus_url": prometheus_url, "window": "6h", "until": until, "step_s": "60.0", "slo": "2.0"}
+        advise_pool(results=imported.output, query=query).set_caching_options(False)
+
+
+@needs_prometheus
+def test_advise_pool_runs_as_a_kfp_local_task(prometheus, tmp_path):
+    url, end = prometheus
+    root = tmp_path / "root"
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root))
+    advise_pipeline(results_dir=str(RESULTS), prometheus_url=url, until=str(end))  # raises if the task failed
+    md, html, folder = (next(root.rglob(name)) for name in ("advice_md", "advice_html", "advice"))
+    assert md.read_text() == (folder / "advice.md").read_text()
+    gpus = json.loads((folder / "advice.json").read_text())["recommended"]["gpus"]
+    assert f"**Recommended: {gpus} GPUs** (today 16; frees {16 - gpus})" in md.read_text()
+    assert html.read_text().startswith("<!doctype html>")
+    assert gpus < 16
+    assert (folder / "assignment.csv").read_text().startswith("pod,")
 
 
 @pytest.mark.parametrize(
