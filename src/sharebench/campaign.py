@@ -64,6 +64,7 @@ from sharebench.analysis.latency import check_slo
 from sharebench.analysis.sequential import MIN_REPEATS
 from sharebench.devices import resolve_device
 from sharebench.errors import UserError
+from sharebench.kernel import RunConfig
 from sharebench.modes import Mode
 from sharebench.parse import counts, whole_number
 from sharebench.patterns import parse_pattern
@@ -427,13 +428,19 @@ def lattice_args(ctx: Context, use: bool = True) -> list[str]:
     return ["--lattice", ctx.plan.lattice] if use and ctx.plan.lattice else []
 
 
-def warm_argv(ctx: Context) -> list[str] | None:
-    """The untimed first track (brings the GPU out of idle clocks, fills the caches), or None."""
+def warm_run(ctx: Context) -> RunConfig | None:
+    """The untimed first track (brings the GPU out of idle clocks, fills the caches), or None: the run
+    value itself, handed to the runner (never an argv for sharebench)."""
     if ctx.plan.warm is None:
         return None
     particles, turns = ctx.plan.warm
-    return [ctx.python, "-m", "sharebench", "track", "--device", ctx.plan.device, *lattice_args(ctx),
-            "--particles", str(particles), "--turns", str(turns)]  # fmt: skip
+    return RunConfig(device=ctx.plan.device, lattice=ctx.plan.lattice, particles=particles, turns=turns)
+
+
+def warm_text(run: RunConfig) -> str:
+    """The warm-up as ``--dry-run`` shows it (the equivalent command, for the record, never run)."""
+    words = ["sharebench", "track", "--device", run.device, *(["--lattice", run.lattice] if run.lattice else [])]
+    return shell_line([*words, "--particles", str(run.particles), "--turns", str(run.turns)])
 
 
 def sweep_request(ctx: Context, step: Sweep, stop_after_s: float | None) -> SweepRequest:
@@ -492,9 +499,9 @@ def describe(plan: Plan, out: Path, python: str = sys.executable) -> list[str]:
     lines = [f"# campaign {plan.name}: {plan.description}".rstrip(": ")]
     if plan.budget_s is not None:
         lines.append(f"# budget: {plan.budget_s:g} s (--stop-after below: as if none were spent)")
-    warm = warm_argv(ctx)
-    if warm:
-        lines.append(shell_line(warm) + "   # untimed warm-up")
+    warm = warm_run(ctx)
+    if warm is not None:
+        lines.append(warm_text(warm) + "   # untimed warm-up")
     for step in plan.steps:
         go, stop = stop_after(ctx, step)
         skip = "" if go else "   # skipped: budget too small"
@@ -548,10 +555,12 @@ Say = Callable[[str], None]
 @dataclass(frozen=True)
 class Runner:
     """What runs a campaign's sweeps: ``sweep`` runs one request (as ``sharebench run`` does: the sweep,
-    its report, its end screen) and returns its exit status; ``report`` rebuilds a folder's report."""
+    its report, its end screen) and returns its exit status; ``report`` rebuilds a folder's report;
+    ``warm`` runs the plan's untimed warm-up track (its outcome ignored; None: no warm-up)."""
 
     sweep: Callable[[SweepRequest], int]
     report: Callable[[Path], None]
+    warm: Callable[[RunConfig], None] | None = None
 
 
 def run_campaign(plan: Plan, out: Path, runner: Runner, say: Say = print) -> int:
@@ -560,9 +569,9 @@ def run_campaign(plan: Plan, out: Path, runner: Runner, say: Say = print) -> int
     out.mkdir(parents=True, exist_ok=True)
     ctx = Context(out=out, plan=plan, runner=runner)
     record_machine(ctx)
-    warm = warm_argv(ctx)
-    if warm:
-        subprocess.run(warm, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    warm = warm_run(ctx)
+    if warm is not None and runner.warm is not None:
+        runner.warm(warm)
     failed = []
     for step in plan.steps:
         say(f"== {step.name} at {time.monotonic() - ctx.t0:.0f} s")

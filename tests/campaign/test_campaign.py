@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sharebench.campaign import Command, Sweep, load_plan
+from sharebench.campaign import Command, Runner, Sweep, load_plan, run_campaign
 from sharebench.cli import main
+from sharebench.kernel import RunConfig
+from sharebench.sweep.request import SweepRequest
 from support.paths import ROOT
 
 PLANS = sorted((ROOT / "benchmarks" / "plans").glob("*.toml"))
@@ -238,3 +240,35 @@ def test_modes_the_device_cannot_run_stop_the_campaign_before_anything_runs(tmp_
     assert "leave the step out (--steps) or give another --device" in err and not out.exists()
     assert main(["campaign", str(plan), "--out", str(out), "--device", "cpu", "--dry-run"]) == 0
     assert "# not runnable as planned: step gpu: mps:2 needs an NVIDIA GPU" in capsys.readouterr().out
+
+
+def test_the_warm_up_and_the_sweeps_reach_the_runner_as_values(tmp_path):
+    """A plan's warm-up is a RunConfig and its sweep a SweepRequest handed to the runner: no argv of
+    sharebench is built to run them (the dry run shows the equivalent command, for the record)."""
+    plan = load_plan(
+        write(
+            tmp_path,
+            """
+name = "values"
+device = "cpu"
+warm = { particles = 2000, turns = 2 }
+[[step]]
+name = "one"
+modes = ["exclusive"]
+particles = [1000]
+turns = 1
+repeats = 1
+""",
+        )
+    )
+    warmed: list[RunConfig] = []
+    swept: list[SweepRequest] = []
+
+    def sweep(request: SweepRequest) -> int:
+        swept.append(request)
+        return 0
+
+    runner = Runner(sweep=sweep, report=lambda folder: None, warm=warmed.append)
+    assert run_campaign(plan, tmp_path / "out", runner, say=lambda line: None) == 0
+    assert [(w.device, w.particles, w.turns) for w in warmed] == [("cpu", 2000, 2)]
+    assert len(swept) == 1 and [m.label for m in swept[0].modes or ()] == ["exclusive"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import multiprocessing
 import os
 import sys
 from dataclasses import replace
@@ -22,6 +23,7 @@ from sharebench.campaign import (
 )
 from sharebench.cli.sweep_cmd import run_in_child
 from sharebench.errors import UserError
+from sharebench.kernel import RunConfig, run_replica
 from sharebench.report import build_report
 
 
@@ -35,7 +37,26 @@ def report_quietly(folder: Path) -> None:
             print(f"sharebench: report of {folder}: {exc}", file=sys.__stderr__)
 
 
-RUNNER = Runner(sweep=run_in_child, report=report_quietly)
+def _warm(run: RunConfig) -> None:
+    """A spawned process's body (:func:`warm_in_child`): the warm-up track, its output discarded."""
+    with (
+        open(os.devnull, "w") as null,
+        contextlib.redirect_stdout(null),
+        contextlib.redirect_stderr(null),
+        contextlib.suppress(UserError, OSError, ValueError, RuntimeError),
+    ):
+        run_replica(run)
+
+
+def warm_in_child(run: RunConfig) -> None:
+    """The plan's untimed warm-up track in a process of its own (its device context ends with it), handed
+    the run value; a failure is ignored, as the warm-up only brings the device out of idle."""
+    process = multiprocessing.get_context("spawn").Process(target=_warm, args=(run,), name="sharebench-warm")
+    process.start()
+    process.join()
+
+
+RUNNER = Runner(sweep=run_in_child, report=report_quietly, warm=warm_in_child)
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
