@@ -175,13 +175,15 @@ def add_limit_options(run: argparse.ArgumentParser) -> None:
         default=None,
         metavar="S",
         help="longest a cell may track before its replicas are stopped and the cell marked failed (s; default: "
-        "max(60, 20 x the exclusive run's track_s + setup_s) at its size, 3600 before one is measured)",
+        "max(60, 20 x the exclusive run's track_s + setup_s) at its size; before one is measured, the same "
+        "from a predicted track time, at most 3600)",
     )
     run.add_argument(
         "--stop-after",
         default=None,
         metavar="S",
-        help="start no new cell after S seconds (what is done is kept; continue with --resume)",
+        help="end the sweep S seconds after its first cell: a cell starts only if its predicted length fits, a "
+        "patterned cell is stopped at the limit with its bursts kept and marked (continue with --resume)",
     )
     run.add_argument(
         "--allow-gpu-settings",
