@@ -179,7 +179,9 @@ def _operator_rules() -> list[dict]:
 
 
 # one reconfiguration per node: a Lease per node, in sharebench's own namespace only
-LEASE_RULES = [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "create", "update"]}]
+LEASE_RULES = [
+    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "create", "update"]}
+]
 KEY_RULES = [
     {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [STATE_KEY_SECRET], "verbs": ["get"]},
     {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
