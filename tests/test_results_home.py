@@ -23,7 +23,9 @@ def committed(*paths: str) -> list[str]:
 
 def test_campaigns_commit_documents_and_one_archive_per_results_folder():
     files = committed("results", "docs")
-    assert len(files) <= 800, len(files)
+    # a results folder commits about 40 files (its tables, each plot as PNG and SVG, its report, one
+    # archive); 1,400 leaves room for the campaigns committed so far and stops scratch or copies creeping in
+    assert len(files) <= 1400, len(files)
     assert not [f for f in files if SCRATCH.search(f)]
     folders = {f.rsplit("/", 1)[0] for f in files if f.startswith("results/") and f.endswith("/results.csv")}
     assert folders and all(f"{d}/cells.tar.xz" in files for d in folders)
@@ -31,15 +33,26 @@ def test_campaigns_commit_documents_and_one_archive_per_results_folder():
     assert readmes <= set(files)
 
 
+COMMITTED_RESULTS_TESTS = (
+    "test_results_home.py",
+    "test_rebuild_reports.py",
+    "test_readme.py",
+    "test_pattern_costs.py",
+    "test_answer.py",
+)
+
+
 def test_no_test_reads_the_committed_campaigns():
-    """Tidying a campaign must not break the suite: tests name tests/data/results, not results/. The one
-    exception is the report-freshness test, whose purpose is to rebuild every committed folder's report."""
+    """Tidying a campaign must not break the suite: tests name tests/data/results, not results/. The
+    exceptions are the tests whose purpose is the committed results themselves: the report-freshness
+    test, the README headline's, the advice from the committed H200 pattern costs (issue 33's pool and
+    churn cases) and the Answer on the placed H200 pattern folders (each skips where its folder is gone)."""
     pattern = re.compile(
         r'"docs" / "results"|docs/results/|benchmarks/results|ROOT / "results" / "(?!h200" / "headline)'
     )
     offenders = [
         str(p.relative_to(ROOT))
         for p in sorted((ROOT / "tests").rglob("*.py"))
-        if p.name not in ("test_results_home.py", "test_rebuild_reports.py") and pattern.search(p.read_text())
+        if p.name not in COMMITTED_RESULTS_TESTS and pattern.search(p.read_text())
     ]
     assert not offenders, offenders

@@ -40,6 +40,9 @@ from sharebench.modes import KINDS, kinds_where, parse_mode
 from sharebench.patterns import parse_pattern
 from sharebench.results import read_provenance
 
+# the kind of a GPU cut into instances (MIG): the cost family its measured and emulated layouts go to
+MIG = next(k for k, spec in KINDS.items() if spec.device_instances)
+
 SHARED_FAMILIES = kinds_where(family="shared")  # N replicas on one whole device: timeslice, mps
 BATCH_LABEL = "batch"
 LEVEL_SLACK = 1.1  # a pod up to 10 % busier than the heaviest measured curve still takes it
@@ -138,7 +141,7 @@ class Costs:
         """(slowdown, source) of a pod at busy ``level`` alone on an instance of ``profile``: interpolated
         between measured levels; above them the SM-share prediction at busy 1; none measured: predicted."""
         pts = sorted(
-            (c for c in self.usable(pattern) if c.family == "mig" and c.profile == profile.name),
+            (c for c in self.usable(pattern) if c.family == MIG and c.profile == profile.name),
             key=lambda c: c.busy_victim,
         )
         predicted = self.model.sms / profile.sms
@@ -292,7 +295,7 @@ def read_latency(folder: Path, costs: Costs, uuid: str) -> None:
                 how = "measured (emulated with MPS)" if mode.spec.emulates else "measured"
                 emulated = bool(mode.spec.emulates)
                 src = f"{how}: {where}"
-                costs.points.append(replace(point, family="mig", source=src, profile=profile, emulated=emulated))
+                costs.points.append(replace(point, family=MIG, source=src, profile=profile, emulated=emulated))
 
 
 def one_profile(model: GpuModel, layout: str, emulated: str) -> str:
@@ -330,4 +333,4 @@ def read_batch_tables(folder: Path, costs: Costs, uuid: str) -> None:
             count = next((p.max_count for p in costs.model.profiles if p.name == name), 1)
             if math.isfinite(ratio):
                 src = f"measured: {path}{tag}"
-                costs.points.append(Cost("mig", count, "batch", "batch", ratio, src, BATCH_LABEL, profile=name))
+                costs.points.append(Cost(MIG, count, "batch", "batch", ratio, src, BATCH_LABEL, profile=name))

@@ -387,7 +387,9 @@ def families_of(items: Iterable[str]) -> tuple[list[str], list[str]]:
 
 # ----------------------------------------------------------------- running the search (the runner's schedule)
 
-FAMILY_ORDER = ("mps", "timeslice")  # under a budget: the families searched first
+# under a budget, the shared kinds searched first: the later-declared first (MPS, which holds more users,
+# before time-slicing)
+FAMILY_ORDER = tuple(sorted((k for k, spec in KINDS.items() if spec.shared), key=lambda k: -KINDS[k].order))
 ESTIMATE_FACTOR = 1.5  # a probe's span, before one of its family is measured: the alone span x target x this
 
 
