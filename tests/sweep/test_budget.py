@@ -24,7 +24,7 @@ from sharebench.sweep.budget import (
     Calibration,
     Overheads,
     budget_options,
-    calibrate_sizes,
+    calibrate_particles,
     measured_overheads,
     parse_duration,
     plan_budget,
@@ -205,7 +205,7 @@ def test_calibration_runs_one_exclusive_run_per_size(tmp_path):
     plan = validate(
         SweepConfig(workload=Workload(device="cpu", lattice=str(tiny_lattice(tmp_path / "fodo.json"))), turns=20)
     )
-    cal = calibrate_sizes(plan.run_config, [500, 1000])
+    cal = calibrate_particles(plan.run_config, [500, 1000])
     assert set(cal.rates) == {500, 1000} and all(r > 0 for r in cal.rates.values())
     assert cal.turns == 20 and cal.elements > 1 and cal.spent_s > 0
     assert cal.source.startswith("calibrated on this machine (one exclusive run per size: 500 particles ")

@@ -44,7 +44,7 @@ from sharebench.sweep.budget import (
     plan_recorded,
     predicted_line,
 )
-from sharebench.sweep.calibrate import auto_sized, calibrate, folder_sizes
+from sharebench.sweep.calibrate import auto_sized, calibrate, folder_particles
 from sharebench.sweep.capacity import CapacityOptions, capacity_dry_run, families_of, parse_users
 from sharebench.sweep.plan import plan_header
 from sharebench.sweep.request import SweepRequest, sweep_config
@@ -98,13 +98,13 @@ def dry_run(plan: SweepPlan, opts: BudgetOptions | None, out: Path) -> str:
     """What the run would run: its calibration too, so that the sizes shown are the ones it picks."""
     resumed = out if plan.config.resume else None
     if opts is not None:
-        bp = plan_budget(plan, opts, folder_sizes(resumed) if auto_sized(plan) else ())
+        bp = plan_budget(plan, opts, folder_particles(resumed) if auto_sized(plan) else ())
         plan = plan.with_particles(bp.particles)
         return "\n".join([*plan_header(plan), bp.describe(), *(f"note: {n}" for n in plan.notes)])
     if auto_sized(plan):
         plan, note = calibrate(plan, resumed)
         plan = plan.with_notes(note)
-        if resumed is None or not folder_sizes(resumed):
+        if resumed is None or not folder_particles(resumed):
             plan = plan.with_notes(
                 "the run calibrates again at its start, the same way (the machine's noise may move the size)"
             )

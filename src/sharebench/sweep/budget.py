@@ -4,7 +4,7 @@
 start to its report. The plan (:func:`plan_within`) comes from
 
 * a calibration (:class:`Calibration`): the exclusive rate per particle count, from one short
-  exclusive run per size on this machine (:func:`calibrate_sizes`, what the CPU default's
+  exclusive run per size on this machine (:func:`calibrate_particles`, what the CPU default's
   ``sweep.calibrate`` does for one size), or from the committed results of a GPU model
   (:func:`recorded_calibration`: element-passes/s of its exclusive cells, and the span of each mode's
   cells against N·T_1), "planned from recorded rates of <model>";
@@ -143,7 +143,7 @@ class Calibration:
 MIN_PROBE_S = 0.3  # a calibration run shorter than this is run again with more turns
 
 
-def calibrate_sizes(
+def calibrate_particles(
     run_config: Callable[[int], RunConfig], sizes: Sequence[int], *, probe_turns: int | None = None
 ) -> Calibration:
     """One exclusive run per size in this process (which also builds the kernel into the cache the
@@ -569,12 +569,12 @@ def plan_budget(sweep: SweepPlan, options: BudgetOptions, sizes: Sequence[int] =
     the device class, the sweep's modes, replicas, sizes and warm-ups. Each calibration run tracks
     :data:`PROBE_TURNS` turns; a size picked to fit is at least :data:`MIN_AUTO_PARTICLES`.
     ``options.budget_s`` must be set.
-    ``sizes``: the sizes to plan instead of the sweep's (a resumed folder's, ``calibrate.folder_sizes``)."""
+    ``sizes``: the sizes to plan instead of the sweep's (a resumed folder's, ``calibrate.folder_particles``)."""
     if options.budget_s is None:
         raise ValueError("plan_budget needs options.budget_s")
     auto = not sizes and auto_sized(sweep)
     run_sizes = list(sizes) or sweep.particles
-    calibration = calibrate_sizes(sweep.run_config, [PROBE_PARTICLES] if auto else run_sizes, probe_turns=PROBE_TURNS)
+    calibration = calibrate_particles(sweep.run_config, [PROBE_PARTICLES] if auto else run_sizes, probe_turns=PROBE_TURNS)
     calibration = dataclasses.replace(calibration, workload=sweep.config.workload)
     return plan_within(
         options.budget_s,
@@ -638,7 +638,7 @@ def calibrate_here(grid: CellGrid, turns: int, workload: Workload) -> tuple[Cali
         progress=False,
     )
     sweep = validate(config)
-    calibration = calibrate_sizes(sweep.run_config, grid.particles, probe_turns=PROBE_TURNS)
+    calibration = calibrate_particles(sweep.run_config, grid.particles, probe_turns=PROBE_TURNS)
     return calibration, {m.label: sweep.replicas(m) for m in sweep.modes}
 
 
@@ -731,7 +731,7 @@ def predicted_line(sweep: SweepPlan) -> str:
     """A dry run's ``predicted: N s`` of a sweep without a budget: one short exclusive run per size on this
     machine, then every cell's seconds (a patterned cell: its bursts, think times, neighbours and queueing,
     ``analysis.cost``), the recorded gaps, set-up and report."""
-    calibration = calibrate_sizes(sweep.run_config, sweep.particles, probe_turns=PROBE_TURNS)
+    calibration = calibrate_particles(sweep.run_config, sweep.particles, probe_turns=PROBE_TURNS)
     calibration = dataclasses.replace(calibration, workload=sweep.config.workload)
     o = DEFAULT_OVERHEADS["gpu" if sweep.device.kind == "gpu" else "cpu"]
     cells = sum(calibration.cell_s(c.mode, sweep.replicas(c.mode), c.particles) + o.per_cell_s for c in sweep.cells())

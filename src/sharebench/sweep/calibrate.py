@@ -37,24 +37,24 @@ def auto_sized(plan: SweepPlan) -> bool:
     return c.particles is None and plan.device.kind == "cpu" and not c.workload.is_program
 
 
-def folder_sizes(out: Path | None) -> list[int]:
+def folder_particles(out: Path | None) -> list[int]:
     """The particle counts a results folder already holds (none: no folder, or no rows)."""
     if out is None or not (out / RESULTS_CSV).exists():
         return []
     return sorted({int(p) for p in load_results(out)["particles"].dropna()})
 
 
-def kept_note(sizes: list[int]) -> str:
-    return f"calibration: kept the folder's particle counts {', '.join(f'{p:,}' for p in sizes)}"
+def kept_note(particles: list[int]) -> str:
+    return f"calibration: kept the folder's particle counts {', '.join(f'{p:,}' for p in particles)}"
 
 
 def calibrate(plan: SweepPlan, out: Path | None) -> tuple[SweepPlan, str]:
     """The plan at the calibrated size (CPU, no --particles), and the note to record. ``out``: a resumed
     folder, whose sizes are kept. The dry run calls it too, so that it shows the size the run will
     calibrate (the run calibrates again at its start: the same method, the machine's noise)."""
-    sizes = folder_sizes(out)
-    if sizes:
-        return plan.with_particles(sizes), kept_note(sizes)
+    kept = folder_particles(out)
+    if kept:
+        return plan.with_particles(kept), kept_note(kept)
     with contextlib.redirect_stdout(sys.stderr):
         rec = run_replica(plan.run_config(PROBE_PARTICLES))
     rate = PROBE_PARTICLES * plan.turns / rec.track_s if rec.track_s > 0 else math.inf

@@ -57,7 +57,7 @@ from sharebench.sweep.budget import (
     plan_budget,
     recorded_calibration,
 )
-from sharebench.sweep.calibrate import auto_sized, calibrate, folder_sizes
+from sharebench.sweep.calibrate import auto_sized, calibrate, folder_particles
 from sharebench.sweep.capacity import CapacityOptions, CapacitySchedule
 from sharebench.sweep.deadline import Deadline, StopAt, mark_stopped
 from sharebench.sweep.load import resolve_sweep_load, resume_config
@@ -419,7 +419,7 @@ def run_sweep(
     budget_plan = None  # planned (and a budget that holds too little refused) before the folder is made
     if budget is not None and budget.budget_s is not None and capacity is None:  # a search plans itself
         resumed = out if config.resume else None
-        budget_plan = plan_budget(plan, budget, folder_sizes(resumed) if auto_sized(plan) else ())
+        budget_plan = plan_budget(plan, budget, folder_particles(resumed) if auto_sized(plan) else ())
     check_out_path(out)
     with claim_folder(out):  # one sweep at a time; results.guard says what the folder keeps safe
         if config.resume:
