@@ -574,7 +574,9 @@ def plan_budget(sweep: SweepPlan, options: BudgetOptions, sizes: Sequence[int] =
         raise ValueError("plan_budget needs options.budget_s")
     auto = not sizes and auto_sized(sweep)
     run_sizes = list(sizes) or sweep.particles
-    calibration = calibrate_particles(sweep.run_config, [PROBE_PARTICLES] if auto else run_sizes, probe_turns=PROBE_TURNS)
+    calibration = calibrate_particles(
+        sweep.run_config, [PROBE_PARTICLES] if auto else run_sizes, probe_turns=PROBE_TURNS
+    )
     calibration = dataclasses.replace(calibration, workload=sweep.config.workload)
     return plan_within(
         options.budget_s,
