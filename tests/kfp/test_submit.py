@@ -168,7 +168,10 @@ def test_good_crons_pass(cron):
     "argv, message",
     [
         (["--schedule", "0 3 * * *"], "use '0 0 3 * * *'"),
-        (["--param", "node=gpu-1"], "--param 'node' is not a parameter of this pipeline; allowed: budget, force,"),
+        (
+            ["--param", "node=gpu-1"],
+            "--param 'node' is not a parameter of this pipeline; allowed: advise_class_label, advise_slo,",
+        ),
         (
             ["--param", "budget=10min"],
             "--param: bad budget '10min'; allowed: a duration such as 90s, 10m, 1h30m (h, m, s; at most 30 days)",

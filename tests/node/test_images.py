@@ -72,7 +72,13 @@ def test_node_step_refuses_before_it_touches_the_node(tmp_path, monkeypatch):
         before = len(sim.requests)
         with pytest.raises(UserError, match=r"image 'evil.io/x:1' is not allowed here; allowed prefixes \("):
             steps.reconfigure(
-                node_name=NODE, mode="timeslice:2", gpu_model="", placement="pods", image="evil.io/x:1", timeout_s=5
+                node_name=NODE,
+                mode="timeslice:2",
+                gpu_model="",
+                placement="pods",
+                image="evil.io/x:1",
+                timeout_s=5,
+                node_access="direct",  # agent mode: the agent checks the image (tests/node/test_agent.py)
             )
         assert len(sim.requests) == before  # not one request: the node was never looked at
         res = steps.reconfigure(
@@ -83,6 +89,7 @@ def test_node_step_refuses_before_it_touches_the_node(tmp_path, monkeypatch):
             image="registry.site/team/bench:2",
             timeout_s=5,
             run_id="run-a",
+            node_access="direct",
         )
         assert res["resource"] == "nvidia.com/gpu"
 

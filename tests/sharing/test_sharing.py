@@ -94,7 +94,7 @@ def test_cell_replicas_start_together(tmp_path, lattice, spec, mode):
         assert [r["cores"] for r in recs] == [len(s) for s in sets]
 
 
-def test_a_replica_that_fails_at_setup_fails_the_cell_fast(tmp_path, lattice):
+def test_a_replica_that_fails_at_setup_fails_the_cell_fast(tmp_path, lattice, own_children):
     dev = device_of("cpu")
     plan = plan_cell("timeslice:2", dev)
     plan.replicas[1].device = "opencl:9.9"  # this replica cannot open its device
@@ -105,7 +105,7 @@ def test_a_replica_that_fails_at_setup_fails_the_cell_fast(tmp_path, lattice):
     assert recs[0]["status"] == "failed" and recs[0]["error"] == "stopped: another replica of the cell failed first"
     assert {r["cell_status"] for r in recs} == {"failed"}
     assert recs[0]["cell_error"].startswith("replica 1: ")
-    assert not psutil.Process().children(recursive=True)
+    assert not own_children()
 
 
 def _replica_pid(workdir: Path, i: int, timeout_s: float = 60) -> int:
@@ -146,32 +146,32 @@ def test_a_crash_while_tracking_keeps_the_other_replicas_record(tmp_path, lattic
     assert recs[0]["cell_status"] == "failed" and recs[0]["cell_error"].startswith("replica 1: exited with status -9")
 
 
-def test_ctrl_c_stops_every_replica(tmp_path, lattice):
+def test_ctrl_c_stops_every_replica(tmp_path, lattice, own_children):
     dev = device_of("cpu")
     cfg = run_config("cpu", lattice, particles=20000, turns=400)
     _when_started(tmp_path, lambda: os.kill(os.getpid(), signal.SIGINT))
     with pytest.raises(KeyboardInterrupt):
         run_cell(cell_run("timeslice:2", cfg, tmp_path, device=dev))
-    assert not psutil.Process().children(recursive=True)
+    assert not own_children()
 
 
-def test_run_timeout_stops_a_cell_that_tracks_too_long(tmp_path, lattice):
+def test_run_timeout_stops_a_cell_that_tracks_too_long(tmp_path, lattice, own_children):
     dev = device_of("cpu")
     cfg = run_config("cpu", lattice, particles=20000, turns=400)
     recs = run_cell(cell_run("timeslice:2", cfg, tmp_path, device=dev, run_timeout_s=0.5))
     assert [r["status"] for r in recs] == ["failed", "failed"]
     assert recs[0]["error"] == "still running 0.5 s after the start; stopped"
-    assert not psutil.Process().children(recursive=True)
+    assert not own_children()
 
 
-def test_barrier_timeout(tmp_path, lattice):
+def test_barrier_timeout(tmp_path, lattice, own_children):
     dev = device_of("cpu")
     # 10 ms: less than a Python interpreter needs to start and import numpy, so never ready in time
     # (0.3 s was flaky: with warm kernel and lattice caches a replica can be ready sooner)
     recs = run_cell(cell_run("exclusive", run_config("cpu", lattice), tmp_path, device=dev, ready_timeout_s=0.01))
     assert recs[0]["status"] == "failed"
     assert recs[0]["error"] == "not ready after 0.01 s (setup too slow or hung)"
-    assert not psutil.Process().children(recursive=True)
+    assert not own_children()
 
 
 # --------------------------------------------------------------------------- device check

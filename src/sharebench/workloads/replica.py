@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -158,10 +159,17 @@ def redirect_output(log: str) -> None:
         os.close(fd)
 
 
+def _end_serving(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def serve(jobs: Iterable[str] | None = None) -> int:
-    """A warm replica: the jobs on stdin (a JSON object a line), one after the other, in this process."""
+    """A warm replica: the jobs on stdin (a JSON object a line), one after the other, in this process.
+    SIGTERM (the sweep's end, or its death through the parent-death signal) ends it through its
+    ``finally``, so that the kept program and what it started end with it."""
     warm = WarmRunner()
     host = ProgramHost()  # a program that serves cells, kept from one cell to the next
+    previous = signal.signal(signal.SIGTERM, _end_serving)
     try:
         for line in jobs if jobs is not None else sys.stdin:
             if not line.strip():
@@ -176,6 +184,7 @@ def serve(jobs: Iterable[str] | None = None) -> int:
             sys.stdout.flush()
     finally:
         host.drop()
+        signal.signal(signal.SIGTERM, previous)
     return 0
 
 
