@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -182,7 +183,8 @@ def test_primed_replicas_set_up_before_the_first_cell(tmp_path, lattice, own_chi
     dev = device_of("cpu")
     plans = [plan_cell("exclusive", dev), plan_cell("timeslice:2", dev)]
     with ReplicaPool(tmp_path / "pool") as pool:
-        assert WarmLauncher(pool).prime(plans, cfg("cpu", lattice, 1200)) == []
+        (said,) = WarmLauncher(pool).prime(plans, cfg("cpu", lattice, 1200))
+        assert re.fullmatch(r"warm replicas: 2 of 2 set up at once in \d+\.\d s, before the first cell", said)
         assert pool.started == 2 and len(pool.idle) == 2
         assert sorted(p.read_text() for p in (tmp_path / "pool" / "prime").glob("primed.*")) == ["ok\n", "ok\n"]
         rows = run_cell(
@@ -197,5 +199,6 @@ def test_primed_replicas_set_up_before_the_first_cell(tmp_path, lattice, own_chi
         bad = plan_cell("exclusive", dev)
         bad.replicas[0].device = "opencl:9.9"
         problems = WarmLauncher(pool).prime([bad], cfg("cpu", lattice, 1200))
-        assert len(problems) == 1 and "opencl:9.9" in problems[0] and pool.started == 3 and len(pool.idle) == 2
+        assert len(problems) == 2 and "opencl:9.9" in problems[0] and pool.started == 3 and len(pool.idle) == 2
+        assert problems[1].startswith("warm replicas: 0 of 1 set up")
     assert not own_children()

@@ -16,7 +16,14 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from sharebench.workloads.bursts import limit_from_env, pattern_from_env, record_bursts, run_pattern, seed_from_env
+from sharebench.workloads.bursts import (
+    limit_from_env,
+    pattern_from_env,
+    progress_from_env,
+    record_bursts,
+    run_pattern,
+    seed_from_env,
+)
 from sharebench.workloads.protocol import ready, wait_for_start, write_result
 
 
@@ -36,7 +43,7 @@ def main() -> int:
     seed = [seed_from_env(0), int(os.environ.get("SHAREBENCH_REPLICA") or 0)]
     ready()
     start = wait_for_start()
-    bursts = run_pattern(pattern, do_work, seed=seed, stop=stop, **limit)
+    bursts = run_pattern(pattern, do_work, seed=seed, stop=stop, progress=progress_from_env(), **limit)
     end = time.time()
     record_bursts(bursts, pattern, seed, unit="locked sleeps")
     write_result(start=start, end=max(end, start + 1e-9), work=max(1, sum(b.units for b in bursts)), unit="units")

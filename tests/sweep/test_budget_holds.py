@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -138,3 +139,28 @@ def test_a_patterned_dry_run_shows_seconds(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "150 bursts beside 0 neighbour(s)" in text and "10 bursts beside 1 neighbour(s)" in text, text
     assert not (tmp_path / "out").exists()
+
+
+def test_an_exec_programs_dry_run_calibrates_the_program_itself(tmp_path, capsys, monkeypatch):
+    """An exec program is calibrated by an exclusive cell of its own (a few bursts, fresh, in a temporary
+    folder): a unit's seconds and its set-up; a budget plans from them; a failing program is one line."""
+    monkeypatch.setenv("SHAREBENCH_CONTENDED_LOCK", str(tmp_path / "lock"))
+    monkeypatch.setenv("SHAREBENCH_CONTENDED_UNIT_S", "0.05")
+    program = f"{sys.executable} {Path(__file__).parents[1] / 'support' / 'contended.py'}"
+    argv = ["run", "--device", "cpu", "--engine", "exec", "--exec", program, "--work", "1", "--bursts", "4"]
+    argv += ["--modes", "exclusive,timeslice:2", "--pattern", "interactive:burst=2,think=0.01"]
+    argv += ["--dry-run", "--out", str(tmp_path / "out")]
+    assert main([*argv, "--repeats", "1", "--warmup-repeats", "0"]) == 0
+    text = capsys.readouterr().out
+    m = re.search(r"^predicted: (\d+) s \(cells (\d+) s, set-up (\d+) s, report \d+ s; calibration", text, re.M)
+    # alone 150 bursts of 2 units of 0.05 s (+ think): at least 15 s of cells, whatever the machine
+    assert m and int(m[2]) >= 15, text
+    assert main([*argv, "--budget", "5m"]) == 0
+    text = capsys.readouterr().out
+    assert "one exclusive cell per size: 1: 0.05" in text and "150 bursts beside 0 neighbour(s)" in text, text
+    assert not (tmp_path / "out").exists()
+    bad = ["run", "--device", "cpu", "--engine", "exec", "--exec", f"{sys.executable} -c 'import sys; sys.exit(3)'"]
+    bad += ["--work", "1", "--pattern", "interactive", "--dry-run", "--out", str(tmp_path / "bad")]
+    assert main(bad) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "calibration cell" in err[0] and "exited with status 3" in err[0], err

@@ -15,9 +15,10 @@ from sharebench.analysis import analyse
 from sharebench.cli import main
 from sharebench.results import RESULTS_CSV, load_results
 from sharebench.results.bursts import BURSTS_CSV, load_bursts
+from sharebench.sharing import cell_run, run_cell
 from sharebench.sweep import SweepConfig, run_sweep
-from sharebench.workloads import Workload
-from support.contexts import cpu_opencl_spec
+from sharebench.workloads import ReplicaJob, Workload
+from support.contexts import cpu_opencl_spec, device_of
 
 FAST_USER = "interactive:burst=3,think=0.02"
 
@@ -160,3 +161,14 @@ def test_an_exec_program_writes_its_burst_record(tmp_path):
     rows = load_results(out)
     assert set(rows["pattern"]) == {"interactive:burst=2,think=0.01", "serve:rate=100,size=1"}
     assert isinstance(analyse(out).latency, pd.DataFrame) and not analyse(out).latency.empty
+
+
+def test_a_patterned_cell_tells_its_progress_per_burst(lattice, tmp_path):
+    """The victim ticks each burst into its progress file; the executor tells the sweep's bar (issue 35)."""
+    workload = Workload(device="cpu", lattice=str(lattice), pattern="interactive:burst=1,think=0.01", bursts=6)
+    job = ReplicaJob.of(workload, particles=200, turns=2)
+    seen: list[int] = []
+    rows = run_cell(cell_run("timeslice:2", job, tmp_path / "c", device=device_of("cpu"), on_progress=seen.append))
+    assert [r["status"] for r in rows] == ["ok", "ok"]
+    assert seen == sorted(set(seen)) and seen[-1] == 6  # growing, ending at the victim's count
+    assert (tmp_path / "c" / "progress.0").stat().st_size == 6 and not (tmp_path / "c" / "progress.1").exists()

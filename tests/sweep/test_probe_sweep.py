@@ -39,9 +39,9 @@ def test_a_sweep_on_the_cpu_records_why_the_probe_cannot_run(lattice, tmp_path, 
 
 
 def test_no_probe_skips_it_and_a_sweep_without_time_slicing_says_nothing(lattice, tmp_path):
-    def config(modes: list[str], probe: bool) -> SweepConfig:
+    def config(modes: list[str], probe: bool, pattern: str = "batch") -> SweepConfig:
         return SweepConfig(
-            workload=Workload(device="cpu", lattice=str(lattice)),
+            workload=Workload(device="cpu", lattice=str(lattice), pattern=pattern, bursts=2),
             modes=modes,
             particles=[2000],
             turns=20,
@@ -58,6 +58,9 @@ def test_no_probe_skips_it_and_a_sweep_without_time_slicing_says_nothing(lattice
     assert json.loads((tmp_path / "a" / "provenance.json").read_text())["timeslice_probe"]["status"] == "skipped"
     run_sweep(config(["exclusive"], True), tmp_path / "b")
     assert "probe:" not in (tmp_path / "b" / "notes.txt").read_text()
+    # replica patterns: no batch loss to split or predict, so the probe's seconds are not spent (issue 35)
+    run_sweep(config(["exclusive", "timeslice:2"], True, "interactive:burst=1,think=0.01"), tmp_path / "c")
+    assert "probe: skipped (replica patterns:" in (tmp_path / "c" / "notes.txt").read_text()
     assert "timeslice_probe" not in json.loads((tmp_path / "b" / "provenance.json").read_text())
 
 

@@ -265,3 +265,12 @@ def test_bad_records_are_one_line(tmp_path, text, fragment):
 def test_a_missing_record_is_one_line(tmp_path):
     with pytest.raises(UserError, match="unreadable"):
         read_bursts(tmp_path / "absent.jsonl")
+
+
+def test_progress_gets_a_tick_per_burst_and_a_bad_file_costs_nothing(tmp_path):
+    ticks = tmp_path / "progress.0"
+    out = run_pattern(parse_pattern("interactive:burst=1,think=0.001"), lambda n: None, count=7, progress=ticks)
+    assert len(out) == 7 and ticks.read_bytes() == b"." * 7
+    served = run_pattern(parse_pattern("serve:rate=500"), lambda n: None, count=4, progress=ticks)
+    assert len(served) == 4 and ticks.stat().st_size == 7 + 4  # appended: the harness removes it between cells
+    assert len(run_pattern(BATCH, lambda n: None, count=3, progress=tmp_path)) == 3  # a folder: ticks dropped

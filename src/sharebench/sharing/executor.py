@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from sharebench.parse import format_cpu_set
 from sharebench.results.store import read_json
 from sharebench.sharing.launch import CellRun, FreshLauncher, Launcher, Replica, ReplicaFiles, replica_job
 from sharebench.sharing.layout import CellPlan, ReplicaPlan, plan_cell
-from sharebench.workloads import VICTIM, ReplicaJob
+from sharebench.workloads import PROGRESS_NAME, VICTIM, ReplicaJob
 
 _STOPPED = "stopped: another replica of the cell failed first"
 STOP = "stop"  # a patterned cell's stop file: the victim is done, the neighbours stop
@@ -99,7 +100,8 @@ def _run(run: CellRun, launcher: Launcher) -> list[dict[str, Any]]:
 def _start(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> list[ReplicaFiles]:
     """Write each replica's config and start it (appending to ``replicas``); their files."""
     start_file = run.folder / "start"
-    for stale in [start_file, run.folder / STOP, *run.folder.glob("ready.*"), *run.folder.glob("record.*.json")]:
+    stale_files = [start_file, run.folder / STOP, *run.folder.glob("ready.*"), *run.folder.glob("record.*.json")]
+    for stale in [*stale_files, *run.folder.glob(f"{PROGRESS_NAME}.*")]:
         stale.unlink(missing_ok=True)
     files = []
     stop = str(run.folder / STOP) if run.job.patterned else None
@@ -162,7 +164,10 @@ def _track(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> dict[in
     run_deadline = None if run.run_timeout_s is None else time.monotonic() + delay + run.run_timeout_s
     errors: dict[int, str] = {}
     stop = run.folder / STOP if run.job.patterned else None
+    progress = Progress(run.folder / f"{PROGRESS_NAME}.{VICTIM}", run.on_progress) if stop is not None else None
     while any(p.poll() is None for p in replicas):
+        if progress is not None:
+            progress.look()
         if stop is not None and replicas[VICTIM].poll() is not None and not stop.exists():
             write_atomic(stop, "victim ended\n")  # the victim ended (a failure too): the neighbours stop
         if run_deadline is not None and time.monotonic() > run_deadline:
@@ -172,7 +177,28 @@ def _track(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> dict[in
             launcher.stop(replicas)
             break
         time.sleep(run.poll_s)
+    if progress is not None:
+        progress.look()  # the last bursts, done after the last look
     return errors
+
+
+class Progress:
+    """The victim's bursts done, read from the size of its progress file, told to ``on_progress`` when
+    they grow (nothing without a callback)."""
+
+    def __init__(self, path: Path, on_progress: Callable[[int], None] | None) -> None:
+        self.path, self.on_progress, self.done = path, on_progress, 0
+
+    def look(self) -> None:
+        if self.on_progress is None:
+            return
+        try:
+            done = self.path.stat().st_size
+        except OSError:
+            return
+        if done > self.done:
+            self.done = done
+            self.on_progress(done)
 
 
 def _record(path: Path) -> dict[str, Any] | None:

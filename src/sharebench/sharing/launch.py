@@ -44,7 +44,8 @@ class CellRun:
     """One cell's run. ``job``: the job every replica's starts from (its workload, kernel run, barrier
     instant and pattern seed); ``env``: environment every replica gets beside its own;
     ``start_delay_s`` None: the launcher's; ``check_ready``: called with the replicas' pids once all
-    are at the barrier, '' or why the cell must not start."""
+    are at the barrier, '' or why the cell must not start; ``on_progress``: called while a patterned cell
+    runs, with the bursts its victim has done (``ReplicaJob.progress_file``), each time that grows."""
 
     plan: CellPlan
     job: ReplicaJob
@@ -55,6 +56,7 @@ class CellRun:
     start_delay_s: float | None = None
     poll_s: float = 0.02
     check_ready: Callable[[list[int]], str] | None = None
+    on_progress: Callable[[int], None] | None = None  # a patterned cell: called with the victim's bursts done
 
     @property
     def workload(self) -> Workload:

@@ -39,6 +39,7 @@ from sharebench.workloads import REPLICA_MODULE, ReplicaJob
 # process states in which an idle replica cannot take a cell (checked before it is handed one)
 FROZEN = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
 MAX_IDLE = 16  # idle replicas kept at most (each holds a device context and its last particle state)
+MAX_PRIMED = 64  # a sweep that primes more (every replica its cells need) keeps up to this many idle
 
 
 class Worker:
@@ -191,10 +192,14 @@ class ReplicaPool:
         """Start a replica for each ``(device, cpus, env, job)`` and let all of them set up at
         once (context, engine, particles, warm-up; no timed window), before any cell is measured, so no
         cell waits for that. Jobs beyond ``max_idle`` are left out. Returns one line per replica that
-        could not set up (it is ended; the cell that needs it starts another and reports the error)."""
+        could not set up (it is ended; the cell that needs it starts another and reports the error), then
+        one line saying how many set up and how long it took. The pool keeps what it primed idle (up to
+        :data:`MAX_PRIMED`, beyond ``max_idle``): a sweep's cells never start a replica the priming had."""
+        self.max_idle = max(self.max_idle, min(len(jobs), MAX_PRIMED))
         folder = self.folder / "prime"
         folder.mkdir(parents=True, exist_ok=True)
         started = []
+        t0 = time.monotonic()
         for i, (device, cpus, env, job) in enumerate(jobs[: self.max_idle]):
             cfg_path, out, log = folder / f"config.{i}.json", folder / f"primed.{i}.txt", folder / f"replica.{i}.log"
             out.unlink(missing_ok=True)
@@ -217,7 +222,12 @@ class ReplicaPool:
                     failed.append(f"warm replica {w.pid} did not set up: {text.strip() or 'no answer in time'}")
                     self.release([w], ok=False)
             self.release(good, ok=True)
-        return failed
+        left = len(jobs) - len(started)
+        return [
+            *failed,
+            f"warm replicas: {len(good)} of {len(started)} set up at once in {time.monotonic() - t0:.1f} s, "
+            "before the first cell" + (f"; {left} more than the pool keeps, started by their cells" if left else ""),
+        ]
 
     def release(self, workers: list[Worker], ok: bool) -> None:
         """Take back a cell's replicas: kept idle when the cell went well, else ended."""

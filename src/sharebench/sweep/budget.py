@@ -31,6 +31,7 @@ import dataclasses
 import math
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ from sharebench.modes import BASELINE, Mode, is_baseline, parse_mode
 from sharebench.parse import fmt_duration, parse_duration, whole_number
 from sharebench.patterns import parse_pattern
 from sharebench.results import load_results, read_sweeps
+from sharebench.sharing import cell_run, run_cell
 from sharebench.sweep.calibrate import MAX_PARTICLES, PROBE_PARTICLES, auto_sized
 from sharebench.sweep.plan import MAX_REPEATS, Cell, CellGrid, SweepConfig, SweepPlan, validate
 from sharebench.workloads import Workload
@@ -113,6 +115,7 @@ class Calibration:
     factors: Mapping[str, float] = field(default_factory=dict)
     spent_s: float = 0.0
     workload: Workload | None = None  # a patterned one: cells cost their bursts (analysis.cost)
+    setup_s: float = 0.0  # a program's set-up, start to ready (calibrate_exec): once when primed, else per cell
 
     def exclusive_s(self, particles: int) -> float:
         """T_1 at ``particles``: the rate of the nearest calibrated size (in log size), work / rate."""
@@ -141,6 +144,61 @@ class Calibration:
 
 
 MIN_PROBE_S = 0.3  # a calibration run shorter than this is run again with more turns
+CALIBRATION_BURSTS = 5  # a patterned program's calibration: this many bursts of the victim's pattern, alone
+
+
+def calibrate_sweep(sweep: SweepPlan, sizes: Sequence[int], *, probe_turns: int | None = None) -> Calibration:
+    """The calibration of ``sweep`` at ``sizes``: the kernel's short run in this process
+    (:func:`calibrate_particles`), or an exec program's exclusive cell (:func:`calibrate_exec`)."""
+    if sweep.config.workload.is_program:
+        calibration = calibrate_exec(sweep, sizes)
+    else:
+        calibration = calibrate_particles(sweep.run_config, sizes, probe_turns=probe_turns)
+    return dataclasses.replace(calibration, workload=sweep.config.workload)
+
+
+def calibrate_exec(sweep: SweepPlan, sizes: Sequence[int]) -> Calibration:
+    """An exec program's calibration: per size, one exclusive cell of fresh replicas in a temporary
+    folder: :data:`CALIBRATION_BURSTS` bursts of its pattern (a unit's seconds: the median burst over its
+    units) or, unpatterned, one whole run (T_1); the program's set-up is the cell's wall time beyond its
+    timed window. A one-line UserError when the program fails."""
+    t0 = time.monotonic()
+    rates: dict[int, float] = {}
+    setups: list[float] = []
+    turns = sweep.turns
+    with tempfile.TemporaryDirectory(prefix="sharebench-calibrate-") as tmp:
+        for p in sizes:
+            job = sweep.replica_job(int(p))
+            if job.patterned:
+                job = dataclasses.replace(job, count=CALIBRATION_BURSTS)
+            t = time.monotonic()
+            rows = run_cell(cell_run(BASELINE, job, Path(tmp) / f"p{p}", plan=sweep.plans[BASELINE], start_delay_s=0.0))
+            row = rows[0] if rows else {"status": "failed", "error": "no record"}
+            if row.get("status") != "ok":
+                raise UserError(f"the calibration cell of {sweep.workload} at {int(p):,} failed: {row.get('error')}")
+            unit_s = burst_unit_s(row) if job.patterned else float(row["track_s"]) / max(1, turns)
+            setups.append(max(0.0, time.monotonic() - t - float(row["track_s"])))
+            rates[int(p)] = p / unit_s if unit_s > 0 else math.inf
+    shown = ", ".join(f"{p:,}: {p / r:.3g} s a unit" for p, r in rates.items())
+    setup_s = float(np.median(setups)) if setups else 0.0
+    return Calibration(
+        turns,
+        1,
+        rates,
+        f"calibrated on this machine (one exclusive cell per size: {shown}; set-up {setup_s:.1f} s)",
+        spent_s=time.monotonic() - t0,
+        setup_s=setup_s,
+    )
+
+
+def burst_unit_s(row: Mapping[str, Any]) -> float:
+    """The median seconds of one unit of work in a record's bursts (``extra.bursts``: i, arrival, start,
+    end, units); its track_s per unit when it has none."""
+    bursts = (row.get("extra") or {}).get("bursts") or []
+    per = [(b[3] - b[2]) / b[4] for b in bursts if len(b) >= 5 and b[4]]
+    if per:
+        return float(np.median(per))
+    return float(row["track_s"]) / max(1, CALIBRATION_BURSTS)
 
 
 def calibrate_particles(
@@ -574,14 +632,11 @@ def plan_budget(sweep: SweepPlan, options: BudgetOptions, sizes: Sequence[int] =
         raise ValueError("plan_budget needs options.budget_s")
     auto = not sizes and auto_sized(sweep)
     run_sizes = list(sizes) or sweep.particles
-    calibration = calibrate_particles(
-        sweep.run_config, [PROBE_PARTICLES] if auto else run_sizes, probe_turns=PROBE_TURNS
-    )
-    calibration = dataclasses.replace(calibration, workload=sweep.config.workload)
+    calibration = calibrate_sweep(sweep, [PROBE_PARTICLES] if auto else run_sizes, probe_turns=PROBE_TURNS)
     return plan_within(
         options.budget_s,
         calibration,
-        DEFAULT_OVERHEADS["gpu" if sweep.device.kind == "gpu" else "cpu"],
+        sweep_overheads(sweep, calibration),
         sweep.modes,
         None if auto else run_sizes,
         options.min_repeats,
@@ -640,7 +695,7 @@ def calibrate_here(grid: CellGrid, turns: int, workload: Workload) -> tuple[Cali
         progress=False,
     )
     sweep = validate(config)
-    calibration = calibrate_particles(sweep.run_config, grid.particles, probe_turns=PROBE_TURNS)
+    calibration = calibrate_sweep(sweep, grid.particles, probe_turns=PROBE_TURNS)
     return calibration, {m.label: sweep.replicas(m) for m in sweep.modes}
 
 
@@ -733,12 +788,23 @@ def predicted_line(sweep: SweepPlan) -> str:
     """A dry run's ``predicted: N s`` of a sweep without a budget: one short exclusive run per size on this
     machine, then every cell's seconds (a patterned cell: its bursts, think times, neighbours and queueing,
     ``analysis.cost``), the recorded gaps, set-up and report."""
-    calibration = calibrate_particles(sweep.run_config, sweep.particles, probe_turns=PROBE_TURNS)
-    calibration = dataclasses.replace(calibration, workload=sweep.config.workload)
-    o = DEFAULT_OVERHEADS["gpu" if sweep.device.kind == "gpu" else "cpu"]
+    calibration = calibrate_sweep(sweep, sweep.particles, probe_turns=PROBE_TURNS)
+    o = sweep_overheads(sweep, calibration)
     cells = sum(calibration.cell_s(c.mode, sweep.replicas(c.mode), c.particles) + o.per_cell_s for c in sweep.cells())
     total = calibration.spent_s + o.start_s + cells + o.end_s
     return (
         f"predicted: {total:.0f} s (cells {cells:.0f} s, set-up {o.start_s:.0f} s, report {o.end_s:.0f} s; "
         f"calibration {calibration.spent_s:.1f} s on this machine)"
     )
+
+
+def sweep_overheads(sweep: SweepPlan, calibration: Calibration) -> Overheads:
+    """The recorded overheads of the sweep's device class, with a program's own set-up
+    (``calibration.setup_s``): once before the first cell when its warm replicas are primed (all at once),
+    in every cell when they start fresh (``--fresh-replicas``, process timing)."""
+    o = DEFAULT_OVERHEADS["gpu" if sweep.device.kind == "gpu" else "cpu"]
+    if not calibration.setup_s:
+        return o
+    if sweep.config.fresh_replicas or sweep.config.workload.starts_fresh:
+        return dataclasses.replace(o, per_cell_s=o.per_cell_s + calibration.setup_s)
+    return dataclasses.replace(o, start_s=o.start_s + calibration.setup_s)

@@ -33,9 +33,19 @@ BESIDE_MARGIN_S = 3.0
 MAX_PROBE_S = 600.0  # the probe's own limit (timeslice_probe.check_args)
 
 
+PATTERNED_SKIP = (
+    "skipped (replica patterns: the probe's slices explain a batch loss, which this sweep does not measure)"
+)
+
+
 def sweep_probe(plan: SweepPlan) -> tuple[dict[str, Any] | None, list[str]]:
-    """The provenance entry of the sweep's time-slice probe (None without a timeslice mode) and its note."""
-    entry = timeslice_probe_entry(plan.device, plan.modes, enabled=plan.config.timeslice_probe)
+    """The provenance entry of the sweep's time-slice probe (None without a timeslice mode) and its note.
+    A sweep of replica patterns skips it: its slices feed the batch loss's split and prediction only, and
+    its seconds would come before every cell (issue 35)."""
+    patterned, wanted = plan.config.workload.patterned, plan.config.timeslice_probe
+    entry = timeslice_probe_entry(plan.device, plan.modes, enabled=wanted and not patterned)
+    if entry is not None and wanted and patterned:
+        entry = {**entry, "reason": PATTERNED_SKIP}
     line = probe_line(entry)
     return entry, [line] if line else []
 
@@ -73,10 +83,10 @@ def split_skipped(plan: SweepPlan, entry: dict[str, Any] | None) -> str | None:
     """Why the runs beside the probe are not run (None: they are)."""
     if entry is None:
         return ""  # no timeslice mode: nothing to split, nothing to say
-    if entry.get("status") != "ok":
-        return f"timeslice split: not measured ({probe_line(entry)})"
     if plan.config.workload.patterned:
         return "timeslice split: not measured (replica patterns: the split is of the batch loss)"
+    if entry.get("status") != "ok":
+        return f"timeslice split: not measured ({probe_line(entry)})"
     return None
 
 

@@ -224,13 +224,15 @@ def measure_cell(
     sweep_id: str = "",
     kept: Kept | None = None,
     run_timeout_s: float | None = None,
+    on_progress: Callable[[int], None] | None = None,
 ) -> CellResult:
     """Run one cell (its replicas behind one start barrier, telemetry around them) under
     ``out_dir/cells/<cell>/``; returns its rows in the results schema. A failed replica never
     raises: its rows say so (``status``, ``cell_status``). With ``kept`` the replicas come from the
     sweep's launcher (warm ones kept from earlier cells, ``sharebench.sharing.launch``) and the sampler
     is the sweep's; without, fresh processes. ``run_timeout_s``: how long it may track (default: the
-    config's ``run_timeout_s``, else :data:`FIRST_RUN_TIMEOUT_S`; a sweep passes its :class:`RunBound`'s)."""
+    config's ``run_timeout_s``, else :data:`FIRST_RUN_TIMEOUT_S`; a sweep passes its :class:`RunBound`'s);
+    ``on_progress``: a patterned cell's victim's bursts done, while it runs (its progress bar)."""
     if run_timeout_s is None:
         run_timeout_s = RunBound(plan.config.run_timeout_s).timeout_s(cell.particles)
     cell_plan = plan.plans[cell.mode.label]
@@ -251,6 +253,7 @@ def measure_cell(
                 plan=cell_plan,
                 ready_timeout_s=plan.config.ready_timeout_s,
                 run_timeout_s=run_timeout_s,
+                on_progress=on_progress,
             )
             recs = run_cell(run, kept.launcher if kept is not None else None)
     finally:
@@ -381,8 +384,26 @@ def _record_provenance(out: Path, sweep_id: str, plan: SweepPlan, probe: dict[st
 
 
 def _weight(plan: SweepPlan, cell: Cell) -> float:
-    """A cell's work in millions of particle-turns (what the progress bar counts)."""
+    """A cell's work as the progress bar counts it: its victim's bursts under a pattern (the bar moves
+    per burst, :class:`CellProgress`), else millions of particle-turns (it moves per cell)."""
+    if plan.config.workload.patterned:
+        return victim_bursts(plan.config.workload, plan.replicas(cell.mode))
     return plan.replicas(cell.mode) * cell.particles * plan.turns / 1e6
+
+
+class CellProgress:
+    """The bar's position within a patterned cell: the bursts its victim has done, on top of the cells before."""
+
+    def __init__(self, bar: tqdm, weight: float) -> None:
+        self.bar, self.base, self.weight = bar, bar.n, weight
+
+    def __call__(self, done: int) -> None:
+        self.bar.n = self.base + min(done, self.weight)
+        self.bar.refresh()
+
+    def finish(self) -> None:
+        self.bar.n = self.base
+        self.bar.update(self.weight)
 
 
 def _progress(cells: list[Cell], plan: SweepPlan) -> tqdm | None:
@@ -390,7 +411,7 @@ def _progress(cells: list[Cell], plan: SweepPlan) -> tqdm | None:
         return None
     return tqdm(
         total=sum(_weight(plan, c) for c in cells),
-        unit="M particle-turns",
+        unit="bursts" if plan.config.workload.patterned else "M particle-turns",
         unit_scale=False,
         dynamic_ncols=True,
         file=sys.stderr,
@@ -611,6 +632,7 @@ class Within:
     kept: Kept
     bound: RunBound
     deadline: Deadline
+    on_progress: Callable[[int], None] | None = None  # a patterned cell's victim's bursts done
 
 
 def measure_within(plan: SweepPlan, cell: Cell, out: Path, within: Within) -> CellResult:
@@ -624,7 +646,9 @@ def measure_within(plan: SweepPlan, cell: Cell, out: Path, within: Within) -> Ce
         timeout_s = deadline.run_timeout_s(timeout_s)
     stop_file = out / CELLS_DIR / cell.folder / STOP
     with StopAt(stop_file, deadline.ends_at if job.patterned else None) as stop:
-        result = measure_cell(plan, cell, out, sweep_id=sweep_id, kept=kept, run_timeout_s=timeout_s)
+        result = measure_cell(
+            plan, cell, out, sweep_id=sweep_id, kept=kept, run_timeout_s=timeout_s, on_progress=within.on_progress
+        )
     if stop.fired.is_set():
         asked = victim_bursts(plan.config.workload, plan.plans[cell.mode.label].n)
         note = mark_stopped(result.rows, result.bursts, asked)
@@ -675,7 +699,8 @@ def _sweep(
                 bar.set_postfix_str(
                     " ".join(filter(None, (cell.id, bound.waiting(cell.particles, brief=True)))), refresh=True
                 )
-            result = measure_within(plan, cell, out, Within(sweep_id, kept, bound, deadline))
+            moving = CellProgress(bar, _weight(plan, cell)) if bar is not None else None
+            result = measure_within(plan, cell, out, Within(sweep_id, kept, bound, deadline, moving))
             bound.learn(result.rows)
             if isinstance(kept.launcher, WarmLauncher):  # idle replicas found stopped and replaced (sharing.pool)
                 notes += kept.launcher.pool.replaced
@@ -686,8 +711,8 @@ def _sweep(
             if on_cell is not None:
                 on_cell(result.rows)
             cells = schedule.after(cell, result.rows)
-            if bar is not None:
-                bar.update(_weight(plan, cell))
+            if bar is not None and moving is not None:
+                moving.finish()
                 bar.total = max(bar.total, bar.n + sum(_weight(plan, c) for c in cells))
         else:
             if clock.budget_s is not None and schedule.unfinished():  # the budget spent: as --stop-after

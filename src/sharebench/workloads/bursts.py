@@ -38,6 +38,7 @@ burst. :func:`read_bursts` reads it back.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -58,6 +59,7 @@ PATTERN = "SHAREBENCH_PATTERN"  # the pattern a program follows (a sharebench.pa
 SEED = "SHAREBENCH_PATTERN_SEED"  # the seed of its think times or arrivals
 COUNT = "SHAREBENCH_PATTERN_COUNT"  # the victim's bursts (or requests); unset for a neighbour
 STOP_FILE = "SHAREBENCH_STOP_FILE"  # a neighbour stops once this file exists (the victim is done)
+PROGRESS = "SHAREBENCH_PROGRESS"  # the victim appends a byte here per burst done (the harness's progress bar)
 STOP_POLL_S = 0.01  # how often a wait for an arrival looks for the stop file
 BURSTS_KIND = "bursts"
 # 1: a header line {kind, schema_version, pattern, seed, ...}, then {i, arrival, start, end, units} a burst
@@ -120,18 +122,14 @@ def run_pattern(
     clock: Clock | None = None,
     sleep: Sleep = time.sleep,
     stop: Callable[[], bool] | None = None,
+    progress: str | os.PathLike[str] | None = None,
 ) -> list[Burst]:
     """Run ``pattern`` over ``do_work`` for ``count`` bursts or ``duration_s`` seconds (exactly one, unless
     ``stop`` is given: then at most one), or until ``stop()``; one :class:`Burst` per call of ``do_work``.
-    ``batch_units`` is the work of one call under ``batch``."""
-    if count is not None and duration_s is not None or (count is None and duration_s is None and stop is None):
-        raise ValueError("run_pattern needs exactly one of count and duration_s (or stop)")
-    if count is not None and count < 0:
-        raise ValueError(f"count {count} < 0")
-    if duration_s is not None and not (math.isfinite(duration_s) and duration_s >= 0):
-        raise ValueError(f"duration_s {duration_s} is not a finite number >= 0")
-    if pattern.needs_capacity:  # serve:load=F: the sweep resolves it to a rate (patterns.resolve_load)
-        raise UserError(f"pattern {pattern.label!r} has no rate yet: a sweep measures the capacity alone first")
+    ``batch_units`` is the work of one call under ``batch``; ``progress``: a file that gets one byte
+    appended per burst done (:func:`progress_from_env`; the harness's progress bar reads its size)."""
+    check_limit(pattern, count, duration_s, stop)
+    tick = progress_ticker(progress)
     now = clock or epoch_clock()
     t0 = now()
     until = math.inf if duration_s is None else t0 + duration_s
@@ -150,6 +148,7 @@ def run_pattern(
             if burst is None:
                 break
             out.append(burst)
+            tick()
         idle_until(until, now, sleep, stop)
         return out
     if pattern.kind == "interactive":
@@ -164,9 +163,43 @@ def run_pattern(
         if next_burst is None:
             break
         out.append(next_burst)
+        tick()
         arrival = next_burst.end + (float(rng.exponential(think)) if think else 0.0)
     idle_until(until, now, sleep, stop)
     return out
+
+
+def check_limit(pattern: Pattern, count: int | None, duration_s: float | None, stop: Callable[[], bool] | None) -> None:
+    """ValueError unless exactly one of ``count`` and ``duration_s`` is given (or ``stop``) and it is
+    valid; UserError for a pattern whose rate the sweep has not resolved yet."""
+    if count is not None and duration_s is not None or (count is None and duration_s is None and stop is None):
+        raise ValueError("run_pattern needs exactly one of count and duration_s (or stop)")
+    if count is not None and count < 0:
+        raise ValueError(f"count {count} < 0")
+    if duration_s is not None and not (math.isfinite(duration_s) and duration_s >= 0):
+        raise ValueError(f"duration_s {duration_s} is not a finite number >= 0")
+    if pattern.needs_capacity:  # serve:load=F: the sweep resolves it to a rate (patterns.resolve_load)
+        raise UserError(f"pattern {pattern.label!r} has no rate yet: a sweep measures the capacity alone first")
+
+
+def progress_ticker(path: str | os.PathLike[str] | None) -> Callable[[], None]:
+    """A tick per burst done: one byte appended to ``path`` (opened and closed each time, after the
+    burst's end is read: nothing of it falls in a burst); a no-op without a path, and a file that cannot
+    be written costs the bursts nothing."""
+    if not path:
+        return lambda: None
+    target = os.fspath(path)
+
+    def tick() -> None:
+        with contextlib.suppress(OSError), open(target, "ab") as fh:
+            fh.write(b".")
+
+    return tick
+
+
+def progress_from_env() -> str | None:
+    """The progress file the harness gives a cell's victim (:data:`PROGRESS`); None outside a sweep."""
+    return os.environ.get(PROGRESS, "").strip() or None
 
 
 def idle_until(until: float, now: Clock, sleep: Sleep, stop: Callable[[], bool] | None) -> None:

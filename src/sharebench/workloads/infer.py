@@ -45,7 +45,14 @@ import numpy as np
 from sharebench.errors import UserError
 from sharebench.parse import seconds, whole_number
 from sharebench.patterns import Pattern, parse_pattern
-from sharebench.workloads.bursts import limit_from_env, pattern_from_env, record_bursts, run_pattern, seed_from_env
+from sharebench.workloads.bursts import (
+    limit_from_env,
+    pattern_from_env,
+    progress_from_env,
+    record_bursts,
+    run_pattern,
+    seed_from_env,
+)
 from sharebench.workloads.protocol import (
     REPLICA,
     RESULT_FILE,
@@ -150,7 +157,7 @@ def serve_cell(m: Model, cell: CellInputs) -> dict[str, Any]:
     m.use_batch(batch, warmup)
     ready()
     start = wait_for_start()
-    bursts = run_pattern(pattern, m.do_work, seed=pattern_seed, stop=stop, **limit)
+    bursts = run_pattern(pattern, m.do_work, seed=pattern_seed, stop=stop, progress=progress_from_env(), **limit)
     end = time.time()
     latency_ms = np.array([b.latency_s for b in bursts]) * 1e3
     record_bursts(bursts, pattern, pattern_seed, unit="batches", batch=batch, model="resnet18")

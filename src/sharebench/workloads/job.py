@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sharebench.errors import UserError
@@ -28,8 +29,11 @@ from sharebench.workloads.workload import VICTIM, Workload, role
 
 BASELINE_FACTOR, BASELINE_MIN = 5, 150  # an interactive victim alone: max(5 x bursts, 150) bursts
 OF_WORKLOAD = ("engine", "lattice", "seed")  # the kernel run's fields its workload sets
-CELL_KEYS = ("replicas", "pattern_seed", "stop_file")  # the job's own fields beside its workload and run
+CELL_KEYS = ("replicas", "pattern_seed", "stop_file", "count")  # the job's own fields beside its workload and run
 KEYS = ("workload", "run", *CELL_KEYS, "barrier")
+PROGRESS_NAME = (
+    "progress"  # a patterned cell's victim ticks its bursts into progress.<replica> (ReplicaJob.progress_file)
+)
 OPTIONS = tuple(sorted({*RUN_KEYS, *BARRIER_KEYS, *CELL_KEYS} - {*OF_WORKLOAD, "device"}))
 
 
@@ -55,6 +59,7 @@ class ReplicaJob:
     pattern_seed: int = 0  # the cell's: think times and arrivals seeded by (seed, pattern_seed, replica)
     stop_file: str | None = None  # under a pattern: the victim creates it when done, the neighbours stop at it
     barrier: Barrier = field(default_factory=Barrier)
+    count: int | None = None  # the victim's bursts when given (a calibration's few); else victim_bursts
 
     def __post_init__(self) -> None:
         if not isinstance(self.workload, Workload) or not isinstance(self.run, RunConfig):
@@ -69,6 +74,8 @@ class ReplicaJob:
         object.__setattr__(self, "pattern_seed", whole_number("pattern_seed", self.pattern_seed, 0))
         if self.stop_file is not None:
             object.__setattr__(self, "stop_file", os.fspath(self.stop_file) or None)
+        if self.count is not None:
+            object.__setattr__(self, "count", whole_number("count", self.count, 1))
         if not isinstance(self.barrier, Barrier):
             raise TypeError(f"ReplicaJob.barrier is a Barrier, not {self.barrier!r}")
 
@@ -119,8 +126,18 @@ class ReplicaJob:
     @property
     def victim_count(self) -> int | None:
         """The bursts this replica runs: None for a neighbour (it runs until the victim's stop file); the
-        victim's :func:`victim_bursts` of the workload in a cell of ``replicas``."""
-        return victim_bursts(self.workload, self.replicas) if self.victim else None
+        victim's ``count`` when given, else :func:`victim_bursts` of the workload in a cell of ``replicas``."""
+        if not self.victim:
+            return None
+        return self.count if self.count is not None else victim_bursts(self.workload, self.replicas)
+
+    @property
+    def progress_file(self) -> Path | None:
+        """Where the victim of a patterned cell ticks each burst done (``progress.<replica>`` beside its
+        ready file; :data:`sharebench.workloads.bursts.PROGRESS`): None for the others and outside a cell."""
+        if not (self.patterned and self.victim and self.barrier.ready_file):
+            return None
+        return Path(self.barrier.ready_file).parent / f"{PROGRESS_NAME}.{self.replica}"
 
     @property
     def own_pattern(self) -> str:
@@ -142,6 +159,7 @@ class ReplicaJob:
             "replicas": self.replicas,
             "pattern_seed": self.pattern_seed,
             "stop_file": self.stop_file,
+            **({"count": self.count} if self.count is not None else {}),
             "barrier": self.barrier.to_dict(),
         }
 

@@ -32,7 +32,16 @@ from sharebench.errors import UserError, one_line
 from sharebench.files import write_atomic
 from sharebench.kernel import RunRecord
 from sharebench.kernel.run import read_start_instant, wait_at_barrier
-from sharebench.workloads.bursts import BURSTS, COUNT, MAX_BURSTS_BYTES, PATTERN, SEED, STOP_FILE, read_bursts
+from sharebench.workloads.bursts import (
+    BURSTS,
+    COUNT,
+    MAX_BURSTS_BYTES,
+    PATTERN,
+    PROGRESS,
+    SEED,
+    STOP_FILE,
+    read_bursts,
+)
 from sharebench.workloads.job import ReplicaJob
 from sharebench.workloads.protocol import (
     DEVICE,
@@ -286,6 +295,8 @@ def pattern_env(job: ReplicaJob, bursts_file: Path) -> dict[str, str]:
     }
     if job.victim:
         env[COUNT] = str(job.victim_count)
+    if job.progress_file is not None:
+        env[PROGRESS] = str(job.progress_file)
     if job.stop_file:  # the victim too: a sweep's deadline writes it (sweep.deadline)
         env[STOP_FILE] = job.stop_file
     return env

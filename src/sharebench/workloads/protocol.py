@@ -71,7 +71,7 @@ SERVE = "SHAREBENCH_SERVE"  # "1": the harness offers to send the next cells on 
 CELL_VARS = (
     READY_FILE, START_FILE, RESULT_FILE, REPLICA, REPLICAS, WORK, DEVICE,
     "SHAREBENCH_PATTERN", "SHAREBENCH_PATTERN_SEED", "SHAREBENCH_BURSTS", "SHAREBENCH_PATTERN_COUNT",
-    "SHAREBENCH_STOP_FILE",
+    "SHAREBENCH_STOP_FILE", "SHAREBENCH_PROGRESS",
 )  # fmt: skip
 MAX_CELL_LINE_BYTES = 64 * 1024
 PRIMED = "serving"  # the word a primed program writes in its ready file: it will take its cells as lines

@@ -86,6 +86,7 @@ def pattern_track(job: ReplicaJob, run: Prepared) -> RunRecord:
             seed=job.replica_seed,
             batch_units=cfg.turns,
             clock=clock,
+            progress=job.progress_file,
         )
     finally:
         signal_stop(job)
