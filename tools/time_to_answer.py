@@ -3,7 +3,8 @@
     python -m tools.time_to_answer FOLDER        # the folder the script was given (rn-users, adaptive, fixed)
 
 Prints, as Markdown:
-- per step (``walls.csv``: process start to exit, report included): its wall time, the dry-run's
+- per step (``walls.csv``, in its order, then any of rn-users, adaptive, fixed with a folder: process
+  start to exit, report included): its wall time, the dry-run's
   ``predicted``/``cost`` line for the same command (``dry_<step>.txt``), and for a step whose cells were
   measured the share of the wall inside measured windows (each cell's first tracking start to its last
   tracking end, summed) and its median ``warm_cells``;
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -46,6 +48,15 @@ def dry_line(folder: Path, step: str) -> str:
     lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines()]
     hit = [ln for ln in lines if ln.startswith(("predicted:", "cost:", "budget:"))]
     return " ".join(" ".join(hit).split())[:120] or "-"
+
+
+def dry_seconds(folder: Path, step: str) -> float:
+    """The seconds the dry run predicted for the step's command (its ``predicted: N s`` line), or NaN."""
+    path = folder / f"dry_{step}.txt"
+    found = (
+        re.search(r"^predicted: (\d+(?:\.\d+)?) s", path.read_text(errors="replace"), re.M) if path.exists() else None
+    )
+    return float(found[1]) if found else math.nan
 
 
 def windows(df: pd.DataFrame) -> tuple[float, float]:
@@ -87,11 +98,11 @@ def precision(df: pd.DataFrame) -> pd.DataFrame:
 
 def step_table(folder: Path) -> list[str]:
     out = [
-        "| step | wall s | node-min | status | in measured windows | median warm_cells | dry run |",
-        "|---|---|---|---|---|---|---|",
+        "| step | wall s | node-min | status | in measured windows | median warm_cells | dry run predicted | dry run |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     w = walls(folder)
-    for step in STEPS:
+    for step in dict.fromkeys([*w, *STEPS]):
         if step not in w and not (folder / step).exists():
             continue
         wall, status = w.get(step, (math.nan, -1))
@@ -100,8 +111,10 @@ def step_table(folder: Path) -> list[str]:
             measured, median_warm = windows(load_results(folder / step))
             share = f"{measured:.0f} s = {100 * measured / wall:.1f}%" if wall > 0 else f"{measured:.0f} s"
             warm = "-" if math.isnan(median_warm) else f"{median_warm:g}"
+        guess = dry_seconds(folder, step)
+        said = "-" if math.isnan(guess) else f"{guess:.0f} s ({100 * (guess - wall) / wall:+.0f}% of the wall)"
         out.append(
-            f"| {step} | {wall:.0f} | {wall / 60:.2f} | {status} | {share} | {warm} | {dry_line(folder, step)} |"
+            f"| {step} | {wall:.0f} | {wall / 60:.2f} | {status} | {share} | {warm} | {said} | {dry_line(folder, step)} |"
         )
     return out
 
