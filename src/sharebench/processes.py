@@ -27,6 +27,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -196,6 +197,25 @@ def end_processes(procs: list[psutil.Process], grace_s: float = 10.0) -> None:
         except psutil.Error:
             pass
     psutil.wait_procs(alive, timeout=1.0)  # reaps those that are our children (adopted as subreaper)
+
+
+@contextmanager
+def deferred(sig: int = signal.SIGTERM) -> Iterator[None]:
+    """Hold ``sig`` back while the block runs (a clean-up that must finish: stopping a program that
+    ignores SIGTERM takes the grace period, and a signal raising in the middle of it would leave the
+    program running); one that arrived is raised again after the block, to the handler that was set.
+    Outside the main thread (where no handler can be set) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    previous = signal.signal(sig, lambda signum, frame: got.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(sig, previous)
+        if got:
+            signal.raise_signal(sig)
 
 
 def end_own_group(grace_s: float = GRACE_S) -> None:

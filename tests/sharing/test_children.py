@@ -131,21 +131,23 @@ def test_ctrl_c_ends_a_program_ignoring_sigterm_and_its_children(tmp_path, pids_
     assert not [p for p in own_children() if p.status() != psutil.STATUS_ZOMBIE]
 
 
+@pytest.mark.parametrize("warm", [False, True], ids=["fresh", "warm"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
-def test_a_killed_sweep_leaves_no_program_behind(tmp_path, pids_env, monkeypatch, sig):
+def test_a_killed_sweep_leaves_no_program_behind(tmp_path, pids_env, monkeypatch, sig, warm):
     """SIGTERM: the sweep ends its replicas' groups; SIGKILL: each replica gets the parent-death signal
-    and ends what its program started. Fresh replicas: a warm replica's kept program that ignores SIGTERM
-    survives a SIGKILLed sweep (a known gap of the warm exec path, issue 35's note)."""
+    and ends what its program started. Warm replicas too: the program primed (then stopped: it does not
+    serve cells, and ignores SIGTERM for the grace period) and the one the first cell started."""
     monkeypatch.setenv("READY", "1")
     prog = program(tmp_path, "stubborn.sh", STUBBORN)
     argv = [
         *("run", "--device", "cpu", "--modes", "timeslice:2", "--engine", "exec", "--exec", str(prog)),
         *("--work", "1", "--warmup-repeats", "0", "--no-progress", "--no-telemetry", "--out", str(tmp_path / "r")),
-        "--fresh-replicas",
+        *(() if warm else ("--fresh-replicas",)),
     ]
     sweep = subprocess.Popen([sys.executable, "-m", "sharebench", *argv], stderr=subprocess.PIPE, text=True)
     try:
-        pids = started(pids_env, 2, timeout_s=120)  # the first cell: exclusive, one replica
+        # the first cell (exclusive, one replica); warm: after the primed program (2 pids) was stopped
+        pids = started(pids_env, 4 if warm else 2, timeout_s=120)
         replicas = [p.pid for p in psutil.Process(sweep.pid).children(recursive=True)]
         sweep.send_signal(sig)
         sweep.communicate(timeout=60)

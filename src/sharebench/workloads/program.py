@@ -189,16 +189,20 @@ class ProgramHost:
         return proc
 
     def drop(self) -> None:
-        """Stop the kept program (end of input first: a serving program exits 0) and forget it."""
-        proc, self.proc = self.proc, None
+        """Stop the kept program (end of input first: a serving program exits 0) and forget it. SIGTERM
+        (the replica's end) waits until it is stopped: forgotten half-stopped, a program that ignores
+        SIGTERM would outlive the replica."""
+        proc = self.proc
         if proc is None:
             return
-        with contextlib.suppress(OSError, ValueError):
-            if proc.stdin is not None:
-                proc.stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=0.5)
-        processes.stop([proc])
+        with processes.deferred(signal.SIGTERM):
+            with contextlib.suppress(OSError, ValueError):
+                if proc.stdin is not None:
+                    proc.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.5)
+            processes.stop([proc])
+            self.proc = None
 
     def prime(self, job: ReplicaJob, folder: Path, timeout_s: float = 900.0) -> None:
         """Start the program for ``job`` with a ready file and no result file: it sets up, writes the ready

@@ -36,6 +36,7 @@ import traceback
 from collections.abc import Iterable
 from pathlib import Path
 
+from sharebench import processes
 from sharebench.errors import UserError
 from sharebench.files import write_atomic
 from sharebench.kernel import RunRecord
@@ -184,7 +185,9 @@ def serve(jobs: Iterable[str] | None = None) -> int:
                 run_one(job["config"], job["out"], warm, host)
             sys.stdout.flush()
     finally:
-        host.drop()
+        with processes.deferred(signal.SIGTERM):  # a second SIGTERM: after the clean-up
+            host.drop()
+            processes.end_own_group()  # what a program left behind (the replica leads its group, a subreaper)
         signal.signal(signal.SIGTERM, previous)
     return 0
 
