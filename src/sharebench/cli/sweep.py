@@ -201,7 +201,8 @@ def add_limit_options(run: argparse.ArgumentParser) -> None:
         "--no-probe",
         action="store_true",
         help="with a timeslice mode on an NVIDIA GPU: skip the time-slice probe (a few seconds before the "
-        "cells) and the runs of one replica beside it (after them) that split each time-slicing loss",
+        "cells) and the runs of one replica beside it (after them) that split each time-slicing loss; a "
+        "sweep of replica patterns skips them anyway (they explain a batch loss)",
     )
 
 
