@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from sharebench.analysis.answer import NO_ANSWER, Evidence
-from sharebench.analysis.reproduce import Reproduce, pace, reproduce_of, work_text
+from sharebench.analysis.reproduce import Reproduce, pace, pattern_seconds, reproduce_of, work_text
 from sharebench.analysis.workloads import WORKLOAD_COLUMNS, workload_answers
 
 
@@ -99,4 +99,37 @@ def test_a_tracker_command_keeps_its_lattice_turns_and_size():
 def test_work_is_named_from_the_workload():
     assert work_text("simpletrack", 1700) == "1,700 particles"
     assert work_text("resnet18-infer-b8", 8) == "8 work units"
-    assert math.isnan(pace(pd.DataFrame())) and Reproduce().predicted(3) == ""
+    assert math.isnan(pace(pd.DataFrame())) and Reproduce().predicted(("exclusive", "timeslice:2", "mps:2")) == ""
+
+
+def test_a_patterned_command_is_predicted_from_the_unit_alone_as_the_dry_run_does():
+    """A folder with alone bursts (5 units of 10 ms): the suggested interactive command's cells come from
+    analysis.cost (150 bursts alone, 30 beside a neighbour slowed by its busy share), not the folder's pace."""
+    rows = pd.DataFrame(
+        {
+            "sweep_id": ["s"] * 2,
+            "cell_id": ["a", "b"],
+            "track_start": [0.0, 100.0],
+            "track_end": [99.5, 199.5],  # a pace of 99.75 s a cell: 0.25 s of it between cells
+        }
+    )
+    bursts = pd.DataFrame(
+        {
+            "mode": ["exclusive"] * 3 + ["timeslice:2"],
+            "role": ["victim"] * 4,
+            "warmup": [False] * 4,
+            "start": [0.0, 1.0, 2.0, 3.0],
+            "end": [0.05, 1.05, 2.05, 3.5],  # 10 ms a unit alone; the shared burst does not count
+            "units": [5, 5, 5, 5],
+        }
+    )
+    rep = reproduce_of([EXEC_SWEEP], rows, bursts)
+    assert rep.unit_s == pytest.approx(0.01) and rep.gap_s == pytest.approx(0.25)
+    ev = Evidence(modes=("exclusive", "timeslice:2"), reproduce=rep)
+    cmd = ev.command("interactive:burst=5,think=0.1")
+    # alone 0.1 + 150 x 0.15 = 22.6 s; beside one: s = sqrt(2), 0.1 + 30 x (0.1 + 0.05 s) = 5.22 s; x 4 + gaps
+    assert pattern_seconds(["exclusive", "timeslice:2"], "interactive:burst=5,think=0.1", "", 0.01) == pytest.approx(
+        22.6 + 0.1 + 30 * (0.1 + 0.05 * 2**0.5), rel=1e-3
+    )  # alone 0.1 + 150 x 0.15 s; beside one: s = sqrt(2) (the neighbour busy s x 50 ms of each 100 ms think)
+    assert cmd.endswith("(about 2 min: 8 cells, predicted as --dry-run does from this folder's 10 ms per unit alone)")
+    assert ev.command("batch").endswith("(about 13 min: 8 cells at this folder's 100 s per cell)")  # batch: the pace

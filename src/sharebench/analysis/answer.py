@@ -276,7 +276,7 @@ class Evidence:
         if neighbours:
             parts.append(f"--neighbours {neighbours}")
         run = " ".join([*parts, f"--modes {','.join(modes)}", f"--repeats {MIN_CI_REPEATS}"])
-        return f"`{run}`{self.reproduce.predicted(len(modes), MIN_CI_REPEATS)}"
+        return f"`{run}`{self.reproduce.predicted(modes, MIN_CI_REPEATS, pattern, neighbours)}"
 
 
 def evidence(

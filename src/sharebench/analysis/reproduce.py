@@ -12,7 +12,12 @@ older release: the config's ``engine``, ``lattice`` and exec run options) into a
   SHAREBENCH_WORK, in the program's own unit);
 * ``cell_s``: this folder's pace, wall seconds per measured cell (from the first replica's start to
   the last one's end of each sweep, over its cells): a suggested command of C cells takes about
-  C × ``cell_s``.
+  C × ``cell_s``;
+* ``unit_s`` and ``gap_s``: one unit of work alone (the median burst over its units of the victims of
+  the exclusive cells; a tracker's batch folder: its exclusive time per turn) and the wall time between
+  cells: a suggested patterned command is then predicted as ``--dry-run`` predicts it, cell by cell
+  from its bursts, think times, neighbours and queueing (``analysis.cost``), not from the pace of cells
+  of another pattern.
 """
 
 from __future__ import annotations
@@ -25,7 +30,13 @@ from typing import Any
 
 import pandas as pd
 
+from sharebench.analysis.cost import cell_seconds
+from sharebench.errors import UserError
 from sharebench.kernel import ENGINES
+from sharebench.modes import BASELINE, parse_mode
+from sharebench.patterns import BATCH, parse_pattern
+from sharebench.workloads import Workload
+from sharebench.workloads.job import victim_bursts
 
 EXEC = "exec"
 DEFAULT_REPEATS = 3  # what a suggested command asks for
@@ -39,14 +50,45 @@ class Reproduce:
     options: tuple[str, ...] = ()
     unit: str = "particles"
     cell_s: float = math.nan
+    unit_s: float = math.nan
+    gap_s: float = math.nan
 
-    def predicted(self, modes: int, repeats: int = DEFAULT_REPEATS) -> str:
-        """`` (about 4 min at this folder's 12 s per cell)`` for ``modes`` modes of ``repeats`` repeats; ''
-        without a pace."""
+    def predicted(
+        self, modes: Sequence[str], repeats: int = DEFAULT_REPEATS, pattern: str = "", neighbours: str = ""
+    ) -> str:
+        """`` (about 4 min: 16 cells ...)`` for ``modes`` of ``repeats`` repeats (and the warm-up) under
+        ``pattern`` beside ``neighbours``: from the unit's seconds when the folder has them and the pattern is
+        not batch (:func:`pattern_seconds`), else at the folder's pace; '' with neither."""
+        cells = len(modes) * (repeats + DEFAULT_WARMUPS)
+        model = pattern_seconds(modes, pattern, neighbours, self.unit_s) if pattern else math.nan
+        if math.isfinite(model):
+            gap = self.gap_s if math.isfinite(self.gap_s) else 0.0
+            total = (repeats + DEFAULT_WARMUPS) * (model + len(modes) * gap)
+            return (
+                f" (about {duration(total)}: {cells} cells, predicted as --dry-run does from this folder's "
+                f"{1e3 * self.unit_s:.3g} ms per unit alone)"
+            )
         if not (math.isfinite(self.cell_s) and self.cell_s > 0):
             return ""
-        total = modes * (repeats + DEFAULT_WARMUPS) * self.cell_s
-        return f" (about {duration(total)}: {modes * (repeats + DEFAULT_WARMUPS)} cells at this folder's {self.cell_s:.0f} s per cell)"
+        return f" (about {duration(cells * self.cell_s)}: {cells} cells at this folder's {self.cell_s:.0f} s per cell)"
+
+
+def pattern_seconds(modes: Sequence[str], pattern: str, neighbours: str, unit_s: float) -> float:
+    """The seconds of one cell of each of ``modes`` under ``pattern`` beside ``neighbours`` (the default
+    bursts; a cell of N replicas: its victim beside N - 1 neighbours, ``analysis.cost.cell_seconds`` at a
+    mode factor of 1), summed; NaN for batch (a program's whole run is not a number of units) or without
+    ``unit_s``. A label that is not a mode or pattern: NaN (the command itself says what is wrong)."""
+    if not (math.isfinite(unit_s) and unit_s > 0):
+        return math.nan
+    try:
+        victim, neighbour = parse_pattern(pattern), parse_pattern(neighbours or pattern)
+        replicas = [parse_mode(m).replicas or 1 for m in modes]
+    except UserError:
+        return math.nan
+    if victim.kind == BATCH.kind:
+        return math.nan
+    workload = Workload(pattern=victim.label, neighbours=neighbour.label)
+    return sum(cell_seconds((victim, neighbour), n, victim_bursts(workload, n), unit_s).cell_s for n in replicas)
 
 
 def work_unit(engine: object) -> str:
@@ -119,9 +161,47 @@ def pace(rows: pd.DataFrame) -> float:
     return total / cells if cells and total > 0 else math.nan
 
 
-def reproduce_of(sweeps: Sequence[Mapping[str, Any]], rows: pd.DataFrame | None = None) -> Reproduce:
-    """The :class:`Reproduce` of a folder: its last sweep's options, unit, and the pace of its rows."""
+def reproduce_of(
+    sweeps: Sequence[Mapping[str, Any]], rows: pd.DataFrame | None = None, bursts: pd.DataFrame | None = None
+) -> Reproduce:
+    """The :class:`Reproduce` of a folder: its last sweep's options, unit, the pace of its rows, the unit's
+    seconds alone (its bursts; else its rows) and the gap between its cells."""
+    paced = pace(rows) if rows is not None else math.nan
+    unit_s, gap_s = unit_seconds(rows, bursts), gap_seconds(rows, paced)
     if not sweeps:
-        return Reproduce(cell_s=pace(rows) if rows is not None else math.nan)
+        return Reproduce(cell_s=paced, unit_s=unit_s, gap_s=gap_s)
     opts, unit = options_of(sweeps[-1])
-    return Reproduce(opts, unit, pace(rows) if rows is not None else math.nan)
+    if unit != "particles" and (bursts is None or bursts.empty):
+        unit_s = math.nan  # a program's whole run is not its unit of work
+    return Reproduce(opts, unit, paced, unit_s, gap_s)
+
+
+def unit_seconds(rows: pd.DataFrame | None, bursts: pd.DataFrame | None) -> float:
+    """One unit of work alone: the median burst over its units of the exclusive cells' victims (measured,
+    not warm-up); without bursts, a tracker's exclusive ``track_s`` per turn; NaN when neither is there."""
+    if bursts is not None and not bursts.empty and {"mode", "role", "start", "end", "units"} <= set(bursts.columns):
+        alone = bursts[(bursts["mode"] == BASELINE) & (bursts["role"] == "victim")]
+        if "warmup" in alone.columns:
+            alone = alone[~alone["warmup"].astype(str).str.lower().isin(("true", "1"))]
+        units = pd.to_numeric(alone["units"], errors="coerce")
+        per = (pd.to_numeric(alone["end"], errors="coerce") - pd.to_numeric(alone["start"], errors="coerce")) / units
+        per = per[(units > 0) & per.notna()]
+        if len(per):
+            return float(per.median())
+    if rows is None or rows.empty or not {"mode", "status", "track_s", "turns"} <= set(rows.columns):
+        return math.nan
+    ok = rows[(rows["mode"] == BASELINE) & (rows["status"] == "ok")]
+    if "warmup" in ok.columns:
+        ok = ok[~ok["warmup"].astype(bool)]
+    per_turn = pd.to_numeric(ok["track_s"], errors="coerce") / pd.to_numeric(ok["turns"], errors="coerce")
+    return float(per_turn.median()) if per_turn.notna().any() else math.nan
+
+
+def gap_seconds(rows: pd.DataFrame | None, paced: float) -> float:
+    """The wall time between cells: the pace less the mean cell window; NaN without timestamps."""
+    if rows is None or not math.isfinite(paced) or not {"cell_id", "track_start", "track_end"} <= set(rows.columns):
+        return math.nan
+    start = pd.to_numeric(rows["track_start"], errors="coerce").groupby(rows["cell_id"]).min()
+    end = pd.to_numeric(rows["track_end"], errors="coerce").groupby(rows["cell_id"]).max()
+    windows = (end - start).dropna()
+    return max(0.0, paced - float(windows.mean())) if len(windows) else math.nan

@@ -25,6 +25,7 @@ from sharebench.modes import is_baseline
 from sharebench.report.plots import save_figure
 from sharebench.report.render import Bullets, Heading, Image, Snippet, Text
 from sharebench.results import RESULTS_CSV, load_results, read_sweeps
+from sharebench.results.bursts import BURSTS_CSV, load_bursts
 from sharebench.sweep.capacity import capacity_lines
 
 matplotlib.use("Agg")
@@ -54,7 +55,9 @@ class Answer:
         self.rows = answer_rows(tables)
         sweeps = read_sweeps(self.path, torn_ok=True)
         rows = load_results(self.path) if (self.path / RESULTS_CSV).exists() else None
-        self.evidence = evidence(tables, sweep_slo(sweeps), gpu_of(self.path, tables), reproduce_of(sweeps, rows))
+        bursts = load_bursts(self.path) if (self.path / BURSTS_CSV).exists() else None
+        reproduce = reproduce_of(sweeps, rows, bursts)
+        self.evidence = evidence(tables, sweep_slo(sweeps), gpu_of(self.path, tables), reproduce)
         self.choices = choices(self.rows, self.evidence)
         self.machine = machine
 
