@@ -125,7 +125,7 @@ class ReplicaPool:
     """
 
     def __init__(
-        self, folder: Path | str, *, python: str = sys.executable, max_idle: int = MAX_IDLE, start_delay_s: float = 0.1
+        self, folder: Path | str, *, python: str = sys.executable, max_idle: int = MAX_IDLE, start_delay_s: float = 0.05
     ) -> None:
         self.folder = Path(folder)
         self.python = python
