@@ -7,7 +7,8 @@ outside a git checkout every such folder found). Per workload (Simpletrack, ResN
 family (time-slicing, MPS, emulated MIG), the users per GPU of its interactive pattern and the requests/s
 per GPU of its serving pattern whose p95 slowdown against the same pattern alone stays within the target
 (``sharebench.analysis.latency.users_at_target``: the measured N only, never extrapolated), each with
-its p95 slowdown and the folder (GPU) it comes from. A row without data says "not measured". The latency
+its p95 slowdown and the folder (GPU) it comes from; of one machine's folders the one that measured the most
+users. A row without data says "not measured". The latency
 table is the folder's ``tables/latency.csv`` (as its report wrote it), else computed from its bursts
 (read only: nothing is written into the folder). ``docs/readme/assemble.py`` puts the table into README.md.
 """
@@ -115,8 +116,31 @@ def cell_text(f: Found) -> str:
     return f"{count:g} (p95 {fmt_times(u.slowdown_p95)}; N {measured} measured{most}; {where})"
 
 
+def machine_of(f: Found) -> str:
+    """The machine a finding comes from: the folder's parent (``GPU-…``) under its campaign."""
+    parts = f.source.split("/")
+    return parts[-2] if len(parts) >= 2 else f.source
+
+
+def one_per_machine(found: list[Found]) -> list[Found]:
+    """Per workload, family, pattern kind and machine, the folder that measured the most users (a short
+    comparison step on a machine adds nothing beside a users step there); the order kept."""
+    best: dict[tuple[str, str, str, str], Found] = {}
+    for f in found:
+        key = (f.workload, f.users.family, f.kind, machine_of(f))
+        if key not in best or (max(f.users.measured), len(f.users.measured)) > (
+            max(best[key].users.measured),
+            len(best[key].users.measured),
+        ):
+            best[key] = f
+    keep = set(map(id, best.values()))
+    return [f for f in found if id(f) in keep]
+
+
 def render(found: list[Found], slo: float) -> list[str]:
-    """The Markdown table: a row per workload and mode family, the interactive and serving columns."""
+    """The Markdown table: a row per workload and mode family, the interactive and serving columns; one
+    figure per machine (:func:`one_per_machine`)."""
+    found = one_per_machine(found)
     workloads = list(WORKLOADS) + sorted({f.workload for f in found} - set(WORKLOADS))
     families = list(FAMILIES) + sorted({f.users.family for f in found} - set(FAMILIES))
     lines = [

@@ -66,11 +66,16 @@ class Reproduce:
             total = (repeats + DEFAULT_WARMUPS) * (model + len(modes) * gap)
             return (
                 f" (about {duration(total)}: {cells} cells, predicted as --dry-run does from this folder's "
-                f"{1e3 * self.unit_s:.3g} ms per unit alone)"
+                f"{unit_text(self.unit_s)} per unit alone)"
             )
         if not (math.isfinite(self.cell_s) and self.cell_s > 0):
             return ""
         return f" (about {duration(cells * self.cell_s)}: {cells} cells at this folder's {self.cell_s:.0f} s per cell)"
+
+
+def unit_text(seconds: float) -> str:
+    """``10 ms`` below a second, ``1.43 s`` from one."""
+    return f"{1e3 * seconds:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
 
 
 def pattern_seconds(modes: Sequence[str], pattern: str, neighbours: str, unit_s: float) -> float:
