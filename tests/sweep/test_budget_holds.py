@@ -159,6 +159,10 @@ def test_an_exec_programs_dry_run_calibrates_the_program_itself(tmp_path, capsys
     text = capsys.readouterr().out
     assert "one exclusive cell per size: 1: 0.05" in text and "150 bursts beside 0 neighbour(s)" in text, text
     assert not (tmp_path / "out").exists()
+    # a service of a load has no rate before its capacity: calibrated on requests back to back
+    load = [a if a != "interactive:burst=2,think=0.01" else "serve:load=0.5" for a in argv]
+    assert main([*load, "--repeats", "1", "--warmup-repeats", "0"]) == 0
+    assert re.search(r"^predicted: \d+ s", capsys.readouterr().out, re.M)
     bad = ["run", "--device", "cpu", "--engine", "exec", "--exec", f"{sys.executable} -c 'import sys; sys.exit(3)'"]
     bad += ["--work", "1", "--pattern", "interactive", "--dry-run", "--out", str(tmp_path / "bad")]
     assert main(bad) == 2

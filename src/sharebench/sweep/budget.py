@@ -49,13 +49,13 @@ from sharebench.gpus import gpu_model as find_gpu_model
 from sharebench.kernel import RunConfig, run_replica
 from sharebench.modes import BASELINE, Mode, is_baseline, parse_mode
 from sharebench.parse import fmt_duration, parse_duration, whole_number
-from sharebench.patterns import parse_pattern
+from sharebench.patterns import BATCH, parse_pattern
 from sharebench.results import load_results, read_sweeps
 from sharebench.sharing import cell_run, run_cell
 from sharebench.sweep.calibrate import MAX_PARTICLES, PROBE_PARTICLES, auto_sized
 from sharebench.sweep.plan import MAX_REPEATS, Cell, CellGrid, SweepConfig, SweepPlan, validate
 from sharebench.workloads import Workload
-from sharebench.workloads.job import victim_bursts
+from sharebench.workloads.job import ReplicaJob, victim_bursts
 
 HEADLINE_MODES = (BASELINE, "timeslice:2", "mps:2")
 # the smallest size a budget picks by itself (the CPU default without a budget stops at the probe's 1,000): a
@@ -168,9 +168,7 @@ def calibrate_exec(sweep: SweepPlan, sizes: Sequence[int]) -> Calibration:
     turns = sweep.turns
     with tempfile.TemporaryDirectory(prefix="sharebench-calibrate-") as tmp:
         for p in sizes:
-            job = sweep.replica_job(int(p))
-            if job.patterned:
-                job = dataclasses.replace(job, count=CALIBRATION_BURSTS)
+            job = calibration_job(sweep.replica_job(int(p)))
             t = time.monotonic()
             rows = run_cell(cell_run(BASELINE, job, Path(tmp) / f"p{p}", plan=sweep.plans[BASELINE], start_delay_s=0.0))
             row = rows[0] if rows else {"status": "failed", "error": "no record"}
@@ -189,6 +187,18 @@ def calibrate_exec(sweep: SweepPlan, sizes: Sequence[int]) -> Calibration:
         spent_s=time.monotonic() - t0,
         setup_s=setup_s,
     )
+
+
+def calibration_job(job: ReplicaJob) -> ReplicaJob:
+    """The job of an exec program's calibration cell: :data:`CALIBRATION_BURSTS` of its victim's bursts;
+    a service of a load (``serve:load=F``, no rate before its capacity is measured) as requests back to
+    back (``batch``, a unit a call), what its capacity alone is measured from."""
+    if not job.patterned:
+        return job
+    if parse_pattern(job.workload.pattern).needs_capacity:
+        workload = dataclasses.replace(job.workload, pattern=BATCH.label, neighbours=job.workload.neighbour_pattern)
+        job = dataclasses.replace(job, workload=workload)
+    return dataclasses.replace(job, count=CALIBRATION_BURSTS)
 
 
 def burst_unit_s(row: Mapping[str, Any]) -> float:
