@@ -1,16 +1,19 @@
-"""Time to an answer (issue 35): the table of a ``benchmarks/time_to_answer_h200.sh`` run.
+"""Time to an answer (issue 35): the table of a campaign folder of ``benchmarks/plans/time-to-answer.toml``.
 
-    python -m tools.time_to_answer FOLDER        # the folder the script was given (rn-users, adaptive, fixed)
+    python -m tools.time_to_answer FOLDER        # the campaign's --out (its last step runs this)
 
-Prints, as Markdown:
-- per step (``walls.csv``, in its order, then any of rn-users, adaptive, fixed with a folder: process
-  start to exit, report included): its wall time, the dry-run's
-  ``predicted``/``cost`` line for the same command (``dry_<step>.txt``), and for a step whose cells were
-  measured the share of the wall inside measured windows (each cell's first tracking start to its last
-  tracking end, summed) and its median ``warm_cells``;
-- adaptive (``--budget``, ``--precision``) against fixed repeats: per cell (mode x size) the measured
-  repeats and the 95% half-width of its loss (T_N against N x T_1, points; an exclusive cell: of its mean
-  time, % of it), one look at the repeats it has; and each step's node-minutes (wall / 60, one node).
+FOLDER holds ``walls.csv`` (``sharebench campaign`` writes a row per step: ``step,start,end,status``, Unix
+seconds from process start to exit, report included), a ``dry_<step>.txt`` per step run with ``predict_s``
+(what ``--dry-run`` printed for the step's command before it ran) and a folder per sweep step. The folders of
+2026-12-04 were written the same way by the shell scripts the plan replaced. Prints, as Markdown:
+- per sweep step (a row of ``walls.csv`` with a folder or a prediction, in its order, then any of rn-users,
+  adaptive, fixed with a folder): its wall time, the dry-run's ``predicted``/``cost`` line, and for a step
+  whose cells were measured the share of the wall inside measured windows (each cell's first tracking
+  start to its last tracking end, summed) and its median ``warm_cells``;
+- adaptive (``--budget``, ``--precision``) against fixed repeats, for each pair of steps ``<x>adaptive`` and
+  ``<x>fixed`` (``adaptive`` and ``fixed``, ``rn-adaptive`` and ``rn-fixed``): per cell (mode x size) the
+  measured repeats and the 95% half-width of its loss (T_N against N x T_1, points; an exclusive cell: of
+  its mean time, % of it), one look at the repeats it has; and each step's node-minutes (wall / 60, one node).
 """
 
 from __future__ import annotations
@@ -103,8 +106,8 @@ def step_table(folder: Path) -> list[str]:
     ]
     w = walls(folder)
     for step in dict.fromkeys([*w, *STEPS]):
-        if step not in w and not (folder / step).exists():
-            continue
+        if not (folder / step).exists() and not (folder / f"dry_{step}.txt").exists():
+            continue  # a tool's step (no folder, no prediction), or a step not run
         wall, status = w.get(step, (math.nan, -1))
         share, warm = "-", "-"
         if (folder / step / "results.csv").exists():
@@ -119,13 +122,28 @@ def step_table(folder: Path) -> list[str]:
     return out
 
 
+def pairs(folder: Path) -> list[tuple[str, str]]:
+    """The (adaptive, fixed) step pairs with results: ``<x>adaptive`` beside ``<x>fixed``, by name."""
+    found = sorted(p.parent.name for p in folder.glob("*/results.csv"))
+    fixed = {a: a.removesuffix("adaptive") + "fixed" for a in found if a.endswith("adaptive")}
+    return [(a, f) for a, f in fixed.items() if f in found]
+
+
 def comparison(folder: Path) -> list[str]:
-    tables = {
-        s: precision(load_results(folder / s)) for s in ("adaptive", "fixed") if (folder / s / "results.csv").exists()
-    }
-    if len(tables) < 2:
+    """One table per (adaptive, fixed) pair, each under its names when there is more than one pair."""
+    found = pairs(folder)
+    if not found:
         return ["(adaptive against fixed: both folders are needed)"]
-    m = tables["adaptive"].merge(tables["fixed"], on=["mode", "size"], how="outer", suffixes=("_adaptive", "_fixed"))
+    out: list[str] = []
+    for adaptive, fixed in found:
+        out += [f"### {adaptive} against {fixed}", ""] if len(found) > 1 else []
+        out += [*pair_table(folder, adaptive, fixed), ""]
+    return out[:-1]
+
+
+def pair_table(folder: Path, adaptive: str, fixed: str) -> list[str]:
+    a, f = precision(load_results(folder / adaptive)), precision(load_results(folder / fixed))
+    m = a.merge(f, on=["mode", "size"], how="outer", suffixes=("_adaptive", "_fixed"))
     out = ["| mode | size | repeats adaptive | ± adaptive | repeats fixed | ± fixed |", "|---|---|---|---|---|---|"]
     for r in m.itertuples():
         out.append(
@@ -137,12 +155,12 @@ def comparison(folder: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.time_to_answer", description=__doc__.splitlines()[0])
-    ap.add_argument("folder", help="the folder benchmarks/time_to_answer_h200.sh wrote")
+    ap.add_argument("folder", help="the campaign folder (sharebench campaign --out)")
     args = ap.parse_args(argv)
     folder = Path(args.folder)
     try:
         if not folder.is_dir():
-            raise UserError(f"no folder {str(folder)!r}: give the folder the script was given")
+            raise UserError(f"no folder {str(folder)!r}: give the campaign's folder (its --out)")
         lines = [
             "## Steps",
             "",

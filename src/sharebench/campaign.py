@@ -26,13 +26,24 @@ A plan (``benchmarks/plans/*.toml`` are the committed campaigns)::
     # ready_timeout_s, fresh_replicas, use_lattice (default true);
     # how the replicas work (issue 23): pattern = "interactive:burst=10,think=0.5", neighbours = "batch",
     # bursts = 30, slo = 2; within a budget (issue 24, no repeats then): budget = "10m", precision = 0.5,
-    # max_repeats = 10
+    # max_repeats = 10; users per GPU by search (issue 33): modes naming families without N
+    # (["timeslice", "mps"]) with capacity = true, users = "2..32", repeats (per N, default 2) and
+    # max_repeats (default 4), a budget too; timeslice_probe = false (--no-probe)
+    budget_s = 330                    # optional: the step's own wall time: no new cell after it (its report
+                                      # included), never past the plan's budget
+    predict_s = 60                    # optional: first the step's dry run (at most this long), its output
+                                      # kept in <out>/dry_<name>.txt (the prediction, before the step)
 
     [[step]]                          # a command: argv with {python} {out} {device} {lattice}
     name = "overhead"
     run = ["{python}", "-m", "tools.cell_overhead", "{out}/smoke"]
     stdout = "{out}/cell_overhead.txt"   # optional, with append = true to add to it
     # optional: timeout_s, optional (a failure does not count), needs (a program that must be on PATH)
+
+Every step that runs gets a row in ``<out>/walls.csv`` (``step,start,end,status``: Unix seconds from before
+its process starts to after it exits, its exit status), which ``python -m tools.time_to_answer`` reads
+beside the ``dry_<name>.txt`` predictions. ``--dry-run`` ends with the plan's total: the sum of the steps'
+limits (``predict_s`` + ``budget_s`` of a sweep, ``timeout_s`` of a command), or which steps have none.
 
 A sweep step is parsed here into the same value the command line builds for ``sharebench run``
 (:class:`sharebench.sweep.request.SweepRequest`) and run by the runner the caller gives
@@ -71,6 +82,13 @@ from sharebench.patterns import parse_pattern
 from sharebench.sharing import plan_cell
 from sharebench.sweep import as_modes
 from sharebench.sweep.budget import REPORT_S, BudgetOptions, budget_options
+from sharebench.sweep.capacity import (
+    DEFAULT_MAX_REPEATS,
+    DEFAULT_MIN_REPEATS,
+    CapacityOptions,
+    families_of,
+    parse_users,
+)
 from sharebench.sweep.request import SweepRequest, command_line, shell_line
 from sharebench.workloads.workload import MAX_BURSTS
 
@@ -85,10 +103,14 @@ SWEEP_KEYS = (
     "name", "tags", "modes", "particles", "turns", "repeats", "warmup_repeats", "smoke", "margin_s",
     "min_left_s", "engine", "exec", "exec_name", "exec_timing", "ready_timeout_s", "fresh_replicas",
     "use_lattice", "pattern", "neighbours", "bursts", "slo", "budget", "precision", "max_repeats",
+    "capacity", "users", "timeslice_probe", "budget_s", "predict_s",
 )  # fmt: skip
 COMMAND_KEYS = ("name", "tags", "run", "stdout", "append", "timeout_s", "optional", "needs", "min_left_s")
 ENGINES = ("simpletrack", "xtrack", "exec")
 GPU_QUERY = "name,uuid,memory.total,driver_version,mig.mode.current,clocks.max.sm"
+WALLS_CSV = "walls.csv"  # each step's wall time: step,start,end,status (tools/time_to_answer.py reads it)
+WALLS_COLUMNS = ("step", "start", "end", "status")
+PREDICTION_STOPPED = 124  # a dry run's status when it ran past its predict_s (as timeout(1) says)
 # how a user gets the committed plans' lattice (a clone has no .devcarry/)
 LATTICE_HOWTO = (
     "the plans' LHC line is the original Simpletrack benchmark's (github.com/rdemaria/simpletrack, "
@@ -130,13 +152,26 @@ class Sweep:
     precision: float | None = None
     max_repeats: int | None = None
     budget_options: BudgetOptions | None = None  # the three above, parsed
+    capacity: CapacityOptions | None = None  # --capacity --users: the search (modes: its families' start)
+    timeslice_probe: bool = True
+    budget_s: float | None = None  # the step's own wall time (--stop-after, its report included)
+    predict_s: float | None = None  # its dry run first, at most this long, into dry_<name>.txt
 
     def runs(self) -> str:
         """What the dry run says the step measures."""
         cells = len(self.modes) * len(self.particles)
+        within = "" if self.budget is None else f" within --budget {self.budget}"
+        if self.capacity is not None:
+            c = self.capacity
+            return (f"users per GPU by search of {', '.join(c.families)}, N {c.users[0]}..{c.users[1]}, "
+                    f"{c.min_repeats}..{c.max_repeats} repeats per N{within}")  # fmt: skip
         if self.budget is None:
             return f"{cells} cells x {self.repeats} repeats"
-        return f"up to {cells} cells within --budget {self.budget}, repeats while unsettled"
+        return f"up to {cells} cells{within}, repeats while unsettled"
+
+    def limit_s(self) -> float | None:
+        """The most wall time the step takes by its own keys (prediction and budget), None: unbounded."""
+        return None if self.budget_s is None else self.budget_s + (self.predict_s or 0.0)
 
 
 @dataclass(frozen=True)
@@ -152,6 +187,9 @@ class Command:
     optional: bool = False
     needs: str | None = None
     min_left_s: float = 0.0
+
+    def limit_s(self) -> float | None:
+        return self.timeout_s
 
 
 Step = Sweep | Command
@@ -231,11 +269,19 @@ def parse_step(raw: Any, index: int) -> Step:
         raise UserError(f"{where}: give either modes (a sweep) or run (a command)")
     if "run" in raw:
         return parse_command(raw, name, tuple(tags), where)
+    return parse_sweep(raw, name, tuple(tags), where)
+
+
+def parse_sweep(raw: Mapping[str, Any], name: str, tags: tuple[str, ...], where: str) -> Sweep:
     unknown(raw, SWEEP_KEYS, f"{where} key")
     raw_modes = raw["modes"]
     if not isinstance(raw_modes, list) or not all(isinstance(m, str) for m in raw_modes):
         raise UserError(f"{where}: bad modes {raw_modes!r}; allowed: a list of mode strings")
-    modes = as_modes(raw_modes)  # a bad mode names itself and what is allowed
+    capacity = capacity_of(raw, raw_modes, where)
+    if capacity is None:
+        modes = as_modes(raw_modes)  # a bad mode names itself and what is allowed
+    else:  # the families searched start at the smallest N (what the sweep checks before it runs)
+        modes = as_modes([*families_of(raw_modes)[1], *(m.label for m in capacity.start_modes())])
     engine = text(raw, "engine", where)
     if engine is not None and engine not in ENGINES:
         raise UserError(f"{where}: bad engine {engine!r}; allowed: {', '.join(ENGINES)}")
@@ -243,11 +289,11 @@ def parse_step(raw: Any, index: int) -> Step:
         raise UserError(f'{where}: exec (the program) goes with engine = "exec", and only with it')
     return Sweep(
         name=name,
-        tags=tuple(tags),
+        tags=tags,
         modes=modes,
         particles=tuple(counts(f"{where} particles", need(raw, "particles", where))),
         turns=turns_of(where, need(raw, "turns", where)),
-        repeats=repeats_of(raw, where),
+        repeats=capacity.min_repeats if capacity is not None else repeats_of(raw, where),
         warmup_repeats=whole_number(f"{where} warmup_repeats", raw.get("warmup_repeats", 0), 0, 1000),
         smoke=flag(raw, "smoke", where),
         margin_s=seconds(raw, "margin_s", where) or 0.0,
@@ -259,9 +305,41 @@ def parse_step(raw: Any, index: int) -> Step:
         ready_timeout_s=seconds(raw, "ready_timeout_s", where),
         fresh_replicas=flag(raw, "fresh_replicas", where),
         use_lattice=flag(raw, "use_lattice", where, True),
+        capacity=capacity,
+        timeslice_probe=flag(raw, "timeslice_probe", where, True),
+        budget_s=positive_seconds(raw, "budget_s", where),
+        predict_s=positive_seconds(raw, "predict_s", where),
         **pattern_keys(raw, where, modes),
-        **budget_keys(raw, where),
+        **budget_keys(raw, where, search=capacity is not None),
     )
+
+
+def capacity_of(raw: Mapping[str, Any], raw_modes: list[str], where: str) -> CapacityOptions | None:
+    """``capacity``, ``users`` and the repeats of each N, as ``sharebench run --capacity`` takes them: a mode
+    family without N in ``modes`` (``timeslice``, ``mps``) is searched; None when none is."""
+    try:
+        families = families_of(raw_modes)[0]  # a bad family's interval or share: its one-line error
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    if not families:
+        if flag(raw, "capacity", where):
+            raise UserError(f'{where}: capacity needs a mode family without N in modes (e.g. ["timeslice", "mps"])')
+        if "users" in raw:
+            raise UserError(f"{where}: users goes with capacity (a mode family without N in modes)")
+        return None
+    low = whole_number(f"{where} repeats", raw.get("repeats", DEFAULT_MIN_REPEATS), 1, 1000)
+    high = whole_number(f"{where} max_repeats", raw.get("max_repeats", DEFAULT_MAX_REPEATS), 1, 1000)
+    try:
+        return CapacityOptions(tuple(families), parse_users(text(raw, "users", where)), low, max(low, high))
+    except UserError as exc:
+        raise UserError(f"{where}: {str(exc).replace('--users', 'users')}") from None
+
+
+def positive_seconds(table: Mapping[str, Any], key: str, where: str) -> float | None:
+    value = seconds(table, key, where)
+    if value == 0:
+        raise UserError(f"{where}: bad {key} 0; allowed: a number of seconds > 0")
+    return value
 
 
 def repeats_of(raw: Mapping[str, Any], where: str) -> int | None:
@@ -296,17 +374,19 @@ def pattern_keys(raw: Mapping[str, Any], where: str, modes: tuple[Mode, ...]) ->
     return keys
 
 
-def budget_keys(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+def budget_keys(raw: Mapping[str, Any], where: str, search: bool = False) -> dict[str, Any]:
     """``budget`` (a duration: "90s", "10m"), ``precision`` (points > 0), ``max_repeats`` (>= 3): checked as
-    ``sharebench run --budget`` checks them; precision and max_repeats go with a budget."""
+    ``sharebench run --budget`` checks them; precision and max_repeats go with a budget. ``search``: a
+    capacity search's step, whose max_repeats is the search's (repeats of each N)."""
+    own = ("precision",) if search else ("precision", "max_repeats")
     if "budget" not in raw:
-        extra = [k for k in ("precision", "max_repeats") if k in raw]
+        extra = [k for k in own if k in raw]
         if extra:
             verb = "goes" if len(extra) == 1 else "go"
             raise UserError(f'{where}: {" and ".join(extra)} {verb} with budget (a duration such as "10m")')
         return {}
     budget = text(raw, "budget", where)
-    kw = {k: raw[k] for k in ("precision", "max_repeats") if k in raw}
+    kw = {k: raw[k] for k in own if k in raw}
     if any(isinstance(v, (bool, str)) or not isinstance(v, (int, float)) for v in kw.values()):
         bad = next(k for k, v in kw.items() if isinstance(v, (bool, str)) or not isinstance(v, (int, float)))
         raise UserError(f"{where}: bad {bad} {kw[bad]!r}; allowed: a number")
@@ -318,7 +398,7 @@ def budget_keys(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     return {
         "budget": budget,
         "precision": opts.precision if "precision" in raw else None,
-        "max_repeats": opts.max_repeats if "max_repeats" in raw else None,
+        "max_repeats": opts.max_repeats if "max_repeats" in kw else None,
         "budget_options": opts,
     }
 
@@ -473,17 +553,34 @@ def sweep_request(ctx: Context, step: Sweep, stop_after_s: float | None) -> Swee
         budget=step.budget_options,
         progress=False,
         fresh_replicas=step.fresh_replicas,
+        timeslice_probe=step.timeslice_probe,
+        capacity=step.capacity,
     )
-    return replace(request, command=tuple(command_line(request, ctx.python)))
+    return replace(request, command=tuple(recorded_command(request, step, ctx.python)))
+
+
+def recorded_command(request: SweepRequest, step: Sweep, python: str) -> list[str]:
+    """The ``sharebench run`` command of ``request`` for the record, with what ``command_line`` leaves to
+    the request value: the capacity search (its families, ``--capacity --users --max-repeats``), ``--no-probe``."""
+    words = command_line(request, python)
+    c = step.capacity
+    if c is not None:
+        start = c.start_modes()
+        words[words.index("--modes") + 1] = ",".join([*(m.label for m in step.modes if m not in start), *c.families])
+        words += ["--capacity", "--users", f"{c.users[0]}..{c.users[1]}", "--max-repeats", str(c.max_repeats)]
+    return words + ([] if step.timeslice_probe else ["--no-probe"])
 
 
 def stop_after(ctx: Context, step: Sweep | Command) -> tuple[bool, float | None]:
-    """(run it?, --stop-after): a step is skipped when less than its ``min_left_s`` is left."""
+    """(run it?, --stop-after): a step is skipped when less than its ``min_left_s`` of the plan's budget is
+    left; a sweep stops starting cells when the plan's budget (less its margin and the reports) or its own
+    ``budget_s`` (less its report) is spent."""
+    own = max(step.budget_s - ctx.report_s, 0.0) if isinstance(step, Sweep) and step.budget_s is not None else None
     left = ctx.left_s()
     if left is None:
-        return True, None
+        return True, own
     margin = step.margin_s + report_reserve_s(ctx) if isinstance(step, Sweep) else 0.0
-    return left - margin >= step.min_left_s, left - margin
+    return left - margin >= step.min_left_s, left - margin if own is None else min(left - margin, own)
 
 
 def report_reserve_s(ctx: Context) -> float:
@@ -506,12 +603,37 @@ def describe(plan: Plan, out: Path, python: str = sys.executable) -> list[str]:
         go, stop = stop_after(ctx, step)
         skip = "" if go else "   # skipped: budget too small"
         if isinstance(step, Sweep):
-            note = f"   # {step.name}: {step.runs()}" + (", smoke" if step.smoke else "")
-            lines.append(shell_line(list(sweep_request(ctx, step, stop).command or ())) + (skip or note))
+            lines.append(
+                shell_line(list(sweep_request(ctx, step, stop).command or ())) + (skip or sweep_note(ctx, step))
+            )
         else:
             redirect = f" {'>>' if step.append else '>'} {ctx.fill(step.stdout)}" if step.stdout else ""
-            lines.append(shell_line([ctx.fill(a) for a in step.run]) + redirect + skip)
-    return lines
+            limit = f"   # at most {step.timeout_s:g} s" if step.timeout_s is not None else ""
+            lines.append(shell_line([ctx.fill(a) for a in step.run]) + redirect + (skip or limit))
+    return [*lines, total_line(plan)]
+
+
+def sweep_note(ctx: Context, step: Sweep) -> str:
+    note = f"   # {step.name}: {step.runs()}" + (", smoke" if step.smoke else "")
+    note += f"; at most {step.budget_s:g} s" if step.budget_s is not None else ""
+    if step.predict_s is not None:
+        note += f"; its dry run first (at most {step.predict_s:g} s) into {prediction_file(ctx, step)}"
+    return note
+
+
+def total_line(plan: Plan) -> str:
+    """The plan's total wall time by its steps' limits (a sweep's ``predict_s`` + ``budget_s``, a command's
+    ``timeout_s``) and its ``budget_s`` (after which no sweep starts a cell), or the steps without a limit."""
+    limits = {s.name: s.limit_s() for s in plan.steps}
+    free = [s.name for s in plan.steps if limits[s.name] is None and (isinstance(s, Command) or plan.budget_s is None)]
+    budget = "" if plan.budget_s is None else f"; no new cell after the plan's budget_s {plan.budget_s:g} s"
+    if free:
+        return f"# total: not bounded: {', '.join(free)} without budget_s (a sweep) or timeout_s (a command){budget}"
+    total = sum(v for v in limits.values() if v is not None)
+    if plan.budget_s is not None:  # the sweeps all stop within the plan's budget; the commands only by timeout_s
+        total = min(total, plan.budget_s + sum(s.timeout_s or 0.0 for s in plan.steps if isinstance(s, Command)))
+    warm = "the warm-up, " if plan.warm is not None else ""
+    return f"# total: at most {total:g} s by the steps' limits{budget} (and {warm}a cell started before a deadline)"
 
 
 def uses_lattice(plan: Plan) -> bool:
@@ -556,11 +678,14 @@ Say = Callable[[str], None]
 class Runner:
     """What runs a campaign's sweeps: ``sweep`` runs one request (as ``sharebench run`` does: the sweep,
     its report, its end screen) and returns its exit status; ``report`` rebuilds a folder's report;
-    ``warm`` runs the plan's untimed warm-up track (its outcome ignored; None: no warm-up)."""
+    ``warm`` runs the plan's untimed warm-up track (its outcome ignored; None: no warm-up); ``predict`` runs
+    a request's dry run with its output into a file, stopped after the seconds given, and returns its exit
+    status (None: a step's ``predict_s`` is not run)."""
 
     sweep: Callable[[SweepRequest], int]
     report: Callable[[Path], None]
     warm: Callable[[RunConfig], None] | None = None
+    predict: Callable[[SweepRequest, Path, float], int] | None = None  # a dry run into the file, at most S s
 
 
 def run_campaign(plan: Plan, out: Path, runner: Runner, say: Say = print) -> int:
@@ -575,12 +700,12 @@ def run_campaign(plan: Plan, out: Path, runner: Runner, say: Say = print) -> int
     failed = []
     for step in plan.steps:
         say(f"== {step.name} at {time.monotonic() - ctx.t0:.0f} s")
-        go, stop = stop_after(ctx, step)
+        go, _ = stop_after(ctx, step)
         if not go:
             log_command(ctx, f"skipped {step.name}: budget spent")
             say(f"skipped {step.name}: budget spent")
             continue
-        ok = run_sweep_step(ctx, step, stop, say) if isinstance(step, Sweep) else run_command(ctx, step, say)
+        ok = run_sweep_step(ctx, step, say) if isinstance(step, Sweep) else run_command(ctx, step, say)
         if not ok:
             failed.append(step.name)
     if plan.report:
@@ -589,12 +714,17 @@ def run_campaign(plan: Plan, out: Path, runner: Runner, say: Say = print) -> int
     return 1 if failed else 0
 
 
-def run_sweep_step(ctx: Context, step: Sweep, stop: float | None, say: Say) -> bool:
+def run_sweep_step(ctx: Context, step: Sweep, say: Say) -> bool:
     if ctx.runner is None:
         raise ValueError("run_sweep_step needs a Context with a runner")
+    if step.predict_s is not None:
+        predict(ctx, step, say)
+    _, stop = stop_after(ctx, step)  # after the prediction: its time is spent
     request = sweep_request(ctx, step, stop)
     log_command(ctx, shell_line(list(request.command or ())))
+    start = time.time()
     rc = ctx.runner.sweep(request)
+    record_wall(ctx, step.name, start, rc)
     if step.smoke and not all_cells_ok(ctx.out / step.name / "results.csv"):
         logs = sorted((ctx.out / step.name / "cells").glob("*/replica.*.log"))
         tail = [ln for f in logs for ln in f.read_text(errors="replace").splitlines() if ln.strip()][-20:]
@@ -604,6 +734,40 @@ def run_sweep_step(ctx: Context, step: Sweep, stop: float | None, say: Say) -> b
     if rc != 0:
         say(f"{step.name}: sharebench run exited {rc}")
     return rc == 0
+
+
+def prediction_file(ctx: Context, step: Sweep) -> Path:
+    return ctx.out / f"dry_{step.name}.txt"
+
+
+def predict(ctx: Context, step: Sweep, say: Say) -> None:
+    """The step's dry run (``sharebench run ... --dry-run``), before the step, its output kept in
+    ``dry_<name>.txt``: what the run predicted, on record before anything of the step is measured. At most
+    ``predict_s`` seconds (and what the plan's budget has left); its failure does not stop the step."""
+    if ctx.runner is None or ctx.runner.predict is None or step.predict_s is None:
+        return
+    path = prediction_file(ctx, step)
+    request = replace(sweep_request(ctx, step, None), dry_run=True)
+    request = replace(request, command=(*(request.command or ()), "--dry-run"))
+    log_command(ctx, shell_line(list(request.command or ())) + f" > {path}")
+    left = ctx.left_s()
+    rc = ctx.runner.predict(request, path, step.predict_s if left is None else max(min(step.predict_s, left), 1.0))
+    said = [ln.strip() for ln in path.read_text(errors="replace").splitlines()] if path.is_file() else []
+    for line in [ln for ln in said if ln.startswith(("predicted:", "cost:", "budget:"))][:3]:
+        say(f"{step.name} dry run: {line}")
+    if rc != 0:
+        say(f"{step.name}: its dry run exited {rc} ({path})")
+
+
+def record_wall(ctx: Context, name: str, start: float, status: int) -> None:
+    """A step's row of ``walls.csv``: its start and end (Unix seconds) and exit status."""
+    path = ctx.out / WALLS_CSV
+    new = not path.is_file()
+    with path.open("a", newline="") as fh:
+        writer = csv.writer(fh)
+        if new:
+            writer.writerow(WALLS_COLUMNS)
+        writer.writerow([name, f"{start:.3f}", f"{time.time():.3f}", status])
 
 
 def all_cells_ok(results_csv: Path) -> bool:
@@ -623,6 +787,7 @@ def run_command(ctx: Context, step: Command, say: Say) -> bool:
     log_command(ctx, shell_line(argv) + (f" {'>>' if step.append else '>'} {target}" if target else ""))
     if target is not None:
         target.parent.mkdir(parents=True, exist_ok=True)
+    start = time.time()
     try:
         if target is None:
             rc = subprocess.run(argv, timeout=step.timeout_s, check=False).returncode
@@ -634,6 +799,7 @@ def run_command(ctx: Context, step: Command, say: Say) -> bool:
     except OSError as exc:
         say(f"{step.name}: cannot run {argv[0]}: {exc.strerror}")
         rc = 127
+    record_wall(ctx, step.name, start, rc)
     if rc != 0:
         say(f"{step.name}: exited {rc}" + (" (optional)" if step.optional else ""))
     return rc == 0 or step.optional

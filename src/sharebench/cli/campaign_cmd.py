@@ -6,12 +6,14 @@ import argparse
 import contextlib
 import multiprocessing
 import os
+import signal
 import sys
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from sharebench.campaign import (
+    PREDICTION_STOPPED,
     SMOKE_FAILED,
     CampaignStopped,
     Runner,
@@ -21,10 +23,13 @@ from sharebench.campaign import (
     run_campaign,
     select,
 )
-from sharebench.cli.sweep_cmd import run_in_child
+from sharebench.cli.sweep_cmd import run_in_child, run_request
 from sharebench.errors import UserError
 from sharebench.kernel import RunConfig, run_replica
 from sharebench.report import build_report
+from sharebench.sweep.request import SweepRequest
+
+STOP_GRACE_S = 10.0  # after SIGINT, the time a stopped dry run has to end its processes before SIGKILL
 
 
 def report_quietly(folder: Path) -> None:
@@ -56,7 +61,42 @@ def warm_in_child(run: RunConfig) -> None:
     process.join()
 
 
-RUNNER = Runner(sweep=run_in_child, report=report_quietly, warm=warm_in_child)
+def _predict(request: SweepRequest, path: Path) -> None:
+    """A spawned process's body (:func:`predict_in_child`): the dry run, its output (an error too) into
+    ``path``, its status the exit code."""
+    with open(path, "w") as fh, contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
+        try:
+            status = run_request(request)
+        except UserError as exc:
+            print(f"sharebench: error: {exc}")
+            status = 2
+        except KeyboardInterrupt:
+            status = PREDICTION_STOPPED
+    sys.exit(status)
+
+
+def predict_in_child(request: SweepRequest, path: Path, timeout_s: float) -> int:
+    """A sweep step's dry run in a process of its own (its calibration's device context and replicas end
+    with it), its output into ``path``; after ``timeout_s`` it is interrupted (as Ctrl-C: its processes
+    stop), then killed, and the file says so. Its exit status (124 when stopped)."""
+    process = multiprocessing.get_context("spawn").Process(
+        target=_predict, args=(request, path), name="sharebench-dry-run"
+    )
+    process.start()
+    process.join(timeout_s)
+    if process.is_alive() and process.pid is not None:
+        os.kill(process.pid, signal.SIGINT)
+        process.join(STOP_GRACE_S)
+        if process.is_alive():
+            process.kill()
+            process.join()
+        with open(path, "a") as fh:
+            fh.write(f"sharebench campaign: the dry run was stopped after {timeout_s:g} s (the step's predict_s)\n")
+        return PREDICTION_STOPPED
+    return int(process.exitcode if process.exitcode is not None else 1)
+
+
+RUNNER = Runner(sweep=run_in_child, report=report_quietly, warm=warm_in_child, predict=predict_in_child)
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
