@@ -323,7 +323,9 @@ def capacity_of(raw: Mapping[str, Any], raw_modes: list[str], where: str) -> Cap
         raise UserError(f"{where}: {exc}") from None
     if not families:
         if flag(raw, "capacity", where):
-            raise UserError(f'{where}: capacity needs a mode family without N in modes (e.g. ["timeslice", "mps"])')
+            raise UserError(
+                f"{where}: capacity needs a mode family without N in modes (a sharing kind alone, such as mps)"
+            )
         if "users" in raw:
             raise UserError(f"{where}: users goes with capacity (a mode family without N in modes)")
         return None

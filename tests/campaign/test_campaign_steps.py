@@ -124,6 +124,7 @@ budget_s = 90
 """
 
 
+@pytest.mark.slow  # two dry runs (one in a process of its own): about 3 s
 def test_a_capacity_step_is_the_search_the_command_line_runs(tmp_path, capsys):
     """``capacity`` keys build the search ``sharebench run --capacity`` builds: the families at their first
     N, the repeats of each N; the prediction (a real dry run in its own process) is what the recorded

@@ -88,7 +88,12 @@ def hook_command(hook: dict) -> list[str]:
             for w in shlex.split(hook["entry"])]  # fmt: skip
 
 
-@pytest.mark.parametrize("hook_id", sorted(CASES))
+SLOW = pytest.mark.slow  # a compile of the pipelines, about 4 s: make check runs the hook itself
+
+
+@pytest.mark.parametrize(
+    "hook_id", [pytest.param(h, marks=SLOW) if h == "pipelines-sync" else h for h in sorted(CASES)]
+)
 def test_a_sync_hook_fails_on_a_stale_file_in_a_copy(tmp_path, hook_id):
     case, hook = CASES[hook_id], HOOKS[hook_id]
     assert hook["pass_filenames"] is False and hook["language"] == "system"
@@ -100,6 +105,7 @@ def test_a_sync_hook_fails_on_a_stale_file_in_a_copy(tmp_path, hook_id):
     assert out.returncode == 1 and said == list(case.errors), out.stderr + out.stdout
 
 
+@SLOW
 def test_the_pipelines_check_names_a_missing_and_an_extra_file(tmp_path):
     copy_tree(("tools", "pipelines/sharebench_sweep.yaml"), tmp_path)
     (tmp_path / "pipelines" / "old_pipeline.yaml").write_text("# a pipeline that is gone\n")
