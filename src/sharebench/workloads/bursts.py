@@ -140,18 +140,23 @@ def run_pattern(
     rng = pattern_rng(seed)
     wait = pattern.wait()  # the pattern's pacing (PatternSpec.pace): None, back to back
     units = batch_units if pattern.units is None else int(pattern.units)
+
+    def burst(i: int, arrival: float) -> Burst | None:
+        return run_burst(i, arrival, units, do_work, now, sleep, stop)
+
+    out: list[Burst] = []
     if pattern.spec.loop == "open":
         arrivals = OpenLoop(wait or (lambda _: 0.0), rng, t0, until, count)
-        return open_loop(arrivals, units, do_work, now, sleep, stop, tick)
-    out: list[Burst] = []
-    arrival = t0 + (wait(rng) if wait is not None and phase else 0.0)
-    while len(out) < limit and arrival < until:
-        next_burst = run_burst(len(out), arrival, units, do_work, now, sleep, stop)
-        if next_burst is None:
-            break
-        out.append(next_burst)
-        tick()
-        arrival = next_burst.end + (wait(rng) if wait is not None else 0.0)
+        out = open_loop(arrivals, burst, tick, lazy=stop is not None)
+    else:
+        arrival = t0 + (wait(rng) if wait is not None and phase else 0.0)
+        while len(out) < limit and arrival < until:
+            next_burst = burst(len(out), arrival)
+            if next_burst is None:
+                break
+            out.append(next_burst)
+            tick()
+            arrival = next_burst.end + (wait(rng) if wait is not None else 0.0)
     idle_until(until, now, sleep, stop)
     return out
 
@@ -169,25 +174,18 @@ class OpenLoop:
 
 
 def open_loop(
-    arrivals: OpenLoop,
-    units: int,
-    do_work: Callable[[int], object],
-    now: Clock,
-    sleep: Sleep,
-    stop: Callable[[], bool] | None,
-    tick: Callable[[], None],
+    arrivals: OpenLoop, burst: Callable[[int, float], Burst | None], tick: Callable[[], None], lazy: bool
 ) -> list[Burst]:
-    """Requests arriving on their own schedule (drawn before the first runs, or one by one with ``stop``);
-    one that arrives while the last is running waits for it."""
-    instants: Iterable[float] = open_arrivals(arrivals) if stop is None else lazy_arrivals(arrivals)
+    """Requests arriving on their own schedule (all drawn before the first runs, or one by one when ``lazy``:
+    a stop may end the window early); one that arrives while the last is running waits for it."""
+    instants: Iterable[float] = lazy_arrivals(arrivals) if lazy else open_arrivals(arrivals)
     out: list[Burst] = []
     for i, a in enumerate(instants):
-        burst = run_burst(i, a, units, do_work, now, sleep, stop)
-        if burst is None:
+        done = burst(i, a)
+        if done is None:
             break
-        out.append(burst)
+        out.append(done)
         tick()
-    idle_until(arrivals.until, now, sleep, stop)
     return out
 
 
