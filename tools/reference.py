@@ -3,7 +3,8 @@
     python -m tools.reference          # (re)write docs/reference/{cli,pipeline,results-schema,protocol}.md
     python -m tools.reference --check  # exit 1 naming what is stale or missing (tests/docs runs it)
 
-* ``cli.md``: the sharing modes (``sharebench.modes.KINDS``), every command of ``sharebench`` (plugins
+* ``cli.md``: the sharing modes (``sharebench.modes.KINDS``), the replica patterns
+  (``sharebench.patterns.PATTERNS``), every command of ``sharebench`` (plugins
   included: compile, submit, runs) and every option, read from the argparse parsers the CLI builds
   (``sharebench.cli.build_parser``);
 * ``pipeline.md``: the parameters of every compiled pipeline (``pipelines/*.yaml``, as the Kubeflow UI shows
@@ -35,6 +36,7 @@ import yaml
 
 from sharebench.cli import COMMANDS, build_parser, plugin_commands
 from sharebench.modes import KINDS
+from sharebench.patterns import PATTERNS
 from sharebench.results import schema
 from sharebench.workloads import bursts, protocol
 
@@ -145,6 +147,7 @@ def cli_page() -> str:
         "Kubeflow Pipelines extra (`pip install 'sharebench[kfp]'`).",
         "",
         *modes_section(),
+        *patterns_section(),
     ]
     for path, parser, help_text in command_parsers():
         level = "##" if path.count(" ") == 1 else "###"
@@ -179,9 +182,29 @@ def modes_section() -> list[str]:
     return [*lines, ""]
 
 
+def patterns_section() -> list[str]:
+    """The replica patterns ``--pattern``/``--neighbours`` take, one row per form of a
+    :data:`sharebench.patterns.PATTERNS` row."""
+    lines = [
+        "## Replica patterns",
+        "",
+        "What `--pattern`, `--neighbours`, a plan's `pattern` and the `workload` parameter's `pattern` take "
+        "(`sharebench.patterns.PATTERNS`).",
+        "",
+        "| pattern | meaning | loop | measured by | the Answer's line |",
+        "|---|---|---|---|---|",
+    ]
+    for spec in PATTERNS.values():
+        measured = "throughput (the loss tables)" if spec.saturated else f"burst latency ({spec.noun} per GPU)"
+        for f in spec.forms:
+            lines.append(f"| `{f.grammar}` | {md(f.summary)} | {spec.loop} | {measured} | {spec.answer} |")
+    return [*lines, ""]
+
+
 def cli_items() -> dict[str, list[str]]:
     items = {f"`{path}`": [f"`{option_name(a)}`" for a in options(p)] for path, p, _ in command_parsers()}
-    return {"Sharing modes": [f"`{s.grammar}`" for s in KINDS.values()], **items}
+    patterns = [f"`{f.grammar}`" for s in PATTERNS.values() for f in s.forms]
+    return {"Sharing modes": [f"`{s.grammar}`" for s in KINDS.values()], "Replica patterns": patterns, **items}
 
 
 # ------------------------------------------------------------------ the pipelines

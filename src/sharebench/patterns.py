@@ -25,20 +25,29 @@ Defaults: ``interactive`` = ``interactive:burst=10,think=0.5`` (the user of issu
 half a second of thought); ``serve`` = ``serve:rate=10,size=1``. Numbers: ``burst`` and ``size``
 whole numbers 1..10^9; ``think`` seconds and ``rate`` requests/s finite and > 0 (think <= 86400 s,
 rate <= 10^6 /s); ``load`` a fraction > 0 and <= 4 (above 1: overload on purpose).
+
+Every kind is one :class:`PatternSpec` row of :data:`PATTERNS`: its grammar and keys, its label, closed
+or open loop, the arrival schedule the per-burst driver runs, the Answer's noun and unit, the capacity
+unit, the usage class ``advise`` maps to it, the alone cell's sample and the help text. Every layer
+routes on those traits (``pattern.spec.saturated``), never on the kind's name; a layer with behaviour
+of its own per kind (the dry run's cost models, ``sharebench.analysis.cost.COST_MODELS``) keeps a
+table keyed by :attr:`PatternSpec.name`, and ``tests/vocabulary/test_pattern_kinds.py`` fails, naming
+the place, when a kind lacks one (``docs/architecture.md``, "Add a workload pattern").
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
 from sharebench.errors import UserError
 
-PATTERN_KINDS = ("batch", "interactive", "serve")
-ALLOWED_PATTERNS = (
-    "batch, interactive[:burst=N,think=SECONDS], serve[:rate=PER_SECOND,size=N], serve:load=FRACTION[,size=N]"
-)
-KEYS = {"batch": (), "interactive": ("burst", "think"), "serve": ("rate", "size", "load")}
+if TYPE_CHECKING:
+    import numpy as np
+
 DEFAULT_BURST = 10
 DEFAULT_THINK_S = 0.5
 DEFAULT_RATE_PER_S = 10.0
@@ -51,47 +60,272 @@ DEFAULT_BURSTS = 30  # the victim's bursts (or requests) per cell under a patter
 MAX_BURSTS = 10**6
 DEFAULT_SLO = 2.0  # the p95 slowdown target of users per GPU (sharebench.analysis.latency)
 
+Loop = Literal["closed", "open"]
+Wait = Callable[["np.random.Generator"], float]  # one wait drawn from the pattern's seeded generator
+
 
 @dataclass(frozen=True)
 class Pattern:
     """One replica pattern. ``units`` is the work of one burst (interactive) or request (serve);
     ``think_s`` the mean think time (interactive); ``rate_per_s`` the mean arrival rate (serve)."""
 
-    kind: str = "batch"  # one of PATTERN_KINDS
+    kind: str = "batch"  # the name of one PATTERNS row
     units: int | None = None  # interactive: burst; serve: size; batch: None
     think_s: float | None = None  # interactive only
     rate_per_s: float | None = None  # serve only (None: serve:load=F not resolved yet)
     load: float | None = None  # serve only: the rate as a fraction of the capacity alone (serve:load=F)
 
     @property
+    def spec(self) -> PatternSpec:
+        """This pattern's kind, as declared in :data:`PATTERNS`."""
+        return spec_of(self.kind)
+
+    @property
     def label(self) -> str:
         """The canonical spelling, every key written: ``parse_pattern(p.label) == p``."""
-        if self.kind == "interactive":
-            return f"interactive:burst={self.units},think={format_number(self.think_s)}"
-        if self.kind == "serve":
-            rate = "" if self.rate_per_s is None else f"rate={format_number(self.rate_per_s)},"
-            load = "" if self.load is None else f",load={format_number(self.load)}"
-            return (
-                f"serve:{rate}size={self.units}{load}"
-                if rate
-                else f"serve:load={format_number(self.load)},size={self.units}"
-            )
-        return self.kind
+        return self.spec.label(self)
 
     @property
     def needs_capacity(self) -> bool:
         """A ``serve:load=F`` not resolved yet: its rate waits for the capacity alone (:func:`resolve_load`)."""
-        return self.kind == "serve" and self.rate_per_s is None
+        return self.load is not None and self.rate_per_s is None
 
     @property
-    def is_batch(self) -> bool:
-        return self.kind == "batch"
+    def saturated(self) -> bool:
+        """Back to back, the device kept busy (:attr:`PatternSpec.saturated`)."""
+        return self.spec.saturated
+
+    def wait(self) -> Wait | None:
+        """The wait between its bursts (:attr:`PatternSpec.pace`); None: back to back."""
+        return self.spec.pace(self)
 
     def __str__(self) -> str:
         return self.label
 
 
-BATCH = Pattern("batch")
+Builder = Callable[["PatternSpec", str, dict[str, str]], Pattern]
+
+
+@dataclass(frozen=True)
+class Form:
+    """One spelling of a kind: its grammar (errors, ``--help``, the reference) and what it means."""
+
+    grammar: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class PatternSpec:
+    """One pattern kind: what every layer needs to know of it, declared once.
+
+    ``forms``: its spellings (grammar and meaning), ``keys`` the settings it takes and ``build`` the
+    parser of their values (a one-line UserError naming a bad one); ``label`` its canonical spelling.
+    ``loop``: ``closed`` (the next burst waits for the last one to end) or ``open`` (arrivals do not
+    wait for the device: a request's latency includes its time queued). ``pace``: the arrival schedule
+    :func:`sharebench.workloads.bursts.run_pattern` runs, a wait drawn after each burst (closed: from
+    its end; open: from the last arrival) or None (back to back), as locust's wait-time functions are
+    a user's pacing. ``saturated``: back to back, the device kept busy: its cells are measured by
+    throughput (the loss tables), not by latency, and it is the study's default. ``answer``: the name
+    of its line in the Answer; ``noun``: what N replicas of it are per GPU (users, services);
+    ``capacity_unit``: the unit of their total where it has a rate (users x rate: requests/s; ''
+    none). ``usage``: the usage class of ``sharebench.advise.usage`` (``USAGE_RULES``) a site's pods
+    are mapped to this kind by ('' none: only ``--class NAME=KIND`` names it). ``alone_factor``,
+    ``alone_min``: the alone cell's sample, max(factor x bursts, min) bursts (:meth:`alone_bursts`).
+    """
+
+    name: str
+    forms: tuple[Form, ...]
+    keys: tuple[str, ...]
+    build: Builder = field(repr=False, compare=False)
+    label: Callable[[Pattern], str] = field(repr=False, compare=False)
+    loop: Loop
+    pace: Callable[[Pattern], Wait | None] = field(repr=False, compare=False)
+    answer: str
+    noun: str
+    saturated: bool = False
+    capacity_unit: str = ""
+    usage: str = ""
+    alone_factor: int = 1
+    alone_min: int = 0
+
+    def alone_bursts(self, bursts: int) -> int:
+        """The bursts a victim of this kind runs alone (a cell of one replica, every slowdown's denominator)
+        when a sharing cell's runs ``bursts``."""
+        return max(self.alone_factor * int(bursts), self.alone_min)
+
+    @property
+    def allowed(self) -> str:
+        return ", ".join(f.grammar for f in self.forms)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# ---------------------------------------------------------------- each kind's parser, label, pacing
+
+
+def no_settings(spec: PatternSpec, text: str, values: dict[str, str]) -> Pattern:
+    return Pattern(spec.name)
+
+
+def burst_and_think(spec: PatternSpec, text: str, values: dict[str, str]) -> Pattern:
+    """``burst=N`` (units per burst) and ``think=S`` (mean seconds between bursts)."""
+    return Pattern(
+        spec.name,
+        units=units_value(text, "burst", values.get("burst"), DEFAULT_BURST),
+        think_s=positive_value(text, "think", values.get("think"), DEFAULT_THINK_S, MAX_THINK_S, "seconds"),
+    )
+
+
+def requests(spec: PatternSpec, text: str, values: dict[str, str]) -> Pattern:
+    """``rate=R`` (requests/s), ``size=N`` (units per request) and ``load=F`` (the rate as a fraction of
+    the capacity alone: without ``rate=``, resolved by the sweep)."""
+    load = values.get("load")
+    rate = values.get("rate")
+    return Pattern(
+        spec.name,
+        units=units_value(text, "size", values.get("size"), DEFAULT_SIZE),
+        rate_per_s=(
+            None
+            if load is not None and rate is None
+            else positive_value(text, "rate", rate, DEFAULT_RATE_PER_S, MAX_RATE_PER_S, "requests/s")
+        ),
+        load=None if load is None else positive_value(text, "load", load, 1.0, MAX_LOAD, "a fraction of capacity"),
+    )
+
+
+def bare_label(p: Pattern) -> str:
+    return p.kind
+
+
+def burst_think_label(p: Pattern) -> str:
+    return f"{p.kind}:burst={p.units},think={format_number(p.think_s)}"
+
+
+def requests_label(p: Pattern) -> str:
+    if p.rate_per_s is None:
+        return f"{p.kind}:load={format_number(p.load)},size={p.units}"
+    load = "" if p.load is None else f",load={format_number(p.load)}"
+    return f"{p.kind}:rate={format_number(p.rate_per_s)},size={p.units}{load}"
+
+
+def exponential(mean: float) -> Wait:
+    """Waits drawn from an exponential distribution of ``mean`` (seconds)."""
+    return lambda rng: float(rng.exponential(mean))
+
+
+def back_to_back(p: Pattern) -> Wait | None:
+    return None
+
+
+def think_times(p: Pattern) -> Wait | None:
+    """A user's think times: exponential of mean ``think_s`` after each burst's end."""
+    think = float(p.think_s or 0)
+    return exponential(think) if think else None
+
+
+def poisson(p: Pattern) -> Wait | None:
+    """A Poisson process of ``rate_per_s``: exponential gaps of mean 1 / rate between arrivals."""
+    if not p.rate_per_s:  # serve:load=F: the sweep resolves it to a rate (resolve_load)
+        raise UserError(f"pattern {p.label!r} has no rate yet: a sweep measures the capacity alone first")
+    return exponential(1.0 / float(p.rate_per_s))
+
+
+PATTERNS: dict[str, PatternSpec] = {
+    s.name: s
+    for s in (
+        PatternSpec(
+            "batch",
+            (Form("batch", "default: saturated replicas, the study's"),),
+            (),
+            no_settings,
+            bare_label,
+            "closed",
+            back_to_back,
+            answer="batch throughput",
+            noun="replicas",
+            saturated=True,
+            usage="saturating",
+        ),
+        PatternSpec(
+            "interactive",
+            (
+                Form(
+                    "interactive[:burst=N,think=SECONDS]",
+                    "bursts of N units, exponential think times of mean SECONDS",
+                ),
+            ),
+            ("burst", "think"),
+            burst_and_think,
+            burst_think_label,
+            "closed",
+            think_times,
+            answer="interactive",
+            noun="users",
+            usage="bursty",
+            # alone cells are the cheapest, and a larger alone sample keeps one slow process or moment from
+            # setting every slowdown's denominator (issue 33)
+            alone_factor=5,
+            alone_min=150,
+        ),
+        PatternSpec(
+            "serve",
+            (
+                Form("serve[:rate=PER_SECOND,size=N]", "Poisson requests of N units"),
+                Form(
+                    "serve:load=FRACTION[,size=N]",
+                    "FRACTION of the requests/s one replica serves alone, measured first",
+                ),
+            ),
+            ("rate", "size", "load"),
+            requests,
+            requests_label,
+            "open",
+            poisson,
+            answer="serving",
+            noun="services",
+            capacity_unit="requests/s",
+            usage="steady",
+            # a service's alone cell keeps its requests: its time is requests / rate, not cheap at a low load
+        ),
+    )
+}
+
+BATCH = Pattern("batch")  # the default: the study's saturated replica
+
+
+def spec_of(kind: str) -> PatternSpec:
+    """The :class:`PatternSpec` of ``kind`` (a one-line UserError for a kind no row declares)."""
+    try:
+        return PATTERNS[kind]
+    except KeyError:
+        raise UserError(f"unknown pattern kind {kind!r}; allowed: {', '.join(PATTERNS)}") from None
+
+
+def allowed_patterns() -> str:
+    """Every kind's grammar, comma-separated (the errors' ``allowed:``)."""
+    return ", ".join(s.allowed for s in PATTERNS.values())
+
+
+def saturated(label: str | Pattern) -> bool:
+    """Whether a pattern (or its label as the results store it, or its kind; '' the default) is of a
+    saturated kind, its cells measured by throughput; a label of a kind no row declares: False."""
+    if isinstance(label, Pattern):
+        return label.saturated
+    kind = str(label).strip().lower().partition(":")[0] or BATCH.kind
+    spec = PATTERNS.get(kind)
+    return spec is not None and spec.saturated
+
+
+def kinds_where(**traits: object) -> tuple[PatternSpec, ...]:
+    """The rows with every trait given (``kinds_where(saturated=False)``), in PATTERNS order."""
+    return tuple(s for s in PATTERNS.values() if all(getattr(s, k) == v for k, v in traits.items()))
+
+
+def help_text() -> str:
+    """The kinds' forms with what each means, for ``--pattern``'s help and the generated reference."""
+    parts = [f"{f.grammar} ({f.summary})" for s in PATTERNS.values() for f in s.forms]
+    return ", ".join(parts[:-1]) + " or " + parts[-1] if len(parts) > 1 else "".join(parts)
 
 
 def format_number(x: float | None) -> str:
@@ -106,32 +340,12 @@ def parse_pattern(text: str) -> Pattern:
     """``text`` as a :class:`Pattern`; one-line :class:`UserError` naming the bad part otherwise."""
     s = str(text).strip().lower()
     kind, sep, rest = s.partition(":")
-    kind = kind.strip()
-    if kind not in PATTERN_KINDS:
-        raise UserError(f"unknown pattern {text!r}; allowed: {ALLOWED_PATTERNS}")
-    if kind == "batch":
-        if sep:
-            raise UserError(f"'batch' takes no settings (got {text!r}); allowed: {ALLOWED_PATTERNS}")
-        return BATCH
-    values = settings(text, kind, rest if sep else "")
-    if kind == "interactive":
-        return Pattern(
-            "interactive",
-            units=units_value(text, "burst", values.get("burst"), DEFAULT_BURST),
-            think_s=positive_value(text, "think", values.get("think"), DEFAULT_THINK_S, MAX_THINK_S, "seconds"),
-        )
-    load = values.get("load")
-    rate = values.get("rate")
-    return Pattern(
-        "serve",
-        units=units_value(text, "size", values.get("size"), DEFAULT_SIZE),
-        rate_per_s=(
-            None
-            if load is not None and rate is None
-            else positive_value(text, "rate", rate, DEFAULT_RATE_PER_S, MAX_RATE_PER_S, "requests/s")
-        ),
-        load=None if load is None else positive_value(text, "load", load, 1.0, MAX_LOAD, "a fraction of capacity"),
-    )
+    spec = PATTERNS.get(kind.strip())
+    if spec is None:
+        raise UserError(f"unknown pattern {text!r}; allowed: {allowed_patterns()}")
+    if not spec.keys and sep:
+        raise UserError(f"{spec.name!r} takes no settings (got {text!r}); allowed: {allowed_patterns()}")
+    return spec.build(spec, text, settings(text, spec, rest if sep else ""))
 
 
 def resolve_load(pattern: Pattern, units_per_s: float) -> Pattern:
@@ -148,12 +362,13 @@ def resolve_load(pattern: Pattern, units_per_s: float) -> Pattern:
             f"{pattern.label!r} at a capacity of {units_per_s:.4g} units/s is {rate:g} requests/s; "
             f"allowed: > 0 and <= {format_number(MAX_RATE_PER_S)} (a smaller load=)"
         )
-    return Pattern("serve", units=pattern.units, rate_per_s=rate, load=pattern.load)
+    return dataclasses.replace(pattern, rate_per_s=rate)
 
 
-def settings(text: str, kind: str, rest: str) -> dict[str, str]:
+def settings(text: str, spec: PatternSpec, rest: str) -> dict[str, str]:
     """``key=value,key=value`` as a dict; UserError for a missing ``=``, an unknown or repeated key."""
-    allowed = ", ".join(f"{k}=" for k in KEYS[kind])
+    kind = spec.name
+    allowed = ", ".join(f"{k}=" for k in spec.keys)
     out: dict[str, str] = {}
     if not rest.strip():
         if rest or text.strip().endswith(":"):
@@ -164,7 +379,7 @@ def settings(text: str, kind: str, rest: str) -> dict[str, str]:
         key, value = key.strip(), value.strip()
         if not eq or not key or not value:
             raise UserError(f"bad setting {item.strip()!r} in pattern {text!r}; allowed: {allowed} (key=value)")
-        if key not in KEYS[kind]:
+        if key not in spec.keys:
             raise UserError(f"unknown key {key!r} in pattern {text!r}; allowed keys for {kind}: {allowed}")
         if key in out:
             raise UserError(f"key {key!r} given twice in pattern {text!r}")

@@ -26,6 +26,7 @@ from sharebench.advise import (
 from sharebench.advise.synthetic import synthetic_trace
 from sharebench.cli import main
 from sharebench.errors import UserError
+from sharebench.patterns import PATTERNS
 from sharebench.results import write_provenance
 
 CLASSES = {"train": ("batch", 6), "notebooks": ("interactive", 8), "inference": ("serve", 4)}
@@ -90,8 +91,10 @@ def run_advice(usage, results: Path, slo: float = 2.0, overrides: dict | None = 
 
 def test_patterns_are_inferred_from_the_busy_series(tmp_path):
     usage = csv_usage(tmp_path, CLASSES)
-    assert class_patterns(usage, {}) == {"train": "batch", "notebooks": "interactive", "inference": "serve"}
-    assert class_patterns(usage, {"train": "serve"})["train"] == "serve"
+    found = class_patterns(usage, {})
+    assert {c: p.name for c, p in found.items()} == {"train": "batch", "notebooks": "interactive", "inference": "serve"}
+    assert all(p is PATTERNS[p.name] for p in found.values())  # the rows themselves, not strings
+    assert class_patterns(usage, {"train": PATTERNS["serve"]})["train"] is PATTERNS["serve"]
 
 
 def test_csv_advice_packs_idle_work_and_keeps_batch_whole(tmp_path, results):

@@ -33,6 +33,7 @@ from sharebench.advise.synthetic import (
 from sharebench.cli import main
 from sharebench.errors import UserError
 from sharebench.gpus import gpu_model
+from sharebench.patterns import PatternSpec, spec_of
 from tests.advise.test_advise import results_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +41,14 @@ PATTERNS = ROOT / "results" / "h200" / "patterns-2026-12-03"
 BATCH = ROOT / "results" / "h200" / "cuda"
 H200_PATTERNS = sorted(p.parent.parent for p in PATTERNS.glob("*/*/tables/latency.csv"))
 needs_h200 = pytest.mark.skipif(not H200_PATTERNS, reason="the H200 pattern folders are not in results/ yet")
+
+
+INTERACTIVE = spec_of("interactive")
+
+
+def names(patterns: dict[str, PatternSpec]) -> dict[str, str]:
+    """A class -> pattern kind mapping as the kinds' names."""
+    return {c: p.name for c, p in patterns.items()}
 
 
 def h200_costs() -> Costs:
@@ -50,7 +59,7 @@ def h200_costs() -> Costs:
 def test_pool16_frees_four_within_target(tmp_path):
     usage = usage_from_rows(synthetic_usage(pool16(), 1, seed=3), "pool16")
     a = advise(usage, h200_costs(), class_patterns(usage, {}), 2.0)
-    assert a.today_total == 16 and a.patterns == {"train": "batch", "notebooks": "interactive"}
+    assert a.today_total == 16 and names(a.patterns) == {"train": "batch", "notebooks": "interactive"}
     assert a.recommended is not None and a.recommended.gpus <= 12 and not a.unmeasured
     assert all(o.p95 <= 2.0 for o in a.recommended.choice.values())
     assert a.recommended.choice["train"].gpus == 4  # two 97 %-busy jobs on one GPU would take twice as long
@@ -65,7 +74,7 @@ def test_churn48_needs_four_gpus_and_is_batch():
     usage = usage_from_rows(synthetic_usage(churn48(), 1), "churn48")
     assert len(usage.pods) == 48 and usage.peak_pods() == 4
     a = advise(usage, h200_costs(), class_patterns(usage, {}), 2.0)
-    assert a.patterns == {"jobs": "batch"} and a.today_total == 4
+    assert names(a.patterns) == {"jobs": "batch"} and a.today_total == 4
     assert a.recommended is not None and a.recommended.gpus <= 4
 
 
@@ -73,7 +82,7 @@ def test_presence_not_distinct_pods_counts_today():
     """4 GPUs, a new pod every 2 hours: today is 4 GPUs; 12 pods on one GPU one after another share it."""
     usage = usage_from_rows(synthetic_usage(churn48(), 1, origin=TraceOrigin(gpu_model=None)), "churn48")
     assert usage.gpus_present() == 4 and len(set(usage.gpus)) == 4
-    assert class_patterns(usage, {}) == {"jobs": "batch"}  # busy 0.97 while present, absent otherwise
+    assert names(class_patterns(usage, {})) == {"jobs": "batch"}  # busy 0.97 while present, absent otherwise
     assert usage.level().min() > 0.9
 
 
@@ -107,7 +116,7 @@ def test_surface_interpolates_and_never_extrapolates():
     costs = Costs(gpu_model("H200"), [])
     costs.points += [point(2, 0.2, 0.2, 1.5, light), point(2, 0.4, 0.4, 2.5, heavy), point(2, 0.4, 1.0, 3.0, heavy)]
     costs.points += [point(2, 0.2, 0.2, 0.8, light)]  # below 1 (a baseline artefact) counts as 1; the max kept
-    surf = costs.surface("timeslice", "interactive")
+    surf = costs.surface("timeslice", INTERACTIVE)
     bn = np.array([0.0, 0.1, 0.2, 0.4, 1.0])
     s_light, clamped = surf.lookup(2, 0.2, bn)
     np.testing.assert_allclose(s_light, [1.0, 1.25, 1.5, 1.5, 1.5])
@@ -115,9 +124,9 @@ def test_surface_interpolates_and_never_extrapolates():
     s_mid, _ = surf.lookup(2, 0.3, np.array([0.2]))  # halfway between the light (1.5) and heavy (1.75) curves
     np.testing.assert_allclose(s_mid, [(1.5 + 1 + 1.5 * 0.5) / 2])
     assert surf.lookup(2, 0.05, np.array([0.2]))[0][0] == pytest.approx(1.5)  # lighter: the lightest, a bound
-    ok = class_options(costs, "interactive", np.array([0.1, 0.3]))
+    ok = class_options(costs, INTERACTIVE, np.array([0.1, 0.3]))
     assert any(o.mode == "timeslice:2" for o in ok.options) and any("upper bound" in n for n in ok.notes)
-    busy = class_options(costs, "interactive", np.array([0.1, 0.8]))  # busier than any curve: left out
+    busy = class_options(costs, INTERACTIVE, np.array([0.1, 0.8]))  # busier than any curve: left out
     assert not any(o.mode == "timeslice:2" for o in busy.options)
     assert any("not extrapolated" in w for w in busy.left_out)
     assert curves_of({light: [point(2, 0.2, 0.5, 2.0, light), point(2, 0.2, 0.9, 1.2, light)]})[0].y.tolist() == [

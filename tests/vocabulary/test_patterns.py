@@ -9,7 +9,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sharebench.errors import UserError
-from sharebench.patterns import BATCH, MAX_RATE_PER_S, MAX_THINK_S, Pattern, format_number, parse_pattern
+from sharebench.patterns import (
+    BATCH,
+    MAX_RATE_PER_S,
+    MAX_THINK_S,
+    PATTERNS,
+    Pattern,
+    format_number,
+    parse_pattern,
+)
 
 
 @pytest.mark.parametrize(
@@ -34,8 +42,10 @@ def test_parse_pattern(text, pattern):
 def test_labels_are_canonical():
     assert parse_pattern("interactive").label == "interactive:burst=10,think=0.5"
     assert parse_pattern("serve:rate=20").label == "serve:rate=20,size=1"
-    assert str(parse_pattern("batch")) == "batch" and BATCH.is_batch
-    assert not parse_pattern("serve").is_batch
+    assert str(parse_pattern("batch")) == "batch" and BATCH.saturated
+    assert not parse_pattern("serve").saturated
+    assert parse_pattern("serve:load=0.5").label == "serve:load=0.5,size=1"
+    assert parse_pattern("serve:rate=3,load=0.5").label == "serve:rate=3,size=1,load=0.5"
 
 
 @pytest.mark.parametrize(
@@ -112,7 +122,7 @@ def test_any_text_parses_or_fails_in_one_line(text):
     except UserError as err:
         assert "\n" not in str(err) and str(err)
     else:
-        assert pattern.kind in ("batch", "interactive", "serve")
+        assert pattern.kind in PATTERNS
         assert parse_pattern(pattern.label) == pattern
 
 

@@ -31,6 +31,7 @@ from sharebench.advise.usage import Usage, sanity
 from sharebench.errors import UserError
 from sharebench.files import write_atomic
 from sharebench.modes import BASELINE
+from sharebench.patterns import PatternSpec
 
 NEXT_BEST = 3
 ASSIGNMENT_COLUMNS = ("pod", "class", "gpu", "mode", "instance", "present_from", "present_to")
@@ -66,7 +67,7 @@ class Layout:
 class Advice:
     slo: float
     model: str
-    patterns: dict[str, str]
+    patterns: dict[str, PatternSpec]  # class -> its pattern kind
     today_gpus: dict[str, int]  # class -> peak GPUs holding its present pods today
     today_total: int
     outcomes: dict[str, list[Outcome]]
@@ -106,21 +107,21 @@ def check_models(usage: Usage, costs: Costs, allow_other_model: bool) -> list[st
     return [f"warning: {text} (--allow-other-model): the slowdowns are another GPU's"]
 
 
-def measure_command(pattern: str, model: str, slo: float) -> str:
+def measure_command(pattern: PatternSpec, model: str, slo: float) -> str:
     """The sweep that measures a pattern's sharing costs on the pool's GPU model."""
     modes = "exclusive,timeslice:2,timeslice:4,timeslice:8,mps:2,mps:4,mps:8,mig-emulated:7x1g.18gb"
     return (
-        f"sharebench run --device cuda:0 --pattern {pattern} --modes {modes} --slo {slo:g} "
-        f"--out results/{model.lower()}/{pattern}-users (on a {model}, then sharebench report)"
+        f"sharebench run --device cuda:0 --pattern {pattern.name} --modes {modes} --slo {slo:g} "
+        f"--out results/{model.lower()}/{pattern.name}-users (on a {model}, then sharebench report)"
     )
 
 
-def read_summary(usage: Usage, costs: Costs, patterns: dict[str, str]) -> dict[str, Any]:
+def read_summary(usage: Usage, costs: Costs, patterns: dict[str, PatternSpec]) -> dict[str, Any]:
     return {
         "usage": usage.describe(),
         "pods": len(usage.pods),
         "peak_pods_present": usage.peak_pods(),
-        "classes": {c: patterns[c] for c in usage.class_names()},
+        "classes": {c: patterns[c].name for c in usage.class_names()},
         "steps": usage.steps,
         "step_s": usage.step_s,
         "window": [usage.time_at(0), usage.time_at(usage.steps)],
@@ -131,7 +132,9 @@ def read_summary(usage: Usage, costs: Costs, patterns: dict[str, str]) -> dict[s
     }
 
 
-def advise(usage: Usage, costs: Costs, patterns: dict[str, str], slo: float, allow_other_model: bool = False) -> Advice:
+def advise(
+    usage: Usage, costs: Costs, patterns: dict[str, PatternSpec], slo: float, allow_other_model: bool = False
+) -> Advice:
     warnings = check_models(usage, costs, allow_other_model) + sanity(usage, costs.model)
     warnings += [n for n in costs.notes if "allow-other-model" in n]
     outcomes: dict[str, list[Outcome]] = {}
@@ -140,13 +143,13 @@ def advise(usage: Usage, costs: Costs, patterns: dict[str, str], slo: float, all
     measured = costs.kinds()
     for cls in usage.class_names():
         co = class_options(costs, patterns[cls], usage.level(usage.pods_of(cls)))
-        if patterns[cls] not in measured:  # kept whole: the batch costs are shown, never applied
+        if patterns[cls].name not in measured:  # kept whole: the batch costs are shown, never applied
             co.notes = [n.removeprefix("warning: ") for n in co.notes]
         left_out[cls] = co.left_out
         notes += [f"{cls}: {n}" for n in co.notes if not n.startswith("warning")]
         warnings += [f"warning: {cls}: {n.removeprefix('warning: ')}" for n in co.notes if n.startswith("warning")]
         outcomes[cls] = [replay(usage, cls, opt, slo) for opt in co.options]
-    unmeasured = {c: measure_command(p, costs.model.key, slo) for c, p in patterns.items() if p not in measured}
+    unmeasured = {c: measure_command(p, costs.model.key, slo) for c, p in patterns.items() if p.name not in measured}
     recommended, nxt = choose(outcomes, unmeasured)
     work = {c: (o.work_in_s, o.work_replayed_s) for c, o in (recommended.choice.items() if recommended else [])}
     today = {c: usage.gpus_present(usage.pods_of(c)) for c in usage.class_names()}
@@ -232,7 +235,7 @@ def to_json(a: Advice) -> dict[str, Any]:
         "gpu_model": a.model,
         "read": a.read,
         "warnings": a.warnings,
-        "patterns": a.patterns,
+        "patterns": {c: p.name for c, p in a.patterns.items()},
         "today": {"gpus": a.today_total, "classes": a.today_gpus},
         "recommended": a.recommended.summary() if a.recommended else None,
         "frees_gpus": a.today_total - a.recommended.gpus if a.recommended else None,
@@ -281,12 +284,12 @@ def markdown(a: Advice, plot_name: str) -> str:
         for c, o in r.choice.items():
             if c in a.unmeasured:
                 lines.append(
-                    f"| {c} | {a.patterns[c]} | {a.today_gpus[c]} | not measured (kept whole) | {o.gpus} | - | "
+                    f"| {c} | {a.patterns[c].name} | {a.today_gpus[c]} | not measured (kept whole) | {o.gpus} | - | "
                     f"measure it: `{a.unmeasured[c]}` |"
                 )
                 continue
             lines.append(
-                f"| {c} | {a.patterns[c]} | {a.today_gpus[c]} | {o.option.mode} | {o.gpus} | {o.p95:.2f}x | {o.option.source} |"
+                f"| {c} | {a.patterns[c].name} | {a.today_gpus[c]} | {o.option.mode} | {o.gpus} | {o.p95:.2f}x | {o.option.source} |"
             )
         lines += ["", "Pod-to-GPU assignment: assignment.csv (and `assignment` in advice.json)."]
         lines += ["", f"![today against the recommendation]({plot_name})", "", "## Next-best layouts", ""]
@@ -329,7 +332,7 @@ def plot_png(a: Advice) -> bytes:
                 va="bottom",
                 fontsize=8,
             )
-    ax.set_xticks(list(x), [f"{c}\n({a.patterns[c]})" for c in classes])
+    ax.set_xticks(list(x), [f"{c}\n({a.patterns[c].name})" for c in classes])
     ax.set_ylabel("GPUs")
     ax.set_title(f"{a.model} pool: today against the recommendation (p95 target {a.slo:g}x)")
     ax.legend(loc="upper right", fontsize=8)

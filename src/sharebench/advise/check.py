@@ -22,6 +22,7 @@ from sharebench.advise.replay import Outcome, replay
 from sharebench.advise.usage import Usage, class_patterns
 from sharebench.errors import UserError
 from sharebench.files import write_atomic
+from sharebench.patterns import PatternSpec
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ class CheckResult:
 
 
 def check(
-    usage: Usage, costs: Costs, overrides: dict[str, str], slo: float, options: CheckOptions = CheckOptions()
+    usage: Usage, costs: Costs, overrides: dict[str, PatternSpec], slo: float, options: CheckOptions = CheckOptions()
 ) -> CheckResult:
     """Fit on the first ``options.fit_fraction`` of the window, replay the chosen layout on the rest."""
     t0 = time.perf_counter()
@@ -137,8 +138,9 @@ def check(
     return result
 
 
-def replay_class(split: WindowSplit, cls: str, pattern: str, o: Outcome, slo: float) -> CheckRow:
-    """The fitted option and assignment of one class replayed on ``split.rest``."""
+def replay_class(split: WindowSplit, cls: str, spec: PatternSpec, o: Outcome, slo: float) -> CheckRow:
+    """The fitted option and assignment of one class (of pattern kind ``spec``) replayed on ``split.rest``."""
+    pattern = spec.name
     fit, rest = split.fit, split.rest
     index = {name: i for i, name in enumerate(rest.pods)}
     pinned = [[index[fit.pods[p]] for p in b if fit.pods[p] in index] for b in o.bins]

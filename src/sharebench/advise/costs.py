@@ -37,20 +37,21 @@ import pandas as pd
 from sharebench.errors import UserError
 from sharebench.gpus import GpuModel, MigProfile, emulated_layout, gpu_model, resolve_layout
 from sharebench.modes import KINDS, kinds_where, parse_mode
-from sharebench.patterns import parse_pattern
+from sharebench.patterns import BATCH, PatternSpec, parse_pattern, saturated
 from sharebench.results import read_provenance
 
 # the kind of a GPU cut into instances (MIG): the cost family its measured and emulated layouts go to
 MIG = next(k for k, spec in KINDS.items() if spec.device_instances)
 
 SHARED_FAMILIES = kinds_where(family="shared")  # N replicas on one whole device: timeslice, mps
-BATCH_LABEL = "batch"
+BATCH_LABEL = BATCH.label  # the batch tables' points: the saturated pattern beside itself
 LEVEL_SLACK = 1.1  # a pod up to 10 % busier than the heaviest measured curve still takes it
 
 
 @dataclass(frozen=True)
 class Cost:
-    """One measured p95 slowdown of a victim of ``pattern`` (kind; ``label`` the full pattern)."""
+    """One measured p95 slowdown of a victim of ``pattern`` (its kind's name, as measured; ``label`` the full
+    pattern; ``beside`` the neighbours' kinds, joined by ``+``)."""
 
     family: str  # timeslice | mps | mig
     n: int  # sharers (mig: instances)
@@ -80,7 +81,7 @@ class Curve:
 
 @dataclass(frozen=True)
 class Surface:
-    """Per measured n, the curves (ascending level) of one family for one pattern kind."""
+    """Per measured n, the curves (ascending level) of one family for one pattern kind (``pattern``: its name)."""
 
     family: str
     pattern: str
@@ -126,18 +127,19 @@ class Costs:
         """The pattern kinds with at least one measured sharing cost."""
         return {c.pattern for c in self.points}
 
-    def usable(self, pattern: str) -> list[Cost]:
-        """Points that can cost a class of ``pattern``: its own kind's, and batch (the saturated level)."""
-        return [c for c in self.points if c.pattern in (pattern, "batch")]
+    def usable(self, pattern: PatternSpec) -> list[Cost]:
+        """Points that can cost a class of ``pattern``: its own kind's, and a saturated kind's (batch: the
+        saturated level)."""
+        return [c for c in self.points if c.pattern == pattern.name or saturated(c.pattern)]
 
-    def surface(self, family: str, pattern: str) -> Surface:
+    def surface(self, family: str, pattern: PatternSpec) -> Surface:
         by_n: dict[int, dict[str, list[Cost]]] = defaultdict(lambda: defaultdict(list))
         for c in self.usable(pattern):
             if c.family == family and c.n >= 2:
                 by_n[c.n][c.label].append(c)
-        return Surface(family, pattern, {n: curves_of(labels) for n, labels in sorted(by_n.items())})
+        return Surface(family, pattern.name, {n: curves_of(labels) for n, labels in sorted(by_n.items())})
 
-    def mig(self, profile: MigProfile, pattern: str, level: float) -> tuple[float, str]:
+    def mig(self, profile: MigProfile, pattern: PatternSpec, level: float) -> tuple[float, str]:
         """(slowdown, source) of a pod at busy ``level`` alone on an instance of ``profile``: interpolated
         between measured levels; above them the SM-share prediction at busy 1; none measured: predicted."""
         pts = sorted(
@@ -249,7 +251,7 @@ def neighbour_busy(t: pd.DataFrame, mode: str, label: str, beside: str, alone: d
     rows = t[(t["mode"] == mode) & (t["role"] == "neighbour")]
     if "busy_fraction" in t and len(rows):
         return float(rows["busy_fraction"].astype(float).mean())
-    return alone.get(beside, 1.0 if parse_pattern(beside).is_batch else math.nan)
+    return alone.get(beside, 1.0 if saturated(beside) else math.nan)
 
 
 def read_latency(folder: Path, costs: Costs, uuid: str) -> None:
@@ -308,7 +310,7 @@ def one_profile(model: GpuModel, layout: str, emulated: str) -> str:
 
 
 def read_batch_tables(folder: Path, costs: Costs, uuid: str) -> None:
-    have = {(c.family, c.n) for c in costs.points if c.pattern == c.beside == "batch"}
+    have = {(c.family, c.n) for c in costs.points if saturated(c.pattern) and saturated(c.beside)}
     tag = f" ({uuid})" if uuid else ""
     for family in SHARED_FAMILIES:
         path = folder / "tables" / f"{KINDS[family].table}.csv"
@@ -323,7 +325,7 @@ def read_batch_tables(folder: Path, costs: Costs, uuid: str) -> None:
             if (family, int(str(n))) in have or not math.isfinite(ratio):
                 continue
             source = f"measured: {path} (T_N/T_1, batch){tag}"
-            costs.points.append(Cost(family, int(str(n)), "batch", "batch", ratio, source, BATCH_LABEL))
+            costs.points.append(Cost(family, int(str(n)), BATCH.kind, BATCH.kind, ratio, source, BATCH_LABEL))
     path = folder / "tables" / "mig.csv"
     if path.exists():
         t = pd.read_csv(path)
@@ -333,4 +335,4 @@ def read_batch_tables(folder: Path, costs: Costs, uuid: str) -> None:
             count = next((p.max_count for p in costs.model.profiles if p.name == name), 1)
             if math.isfinite(ratio):
                 src = f"measured: {path}{tag}"
-                costs.points.append(Cost(MIG, count, "batch", "batch", ratio, src, BATCH_LABEL, profile=name))
+                costs.points.append(Cost(MIG, count, BATCH.kind, BATCH.kind, ratio, src, BATCH_LABEL, profile=name))

@@ -31,6 +31,7 @@ from sharebench.advise.costs import LEVEL_SLACK, SHARED_FAMILIES, Costs, Surface
 from sharebench.advise.usage import ACTIVE, Usage
 from sharebench.gpus import MigProfile
 from sharebench.modes import BASELINE
+from sharebench.patterns import PatternSpec, saturated
 
 GB = 1e9
 LIGHT = 0.5  # a class whose pods are busy less than this on average is "lightly used"
@@ -48,11 +49,11 @@ class Option:
     surface: Surface | None = None  # timeslice/mps: the measured costs
     profile: MigProfile | None = None  # MIG: the instance's profile, costed by ``costs`` for ``pattern``
     costs: Costs | None = None
-    pattern: str = ""
+    pattern: PatternSpec | None = None
 
     def instance_slowdown(self, level: float) -> float:
         """MIG: a pod's slowdown on one instance at its load; 1 for a whole GPU."""
-        if self.profile is None or self.costs is None:
+        if self.profile is None or self.costs is None or self.pattern is None:
             return 1.0
         return self.costs.mig(self.profile, self.pattern, level)[0]
 
@@ -84,7 +85,7 @@ class ClassOptions:
     notes: list[str] = field(default_factory=list)
 
 
-def class_options(costs: Costs, pattern: str, levels: np.ndarray) -> ClassOptions:
+def class_options(costs: Costs, pattern: PatternSpec, levels: np.ndarray) -> ClassOptions:
     """The options of a class of ``pattern`` whose pods run at ``levels`` (mean busy while present)."""
     mem = costs.model.mem_gb * GB
     out = ClassOptions([Option(BASELINE, 1, mem, True, "whole GPU: no neighbour")])
@@ -124,7 +125,7 @@ def shared_options(out: ClassOptions, surf: Surface, levels: np.ndarray, mem: fl
             f"{surf.family}: {surf.pattern} busy {low:.2f} below the lightest measured {lightest:.2f}: "
             "its cost used, an upper bound"
         )
-    if mean < LIGHT and any(all(c.label == "batch" for c in surf.curves[n]) for n in covered):
+    if mean < LIGHT and any(all(saturated(c.label) for c in surf.curves[n]) for n in covered):
         out.notes.append(
             f"warning: {surf.family}: saturated batch costs applied to a lightly used class "
             f"(mean busy {mean:.2f}); measure its pattern for a fair cost"
@@ -136,7 +137,7 @@ def surface_source(surf: Surface, ns: list[int]) -> str:
     return f"measured: {surf.family} N={','.join(map(str, ns))}; {'; '.join(labels)}"
 
 
-def mig_option(costs: Costs, profile: MigProfile, pattern: str, levels: np.ndarray) -> Option:
+def mig_option(costs: Costs, profile: MigProfile, pattern: PatternSpec, levels: np.ndarray) -> Option:
     _, source = costs.mig(profile, pattern, float(np.mean(levels)) if levels.size else 0.0)
     mem = profile.mem_gb * GB
     return Option(f"mig:all-{profile.name}", profile.max_count, mem, False, source, None, profile, costs, pattern)

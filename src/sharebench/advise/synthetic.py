@@ -6,8 +6,9 @@ No third-party trace is read or shipped: the shapes are the ones cluster studies
 * ``pods_at_once`` GPUs today, each hosting one pod at a time; with ``lifetime_h`` (lognormal median and
   sigma, hours) a GPU's pods follow one another (churn: a new pod as the last one ends), else one pod
   stays the whole window;
-* busy while present: ``batch`` keeps its GPU busy in every step (Beta ``busy_beta``); ``interactive`` and
-  ``serve`` are idle in ``idle_share`` of their steps and busy (Beta ``busy_beta``) in bursts whose length
+* busy while present, by the class's usage (``sharebench.advise.usage``'s vocabulary): ``saturating``
+  keeps its GPU busy in every step (Beta ``busy_beta``); ``bursty`` and ``steady`` are idle in
+  ``idle_share`` of their steps and busy (Beta ``busy_beta``) in bursts whose length
   in steps is Pareto with shape ``burst_alpha`` (at least 1 step: a heavy tail), starting more often
   near 14:00 UTC by ``diurnal`` (0: flat, 1: none at 02:00);
 * memory ``memory_gb`` held while present.
@@ -27,21 +28,24 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from sharebench.advise.usage import BURSTY, SATURATING, STEADY
+from sharebench.patterns import parse_pattern
+
 START = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 MAX_BURST_STEPS = 240
-MEMORY_GB = {"batch": 40.0, "interactive": 8.0, "serve": 6.0}
+MEMORY_GB = {SATURATING: 40.0, BURSTY: 8.0, STEADY: 6.0}  # by usage class
 
 
 @dataclass(frozen=True)
 class ClassSpec:
-    kind: str  # batch | interactive | serve
+    usage: str  # a usage class: saturating | bursty | steady (sharebench.advise.usage.USAGE_RULES)
     pods_at_once: int
     lifetime_h: tuple[float, float] | None = None  # lognormal (median hours, sigma); None: the whole window
-    idle_share: float = 0.0  # interactive/serve: share of present steps without work
+    idle_share: float = 0.0  # bursty/steady: share of present steps without work
     burst_alpha: float = 1.5  # Pareto shape of burst lengths in steps (>= 1 step)
-    busy_beta: tuple[float, float] = (2.0, 3.0)  # busy within a burst (batch: every step)
+    busy_beta: tuple[float, float] = (2.0, 3.0)  # busy within a burst (saturating: every step)
     diurnal: float = 0.0
-    memory_gb: float | None = None  # default by kind (MEMORY_GB)
+    memory_gb: float | None = None  # default by usage class (MEMORY_GB)
     phase: bool = True  # churn: the window opens part-way through a pod's life (False: as a pod starts)
 
 
@@ -63,8 +67,8 @@ def lifetimes(spec: ClassSpec, steps: int, step_s: float, rng: np.random.Generat
 
 
 def burst_busy(spec: ClassSpec, start_step: int, n: int, step_s: float, rng: np.random.Generator) -> np.ndarray:
-    """Busy per step of one interactive/serve pod present for ``n`` steps from ``start_step``."""
-    if spec.kind == "batch":
+    """Busy per step of one pod present for ``n`` steps from ``start_step``: every step saturating, else bursts."""
+    if spec.usage == SATURATING:
         return rng.beta(*spec.busy_beta, n)
     lengths = np.minimum(np.ceil((1 - rng.random(n)) ** (-1 / spec.burst_alpha)), MAX_BURST_STEPS).astype(int)
     mean_len = float(lengths.mean()) if n else 1.0
@@ -96,7 +100,7 @@ def synthetic_usage(
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("time", "gpu", "pod", "class", "busy", "memory_bytes")}
     gpu = 0
     for name, s in spec.items():
-        memory = (s.memory_gb if s.memory_gb is not None else MEMORY_GB[s.kind]) * 1e9
+        memory = (s.memory_gb if s.memory_gb is not None else MEMORY_GB[s.usage]) * 1e9
         count = 0
         for _ in range(s.pods_at_once):
             for a, b in lifetimes(s, steps, step_s, rng):
@@ -118,14 +122,14 @@ def synthetic_usage(
 def pool16() -> dict[str, ClassSpec]:
     """4 batch GPUs at 97 % and 12 notebook GPUs busy in 5 % of minutes (one day, 1-minute steps)."""
     return {
-        "train": ClassSpec("batch", 4, busy_beta=(97.0, 3.0)),
-        "notebooks": ClassSpec("interactive", 12, idle_share=0.95, burst_alpha=1.8, busy_beta=(2.0, 4.0), diurnal=0.5),
+        "train": ClassSpec(SATURATING, 4, busy_beta=(97.0, 3.0)),
+        "notebooks": ClassSpec(BURSTY, 12, idle_share=0.95, burst_alpha=1.8, busy_beta=(2.0, 4.0), diurnal=0.5),
     }
 
 
 def churn48() -> dict[str, ClassSpec]:
     """4 GPUs, each hosting a new 97 %-busy pod every 2 hours (48 pods a day, never more than 4 at once)."""
-    return {"jobs": ClassSpec("batch", 4, lifetime_h=(2.0, 0.0), busy_beta=(97.0, 3.0), phase=False)}
+    return {"jobs": ClassSpec(SATURATING, 4, lifetime_h=(2.0, 0.0), busy_beta=(97.0, 3.0), phase=False)}
 
 
 def inference_like() -> dict[str, ClassSpec]:
@@ -133,12 +137,12 @@ def inference_like() -> dict[str, ClassSpec]:
     7 %, about two thirds of the samples idle), with churn and a diurnal load."""
     return {
         "inference": ClassSpec(
-            "serve", 110, (48.0, 1.0), idle_share=0.5, burst_alpha=1.3, busy_beta=(1.2, 12.0), diurnal=0.6
+            STEADY, 110, (48.0, 1.0), idle_share=0.5, burst_alpha=1.3, busy_beta=(1.2, 12.0), diurnal=0.6
         ),
         "notebooks": ClassSpec(
-            "interactive", 26, (8.0, 0.8), idle_share=0.85, burst_alpha=1.6, busy_beta=(2.0, 5.0), diurnal=0.8
+            BURSTY, 26, (8.0, 0.8), idle_share=0.85, burst_alpha=1.6, busy_beta=(2.0, 5.0), diurnal=0.8
         ),
-        "train": ClassSpec("batch", 4, (24.0, 0.5), busy_beta=(20.0, 2.0)),
+        "train": ClassSpec(SATURATING, 4, (24.0, 0.5), busy_beta=(20.0, 2.0)),
     }
 
 
@@ -146,21 +150,21 @@ def month100() -> dict[str, ClassSpec]:
     """100 GPUs of the inference-like shape for the ``advise --check`` benchmark (30 days)."""
     return {
         "inference": ClassSpec(
-            "serve", 60, (96.0, 1.0), idle_share=0.62, burst_alpha=1.3, busy_beta=(1.2, 12.0), diurnal=0.6
+            STEADY, 60, (96.0, 1.0), idle_share=0.62, burst_alpha=1.3, busy_beta=(1.2, 12.0), diurnal=0.6
         ),
         "notebooks": ClassSpec(
-            "interactive", 30, (24.0, 0.7), idle_share=0.85, burst_alpha=1.6, busy_beta=(2.0, 5.0), diurnal=0.8
+            BURSTY, 30, (24.0, 0.7), idle_share=0.85, burst_alpha=1.6, busy_beta=(2.0, 5.0), diurnal=0.8
         ),
-        "train": ClassSpec("batch", 10, (72.0, 0.5), busy_beta=(20.0, 2.0)),
+        "train": ClassSpec(SATURATING, 10, (72.0, 0.5), busy_beta=(20.0, 2.0)),
     }
 
 
 # ------------------------------------------------------------------ the earlier, simpler generator
 
 LEGACY = {
-    "batch": ClassSpec("batch", 1, busy_beta=(19.0, 1.0)),
-    "interactive": ClassSpec("interactive", 1, idle_share=0.8, burst_alpha=2.0, busy_beta=(2.0, 3.0)),
-    "serve": ClassSpec("serve", 1, idle_share=0.1, burst_alpha=3.0, busy_beta=(4.0, 20.0)),
+    SATURATING: ClassSpec(SATURATING, 1, busy_beta=(19.0, 1.0)),
+    BURSTY: ClassSpec(BURSTY, 1, idle_share=0.8, burst_alpha=2.0, busy_beta=(2.0, 3.0)),
+    STEADY: ClassSpec(STEADY, 1, idle_share=0.1, burst_alpha=3.0, busy_beta=(4.0, 20.0)),
 }
 
 
@@ -173,6 +177,8 @@ def synthetic_trace(
     seed: int = 0,
 ) -> pd.DataFrame:
     """``classes``: name -> (pattern kind, pods), each pod on a GPU of its own for the whole window and no
-    GPU model named: :func:`synthetic_usage` with the shapes of :data:`LEGACY`."""
-    spec = {name: replace(LEGACY[kind], pods_at_once=pods) for name, (kind, pods) in classes.items()}
+    GPU model named: :func:`synthetic_usage` with the shapes of :data:`LEGACY`, by the usage class the
+    kind's row names (``PatternSpec.usage``)."""
+    usages = {name: parse_pattern(kind).spec.usage for name, (kind, _) in classes.items()}
+    spec = {name: replace(LEGACY[usages[name]], pods_at_once=pods) for name, (_, pods) in classes.items()}
     return synthetic_usage(spec, steps * step_s / 86_400, step_s, seed, origin=TraceOrigin(start, None))

@@ -19,15 +19,18 @@ Prometheus (``--prometheus URL``): ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` per pod (fa
 ``modelName`` label.
 
 Pattern inference (:func:`infer_pattern`), from a class's busy samples over the steps its pods are
-present: ``batch`` when the pods keep the
-device busy (mean busy over the active steps >= :data:`BATCH_LEVEL` and active >= :data:`BATCH_DUTY` of
-the time); ``serve`` when they are active most of the time at a lower level (a steady request stream);
-``interactive`` otherwise (bursts separated by idle time).
+present, in advise's own vocabulary of usage classes (:data:`USAGE_RULES`, tried in order):
+``saturating`` when the pods keep the device busy (mean busy over the active steps >=
+:data:`BATCH_LEVEL` and active >= :data:`BATCH_DUTY` of the time); ``steady`` when they are active most
+of the time at a lower level (a steady request stream); ``bursty`` otherwise (bursts separated by idle
+time). A usage class becomes a pattern kind through the kind's row (``PatternSpec.usage``,
+``sharebench.patterns``: batch, serve and interactive today): advise names no pattern itself.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,7 +40,7 @@ import pandas as pd
 
 from sharebench.errors import UserError
 from sharebench.gpus import GpuModel, gpu_model
-from sharebench.patterns import PATTERN_KINDS, parse_pattern
+from sharebench.patterns import PATTERNS, PatternSpec, parse_pattern
 from sharebench.telemetry.prometheus import Prometheus
 
 USAGE_COLUMNS = ("time", "gpu", "pod", "class", "busy", "memory_bytes")
@@ -53,6 +56,14 @@ MEMORY_METRIC = "DCGM_FI_DEV_FB_USED"
 MIB = 1024 * 1024
 MS_EPOCH = 1e11  # epoch seconds stay below this until the year 5138: larger times are milliseconds
 GB = 1e9
+# how a class uses its GPUs (advise's vocabulary): each rule, tried in order, of (duty, level) -- the share
+# of present steps with work and the mean busy over them; a PatternSpec row's ``usage`` names one
+SATURATING, STEADY, BURSTY = "saturating", "steady", "bursty"
+USAGE_RULES: dict[str, Callable[[float, float], bool]] = {
+    SATURATING: lambda duty, level: level >= BATCH_LEVEL and duty >= BATCH_DUTY,
+    STEADY: lambda duty, level: duty >= SERVE_DUTY,
+    BURSTY: lambda duty, level: True,
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -372,46 +383,51 @@ def read_prometheus(url: str, window: Window, class_label: str, gpu_model_name: 
 # ---------------------------------------------------------------------------------- patterns
 
 
-def infer_pattern(busy: np.ndarray, present: np.ndarray | None = None) -> str:
-    """``batch``, ``interactive`` or ``serve`` from a class's busy samples (pods x steps), over the steps
-    where a pod is present (``present``; all steps where not given): absence is not idle time."""
+def infer_usage(busy: np.ndarray, present: np.ndarray | None = None) -> str:
+    """The usage class (:data:`USAGE_RULES`) of a class's busy samples (pods x steps), over the steps where a
+    pod is present (``present``; all steps where not given): absence is not idle time."""
     b = np.asarray(busy, float)
     if present is not None:
         b = b[np.asarray(present, bool)]
     if b.size == 0:
-        return "batch"
+        return SATURATING
     active = b > ACTIVE
     duty = float(active.mean())
     level = float(b[active].mean()) if active.any() else 0.0
-    if level >= BATCH_LEVEL and duty >= BATCH_DUTY:
-        return "batch"
-    if duty >= SERVE_DUTY:
-        return "serve"
-    return "interactive"
+    return next(name for name, rule in USAGE_RULES.items() if rule(duty, level))
 
 
-def class_patterns(usage: Usage, overrides: dict[str, str]) -> dict[str, str]:
+def pattern_of_usage(usage: str) -> PatternSpec:
+    """The pattern kind a usage class maps to (the row whose ``usage`` names it)."""
+    found = [s for s in PATTERNS.values() if s.usage == usage]
+    if not found:
+        raise UserError(f"usage class {usage!r}: no pattern kind maps to it; kinds: {', '.join(PATTERNS)}")
+    return found[0]
+
+
+def infer_pattern(busy: np.ndarray, present: np.ndarray | None = None) -> PatternSpec:
+    """The pattern kind of a class's busy samples: its usage class (:func:`infer_usage`) through the rows."""
+    return pattern_of_usage(infer_usage(busy, present))
+
+
+def class_patterns(usage: Usage, overrides: dict[str, PatternSpec]) -> dict[str, PatternSpec]:
     """Each class's pattern kind: ``overrides`` first (a class that matches no pod is an error)."""
     names = usage.class_names()
-    for name, kind in overrides.items():
+    for name, spec in overrides.items():
         if name not in names:
-            raise UserError(f"--class {name}={kind}: no pod of class {name!r}; classes: {', '.join(names)}")
-        if kind not in PATTERN_KINDS:
-            raise UserError(f"--class {name}={kind}: unknown pattern; allowed: {', '.join(PATTERN_KINDS)}")
+            raise UserError(f"--class {name}={spec.name}: no pod of class {name!r}; classes: {', '.join(names)}")
     return {
         c: overrides.get(c) or infer_pattern(usage.busy[usage.pods_of(c)], usage.present(usage.pods_of(c)))
         for c in names
     }
 
 
-def parse_class_overrides(items: list[str] | None) -> dict[str, str]:
-    """``NAME=PATTERN`` options as a dict; one-line UserError for a malformed one."""
-    out: dict[str, str] = {}
+def parse_class_overrides(items: list[str] | None) -> dict[str, PatternSpec]:
+    """``NAME=PATTERN`` options as a dict of pattern kinds; one-line UserError for a malformed one."""
+    out: dict[str, PatternSpec] = {}
     for item in items or []:
         name, eq, kind = item.partition("=")
         if not eq or not name.strip() or not kind.strip():
-            raise UserError(
-                f"bad --class {item!r}; allowed: NAME=PATTERN with PATTERN one of {', '.join(PATTERN_KINDS)}"
-            )
-        out[name.strip()] = parse_pattern(kind).kind
+            raise UserError(f"bad --class {item!r}; allowed: NAME=PATTERN with PATTERN one of {', '.join(PATTERNS)}")
+        out[name.strip()] = parse_pattern(kind).spec
     return out

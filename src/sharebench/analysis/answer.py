@@ -23,16 +23,18 @@ table (``sharebench.analysis.latency``) by the rules below, which the README sta
   a CV above :data:`CV_WARN_PCT`, a disturbed cell (a ``disturbed`` flag), excluded cells; the kinds
   of those reasons in ``flag_kinds``.
 
-Per pattern (:data:`PATTERNS`), one or more choice rows (:data:`CHOICE_COLUMNS`; ``basis`` says what
+Per pattern kind (``sharebench.patterns.PATTERNS``, in its order: the saturated kind's line, then each
+other kind's, named by ``PatternSpec.answer``), then the noisy neighbour and isolation lines, one or more
+choice rows (:data:`CHOICE_COLUMNS`; ``basis`` says what
 a row rests on: ``measured``, ``predicted``, ``not measured`` or ``untrusted``):
 
 * **batch throughput**: the mode whose gain interval lies wholly above 1 and whose gain is at least
   :data:`MIN_GAIN` (a gain under 2% is no gain in practice), the highest such; when none, exclusive,
   naming the modes whose gain is real but under 2% and those that cost nothing within noise.
-* **interactive** and **serving**: per mode family, the users (services) per GPU whose p95 burst
-  (request) slowdown against the same pattern alone stays within the target (``--slo``, default 2),
-  from the measured N only (``latency.users_at_target``); serving also in requests/s per GPU (users x
-  rate). The mode chosen is the one with the most users at the target, emulations left out; a tie broken
+* **interactive** and **serving** (every kind not saturated): per mode family, the users (services: the
+  kind's ``noun``) per GPU whose p95 burst (request) slowdown against the same pattern alone stays within
+  the target (``--slo``, default 2), from the measured N only (``latency.users_at_target``); a kind with a
+  ``capacity_unit`` also in that unit per GPU (users x rate: requests/s). The mode chosen is the one with the most users at the target, emulations left out; a tie broken
   by the lower p95 slowdown, and said. A p95 slowdown whose interval lies wholly below 1 (a ``below-one``
   flag: the baseline alone was measured in a slower state) is printed as "≤ 1×", no measurable slowdown.
 * **noisy neighbour**: per mode, the measured replica's p95 slowdown beside replicas of another pattern
@@ -76,7 +78,7 @@ from sharebench.analysis.statistics import MIN_CI_REPEATS, ratio_ci
 from sharebench.analysis.tables import CV_WARN_PCT, WORK_KEYS, Tables
 from sharebench.analysis.timeslice_split import helpful_interval
 from sharebench.modes import BASELINE, is_baseline, kind_of, mode_sort_key, time_sliced
-from sharebench.patterns import parse_pattern
+from sharebench.patterns import PatternSpec, kinds_where, parse_pattern, saturated
 
 # the isolation each kind gives its replicas, keyed by KindSpec.name (tests/vocabulary/test_kinds.py
 # checks every kind has one)
@@ -114,7 +116,8 @@ ANSWER_COLUMNS = [
 ]
 CHOICE_COLUMNS = ["pattern", "mode", "basis", "reason"]
 TRUST_COLUMNS = ["mode", "trust", "flag_kinds", "sharing"]  # sharing: counts towards an answer
-PATTERNS = ("batch throughput", "interactive", "serving", "noisy neighbour", "isolation required")
+NEIGHBOUR_LINE = "noisy neighbour"  # the Answer's lines after one per pattern kind (PatternSpec.answer)
+ISOLATION_LINE = "isolation required"
 BASES = ("measured", "predicted", "not measured", "untrusted")
 MIN_GAIN = 0.02  # a throughput gain under 2% is no gain in practice
 NO_ANSWER = "no trustworthy answer"
@@ -185,10 +188,15 @@ def pattern_kind(label: str) -> str:
     return parse_pattern(str(label)).kind
 
 
+def saturated_kind() -> PatternSpec:
+    """The saturated pattern kind (batch): its cells are the throughput tables' and its line the first."""
+    return kinds_where(saturated=True)[0]
+
+
 def non_batch_modes(latency: pd.DataFrame) -> set[str]:
     """The modes whose measured replica followed a pattern other than batch: not batch evidence."""
     victims = latency[latency["role"] == "victim"]
-    return {str(m) for m, p in zip(victims["mode"], victims["pattern"]) if pattern_kind(p) != "batch"}
+    return {str(m) for m, p in zip(victims["mode"], victims["pattern"]) if not saturated(str(p))}
 
 
 def answer_rows(tables: Tables) -> pd.DataFrame:
@@ -350,10 +358,11 @@ def not_measured(pattern: str, what: str, command: str) -> dict[str, str]:
 
 def batch_choice(rows: pd.DataFrame, ev: Evidence) -> dict[str, str]:
     """The batch throughput choice: a real gain of at least :data:`MIN_GAIN`, or exclusive."""
+    spec = saturated_kind()
     if rows.empty:
-        return not_measured(PATTERNS[0], "no cell with batch replicas was measured here", ev.command("batch"))
+        return not_measured(spec.answer, f"no cell with {spec.name} replicas was measured here", ev.command(spec.name))
     mode, reason = gain_verdict(rows[~baseline_mask(rows["kind"])])
-    return dict(pattern=PATTERNS[0], mode=mode, basis="measured", reason=reason)
+    return dict(pattern=spec.answer, mode=mode, basis="measured", reason=reason)
 
 
 def gain_verdict(sharing: pd.DataFrame) -> tuple[str, str]:
@@ -426,11 +435,13 @@ def p95_text(value: float, row: Any) -> str:
     return fmt_times(value)
 
 
-def users_text(u: UsersAtTarget, rate: float | None, latency: pd.DataFrame | None = None) -> str:
+def users_text(u: UsersAtTarget, spec: PatternSpec, rate: float | None, latency: pd.DataFrame | None = None) -> str:
+    """One family's users of a kind per GPU at the target (``spec.noun``; with a rate, also their total in
+    ``spec.capacity_unit``)."""
     if u.users is None:
         return f"{u.family}: none ({u.reason})"
-    per_s = f" = {u.users * rate:g} requests/s" if rate else ""
-    unit = "services" if rate else "users"
+    per_s = f" = {u.users * rate:g} {spec.capacity_unit}" if rate and spec.capacity_unit else ""
+    unit = spec.noun
     row = (
         victim_row(latency, u.pattern, mode_of(latency, u.pattern, u.family, u.users)) if latency is not None else None
     )
@@ -470,14 +481,15 @@ def best_family(per_family: list[UsersAtTarget], latency: pd.DataFrame, unit: st
     return best, f"ties at {top} {unit} broken by the lower p95 ({named(best)} against {others})"
 
 
-def users_choice(kind: str, ev: Evidence) -> list[dict[str, str]]:
-    """Interactive (``kind`` interactive) or serving (``serve``): users per GPU at the target, per mode family."""
-    name = "interactive" if kind == "interactive" else "serving"
+def users_choice(spec: PatternSpec, ev: Evidence) -> list[dict[str, str]]:
+    """The line of a pattern kind not saturated (interactive, serving: ``spec.answer``): users
+    (``spec.noun``) per GPU at the target, per mode family."""
+    name, unit = spec.answer, spec.noun
     lat = ev.latency
     victims = lat[lat["role"] == "victim"]
-    labels = sorted({str(p) for p in victims["pattern"] if pattern_kind(p) == kind})
+    labels = sorted({str(p) for p in victims["pattern"] if pattern_kind(p) == spec.name})
     if not labels:
-        return [not_measured(name, f"no cell of {name} replicas was measured here", ev.command(kind))]
+        return [not_measured(name, f"no cell of {name} replicas was measured here", ev.command(spec.name))]
     found = users_at_target(lat, ev.slo)
     out = []
     for label in labels:
@@ -487,8 +499,7 @@ def users_choice(kind: str, ev: Evidence) -> list[dict[str, str]]:
             out.append(not_measured(f"{name} ({label})", what, ev.command(label)))
             continue
         rate = parse_pattern(label).rate_per_s
-        unit = "services" if kind == "serve" else "users"
-        lines = "; ".join(users_text(u, rate, lat) for u in per_family)
+        lines = "; ".join(users_text(u, spec, rate, lat) for u in per_family)
         best, tie = best_family(per_family, lat, unit)
         target = f"{unit} per GPU whose p95 slowdown against alone stays within {ev.slo:g}×: {lines}"
         if best.users is None:
@@ -515,9 +526,9 @@ def neighbour_choice(ev: Evidence) -> list[dict[str, str]]:
     if mixed.empty:
         return [
             not_measured(
-                PATTERNS[3],
+                NEIGHBOUR_LINE,
                 "no cell measured a replica beside replicas of another pattern",
-                ev.command("interactive", "batch"),
+                ev.command(kinds_where(saturated=False)[0].name, saturated_kind().name),
             )
         ]
     out = []
@@ -532,7 +543,7 @@ def neighbour_choice(ev: Evidence) -> list[dict[str, str]]:
         best = g.loc[g["slowdown_p95"].astype(float).idxmin()] if g["slowdown_p95"].notna().any() else None
         out.append(
             dict(
-                pattern=f"{PATTERNS[3]} ({pattern} beside {beside})",
+                pattern=f"{NEIGHBOUR_LINE} ({pattern} beside {beside})",
                 mode=str(best["mode"]) if best is not None else BASELINE,
                 basis="measured",
                 reason=f"p95 slowdown against alone per mode (the smallest chosen): {per_mode}",
@@ -557,7 +568,7 @@ def isolation_choice(rows: pd.DataFrame, ev: Evidence) -> dict[str, str]:
         if len(m):
             b = m.sort_values("gain", ascending=False).iloc[0]
             return dict(
-                pattern=PATTERNS[4],
+                pattern=ISOLATION_LINE,
                 mode=b["mode"],
                 basis="measured",
                 reason=f"{ISOLATION[kind]}; measured: throughput {fmt_times(b['gain'])} exclusive"
@@ -593,7 +604,7 @@ def emulated_isolation(rows: pd.DataFrame, ev: Evidence) -> dict[str, str] | Non
         what += f" of {r['pattern']}{beside}, {int(r['replicas'])} instances (target {ev.slo:g}×)"
     layout = mode.split(":", 1)[1] if ":" in mode else mode
     return dict(
-        pattern=PATTERNS[4],
+        pattern=ISOLATION_LINE,
         mode=f"mig {layout} ({EMULATED_LABEL})",
         basis="measured",
         reason=f"{ISOLATION['mig']} on real MIG; its cost measured here as {mode} ({EMULATED_LABEL}: MIG's SM "
@@ -624,7 +635,7 @@ def predicted_isolation(gpu: str | None) -> dict[str, str]:
             p = None
         if p and math.isfinite(float(p.get("predicted_pct", math.nan))):
             return dict(
-                pattern=PATTERNS[4],
+                pattern=ISOLATION_LINE,
                 mode=f"{PREDICTED_ISOLATION} (predicted, not measured)",
                 basis="predicted",
                 reason=f"{ISOLATION[kind_of(PREDICTED_ISOLATION)]}; predicted for {gpu}, no MIG or emulated MIG "
@@ -632,7 +643,7 @@ def predicted_isolation(gpu: str | None) -> dict[str, str]:
                 f"alone ({p.get('basis', '')})",
             )
     return dict(
-        pattern=PATTERNS[4],
+        pattern=ISOLATION_LINE,
         mode="none measured",
         basis="not measured",
         reason="only MIG gives hardware isolation and no MIG cell of batch replicas was measured here",
@@ -680,13 +691,14 @@ def what_to_do(kinds: list[str], ev: Evidence) -> str:
 
 
 def choices(rows: pd.DataFrame, ev: Evidence | None = None) -> pd.DataFrame:
-    """Per workload pattern (:data:`PATTERNS`) the mode to choose, what it rests on, and the reason in numbers."""
+    """Per workload pattern (a line per pattern kind, then the noisy neighbour and isolation lines) the mode
+    to choose, what it rests on, and the reason in numbers."""
     ev = ev or Evidence()
     if rows.empty and ev.latency.empty:  # nothing measured (every cell failed): nothing to choose or to point at
         return pd.DataFrame(columns=CHOICE_COLUMNS)
     deployable = rows[~emulation_mask(rows["kind"])]  # an emulation measures MIG's compute share: not a mode
     neighbours = neighbour_choice(ev)
-    latency = [*users_choice("interactive", ev), *users_choice("serve", ev), *neighbours]
+    latency = [*(c for spec in kinds_where(saturated=False) for c in users_choice(spec, ev)), *neighbours]
     none = untrusted(ev)
     if none is not None:  # the measured choices are withheld; what was not measured still says how to measure it
         made = [none, *[c for c in [batch_choice(deployable, ev), *latency] if c["basis"] == "not measured"]]

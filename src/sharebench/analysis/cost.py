@@ -7,15 +7,22 @@ of work (a turn of Simpletrack) takes ``unit_s`` alone; beside ``N - 1`` neighbo
 interactive one is busy ``b / (b + think)`` of the time, ``b`` its burst's slowed time (a fixed point);
 a service ``min(1, rate * S)``.
 
-* interactive victim: ``think + B * (think + units * unit_s * s)`` (the first think is its phase);
-* serve victim: ``S = units * unit_s * s``, ``rho = rate * S``; below 1 the requests' arrival span plus the
-  M/D/1 wait ``B / rate + S + rho * S / (2 (1 - rho))``; at 1 or above the requests queue and the cell
-  lasts ``1 / rate + B * S`` (and the estimate says it is overloaded);
-* batch: ``N * T_1 * f``, as :meth:`sharebench.sweep.budget.Calibration.cell_s` has it.
+Each pattern kind has its model in :data:`COST_MODELS` (keyed by ``PatternSpec.name``;
+``tests/vocabulary/test_pattern_kinds.py`` checks every kind has one):
+
+* ``batch`` (:data:`SATURATED`): busy 1; the cell ``N * T_1 * f``, as
+  :meth:`sharebench.sweep.budget.Calibration.cell_s` has it;
+* ``interactive`` (:data:`THINKING`): busy ``b / (b + think)``; the cell
+  ``think + B * (think + units * unit_s * s)`` (the first think is its phase);
+* ``serve`` (:data:`QUEUEING`): busy ``min(1, rate * S)``, ``S = units * unit_s * s``, ``rho = rate * S``;
+  below 1 the requests' arrival span plus the M/D/1 wait ``B / rate + S + rho * S / (2 (1 - rho))``; at 1
+  or above the requests queue and the cell lasts ``1 / rate + B * S`` (and the estimate says it is
+  overloaded); with no rate yet, the saturated model.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sharebench.patterns import Pattern
@@ -33,14 +40,54 @@ class CellCost:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class CostModel:
+    """What a pattern kind costs: ``busy(p, burst_s)`` the fraction of the time a replica of ``p`` keeps the
+    device busy, its burst ``burst_s``; ``cell(p, bursts, burst_s, s)`` a victim's cell of ``bursts``
+    bursts of ``burst_s`` each (already slowed by ``s``)."""
+
+    busy: Callable[[Pattern, float], float]
+    cell: Callable[[Pattern, int, float, float], CellCost]
+
+
+def saturated_cell(p: Pattern, bursts: int, burst_s: float, s: float) -> CellCost:
+    return CellCost(bursts * burst_s, burst_s, s)
+
+
+def thinking_busy(p: Pattern, burst_s: float) -> float:
+    think = p.think_s or 0.0
+    return burst_s / (burst_s + think) if burst_s + think > 0 else 1.0
+
+
+def thinking_cell(p: Pattern, bursts: int, burst_s: float, s: float) -> CellCost:
+    think = p.think_s or 0.0
+    return CellCost(think + bursts * (think + burst_s), think + burst_s, s)
+
+
+def queueing_busy(p: Pattern, burst_s: float) -> float:
+    return min(1.0, (p.rate_per_s or 0.0) * burst_s)
+
+
+def queueing_cell(p: Pattern, bursts: int, burst_s: float, s: float) -> CellCost:
+    if not p.rate_per_s:
+        return saturated_cell(p, bursts, burst_s, s)
+    rate = p.rate_per_s
+    rho = rate * burst_s
+    if rho < 1.0:
+        return CellCost(bursts / rate + burst_s + rho * burst_s / (2 * (1 - rho)), 1 / rate, s)
+    note = f"overloaded: rho = {rho:.2f}, requests queue"
+    return CellCost(1 / rate + bursts * burst_s, burst_s, s, note)
+
+
+SATURATED = CostModel(lambda p, burst_s: 1.0, saturated_cell)  # always busy, bursts back to back
+THINKING = CostModel(thinking_busy, thinking_cell)  # a closed loop of bursts and think times
+QUEUEING = CostModel(queueing_busy, queueing_cell)  # an open loop of requests at a rate, queued (M/D/1)
+COST_MODELS: dict[str, CostModel] = {"batch": SATURATED, "interactive": THINKING, "serve": QUEUEING}
+
+
 def busy(p: Pattern, burst_s: float) -> float:
     """The fraction of the time a replica of pattern ``p`` keeps the device busy, its burst ``burst_s``."""
-    if p.kind == "interactive":
-        think = p.think_s or 0.0
-        return burst_s / (burst_s + think) if burst_s + think > 0 else 1.0
-    if p.kind == "serve":
-        return min(1.0, (p.rate_per_s or 0.0) * burst_s)
-    return 1.0
+    return COST_MODELS[p.kind].busy(p, burst_s)
 
 
 def slowdown(victim: Pattern, neighbour: Pattern, replicas: int, factor: float, unit_s: float) -> float:
@@ -62,14 +109,4 @@ def cell_seconds(
     victim, neighbour = patterns
     s = slowdown(victim, neighbour, replicas, factor, unit_s)
     burst_s = (victim.units or 1) * unit_s * s
-    if victim.kind == "interactive":
-        think = victim.think_s or 0.0
-        return CellCost(think + bursts * (think + burst_s), think + burst_s, s)
-    if victim.kind == "serve" and victim.rate_per_s:
-        rate = victim.rate_per_s
-        rho = rate * burst_s
-        if rho < 1.0:
-            return CellCost(bursts / rate + burst_s + rho * burst_s / (2 * (1 - rho)), 1 / rate, s)
-        note = f"overloaded: rho = {rho:.2f}, requests queue"
-        return CellCost(1 / rate + bursts * burst_s, burst_s, s, note)
-    return CellCost(bursts * burst_s, burst_s, s)
+    return COST_MODELS[victim.kind].cell(victim, bursts, burst_s, s)

@@ -34,7 +34,7 @@ from sharebench.analysis.cost import cell_seconds
 from sharebench.errors import UserError
 from sharebench.kernel import ENGINES
 from sharebench.modes import BASELINE, parse_mode
-from sharebench.patterns import BATCH, parse_pattern
+from sharebench.patterns import parse_pattern
 from sharebench.workloads import Workload
 from sharebench.workloads.job import victim_bursts
 
@@ -90,7 +90,7 @@ def pattern_seconds(modes: Sequence[str], pattern: str, neighbours: str, unit_s:
         replicas = [parse_mode(m).replicas or 1 for m in modes]
     except UserError:
         return math.nan
-    if victim.kind == BATCH.kind:
+    if victim.saturated:
         return math.nan
     workload = Workload(pattern=victim.label, neighbours=neighbour.label)
     return sum(cell_seconds((victim, neighbour), n, victim_bursts(workload, n), unit_s).cell_s for n in replicas)

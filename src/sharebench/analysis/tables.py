@@ -49,6 +49,7 @@ from sharebench.analysis.statistics import MIN_CI_REPEATS, cv_pct, positive_mean
 from sharebench.analysis.timeslice_split import SPLIT_COLUMNS, read_runs, split_table
 from sharebench.gpus import models_with_profile
 from sharebench.modes import is_baseline, mode_sort_key
+from sharebench.patterns import saturated
 from sharebench.results import SWEEP_JSON, load_results, read_sweeps, sweeps_warning
 from sharebench.results.bursts import load_bursts
 
@@ -616,11 +617,13 @@ def kind_flags(groups: list[WorkGroup]) -> list[Flag]:
 
 
 def batch_cells(cells: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
-    """The cells whose every replica ran batch (the saturated replica): the only ones the loss, partition
-    and throughput tables compare; a cell under a replica pattern is measured by the latency table."""
+    """The cells whose every replica ran a saturated pattern (batch, ``PatternSpec.saturated``; no label: the
+    releases before patterns): the only ones the loss, partition and throughput tables compare; a cell
+    under another pattern is measured by the latency table."""
     if cells.empty or "pattern" not in df.columns:
         return cells
-    shaped = df[~df["pattern"].fillna("").astype(str).isin(["", "batch"])]
+    labels = df["pattern"].fillna("").astype(str)
+    shaped = df[~labels.map({label: saturated(label) for label in labels.unique()}).astype(bool)]
     if shaped.empty:
         return cells
     drop = set(zip(shaped["sweep_id"].astype(str), shaped["cell_id"].astype(str)))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from sharebench.cli import lazy
-from sharebench.patterns import DEFAULT_SLO
+from sharebench.patterns import DEFAULT_SLO, PATTERNS
 
 
 def configure(name: str, parser: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def configure(name: str, parser: argparse.ArgumentParser) -> None:
         dest="classes",
         action="append",
         metavar="NAME=PATTERN",
-        help="set a class's pattern (batch, interactive, serve) instead of inferring it; repeatable",
+        help=f"set a class's pattern ({', '.join(PATTERNS)}) instead of inferring it; repeatable",
     )
     parser.add_argument(
         "--results",

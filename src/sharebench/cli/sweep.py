@@ -8,7 +8,8 @@ import argparse
 from sharebench.cli import lazy
 from sharebench.cli.workloads import add_exec_options
 from sharebench.modes import ALLOWED
-from sharebench.patterns import DEFAULT_BURSTS, DEFAULT_SLO
+from sharebench.patterns import DEFAULT_BURSTS, DEFAULT_SLO, PATTERNS
+from sharebench.patterns import help_text as pattern_help
 
 
 def configure(name: str, parser: argparse.ArgumentParser) -> None:
@@ -81,17 +82,14 @@ def add_pattern_options(run: argparse.ArgumentParser) -> None:
         "--pattern",
         default=None,
         metavar="P",
-        help="batch (default: saturated replicas, the study's), interactive[:burst=N,think=S] (bursts of N "
-        "units, exponential think times of mean S s), serve[:rate=R,size=N] (Poisson requests) or "
-        "serve:load=F[,size=N] (F of the requests/s one replica serves alone, measured first); "
-        "replica 0 follows it, its bursts' latency measured (tables/latency.csv)",
+        help=f"{pattern_help()}; replica 0 follows it, its bursts' latency measured (tables/latency.csv)",
     )
     run.add_argument(
         "--neighbours",
         default=None,
         metavar="P",
-        help="the pattern of the other replicas of each sharing cell (default: --pattern); e.g. "
-        "--pattern interactive --neighbours batch: a user beside saturating jobs",
+        help=f"the pattern of the other replicas of each sharing cell, one of {', '.join(PATTERNS)} as --pattern "
+        "spells it (default: --pattern); e.g. --pattern interactive --neighbours batch: a user beside saturating jobs",
     )
     run.add_argument(
         "--bursts",

@@ -113,14 +113,14 @@ class Capacity:
         """A serving pattern's requests/s per GPU at the answer (users x rate; with ``load=F``, rate = F x
         the capacity alone): ``24.66 requests/s per GPU (12 × 2.055/s; load 0.3 of 6.85/s alone)``; '' else."""
         p = parse_pattern(self.pattern) if self.pattern else None
-        if p is None or p.kind != "serve" or not p.rate_per_s or not self.users:
+        if p is None or not p.spec.capacity_unit or not p.rate_per_s or not self.users:
             return ""
         sign = "≥ " if self.bound == "at_least" else ""
         alone = f"; load {p.load:g} of {p.rate_per_s / p.load:.4g}/s alone" if p.load else ""
         total = f"{self.users * p.rate_per_s:.4g}"
         if self.bound == "between" and self.upper:
             total = f"between {total} and {self.upper * p.rate_per_s:.4g}"
-        return f"{sign}{total} requests/s per GPU ({self.users} × {p.rate_per_s:g}/s{alone})"
+        return f"{sign}{total} {p.spec.capacity_unit} per GPU ({self.users} × {p.rate_per_s:g}/s{alone})"
 
     def line(self) -> str:
         """The Answer's line: ``timeslice: 12 users per GPU at p95 ≤ 2× (measured 8 ✓ 1.27×, ...)``; a
@@ -517,7 +517,7 @@ class CapacitySchedule:
         is the alone span x :data:`ESTIMATE_FACTOR`); the largest measured gap between cells is not known: 10 %."""
         fam = [v for k, v in self.spans.items() if k.split(":")[0] == mode.kind]
         alone = max((v for k, v in self.spans.items() if ":" not in k), default=0.0)
-        serve = bool(self.searches) and parse_pattern(self.searches[0].pattern or "batch").kind == "serve"
+        serve = bool(self.searches) and parse_pattern(self.searches[0].pattern or "batch").spec.loop == "open"
         stretch = 1.0 if serve else (self.searches[0].slo if self.searches else 2.0)
         base = max(fam) if fam else alone * stretch * ESTIMATE_FACTOR
         return 1.1 * base
@@ -578,7 +578,7 @@ def cell_estimate(plan: SweepPlan, slo: float) -> Callable[[int], float]:
     w = plan.config.workload
     setup = SETUP_S["exec" if w.is_program else "warm"]
     p = parse_pattern(w.pattern)
-    if p.kind == "serve" and p.rate_per_s:
+    if p.spec.loop == "open" and p.rate_per_s:
         rate = p.rate_per_s
         return lambda n: setup + w.bursts / rate
     think = float(p.think_s or 0.0)

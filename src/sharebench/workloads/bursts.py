@@ -6,6 +6,9 @@ on the pattern's schedule and returns one :class:`Burst` per call: its ``arrival
 asked for), ``start`` and ``end`` (when ``do_work`` began and returned) and ``units``. ``do_work`` must
 return only when its work is done (synchronise the device). Times are epoch seconds, read from a
 monotonic clock anchored to ``time.time()`` once, so they compare with the other replicas' records.
+The schedule is the pattern kind's (``PatternSpec.loop`` and ``PatternSpec.pace``, ``sharebench.patterns``):
+a closed loop waits for each burst to end, then for the pace's wait; an open loop's arrivals are the
+pace's waits one after another from the start. Today's kinds:
 
 * ``batch``: ``do_work(batch_units)`` back to back; a call arrives when the last ends.
 * ``interactive``: a burst of ``pattern.units``, then a think time drawn from an exponential
@@ -52,7 +55,7 @@ import numpy as np
 
 from sharebench.errors import UserError, one_line
 from sharebench.files import write_atomic
-from sharebench.patterns import BATCH, Pattern, parse_pattern
+from sharebench.patterns import BATCH, Pattern, Wait, parse_pattern
 
 BURSTS = "SHAREBENCH_BURSTS"  # where a program writes its per-burst record (JSON lines)
 PATTERN = "SHAREBENCH_PATTERN"  # the pattern a program follows (a sharebench.patterns label)
@@ -135,37 +138,54 @@ def run_pattern(
     until = math.inf if duration_s is None else t0 + duration_s
     limit = count if count is not None else math.inf
     rng = pattern_rng(seed)
-    if pattern.kind == "serve":
-        rate = float(pattern.rate_per_s or 0)
-        arrivals: Iterable[float] = (
-            poisson_arrivals(rng, rate, t0, until, count)
-            if stop is None
-            else lazy_arrivals(rng, rate, t0, until, count)
-        )
-        out: list[Burst] = []
-        for i, a in enumerate(arrivals):
-            burst = run_burst(i, a, int(pattern.units or 1), do_work, now, sleep, stop)
-            if burst is None:
-                break
-            out.append(burst)
-            tick()
-        idle_until(until, now, sleep, stop)
-        return out
-    if pattern.kind == "interactive":
-        think = float(pattern.think_s or 0)
-        units = int(pattern.units or 1)
-        arrival = t0 + (float(rng.exponential(think)) if phase else 0.0)
+    wait = pattern.wait()  # the pattern's pacing (PatternSpec.pace): None, back to back
+    units = batch_units if pattern.units is None else int(pattern.units)
+
+    def burst(i: int, arrival: float) -> Burst | None:
+        return run_burst(i, arrival, units, do_work, now, sleep, stop)
+
+    out: list[Burst] = []
+    if pattern.spec.loop == "open":
+        arrivals = OpenLoop(wait or (lambda _: 0.0), rng, t0, until, count)
+        out = open_loop(arrivals, burst, tick, lazy=stop is not None)
     else:
-        think, units, arrival = 0.0, batch_units, t0
-    out = []
-    while len(out) < limit and arrival < until:
-        next_burst = run_burst(len(out), arrival, units, do_work, now, sleep, stop)
-        if next_burst is None:
-            break
-        out.append(next_burst)
-        tick()
-        arrival = next_burst.end + (float(rng.exponential(think)) if think else 0.0)
+        arrival = t0 + (wait(rng) if wait is not None and phase else 0.0)
+        while len(out) < limit and arrival < until:
+            next_burst = burst(len(out), arrival)
+            if next_burst is None:
+                break
+            out.append(next_burst)
+            tick()
+            arrival = next_burst.end + (wait(rng) if wait is not None else 0.0)
     idle_until(until, now, sleep, stop)
+    return out
+
+
+@dataclass(frozen=True)
+class OpenLoop:
+    """The arrivals of an open loop: gaps drawn by ``wait`` from ``rng``, from ``t0``, ``count`` of them or
+    all before ``until``."""
+
+    wait: Wait
+    rng: np.random.Generator
+    t0: float
+    until: float
+    count: int | None
+
+
+def open_loop(
+    arrivals: OpenLoop, burst: Callable[[int, float], Burst | None], tick: Callable[[], None], lazy: bool
+) -> list[Burst]:
+    """Requests arriving on their own schedule (all drawn before the first runs, or one by one when ``lazy``:
+    a stop may end the window early); one that arrives while the last is running waits for it."""
+    instants: Iterable[float] = lazy_arrivals(arrivals) if lazy else open_arrivals(arrivals)
+    out: list[Burst] = []
+    for i, a in enumerate(instants):
+        done = burst(i, a)
+        if done is None:
+            break
+        out.append(done)
+        tick()
     return out
 
 
@@ -211,24 +231,18 @@ def idle_until(until: float, now: Clock, sleep: Sleep, stop: Callable[[], bool] 
         sleep(left if stop is None else min(left, STOP_POLL_S))
 
 
-def poisson_arrivals(rng: np.random.Generator, rate: float, t0: float, until: float, count: int | None) -> list[float]:
-    """Arrival instants of a Poisson process of ``rate`` from ``t0``: ``count`` of them, or all before ``until``."""
-    out: list[float] = []
-    t = t0
-    while count is None or len(out) < count:
-        t += float(rng.exponential(1.0 / rate))
-        if t >= until:
-            break
-        out.append(t)
-    return out
+def open_arrivals(arrivals: OpenLoop) -> list[float]:
+    """The instants of an open loop (a Poisson process under ``serve``): ``count`` of them, or all before
+    ``until``."""
+    return list(lazy_arrivals(arrivals))
 
 
-def lazy_arrivals(rng: np.random.Generator, rate: float, t0: float, until: float, count: int | None) -> Iterator[float]:
-    """The instants of :func:`poisson_arrivals` (the same draws), drawn one at a time."""
-    t, n = t0, 0
-    while count is None or n < count:
-        t += float(rng.exponential(1.0 / rate))
-        if t >= until:
+def lazy_arrivals(arrivals: OpenLoop) -> Iterator[float]:
+    """The instants of :func:`open_arrivals` (the same draws), drawn one at a time."""
+    t, n = arrivals.t0, 0
+    while arrivals.count is None or n < arrivals.count:
+        t += arrivals.wait(arrivals.rng)
+        if t >= arrivals.until:
             return
         n += 1
         yield t

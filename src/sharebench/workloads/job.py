@@ -27,7 +27,6 @@ from sharebench.parse import whole_number
 from sharebench.patterns import parse_pattern
 from sharebench.workloads.workload import VICTIM, Workload, role
 
-BASELINE_FACTOR, BASELINE_MIN = 5, 150  # an interactive victim alone: max(5 x bursts, 150) bursts
 OF_WORKLOAD = ("engine", "lattice", "seed")  # the kernel run's fields its workload sets
 CELL_KEYS = ("replicas", "pattern_seed", "stop_file", "count")  # the job's own fields beside its workload and run
 KEYS = ("workload", "run", *CELL_KEYS, "barrier")
@@ -39,12 +38,11 @@ OPTIONS = tuple(sorted({*RUN_KEYS, *BARRIER_KEYS, *CELL_KEYS} - {*OF_WORKLOAD, "
 
 def victim_bursts(workload: Workload, replicas: int) -> int:
     """The bursts a cell's victim runs: the workload's ``bursts``; alone (a cell of one replica: the
-    baseline every slowdown divides by) under an interactive pattern, max(:data:`BASELINE_FACTOR` x bursts,
-    :data:`BASELINE_MIN`): alone cells are the cheapest, and a larger alone sample keeps one slow process
-    or moment from setting every slowdown's denominator (issue 33). A service's alone cell keeps
-    ``bursts`` requests (its time is requests / rate, not cheap at a low load)."""
-    if int(replicas) == 1 and parse_pattern(workload.pattern).kind == "interactive":
-        return max(BASELINE_FACTOR * workload.bursts, BASELINE_MIN)
+    baseline every slowdown divides by), its pattern kind's alone sample
+    (:meth:`sharebench.patterns.PatternSpec.alone_bursts`: an interactive victim max(5 x bursts, 150),
+    a service its ``bursts`` requests)."""
+    if int(replicas) == 1:
+        return parse_pattern(workload.pattern).spec.alone_bursts(workload.bursts)
     return workload.bursts
 
 

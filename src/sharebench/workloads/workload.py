@@ -26,7 +26,7 @@ from sharebench.devices import check_spec
 from sharebench.errors import UserError
 from sharebench.kernel import RUN_ENGINES, check_engine
 from sharebench.parse import whole_number
-from sharebench.patterns import BATCH, DEFAULT_BURSTS, MAX_BURSTS, parse_pattern
+from sharebench.patterns import BATCH, DEFAULT_BURSTS, MAX_BURSTS, parse_pattern, saturated
 from sharebench.workloads.protocol import check_exec_timing, workload_name
 
 EXEC = "exec"  # the engine that runs any program through the replica protocol (sharebench.workloads.protocol)
@@ -53,7 +53,7 @@ class Workload:
     name: str | None = None  # exec: the workload's name in the tables (default: from the command)
     lattice: str | None = None  # trackers: Xsuite line JSON (a path is kept as its text); None: the generated ring
     seed: int = 1  # trackers: seed of the particle distribution
-    pattern: str = "batch"  # how replica 0 (the victim) uses the device (sharebench.patterns; its label)
+    pattern: str = BATCH.label  # how replica 0 (the victim) uses the device (sharebench.patterns; its label)
     neighbours: str | None = None  # how the other replicas of a sharing cell do (None: as ``pattern``)
     bursts: int = DEFAULT_BURSTS  # bursts or requests the victim runs in a cell under a pattern
 
@@ -158,7 +158,7 @@ class Workload:
     @property
     def patterned(self) -> bool:
         """Whether any replica follows a pattern other than batch (False: the study's saturated replicas)."""
-        return self.pattern != BATCH.label or self.neighbour_pattern != BATCH.label
+        return not (saturated(self.pattern) and saturated(self.neighbour_pattern))
 
     def pattern_of(self, replica: int) -> str:
         """The label of the pattern replica ``replica`` of a cell follows: the victim's, or the neighbours'."""
