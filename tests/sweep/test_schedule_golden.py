@@ -1,6 +1,8 @@
 """Issue 41 changes no behaviour: the schedules split out of the runner choose the same cells, in the same
-order, with the same notes, as the runner's own loop did before (tests/data/schedules/, recorded at that
-commit by record_head.py in its history), and a real tiny CPU sweep gives folders of the same structure.
+order, with the same notes, as the runner's own loop did before (tests/data/schedules/, recorded by
+tests/data/schedules/record_head.py in commit 012a5b7, which used that commit's API), the dry runs and the
+one-line errors of ``sharebench run`` read the same, and a real tiny CPU sweep gives folders of the same
+structure.
 
 Each scenario replays the runner's loop (``sweep.runner.run_cells``) without measuring: a cell's rows come
 from ``support.schedules`` (seeded), its time from a fake clock; the schedule is built as

@@ -241,6 +241,11 @@ def add_budget_options(group: Options) -> None:
         help="with --gpu-model: the folder of recorded results folders (default: this checkout's results/)",
     )
     add_limit_options(group)
+    add_output_options(group)
+
+
+def add_output_options(group: Options) -> None:
+    """Where the run writes, and what it prints."""
     group.add_argument(
         "--out",
         default=None,

@@ -37,7 +37,7 @@ from sharebench.sweep.fixed import FixedSchedule
 from sharebench.sweep.load import resolve_sweep_load, resume_config
 from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, mode_fits, validate
 from sharebench.sweep.resume import resumed_cells
-from sharebench.sweep.runner import Folder, check_fresh, open_folder, run_cells
+from sharebench.sweep.runner import Folder, Sweep, check_fresh, open_folder, run_cells
 from sharebench.sweep.schedule import Schedule
 
 CAPACITY_END_S = 10.0  # a capacity search under a budget keeps this long for the report
@@ -93,7 +93,7 @@ def run_sweep(
         plan, record = resolve_sweep_load(plan, out, notes, lambda p, c: alone_bursts(folder, p, c))
         plan, schedule = choose(plan, out, notes, ways)
         predicted = ways.budget_plan.calibration if ways.budget_plan is not None else None
-        return run_cells(folder, plan, schedule, notes, on_cell=on_cell, record=record, predicted=predicted)
+        return run_cells(folder, Sweep(plan, schedule, notes, record, predicted), on_cell)
 
 
 def alone_bursts(folder: Folder, plan: SweepPlan, cell: Cell) -> list[dict[str, Any]]:
@@ -119,8 +119,8 @@ def choose(
     schedule: Schedule
     if ways.capacity is not None:
         plan, schedule = capacity_search(plan, out, notes, ways, dry_run)
-    elif ways.budget_plan is not None and ways.budget is not None:
-        plan, schedule = budgeted(plan, out, notes, ways, ways.budget_plan, ways.budget, dry_run)
+    elif ways.budget_plan is not None:
+        plan, schedule = budgeted(plan, out, notes, ways, dry_run)
     else:
         plan, schedule = fixed(plan, out, notes, dry_run)
     return plan, within_limit(schedule, plan.config, ways)
@@ -152,9 +152,11 @@ def fixed(plan: SweepPlan, out: Path, notes: list[str], dry_run: bool) -> tuple[
 
 
 def budgeted(
-    plan: SweepPlan, out: Path, notes: list[str], ways: Ways, bp: BudgetPlan, budget: BudgetOptions, dry_run: bool
+    plan: SweepPlan, out: Path, notes: list[str], ways: Ways, dry_run: bool
 ) -> tuple[SweepPlan, AdaptiveSchedule]:
     """The budget plan's cells, then adaptive repeats, seeded with a resumed folder's measured rows."""
+    bp, budget = ways.budget_plan, ways.budget
+    assert bp is not None and budget is not None  # a budget plan is made from a budget (plan_of)
     plan = plan.with_particles(bp.particles)
     notes += [f"budget plan: {line.strip()}" for line in bp.describe().splitlines()]
     done = resumed_cells(out, plan, notes) if plan.config.resume and not dry_run else set()

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -210,59 +210,40 @@ def say_stopped(notes: list[str], out: Path, stop: Stop, left: int, ran: int) ->
     tqdm.write(f"sharebench: {msg}", file=sys.stderr)
 
 
-def run_cells(
-    folder: Folder,
-    plan: SweepPlan,
-    schedule: Schedule,
-    notes: list[str],
-    *,
-    on_cell: Callable[[list[dict[str, Any]]], None] | None = None,
-    record: Mapping[str, Any] | None = None,
-    predicted: Prediction | None = None,
-) -> Path:
-    """Measure the cells ``schedule`` gives, one after the other, into ``folder``; then (the schedule done)
-    the runs of one replica beside the time-slice probe, and the notes. ``record``: more keys of the
-    sweep's entry in sweep.json; ``predicted``: the exclusive run's time before one is measured (the run
-    timeouts, ``sweep.bound``); ``on_cell``: called with each cell's rows once they are on disk."""
-    out, sweep_id, config = folder.out, folder.sweep_id, plan.config
+@dataclass
+class Sweep:
+    """What the runner runs: the plan at its sizes, the schedule of its cells, the notes so far (notes.txt),
+    more keys of its entry in sweep.json, and what predicts the exclusive run before one is measured (the
+    run timeouts, ``sweep.bound``)."""
+
+    plan: SweepPlan
+    schedule: Schedule
+    notes: list[str] = field(default_factory=list)
+    record: Mapping[str, Any] = field(default_factory=dict)
+    predicted: Prediction | None = None
+
+
+def run_cells(folder: Folder, sweep: Sweep, on_cell: Callable[[list[dict[str, Any]]], None] | None = None) -> Path:
+    """Measure the cells the sweep's schedule gives, one after the other, into ``folder``; then (the schedule
+    done) the runs of one replica beside the time-slice probe, and the notes. ``on_cell``: called with each
+    cell's rows once they are on disk."""
+    out, sweep_id, plan, notes, schedule = folder.out, folder.sweep_id, sweep.plan, sweep.notes, sweep.schedule
     cells = schedule.ahead()
-    _record_sweep(out, sweep_id, plan, record)
+    _record_sweep(out, sweep_id, plan, sweep.record)
     probe, probe_notes = sweep_probe(plan)  # the GPU's time slices, before any replica is on it (sweep.probe)
     notes += probe_notes
     bar = _progress(cells, plan)
-    bound = run_bound(plan, out, notes, predicted)
+    bound = run_bound(plan, out, notes, sweep.predicted)
     # warm replicas and the sampler: kept from cell to cell (sharebench.sharing.pool); --fresh-replicas
     # starts new ones for every cell
-    kept = Kept(launcher=FreshLauncher() if config.fresh_replicas else WarmLauncher(ReplicaPool(out / WARM_DIR)))
+    fresh = plan.config.fresh_replicas
+    kept = Kept(launcher=FreshLauncher() if fresh else WarmLauncher(ReplicaPool(out / WARM_DIR)))
     provenance = Provenance(out, sweep_id, plan, probe)
     provenance.start()
-    ran = 0
     try:
         notes += _prime(kept, plan, cells)  # while the provenance is collected
         notes += provenance.result()
-        while (cell := schedule.next_cell()) is not None:
-            plan = plan_mode(plan, cell.mode)  # a mode the schedule chose on the way (a search's next N), planned
-            if bar is not None:
-                bar.set_postfix_str(
-                    " ".join(filter(None, (cell.id, bound.waiting(cell.particles, brief=True)))), refresh=True
-                )
-            moving = CellProgress(bar, _weight(plan, cell)) if bar is not None else None
-            result, measured = measure_within(
-                plan, cell, out, Within(sweep_id, kept, bound, schedule.ends_at(), moving)
-            )
-            bound.learn(result.rows)
-            if isinstance(kept.launcher, WarmLauncher):  # idle replicas found stopped and replaced (sharing.pool)
-                notes += kept.launcher.pool.replaced
-                kept.launcher.pool.replaced.clear()
-            notes += result.notes
-            folder.keep(result)
-            if on_cell is not None:
-                on_cell(result.rows)
-            ran += 1
-            schedule.learn(measured)
-            if bar is not None and moving is not None:
-                moving.finish()
-                bar.total = max(bar.total, bar.n + sum(_weight(plan, c) for c in schedule.ahead()))
+        plan, ran = _measure_cells(folder, sweep, Within(sweep_id, kept, bound), bar, on_cell)
         stop = schedule.stopped()
         if stop is not None:
             say_stopped(notes, out, stop, len(schedule.left()), ran)
@@ -279,3 +260,38 @@ def run_cells(
             notes.append("load average at the end: " + " / ".join(f"{v:.2f}" for v in load) + " (1, 5, 15 min)")
         append_notes(out, sweep_id, notes)
     return out
+
+
+def _measure_cells(
+    folder: Folder,
+    sweep: Sweep,
+    within: Within,
+    bar: tqdm | None,
+    on_cell: Callable[[list[dict[str, Any]]], None] | None,
+) -> tuple[SweepPlan, int]:
+    """The loop: the schedule's next cell measured within its time limit, kept, learnt from, until it has
+    none; the plan with every mode it ran, and how many cells ran."""
+    plan, schedule, notes, ran = sweep.plan, sweep.schedule, sweep.notes, 0
+    while (cell := schedule.next_cell()) is not None:
+        plan = plan_mode(plan, cell.mode)  # a mode the schedule chose on the way (a search's next N), planned
+        if bar is not None:
+            waiting = within.bound.waiting(cell.particles, brief=True)
+            bar.set_postfix_str(" ".join(filter(None, (cell.id, waiting))), refresh=True)
+        moving = CellProgress(bar, _weight(plan, cell)) if bar is not None else None
+        limits = replace(within, ends_at=schedule.ends_at(), on_progress=moving)
+        result, measured = measure_within(plan, cell, folder.out, limits)
+        within.bound.learn(result.rows)
+        launcher = within.kept.launcher
+        if isinstance(launcher, WarmLauncher):  # idle replicas found stopped and replaced (sharing.pool)
+            notes += launcher.pool.replaced
+            launcher.pool.replaced.clear()
+        notes += result.notes
+        folder.keep(result)
+        if on_cell is not None:
+            on_cell(result.rows)
+        ran += 1
+        schedule.learn(measured)
+        if bar is not None and moving is not None:
+            moving.finish()
+            bar.total = max(bar.total, bar.n + sum(_weight(plan, c) for c in schedule.ahead()))
+    return plan, ran
