@@ -184,8 +184,11 @@ def test_a_bad_option_gives_the_same_one_line_error(lattice, case, capsys):
 SWEEPS = json.loads((DATA / "sweeps.json").read_text())
 
 
+NOISY = ("flags.csv",)  # its rows are what the machine's noise flagged (a busy host, a disturbed cell)
+
+
 def structure(out: Path) -> dict:
-    """What is compared: cells, modes, columns, row counts (not the measured values)."""
+    """What is compared: cells, modes, columns, row counts (not the measured values, nor what noise flagged)."""
     rows = pd.read_csv(out / "results.csv")
     tables = {}
     for path in sorted((out / "tables").glob("*.csv")):
@@ -211,4 +214,7 @@ def test_a_tiny_cpu_sweep_gives_a_folder_of_the_same_structure(lattice, tmp_path
         [sys.executable, "-m", "sharebench", "run", *argv], capture_output=True, text=True, cwd=ROOT, timeout=900
     )
     assert done.returncode == 0, done.stderr
-    assert structure(out) == {k: v for k, v in golden.items() if k != "argv"}
+    found, expected = structure(out), {k: v for k, v in golden.items() if k != "argv"}
+    for table in NOISY:
+        found["tables"][table].pop("rows"), expected["tables"][table].pop("rows")
+    assert found == expected
