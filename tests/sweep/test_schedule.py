@@ -3,11 +3,14 @@ schedule it is given, a deadline wraps any other, and a new way of choosing cell
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
+import sharebench.sweep.runner
 from sharebench.modes import parse_mode
 from sharebench.sweep import SweepConfig, validate
 from sharebench.sweep.deadline import Deadline, DeadlineSchedule
@@ -144,3 +147,14 @@ def test_the_runner_runs_a_schedule_it_does_not_know(lattice, tmp_path):
     assert f"the first 3 cells: 1 of 4 cell(s) not run; continue with --resume --out {out}" in notes
     assert "largest first: ran 3" in notes
     assert FixedSchedule.of(plan, rows["cell_id"].tolist()).left() == [Cell(parse_mode("exclusive"), 200, 2)]
+
+
+def test_the_runner_knows_no_way_of_choosing_cells():
+    """runner.py imports none of the schedules, nor what they are made from, and stays under 400 lines."""
+    path = Path(sharebench.sweep.runner.__file__)
+    tree = ast.parse(path.read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    ways = ("budget", "capacity", "adaptive", "calibrate", "load", "fixed", "deadline", "compose")
+    assert not imported & {f"sharebench.sweep.{w}" for w in ways}, imported
+    assert "sharebench.sweep.schedule" in imported  # the protocol alone
+    assert len(path.read_text().splitlines()) < 400
