@@ -15,7 +15,7 @@ coverage test names (``docs/architecture.md``, "Add a sharing mode").
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -306,6 +306,16 @@ def parse_modes(text: str | list[str] | tuple[str, ...]) -> list[Mode]:
     return modes
 
 
+def as_modes(modes: str | Iterable[str | Mode]) -> tuple[Mode, ...]:
+    """Mode strings (a list, or ``a,b``) parsed, each once; a :class:`Mode` is kept as it is; duplicates
+    dropped (the first kept). A one-line UserError names a bad mode, or an empty list."""
+    items = modes.split(",") if isinstance(modes, str) else list(modes)
+    parsed = [m if isinstance(m, Mode) else parse_mode(m) for m in items if isinstance(m, Mode) or m.strip()]
+    if not parsed:
+        raise UserError(f"no sharing mode given; allowed: {ALLOWED}")
+    return tuple({m.label: m for m in parsed}.values())
+
+
 def with_baseline(modes: list[Mode]) -> list[Mode]:
     """``modes`` with the baseline first, unless given (every loss needs T_1)."""
     return modes if any(m.is_baseline for m in modes) else [Mode(BASELINE, 1), *modes]
@@ -333,3 +343,58 @@ def grammar_list(*, cluster: bool = False, bare: bool = False) -> str:
 def help_text() -> str:
     """The modes' grammar, one line per kind, for ``--help`` and the generated reference."""
     return "\n".join(f"{s.grammar:22s} {s.summary}" for s in KINDS.values())
+
+
+# ----------------------------------------------------------------- capacity by search (sharebench.sweep.capacity)
+# a family is a shared kind without N (timeslice, mps, timeslice/long, mps@25): --capacity searches its N
+DEFAULT_USERS = (2, 64)  # --users LO..HI: HI is the stated maximum
+
+
+def family_kind(family: str) -> str:
+    return family.split("/")[0].split("@")[0]
+
+
+def family_mode(family: str, n: int) -> Mode:
+    """``timeslice/long`` at 4 -> ``timeslice:4/long``; ``mps@25`` at 4 -> ``mps:4@25``."""
+    kind, _, interval = family.partition("/")
+    kind, _, pct = kind.partition("@")
+    return parse_mode(f"{kind}:{n}" + (f"@{pct}" if pct else "") + (f"/{interval}" if interval else ""))
+
+
+def parse_family(text: str) -> str | None:
+    """A mode string that names a family without N (``timeslice``, ``mps``, ``timeslice/long``, ``mps@25``):
+    its family; None for anything else (a mode with N, exclusive)."""
+    s = text.strip().lower()
+    base = s.split("/")[0].split("@")[0]
+    spec = KINDS.get(base)
+    if spec is None or ":" in s or not spec.shared:
+        return None
+    family_mode(s, 2)  # a bad interval or percentage: the mode parser's one-line error
+    return s
+
+
+def families_of(items: Iterable[str]) -> tuple[list[str], list[str]]:
+    """``--modes`` items split into capacity families (no N) and modes (the rest, as written)."""
+    fams: list[str] = []
+    modes: list[str] = []
+    for t in items:
+        if not t.strip():
+            continue
+        fam = parse_family(t)
+        (fams if fam is not None else modes).append(fam if fam is not None else t)
+    return list(dict.fromkeys(fams)), modes
+
+
+def parse_users(text: str | None) -> tuple[int, int]:
+    """``--users LO..HI`` (or ``HI``): 2 <= LO <= HI <= 64; one-line error otherwise."""
+    if text is None or not str(text).strip():
+        return DEFAULT_USERS
+    s = str(text).strip()
+    lo_s, sep, hi_s = s.partition("..")
+    try:
+        lo, hi = (int(lo_s), int(hi_s)) if sep else (DEFAULT_USERS[0], int(lo_s))
+    except ValueError:
+        lo, hi = 0, 0
+    if not 1 <= lo <= hi <= MAX_REPLICAS:
+        raise UserError(f"bad --users {text!r}; allowed: LO..HI with 1 <= LO <= HI <= {MAX_REPLICAS} (e.g. 2..32)")
+    return max(lo, 2) if hi >= 2 else lo, hi

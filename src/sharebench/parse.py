@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 from sharebench.errors import UserError
@@ -14,6 +15,18 @@ DEFAULT_THRESHOLD_PTS = 2.0  # history check: a change is larger than this, in l
 DEFAULT_ALPHA = 0.01  # history check: the significance level of Welch's t-test
 DEFAULT_BASELINE_RUNS = 5  # history check: the runs before the newest that form its baseline
 DEFAULT_NODE_LABEL = "node"  # the DCGM series' node label, added by the ServiceMonitor (telemetry.prometheus)
+# a sweep's bounds, checked before anything is allocated: a typo must not start a sweep of years (sweep.plan)
+MAX_REPEATS = 1000
+MAX_TURNS = 10**9
+# adaptive repeats (analysis.sequential): the fewest repeats an interval is judged on, the default most, and
+# the default precision (half-width of a loss interval, points)
+MIN_REPEATS = 3
+DEFAULT_MAX_REPEATS = 10
+DEFAULT_PRECISION = 1.0
+# what a replica runs (sharebench.kernel.engines: the trackers; sharebench.workloads.protocol: any program)
+ENGINES = ("simpletrack", "xtrack")
+RUN_ENGINES = (*ENGINES, "exec")
+EXEC_TIMINGS = ("protocol", "process")  # the exec engine's timed window: the program's report, or the process
 
 
 def whole_number(name: str, value: Any, lo: int = 0, hi: int | None = None) -> int:
@@ -131,3 +144,54 @@ def format_cpu_set(cpus: list[int] | tuple[int, ...] | set[int] | None) -> str:
         if c is not None:
             start = prev = c
     return ",".join(parts)
+
+
+def check_engine(engine: str, allowed: tuple[str, ...] = ENGINES) -> str:
+    """The engine name, lowercased; UserError naming the allowed ones."""
+    e = str(engine).strip().lower()
+    if e not in allowed:
+        raise UserError(f"bad engine {engine!r}: allowed are {', '.join(allowed)}")
+    return e
+
+
+def check_exec_timing(value: str) -> str:
+    """The exec engine's timing (:data:`EXEC_TIMINGS`), lowercased."""
+    v = str(value).strip().lower()
+    if v not in EXEC_TIMINGS:
+        raise UserError(f"bad exec timing {value!r}; allowed: {', '.join(EXEC_TIMINGS)}")
+    return v
+
+
+def check_slo(slo: float | str) -> float:
+    """The slowdown target: a finite number >= 1; UserError naming a bad one."""
+    try:
+        value = float(slo)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value) or value < 1:
+        raise UserError(f"bad --slo {slo!r}; allowed: a p95 slowdown target >= 1 (e.g. 2 for twice as slow)")
+    return value
+
+
+def check_precision(precision: float | str) -> float:
+    """``--precision``: points of loss > 0 (the half-width a repeated cell's interval must reach)."""
+    try:
+        p = float(precision)
+    except (TypeError, ValueError):
+        p = math.nan
+    if not math.isfinite(p) or p <= 0:
+        raise UserError(f"bad --precision {precision!r}; allowed: points of loss > 0, such as 1 or 0.5")
+    return p
+
+
+def size_name(engine: str | None) -> str:
+    """What a size of a sweep is called in an error: a program's work size (the exec engine), a tracker's
+    particle count."""
+    return "work size (--work)" if str(engine or "").strip().lower() == "exec" else "particle count"
+
+
+def lattice_file(path: str) -> str:
+    """A lattice file that is there (its content is the lattice loader's to check)."""
+    if not Path(path).is_file():
+        raise UserError(f"lattice file {path!r} not found; give an Xsuite line JSON or JSON.gz")
+    return path

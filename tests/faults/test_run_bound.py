@@ -15,10 +15,8 @@ import pytest
 
 from sharebench.devices import resolve_device
 from sharebench.results import load_results
-from sharebench.sweep import runner
-from sharebench.sweep.budget import Calibration, recorded_calibration
-from sharebench.sweep.plan import SweepConfig, validate
-from sharebench.sweep.runner import (
+from sharebench.sweep import bound as bounds
+from sharebench.sweep.bound import (
     FIRST_RUN_TIMEOUT_S,
     PREDICTED_SETUP_S,
     RUN_TIMEOUT_FACTOR,
@@ -26,6 +24,8 @@ from sharebench.sweep.runner import (
     RunBound,
     run_bound,
 )
+from sharebench.sweep.budget import Calibration, recorded_calibration
+from sharebench.sweep.plan import SweepConfig, validate
 from sharebench.workloads import Workload
 from support.paths import ROOT
 
@@ -142,7 +142,7 @@ def test_a_gpu_sweep_predicts_its_first_cell_from_the_recorded_results_of_its_mo
     plan = cpu_plan()
     h200 = dataclasses.replace(plan.device, name="NVIDIA H200", kind="gpu", backend="cuda", spec="cuda:0")
     plan = dataclasses.replace(plan, device=h200, particles=(10_000_000,), turns=1)
-    monkeypatch.setattr(runner, "RECORDED_ROOT", ROOT / "results")
+    monkeypatch.setattr(bounds, "RECORDED_ROOT", ROOT / "results")
     notes: list[str] = []
     bound = run_bound(plan, tmp_path, notes)
     t1 = recorded_calibration("H200", ROOT / "results", 1)[0].exclusive_s(10_000_000)  # about 1.4 s
@@ -150,7 +150,7 @@ def test_a_gpu_sweep_predicts_its_first_cell_from_the_recorded_results_of_its_mo
     assert bound.timeout_s(10_000_000) < FIRST_RUN_TIMEOUT_S / 10
     assert "the same from the recorded results of H200 (planned from recorded rates of H200" in notes[-1]
     # a model nothing was recorded for: the ceiling, and the note says why
-    monkeypatch.setattr(runner, "RECORDED_ROOT", tmp_path / "none")
+    monkeypatch.setattr(bounds, "RECORDED_ROOT", tmp_path / "none")
     other = run_bound(plan, tmp_path, notes)
     assert other.timeout_s(10_000_000) == FIRST_RUN_TIMEOUT_S
     assert "the same from nothing (no recorded simpletrack results" in notes[-1]

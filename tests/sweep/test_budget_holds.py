@@ -17,8 +17,9 @@ from sharebench.cli import main
 from sharebench.modes import parse_mode
 from sharebench.results import load_results
 from sharebench.sweep.budget import REPORT_S
-from sharebench.sweep.deadline import STOP_GRACE_S, Deadline, StopAt, mark_stopped
+from sharebench.sweep.deadline import Deadline
 from sharebench.sweep.plan import Cell
+from sharebench.sweep.within import STOP_GRACE_S, StopAt, cut_run_timeout, mark_stopped
 from support.lattices import tiny_lattice
 
 
@@ -46,10 +47,10 @@ def test_a_cell_with_no_prediction_needs_a_quarter_of_the_limit():
 
 
 def test_an_unpatterned_cell_may_track_the_time_left_plus_a_grace():
-    d = Deadline(ends_at=100.0, limit_s=100.0)
-    assert d.run_timeout_s(3600.0, now=90.0) == 10.0 + STOP_GRACE_S
-    assert d.run_timeout_s(3.0, now=90.0) == 3.0
-    assert Deadline(None).run_timeout_s(3600.0) == 3600.0
+    assert cut_run_timeout(3600.0, ends_at=100.0, now=90.0) == 10.0 + STOP_GRACE_S
+    assert cut_run_timeout(3.0, ends_at=100.0, now=90.0) == 3.0
+    assert cut_run_timeout(3600.0, ends_at=100.0, now=200.0) == 1.0  # past the deadline: a second to end
+    assert cut_run_timeout(3600.0, ends_at=None) == 3600.0
 
 
 def test_the_stop_file_is_written_at_its_instant_unless_the_cell_ended(tmp_path):

@@ -1,5 +1,5 @@
 """A sweep planned as separate tasks (sharebench.sweep.plan.plan_grid): validation, cell numbering, and
-the check of a cell whose replicas ran as separate pods (sharebench.sweep.runner.check_cell)."""
+the check of a cell whose replicas ran as separate pods (sharebench.sweep.cell.check_cell)."""
 
 from __future__ import annotations
 

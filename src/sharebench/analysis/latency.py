@@ -58,6 +58,7 @@ from sharebench.analysis.kinds import baseline_mask
 from sharebench.analysis.statistics import CONFIDENCE, positive_mean_ci, ratio_ci
 from sharebench.errors import UserError
 from sharebench.modes import is_baseline, mode_sort_key, parse_mode
+from sharebench.parse import check_slo as check_slo  # kept there, light: the CLI checks --slo before this loads
 from sharebench.patterns import DEFAULT_SLO  # kept there, light: the CLI shows it in its help
 
 BURST_COLUMNS = ("cell_id", "mode", "replica", "role", "pattern", "repeat", "arrival", "start", "end", "units")
@@ -380,17 +381,6 @@ def mode_family(mode: str) -> str:
     if m.thread_pct is not None:
         return f"{m.kind}@{m.thread_pct}"
     return m.kind
-
-
-def check_slo(slo: float) -> float:
-    """The slowdown target: a finite number >= 1; UserError naming a bad one."""
-    try:
-        value = float(slo)
-    except (TypeError, ValueError):
-        value = math.nan
-    if not math.isfinite(value) or value < 1:
-        raise UserError(f"bad --slo {slo!r}; allowed: a p95 slowdown target >= 1 (e.g. 2 for twice as slow)")
-    return value
 
 
 def users_at_target(table: pd.DataFrame, slo: float = DEFAULT_SLO) -> list[UsersAtTarget]:

@@ -29,9 +29,11 @@ from scipy import special
 
 from sharebench.analysis.statistics import CONFIDENCE
 
-MIN_REPEATS = 3
-DEFAULT_MAX_REPEATS = 10
-DEFAULT_PRECISION = 1.0  # points of loss (half-width of the interval)
+# the repeats' bounds and the default precision: defined in parse, where the CLI reads them without scipy
+from sharebench.parse import DEFAULT_MAX_REPEATS as DEFAULT_MAX_REPEATS
+from sharebench.parse import DEFAULT_PRECISION as DEFAULT_PRECISION
+from sharebench.parse import MIN_REPEATS as MIN_REPEATS
+
 # the Answer's practical gain of 2% as a loss of T_N against N·T_1: gain = 1 / (1 + loss / 100)
 PRACTICAL_GAIN = 1.02
 GAIN_THRESHOLD_LOSS_PCT = (1 / PRACTICAL_GAIN - 1) * 100  # -1.96 points

@@ -5,8 +5,10 @@ run, report, cleanup; ``cli/node.py``; ...), each with a ``configure(name, parse
 command's options and its ``func``; the work is in the group's ``*_cmd.py`` module, which ``func``
 (a :func:`lazy` reference) imports only when the command runs. So ``sharebench COMMAND --help`` and a
 bad option's usage error import argparse and a few constants, never pandas, scipy, matplotlib, kfp or
-the Kubernetes client (tests/cli/test_help_imports.py). A group is imported only when one of its
-commands is parsed; other packages add command groups through the entry-point group
+the Kubernetes client (tests/cli/test_help_imports.py); a command whose options need more than argparse
+checks them in its options module too (``lazy(..., check=...)``), so that a bad value answers before the
+work's module loads. A group is imported only when one of its commands is parsed; other packages add
+command groups through the entry-point group
 ``sharebench.commands`` (the KFP pipelines add ``compile``, ``submit`` and ``runs`` that way, so the
 library never imports kfp).
 
@@ -57,10 +59,11 @@ Command = Callable[[argparse.Namespace], int]
 
 class Lazy:
     """A command's ``func`` named ``"module:function"``: the module is imported when the command runs,
-    not when its parser is built (``--help`` and usage errors stay light)."""
+    not when its parser is built (``--help`` and usage errors stay light). ``check``: the options module's
+    own check of the parsed options, run first, so that a bad value is refused before the module loads."""
 
-    def __init__(self, module: str, function: str) -> None:
-        self.module, self.function = module, function
+    def __init__(self, module: str, function: str, check: Callable[[argparse.Namespace], object] | None = None) -> None:
+        self.module, self.function, self.check = module, function, check
 
     def resolve(self) -> Command:
         """The function itself (its module imported)."""
@@ -68,18 +71,21 @@ class Lazy:
         return func
 
     def __call__(self, args: argparse.Namespace) -> int:
+        if self.check is not None:
+            self.check(args)
         return int(self.resolve()(args) or 0)
 
     def __repr__(self) -> str:
         return f"lazy({self.module}:{self.function})"
 
 
-def lazy(target: str) -> Command:
-    """``lazy("sharebench.cli.sweep_cmd:cmd_run")``: a command function imported only when called."""
+def lazy(target: str, check: Callable[[argparse.Namespace], object] | None = None) -> Command:
+    """``lazy("sharebench.cli.sweep_cmd:cmd_run")``: a command function imported only when called;
+    ``check``: a light check of its options run before the import (a UserError refuses them)."""
     module, sep, function = target.partition(":")
     if not (sep and module and function.isidentifier()):
         raise ValueError(f"lazy({target!r}): write 'package.module:function'")
-    return Lazy(module, function)
+    return Lazy(module, function, check)
 
 
 def plugin_commands() -> dict[str, tuple[str, str]]:

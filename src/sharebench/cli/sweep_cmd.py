@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import multiprocessing
 import sys
 import time
@@ -13,103 +12,65 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sharebench import processes
-from sharebench.analysis.latency import check_slo
-from sharebench.cli.workloads_cmd import given_workload
+from sharebench.cli.sweep import RunOptions, run_options
 from sharebench.errors import UserError
-from sharebench.modes import DEFAULT_MODES, with_baseline
-from sharebench.parse import seconds, whole_number
+from sharebench.modes import DEFAULT_MODES, as_modes, with_baseline
+from sharebench.parse import DEFAULT_MAX_REPEATS, DEFAULT_PRECISION
 from sharebench.report import build_report, end_screen
 from sharebench.results import RESULTS_CSV, SWEEP_JSON, sweeps_warning
 from sharebench.sharing import stop_orphans
 from sharebench.sweep import (
     DEFAULT_PARTICLES,
     DEFAULT_TURNS,
-    MAX_REPEATS,
-    MAX_TURNS,
     Stopped,
     SweepConfig,
-    SweepPlan,
-    as_modes,
-    describe_plan,
     parse_particles,
     run_sweep,
     stop_on_signals,
     validate,
 )
-from sharebench.sweep.budget import (
-    RECORDED_ROOT,
-    BudgetOptions,
-    budget_options,
-    plan_budget,
-    plan_recorded,
-    predicted_line,
-)
-from sharebench.sweep.calibrate import auto_sized, calibrate, folder_particles
-from sharebench.sweep.capacity import CapacityOptions, capacity_dry_run, families_of, parse_users
-from sharebench.sweep.plan import plan_header
+from sharebench.sweep.budget import RECORDED_ROOT, BudgetOptions, plan_recorded
+from sharebench.sweep.capacity import CapacityOptions
+from sharebench.sweep.compose import dry_run
 from sharebench.sweep.request import SweepRequest, sweep_config
 from sharebench.sweep.resume import check_same_work, identity, measured_cells
 from sharebench.telemetry.disturbance import Disturbed, check_quiet, strict_guard
 from sharebench.workloads.protocol import check_command
-from sharebench.workloads.workload import MAX_BURSTS
 
 
-def budget_of(args: argparse.Namespace) -> BudgetOptions | None:
-    """--budget/--precision/--max-repeats checked (one-line errors); None without --budget."""
-    if args.budget is None:
-        extra = [o for o, v in (("--precision", args.precision), ("--max-repeats", args.max_repeats)) if v is not None]
-        extra += [o for o, v in (("--gpu-model", args.gpu_model), ("--recorded", args.recorded)) if v is not None]
-        if extra:
-            what = ", ".join(extra)
-            verb = "goes" if len(extra) == 1 else "go"
-            raise UserError(f"{what} {verb} with --budget DURATION (adaptive repeats within a node-time budget)")
+def budget_options(opts: RunOptions) -> BudgetOptions | None:
+    """The budget of ``--budget/--precision/--max-repeats`` (checked by ``run_options``); None without one."""
+    b = opts.budget
+    if b is None:
         return None
-    if args.repeats is not None:
-        raise UserError(
-            f"--repeats {args.repeats} goes without --budget: a budget plans its repeats (at least 3, then while "
-            "unsettled up to --max-repeats)"
-        )
-    if args.gpu_model is not None and not args.dry_run:
-        raise UserError(f"--gpu-model {args.gpu_model} plans a campaign for another machine: it goes with --dry-run")
-    kw = {k: v for k, v in (("precision", args.precision), ("max_repeats", args.max_repeats)) if v is not None}
-    return budget_options(args.budget, **kw)
+    precision = b.precision if b.precision is not None else DEFAULT_PRECISION
+    return BudgetOptions(b.budget_s, precision, b.max_repeats if b.max_repeats is not None else DEFAULT_MAX_REPEATS)
 
 
-def recorded_plan(args: argparse.Namespace, opts: BudgetOptions) -> str:
+def capacity_options(opts: RunOptions) -> CapacityOptions | None:
+    """The search of ``--capacity`` (or --modes naming a family without N); None for a sweep of its modes."""
+    s = opts.search
+    return None if s is None else CapacityOptions(s.families, s.users, s.min_repeats, s.max_repeats)
+
+
+def recorded_plan(opts: RunOptions, budget: BudgetOptions) -> str:
     """``--dry-run --budget --gpu-model``: the plan from the model's recorded rates, no device resolved."""
-    modes = with_baseline(list(as_modes(args.modes or DEFAULT_MODES)))
-    sizes = parse_particles(args.particles) if args.particles else DEFAULT_PARTICLES["gpu"]
-    turns = whole_number("--turns", args.turns, 1, MAX_TURNS) if args.turns is not None else DEFAULT_TURNS["gpu"]
-    warm = whole_number("--warmup-repeats", args.warmup_repeats, 0, MAX_REPEATS) if args.warmup_repeats else 1
-    root = Path(args.recorded) if args.recorded else RECORDED_ROOT
+    assert opts.gpu_model is not None
+    modes = with_baseline(list(opts.modes or as_modes(DEFAULT_MODES)))
+    sizes = parse_particles(opts.particles) if opts.particles else DEFAULT_PARTICLES["gpu"]
+    turns = opts.turns if opts.turns is not None else DEFAULT_TURNS["gpu"]
+    warm = opts.warmup_repeats if opts.warmup_repeats is not None else 1
+    root = opts.recorded or RECORDED_ROOT
     if not root.is_dir():
         raise UserError(f"--recorded {root}: no such folder; give the folder that holds recorded results folders")
-    plan = plan_recorded(opts, args.gpu_model, root, modes, sizes, turns, warm)
+    plan = plan_recorded(budget, opts.gpu_model, root, modes, sizes, turns, warm)
     return "\n".join(
         [
-            f"device:    a GPU {args.gpu_model} (not this machine's: nothing resolved or measured here)",
+            f"device:    a GPU {opts.gpu_model} (not this machine's: nothing resolved or measured here)",
             f"particles: {', '.join(f'{p:,}' for p in sizes)} per replica, {turns} turn{'s' if turns != 1 else ''}",
             plan.describe(),
         ]
     )
-
-
-def dry_run(plan: SweepPlan, opts: BudgetOptions | None, out: Path) -> str:
-    """What the run would run: its calibration too, so that the sizes shown are the ones it picks."""
-    resumed = out if plan.config.resume else None
-    if opts is not None:
-        bp = plan_budget(plan, opts, folder_particles(resumed) if auto_sized(plan) else ())
-        plan = plan.with_particles(bp.particles)
-        return "\n".join([*plan_header(plan), bp.describe(), *(f"note: {n}" for n in plan.notes)])
-    if auto_sized(plan):
-        plan, note = calibrate(plan, resumed)
-        plan = plan.with_notes(note)
-        if resumed is None or not folder_particles(resumed):
-            plan = plan.with_notes(
-                "the run calibrates again at its start, the same way (the machine's noise may move the size)"
-            )
-    patterned = plan.config.workload.patterned  # its seconds are not N exclusive runs (analysis.cost)
-    return describe_plan(plan) + ("\n" + predicted_line(plan) if patterned else "")
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
@@ -165,29 +126,22 @@ def nothing_to_do(cfg: SweepConfig, out: Path) -> bool:
     return True
 
 
-def request_of(args: argparse.Namespace, out: Path, budget: BudgetOptions | None) -> SweepRequest:
-    """The run command's options, each parsed here (the command line is their boundary); ``budget``:
-    :func:`budget_of`'s."""
-    bursts = whole_number("--bursts", args.bursts, 1, MAX_BURSTS) if args.bursts is not None else None
+def request_of(args: argparse.Namespace, opts: RunOptions, out: Path) -> SweepRequest:
+    """The sweep the run command asks for: its options as ``run_options`` parsed them, its flags, its folder."""
     return SweepRequest(
         out=out,
-        modes=as_modes(args.modes) if args.modes is not None else None,
-        particles=args.particles,  # parsed by the SweepConfig, which knows the workload's sizes (exec: work)
-        turns=whole_number("--turns", args.turns, 1, MAX_TURNS) if args.turns is not None else None,
-        repeats=whole_number("--repeats", args.repeats, 1, MAX_REPEATS) if args.repeats is not None else None,
-        warmup_repeats=(
-            whole_number("--warmup-repeats", args.warmup_repeats, 0, MAX_REPEATS)
-            if args.warmup_repeats is not None
-            else None
-        ),
-        # None where not given (resume: the folder's)
-        workload={**given_workload(args), "pattern": args.pattern, "neighbours": args.neighbours, "bursts": bursts},
-        ready_timeout_s=seconds("--ready-timeout", args.ready_timeout, 0.001) if args.ready_timeout else None,
-        run_timeout_s=seconds("--run-timeout", args.run_timeout, 0.001) if args.run_timeout is not None else None,
-        stop_after_s=seconds("--stop-after", args.stop_after) if args.stop_after is not None else None,
-        slo=check_slo(args.slo) if args.slo is not None else None,
+        modes=opts.modes,
+        particles=opts.particles,  # parsed by the SweepConfig, which knows the workload's sizes (exec: work)
+        turns=opts.turns,
+        repeats=opts.repeats,
+        warmup_repeats=opts.warmup_repeats,
+        workload=opts.workload,  # None where not given (resume: the folder's)
+        ready_timeout_s=opts.ready_timeout_s,
+        run_timeout_s=opts.run_timeout_s,
+        stop_after_s=opts.stop_after_s,
+        slo=opts.slo,
         resume=args.resume,
-        budget=budget,
+        budget=budget_options(opts),
         telemetry=not args.no_telemetry,
         progress=not args.no_progress,
         allow_gpu_settings=args.allow_gpu_settings,
@@ -196,40 +150,18 @@ def request_of(args: argparse.Namespace, out: Path, budget: BudgetOptions | None
         strict=args.strict,
         dry_run=args.dry_run,
         command=tuple(sys.argv),
+        capacity=capacity_options(opts),
     )
-
-
-def capacity_of(args: argparse.Namespace) -> CapacityOptions | None:
-    """``--capacity`` (or --modes naming a family without N): the searches, ``--users``, the repeats of each
-    N; the families taken out of ``args.modes`` and the repeats out of ``args`` (a search plans its own)."""
-    fams, rest = families_of(str(args.modes or "").split(","))
-    if not fams and not args.capacity:
-        if args.users is not None:
-            raise UserError("--users LO..HI goes with --capacity (users per GPU by search)")
-        return None
-    if not fams:
-        raise UserError("--capacity needs a mode family without N in --modes (e.g. --modes timeslice,mps)")
-    low = whole_number("--repeats", args.repeats, 1, MAX_REPEATS) if args.repeats is not None else 2
-    high = whole_number("--max-repeats", args.max_repeats, 1, MAX_REPEATS) if args.max_repeats is not None else 4
-    options = CapacityOptions(tuple(fams), parse_users(args.users), low, max(low, high))
-    args.modes = ",".join([*rest, *(m.label for m in options.start_modes())])
-    args.repeats, args.max_repeats = low, None
-    return options
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     t_start = time.monotonic()  # the budget's clock: start-up, calibration, the cells and the report
-    capacity = capacity_of(args)
-    saved = args.repeats
-    if capacity is not None:  # the search's repeats per N, not a budget plan's
-        args.repeats = None
-    budget = budget_of(args)
-    args.repeats = saved
-    if budget is not None and args.gpu_model is not None:
-        print(recorded_plan(args, budget))
+    opts = run_options(args)  # checked before this module loaded (cli.lazy); the same value again
+    budget = budget_options(opts)
+    if budget is not None and opts.gpu_model is not None:
+        print(recorded_plan(opts, budget))
         return 0
-    request = request_of(args, results_folder(args), budget)
-    return run_request(dataclasses.replace(request, capacity=capacity), t_start)
+    return run_request(request_of(args, opts, results_folder(args)), t_start)
 
 
 def program_found(cfg: SweepConfig) -> None:
@@ -245,8 +177,7 @@ def run_request(request: SweepRequest, t_start: float | None = None) -> int:
     out, budget = request.out, request.budget
     cfg = sweep_config(request)
     if request.dry_run:
-        plan = validate(cfg)
-        print(capacity_dry_run(plan, request.capacity) if request.capacity else dry_run(plan, budget, out))
+        print(dry_run(validate(cfg), out, budget, request.capacity))
         return 0
     program_found(cfg)
     if request.resume and budget is None and nothing_to_do(cfg, out):

@@ -1,10 +1,13 @@
 """A sweep: sharing modes x particle counts x repeats on one machine, written as it goes.
 
 ``plan``: the one planner: the configuration, validated in full before anything runs, and its cells
-(on one machine, or as a pipeline's separate tasks); ``runner``: ``run_sweep`` over every cell and
-``measure_cell`` for one (the step the KFP components run).
+(on one machine, or as a pipeline's separate tasks); ``compose``: ``run_sweep``, which picks the schedule
+of the cells (``schedule``: fixed, adaptive, capacity, deadline) and hands it to ``runner``, the loop;
+``cell``: ``measure_cell`` for one cell (the step the KFP components run).
 """
 
+from sharebench.sweep.cell import CellResult, check_cell, measure_cell
+from sharebench.sweep.compose import run_sweep
 from sharebench.sweep.plan import (
     DEFAULT_PARTICLES,
     DEFAULT_REPEATS,
@@ -25,7 +28,7 @@ from sharebench.sweep.plan import (
     validate,
 )
 from sharebench.sweep.resume import inherit_options
-from sharebench.sweep.runner import CellResult, check_cell, measure_cell, new_sweep_id, run_sweep
+from sharebench.sweep.runner import new_sweep_id
 from sharebench.sweep.signals import Stopped, stop_on_signals
 
 __all__ = [

@@ -18,14 +18,15 @@ The runner runs ``BudgetPlan.cells()`` and, after each cell, asks :func:`next_ce
 
 The queue is in the sweep's run order (repeat -> particle count -> mode). :func:`budget_report` gives
 the report's lines: budget, plan, time used, the precision each block reached and why it stopped.
-:class:`Schedule` is what the runner asks after each cell: a fixed list of cells, or this queue.
+:class:`AdaptiveSchedule` is this queue as a schedule (``sweep.schedule``): what the runner asks for
+after each cell.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,11 +37,12 @@ from sharebench.analysis import cell_summary
 from sharebench.analysis.sequential import Decision, should_continue
 from sharebench.results import COLUMNS
 from sharebench.sweep.budget import Block, BudgetOptions, BudgetPlan, fmt_duration
-from sharebench.sweep.plan import Cell
+from sharebench.sweep.plan import Cell, SweepPlan, plan_header
+from sharebench.sweep.schedule import Measured, Stop
 
 
 @dataclass(frozen=True)
-class Measured:
+class BlockRepeats:
     """A block's measured repeats, by repeat number: span (NaN: failed or excluded), mean and max track time."""
 
     span_s: Mapping[int, float]
@@ -79,15 +81,15 @@ def cell_gaps(df: pd.DataFrame) -> list[float]:
     return gaps
 
 
-def block_measurements(plan: BudgetPlan, cells: pd.DataFrame) -> dict[tuple[str, int], Measured]:
+def block_measurements(plan: BudgetPlan, cells: pd.DataFrame) -> dict[tuple[str, int], BlockRepeats]:
     """Each block's measured (not warm-up) repeats."""
-    out: dict[tuple[str, int], Measured] = {}
+    out: dict[tuple[str, int], BlockRepeats] = {}
     measured = cells[~cells["warmup"].astype(bool)] if len(cells) else cells
     for b in plan.blocks:
         g = measured[(measured["mode"] == b.mode.label) & (measured["particles"].astype(float) == b.particles)]
         bad = g["excluded"].astype(bool)
         reps = [int(r) for r in g["repeat"]]
-        out[(b.mode.label, b.particles)] = Measured(
+        out[(b.mode.label, b.particles)] = BlockRepeats(
             dict(zip(reps, np.where(bad, math.nan, g["span_s"].astype(float)))),
             dict(zip(reps, np.where(bad, math.nan, g["mean_track_s"].astype(float)))),
             dict(zip(reps, np.where(bad, math.nan, g["max_track_s"].astype(float)))),
@@ -96,7 +98,7 @@ def block_measurements(plan: BudgetPlan, cells: pd.DataFrame) -> dict[tuple[str,
 
 
 def block_decision(
-    plan: BudgetPlan, block: Block, measured: Mapping[tuple[str, int], Measured], options: BudgetOptions
+    plan: BudgetPlan, block: Block, measured: Mapping[tuple[str, int], BlockRepeats], options: BudgetOptions
 ) -> Decision:
     """The decision after the block's measured repeats (n), from repeats 1..n of it and of its T_1."""
     m = measured[(block.mode.label, block.particles)]
@@ -131,7 +133,7 @@ def block_decision(
 
 
 def further_repeats(
-    plan: BudgetPlan, measured: Mapping[tuple[str, int], Measured], options: BudgetOptions
+    plan: BudgetPlan, measured: Mapping[tuple[str, int], BlockRepeats], options: BudgetOptions
 ) -> tuple[list[Cell], dict[tuple[str, int], Decision]]:
     """The next repeat of each block that goes on (its planned repeats measured), and every decision."""
     decisions = {
@@ -297,51 +299,58 @@ def decisions_confidence(decisions: Mapping[tuple[str, int], Decision]) -> str:
 
 
 @dataclass
-class Schedule:
-    """The cells a sweep runs, decided after each cell: a fixed list (``plan`` None), or with a budget
-    plan the queue of :func:`next_cells` from the rows measured so far (a resumed folder's first) and
-    the seconds since ``t_start`` (``time.monotonic()`` at the command's start: the budget's clock)."""
+class AdaptiveSchedule:
+    """A budgeted sweep's cells (``sweep.schedule``), decided after each cell: the queue of
+    :func:`next_cells` from the rows measured so far (a resumed folder's first) and the seconds since
+    ``t_start`` (``clock()`` at the command's start: the budget's clock). ``sweep``: the sweep at the
+    plan's sizes (its dry run)."""
 
-    queue: list[Cell]
-    plan: BudgetPlan | None = None
-    options: BudgetOptions = field(default_factory=BudgetOptions)
+    plan: BudgetPlan
+    options: BudgetOptions
+    sweep: SweepPlan
     rows: list[Mapping[str, Any]] = field(default_factory=list)
-    t_start: float = field(default_factory=time.monotonic)
-    ran: int = 0  # cells measured by this sweep
+    t_start: float | None = None
+    clock: Callable[[], float] = time.monotonic
+    queue: list[Cell] = field(default_factory=list)
 
-    @classmethod
-    def budgeted(
-        cls, plan: BudgetPlan, options: BudgetOptions, rows: Iterable[Mapping[str, Any]], t_start: float
-    ) -> Schedule:
-        schedule = cls([], plan, options, list(rows), t_start)
-        schedule.queue = schedule.decide()
-        return schedule
+    def __post_init__(self) -> None:
+        if self.t_start is None:
+            self.t_start = self.clock()
+        self.queue = self.decide()
 
     def elapsed_s(self) -> float:
-        return time.monotonic() - self.t_start
+        return self.clock() - (self.t_start or 0.0)
 
     def decide(self) -> list[Cell]:
-        if self.plan is None:
-            return self.queue
         return next_cells(self.plan, self.rows, self.options, elapsed_s=self.elapsed_s())
 
-    def after(self, cell: Cell, rows: Iterable[Mapping[str, Any]]) -> list[Cell]:
-        """The cells left once ``cell`` has been measured and gave ``rows``."""
-        self.ran += 1
-        if self.plan is None:
-            self.queue = [c for c in self.queue if c.id != cell.id]
-        else:
-            self.rows += list(rows)
-            self.queue = self.decide()
-        return self.queue
+    def next_cell(self) -> Cell | None:
+        return self.queue[0] if self.queue else None
 
-    def unfinished(self) -> list[Cell]:
-        """What a budgeted sweep would still run with no time limit (planned cells and further repeats);
-        empty without a budget plan."""
-        return [] if self.plan is None else next_cells(self.plan, self.rows, self.options)
+    def learn(self, measured: Measured) -> None:
+        self.rows += list(measured.rows)
+        self.queue = self.decide()
+
+    def ahead(self) -> list[Cell]:
+        return list(self.queue)
+
+    def left(self) -> list[Cell]:
+        """What it would still run with no time limit (planned cells and further repeats)."""
+        return next_cells(self.plan, self.rows, self.options)
+
+    def stopped(self) -> Stop | None:
+        """The budget spent: nothing fits the time left, but cells are left."""
+        budget_s = self.options.budget_s
+        if budget_s is None or self.queue or not self.left():
+            return None
+        return Stop(f"budget {fmt_duration(budget_s)} reached")
+
+    def ends_at(self) -> float | None:
+        return None  # the budget's deadline wraps it (sweep.deadline)
+
+    def describe(self) -> list[str]:
+        return [*plan_header(self.sweep), self.plan.describe(), *(f"note: {n}" for n in self.sweep.notes)]
 
     def report(self) -> list[str]:
-        """The report's budget lines (:func:`budget_report`); none without a budget plan."""
-        if self.plan is None:
-            return []
+        """The report's budget lines (:func:`budget_report`)."""
         return budget_report(self.plan, self.rows, self.options, elapsed_s=self.elapsed_s())

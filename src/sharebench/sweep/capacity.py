@@ -30,16 +30,25 @@ import pandas as pd
 
 from sharebench.analysis.latency import latency_table
 from sharebench.errors import UserError
+
+# the families' and --users' grammar, kept light in modes (the CLI checks --modes and --users with it)
+from sharebench.modes import DEFAULT_USERS as DEFAULT_USERS
 from sharebench.modes import KINDS, MAX_REPLICAS, Mode, parse_mode
+from sharebench.modes import families_of as families_of
+from sharebench.modes import family_kind as family_kind
+from sharebench.modes import family_mode as family_mode
+from sharebench.modes import parse_family as parse_family
+from sharebench.modes import parse_users as parse_users
+from sharebench.parse import fmt_duration
 from sharebench.patterns import parse_pattern
 from sharebench.results.bursts import load_bursts
 from sharebench.sweep.load import MIN_REQUESTS, capacity_cell, needs_capacity
 from sharebench.sweep.plan import Cell, SweepPlan, plan_header
+from sharebench.sweep.schedule import Measured, Stop
 from sharebench.workloads.job import victim_bursts
 
 Verdict = Literal["within", "above", "unsure"]
 LimitWhy = Literal["memory", "maximum", "kind", "budget"]
-DEFAULT_USERS = (2, 64)  # --users LO..HI: HI is the stated maximum
 DEFAULT_MIN_REPEATS = 2
 DEFAULT_MAX_REPEATS = 4
 KIND_MAX = {"mps": 48}  # MPS: at most 48 clients per control daemon (Volta and later)
@@ -183,29 +192,6 @@ class CapacitySearch:
         return (max(within) if within else None), hi_bad
 
 
-def family_kind(family: str) -> str:
-    return family.split("/")[0].split("@")[0]
-
-
-def family_mode(family: str, n: int) -> Mode:
-    """``timeslice/long`` at 4 -> ``timeslice:4/long``; ``mps@25`` at 4 -> ``mps:4@25``."""
-    kind, _, interval = family.partition("/")
-    kind, _, pct = kind.partition("@")
-    return parse_mode(f"{kind}:{n}" + (f"@{pct}" if pct else "") + (f"/{interval}" if interval else ""))
-
-
-def parse_family(text: str) -> str | None:
-    """A mode string that names a family without N (``timeslice``, ``mps``, ``timeslice/long``, ``mps@25``):
-    its family; None for anything else (a mode with N, exclusive)."""
-    s = text.strip().lower()
-    base = s.split("/")[0].split("@")[0]
-    spec = KINDS.get(base)
-    if spec is None or ":" in s or not spec.shared:
-        return None
-    family_mode(s, 2)  # a bad interval or percentage: the mode parser's one-line error
-    return s
-
-
 def verdict(slowdown: float, lo: float, hi: float, slo: float) -> Verdict:
     """``above`` when the interval lies above the target, ``within`` when it does not reach above it,
     ``unsure`` when it straddles it (or there is none: then the point estimate decides at max repeats)."""
@@ -291,21 +277,6 @@ def memory_max(device_memory_bytes: float | None, per_replica_bytes: float | Non
     return max(1, int(MEMORY_HEADROOM * device_memory_bytes // per_replica_bytes))
 
 
-def parse_users(text: str | None) -> tuple[int, int]:
-    """``--users LO..HI`` (or ``HI``): 2 <= LO <= HI <= 64; one-line error otherwise."""
-    if text is None or not str(text).strip():
-        return DEFAULT_USERS
-    s = str(text).strip()
-    lo_s, sep, hi_s = s.partition("..")
-    try:
-        lo, hi = (int(lo_s), int(hi_s)) if sep else (DEFAULT_USERS[0], int(lo_s))
-    except ValueError:
-        lo, hi = 0, 0
-    if not 1 <= lo <= hi <= MAX_REPLICAS:
-        raise UserError(f"bad --users {text!r}; allowed: LO..HI with 1 <= LO <= HI <= {MAX_REPLICAS} (e.g. 2..32)")
-    return max(lo, 2) if hi >= 2 else lo, hi
-
-
 def probe_bounds(lo: int, max_n: int) -> tuple[int, int]:
     """The fewest and most probes (distinct N) of one family: doubling to ``max_n``, then bisection."""
     doublings = max(0, math.ceil(math.log2(max(max_n, 1) / max(lo, 1))))
@@ -371,18 +342,6 @@ def write_capacity_table(out: Path) -> Path | None:
     path.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows, columns=CAPACITY_COLUMNS).to_csv(path, index=False)
     return path
-
-
-def families_of(items: Iterable[str]) -> tuple[list[str], list[str]]:
-    """``--modes`` items split into capacity families (no N) and modes (the rest, as written)."""
-    fams: list[str] = []
-    modes: list[str] = []
-    for t in items:
-        if not t.strip():
-            continue
-        fam = parse_family(t)
-        (fams if fam is not None else modes).append(fam if fam is not None else t)
-    return list(dict.fromkeys(fams)), modes
 
 
 # ----------------------------------------------------------------- running the search (the runner's schedule)
@@ -459,12 +418,12 @@ def cell_span_s(rows: Iterable[Mapping[str, Any]]) -> float:
 
 @dataclass
 class CapacitySchedule:
-    """The cells of a capacity sweep, decided after each cell (the runner's schedule protocol: ``queue``,
-    ``after(cell, rows)``, ``unfinished()``, ``report()``): the fixed cells first (the alone cells, T_1,
-    and any mode given with its N), then one probe of each family's search at a time (:func:`next_n`),
-    from the latency rows of the folder's bursts. ``fits(mode)``: the planner's check of a new N (None:
-    fits; else the one-line reason, a memory limit). With ``budget_s`` a probe that no longer fits the
-    time left stops its family: a budget answer ("between")."""
+    """The cells of a capacity sweep, decided after each cell (a schedule, ``sweep.schedule``): the fixed
+    cells first (the alone cells, T_1, and any mode given with its N), then one probe of each family's
+    search at a time (:func:`next_n`), from the latency rows of the folder's bursts. ``fits(mode)``: the
+    planner's check of a new N (None: fits; else the one-line reason, a memory limit). With ``budget_s``
+    (seconds since ``t_start`` on ``clock``) a probe that no longer fits the time left stops its family: a
+    budget answer ("between"). ``sweep``: the sweep searched (its dry run)."""
 
     out: Path
     searches: list[CapacitySearch]
@@ -478,19 +437,18 @@ class CapacitySchedule:
     queue: list[Cell] = field(default_factory=list)
     spans: dict[str, float] = field(default_factory=dict)  # mode label -> the longest span of its cells
     budget_stopped: set[str] = field(default_factory=set)
-    ran: int = 0
-    plan: None = None  # no budget plan: the runner's stop message reads the queue
+    clock: Callable[[], float] = time.monotonic
+    sweep: SweepPlan | None = None
 
     def __post_init__(self) -> None:
         self.queue = self.decide()
 
     def elapsed_s(self) -> float:
-        return time.monotonic() - self.t_start
+        return self.clock() - self.t_start
 
-    def after(self, cell: Cell, rows: Iterable[Mapping[str, Any]]) -> list[Cell]:
-        """The cells left once ``cell`` was measured (its rows); the searches updated and capacity.json written."""
-        rows = list(rows)
-        self.ran += 1
+    def learn(self, measured: Measured) -> None:
+        """A cell measured (its rows): the searches updated, the next cells decided, capacity.json written."""
+        cell, rows = measured.cell, list(measured.rows)
         span = cell_span_s(rows)
         if math.isfinite(span):
             self.spans[cell.mode.label] = max(span, self.spans.get(cell.mode.label, 0.0))
@@ -499,7 +457,28 @@ class CapacitySchedule:
         self.queue = self.decide()
         write_capacity(self.out, self.answers())
         write_capacity_table(self.out)
-        return self.queue
+
+    def next_cell(self) -> Cell | None:
+        return self.queue[0] if self.queue else None
+
+    def ahead(self) -> list[Cell]:
+        return list(self.queue)
+
+    def left(self) -> list[Cell]:
+        """The cells decided next (one probe per family still searching; the fixed cells first)."""
+        return list(self.queue)
+
+    def stopped(self) -> Stop | None:
+        """The budget spent with a search unfinished."""
+        if self.budget_s is None or self.queue or not self.unfinished():
+            return None
+        return Stop(f"budget {fmt_duration(self.budget_s)} reached")
+
+    def ends_at(self) -> float | None:
+        return None  # the budget's deadline wraps it (sweep.deadline)
+
+    def describe(self) -> list[str]:
+        return [capacity_dry_run(self.sweep, self.options)] if self.sweep is not None else []
 
     def refresh(self) -> None:
         """Each search's probes from the latency table of the folder's measured (not warm-up) bursts."""

@@ -1,31 +1,27 @@
-"""A budget that holds: when a sweep's cells must end, which cell may still start, and a patterned cell
-stopped at that instant (issue 35).
+"""A budget that holds: when a sweep's cells must end, and which cell may still start (issue 35).
 
 :class:`Deadline` is the instant (``time.monotonic()``) by which the sweep's cells end: the budget's end
 less the report's time (``--budget``), or ``--stop-after`` seconds after the first cell. Before each cell
 :meth:`Deadline.refuses` compares the cell's predicted length with the time left: the median wall time of
 this sweep's measured cells of the same mode and size, else the plan's estimate, else (nothing known) the
-cell starts only while a quarter of the limit is left. A patterned cell started in time but running past
-the deadline is stopped there by :class:`StopAt`: the cell's stop file (``sharing.executor.STOP``, which
-the neighbours and the victim watch) is written at that instant; the victim ends its burst and keeps the
-bursts measured so far, and :func:`mark_stopped` says so in the rows (``cell_error``, status kept ok).
+cell starts only while a quarter of the limit is left.
+
+:class:`DeadlineSchedule` is another schedule (``sweep.schedule``) within a deadline: it passes on the
+cells of the one it wraps while they fit and stops at the first that does not. The runner ends a cell
+running past the instant (``sweep.within``).
 """
 
 from __future__ import annotations
 
 import statistics
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from sharebench.files import write_atomic
 from sharebench.sweep.plan import Cell
+from sharebench.sweep.schedule import Measured, Schedule, Stop
 
 UNKNOWN_FRACTION = 0.25  # a cell with no prediction starts only while this fraction of the limit is left
-STOP_GRACE_S = 5.0  # an unpatterned cell may track this long past the deadline before it is stopped
 
 
 @dataclass
@@ -68,48 +64,53 @@ class Deadline:
             return f"not started: {cell.id}, predicted {predicted:.0f} s, {left:.0f} s left"
         return None
 
-    def run_timeout_s(self, given: float, now: float | None = None) -> float:
-        """An unpatterned cell's run timeout: ``given``, at most the time left plus :data:`STOP_GRACE_S`."""
-        left = self.left_s(now)
-        return given if left is None else max(1.0, min(given, left + STOP_GRACE_S))
 
+@dataclass
+class DeadlineSchedule:
+    """``inner``'s cells while each fits before the deadline (:class:`Deadline`); the first that does not
+    stops it (``why``: the stop line's head, ``budget 10m reached`` or ``stopped after S s (--stop-after)``).
+    ``from_first``: the deadline is ``deadline.limit_s`` seconds after the first cell is asked for
+    (``--stop-after``), not ``deadline.ends_at``."""
 
-class StopAt:
-    """Writes a patterned cell's stop file at ``at`` (``time.monotonic()``) unless cancelled first;
-    ``fired`` says whether it did. A context manager: started on entry, cancelled on exit."""
+    inner: Schedule
+    deadline: Deadline
+    why: str
+    clock: Callable[[], float] = time.monotonic
+    from_first: bool = False
+    refused: str | None = None
 
-    def __init__(self, stop_file: Path, at: float | None) -> None:
-        self.stop_file, self.at = stop_file, at
-        self.fired = threading.Event()
-        self.timer: threading.Timer | None = None
+    def next_cell(self) -> Cell | None:
+        if self.refused is not None:
+            return None
+        cell = self.inner.next_cell()
+        if cell is None:
+            return None
+        if self.from_first:  # --stop-after counts from the first cell
+            self.deadline.ends_at, self.from_first = self.clock() + self.deadline.limit_s, False
+        self.refused = self.deadline.refuses(cell, self.clock())
+        return None if self.refused is not None else cell
 
-    def fire(self) -> None:
-        self.fired.set()
-        try:
-            write_atomic(self.stop_file, "stopped at the budget\n")
-        except OSError:  # the cell's folder gone: the cell ended anyway
-            pass
+    def learn(self, measured: Measured) -> None:
+        if measured.whole:
+            self.deadline.learn(measured.cell, measured.wall_s)
+        self.inner.learn(measured)
 
-    def __enter__(self) -> StopAt:
-        if self.at is not None:
-            self.timer = threading.Timer(max(0.0, self.at - time.monotonic()), self.fire)
-            self.timer.daemon = True
-            self.timer.start()
-        return self
+    def ahead(self) -> list[Cell]:
+        return self.inner.ahead()
 
-    def __exit__(self, *exc: object) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
+    def left(self) -> list[Cell]:
+        return self.inner.left()
 
+    def stopped(self) -> Stop | None:
+        if self.refused is not None:
+            return Stop(self.why, self.refused)
+        return self.inner.stopped()
 
-def mark_stopped(rows: list[dict[str, Any]], bursts: list[dict[str, Any]], asked: int | None) -> str | None:
-    """A patterned cell stopped at the budget: each row's ``cell_error`` says after how many of the asked
-    bursts (the rows stay ``ok``: every burst kept was measured in full); the note, or None when the victim
-    had finished its bursts anyway."""
-    done = sum(1 for b in bursts if b.get("role") == "victim")
-    if asked is not None and done >= asked:
-        return None
-    why = f"stopped at the budget after {done} of {asked if asked is not None else '?'} bursts"
-    for r in rows:
-        r["cell_error"] = "; ".join(x for x in (str(r.get("cell_error") or ""), why) if x)
-    return f"{rows[0]['cell_id'] if rows else '?'}: {why}"
+    def ends_at(self) -> float | None:
+        return self.deadline.ends_at
+
+    def describe(self) -> list[str]:
+        return self.inner.describe()
+
+    def report(self) -> list[str]:
+        return self.inner.report()

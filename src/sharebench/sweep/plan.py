@@ -25,7 +25,6 @@ import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from sharebench.analysis.latency import DEFAULT_SLO, check_slo
@@ -35,9 +34,12 @@ from sharebench.gpus import gpu_model as find_gpu_model
 from sharebench.gpus import resolve_layout
 from sharebench.kernel import RunConfig, check_fits, check_xtrack_device
 from sharebench.kernel.lattice import get_line_cached, get_packed
-from sharebench.modes import ALLOWED, DEFAULT_MODES, KINDS, MPS_DAEMON, Mode, kind_of, parse_mode, with_baseline
+from sharebench.modes import DEFAULT_MODES, KINDS, MPS_DAEMON, Mode, kind_of, parse_mode, with_baseline
+from sharebench.modes import as_modes as as_modes  # kept light in modes: the CLI parses --modes with it
 from sharebench.node.placement import check_placement, split_node
-from sharebench.parse import counts, parse_duration, whole_number
+from sharebench.parse import MAX_REPEATS as MAX_REPEATS  # bounds kept light in parse: the CLI checks them first
+from sharebench.parse import MAX_TURNS as MAX_TURNS
+from sharebench.parse import counts, lattice_file, parse_duration, whole_number
 from sharebench.sharing import CellPlan, check_mps_available, plan_cell
 from sharebench.sharing.timeslice import check_allowed
 from sharebench.workloads import ReplicaJob, Workload
@@ -49,9 +51,6 @@ from sharebench.workloads import ReplicaJob, Workload
 DEFAULT_PARTICLES = {"cpu": [500, 1000], "gpu": [1_000_000, 2_000_000]}
 DEFAULT_TURNS = {"cpu": 10, "gpu": 10}
 DEFAULT_REPEATS = 3
-# bounds checked before anything is allocated: a typo must not start a sweep of years
-MAX_REPEATS = 1000
-MAX_TURNS = 10**9
 # the default modes are modes.DEFAULT_MODES, those the device runs; a CPU runs these in place of a CUDA-only
 # mode, and a pipeline's cluster sweep (the ``modes`` parameter's default) adds these, each in its kind's order
 CPU_MODES = ("partition:2",)
@@ -59,16 +58,6 @@ CLUSTER_MODES = ("timeslice:8", "mps:4", "mig:7g", "mig:1g")
 PIPELINE_MODES = sorted((*DEFAULT_MODES, *CLUSTER_MODES), key=lambda m: KINDS[kind_of(m)].order)
 PIPELINE_PARTICLES = [5_000_000, 10_000_000, 15_000_000]  # the pipeline's default particle counts
 WARMUP_REPEATS = 1  # default: repeat 0 of every (mode, particle count) is a discarded warm-up
-
-
-def as_modes(modes: str | Iterable[str | Mode]) -> tuple[Mode, ...]:
-    """Mode strings (a list, or ``a,b``) parsed, each once; a :class:`Mode` is kept as it is; duplicates
-    dropped (the first kept). A one-line UserError names a bad mode, or an empty list."""
-    items = modes.split(",") if isinstance(modes, str) else list(modes)
-    parsed = [m if isinstance(m, Mode) else parse_mode(m) for m in items if isinstance(m, Mode) or m.strip()]
-    if not parsed:
-        raise UserError(f"no sharing mode given; allowed: {ALLOWED}")
-    return tuple({m.label: m for m in parsed}.values())
 
 
 @dataclass(frozen=True)
@@ -344,8 +333,8 @@ def validate(config: SweepConfig) -> SweepPlan:
     """Everything checked before anything runs; a one-line UserError otherwise. The config's own values
     are parsed already (:class:`SweepConfig`); what depends on the device is resolved here."""
     workload = config.workload  # checked when it was made (Workload.from_dict)
-    if workload.lattice is not None and not Path(workload.lattice).is_file():
-        raise UserError(f"lattice file {workload.lattice!r} not found; give an Xsuite line JSON or JSON.gz")
+    if workload.lattice is not None:
+        lattice_file(workload.lattice)
     device = resolve_device(workload.device)
     if workload.engine == "xtrack":  # a doomed sweep fails here, not in every cell (engine checked above)
         check_xtrack_device(device)

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from sharebench.errors import UserError
 from sharebench.results import RESULTS_CSV, load_results, read_sweeps
+from sharebench.sweep.plan import SweepPlan
 from sharebench.workloads.protocol import workload_name
 from sharebench.workloads.workload import EXEC_KEYS, KEYS
 
@@ -283,3 +285,30 @@ def check_rows(out: Path, rows: Any, shared: dict[str, Any], workload: str, devi
                 f"{r.work_key}, this run's {expected}: another lattice content, seed, run option, program or "
                 "pattern); resume with the folder's own options, or give another --out"
             )
+
+
+def resumed_cells(out: Path, plan: SweepPlan, notes: list[str]) -> set[str]:
+    """Cells already measured (ok) in ``out`` by ``plan``'s workload; refuses to mix another device model or
+    class into the folder (a note when it is another physical device of the same model)."""
+    if not (out / RESULTS_CSV).exists():
+        return set()
+    df = load_results(out)
+    dev = plan.device
+
+    def model(name: Any) -> str:  # "NVIDIA H200 MIG 1g.18gb" is an H200
+        return re.sub(r"\s+MIG\s.*$", "", str(name or "")).strip()
+
+    for r in df[["device_class", "backend", "device_name"]].drop_duplicates().itertuples():
+        if (r.device_class, r.backend) != (dev.kind, dev.backend) or (
+            model(r.device_name) and model(dev.name) and model(r.device_name) != model(dev.name)
+        ):
+            raise UserError(
+                f"{out} holds results measured on {r.device_name or '?'} ({r.backend}, {r.device_class}); "
+                f"this run's device is {dev.name} ({dev.backend}, {dev.kind}): "
+                "use another --out (and compare the two with sharebench compare A B)"
+            )
+    uuids = sorted({u for u in df["parent_uuid"] if isinstance(u, str) and u})
+    if dev.uuid and uuids and dev.uuid not in uuids and dev.kind == "gpu":
+        notes.append(f"resumed on another physical device of the same model ({dev.uuid}; before: {', '.join(uuids)})")
+    # another workload resumed into the folder has its own cells under the same ids
+    return set(df.loc[(df["cell_status"] == "ok") & (df["engine"] == plan.workload), "cell_id"])

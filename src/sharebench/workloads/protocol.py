@@ -59,6 +59,10 @@ from sharebench.errors import UserError, one_line
 from sharebench.files import write_atomic
 from sharebench.kernel.run import read_start_instant, sleep_until
 
+# the exec engine's timings, kept light in parse (the CLI checks --exec-timing before this loads)
+from sharebench.parse import EXEC_TIMINGS as EXEC_TIMINGS
+from sharebench.parse import check_exec_timing as check_exec_timing
+
 READY_FILE = "SHAREBENCH_READY_FILE"
 START_FILE = "SHAREBENCH_START_FILE"
 RESULT_FILE = "SHAREBENCH_RESULT_FILE"
@@ -75,7 +79,6 @@ CELL_VARS = (
 )  # fmt: skip
 MAX_CELL_LINE_BYTES = 64 * 1024
 PRIMED = "serving"  # the word a primed program writes in its ready file: it will take its cells as lines
-EXEC_TIMINGS = ("protocol", "process")
 RESULT_KEYS = ("start", "end", "work", "unit")
 # result keys that fill the record's own fields rather than its extras
 RECORD_KEYS = ("device_name", "device_uuid", "context")
@@ -176,13 +179,6 @@ def cell_line(env: dict[str, str]) -> str:
 
 
 # ----------------------------------------------------------------- the harness's side
-
-
-def check_exec_timing(value: str) -> str:
-    v = str(value).strip().lower()
-    if v not in EXEC_TIMINGS:
-        raise UserError(f"bad exec timing {value!r}; allowed: {', '.join(EXEC_TIMINGS)}")
-    return v
 
 
 def split_command(command: str | None) -> list[str]:

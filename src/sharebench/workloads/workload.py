@@ -25,7 +25,7 @@ from typing import Any
 from sharebench.devices import check_spec
 from sharebench.errors import UserError
 from sharebench.kernel import RUN_ENGINES, check_engine
-from sharebench.parse import whole_number
+from sharebench.parse import size_name, whole_number
 from sharebench.patterns import BATCH, DEFAULT_BURSTS, MAX_BURSTS, parse_pattern, saturated
 from sharebench.workloads.protocol import check_exec_timing, workload_name
 
@@ -134,7 +134,7 @@ class Workload:
     @property
     def size_name(self) -> str:
         """What a size of the sweep is called in an error: a program's work size, a tracker's particle count."""
-        return "work size (--work)" if self.is_program else "particle count"
+        return size_name(self.engine)
 
     def turns(self, turns: int) -> int:
         """The turns a replica runs: a program's work is SHAREBENCH_WORK alone (one turn)."""

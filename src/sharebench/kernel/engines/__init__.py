@@ -12,13 +12,15 @@ from typing import Any, Protocol
 import numpy as np
 
 from sharebench.devices import DeviceInfo
-from sharebench.errors import UserError
 from sharebench.kernel.elements import PackedLine, pack_line
 from sharebench.kernel.engines.simpletrack import SimpletrackEngine
 from sharebench.kernel.engines.xtrack import XtrackEngine
 
-ENGINES = ("simpletrack", "xtrack")
-RUN_ENGINES = (*ENGINES, "exec")  # what a replica runs: a tracker, or any program (sharebench.workloads.protocol)
+# the engines' names, kept light in parse (the CLI checks --engine before the trackers load): a tracker, or
+# with "exec" any program (sharebench.workloads.protocol)
+from sharebench.parse import ENGINES as ENGINES
+from sharebench.parse import RUN_ENGINES as RUN_ENGINES
+from sharebench.parse import check_engine as check_engine
 
 
 class Engine(Protocol):
@@ -56,14 +58,6 @@ class EngineOptions(Protocol):
     cpus: list[int] | None
     block_size: int
     optimize: bool
-
-
-def check_engine(engine: str, allowed: tuple[str, ...] = ENGINES) -> str:
-    """The engine name, lowercased; UserError naming the allowed ones."""
-    e = str(engine).strip().lower()
-    if e not in allowed:
-        raise UserError(f"bad engine {engine!r}: allowed are {', '.join(allowed)}")
-    return e
 
 
 def make_engine(cfg: EngineOptions, device: DeviceInfo, line: Any, packed: PackedLine | None = None) -> Engine:

@@ -1,0 +1,55 @@
+"""The plan's cells, in run order (repeat -> particle count -> mode): a sweep with no budget and no search.
+
+:class:`FixedSchedule` is the simplest schedule (``sweep.schedule``): the cells are known before the first
+runs; a resumed folder's measured cells are left out before it starts (``sweep.compose``). Its dry run is
+the plan and its cost in exclusive runs (``sweep.plan.describe_plan``); a sweep of replica patterns adds
+its predicted seconds (``sweep.budget.predicted_line``: a short calibration on this machine).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sharebench.sweep.budget import predicted_line
+from sharebench.sweep.plan import Cell, SweepPlan, describe_plan
+from sharebench.sweep.schedule import Measured, Stop
+
+
+@dataclass
+class FixedSchedule:
+    """``cells`` one after the other; ``plan``: the sweep they are of (its dry run)."""
+
+    plan: SweepPlan
+    cells: list[Cell] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, plan: SweepPlan, skip: Sequence[str] = ()) -> FixedSchedule:
+        """Every cell of ``plan`` but those whose ids are in ``skip`` (measured already)."""
+        done = set(skip)
+        return cls(plan, [c for c in plan.cells() if c.id not in done])
+
+    def next_cell(self) -> Cell | None:
+        return self.cells[0] if self.cells else None
+
+    def learn(self, measured: Measured) -> None:
+        self.cells = [c for c in self.cells if c.id != measured.cell.id]
+
+    def ahead(self) -> list[Cell]:
+        return list(self.cells)
+
+    def left(self) -> list[Cell]:
+        return list(self.cells)
+
+    def stopped(self) -> Stop | None:
+        return None
+
+    def ends_at(self) -> float | None:
+        return None
+
+    def describe(self) -> list[str]:
+        patterned = self.plan.config.workload.patterned  # its seconds are not N exclusive runs (analysis.cost)
+        return [describe_plan(self.plan), *([predicted_line(self.plan)] if patterned else [])]
+
+    def report(self) -> list[str]:
+        return []
