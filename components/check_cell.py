@@ -9,9 +9,7 @@ from sharebench.components.image import IMAGE
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
-def check_cell(
-    records: Input[List[Dataset]], cell: Output[Dataset], plan: dict, claims_namespace: str = "sharebench"
-):
+def check_cell(records: Input[List[Dataset]], cell: Output[Dataset], plan: dict, claims_namespace: str = "sharebench"):
     """Gathers the results rows of one cell's pods and checks them together.
 
     A replica that failed, or (time-slicing, MPS) replicas that ran on different devices,

@@ -186,7 +186,12 @@ def test_the_plan_value_survives_kfps_json_exactly():
     )  # fmt: skip
     value = grid.plan({"budget_s": 90.0}).to_dict()
     assert value["modes"] == ["exclusive", "mig:1g.18gb"] and value["node_name"] == "gpu-a"
-    assert value["cells"][0] == {"mode": "exclusive", "particles": 5_000_000, "repeat": 0, "id": "exclusive_p5000000_r0"}
+    assert value["cells"][0] == {
+        "mode": "exclusive",
+        "particles": 5_000_000,
+        "repeat": 0,
+        "id": "exclusive_p5000000_r0",
+    }
     assert (value["turns"], value["start_delay_s"], value["node_access"]) == (1, 30.0, "direct")
     back = GridPlan.from_dict(json.loads(json.dumps(as_kfp(value))))
     assert back == grid.plan({"budget_s": 90.0}) and back.to_dict() == value
