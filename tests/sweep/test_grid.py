@@ -14,6 +14,7 @@ from sharebench.errors import UserError
 from sharebench.modes import parse_mode
 from sharebench.sweep import Cell
 from sharebench.sweep.grid import (
+    GRID_DEFAULTS,
     PIPELINE_MODES,
     REQUEST_KEYS,
     GridPlan,
@@ -127,16 +128,13 @@ def test_plan_refuses_bad_input_in_one_line(change, message):
     assert message in str(exc.value) and "\n" not in str(exc.value)
 
 
-def test_a_request_names_the_pipelines_parameters():
-    """Every key plan_grid takes is a parameter of the pipelines (tests/kfp/test_pipeline.py checks the
-    other side: every sweep parameter of the pipelines reaches the request)."""
-    assert set(REQUEST_KEYS) == {
-        "modes", "gpu_model", "particle_counts", "repeats", "warmup_repeats", "placement", "node_name", "budget",
-        "turns", "workload", "start_delay_s", "operator_namespace", "reconfigure_timeout_s", "force", "node_access",
-    }  # fmt: skip
+def test_a_request_is_the_grid_and_the_settings_every_task_reads():
+    """A request's keys: the grid's and GridSettings' (tests/kfp/test_pipeline.py checks that every one is a
+    parameter of the pipelines, passed to check_sweep); the settings parsed as KFP hands them over."""
+    assert set(REQUEST_KEYS) == set(GRID_DEFAULTS) | {f.name for f in dataclasses.fields(GridSettings)}
     settings = plan(turns=7.0, start_delay_s=2, force=False, node_access="direct").settings
     assert settings == GridSettings(turns=7, start_delay_s=2.0, node_access="direct")
-    assert settings.workload == Workload()
+    assert settings.workload == Workload() and GridSettings.from_dict(as_kfp(settings.to_dict())) == settings
 
 
 # ------------------------------------------------------------------ cells as values
