@@ -34,7 +34,6 @@ from sharebench.node.client import make_api_client
 from sharebench.node.images import IMAGE_ALLOW_ENV, check_image
 from sharebench.node.placement import HOSTNAME_LABEL, Placement, place_mode, restore_nodes
 from sharebench.parse import parse_duration, seconds, whole_number
-from sharebench.placement import NODE_ACCESS as NODE_ACCESS
 from sharebench.placement import PLACEMENTS as PLACEMENTS
 from sharebench.placement import check_node_access, check_pattern_placement, pod_request, split_node
 from sharebench.report import tables_markdown, write_tables

@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 
 def imported_modules(importtime_log: str) -> list[str]:
     """The modules of a ``python -X importtime`` log (``import time: self | cumulative | name``)."""
@@ -19,6 +21,7 @@ def imported_modules(importtime_log: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # a real run --dry-run in a fresh interpreter (about 3 s; make check runs the contract instead)
 def test_a_local_dry_run_imports_no_kubernetes_and_nothing_of_the_node_layer(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBERNETES_", "SHAREBENCH_KUBECONFIG"))}
     argv = ["run", "--dry-run", "--device", "cpu", "--modes", "exclusive,partition:2", "--particles", "100"]
