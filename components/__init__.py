@@ -9,6 +9,7 @@ or :func:`load` for the components themselves.
 import importlib
 
 COMPONENTS = (
+    "check_sweep",
     "plan_sweep",
     "pick_cells",
     "reconfigure_node",

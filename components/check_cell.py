@@ -9,17 +9,16 @@ from sharebench.components.image import IMAGE
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
-def check_cell(
-    records: Input[List[Dataset]], cell: Output[Dataset], placement: str = "pods", claims_namespace: str = "sharebench"
-):
+def check_cell(records: Input[List[Dataset]], cell: Output[Dataset], plan: dict, claims_namespace: str = "sharebench"):
     """Gathers the results rows of one cell's pods and checks them together.
 
     A replica that failed, or (time-slicing, MPS) replicas that ran on different devices,
-    mark the whole cell failed; the analysis leaves it out with the reason.
+    mark the whole cell failed; the analysis leaves it out with the reason. Under the plan's
+    placement 'dra' the cell's ResourceClaims are deleted once its rows are in.
 
     Args:
         records: Results rows (JSON lists) of the cell's pods.
-        placement: 'dra' deletes the cell's ResourceClaims once its rows are in.
+        plan: plan_sweep's plan (its placement).
         claims_namespace: Namespace of the claims (dra).
 
     Returns:
@@ -27,5 +26,4 @@ def check_cell(
     """
     from sharebench.components import steps
 
-    steps.merge_records([r.path for r in records], cell.path, cell=True)
-    steps.release_cell(placement=placement, rows_path=cell.path, namespace=claims_namespace)
+    steps.finish_cell([r.path for r in records], cell.path, plan=plan, claims_namespace=claims_namespace)

@@ -15,20 +15,16 @@ def collect_results(
     results: Output[Dataset],
     tables: Output[Markdown],
     metrics: Output[Metrics],
-    node_name: str = "",
-    gpu_model: str = "",
+    plan: dict,
     sweep_id: str = "",
-    budget_plan: dict = {},
 ):
     """Writes the sweep's results folder and its loss tables; logs loss per mode and size.
 
     Args:
         records: Results rows of each mode (JSON lists), in sweep order.
-        node_name: Node the sweep ran on (recorded; empty without a cluster).
-        gpu_model: GPU model of the node (recorded).
+        plan: plan_sweep's plan: its node and GPU model are recorded; with a budget, the budget, the plan
+            and the time used go into the results folder's notes, which the report shows.
         sweep_id: Identifier written into every row (the KFP run id); empty: the UTC time.
-        budget_plan: plan_sweep's budget plan ({} none): the budget, the plan and the time used go into
-            the results folder's notes, which the report shows.
 
     Returns:
         results: A results folder (results.csv in the versioned schema, provenance.json,
@@ -42,10 +38,8 @@ def collect_results(
         [r.path for r in records],
         results.path,
         tables.path,
-        node_name=node_name,
-        gpu_model=gpu_model,
+        plan=plan,
         sweep_id=sweep_id or None,
-        budget_plan=budget_plan,
     )
     for name, value in out["metrics"].items():
         metrics.log_metric(name, value)

@@ -9,18 +9,18 @@ from sharebench.components.image import IMAGE
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
-def pick_cells(mode: str, cells_by_mode: dict) -> NamedTuple("Cells", cells=List[int]):
-    """Picks the cell indices of one mode from the plan.
+def pick_cells(plan: dict, mode: str) -> NamedTuple("Cells", cells=List[dict]):
+    """Picks the cells of one mode from the plan, as values.
 
     Args:
+        plan: plan_sweep's plan.
         mode: Sharing mode (resolved, as plan_sweep returns it).
-        cells_by_mode: plan_sweep's cells of each mode.
 
     Returns:
-        cells: The mode's cell indices, run one after the other.
+        cells: The mode's cells (mode, particles, repeat, id), run one after the other.
     """
     from collections import namedtuple
 
     from sharebench.components import steps
 
-    return namedtuple("Cells", ["cells"])(steps.pick_cells(mode=mode, cells_by_mode=cells_by_mode))
+    return namedtuple("Cells", ["cells"])(steps.pick_cells(plan=plan, mode=mode))

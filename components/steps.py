@@ -32,34 +32,17 @@ from sharebench.node.agent import Request, file_request, wait_request
 from sharebench.node.claims import create_claims, delete_claims
 from sharebench.node.client import make_api_client
 from sharebench.node.images import IMAGE_ALLOW_ENV, check_image
-from sharebench.node.placement import (
-    HOSTNAME_LABEL,
-    Placement,
-    check_pattern_placement,
-    place_mode,
-    pod_request,
-    restore_nodes,
-    split_node,
-)
-from sharebench.node.placement import PLACEMENTS as PLACEMENTS
+from sharebench.node.placement import HOSTNAME_LABEL, Placement, place_mode, restore_nodes
 from sharebench.parse import parse_duration, seconds, whole_number
+from sharebench.placement import PLACEMENTS as PLACEMENTS
+from sharebench.placement import check_node_access, check_pattern_placement, pod_request, split_node
 from sharebench.report import tables_markdown, write_tables
 from sharebench.report.combine import write_combined
 from sharebench.results import ResultsWriter, append_notes, read_json, write_json, write_provenance
 from sharebench.results.bursts import append_bursts
-from sharebench.sweep import (
-    Cell,
-    SweepConfig,
-    cell_id,
-    cell_of,
-    check_cell,
-    measure_cell,
-    new_sweep_id,
-    plan_grid,
-    validate,
-)
+from sharebench.sweep import Cell, SweepConfig, cell_id, check_cell, measure_cell, new_sweep_id, validate
 from sharebench.sweep.budget import budget_notes, budget_summary, plan_budget_grid
-from sharebench.sweep.plan import PIPELINE_MODES, PIPELINE_PARTICLES, WARMUP_REPEATS
+from sharebench.sweep.grid import PIPELINE_MODES, PIPELINE_PARTICLES, GridPlan, cell_from_value, cell_value, plan_grid
 from sharebench.telemetry import collect_provenance
 from sharebench.workloads import Workload
 
@@ -74,74 +57,43 @@ def say(message: str) -> None:
 
 
 # ------------------------------------------------------------------ planning
-def plan_sweep(
-    *,
-    modes: list[str],
-    gpu_model: str,
-    particle_counts: list,
-    repeats: int,
-    placement: str,
-    node_name: str,
-    turns: int,
-    warmup_repeats: int = WARMUP_REPEATS,
-    budget: str = "",
-    workload: dict[str, Any] | None = None,
-    start_delay_s: float = 60.0,
-) -> dict[str, Any]:
-    """The sweep validated before anything runs (:func:`sharebench.sweep.plan.plan_grid`): the
-    resolved modes, the cell indices of one mode, the node and its GPU model; the particle counts,
-    repeats and warm-ups the cells index, each mode's cells, and with a ``budget`` the plan that fits it
-    (:func:`sharebench.sweep.budget.plan_budget_grid`; ``budget_plan``: its summary for the report)."""
+def check_sweep(request: dict[str, Any], nodes: list[str]) -> dict[str, Any]:
+    """The sweep's parameters (``request``: the pipeline's names, no node) checked before anything runs,
+    for each node (``NAME`` or ``NAME=GPU_MODEL``; none: this machine), as the plan step of each node
+    will plan them (:func:`sharebench.sweep.grid.plan_grid`); the request, handed on as one value."""
+    for node in nodes or [""]:
+        plan_grid({**request, "node_name": node})
+    say(f"request checked for {', '.join(n for n in nodes if n) or 'this machine'}")
+    return dict(request)
+
+
+def plan_sweep(*, request: dict[str, Any], node_name: str = "") -> dict[str, Any]:
+    """One node's sweep planned before anything touches it (:func:`sharebench.sweep.grid.plan_grid`):
+    the modes resolved for its GPU model, with a budget what fits it
+    (:func:`sharebench.sweep.budget.plan_budget_grid`; ``budget_plan``: its summary for the report),
+    and every cell as a value: the plan every later task reads (:class:`~sharebench.sweep.grid.GridPlan`)."""
     started = time.time()  # the budget's clock
-    grid = plan_grid(
-        modes=modes,
-        gpu_model=gpu_model,
-        particle_counts=particle_counts,
-        repeats=repeats,
-        placement=placement,
-        node_name=node_name,
-        turns=turns,
-        warmup_repeats=warmup_repeats,
-        budget=budget,
-    )
+    grid = plan_grid({**request, "node_name": node_name})
     summary: dict[str, Any] = {}
     if grid.budget_s is not None:
-        grid, plan = plan_budget_grid(grid, turns=turns, workload=workload or {}, start_delay_s=start_delay_s)
+        s = grid.settings
+        grid, plan = plan_budget_grid(grid, turns=s.turns, workload=s.workload, start_delay_s=s.start_delay_s)
         summary = budget_summary(plan, started)
         for line in plan.describe().splitlines():
             say(f"budget {line}")
     say(grid.describe())
-    return {  # the pipeline's names: its particle counts are the plan's particles
-        "modes": list(grid.labels),
-        "cells": list(grid.cells),
-        "node_name": grid.node_name,
-        "gpu_model": grid.gpu_model,
-        "particle_counts": list(grid.particles),
-        "repeats": grid.repeats,
-        "warmup_repeats": grid.warmup_repeats,
-        "cells_by_mode": {m: list(grid.cells_of(m)) for m in grid.labels},
-        "budget_plan": summary,
-    }
+    return grid.plan(summary).to_dict()
 
 
-def pick_cells(*, mode: str, cells_by_mode: dict[str, list[int]]) -> list[int]:
-    """The cell indices of ``mode`` (``plan_sweep``'s ``cells_by_mode``); a mode not planned: a one-line error."""
-    if mode not in cells_by_mode:
-        raise UserError(f"mode {mode!r} is not in the plan; planned: {', '.join(cells_by_mode) or 'none'}")
-    cells = [whole_number("cell", c, 0) for c in cells_by_mode[mode]]
+def pick_cells(*, plan: dict[str, Any], mode: str) -> list[dict[str, Any]]:
+    """The cells ``mode`` runs, as values (``plan_sweep``'s plan); a mode not planned: a one-line error."""
+    cells = [cell_value(c) for c in GridPlan.from_dict(plan).cells_of(mode)]
     say(f"{mode}: {len(cells)} cell(s)")
     return cells
 
 
 # ------------------------------------------------------------------ node
-NODE_ACCESS = ("agent", "direct")  # agent: a request the node agent answers; direct: the library, node rights here
 POD_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-
-
-def check_node_access(node_access: str) -> str:
-    if node_access not in NODE_ACCESS:
-        raise UserError(f"node_access {node_access!r}: allowed {', '.join(NODE_ACCESS)}")
-    return node_access
 
 
 def pod_namespace() -> str:
@@ -211,6 +163,27 @@ def reconfigure(
     return place_mode(node_name, mode, gpu_model, placement, options, progress=say).to_dict()
 
 
+def reconfigure_mode(*, plan: dict[str, Any], mode: str, run_id: str = "", image: str = "") -> dict[str, Any]:
+    """:func:`reconfigure` for one mode of a node's plan (its node, GPU model, placement and node
+    settings): how the mode's pods request it (``pods``, ``processes``, ``resource``, ``count``,
+    ``node_selector``, ``advertised``) and ``replicas``, the cell's replicas (pods x processes)."""
+    p = GridPlan.from_dict(plan)
+    s = p.settings
+    placed = reconfigure(
+        node_name=p.node_name,
+        mode=mode,
+        gpu_model=p.gpu_model,
+        placement=p.placement,
+        namespace=s.operator_namespace,
+        timeout_s=s.reconfigure_timeout_s,
+        force=s.force,
+        run_id=run_id,
+        image=image,
+        node_access=s.node_access,
+    )
+    return {**placed, "replicas": len(placed["pods"]) * int(placed["processes"])}
+
+
 def restore(
     *, node_names: list[str], timeout_s: float = 600, run_id: str = "", node_access: str = "agent"
 ) -> list[dict[str, Any]]:
@@ -254,31 +227,69 @@ def release_all(*, placement: str, namespace: str = RUN_NAMESPACE) -> list[str]:
 # ------------------------------------------------------------------ replicas
 def schedule_start(
     *,
-    mode: str,
-    cell: int,
-    particle_counts: list,
-    repeats: int,
-    start_delay_s: float,
-    warmup_repeats: int = WARMUP_REPEATS,
-    node_name: str = "",
+    plan: dict[str, Any],
+    cell: dict[str, Any],
+    placed: dict[str, Any],
     run_id: str = "",
-    placement: str = "pods",
-    node_access: str = "agent",
+    claims_namespace: str = RUN_NAMESPACE,
 ) -> dict[str, Any]:
-    """The cell's particle count, repeat and the instant its replicas start tracking together; with a
-    node and a run id, the run's Lease on the node is renewed first (held for the whole run): directly,
-    or in agent mode by a request to apply the same mode (which the agent renews the Lease for)."""
-    if node_name and run_id and check_node_access(node_access) == "direct":
-        renew_lease(split_node(node_name)[0], run_id, progress=say)
-    elif (
-        node_name and run_id and placement != "dra"
-    ):  # agent mode (dra: the node is never applied): the agent's apply of the same mode renews the run's Lease
-        node_request("apply", node_name, run_id, mode=mode)
-    particles, repeat = cell_of(cell, particle_counts, repeats, warmup_repeats)
-    start_at = time.time() + float(start_delay_s)
-    cid = cell_id(parse_mode(mode), particles, repeat)
-    say(f"cell {cid}: replicas start tracking at {start_at:.3f} (epoch s)")
-    return {"particles": particles, "repeat": repeat, "start_at": start_at, "cell_id": cid}
+    """``cell`` (a value of the plan) scheduled: with its ``start_at``, the instant its replicas start
+    tracking together, and its ``claims`` (placement dra: the cell's ResourceClaims, one shared by its
+    ``placed`` pods; else none). With a node and a run id, the run's Lease on the node is renewed first
+    (held for the whole run): directly, or in agent mode by a request to apply the same mode (which the
+    agent renews the Lease for)."""
+    p = GridPlan.from_dict(plan)
+    c = cell_from_value(cell)
+    node, access = p.node_name, p.settings.node_access
+    if node and run_id and access == "direct":
+        renew_lease(node, run_id, progress=say)
+    elif node and run_id and p.placement != "dra":  # dra: the node is never applied, so nothing to renew there
+        node_request("apply", node, run_id, mode=c.mode.label)
+    start_at = time.time() + p.settings.start_delay_s
+    say(f"cell {c.id}: replicas start tracking at {start_at:.3f} (epoch s)")
+    pods = max(len(placed.get("pods") or []), 1)
+    claims = claim_cell(
+        placement=p.placement,
+        mode=c.mode.label,
+        cell_id=c.id,
+        pods=pods,
+        gpu_model=p.gpu_model,
+        namespace=claims_namespace,
+    )
+    return {**cell_value(c), "start_at": start_at, "claims": claims}
+
+
+def run_part(
+    *,
+    plan: dict[str, Any],
+    cell: dict[str, Any],
+    placed: dict[str, Any],
+    replica: int,
+    out_path: str,
+    workdir: str | None = None,
+    requested: str = "",
+) -> list[dict[str, Any]]:
+    """This pod's part of a scheduled cell (``schedule_start``'s) under the mode's placement
+    (``reconfigure_mode``'s ``placed``): :func:`run_simpletrack` with the plan's turns and workload.
+    ``requested``: what the pod requested (logged; default: the placement's request)."""
+    p = GridPlan.from_dict(plan)
+    c = cell_from_value(cell)
+    requested = requested or f"{placed.get('count', 0)} x {placed.get('resource') or 'nothing'}"
+    where = f"{requested} on {p.node_name or 'this machine'}"
+    return run_simpletrack(
+        mode=c.mode.label,
+        particles=c.particles,
+        turns=p.settings.turns,
+        repeat=c.repeat,
+        replica=replica,
+        replicas=placed["replicas"],
+        processes=placed["processes"],
+        start_at=float(cell["start_at"]),
+        workload=p.settings.workload.to_dict(),
+        out_path=out_path,
+        workdir=workdir,
+        placed=where,
+    )
 
 
 def run_simpletrack(
@@ -379,6 +390,14 @@ def merge_records(paths: list[str], out_path: str, *, cell: bool = False) -> int
     return len(rows)
 
 
+def finish_cell(paths: list[str], out_path: str, *, plan: dict[str, Any], claims_namespace: str = RUN_NAMESPACE) -> int:
+    """The rows of one cell's pods checked together (:func:`merge_records` with ``cell``); placement dra:
+    the cell's claims deleted once its rows are in."""
+    n = merge_records(paths, out_path, cell=True)
+    release_cell(placement=GridPlan.from_dict(plan).placement, rows_path=out_path, namespace=claims_namespace)
+    return n
+
+
 # ------------------------------------------------------------------ results and report
 def loss_metrics(tables: Any, slo: float = DEFAULT_SLO) -> dict[str, float]:
     """``loss_pct/<mode>/p<particles>`` -> loss % (two decimals) of every loss computed, and, where a replica
@@ -402,14 +421,15 @@ def collect_results(
     results_dir: str,
     tables_md_path: str,
     *,
-    node_name: str = "",
-    gpu_model: str = "",
+    plan: dict[str, Any],
     sweep_id: str | None = None,
-    budget_plan: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write a results folder (results.csv, provenance.json, tables/, and with a budget its lines in
-    notes.txt: :func:`sharebench.sweep.budget.budget_notes` of ``plan_sweep``'s ``budget_plan``) from the
-    modes' rows; return the loss metrics (``loss_pct/<mode>/p<particles>``) and the tables as Markdown."""
+    """Write a results folder (results.csv, provenance.json with the plan's node and GPU model, tables/,
+    and with a budget its lines in notes.txt: :func:`sharebench.sweep.budget.budget_notes` of the plan's
+    ``budget_plan``) from the modes' rows; return the loss metrics (``loss_pct/<mode>/p<particles>``) and
+    the tables as Markdown."""
+    p = GridPlan.from_dict(plan)
+    node_name, gpu_model, budget_plan = p.node_name, p.gpu_model, p.budget_plan
     rows = read_rows(paths)
     if not rows:
         raise UserError("no results rows reached collect_results: every cell was empty")
@@ -438,7 +458,7 @@ def collect_results(
         node=node_name or None,
     )
     write_provenance(out, prov)
-    notes = budget_notes(budget_plan or {}, len({str(r.get("cell_id")) for r in rows}))
+    notes = budget_notes(budget_plan, len({str(r.get("cell_id")) for r in rows}))
     append_notes(out, sid, notes)
     for line in notes:
         say(line)

@@ -29,12 +29,10 @@ from kfp_server_api.exceptions import ApiException
 from sharebench.errors import UserError
 from sharebench.history import open_store
 from sharebench.node.images import IMAGE_ALLOW_ENV, check_image
-from sharebench.node.placement import check_pattern_placement
-from sharebench.parse import seconds
 from sharebench.pipelines.commands import HERE, PIPELINE_FILES
 from sharebench.pipelines.compile import compile_all
 from sharebench.pipelines.fetch import Store, fetch_results
-from sharebench.sweep import plan_grid
+from sharebench.sweep.grid import REQUEST_KEYS, plan_grid
 from sharebench.workloads import Workload
 
 # KFP's recurring runs use robfig/cron with a seconds field first.
@@ -143,35 +141,20 @@ def check_workload(value: Any) -> dict[str, Any]:
 
 
 def check_arguments(params: dict[str, dict[str, Any]], given: dict[str, Any]) -> None:
-    """A run's arguments (``given`` over the compiled defaults) checked here as the pipeline's own plan
-    step checks them (``sharebench.sweep.plan.plan_grid``: modes, particle counts, repeats, turns,
-    placement, node and GPU model, per node of a multi-node run), and its durations as ``run`` checks
-    them: a bad value is a one-line UserError before the run exists, not a failed task on the cluster.
-    A run that names no node is checked as if it named one (the cluster's answer to that is its own)."""
+    """A run's arguments (``given`` over the compiled defaults) checked here as the pipeline's own steps
+    check them (``sharebench.sweep.grid.plan_grid``: every sweep parameter, per node of a multi-node
+    run; the image against the site's allow-list, as the node step checks it): a bad value is a
+    one-line UserError before the run exists, not a failed task on the cluster. A run that names no
+    node is checked as if it named one (the cluster's answer to that is its own)."""
     values = {k: given.get(k, spec.get("defaultValue")) for k, spec in params.items()}
     check_history_arguments(values)
     if not {"modes", "particle_counts", "repeats", "turns", "placement"} <= set(values):
         return  # not a sweep pipeline: its parameters are checked by their types alone
+    request = {k: v for k, v in values.items() if k in REQUEST_KEYS and k != "node_name"}
     nodes = values.get("nodes") if "nodes" in values else [values.get("node_name") or ""]
     try:
         for node in [str(n) or "node" for n in nodes or [""]]:
-            plan_grid(
-                modes=values["modes"] or [],
-                gpu_model=str(values.get("gpu_model") or ""),
-                particle_counts=values["particle_counts"] or [],
-                repeats=values["repeats"],
-                placement=str(values["placement"]),
-                node_name=str(node),
-                turns=values["turns"],
-                warmup_repeats=values.get("warmup_repeats", 1),
-                budget=str(values.get("budget") or ""),
-            )
-        if "workload" in values:  # neighbours need the replicas of a cell in one pod
-            what = Workload.from_dict(values["workload"] or {})
-            check_pattern_placement(str(values["placement"]), what.pattern, what.neighbour_pattern)
-        for key in ("start_delay_s", "reconfigure_timeout_s"):
-            if key in given:
-                seconds(key, given[key], 0.0)
+            plan_grid({**request, "node_name": node})
         if "image" in values:  # the site's allow-list, as the node step checks it (issue 27)
             check_image(
                 str(values["image"] or ""),

@@ -3,13 +3,14 @@
 Shape of ``sharebench-sweep`` (one node)::
 
     exit handler: restore_node  (runs whatever fails)
+      check_sweep                       the flat parameters checked, handed on as one value (the request)
       sweep_node
-        plan_sweep                      validate, resolve MIG layouts, cell indices (a budget: what fits)
+        plan_sweep                      the node's plan, one value: modes resolved, every cell (a budget: what fits)
         sweep_modes   ParallelFor(modes, parallelism=1)       one mode at a time on the node
-          reconfigure_node                                    -> resource, count, pods, processes
-          pick_cells                                          -> the mode's cells (a budget: its sizes)
+          reconfigure_node                                    -> placed (resource, count, pods, processes)
+          pick_cells                                          -> the mode's cells, as values
           run_cells   ParallelFor(cells, parallelism=1)       one cell at a time
-            schedule_start                                    -> particles, repeat, start_at
+            schedule_start                                    -> the cell with its start_at
             run_cell  ParallelFor(pods)                       the cell's replicas, concurrently
               run_simpletrack   (N pods, or N processes in one pod)
             check_cell    (pods -> cell: a failed replica or split devices fail the cell)
@@ -19,9 +20,19 @@ Shape of ``sharebench-sweep`` (one node)::
         record_history  (history != '': add to the store, check the node; fails on a change)
       advise_pool       (prometheus_url != '': the pool advice from the run's costs and the site's usage)
 
-``sharebench-multi-node`` runs ``sweep_node`` for each node in a ParallelFor (side by side)
-and ``compare_nodes`` puts them in one report (a node whose history check finds a change fails
-its sweep, so the comparison is then not made; each node's own report is).
+``sharebench-multi-node`` checks the request for every node, runs ``sweep_node`` for each node in
+a ParallelFor (``sweep_nodes``, side by side) and ``compare_nodes`` puts them in one report (a node
+whose history check finds a change fails its sweep, so the comparison is then not made; each
+node's own report is).
+
+One plan value: the top-level signatures are flat (the Kubeflow UI's form, ``sharebench submit
+--param``); ``check_sweep`` turns them into one ``request`` value and each node's ``plan_sweep`` into
+one ``plan`` value (``sharebench.sweep.grid.GridPlan``: node, placement, settings, every cell as a
+value), so the sub-pipelines take a few values each, and a new sweep parameter reaches a step
+through the plan without a sub-pipeline changing (docs/architecture.md, "Add a pipeline parameter").
+What stays separate is what KFP needs as its own channel: ``image`` (each task's container),
+a loop's items (``modes``, ``cells``, ``pods``), and the pods' ``resource``, ``resource_count`` and
+``node_selector``.
 
 Why this shape (what KFP 2.17 really compiles and runs, on a cluster and in kfp.local):
 
@@ -31,6 +42,9 @@ Why this shape (what KFP 2.17 really compiles and runs, on a cluster and in kfp.
 * Every loop sits at the top of its own sub-pipeline and only reads that sub-pipeline's
   inputs: kfp.local replaces a loop body's task-output inputs by the loop item, and
   sub-variables of loop items are not resolved there; a sub-pipeline boundary avoids both.
+* A value built in a pipeline from its parameters (a dict or list literal of channels) reaches a
+  component, but kfp.local hands a sub-pipeline ``null`` for each channel in it: the request is
+  therefore a task's output (``check_sweep``), never a literal.
 * Fan-in one ParallelFor level at a time (``dsl.Collected`` of artifacts, then
   ``check_cell`` / ``merge_records``): nested artifact lists do not run in kfp.local.
 * The accelerator type/limit and the node selector come from ``reconfigure_node`` at run
@@ -48,6 +62,7 @@ from sharebench.analysis.latency import DEFAULT_SLO
 from sharebench.components import steps
 from sharebench.components.advise_pool import advise_pool
 from sharebench.components.check_cell import check_cell
+from sharebench.components.check_sweep import check_sweep
 from sharebench.components.collect_results import collect_results
 from sharebench.components.compare_nodes import compare_nodes
 from sharebench.components.image import IMAGE
@@ -132,157 +147,67 @@ def request_gpu(task: dsl.PipelineTask, resource, count, node_selector) -> dsl.P
 @dsl.pipeline(name="sharebench-cell", description="The replicas of one cell, started together.")
 def run_cell(
     image: str,
-    mode: str,
-    particles: int,
-    turns: int,
-    repeat: int,
-    start_at: float,
+    plan: dict,
+    cell: dict,
+    placed: dict,
     pods: list[int],
-    processes: int,
-    replicas: int,
     resource: str,
     resource_count: int,
     node_selector: dict,
-    node_name: str,
-    workload: dict,
-    placement: str = "pods",
 ) -> Dataset:
     with Loop(pods, name="replicas") as replica:
         run = run_simpletrack(
-            mode=mode,
-            particles=particles,
-            turns=turns,
-            repeat=repeat,
-            replica=replica,
-            replicas=replicas,
-            processes=processes,
-            start_at=start_at,
-            workload=workload,
-            resource=resource,
-            resource_count=resource_count,
-            node_name=node_name,
+            plan=plan, cell=cell, placed=placed, replica=replica, resource=resource, resource_count=resource_count
         )
         request_gpu(in_image(run, image), resource, resource_count, node_selector)
-    checked = node_step(check_cell(records=dsl.Collected(run.outputs["records"]), placement=placement))
+    checked = node_step(check_cell(records=dsl.Collected(run.outputs["records"]), plan=plan))
     return checked.outputs["cell"]
 
 
 @dsl.pipeline(name="sharebench-cells", description="The cells of one mode, one after the other.")
 def run_cells(
     image: str,
-    mode: str,
-    cells: list[int],
-    particle_counts: list[int],
-    repeats: int,
-    warmup_repeats: int,
-    turns: int,
-    start_delay_s: float,
+    plan: dict,
+    cells: list[dict],
+    placed: dict,
     pods: list[int],
-    processes: int,
-    replicas: int,
     resource: str,
     resource_count: int,
     node_selector: dict,
-    node_name: str,
-    workload: dict,
-    placement: str,
-    gpu_model: str,
-    node_access: str,
 ) -> Dataset:
     with Loop(cells, name="cells", parallelism=1) as cell:
-        start = node_step(
-            schedule_start(
-                mode=mode,
-                cell=cell,
-                particle_counts=particle_counts,
-                repeats=repeats,
-                start_delay_s=start_delay_s,
-                warmup_repeats=warmup_repeats,
-                placement=placement,
-                pods=pods,
-                gpu_model=gpu_model,
-                node_name=node_name,
-                run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-                node_access=node_access,
-            )
-        )
+        start = node_step(schedule_start(plan=plan, cell=cell, placed=placed, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER))
         one = run_cell(
             image=image,
-            mode=mode,
-            particles=start.outputs["particles"],
-            turns=turns,
-            repeat=start.outputs["repeat"],
-            start_at=start.outputs["start_at"],
+            plan=plan,
+            cell=start.outputs["cell"],
+            placed=placed,
             pods=pods,
-            processes=processes,
-            replicas=replicas,
             resource=resource,
             resource_count=resource_count,
             node_selector=node_selector,
-            node_name=node_name,
-            workload=workload,
-            placement=placement,
         )
     merged = in_image(merge_records(records=dsl.Collected(one.output)), image)
     return merged.outputs["merged"]
 
 
 @dsl.pipeline(name="sharebench-modes", description="Each mode in order: reconfigure the node, run its cells.")
-def sweep_modes(
-    image: str,
-    node_name: str,
-    gpu_model: str,
-    modes: list[str],
-    cells_by_mode: dict,
-    particle_counts: list[int],
-    repeats: int,
-    warmup_repeats: int,
-    turns: int,
-    placement: str,
-    start_delay_s: float,
-    workload: dict,
-    operator_namespace: str,
-    reconfigure_timeout_s: float,
-    force: bool,
-    node_access: str,
-) -> list[Dataset]:
+def sweep_modes(image: str, plan: dict, modes: list[str]) -> list[Dataset]:
     with Loop(modes, name="modes", parallelism=1) as mode:
         node = node_step(
-            reconfigure_node(
-                node_name=node_name,
-                mode=mode,
-                gpu_model=gpu_model,
-                placement=placement,
-                namespace=operator_namespace,
-                timeout_s=reconfigure_timeout_s,
-                force=force,
-                run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-                image=image,
-                node_access=node_access,
-            ),
+            reconfigure_node(plan=plan, mode=mode, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER, image=image),
             image_allow=True,
         )
-        picked = in_image(pick_cells(mode=mode, cells_by_mode=cells_by_mode), image)
+        picked = in_image(pick_cells(plan=plan, mode=mode), image)
         cells_of_mode = run_cells(
             image=image,
-            mode=mode,
+            plan=plan,
             cells=picked.outputs["cells"],
-            particle_counts=particle_counts,
-            repeats=repeats,
-            warmup_repeats=warmup_repeats,
-            turns=turns,
-            start_delay_s=start_delay_s,
+            placed=node.outputs["placed"],
             pods=node.outputs["pods"],
-            processes=node.outputs["processes"],
-            replicas=node.outputs["replicas"],
             resource=node.outputs["resource"],
             resource_count=node.outputs["count"],
             node_selector=node.outputs["node_selector"],
-            node_name=node_name,
-            workload=workload,
-            placement=placement,
-            gpu_model=gpu_model,
-            node_access=node_access,
         )
     return dsl.Collected(cells_of_mode.output)
 
@@ -290,67 +215,16 @@ def sweep_modes(
 @dsl.pipeline(name="sharebench-node", description="The whole sweep of one node, and its report.")
 def sweep_node(
     image: str,
+    request: dict,
     node_name: str,
-    gpu_model: str,
-    modes: list[str],
-    particle_counts: list[int],
-    repeats: int,
-    warmup_repeats: int,
-    turns: int,
-    placement: str,
-    start_delay_s: float,
-    workload: dict,
-    operator_namespace: str,
-    reconfigure_timeout_s: float,
-    force: bool,
-    node_access: str,
     history: str,
     pushgateway: str,
     history_s3_endpoint: str,
-    budget: str,
 ) -> Dataset:
-    plan = in_image(
-        plan_sweep(
-            modes=modes,
-            gpu_model=gpu_model,
-            particle_counts=particle_counts,
-            repeats=repeats,
-            turns=turns,
-            placement=placement,
-            node_name=node_name,
-            warmup_repeats=warmup_repeats,
-            budget=budget,
-            workload=workload,
-            start_delay_s=start_delay_s,
-        ),
-        image,
-    )
-    swept = sweep_modes(
-        image=image,
-        node_name=plan.outputs["node_name"],
-        gpu_model=plan.outputs["gpu_model"],
-        modes=plan.outputs["modes"],
-        cells_by_mode=plan.outputs["cells_by_mode"],
-        particle_counts=plan.outputs["particle_counts"],
-        repeats=plan.outputs["repeats"],
-        warmup_repeats=plan.outputs["warmup_repeats"],
-        turns=turns,
-        placement=placement,
-        start_delay_s=start_delay_s,
-        workload=workload,
-        operator_namespace=operator_namespace,
-        reconfigure_timeout_s=reconfigure_timeout_s,
-        force=force,
-        node_access=node_access,
-    )
+    plan = in_image(plan_sweep(request=request, node_name=node_name), image)
+    swept = sweep_modes(image=image, plan=plan.outputs["plan"], modes=plan.outputs["modes"])
     collected = in_image(
-        collect_results(
-            records=swept.output,
-            node_name=plan.outputs["node_name"],
-            gpu_model=plan.outputs["gpu_model"],
-            sweep_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-            budget_plan=plan.outputs["budget_plan"],
-        ),
+        collect_results(records=swept.output, plan=plan.outputs["plan"], sweep_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER),
         image,
     )
     report = in_image(write_report(results=collected.outputs["results"]), image)
@@ -363,6 +237,27 @@ def sweep_node(
         )
         history_step(recorded).after(report)
     return collected.outputs["results"]
+
+
+@dsl.pipeline(name="sharebench-nodes", description="Each node's sweep, side by side.")
+def sweep_nodes(
+    image: str,
+    request: dict,
+    nodes: list[str],
+    history: str,
+    pushgateway: str,
+    history_s3_endpoint: str,
+) -> list[Dataset]:
+    with Loop(nodes, name="nodes") as node:
+        swept = sweep_node(
+            image=image,
+            request=request,
+            node_name=node,
+            history=history,
+            pushgateway=pushgateway,
+            history_s3_endpoint=history_s3_endpoint,
+        )
+    return dsl.Collected(swept.output)
 
 
 @dsl.pipeline(
@@ -445,26 +340,33 @@ def sweep_pipeline(
         )
     )
     with dsl.ExitHandler(restore, name="sweep"):
+        checked = in_image(
+            check_sweep(
+                modes=modes,
+                gpu_model=gpu_model,
+                particle_counts=particle_counts,
+                repeats=repeats,
+                warmup_repeats=warmup_repeats,
+                turns=turns,
+                placement=placement,
+                workload=workload,
+                start_delay_s=start_delay_s,
+                operator_namespace=operator_namespace,
+                reconfigure_timeout_s=reconfigure_timeout_s,
+                force=force,
+                node_access=node_access,
+                budget=budget,
+                node_name=node_name,
+            ),
+            image,
+        )
         swept = sweep_node(
             image=image,
+            request=checked.outputs["request"],
             node_name=node_name,
-            gpu_model=gpu_model,
-            modes=modes,
-            particle_counts=particle_counts,
-            repeats=repeats,
-            warmup_repeats=warmup_repeats,
-            turns=turns,
-            placement=placement,
-            start_delay_s=start_delay_s,
-            workload=workload,
-            operator_namespace=operator_namespace,
-            reconfigure_timeout_s=reconfigure_timeout_s,
-            force=force,
-            node_access=node_access,
             history=history,
             pushgateway=pushgateway,
             history_s3_endpoint=history_s3_endpoint,
-            budget=budget,
         )
         with dsl.If(prometheus_url != "", name="advise"):
             query = {
@@ -546,29 +448,35 @@ def multi_node_pipeline(
         )
     )
     with dsl.ExitHandler(restore, name="sweeps"):
-        with Loop(nodes, name="nodes") as node:
-            swept = sweep_node(
-                image=image,
-                node_name=node,
-                gpu_model="",
+        checked = in_image(
+            check_sweep(
                 modes=modes,
+                gpu_model="",
                 particle_counts=particle_counts,
                 repeats=repeats,
                 warmup_repeats=warmup_repeats,
                 turns=turns,
                 placement=placement,
-                start_delay_s=start_delay_s,
                 workload=workload,
+                start_delay_s=start_delay_s,
                 operator_namespace=operator_namespace,
                 reconfigure_timeout_s=reconfigure_timeout_s,
                 force=force,
                 node_access=node_access,
-                history=history,
-                pushgateway=pushgateway,
-                history_s3_endpoint=history_s3_endpoint,
                 budget=budget,
-            )
-        in_image(compare_nodes(results=dsl.Collected(swept.output)), image)
+                nodes=nodes,
+            ),
+            image,
+        )
+        swept = sweep_nodes(
+            image=image,
+            request=checked.outputs["request"],
+            nodes=nodes,
+            history=history,
+            pushgateway=pushgateway,
+            history_s3_endpoint=history_s3_endpoint,
+        )
+        in_image(compare_nodes(results=swept.output), image)
 
 
 PIPELINES = {

@@ -1,6 +1,6 @@
 """The KFP components: their specs, and the glue their bodies call (sharebench.components.steps: planning,
 rows handed between tasks, node reconfiguration against the simulated cluster, in-process and as a
-kfp.local task). The library functions behind them are tested in tests/sweep/test_cells.py,
+kfp.local task). The library functions behind them are tested in tests/sweep/test_grid.py,
 tests/node/test_placement.py and tests/report/test_combine.py."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ pytest.importorskip("kfp", reason="kfp not installed (pip install -e '.[kfp]')")
 from sharebench.components import COMPONENTS, load, steps
 from sharebench.components.image import IMAGE
 from sharebench.errors import UserError
+from sharebench.sweep.grid import GridPlan
 from support.k8s_sim import SimCluster
 
 NODE = "gpu-node-1"
@@ -47,34 +48,35 @@ def test_image_is_named_in_one_place():
     assert re.fullmatch(r"[a-z0-9./-]+/sharebench:[0-9A-Za-z._-]+", IMAGE)
 
 
-# ------------------------------------------------------------------ planning (sharebench.sweep.plan.plan_grid)
-def test_plan_step_hands_kfp_plain_values_and_logs_the_plan(capsys):
-    plan = steps.plan_sweep(
-        modes=["exclusive", "mig:1g"],
-        gpu_model="",
-        particle_counts=[5e6, 1e7],
-        repeats=3.0,
-        turns=10,
-        placement="pods",
-        node_name="n1=H200",
-    )
-    assert plan == {
-        "modes": ["exclusive", "mig:1g.18gb"],
-        "cells": list(range(8)),
-        "node_name": "n1",
-        "gpu_model": "H200",
-        "particle_counts": [5_000_000, 10_000_000],
-        "repeats": 3,
-        "warmup_repeats": 1,
-        "cells_by_mode": {"exclusive": list(range(8)), "mig:1g.18gb": list(range(8))},  # no budget: every cell
-        "budget_plan": {},
-    }
+# ------------------------------------------------------------------ planning (sharebench.sweep.grid)
+REQUEST = dict(modes=["exclusive", "mig:1g"], gpu_model="", particle_counts=[5e6, 1e7], repeats=3.0, turns=10,
+               placement="pods")  # fmt: skip
+
+
+def test_check_step_checks_every_node_and_hands_the_request_on(capsys):
+    assert steps.check_sweep(REQUEST, ["n1=H200", "n2=A100-40GB"]) == REQUEST
+    assert "sharebench: request checked for n1=H200, n2=A100-40GB" in capsys.readouterr().out
+    with pytest.raises(UserError, match=r"^mode 'mig:1g' needs gpu_model \(e\.g\. H200, A100-40GB\)"):
+        steps.check_sweep(REQUEST, ["n1=H200", "n2"])  # n2's GPU model unknown: its MIG layout cannot resolve
+    with pytest.raises(UserError, match=r"^unknown sweep parameter\(s\) node; allowed: modes, gpu_model"):
+        steps.check_sweep({**REQUEST, "node": "n1"}, ["n1=H200"])
+
+
+def test_plan_step_hands_kfp_one_plan_value_and_logs_the_plan(capsys):
+    plan = steps.plan_sweep(request=REQUEST, node_name="n1=H200")
+    assert (plan["modes"], plan["node_name"], plan["gpu_model"]) == (["exclusive", "mig:1g.18gb"], "n1", "H200")
+    assert [c["id"] for c in plan["cells"][:5]] == [
+        "exclusive_p5000000_r0", "exclusive_p5000000_r1", "exclusive_p5000000_r2", "exclusive_p5000000_r3",
+        "exclusive_p10000000_r0",
+    ]  # fmt: skip
+    assert len(plan["cells"]) == 2 * 2 * (3 + 1) and plan["budget_plan"] == {}  # no budget: every cell
+    assert (plan["turns"], plan["placement"], plan["node_access"]) == (10, "pods", "agent")
+    assert GridPlan.from_dict(plan).to_dict() == plan and json.loads(json.dumps(plan)) == plan
     assert "sharebench: plan: 2 mode(s) exclusive, mig:1g.18gb; 8 cell(s) per mode; placement pods; node n1" in (
         capsys.readouterr().out
     )
     with pytest.raises(UserError, match="placement 'pod' is not allowed"):
-        steps.plan_sweep(modes=["exclusive"], gpu_model="", particle_counts=[1], repeats=1, turns=1, placement="pod",
-                         node_name="")  # fmt: skip
+        steps.plan_sweep(request={**REQUEST, "placement": "pod"}, node_name="n1=H200")
 
 
 @pytest.mark.parametrize(
@@ -86,63 +88,58 @@ def test_plan_step_hands_kfp_plain_values_and_logs_the_plan(capsys):
     ],
 )
 def test_plan_step_refuses_a_bad_budget_in_one_line(budget, message):
+    request = dict(modes=["exclusive"], particle_counts=[1000], repeats=1, turns=1, placement="processes")
     with pytest.raises(UserError) as err:
-        steps.plan_sweep(
-            modes=["exclusive"], gpu_model="", particle_counts=[1000], repeats=1, turns=1, placement="processes",
-            node_name="", budget=budget,
-        )  # fmt: skip
+        steps.plan_sweep(request={**request, "budget": budget})
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
 
 
 def test_a_budget_on_a_node_plans_from_the_recorded_rates_of_its_gpu_model(capsys):
     """The committed H200 campaigns (results/h200): at 90 s a cell (the start delay) the 10 M-particle
     sizes fit 10 minutes for the headline modes only; the plan says where its rates come from."""
-    plan = steps.plan_sweep(
-        modes=["exclusive", "timeslice:2", "mps:2", "timeslice:8"],
-        gpu_model="",
-        particle_counts=[5e6, 1e7],
-        repeats=3,
-        turns=10,
-        placement="pods",
-        node_name="gpu-a=H200",
-        budget="10m",
-        start_delay_s=60,
-    )
+    request = dict(modes=["exclusive", "timeslice:2", "mps:2", "timeslice:8"], particle_counts=[5e6, 1e7],
+                   repeats=3, turns=10, placement="pods", budget="10m", start_delay_s=60)  # fmt: skip
+    plan = steps.plan_sweep(request=request, node_name="gpu-a=H200")
     summary = plan["budget_plan"]
     assert summary["budget_s"] == 600 and summary["predicted_s"] <= 600
     assert summary["plan"][0].startswith("budget:    10m (600 s); planned from recorded rates of H200")
-    per = plan["repeats"] + plan["warmup_repeats"]
-    assert plan["cells"] == list(range(len(plan["particle_counts"]) * per))
     # headline modes first: exclusive and timeslice:2 are planned whenever anything is
-    assert plan["modes"][:2] == ["exclusive", "timeslice:2"] and set(plan["modes"]) == set(plan["cells_by_mode"])
-    for cells in plan["cells_by_mode"].values():
-        assert cells and set(cells) <= set(plan["cells"]) and len(cells) % per == 0
+    assert plan["modes"][:2] == ["exclusive", "timeslice:2"]
+    assert plan["modes"] == list(dict.fromkeys(c["mode"] for c in plan["cells"]))
+    # every planned size of a mode runs the same repeats
+    repeats = {(c["mode"], c["particles"]): [] for c in plan["cells"]}
+    for c in plan["cells"]:
+        repeats[(c["mode"], c["particles"])].append(c["repeat"])
+    assert len({tuple(r) for r in repeats.values()}) == 1
     assert "sharebench: budget budget:    10m (600 s)" in capsys.readouterr().out
     with pytest.raises(UserError, match=r"^budget 10m on node 'gpu-a' is planned from the recorded rates of its GPU"):
-        steps.plan_sweep(
-            modes=["exclusive"], gpu_model="", particle_counts=[5e6], repeats=3, turns=10, placement="pods",
-            node_name="gpu-a", budget="10m",
-        )  # fmt: skip
+        steps.plan_sweep(request={**request, "modes": ["exclusive"]}, node_name="gpu-a")
     with pytest.raises(UserError, match=r"^--budget 1m is too small for one cell of each mode at 5,000,000 particles"):
         steps.plan_sweep(
-            modes=["exclusive", "timeslice:2"], gpu_model="H200", particle_counts=[5e6], repeats=3, turns=10,
-            placement="pods", node_name="gpu-a", budget="1m",
-        )  # fmt: skip
+            request={**request, "modes": ["exclusive", "timeslice:2"], "particle_counts": [5e6], "budget": "1m"},
+            node_name="gpu-a=H200",
+        )
 
 
-def test_pick_cells_gives_a_mode_its_planned_cells():
-    by_mode = {"exclusive": [0, 1, 2.0], "timeslice:2": [0, 1]}
-    assert steps.pick_cells(mode="exclusive", cells_by_mode=by_mode) == [0, 1, 2]
-    with pytest.raises(UserError, match=r"^mode 'mps:2' is not in the plan; planned: exclusive, timeslice:2$"):
-        steps.pick_cells(mode="mps:2", cells_by_mode=by_mode)
+def test_pick_cells_gives_a_mode_its_planned_cells_as_values():
+    plan = steps.plan_sweep(request={**REQUEST, "particle_counts": [100], "repeats": 1}, node_name="n1=H200")
+    assert steps.pick_cells(plan=plan, mode="mig:1g.18gb") == [
+        {"mode": "mig:1g.18gb", "particles": 100, "repeat": r, "id": f"mig:1g.18gb_p100_r{r}"} for r in (0, 1)
+    ]
+    with pytest.raises(UserError, match=r"^mode 'mps:2' is not in the plan; planned: exclusive, mig:1g.18gb$"):
+        steps.pick_cells(plan=plan, mode="mps:2")
 
 
-def test_schedule_start_is_in_the_future_and_names_the_cell():
+def test_schedule_start_is_in_the_future_and_keeps_the_cell():
     import time
 
+    request = dict(modes=["timeslice:2"], particle_counts=[100, 200], repeats=1, turns=1, placement="processes",
+                   start_delay_s=30)  # fmt: skip
+    plan = steps.plan_sweep(request=request)
+    cell = plan["cells"][3]
     before = time.time()
-    c = steps.schedule_start(mode="timeslice:2", cell=3, particle_counts=[100, 200], repeats=1, start_delay_s=30)
-    assert (c["particles"], c["repeat"], c["cell_id"]) == (200, 1, "timeslice:2_p200_r1")
+    c = steps.schedule_start(plan=plan, cell=cell, placed={"pods": [0], "processes": 2})
+    assert {k: c[k] for k in cell} == cell and cell["id"] == "timeslice:2_p200_r1" and c["claims"] == []
     assert before + 30 <= c["start_at"] <= time.time() + 30
 
 
@@ -209,30 +206,16 @@ def test_each_cell_renews_the_runs_lease_and_another_run_is_refused(sim):
         return leases.read_namespaced_lease(f"sharebench-node-{NODE}", "sharebench-system").spec.renew_time
 
     before = renewed()
-    cell = steps.schedule_start(
-        mode="timeslice:2",
-        cell=0,
-        particle_counts=[100],
-        repeats=1,
-        start_delay_s=0,
-        node_name=f"{NODE}=H200",
-        run_id="run-a",
-        node_access="direct",
-    )
+    request = dict(modes=["timeslice:2"], gpu_model="H200", particle_counts=[100], repeats=1, turns=1,
+                   placement="pods", start_delay_s=0, node_access="direct")  # fmt: skip
+    plan = steps.plan_sweep(request=request, node_name=f"{NODE}=H200")
+    placed = {"pods": [0, 1], "processes": 1}
+    cell = steps.schedule_start(plan=plan, cell=plan["cells"][0], placed=placed, run_id="run-a")
     assert cell["particles"] == 100 and renewed() > before
     with pytest.raises(
         UserError, match=r"this run \(run-b\) no longer holds Lease .*: run-a holds it now; the run stops"
     ):
-        steps.schedule_start(
-            mode="timeslice:2",
-            cell=0,
-            particle_counts=[100],
-            repeats=1,
-            start_delay_s=0,
-            node_name=NODE,
-            run_id="run-b",
-            node_access="direct",
-        )
+        steps.schedule_start(plan=plan, cell=plan["cells"][0], placed=placed, run_id="run-b")
     assert steps.restore(node_names=[NODE], timeout_s=30, run_id="run-a", node_access="direct")[0]["restored"] is True
 
 
@@ -257,12 +240,14 @@ def test_reconfigure_node_component_runs_as_a_kfp_local_task(sim, tmp_path):
     from sharebench.components.reconfigure_node import reconfigure_node
 
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
-    task = reconfigure_node(
-        node_name=NODE, mode="timeslice:4", gpu_model="H200", placement="pods", timeout_s=30.0, node_access="direct"
-    )
-    assert task.outputs["resource"] == "nvidia.com/gpu"
+    request = dict(modes=["timeslice:4"], gpu_model="H200", particle_counts=[100], repeats=1, turns=1,
+                   placement="pods", reconfigure_timeout_s=30.0, node_access="direct")  # fmt: skip
+    plan = steps.plan_sweep(request=request, node_name=NODE)
+    task = reconfigure_node(plan=plan, mode="timeslice:4")
+    assert task.outputs["resource"] == "nvidia.com/gpu" and task.outputs["count"] == 1
     assert [int(p) for p in task.outputs["pods"]] == [0, 1, 2, 3]
-    assert task.outputs["replicas"] == 4 and task.outputs["processes"] == 1
-    assert task.outputs["node_selector"] == {"kubernetes.io/hostname": NODE}
-    assert task.outputs["advertised"]["resources"] == {"nvidia.com/gpu": 4}
+    placed = task.outputs["placed"]
+    assert placed["replicas"] == 4 and placed["processes"] == 1 and placed["reconfigured"] is True
+    assert task.outputs["node_selector"] == placed["node_selector"] == {"kubernetes.io/hostname": NODE}
+    assert placed["advertised"]["resources"] == {"nvidia.com/gpu": 4}
     steps.restore(node_names=[NODE], timeout_s=30, node_access="direct")

@@ -29,27 +29,28 @@ def test_placement_dra_is_allowed_and_documented():
 @pytest.mark.parametrize(
     "component, names",
     [
-        ("comp-schedule-start", {"placement", "pods", "gpu_model", "claims_namespace"}),
-        ("comp-check-cell", {"placement", "claims_namespace"}),
+        ("comp-schedule-start", {"plan", "placed", "claims_namespace"}),
+        ("comp-check-cell", {"plan", "claims_namespace"}),
         ("comp-restore-node", {"placement", "claims_namespace"}),
     ],
 )
 def test_claim_steps_take_the_placement(component, names):
+    """The cell's steps read the placement from the plan (and the pods that share a claim from the
+    mode's placement); the exit task, outside every node's plan, takes it as a parameter."""
     assert names <= set(inputs(component))
-    assert inputs(component)["placement"]["defaultValue"] == "pods"
+    assert inputs(component)["claims_namespace"]["defaultValue"] == "sharebench"
 
 
-def test_cells_pass_the_placement_down():
+def test_cells_pass_the_plan_and_the_placement_down():
     loop = SPEC["components"]["comp-for-loop-cells"]["dag"]["tasks"]
     start = loop["schedule-start"]["inputs"]["parameters"]
-    assert start["placement"]["componentInputParameter"] == "pipelinechannel--placement"
-    assert start["pods"]["componentInputParameter"] == "pipelinechannel--pods"
-    assert (
-        loop["sharebench-cell"]["inputs"]["parameters"]["placement"]["componentInputParameter"]
-        == "pipelinechannel--placement"
-    )
+    assert start["plan"]["componentInputParameter"] == "pipelinechannel--plan"
+    assert start["placed"]["componentInputParameter"] == "pipelinechannel--placed"
+    cell = loop["sharebench-cell"]["inputs"]["parameters"]
+    assert cell["plan"]["componentInputParameter"] == "pipelinechannel--plan"
+    assert cell["cell"]["taskOutputParameter"] == {"outputParameterKey": "cell", "producerTask": "schedule-start"}
     check = SPEC["components"]["comp-sharebench-cell"]["dag"]["tasks"]["check-cell"]["inputs"]["parameters"]
-    assert check["placement"]["componentInputParameter"] == "placement"
+    assert check["plan"]["componentInputParameter"] == "plan"
     exit_task = SPEC["root"]["dag"]["tasks"]["restore-node"]
     assert exit_task["inputs"]["parameters"]["placement"]["componentInputParameter"] == "placement"
 

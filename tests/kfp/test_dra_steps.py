@@ -10,16 +10,15 @@ from sharebench.errors import UserError
 
 
 def plan(**kw):
-    args = dict(
+    request = dict(
         modes=["exclusive", "timeslice:2/long"],
         gpu_model="H200",
         particle_counts=[1000],
         repeats=1,
         placement="dra",
-        node_name="",
         turns=1,
     )
-    return steps.plan_sweep(**{**args, **kw})
+    return steps.plan_sweep(request={**request, **kw})
 
 
 def test_interval_modes_plan_only_with_dra():

@@ -22,6 +22,7 @@ from sharebench.components.image import IMAGE
 from sharebench.manifests.names import NODE_TOKEN_DIR, NODE_TOKEN_SECRET
 from sharebench.node.images import IMAGE_ALLOW_ENV, SITE_CONFIGMAP, SITE_IMAGE_ALLOW_KEY
 from sharebench.pipelines.sweep_pipeline import KFP_S3_ENDPOINT, KFP_S3_SECRET, KFP_S3_SECRET_ENV
+from sharebench.sweep.grid import REQUEST_KEYS
 from sharebench.workloads import Workload
 from support.paths import ROOT
 
@@ -52,6 +53,16 @@ def _all_tasks(spec: pipeline_spec_pb2.PipelineSpec):
     for cname, comp in spec.components.items():
         if comp.WhichOneof("implementation") == "dag":
             yield from ((cname, n, t) for n, t in comp.dag.tasks.items())
+
+
+def _from_root(task) -> dict[str, str]:
+    """A task's input -> the pipeline parameter it is wired to (inside a group: its ``pipelinechannel--``)."""
+    prefix = "pipelinechannel--"
+    return {
+        k: v.component_input_parameter.removeprefix(prefix)
+        for k, v in task.inputs.parameters.items()
+        if v.component_input_parameter
+    }
 
 
 @pytest.fixture(scope="module")
@@ -217,9 +228,14 @@ def test_node_rights_only_in_node_steps_which_run_the_compiled_image(name):
     # agent mode is the default; direct mode a parameter for a single-admin cluster
     access = spec.root.input_definitions.parameters["node_access"]
     assert access.default_value.string_value == "agent"
-    for step in ("reconfigure-node", "restore-node", "schedule-start"):
+    # the exit task takes it as a parameter; the node steps inside a node's sweep read it from the plan
+    (restore,) = [t for _, n, t in _all_tasks(spec) if n == "restore-node"]
+    assert restore.inputs.parameters["node_access"].component_input_parameter == "node_access"
+    (check,) = [t for _, n, t in _all_tasks(spec) if n == "check-sweep"]
+    assert _from_root(check)["node_access"] == "node_access"
+    for step in ("reconfigure-node", "schedule-start", "check-cell"):
         found = [t for _, n, t in _all_tasks(spec) if n == step]
-        assert found and all("node_access" in t.inputs.parameters for t in found), step
+        assert found and all("plan" in t.inputs.parameters for t in found), step
         # the object store's credentials only in the history step, as env (optional: a folder store)
         secrets = [
             (e.secret_name, e.optional, sorted((k.secret_key, k.env_var) for k in e.key_to_env))
@@ -262,21 +278,56 @@ def test_history_step_runs_last_only_when_a_store_is_given(name):
 
 @pytest.mark.parametrize("name", FILES)
 def test_budget_is_a_parameter_the_plan_step_plans_and_the_report_states(name):
-    """Issue 24, item 1: ``budget`` ('' off) goes to plan_sweep; the modes, particle counts, repeats and each
-    mode's cells come from its plan (pick_cells gives a mode its own); its summary reaches collect_results."""
+    """Issue 24, item 1: ``budget`` ('' off) reaches each node's plan_sweep in the request; the modes and each
+    mode's cells come from its plan (pick_cells gives a mode its own); the plan, with the budget's summary,
+    reaches collect_results."""
     spec, _ = _docs(PIPELINES / name)
     root = spec.root.input_definitions.parameters
     assert root["budget"].default_value.string_value == ""
     assert "a static KFP graph cannot repeat a cell while unsettled" in " ".join(root["budget"].description.split())
+    (check,) = [t for _, n, t in _all_tasks(spec) if n == "check-sweep"]
+    assert _from_root(check)["budget"] == "budget"
     node = spec.components["comp-sharebench-node"]
-    assert node.input_definitions.parameters["budget"].parameter_type == pipeline_spec_pb2.ParameterType.STRING
+    assert node.input_definitions.parameters["request"].parameter_type == pipeline_spec_pb2.ParameterType.STRUCT
     tasks = node.dag.tasks
-    assert tasks["plan-sweep"].inputs.parameters["budget"].component_input_parameter == "budget"
-    assert tasks["plan-sweep"].inputs.parameters["workload"].component_input_parameter == "workload"
+    assert tasks["plan-sweep"].inputs.parameters["request"].component_input_parameter == "request"
     wired = {k: v.task_output_parameter for k, v in tasks["sharebench-modes"].inputs.parameters.items()}
-    for key in ("modes", "cells_by_mode", "particle_counts", "repeats", "warmup_repeats"):
+    for key in ("plan", "modes"):
         assert (wired[key].producer_task, wired[key].output_parameter_key) == ("plan-sweep", key)
-    summary = tasks["collect-results"].inputs.parameters["budget_plan"].task_output_parameter
-    assert (summary.producer_task, summary.output_parameter_key) == ("plan-sweep", "budget_plan")
+    plan = tasks["collect-results"].inputs.parameters["plan"].task_output_parameter
+    assert (plan.producer_task, plan.output_parameter_key) == ("plan-sweep", "plan")
     (picks,) = [t for _, n, t in _all_tasks(spec) if n == "pick-cells"]
-    assert picks.inputs.parameters["cells_by_mode"].component_input_parameter == "pipelinechannel--cells_by_mode"
+    assert picks.inputs.parameters["plan"].component_input_parameter == "pipelinechannel--plan"
+
+
+SUB_PIPELINES = ("comp-sharebench-node", "comp-sharebench-modes", "comp-sharebench-cells", "comp-sharebench-cell")
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_sub_pipelines_take_the_plan_as_one_value(name):
+    """Issue 41, item 4: the inner sub-pipelines take a few values each (the request or the plan, a loop's
+    items, what KFP needs as its own channel), at most 8; the cells are values, never indices."""
+    spec, _ = _docs(PIPELINES / name)
+    struct = pipeline_spec_pb2.ParameterType.STRUCT
+    for comp in SUB_PIPELINES + (("comp-sharebench-nodes",) if "multi" in name else ()):
+        params = spec.components[comp].input_definitions.parameters
+        assert len(params) <= 8, f"{comp} takes {len(params)} parameters: {sorted(params)}"
+        assert {"plan", "request"} & set(params), comp
+        assert all(params[p].parameter_type == struct for p in {"plan", "request", "placed"} & set(params)), comp
+        assert not {"cell_index", "particle_counts", "repeats", "warmup_repeats", "turns"} & set(params), comp
+    cells = spec.components["comp-sharebench-cells"].input_definitions.parameters["cells"]
+    assert cells.parameter_type == pipeline_spec_pb2.ParameterType.LIST
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_every_sweep_parameter_reaches_the_request(name):
+    """The top-level signatures stay flat (the Kubeflow UI's form); check_sweep turns every sweep parameter
+    into the one request value (sharebench.sweep.grid.REQUEST_KEYS), so no sub-pipeline names one."""
+    spec, _ = _docs(PIPELINES / name)
+    (check,) = [t for _, n, t in _all_tasks(spec) if n == "check-sweep"]
+    root = spec.root.input_definitions.parameters
+    passed = {k for k, v in _from_root(check).items() if v == k}
+    request_keys = set(REQUEST_KEYS) - {"node_name", "gpu_model"}
+    assert request_keys <= passed <= set(root), sorted(request_keys - passed)
+    takes = set(spec.components["comp-check-sweep"].input_definitions.parameters)
+    assert takes - {"node_name", "nodes"} == set(REQUEST_KEYS) - {"node_name"}

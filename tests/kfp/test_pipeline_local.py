@@ -20,7 +20,10 @@ pytest.importorskip("kfp", reason="kfp not installed (pip install -e '.[kfp]')")
 from kfp import local
 
 from sharebench.components import steps
+from sharebench.modes import parse_mode
 from sharebench.results import load_results, read_provenance, write_provenance
+from sharebench.sweep import Cell
+from sharebench.sweep.grid import GridPlan, GridSettings, cell_value
 from sharebench.workloads import Workload
 from support.contexts import cpu_opencl_spec
 from support.paths import ROOT
@@ -121,22 +124,21 @@ def test_pods_placement_cell_starts_replicas_at_the_upstream_instant(tmp_path, l
     from sharebench.pipelines.sweep_pipeline import run_cell
 
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path))
+    cell = Cell(parse_mode("timeslice:2"), 300, 1)
+    workload = Workload(device=cpu_opencl_spec(), lattice=str(lattice))
+    # the plan of a node's sweep as plan_sweep hands it on (built here: no node to put in the mode)
+    plan = GridPlan("", "", "pods", (cell,), GridSettings(turns=2, workload=workload)).to_dict()
+    placed = {"resource": "nvidia.com/gpu", "count": 1, "pods": [0, 1], "processes": 1, "replicas": 2}
     start_at = time.time() + 15.0  # both replica tasks start, build and warm up before it
     task = run_cell(
         image=IMAGE,
-        mode="timeslice:2",
-        particles=300,
-        turns=2,
-        repeat=1,
-        start_at=start_at,
+        plan=plan,
+        cell={**cell_value(cell), "start_at": start_at},
+        placed={**placed, "node_selector": {}},
         pods=[0, 1],
-        processes=1,
-        replicas=2,
         resource="nvidia.com/gpu",
         resource_count=1,
         node_selector={},
-        node_name="",
-        workload=Workload(device=cpu_opencl_spec(), lattice=str(lattice)).to_dict(),
     )
     rows = steps.read_rows([task.output.path])
     assert [r["replica"] for r in rows] == [0, 1]
@@ -226,8 +228,8 @@ def budget_sweep(tmp_path_factory, lattice) -> Path:
 
 
 def test_a_budget_plans_what_fits_and_runs_within_it(budget_sweep):
-    plan = _outputs(budget_sweep / "plan-sweep")["parameterValues"]
-    assert plan["particle_counts"] == [2000] and plan["modes"] == MODES
+    plan = _outputs(budget_sweep / "plan-sweep")["parameterValues"]["plan"]
+    assert {c["particles"] for c in plan["cells"]} == {2000} and plan["modes"] == MODES
     summary = plan["budget_plan"]
     assert summary["budget_s"] == 240 and summary["predicted_s"] <= 240
     assert any(

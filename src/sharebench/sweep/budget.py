@@ -53,7 +53,8 @@ from sharebench.patterns import BATCH, parse_pattern
 from sharebench.results import load_results, read_sweeps
 from sharebench.sharing import cell_run, run_cell
 from sharebench.sweep.calibrate import MAX_PARTICLES, PROBE_PARTICLES, auto_sized
-from sharebench.sweep.plan import MAX_REPEATS, Cell, CellGrid, SweepConfig, SweepPlan, validate
+from sharebench.sweep.grid import CellGrid
+from sharebench.sweep.plan import MAX_REPEATS, Cell, SweepConfig, SweepPlan, validate
 from sharebench.workloads import Workload
 from sharebench.workloads.job import ReplicaJob, victim_bursts
 
@@ -691,7 +692,7 @@ def plan_recorded(
     )
 
 
-# ---------------------------------------------------------------- a pipeline's budget (sweep.plan.plan_grid)
+# ---------------------------------------------------------------- a pipeline's budget (sweep.grid.plan_grid)
 def calibrate_here(grid: CellGrid, turns: int, workload: Workload) -> tuple[Calibration, dict[str, int]]:
     """The rates of one short exclusive run per size on this machine (the device of ``workload``), as
     ``sharebench run --budget`` calibrates, and each mode's replicas there."""

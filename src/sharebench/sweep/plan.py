@@ -1,5 +1,5 @@
-"""What a sweep will run, planned in one place: its configuration, checked in full before anything runs,
-and its cells, on one machine (:func:`validate`) or as separate tasks of a pipeline (:func:`plan_grid`).
+"""What a sweep will run on one machine, planned in one place: its configuration, checked in full before
+anything runs, and its cells (:func:`validate`).
 
 A :class:`SweepConfig` holds parsed values: its modes, particle counts, turns and repeats are parsed
 when it is made (from the command line, a campaign plan, a pipeline step or a results folder), once.
@@ -9,12 +9,10 @@ every size fits in memory and that the lattice loads: a one-line UserError befor
 The validated :class:`SweepPlan` is frozen: a calibration or a budget that picks the sizes makes a new
 one (:meth:`SweepPlan.with_particles`). A sweep is the cells of :meth:`SweepPlan.cells` in the order
 repeat -> particle count -> mode, so slow drifts of the machine spread over all modes; repeats <= 0 are
-discarded warm-ups.
+discarded warm-ups. Every cell's id is :func:`cell_id`'s.
 
-A pipeline runs each (mode, cell index) as its own task: :func:`plan_grid` checks its parameters as
-the plan step receives them and numbers the cells of one mode (:class:`CellGrid`); :func:`cell_of`
-turns a cell index back into its particle count and repeat. A mode has ``len(particles) * (repeats +
-warmup_repeats)`` cells, run one after the other. Every cell's id is :func:`cell_id`'s.
+A pipeline runs each cell as its own task: ``sharebench.sweep.grid`` plans those (the same
+:class:`Cell` values, listed per mode).
 """
 
 from __future__ import annotations
@@ -23,23 +21,20 @@ import contextlib
 import dataclasses
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from sharebench.analysis.latency import DEFAULT_SLO, check_slo
 from sharebench.devices import DeviceInfo, resolve_device
 from sharebench.errors import UserError
-from sharebench.gpus import gpu_model as find_gpu_model
-from sharebench.gpus import resolve_layout
 from sharebench.kernel import RunConfig, check_fits, check_xtrack_device
 from sharebench.kernel.lattice import get_line_cached, get_packed
-from sharebench.modes import DEFAULT_MODES, KINDS, MPS_DAEMON, Mode, kind_of, parse_mode, with_baseline
+from sharebench.modes import DEFAULT_MODES, MPS_DAEMON, Mode, with_baseline
 from sharebench.modes import as_modes as as_modes  # kept light in modes: the CLI parses --modes with it
-from sharebench.node.placement import check_placement, split_node
 from sharebench.parse import MAX_REPEATS as MAX_REPEATS  # bounds kept light in parse: the CLI checks them first
 from sharebench.parse import MAX_TURNS as MAX_TURNS
-from sharebench.parse import counts, lattice_file, parse_duration, whole_number
+from sharebench.parse import counts, lattice_file, whole_number
 from sharebench.sharing import CellPlan, check_mps_available, plan_cell
 from sharebench.sharing.timeslice import check_allowed
 from sharebench.workloads import ReplicaJob, Workload
@@ -52,11 +47,8 @@ DEFAULT_PARTICLES = {"cpu": [500, 1000], "gpu": [1_000_000, 2_000_000]}
 DEFAULT_TURNS = {"cpu": 10, "gpu": 10}
 DEFAULT_REPEATS = 3
 # the default modes are modes.DEFAULT_MODES, those the device runs; a CPU runs these in place of a CUDA-only
-# mode, and a pipeline's cluster sweep (the ``modes`` parameter's default) adds these, each in its kind's order
+# mode (a pipeline's cluster modes: sweep.grid.CLUSTER_MODES)
 CPU_MODES = ("partition:2",)
-CLUSTER_MODES = ("timeslice:8", "mps:4", "mig:7g", "mig:1g")
-PIPELINE_MODES = sorted((*DEFAULT_MODES, *CLUSTER_MODES), key=lambda m: KINDS[kind_of(m)].order)
-PIPELINE_PARTICLES = [5_000_000, 10_000_000, 15_000_000]  # the pipeline's default particle counts
 WARMUP_REPEATS = 1  # default: repeat 0 of every (mode, particle count) is a discarded warm-up
 
 
@@ -377,111 +369,3 @@ def mode_fits(plan: SweepPlan, mode: Mode) -> str | None:
     except UserError as exc:
         return str(exc)
     return None
-
-
-# ---------------------------------------------------------------- a sweep of separate tasks (the pipelines)
-@dataclass(frozen=True)
-class CellGrid:
-    """A validated sweep of separate tasks: the resolved modes, the cell indices of one mode, the
-    node (``""``: this machine) and its GPU model (``""``: unknown)."""
-
-    modes: tuple[Mode, ...]
-    cells: tuple[int, ...]
-    node_name: str
-    gpu_model: str
-    placement: str
-    particles: tuple[int, ...] = ()
-    repeats: int = 1
-    warmup_repeats: int = WARMUP_REPEATS
-    budget_s: float | None = None  # None: no budget (every mode runs every cell)
-    cells_by_mode: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # with a budget: its planned cells
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        """The modes as the pipeline's tasks receive them."""
-        return tuple(m.label for m in self.modes)
-
-    def cells_of(self, mode: str) -> tuple[int, ...]:
-        """The cell indices ``mode`` runs: all of them, or with a budget those of its planned sizes."""
-        return tuple(self.cells_by_mode.get(mode, self.cells)) if self.cells_by_mode else self.cells
-
-    def describe(self) -> str:
-        return (
-            f"plan: {len(self.modes)} mode(s) {', '.join(self.labels)}; {len(self.cells)} cell(s) per mode; "
-            f"placement {self.placement}; node {self.node_name or '(none: this machine)'}"
-        )
-
-
-def resolve_mode(mode: str | Mode, gpu_model: str) -> Mode:
-    """A mode with a layout of the device's own instances resolved for the GPU model (``mig:1g`` →
-    ``mig:1g.18gb`` on an H200). Without a GPU model a layout is kept as written."""
-    m = mode if isinstance(mode, Mode) else parse_mode(mode)
-    if m.spec.device_instances and gpu_model:
-        layout = resolve_layout(gpu_model, m.layout or "")
-        return Mode(m.kind, None, layout=layout[4:] if layout != "all-disabled" else layout)
-    return m
-
-
-def check_mode_placement(m: Mode, placement: str, node_name: str, gpu_model: str) -> None:
-    """A resolved mode that cannot run under this placement, node and GPU model: a one-line error."""
-    label = m.label
-    if m.spec.device_class == "cpu" and (node_name or placement != "processes"):
-        raise UserError(f"mode {label!r} is a CPU-only local mode: it needs placement 'processes' and no node_name")
-    if m.spec.device_instances and not gpu_model:
-        raise UserError(f"mode {label!r} needs gpu_model (e.g. H200, A100-40GB) to know the MIG instances")
-    if m.interval is not None and placement != "dra":
-        raise UserError(
-            f"mode {label!r} sets the GPU's time-slice interval: in the pipeline only placement 'dra' "
-            "can (the DRA driver applies it per claim); on one machine use sharebench run "
-            "--allow-gpu-settings"
-        )
-    if not m.is_baseline and placement == "pods" and not node_name:
-        # replica pods would ask the cluster for a shared/MIG resource on a node nobody reconfigured
-        raise UserError(
-            f"mode {label!r} with placement 'pods' needs node_name (NAME or NAME=GPU_MODEL): "
-            "sharebench reconfigures that node; or use placement 'processes' to run on this machine"
-        )
-
-
-def plan_grid(
-    *,
-    modes: Sequence[str] | str,
-    gpu_model: str,
-    particle_counts: Sequence[Any] | str,
-    repeats: Any,
-    placement: str,
-    node_name: str,
-    turns: Any,
-    warmup_repeats: Any = WARMUP_REPEATS,
-    budget: str = "",
-) -> CellGrid:
-    """The pipeline's parameters, parsed and checked before anything runs (numbers may arrive as floats,
-    ``2.0``, modes as ``a,b``; ``particle_counts``: the parameter's name); ``budget``: '' (none) or a
-    duration (``sharebench.parse.parse_duration``), planned by ``sweep.budget.plan_budget_grid``."""
-    node_name, gpu_model = split_node(node_name, gpu_model)
-    check_placement(placement)
-    if gpu_model:
-        gpu_model = find_gpu_model(gpu_model).key  # raises with the known list
-    items = [m for m in modes.split(",") if m.strip()] if isinstance(modes, str) else list(modes)
-    if not items:
-        raise UserError("modes: empty; give at least one of exclusive, timeslice:N, mps:N, mig:LAYOUT")
-    resolved = tuple(resolve_mode(m, gpu_model) for m in items)
-    for m in resolved:
-        check_mode_placement(m, placement, node_name, gpu_model)
-    particles = parse_particles(particle_counts)
-    reps, warm = whole_number("repeats", repeats, 1), whole_number("warmup_repeats", warmup_repeats, 0)
-    whole_number("turns", turns, 1)
-    budget_s = parse_duration(budget, "budget") if str(budget or "").strip() else None
-    cells = tuple(range(len(particles) * (reps + warm)))
-    return CellGrid(resolved, cells, node_name, gpu_model, placement, tuple(particles), reps, warm, budget_s)
-
-
-def cell_of(cell: Any, particles: Sequence[Any], repeats: Any, warmup_repeats: Any = WARMUP_REPEATS) -> tuple[int, int]:
-    """Cell index → (particle count, repeat); repeats <= 0 are warm-ups."""
-    warm = whole_number("warmup_repeats", warmup_repeats, 0)
-    per = whole_number("repeats", repeats, 1) + warm
-    sizes = parse_particles(list(particles))
-    c = whole_number("cell", cell, 0)
-    if not 0 <= c < len(sizes) * per:
-        raise UserError(f"cell {c} is outside 0..{len(sizes) * per - 1}")
-    return sizes[c // per], c % per + 1 - warm
