@@ -45,7 +45,7 @@ def test_min_samples_matches_the_binomial(q, tail, expected):
 def test_min_samples_is_the_smallest_that_bounds(q, tail):
     n = min_samples(q, tail)
     assert stats.binom.cdf(n - 1, n, q) >= 1 - tail - 1e-12
-    assert n == 1 or stats.binom.cdf(n - 2, n - 1, q) < 1 - tail
+    assert n == 1 or stats.binom.cdf(n - 2, n - 1, q) < 1 - tail + 1e-12
 
 
 @pytest.mark.parametrize("n", [1, 10, 30, 59, 71, 72, 100, 113, 500, 2000])
@@ -183,3 +183,50 @@ def test_below_one_is_seen():
     alone = alone_of(rng)
     d = decide({"0": rng.lognormal(math.log(0.006), 0.2, 800)}, alone, TailRule(2.0))
     assert d.verdict == "within" and d.below_one
+
+
+def burst_rows(cell: str, mode: str, latencies: dict[int, np.ndarray], patterns: dict[int, str]) -> list[dict]:
+    rows = []
+    for replica, lat in latencies.items():
+        t = 1000.0
+        for i, x in enumerate(lat):
+            rows.append(
+                dict(
+                    cell_id=cell,
+                    mode=mode,
+                    replica=replica,
+                    role="victim" if replica == 0 else "neighbour",
+                    pattern=patterns[replica],
+                    repeat=1,
+                    arrival=t,
+                    start=t,
+                    end=t + float(x),
+                    units=1,
+                    i=i,
+                )
+            )
+            t += float(x) + 0.1
+    return rows
+
+
+def test_a_folder_is_decided_per_mode_with_every_user_and_no_aggressor():
+    from sharebench.analysis.latency import burst_frame
+    from sharebench.analysis.tail import decisions
+
+    rng = np.random.default_rng(6)
+    lat = lambda s, n=500: rng.lognormal(math.log(s), 0.2, n)  # noqa: E731
+    user = "interactive:burst=1,think=0.1"
+    rows = burst_rows("exclusive_p1_r1", "exclusive", {0: lat(0.01, 2000)}, {0: user})
+    # mps:3: replica 0 within, replica 2 about 5x: the cell is above although replica 0 meets the target
+    rows += burst_rows(
+        "mps-3_p1_r1", "mps:3", {0: lat(0.011), 1: lat(0.012), 2: lat(0.05)}, {0: user, 1: user, 2: user}
+    )
+    # timeslice:2 beside a batch job: the batch neighbour is no user, so its slow bursts do not count
+    rows += burst_rows("timeslice-2_p1_r1", "timeslice:2", {0: lat(0.012), 1: lat(0.5, 50)}, {0: user, 1: "batch"})
+    got = decisions(burst_frame(rows), TailRule(2.0))
+    assert set(got) == {("mps:3", user, user), ("timeslice:2", user, "batch")}
+    mps = got[("mps:3", user, user)]
+    assert (mps.verdict, mps.users, mps.worst) == ("above", 3, "2")
+    assert mps.per_user["0"][2] < 2
+    beside = got[("timeslice:2", user, "batch")]
+    assert (beside.verdict, beside.users) == ("within", 1)

@@ -41,8 +41,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
+from sharebench.analysis.kinds import baseline_mask
 from sharebench.errors import UserError
 
 Verdict = Literal["within", "above", "undecided"]
@@ -249,3 +251,37 @@ def verdict_of(
     if math.isfinite(worst_hi) and worst_hi <= rule.slo:
         return "within", f"every user's {p} slowdown within {rule.slo:g}x (worst upper bound {worst_hi:.2f}x)"
     return "undecided", f"the worst user's {p} slowdown interval reaches {worst_hi:.2f}x, across {rule.slo:g}x"
+
+
+# ----------------------------------------------------------------- a folder's cells, decided
+
+
+def users_of(frame: pd.DataFrame, pattern: str) -> dict[str, np.ndarray]:
+    """The users of ``pattern`` among a group's bursts (``frame``: rows of one mode), each replica's
+    latencies pooled over its repeats: the replicas that follow ``pattern`` (a neighbour of another
+    pattern is the aggressor, not a user)."""
+    mine = frame[frame["pattern"] == pattern]
+    return {str(r): np.asarray(g["latency_s"], float) for r, g in mine.groupby("replica", sort=True)}
+
+
+def alone_of(frame: pd.DataFrame, pattern: str) -> np.ndarray:
+    """The alone baseline of ``pattern``: the latencies of its bursts in the baseline cells (one replica
+    alone on the device), over every repeat."""
+    alone = frame[baseline_mask(frame["mode"]) & (frame["pattern"] == pattern)]
+    return np.asarray(alone["latency_s"], float)
+
+
+def decisions(frame: pd.DataFrame, rule: TailRule) -> dict[tuple[str, str, str], Decision]:
+    """Every sharing mode's verdict per victim pattern: ``frame`` is
+    ``sharebench.analysis.latency.burst_frame`` of a folder's bursts (warm-ups left out by the caller);
+    the key is (mode, pattern, beside), ``beside`` the other pattern of the cell ('' none), as the
+    latency table keys its victim rows."""
+    out: dict[tuple[str, str, str], Decision] = {}
+    if frame.empty:
+        return out
+    victims = frame[(frame["role"] == "victim") & ~baseline_mask(frame["mode"])]
+    for (mode, pattern, beside), v in victims.groupby(["mode", "pattern", "beside"], sort=False):
+        cells = frame[frame["cell_id"].isin(set(v["cell_id"]))]  # the cells whose victim is of this key
+        alone = alone_bounds(alone_of(frame, str(pattern)), rule)
+        out[(str(mode), str(pattern), str(beside))] = decide(users_of(cells, str(pattern)), alone, rule)
+    return out
