@@ -226,7 +226,10 @@ def test_one_user_above_the_target_makes_the_cell_above_and_too_few_samples_unde
     _, picks = folder_with_bursts(tmp_path / "short", cells, n=30)
     users = picks.loc[f"interactive ({INTERACTIVE})"]
     assert users["mode"] == "undecided" and users["reason"].startswith("no family has an N decided within the target")
-    assert "timeslice: undecided (undecided at 2 (the alone p95 has no interval (90 samples; 99 needed)))" in users["reason"]
+    assert (
+        "timeslice: undecided (undecided at 2 (the alone p95 has no interval (90 samples; 99 needed)))"
+        in users["reason"]
+    )
 
 
 def test_serving_gives_requests_per_second_per_gpu(tmp_path):
@@ -257,9 +260,8 @@ def test_a_noisy_neighbour_is_measured_per_mode_and_users_are_not_inferred_from_
     )
     assert "the lowest upper bound chosen): timeslice:2 above: worst user 2." in noisy["reason"]
     assert "mps:2 within: worst user 1." in noisy["reason"] and "(1 users)" in noisy["reason"]
-    assert noisy["reason"].endswith(
-        "caution, not trusted as measured: 2 repeat(s) < 3: no interval; 1 cell(s) excluded (failed)"
-    )
+    # two repeats of mps:2 are no reason against a patterned mode (its intervals come from one run's samples)
+    assert noisy["reason"].endswith("caution, not trusted as measured: 1 cell(s) excluded (failed)")
     users = picks.loc[f"interactive ({INTERACTIVE})"]
     assert (users["mode"], users["basis"]) == ("not measured", "not measured")
     assert f"no sharing cell of {INTERACTIVE} replicas alone was measured" in users["reason"]
@@ -273,10 +275,15 @@ def test_a_cell_faster_than_alone_is_flagged_and_never_a_figure(tmp_path):
         tmp_path, {"timeslice:2": ([INTERACTIVE] * 2, 0.5), "mps:2": ([INTERACTIVE] * 2, 1.2)}
     )
     assert set(tables.flags.loc[tables.flags["kind"] == "below-one", "mode"]) == {"timeslice:2"}
+    trust = trust_table(evidence(tables)).set_index("mode")
+    assert trust.loc["timeslice:2", "flag_kinds"] == "excluded,below-one"
+    assert "every user faster shared than alone (below 1)" in trust.loc["timeslice:2", "trust"]
+    assert trust.loc["mps:2", "flag_kinds"] == "excluded"  # 2 repeats: no "repeats" kind for a patterned mode
     users = picks.loc[f"interactive ({INTERACTIVE})"]
     assert users["mode"] == "mps:2"
-    assert "timeslice: undecided (every cell measured is flagged; timeslice:2 left out (below 1: every user faster" in (
-        users["reason"]
+    assert (
+        "timeslice: undecided (every cell measured is flagged; timeslice:2 left out (below 1: every user faster"
+        in (users["reason"])
     )
     assert "timeslice: ≥ 2" not in users["reason"]
 

@@ -16,11 +16,11 @@ from scipy import stats
 from sharebench.analysis.latency import (
     BURST_COLUMNS,
     LATENCY_COLUMNS,
+    USERS_COLUMNS,
     below_one_flags,
     busy_union_s,
     check_slo,
     hierarchical_percentiles,
-    USERS_COLUMNS,
     latency_table,
     mode_family,
     users_at_target,
@@ -204,7 +204,9 @@ def test_too_few_bursts_give_no_interval():
     assert order["latency_p95_lo_s"].notna().all() and order["latency_p95_hi_s"].isna().all()
     assert order["slowdown_p95_hi"].isna().all()
     victim = order[(order["mode"] == "timeslice:2") & (order["role"] == "victim")].iloc[0]
-    assert victim["verdict"] == "undecided" and victim["reason"] == "the alone p95 has no interval (15 samples; 99 needed)"
+    assert (
+        victim["verdict"] == "undecided" and victim["reason"] == "the alone p95 has no interval (15 samples; 99 needed)"
+    )
 
 
 def test_busy_fractions_and_the_neighbours_throughput_cost():
@@ -307,7 +309,9 @@ def test_a_point_estimate_within_does_not_decide_an_interval_across_the_target()
     assert got["mps"] == ("between 2 and 8", 2, 8, "undecided")
     u = users_at_target(target_table({"mps:2": (1.2, 1.0, 1.4), "mps:4": (1.5, 1.1, 2.6)}))[0]
     assert (u.answer, u.why) == (">= 2", "undecided")
-    assert u.reason == "within up to 2; undecided at 4 (the worst user's p95 slowdown interval reaches 2.60x, across 2x)"
+    assert (
+        u.reason == "within up to 2; undecided at 4 (the worst user's p95 slowdown interval reaches 2.60x, across 2x)"
+    )
     assert u.at(2).worst_hi == 1.4 and u.at(4).verdict == "undecided" and u.at(3) is None
 
 

@@ -19,9 +19,10 @@ table (``sharebench.analysis.latency``) by the rules below, which the README sta
 * **interval** (time-slicing only): where the folder split the loss (``analysis.timeslice_split``), the
   slice length that would halve it, predicted from the switch and refill and labelled so (never measured);
   empty otherwise.
-* **trust**: ``ok`` or the reasons not to: fewer than :data:`MIN_CI_REPEATS` repeats (no interval),
-  a CV above :data:`CV_WARN_PCT`, a disturbed cell (a ``disturbed`` flag), excluded cells; the kinds
-  of those reasons in ``flag_kinds``.
+* **trust**: ``ok`` or the reasons not to: fewer than :data:`MIN_CI_REPEATS` repeats (no interval; a
+  mode of patterned cells excepted, whose verdict's intervals come from one run's samples), a CV above
+  :data:`CV_WARN_PCT`, a disturbed cell (a ``disturbed`` flag), excluded cells, a cell whose every user
+  was faster shared than alone (``below-one``); the kinds of those reasons in ``flag_kinds``.
 
 Per pattern kind (``sharebench.patterns.PATTERNS``, in its order: the saturated kind's line, then each
 other kind's, named by ``PatternSpec.answer``), then the noisy neighbour and isolation lines, one or more
@@ -78,8 +79,8 @@ from sharebench.analysis.latency import (
     UsersAtTarget,
     below_one,
     has_verdict,
-    ratio_text,
     mode_family,
+    ratio_text,
     users_at_target,
     verdict_at,
     verdict_text,
@@ -141,6 +142,8 @@ REMEDIES = {
     "spread": "more repeats (`--repeats 10`) and longer cells (more particles or turns) to narrow the spread",
     "repeats": f"at least {MIN_CI_REPEATS} repeats (`--repeats {MIN_CI_REPEATS}`) for an interval",
     "excluded": "see Flags for why cells were left out (failed, incomplete, overlap, devices) and measure them again",
+    "below-one": "measure the pattern alone again with more samples (the baseline alone was slower than every user "
+    "shared: a slow state of the device or the host)",
 }
 EXCLUDING_KINDS = ("failed", "incomplete", "overlap", "devices")
 
@@ -173,10 +176,14 @@ def worst_job_slowdown(cells: pd.DataFrame, mode: str, work: dict[str, Any]) -> 
     return ratio_ci(mine["max_track_s"].to_numpy(float), alone["mean_track_s"].to_numpy(float))
 
 
-def trust_of(mode: str, work: dict[str, Any], repeats: int, flags: pd.DataFrame) -> tuple[str, list[str]]:
-    """``ok`` or the reasons not to trust ``mode`` as measured, and the kinds of those reasons."""
+def trust_of(
+    mode: str, work: dict[str, Any], repeats: int, flags: pd.DataFrame, patterned: bool = False
+) -> tuple[str, list[str]]:
+    """``ok`` or the reasons not to trust ``mode`` as measured, and the kinds of those reasons. A ``patterned``
+    mode (its users' latencies decided by ``analysis.tail``) needs no number of repeats: its intervals come
+    from the samples of one run, and too few samples make its verdict undecided, not untrusted."""
     reasons, kinds = [], []
-    if repeats < MIN_CI_REPEATS:
+    if repeats < MIN_CI_REPEATS and not patterned:
         reasons.append(f"{repeats} repeat(s) < {MIN_CI_REPEATS}: no interval")
         kinds.append("repeats")
     f = flags[(flags["mode"].isin([mode, BASELINE])) & (flags["particles"] == work["particles"])]
@@ -193,6 +200,9 @@ def trust_of(mode: str, work: dict[str, Any], repeats: int, flags: pd.DataFrame)
         why = ", ".join(k for k in EXCLUDING_KINDS if k in set(excluded["kind"]))
         reasons.append(f"{excluded['cell_id'].nunique()} cell(s) excluded" + (f" ({why})" if why else ""))
         kinds.append("excluded")
+    if ((f["mode"] == mode) & (f["kind"] == "below-one")).any():
+        reasons.append("every user faster shared than alone (below 1): the baseline alone is off")
+        kinds.append("below-one")
     return ("ok" if not reasons else "; ".join(reasons)), kinds
 
 
@@ -337,12 +347,14 @@ def mode_trust(tables: Tables) -> dict[str, tuple[str, tuple[str, ...]]]:
     is good), from the cells and flags tables (a patterned sweep has no throughput table)."""
     cells = tables.cells
     measured = cells[~cells["warmup"].astype(bool)] if len(cells) else cells
+    patterned = non_batch_modes(tables.latency)
     out = {}
     for mode, g in measured.groupby("mode", sort=False):
         good = g[~g["excluded"].astype(bool)]
         pick = (good if len(good) else g).sort_values("particles").iloc[-1]
         work = {k: pick[k] for k in WORK_KEYS}
-        text, kinds = trust_of(str(mode), work, int(same_work(good, work).sum()), tables.flags)
+        repeats = int(same_work(good, work).sum())
+        text, kinds = trust_of(str(mode), work, repeats, tables.flags, str(mode) in patterned)
         out[str(mode)] = (text, tuple(kinds))
     return out
 
@@ -484,7 +496,10 @@ def best_family(per_family: list[UsersAtTarget], unit: str) -> tuple[UsersAtTarg
         return f"{p.mode if p else u.family} {fmt_times(bound(u))}"
 
     others = ", ".join(named(u) for u in tied if u is not best)
-    return best, f"ties at {top} {unit} broken by the lower upper bound of the worst user's p95 ({named(best)} against {others})"
+    return (
+        best,
+        f"ties at {top} {unit} broken by the lower upper bound of the worst user's p95 ({named(best)} against {others})",
+    )
 
 
 DECISION_RULE = (
@@ -531,7 +546,9 @@ def slowdown_text(r: Any) -> str:
     """A victim row's p95 slowdown as the Answer prints it: its verdict, every user counted; a cell flagged
     below 1 is no figure."""
     if below_one(r):
-        return f"{r['mode']} flagged below 1, no figure (faster shared than alone: the baseline is off; {verdict_text(r)})"
+        return (
+            f"{r['mode']} flagged below 1, no figure (faster shared than alone: the baseline is off; {verdict_text(r)})"
+        )
     if has_verdict(r):
         return f"{r['mode']} {verdict_text(r)}"
     return f"{r['mode']} no verdict (replica 0 alone {fmt_times(r['slowdown_p95'])})"

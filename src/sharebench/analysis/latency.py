@@ -459,7 +459,9 @@ def ratio_text(value: Any, lo: Any, hi: Any) -> str:
 def verdict_text(row: Mapping[str, Any]) -> str:
     """A row's verdict in words: ``within: worst user 1.57× [1.31, 1.89], all users 1.45× [1.30, 1.62] (2
     users)``."""
-    worst = ratio_text(row.get("worst_p95_slowdown"), row.get("worst_p95_slowdown_lo"), row.get("worst_p95_slowdown_hi"))
+    worst = ratio_text(
+        row.get("worst_p95_slowdown"), row.get("worst_p95_slowdown_lo"), row.get("worst_p95_slowdown_hi")
+    )
     pooled = ratio_text(
         row.get("pooled_p95_slowdown"), row.get("pooled_p95_slowdown_lo"), row.get("pooled_p95_slowdown_hi")
     )
@@ -486,7 +488,9 @@ def below_one_flags(
             if has_verdict(r)
             else f"p95 slowdown {ratio_text(r['slowdown_p95'], r['slowdown_p95_lo'], r['slowdown_p95_hi'])} below 1"
         )
-        detail = f"{r['mode']} {r['pattern']}{beside}: {what}; alone p95 per repeat {alone_p95_text(df, str(r['pattern']))}"
+        detail = (
+            f"{r['mode']} {r['pattern']}{beside}: {what}; alone p95 per repeat {alone_p95_text(df, str(r['pattern']))}"
+        )
         text = (
             f"{detail}: faster shared than alone, so the baseline alone was measured in a slower state (too few "
             "alone bursts, per-process kernel choice, host noise); no measurable slowdown, and never a figure (users "
@@ -545,13 +549,23 @@ class Bracket:
 
 
 def counted_verdicts(points: Sequence[Point]) -> list[tuple[int, str]]:
-    """(N, verdict) ascending over the points that count (not flagged); several points of one N (folders of
-    one machine) give their verdict when they agree, else ``undecided``."""
+    """(N, verdict) ascending over the points that count (not flagged); of several points of one N (folders of
+    one machine) the decided verdict (an undecided one tells nothing against it), ``undecided`` when one is
+    within and another above (:func:`disagree`)."""
     by_n: dict[int, set[str]] = {}
     for p in points:
         if not p.flag:
             by_n.setdefault(p.n, set()).add(p.verdict if p.verdict in VERDICTS else "undecided")
-    return [(n, next(iter(v)) if len(v) == 1 else "undecided") for n, v in sorted(by_n.items())]
+    out = []
+    for n, verdicts in sorted(by_n.items()):
+        decided = verdicts - {"undecided"}
+        out.append((n, next(iter(decided)) if len(decided) == 1 else "undecided"))
+    return out
+
+
+def disagree(n: int, points: Sequence[Point]) -> bool:
+    """Whether the counted points of ``n`` say both within and above."""
+    return {"within", "above"} <= {p.verdict for p in points if p.n == n and not p.flag}
 
 
 def bracket(points: Sequence[Point]) -> Bracket:
@@ -578,7 +592,7 @@ def bracket(points: Sequence[Point]) -> Bracket:
 def undecided_text(n: int, points: Sequence[Point]) -> str:
     """An undecided N and why: ``4 (90 samples a user; 127 needed for 4 users)``; folders that disagree at it."""
     mine = [p for p in points if p.n == n and not p.flag]
-    if len({p.verdict for p in mine}) > 1:
+    if disagree(n, points):
         return f"{n} (the measurements disagree: {', '.join(f'{p.verdict} in {p.source or p.mode}' for p in mine)})"
     why = "; ".join(dict.fromkeys(p.reason for p in mine if p.reason))
     return f"{n} ({why})" if why else str(n)
@@ -652,7 +666,7 @@ def verdict_at(row: Mapping[str, Any], slo: float) -> tuple[str, str]:
         return "undecided", "no verdict in this table"
     users, fewest = int(float(row["users"])), int(float(row["samples"]))
     rule = TailRule(slo)
-    alone = Bounds(*(float(row[k]) for k in ("alone_p95_s", "alone_p95_lo_s", "alone_p95_hi_s")), 0)
+    alone = Bounds(float(row["alone_p95_s"]), float(row["alone_p95_lo_s"]), float(row["alone_p95_hi_s"]), 0)
     if float(row.get("slo", math.nan)) == slo or not alone.bounded:  # decided against this target, or no baseline
         return str(row["verdict"]), str(row.get("reason", ""))
     look = look_of(fewest, rule.first_look(users)) if users else None

@@ -22,8 +22,8 @@ from sharebench.analysis import (
     price_per_hour,
 )
 from sharebench.analysis.latency import USERS_CSV, below_one, sweep_slo, users_table
-from sharebench.analysis.tail import VERDICTS
 from sharebench.analysis.prediction import DRAM_BOUND_PCT, SM_BOUND_PCT, SM_IDLE_PCT
+from sharebench.analysis.tail import VERDICTS
 from sharebench.analysis.telemetry import PRICE_ENV
 from sharebench.parse import number_or_nan
 from sharebench.report.latency import make_latency_plots
@@ -428,7 +428,8 @@ def users_display(users: pd.DataFrame) -> pd.DataFrame:
                 "within at": side_text(r, "lo"),
                 "above at": side_text(r, "hi"),
                 "measured N": str(r["measured"]).replace(",", ", "),
-                "why": r["reason"] + (f"; left out: {r['flagged']}" if isinstance(r["flagged"], str) and r["flagged"] else ""),
+                "why": r["reason"]
+                + (f"; left out: {r['flagged']}" if isinstance(r["flagged"], str) and r["flagged"] else ""),
             }
             for _, r in users.iterrows()
         ]
