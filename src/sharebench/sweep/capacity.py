@@ -486,7 +486,7 @@ class CapacitySchedule:
         if bursts.empty:
             return
         bursts = bursts[~bursts["warmup"].astype(bool)]
-        table = latency_table(bursts, n_resamples=1000)
+        table = latency_table(bursts, method="hierarchical", n_resamples=1000)  # the search decides as before issue 42
         for s in self.searches:
             update_probes(s, table)
 
