@@ -83,7 +83,9 @@ def plot_users_per_gpu(table: pd.DataFrame, out_dir: Path, slo: float = DEFAULT_
     for ax, pattern in zip(axes[0], patterns):
         families = [answers[(p, f)] for p, f in answers if p == pattern and f]
         ns: set[int] = {1}
-        top = max([slo * 1.5] + [p.worst for u in families for p in u.points if np.isfinite(p.worst)])
+        top = max(
+            [slo * 1.5] + [v for u in families for p in u.points for v in (p.worst, p.worst_hi) if np.isfinite(v)]
+        )
         for k, u in enumerate(families):
             users_panel(ax, u, k, len(families), top)
             ns.update(p.n for p in u.points)
@@ -91,7 +93,7 @@ def plot_users_per_gpu(table: pd.DataFrame, out_dir: Path, slo: float = DEFAULT_
         ax.set_xticks(sorted(ns))  # measured N only: nothing between them was measured
         ax.set(xlabel="users per GPU (N)", ylabel="worst user's p95 slowdown against alone", title=pattern)
         ax.set_ylim(0.9, top * 1.1)
-        ax.legend(fontsize=8, loc="upper left")
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
         ax.grid(True, alpha=0.3)
     return save_figure(fig, out_dir, USERS_PLOT)
 
@@ -107,7 +109,7 @@ def users_panel(ax: Any, u: UsersAtTarget, k: int, count: int, top: float) -> No
     for p, x in zip(points, n[1:]):
         if not np.isfinite(p.worst):
             continue
-        lo = p.worst_lo if np.isfinite(p.worst_lo) else 0.9
+        lo = p.worst_lo if np.isfinite(p.worst_lo) else 0.9  # no bound: the bar reaches the panel's edge
         hi = p.worst_hi if np.isfinite(p.worst_hi) else top * 1.1
         ax.errorbar([x], [p.worst], yerr=[[max(p.worst - lo, 0)], [max(hi - p.worst, 0)]], color=color, capsize=3)
         face = "none" if p.flag else color

@@ -364,7 +364,11 @@ def fmt_x(v: Any, lo: Any = math.nan, hi: Any = math.nan) -> str:
         return ""
     if not (math.isfinite(a) or math.isfinite(b)):
         return f"{x:.2f}×"
-    return f"{x:.2f}× [{a:.2f}, {b:.2f}]".replace("nan", "?")
+
+    def bound(y: float) -> str:
+        return f"{y:.2f}" if math.isfinite(y) else "?"
+
+    return f"{x:.2f}× [{bound(a)}, {bound(b)}]"
 
 
 def verdict_cell(r: Any) -> str:
