@@ -301,7 +301,8 @@ def policy_objects(
         "name": "sharebench-service-account",
         "expression": f"request.userInfo.username == '{service_account_user(account_namespace)}'",
     }
-    out = _policy(POLICY, "0400", {"resourceRules": rules}, [account], variables(), validations(operator_namespace))
+    spec = _spec({"resourceRules": rules}, variables(), validations(operator_namespace), [account])
+    out = _policy(POLICY, "0400", spec)
     if run_namespaces:
         match = {
             "namespaceSelector": {
@@ -314,20 +315,13 @@ def policy_objects(
             ],
         }
         labels = [v for v in variables() if v["name"] in ("newLabels", "oldLabels")]
-        out += _policy(RUN_PODS_POLICY, "0420", match, [], labels, run_pod_validations(), not_found="Allow")
+        out += _policy(RUN_PODS_POLICY, "0420", _spec(match, labels, run_pod_validations()), not_found="Allow")
     return out
 
 
-def _policy(
-    name: str,
-    number: str,
-    match: dict,
-    conditions: list[dict],
-    names: list[dict],
-    checks: list[dict],
-    not_found: str = "Deny",
-) -> list[tuple[str, dict]]:
-    """A ValidatingAdmissionPolicy and its binding (the offer as params; none: ``not_found``), as two files."""
+def _spec(match: dict, names: list[dict], checks: list[dict], conditions: list[dict] | None = None) -> dict[str, Any]:
+    """A policy's spec: fail closed, the offer (a ConfigMap) as params, ``match`` (and ``conditions``),
+    variables, validations."""
     spec: dict[str, Any] = {
         "failurePolicy": "Fail",
         "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
@@ -335,7 +329,11 @@ def _policy(
     }
     if conditions:
         spec["matchConditions"] = conditions
-    spec.update(variables=names, validations=checks)
+    return {**spec, "variables": names, "validations": checks}
+
+
+def _policy(name: str, number: str, spec: dict[str, Any], not_found: str = "Deny") -> list[tuple[str, dict]]:
+    """A ValidatingAdmissionPolicy and its binding (the offer as params; none: ``not_found``), as two files."""
     binding = {
         "policyName": name,
         "validationActions": ["Deny"],

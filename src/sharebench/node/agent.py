@@ -193,6 +193,13 @@ def check_fields(where: str, spec: dict[str, Any]) -> dict[str, str]:
         raise _refuse(where, f"{action} needs {', '.join(missing)}")
     if action == "restore" and "mode" in spec:
         raise _refuse(where, "restore takes no mode")
+    check_grammars(where, spec)
+    return spec
+
+
+def check_grammars(where: str, spec: dict[str, str]) -> None:
+    """The node a DNS-1123 subdomain, the run a label value, the image an OCI reference, the attempt 32
+    hex digits; RequestRefused naming the value."""
     try:
         check_node_name(spec["node"])
         if "run" in spec:
@@ -203,7 +210,6 @@ def check_fields(where: str, spec: dict[str, Any]) -> dict[str, str]:
         raise _refuse(where, f"image {spec['image']!r} is not an image reference ({reference_problem(spec['image'])})")
     if not ATTEMPT.fullmatch(spec["attempt"]):
         raise _refuse(where, f"attempt {spec['attempt']!r} is not 32 lowercase hex digits")
-    return spec
 
 
 def parse_request(namespace: str, name: str, spec: Any, owners: tuple[str, ...] = ()) -> Request:
@@ -388,21 +394,31 @@ def apply_request(api_client: Any, req: Request, holder: str, options: AgentOpti
     return {"phase": DONE[req.action], "message": f"{req.describe()}: done for run {holder}", "result": result}
 
 
-def answer(
-    api_client: Any, req: Request, offer: Offer, options: AgentOptions, progress: Progress | None, answered: list[dict]
-) -> dict:
+@dataclass
+class Round:
+    """One look at a run namespace's requests: the offer, the agent's options, its progress, and the
+    requests already answered there (a replay is refused against them)."""
+
+    offer: Offer
+    options: AgentOptions
+    progress: Progress | None
+    answered: list[dict]
+
+
+def answer(api_client: Any, req: Request, rnd: Round) -> dict:
     """Prove, check and apply one request; its status (never raises for a refusal or a node's failure)."""
-    sess = Session(req.node, req.action, api_client, progress, options.timeout_s, options.poll_s)
+    options = rnd.options
+    sess = Session(req.node, req.action, api_client, rnd.progress, options.timeout_s, options.poll_s)
     proof = None
     try:
         proof = prove(sess, req)
-        check_replay(req, proof, answered)
-        check_request(sess, req, proof, offer)
+        check_replay(req, proof, rnd.answered)
+        check_request(sess, req, proof, rnd.offer)
     except RequestRefused as exc:
         return {"phase": "Refused", "message": str(exc), **_who(proof)}
     except NodeError as exc:
         return {"phase": "Failed", "message": f"{req.describe()}: {exc}", **_who(proof)}
-    return {**apply_request(api_client, req, proof.holder(req.namespace), options, progress), **_who(proof)}
+    return {**apply_request(api_client, req, proof.holder(req.namespace), options, rnd.progress), **_who(proof)}
 
 
 def _who(proof: Proof | None) -> dict[str, str]:
@@ -475,7 +491,7 @@ def serve_once(api_client: Any, options: AgentOptions = AgentOptions(), progress
     count = 0
     for ns in offer.run_namespaces:
         items = list_requests(sess, ns)
-        answered = [o for o in items if status_of(o) is not None]
+        rnd = Round(offer, options, progress, [o for o in items if status_of(o) is not None])
         for obj in [o for o in items if status_of(o) is None]:
             name = obj["metadata"]["name"]
             try:
@@ -483,11 +499,11 @@ def serve_once(api_client: Any, options: AgentOptions = AgentOptions(), progress
             except RequestRefused as exc:
                 status, attempt = {"phase": "Refused", "message": str(exc)}, ""
             else:
-                status, attempt = answer(api_client, req, offer, options, progress, answered), req.attempt
+                status, attempt = answer(api_client, req, rnd), req.attempt
             if progress is not None:
                 progress(f"agent: {status['phase']}: {status['message']}")
             write_status(sess, ns, name, attempt, status)
-            answered.append({**obj, "status": status})
+            rnd.answered.append({**obj, "status": status})
             count += 1
     return count
 
