@@ -39,7 +39,7 @@ from sharebench.parse import (
 from sharebench.patterns import DEFAULT_BURSTS, DEFAULT_SLO, MAX_BURSTS, PATTERNS, parse_pattern
 from sharebench.patterns import help_text as pattern_help
 
-CAPACITY_REPEATS = (2, 4)  # a capacity search's repeats of each N when --repeats / --max-repeats are not given
+CAPACITY_REPEATS = (1, 4)  # a capacity search's cells of each N (at least, at most while undecided) by default
 
 
 @dataclass(frozen=True)
