@@ -144,8 +144,8 @@ class CapacityOptions:
 
         lo, hi = self.users
         lines = [
-            f"capacity search: families side by side (one probe of each in turn); N from {lo} doubling to at most "
-            f"{hi}, then bisection; p{rule.percentile} slowdown ≤ {rule.slo:g}× decided at {rule.confidence:.0%} "
+            f"capacity search: N from {lo} doubling to at most {hi}, then bisection; families side by side (one "
+            f"probe of each in turn); p{rule.percentile} slowdown ≤ {rule.slo:g}× decided at {rule.confidence:.0%} "
             f"confidence, every user counted; {self.min_repeats}..{self.max_repeats} cell(s) per N (another "
             "while undecided)"
         ]

@@ -286,9 +286,10 @@ def answer(search: CapacitySearch) -> Capacity:
         return said(*found)
     und = search.open_undecided()
     why: Why = "undecided" if und is not None and search.done() else (search.stopped or "interrupt")
-    detail = (
-        f"{und} undecided after {search.probes[und].cells} cell(s)" if why == "undecided" and und else STOPPED_TEXT[why]
-    )
+    detail = STOPPED_TEXT.get(why, "")
+    if why == "undecided" and und is not None:
+        p = search.probes[und]
+        detail = f"{und} undecided after {p.cells} cell(s)" + (f": {p.reason}" if p.reason else "")
     failed = search.of("failed")
     if failed:
         detail += f"; failed at {failed[0]}: {search.probes[failed[0]].error or 'a cell failed'}"

@@ -213,10 +213,11 @@ def legacy_answers(out: Path, entries: Sequence[Mapping[str, Any]]) -> list[Capa
     """The answers of a search written before this round, decided again by the rule from the folder's bursts:
     its families, pattern and target from its ``capacity.json``; the N it measured from its rows; a search
     that ended short of an answer said to be stopped by the budget when its notes say the budget was
-    reached (else interrupted)."""
+    reached (else interrupted); an N the rule leaves undecided ends it there (no cell more is measured)."""
     notes = (out / NOTES_TXT).read_text(errors="replace") if (out / NOTES_TXT).is_file() else ""
     budget = "budget" in notes and "reached" in notes
     caps = []
+    state: dict[float, FolderState] = {}
     for e in entries:
         slo = float(e.get("slo") or 2.0)
         given = e.get("limit")
@@ -225,8 +226,8 @@ def legacy_answers(out: Path, entries: Sequence[Mapping[str, Any]]) -> list[Capa
         ns = [int(p["n"]) for p in e.get("probes") or []]
         search = CapacitySearch(str(e["family"]), slo, min(ns, default=DEFAULT_USERS[0]), hi, pattern=str(e["pattern"]))
         search.mem_max = hi if limit.get("why") == "memory" else None
-        populate(search, read_folder(out, TailRule(slo)))
-        search.max_cells = max((p.cells for p in search.probes.values()), default=1)
+        populate(search, state.setdefault(slo, read_folder(out, TailRule(slo))))
+        search.max_cells = 0  # that search ended: no cell more, an N the rule leaves undecided is where it ended
         if next_n(search) is not None:
             search.stopped = "budget" if budget or e.get("bound") == "between" else "interrupt"
         caps.append(answer(search))
