@@ -144,6 +144,14 @@ def finished(cfg: SweepConfig, out: Path, search: CapacityOptions) -> bool:
     return True
 
 
+def nothing_left(cfg: SweepConfig, out: Path, search: CapacityOptions | None, budget: BudgetOptions | None) -> bool:
+    """A resume with nothing to run (said on stdout): a capacity search with every answer, or (no budget)
+    a sweep whose every cell is measured."""
+    if search is not None:
+        return finished(cfg, out, search)
+    return budget is None and nothing_to_do(cfg, out)
+
+
 def request_of(args: argparse.Namespace, opts: RunOptions, out: Path) -> SweepRequest:
     """The sweep the run command asks for: its options as ``run_options`` parsed them, its flags, its folder."""
     return SweepRequest(
@@ -198,9 +206,7 @@ def run_request(request: SweepRequest, t_start: float | None = None) -> int:
         print(dry_run(validate(cfg), out, budget, search))
         return 0
     program_found(cfg)
-    if request.resume and search is not None and finished(cfg, out, search):
-        return 0
-    if request.resume and budget is None and search is None and nothing_to_do(cfg, out):
+    if request.resume and nothing_left(cfg, out, search, budget):
         return 0
     if request.strict:
         check_quiet()
