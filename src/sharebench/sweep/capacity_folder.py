@@ -9,7 +9,9 @@ and the victim's burst timing (what the next probe's length is predicted from). 
 into a search's probes. A folder written before this round (a ``capacity.json`` with no ``why``) is
 answered again by the rule from its bursts (:func:`capacity_answers`), so its report says what it measured.
 
-``capacity.json``: ``{"capacity": [{family, pattern, slo, answer, lo, hi, why, detail, note, users, line,
+``capacity.json`` is rewritten after each cell: a family still searching reads ``interrupt`` until its
+next cell (what it would say were the run to die there); the end of the run (or its interrupt) writes the
+last word. Its shape: ``{"capacity": [{family, pattern, slo, answer, lo, hi, why, detail, note, users, line,
 probes: [{n, mode, verdict, worst, lo, hi, samples, cells, pooled, worst_replica, below_one, reason,
 error}]}], "search": {families, users, min_cells, max_cells, slo, q, confidence}}``.
 """

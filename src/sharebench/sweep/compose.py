@@ -7,7 +7,8 @@ schedule (:func:`choose`):
 
 * ``serve:load=F`` resolved to a rate first (``sweep.load``: the capacity alone measured in the folder);
 * the CPU default sized by a calibration (``sweep.calibrate``), unless a budget plan sized it;
-* ``--capacity``: the search (``sweep.capacity.CapacitySchedule``); a budget plan: its cells, then adaptive
+* ``--capacity``: the search (``sweep.capacity.CapacitySchedule``), continued from a resumed folder's probes
+  (its options recorded in ``sweep.json``); a budget plan: its cells, then adaptive
   repeats (``sweep.adaptive.AdaptiveSchedule``); else the plan's cells (``sweep.fixed.FixedSchedule``), a
   resumed folder's measured cells left out;
 * within ``--budget`` or ``--stop-after``: that schedule wrapped by the deadline (``sweep.deadline``).
