@@ -39,7 +39,8 @@ ANSWER_HELP = (
     "Derived from the tables below by the rules of *How the Answer is derived* (docs/readme/sweep.md), each pattern "
     "from its own cells: throughput against exclusive (1.00× = no gain; a gain under "
     f"{MIN_GAIN:.0%} counts as none), the worst job's time against running alone, 95% Student-t intervals "
-    "(times and ratios on the log scale; none below 3 repeats); interactive users and services per GPU at a p95 slowdown target."
+    "(times and ratios on the log scale; none below 3 repeats); interactive users and services per GPU at a p95 slowdown target, "
+    "decided by interval with every user counted (within, above or undecided; distribution-free intervals)."
 )
 
 
