@@ -47,9 +47,10 @@ from sharebench.sweep.capacity_answer import Capacity as Capacity
 from sharebench.sweep.capacity_answer import Probe as Probe
 from sharebench.sweep.capacity_folder import CAPACITY_CSV as CAPACITY_CSV
 from sharebench.sweep.capacity_folder import CAPACITY_JSON as CAPACITY_JSON
-from sharebench.sweep.capacity_folder import FolderState, populate, read_folder, write_capacity, write_capacity_table
+from sharebench.sweep.capacity_folder import FolderState, populate, read_folder, write_capacity
 from sharebench.sweep.capacity_folder import capacity_lines as capacity_lines
 from sharebench.sweep.capacity_folder import read_capacity as read_capacity
+from sharebench.sweep.capacity_folder import write_capacity_table as write_capacity_table
 from sharebench.sweep.load import MIN_REQUESTS, capacity_cell, needs_capacity
 from sharebench.sweep.plan import Cell, SweepPlan, plan_header
 from sharebench.sweep.schedule import Measured, Stop
