@@ -210,7 +210,9 @@ def test_a_toy_kinds_cells_go_to_the_latency_table_and_its_answer_line(tmp_path)
         assert picks.loc[other, "basis"] == "not measured"
     assert list(picks.index[:4]) == ["batch throughput", "interactive", "serving", f"paced serving ({TOY_LABEL})"]
 
-    cap = Capacity("mps", TOY_LABEL, 2.0, 3, "exact", None, None, (Probe(2, "mps:2", 1.2, 1.1, 1.3, "within", 2),))
+    cap = Capacity(
+        "mps", TOY_LABEL, 2.0, "3 users", 3, 4, "none", (Probe(2, "mps:2", "within", 1, 200, 1.2, 1.1, 1.3),)
+    )
     assert cap.line().startswith("mps: 3 users per GPU, 30 requests/s per GPU (3 × 10/s) at p95 ≤ 2×")
 
 

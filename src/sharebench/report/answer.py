@@ -26,7 +26,7 @@ from sharebench.report.plots import save_figure
 from sharebench.report.render import Bullets, Heading, Image, Snippet, Text
 from sharebench.results import RESULTS_CSV, load_results, read_sweeps
 from sharebench.results.bursts import BURSTS_CSV, load_bursts
-from sharebench.sweep.capacity import capacity_lines
+from sharebench.sweep.capacity import capacity_lines, write_capacity_table
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -71,9 +71,11 @@ class Answer:
 
     def write(self) -> list[Path]:
         """tables/answer.csv, tables/choices.csv, tables/trust.csv (every measured mode's trust: what the end
-        screen counts) and plots/decision.png/svg."""
+        screen counts), tables/capacity.csv (a capacity search's answers, ``sweep.capacity``) and
+        plots/decision.png/svg."""
         tables = self.path / "tables"
         tables.mkdir(parents=True, exist_ok=True)
+        write_capacity_table(self.path)
         self.rows.to_csv(tables / "answer.csv", index=False)
         self.choices.to_csv(tables / "choices.csv", index=False)
         trust_table(self.evidence).to_csv(tables / TRUST_CSV, index=False)
