@@ -164,7 +164,7 @@ def code_line(prov: dict[str, Any] | None) -> tuple[bool, str]:
     if commit and dirty:
         return False, (
             f"cannot be named: commit {commit[:12]} with uncommitted changes, and no source hash was recorded "
-            "(a sharebench before issue 45): the code that ran is not that commit"
+            "(a sharebench before issue 45): the code that ran is that commit plus changes no record names"
         )
     if commit:
         return False, f"cannot be named: commit {commit[:12]}, but whether the tree was clean was not recorded"
