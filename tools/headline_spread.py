@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import pandas as pd
 
@@ -50,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"headline_spread: {exc}", file=sys.stderr)
         return 2
     if lines is None:
-        print("headline_spread: no time-slicing or MPS loss with a GPU UUID in " + " ".join(args.results), file=sys.stderr)
+        print(
+            "headline_spread: no time-slicing or MPS loss with a GPU UUID in " + " ".join(args.results), file=sys.stderr
+        )
         return 2
     print("\n".join(lines))
     if args.out:
@@ -102,7 +103,9 @@ def render(t: pd.DataFrame) -> list[str]:
     add("")
     for _, r in t[t["machines"] > 1].iterrows():
         cause = f"; spread attributed to the {r['attributed']}" if r["attributed"] else ""
-        add(f"- {r['mode']}, {int(r['particles']):,} particles × {int(r['turns'])} turn(s), {r['backend']}: {r['per_machine']}{cause}")
+        add(
+            f"- {r['mode']}, {int(r['particles']):,} particles × {int(r['turns'])} turn(s), {r['backend']}: {r['per_machine']}{cause}"
+        )
     turns = sorted(t["turns"].unique())
     add("")
     add(

@@ -106,15 +106,28 @@ def test_a_probe_split_document_is_a_run_of_its_machine(tmp_path):
     run = document_run(folder / "st_5M_1turn.json")
     r = run.iloc[0]
     assert (r["engine"], r["lattice"], r["particles"], r["turns"], r["mode"]) == (
-        "simpletrack", "lhc_simpletrack_7tev.json.gz", 5_000_000, 1, "timeslice:2")
+        "simpletrack",
+        "lhc_simpletrack_7tev.json.gz",
+        5_000_000,
+        1,
+        "timeslice:2",
+    )
     assert r["uuid"].startswith("GPU-9479f04d") and r["repeats"] == 3
     assert r["loss_pct"] == pytest.approx(35.954, abs=1e-3) and r["loss_ci_low"] < r["loss_pct"] < r["loss_ci_high"]
     assert r["switch_ms"] == pytest.approx(0.151, abs=1e-3)  # the light probe's terms, which every document has
     doc = json.loads((folder / "st_5M_1turn.json").read_text())
     (tmp_path / "lone.json").write_text(json.dumps(doc))  # no command beside it, no work recorded: no run
     assert document_run(tmp_path / "lone.json").empty
-    (tmp_path / "named.json").write_text(json.dumps({**doc, "work": dict(engine="simpletrack", backend="cuda",
-        device_class="gpu", lattice="x", particles=5, turns=2)}))
+    (tmp_path / "named.json").write_text(
+        json.dumps(
+            {
+                **doc,
+                "work": dict(
+                    engine="simpletrack", backend="cuda", device_class="gpu", lattice="x", particles=5, turns=2
+                ),
+            }
+        )
+    )
     assert document_run(tmp_path / "named.json").iloc[0]["turns"] == 2
 
 

@@ -14,8 +14,8 @@ from sharebench.analysis import analyse
 from sharebench.analysis.answer import answer_rows
 from sharebench.analysis.timeslice_split import (
     SPLIT_COLUMNS,
-    SwitchOut,
     ProbePair,
+    SwitchOut,
     append_runs,
     helpful_interval,
     identify,
@@ -271,7 +271,16 @@ def test_a_switch_reused_in_every_repeat_has_only_the_probes_interval() -> None:
 
 
 def test_the_probe_pair_alone_is_the_independent_part() -> None:
-    summary = {"n": 900, "p5": 0.150, "p25": 0.1505, "p50": 0.151, "p75": 0.1515, "p95": 0.152, "min": 0.149, "max": 0.16}
+    summary = {
+        "n": 900,
+        "p5": 0.150,
+        "p25": 0.1505,
+        "p50": 0.151,
+        "p75": 0.1515,
+        "p95": 0.152,
+        "min": 0.149,
+        "max": 0.16,
+    }
     slices = {"n": 900, "p5": 2.08, "p25": 2.085, "p50": 2.09, "p75": 2.095, "p95": 2.1, "min": 2.0, "max": 2.2}
     pair = ProbePair.of({"slice_ms": slices, "switch_ms": summary})
     est, lo, hi = pair.independent()
@@ -282,12 +291,22 @@ def test_the_probe_pair_alone_is_the_independent_part() -> None:
 
 def test_terms_below_zero_are_not_identified_and_never_a_negative_time() -> None:
     row = dict(
-        in_slice_rate=1.011, refill_ms=-0.022, refill_ms_ci_low=-0.032, refill_ms_ci_high=-0.012, refill_pct=-0.97,
-        evict_ms=-0.092, evict_ms_ci_low=-0.104, evict_ms_ci_high=-0.079, refill_light_ms=0.069,
-        implied_refill_ms=0.02, missing_ms=0.04,
+        in_slice_rate=1.011,
+        refill_ms=-0.022,
+        refill_ms_ci_low=-0.032,
+        refill_ms_ci_high=-0.012,
+        refill_pct=-0.97,
+        evict_ms=-0.092,
+        evict_ms_ci_low=-0.104,
+        evict_ms_ci_high=-0.079,
+        refill_light_ms=0.069,
+        implied_refill_ms=0.02,
+        missing_ms=0.04,
     )
     out = identify(row)
-    assert all(math.isnan(out[k]) for k in ("refill_ms", "refill_ms_ci_low", "refill_pct", "evict_ms", "evict_ms_ci_high"))
+    assert all(
+        math.isnan(out[k]) for k in ("refill_ms", "refill_ms_ci_low", "refill_pct", "evict_ms", "evict_ms_ci_high")
+    )
     assert out["not_identified"].startswith("refill (in-slice rate above 1") and "evict (" in out["not_identified"]
     assert out["refill_light_ms"] == 0.069 and out["implied_refill_ms"] == 0.02
     kept = identify(dict(in_slice_rate=0.9, refill_ms=0.01, refill_ms_ci_low=-0.005, refill_ms_ci_high=0.025))
@@ -299,9 +318,18 @@ def test_a_heavy_row_states_its_independent_part_beside_the_transfer() -> None:
     heavy = splits_beside(1200.0, 2.1, 0.24, (0.34, 0.35, 0.36))  # a refill below the light one: evict < 0
     pair = ProbePair((2.04, 2.03, 2.05), (0.24, 0.238, 0.242))
     light_pair = ProbePair((2.09, 2.08, 2.1), (0.15, 0.149, 0.151))
-    row = model_row(heavy, light, (40.0, 39.0, 41.0), "heavy:128", pair, light_pair)
-    assert set(SPLIT_COLUMNS) - {"engine", "backend", "device_class", "lattice", "particles", "turns", "mode",
-                                 "uuid", "device_name"} <= set(row)
+    row = model_row(heavy, light, (40.0, 39.0, 41.0), "heavy:128", (pair, light_pair))
+    assert set(SPLIT_COLUMNS) - {
+        "engine",
+        "backend",
+        "device_class",
+        "lattice",
+        "particles",
+        "turns",
+        "mode",
+        "uuid",
+        "device_name",
+    } <= set(row)
     assert row["independent_pct"] == pytest.approx(100 * 0.24 / 2.04)
     assert row["independent_light_pct"] == pytest.approx(100 * 0.15 / 2.09)
     assert row["independent_ci_low"] < row["independent_pct"] < row["independent_ci_high"]

@@ -23,10 +23,15 @@ def test_the_section_states_the_split_in_one_sentence_with_one_plot(tmp_path) ->
     section = md.split(title, 1)[1].split("\n## ", 1)[0]
     sentence = next(line for line in section.splitlines() if line.startswith("simpletrack"))
     assert sentence.startswith(f"simpletrack (2k particles, 10 turns) under timeslice:2 loses {LOSS:.1f}% [")
-    assert "2.00 ms slices (9.1% of the time idle switching)" in sentence and "idle 0.200 ms at every switch" in sentence
+    assert (
+        "2.00 ms slices (9.1% of the time idle switching)" in sentence and "idle 0.200 ms at every switch" in sentence
+    )
     assert "progresses at 0.75×" in sentence and "refill of 0.50" in sentence
     # the model named as what it is: the probe pair alone first, then the transfer from the run beside a probe
-    assert "Two probe processes alone (no workload)" in sentence and "10.0% of loss from slice and switch alone" in sentence
+    assert (
+        "Two probe processes alone (no workload)" in sentence
+        and "10.0% of loss from slice and switch alone" in sentence
+    )
     assert "a transfer from that time-sliced run, not a prediction from independent probes" in sentence
     # what another interval would do: predicted rows, the measured slice among them, and what NVIDIA documents
     assert "| 4 | " in section and "2.000 (measured)" in section and section.count("| predicted |") >= 7

@@ -307,6 +307,7 @@ class RefusingNvml:
 
     def nvmlDeviceGetMaxPcieLinkWidth(self, h):  # noqa: N802
         return 16
+
     # nvmlDeviceGetPersistenceMode missing: an older nvidia-ml-py
 
 
@@ -318,8 +319,11 @@ def test_a_field_nvml_refuses_is_none_with_its_reason():
     assert values["max_clock_sm_mhz"] == 1980 and values["pcie_max_gen"] == 5
     assert values["app_clock_sm_mhz"] is None and reasons["app_clock_sm_mhz"] == "NVML: Not Supported"
     assert values["persistence_mode"] is None and reasons["persistence_mode"].startswith("NVML: ")
-    assert set(values) == set(nvml.GPU_STATE_FIELDS) and set(reasons) == {"app_clock_sm_mhz", "app_clock_mem_mhz",
-                                                                         "persistence_mode"}
+    assert set(values) == set(nvml.GPU_STATE_FIELDS) and set(reasons) == {
+        "app_clock_sm_mhz",
+        "app_clock_mem_mhz",
+        "persistence_mode",
+    }
 
 
 def test_the_source_hash_names_the_source_wherever_it_lies(tmp_path):

@@ -44,7 +44,7 @@ from sharebench.analysis.tables import WORK_KEYS, build_tables
 from sharebench.analysis.timeslice_split import doc_measured, doc_rows, predicted_loss_pct, read_runs
 from sharebench.devices.nvml import normalise_uuid
 from sharebench.errors import UserError
-from sharebench.results import PROVENANCE_JSON, RESULTS_CSV, load_results
+from sharebench.results import RESULTS_CSV, load_results
 
 PART_COLUMNS = ["slice_ms", "switch_ms", "in_slice_rate", "refill_ms", "predicted_loss_pct"]
 PARTS = {"scheduler": "slice_ms", "switch": "switch_ms", "refill": "refill_ms"}
@@ -247,7 +247,9 @@ def machine_means(g: pd.DataFrame) -> pd.DataFrame:
     for uuid, m in g.groupby("uuid", sort=True):
         parted = m[np.isfinite(m["slice_ms"].astype(float))]
         pick = parted.iloc[0] if len(parted) else m.iloc[0]
-        rows.append({**{p: pick[p] for p in PART_COLUMNS}, "uuid": uuid, "loss_pct": m["loss_pct"].astype(float).mean()})
+        rows.append(
+            {**{p: pick[p] for p in PART_COLUMNS}, "uuid": uuid, "loss_pct": m["loss_pct"].astype(float).mean()}
+        )
     return pd.DataFrame(rows)
 
 
@@ -291,9 +293,7 @@ def spread_table(runs: pd.DataFrame) -> pd.DataFrame:
                 spread_pts=loss.max() - loss.min() if many else math.nan,
                 intervals=across_machines(g),
                 uuids=" ".join(per["uuid"]),
-                per_machine="; ".join(
-                    machine_text(u, g[g["uuid"] == u]) for u in per.sort_values("loss_pct")["uuid"]
-                ),
+                per_machine="; ".join(machine_text(u, g[g["uuid"] == u]) for u in per.sort_values("loss_pct")["uuid"]),
                 attributed=attribute(per.loc[loss.idxmin()], per.loc[loss.idxmax()]) if many else "",
             )
         )
@@ -400,31 +400,29 @@ def telemetry_facts(folder: Path) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def source_facts(src: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(UUID, facts) of what one run source recorded: a results folder's provenance documents and telemetry
+    under load, a probe split document's provenance, the nvidia-smi files beside either (or one level up)."""
+    folder = src if src.is_dir() else src.parent
+    out: list[tuple[str, dict[str, Any]]] = []
+    if src.is_dir():
+        out += [provenance_facts(json.loads(p.read_text())) for p in sorted(folder.glob("provenance*.json"))]
+        out += telemetry_facts(folder)
+    else:
+        doc = json.loads(src.read_text())
+        if isinstance(doc.get("provenance"), dict):
+            out.append(provenance_facts(doc["provenance"]))
+    smi = [f for name in ("gpu.csv", "machine.txt") for f in (folder / name, folder.parent / name) if f.is_file()]
+    return out + [smi_facts(f) for f in smi]
+
+
 def machine_facts(paths: Iterable[Path | str]) -> dict[str, dict[str, set[Any]]]:
-    """Per GPU UUID, every value each fact took in what the runs under ``paths`` recorded: the results
-    folders' provenance documents and telemetry under load, the probe split documents' provenance,
-    nvidia-smi CSV files."""
+    """Per GPU UUID, every value each fact took in what the runs under ``paths`` recorded (:func:`source_facts`)."""
     out: dict[str, dict[str, set[Any]]] = {}
-
-    def add(uuid: str, facts: dict[str, Any]) -> None:
-        if uuid:
-            for k, v in facts.items():
-                out.setdefault(uuid, {}).setdefault(k, set()).add(round(v, 2) if isinstance(v, float) else v)
-
     for src in run_sources(paths):
-        folder = src if src.is_dir() else src.parent
-        for prov in sorted(folder.glob("provenance*.json")) if src.is_dir() else []:
-            add(*provenance_facts(json.loads(prov.read_text())))
-        for uuid_facts in telemetry_facts(folder) if src.is_dir() else []:
-            add(*uuid_facts)
-        if src.suffix == ".json":
-            doc = json.loads(src.read_text())
-            if isinstance(doc.get("provenance"), dict):
-                add(*provenance_facts(doc["provenance"]))
-        for name in ("gpu.csv", "machine.txt"):
-            for f in (folder / name, folder.parent / name):
-                if f.is_file():
-                    add(*smi_facts(f))
+        for uuid, facts in source_facts(src):
+            for k, v in facts.items() if uuid else ():
+                out.setdefault(uuid, {}).setdefault(k, set()).add(round(v, 2) if isinstance(v, float) else v)
     return out
 
 
@@ -478,6 +476,7 @@ def state_differences(
 
 def values_text(values: set[Any], recorded: int, machines: int, ranged: bool = False) -> str:
     """The values a group recorded (a range for a fact that varies by run) and on how many machines."""
+
     def text(v: Any) -> str:
         return f"{v:g}" if isinstance(v, float) else str(v)
 

@@ -140,31 +140,34 @@ def split(
     """
     slices = workload_slices_ms(record.gaps_ms, switch_ms)
     slice_ms = float(np.median(slices)) if len(slices) >= MIN_SLICES else probe_slice_ms
-    return compose(alone_s, beside_s, len(slices), slice_ms, switch_ms, float(sum(slices)), record.window_ms,
-                   measured_loss_pct)
+    run = RunWindow(alone_s, beside_s, len(slices), float(sum(slices)), record.window_ms)
+    return compose(run, slice_ms, switch_ms, measured_loss_pct)
 
 
-def compose(
-    alone_s: float,
-    beside_s: float,
-    switch_ins: int,
-    slice_ms: float,
-    switch_ms: float,
-    on_gpu_ms: float,
-    window_ms: float,
-    measured_loss_pct: float = math.nan,
-) -> Split:
+@dataclass(frozen=True)
+class RunWindow:
+    """One run beside the probe: the workload's time alone and beside it (s), its switch-ins, and its
+    on-GPU time within its timed window (ms)."""
+
+    alone_s: float
+    beside_s: float
+    switch_ins: int
+    on_gpu_ms: float
+    window_ms: float
+
+
+def compose(run: RunWindow, slice_ms: float, switch_ms: float, measured_loss_pct: float = math.nan) -> Split:
     """The :class:`Split` of a run whose workload had ``on_gpu_ms`` of its ``window_ms`` on the GPU."""
-    rate = alone_s * 1e3 / on_gpu_ms if on_gpu_ms > 0 else math.nan
+    rate = run.alone_s * 1e3 / run.on_gpu_ms if run.on_gpu_ms > 0 else math.nan
     refill = fitted_refill_ms(slice_ms, rate)
     pred = predicted_loss_pct(slice_ms, switch_ms, refill)
     return Split(
-        alone_s=alone_s,
-        beside_s=beside_s,
-        switch_ins=switch_ins,
+        alone_s=run.alone_s,
+        beside_s=run.beside_s,
+        switch_ins=run.switch_ins,
         slice_ms=slice_ms,
         switch_ms=switch_ms,
-        gpu_share=on_gpu_ms / window_ms if window_ms > 0 else math.nan,
+        gpu_share=run.on_gpu_ms / run.window_ms if run.window_ms > 0 else math.nan,
         in_slice_rate=rate,
         switch_idle_pct=switch_idle_pct(slice_ms, switch_ms),
         refill_ms=refill,
@@ -187,10 +190,8 @@ def resplit(s: Split, switch_ms: float) -> Split:
     window = on_gpu / s.gpu_share
     moved = 2.0 * (s.switch_ms - switch_ms)
     slice_ms = s.slice_ms + moved if s.switch_ins >= MIN_SLICES else s.slice_ms
-    return compose(
-        s.alone_s, s.beside_s, s.switch_ins, slice_ms, switch_ms, on_gpu + s.switch_ins * moved, window,
-        s.measured_loss_pct,
-    )
+    run = RunWindow(s.alone_s, s.beside_s, s.switch_ins, on_gpu + s.switch_ins * moved, window)
+    return compose(run, slice_ms, switch_ms, s.measured_loss_pct)
 
 
 @dataclass(frozen=True)
@@ -290,7 +291,13 @@ def neighbour_terms(
     lt = light or primary
     light_switch = switches[1] if light else switches[0]
     rate_l = envelope(*(positive_mean_ci([s.in_slice_rate for s in v]) for v in at_switches(lt, light_switch)))
-    evict = envelope(*(paired_evict(h, lo) for h in at_switches(primary, switches[0]) for lo in at_switches(light, light_switch))) if light else (math.nan,) * 3
+    evict = (
+        envelope(
+            *(paired_evict(h, lo) for h in at_switches(primary, switches[0]) for lo in at_switches(light, light_switch))
+        )
+        if light
+        else (math.nan,) * 3
+    )
     slice_ms = float(np.mean([s.slice_ms for s in primary]))
     switch = float(np.mean([s.switch_ms for s in primary]))
     refill = float(np.mean([s.refill_ms for s in primary]))
@@ -578,7 +585,7 @@ def split_row(
     row.update(device_name=runs[0].get("device_name", ""))
     pairs = (record_pair(runs[0]), record_pair(light[0]) if light else None)
     splits = (run_splits(runs, alone), run_splits(light, alone))
-    return {**row, **model_row(*splits, measured, neighbour_of(runs[0]), *pairs)}
+    return {**row, **model_row(*splits, measured, neighbour_of(runs[0]), pairs)}
 
 
 def model_row(
@@ -586,17 +593,16 @@ def model_row(
     light: Sequence[Split],
     measured: tuple[float, float, float] | None,
     neighbour: str,
-    pair: ProbePair | None = None,
-    light_pair: ProbePair | None = None,
+    pairs: tuple[ProbePair | None, ProbePair | None] = (None, None),
 ) -> dict[str, Any]:
     """The split table's columns after the work keys (:data:`SPLIT_COLUMNS`) from the splits beside one
-    neighbour and, when that is not the light probe, those beside the light probe; ``pair`` and
-    ``light_pair``: the probe pairs alone (their slices and switches, with the medians' intervals), whose
-    switch intervals every interval carries and whose slice and switch give the independent part."""
-    pair = pair or ProbePair()
-    lp = light_pair or (pair if not light else ProbePair())
-    switch = tuple(pair.switch_ms[1:])
-    s = summarize(splits, measured, switch)  # type: ignore[arg-type]
+    neighbour and, when that is not the light probe, those beside the light probe; ``pairs``: the probe
+    pairs alone beside that neighbour and light (their slices and switches, with the medians' intervals),
+    whose switch intervals every interval carries and whose slice and switch give the independent part."""
+    pair = pairs[0] or ProbePair()
+    lp = pairs[1] or (pair if not light else ProbePair())
+    switch: Bounds = (pair.switch_ms[1], pair.switch_ms[2])
+    s = summarize(splits, measured, switch)
     row: dict[str, Any] = dict(repeats=s["repeats"])
     for f in SPLIT_FIELDS:
         row.update({f: s[f], f"{f}_ci_low": s[f"{f}_ci_low"], f"{f}_ci_high": s[f"{f}_ci_high"]})
@@ -611,7 +617,7 @@ def model_row(
         error_pts=s.get("error_pts", math.nan),
         neighbour=neighbour,
     )
-    row.update(neighbour_terms(splits, light, measured, predicted, (switch, tuple(lp.switch_ms[1:]))))  # type: ignore[arg-type]
+    row.update(neighbour_terms(splits, light, measured, predicted, (switch, (lp.switch_ms[1], lp.switch_ms[2]))))
     ind = pair.independent()
     row.update(
         probe_slice_ms=pair.slice_ms[0],
@@ -697,8 +703,8 @@ def doc_rows(doc: Doc) -> list[dict[str, Any]]:
     light = splits.get("light") or []
     light_pair = ProbePair.of(probes.get("light"))
     rows = [
-        {"neighbour": k, **model_row(v, light, measured, k, ProbePair.of(probes.get(k)), light_pair)}
+        {"neighbour": k, **model_row(v, light, measured, k, (ProbePair.of(probes.get(k)), light_pair))}
         for k, v in splits.items()
         if k != "light"
     ]
-    return rows or [model_row(light, [], measured, "light", light_pair)]
+    return rows or [model_row(light, [], measured, "light", (light_pair, None))]

@@ -158,7 +158,7 @@ def cmd_split(args: argparse.Namespace) -> int:
     for p in probes.values():
         print(p.summary(), flush=True)
     t1, tn, runs = measure(job, n, repeats, labels, args)
-    out = split_document(job, n, t1, tn, probes, runs)
+    out = split_document(job, n, (t1, tn), probes, runs)
     out["provenance"] = collect_provenance(resolve_device(args.device), list(sys.argv), {"work": out["work"]})
     out["predicted_at"] = loss_at(splits_mean(doc_splits(out)[labels[-1]]), lengths)
     finish_split(out, args)
@@ -168,13 +168,14 @@ def cmd_split(args: argparse.Namespace) -> int:
 def split_document(
     job: ReplicaJob,
     n: int,
-    t1: list[float],
-    tn: list[float],
+    times: tuple[list[float], list[float]],
     probes: dict[str, TimesliceProbe],
     runs: dict[str, list[BesideRun]],
 ) -> dict[str, Any]:
-    """Everything ``probe split --out`` keeps: the work, the measured times, the probe pairs alone, the raw
-    record of every run beside each neighbour (its gaps: the table recomputes from them) and the splits."""
+    """Everything ``probe split --out`` keeps: the work, the measured times (``times``: alone, N
+    time-sliced), the probe pairs alone, the raw record of every run beside each neighbour (its gaps: the
+    table recomputes from them) and the splits."""
+    t1, tn = times
     measured = ratio_loss_ci(tn, t1, factor=n)
     alone = sum(t1) / len(t1)
     work = work_keys(job)
@@ -183,9 +184,7 @@ def split_document(
         k: [beside_record(r, work, probes[k].switch_ms.p50, probes[k].slice_ms.p50, probes[k].to_dict()) for r in v]
         for k, v in runs.items()
     }
-    splits = {
-        k: [s.to_dict() for s in run_splits(v, alone)] for k, v in beside.items()
-    }
+    splits = {k: [s.to_dict() for s in run_splits(v, alone)] for k, v in beside.items()}
     for v in splits.values():
         for s in v:
             s.update(measured_loss_pct=measured[0], error_pts=s["predicted_loss_pct"] - measured[0])
@@ -317,7 +316,8 @@ def model_line(r: dict[str, Any]) -> str:
         f"{r['unexplained_ci_high']:+.2f}]"
     )
     terms = [
-        f"{name} {r[col]:.3f} ms" for name, col in (("refill", "refill_ms"), ("evicted", "evict_ms"))
+        f"{name} {r[col]:.3f} ms"
+        for name, col in (("refill", "refill_ms"), ("evicted", "evict_ms"))
         if math.isfinite(float(r[col]))
     ]
     if terms:
