@@ -102,7 +102,7 @@ def test_disjoint_intervals_on_two_machines_are_a_spread_never_agreement(tmp_pat
 
 def test_a_probe_split_document_is_a_run_of_its_machine(tmp_path):
     """The committed split documents are runs of the spread: the work from the document or its command."""
-    folder = ROOT / "results" / "h200" / "timeslice-split-2026-12-04" / "GPU-9479f04d"
+    folder = ROOT / "tests" / "data" / "results" / "timeslice-split" / "GPU-9479f04d"  # a copy of 2026-12-04's
     run = document_run(folder / "st_5M_1turn.json")
     r = run.iloc[0]
     assert (r["engine"], r["lattice"], r["particles"], r["turns"], r["mode"]) == (

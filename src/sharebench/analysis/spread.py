@@ -44,6 +44,7 @@ from sharebench.analysis.tables import WORK_KEYS, build_tables
 from sharebench.analysis.timeslice_split import doc_measured, doc_rows, predicted_loss_pct, read_runs
 from sharebench.devices.nvml import normalise_uuid
 from sharebench.errors import UserError
+from sharebench.modes import time_sliced
 from sharebench.results import RESULTS_CSV, load_results
 
 PART_COLUMNS = ["slice_ms", "switch_ms", "in_slice_rate", "refill_ms", "predicted_loss_pct"]
@@ -388,7 +389,7 @@ def telemetry_facts(folder: Path) -> list[tuple[str, dict[str, Any]]]:
     """(UUID, facts) of a results folder's time-sliced cells under load, from its telemetry columns: the
     lowest SM clock any of them sampled (``tel_sm_clock_mhz_min``) and the highest power (``tel_power_w_max``)."""
     df = load_results(folder)
-    ts = df[df["mode"].astype(str).str.startswith("timeslice")]
+    ts = df[[time_sliced(str(m)) for m in df["mode"]]]
     out = []
     for uuid, g in ts.groupby(ts["device_uuid"].astype(str)):
         facts = {}
