@@ -7,7 +7,8 @@ A split folder holds, per workload, the ``--out`` document of ``sharebench probe
 wrote it (``commands.txt``, one line per step). The table is derived, never edited: each command is run
 again as ``sharebench probe split --from DOCUMENT`` with the work options it was given (``--lattice``,
 ``--particles``, ``--turns``; a program's ``--exec-name`` and ``--work``), which name the work where the
-document does not, and the rows are appended in the commands' order. The check rebuilds into a temporary
+document does not, and the rows are appended in the commands' order; then every other document of the
+folder that records its work (written since issue 45), in name order. The check rebuilds into a temporary
 file and compares it with the committed table; tests/results/test_companions.py runs it.
 """
 
@@ -16,11 +17,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import shlex
 import sys
 import tempfile
 from pathlib import Path
 
+from sharebench.analysis.spread import is_split_document
 from sharebench.cli import main as sharebench_main
 
 TABLE = Path("tables") / "timeslice_split.csv"
@@ -45,6 +48,10 @@ def split_commands(folder: Path) -> list[tuple[Path, list[str]]]:
         if "--exec" in opts:
             argv += ["--exec", "program"]
         out.append((doc, argv))
+    named = {doc for doc, _ in out}
+    for doc in sorted(folder.glob("*.json")):  # documents that record their work need no command (issue 45)
+        if doc not in named and is_split_document(doc) and json.loads(doc.read_text()).get("work"):
+            out.append((doc, []))
     return out
 
 

@@ -101,3 +101,17 @@ def test_a_recorded_command_names_its_documents_work():
     folder = ROOT / "tests" / "data" / "results" / "timeslice-split" / "GPU-9479f04d"  # a copy of 2026-12-04's
     [(doc, argv)] = split_tables.split_commands(folder)
     assert doc.name == "st_5M_1turn.json" and "--lattice" in argv and "--exec" not in argv
+
+
+def test_a_folder_of_documents_that_record_their_work_rebuilds_without_commands(tmp_path):
+    folder = ROOT / "tests" / "data" / "results" / "timeslice-split" / "GPU-9479f04d"
+    doc = json.loads((folder / "st_5M_1turn.json").read_text())
+    work = dict(engine="simpletrack", backend="cuda", device_class="gpu", lattice="lhc_simpletrack_7tev.json.gz")
+    (tmp_path / "st_5M_1turn.json").write_text(
+        json.dumps({**doc, "work": {**work, "particles": 5_000_000, "turns": 1}})
+    )
+    assert split_tables.split_commands(tmp_path) == [(tmp_path / "st_5M_1turn.json", [])]
+    assert split_tables.stale(tmp_path).endswith("tables/timeslice_split.csv missing")
+    assert split_tables.main(["--write", str(tmp_path)]) == 0 and split_tables.stale(tmp_path) == ""
+    row = pd.read_csv(tmp_path / "tables" / "timeslice_split.csv").iloc[0]
+    assert (row["particles"], row["neighbour"]) == (5_000_000, "heavy:128")
