@@ -71,6 +71,7 @@ from typing import Any
 
 import pandas as pd
 
+from sharebench.analysis.flags import below_one_detail
 from sharebench.analysis.format import fmt_gain_pct, fmt_interval, fmt_times
 from sharebench.analysis.kinds import baseline_mask, emulation_mask, is_emulation, isolating_kinds
 from sharebench.analysis.latency import (
@@ -195,6 +196,10 @@ def trust_of(
     if (f["kind"] == "spread").any():
         reasons.append(f"spread: CV > {CV_WARN_PCT:.0f}%")
         kinds.append("spread")
+    below = below_one_detail(flags, mode, work["particles"])  # issue 45: the trust table agrees with the flags
+    if below:
+        reasons.append("p95 slowdown below 1: faster shared than alone, the baseline alone measured in another state")
+        kinds.append("below-one")
     excluded = f[(f["mode"] == mode) & f["excluded"].astype(bool)]
     if excluded["cell_id"].nunique():
         why = ", ".join(k for k in EXCLUDING_KINDS if k in set(excluded["kind"]))

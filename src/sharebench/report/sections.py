@@ -32,7 +32,7 @@ from sharebench.report.render import Bullets, Image, Section, Table, Text
 from sharebench.results import PROVENANCE_JSON, read_sweeps
 from sharebench.results.bursts import load_bursts
 from sharebench.results.folder import PREDICTION_CSV, TELEMETRY_SUMMARY_CSV
-from sharebench.telemetry.provenance import probe_line
+from sharebench.telemetry.provenance import code_line, machine_state_text, probe_line
 
 
 def _v(x: Any) -> str:
@@ -125,15 +125,8 @@ def provenance_rows(prov: dict[str, Any]) -> list[tuple[str, str]]:
         )
     )
     sb = prov.get("sharebench") or {}
-    commit = sb.get("git_commit")
-    rows.append(
-        (
-            "sharebench",
-            f"{_v(sb.get('version'))}"
-            + (f", commit {commit[:12]}" if commit else "")
-            + (" (uncommitted changes)" if sb.get("git_dirty") else ""),
-        )
-    )
+    rows.append(("sharebench", f"{_v(sb.get('version'))}, {code_line(prov)[1]}"))
+    rows.append(("machine state", machine_state_text(prov)))
     host = prov.get("host") or {}
     rows.append(
         (
@@ -166,7 +159,9 @@ def provenance_section(prov: dict[str, Any] | None) -> Section:
     if prov is None:
         section.blocks.append(Text(f"No {PROVENANCE_JSON} in this results folder: the run's context was not recorded."))
         return section
+    named, line = code_line(prov)
     section.blocks += [
+        *([] if named else [Text(f"The code that ran {line}.")]),
         Table(pd.DataFrame(provenance_rows(prov), columns=["what", "value"])),
         Text(f"Full record: `{PROVENANCE_JSON}`."),
     ]
