@@ -25,7 +25,15 @@ from typing import Any
 from sharebench.advise.classes import ClassCost, Site, class_cost
 from sharebench.advise.costs import Costs
 from sharebench.advise.isolation import isolation_of, shares_without_isolation
-from sharebench.advise.layout import Layout, MemoryBound, choose, memory_bound, more_than_today, next_options
+from sharebench.advise.layout import (
+    Layout,
+    MemoryBound,
+    WhatIf,
+    choose,
+    memory_bound,
+    more_than_today,
+    next_options,
+)
 from sharebench.advise.options import DEFAULT_HEADROOM, ClassChoice
 from sharebench.advise.pool import Pool
 from sharebench.advise.replay import Costing, Outcome, class_options, replay, upper_text
@@ -127,7 +135,10 @@ def read_summary(usage: Usage, costs: Costs, patterns: dict[str, PatternSpec], p
         "costs_gpu_model": costs.model.key,
         "pool": pool.describe(),
         "memory_headroom": pool.headroom,
-        "costs": f"{len(costs.points)} measured points from {len(costs.folders)} results folder(s)",
+        "costs": (
+            f"{len(costs.points)} measured points from {len(costs.folders)} results folder(s) measured on "
+            f"{', '.join(sorted(set(costs.models_read.values())))}"
+        ),
         "cells_left": len(costs.left),
         "results_folders": list(costs.folders),
     }
@@ -175,7 +186,7 @@ def advise(
         cells_left=list(costs.left),
     )
     if recommended is not None and search is not None:
-        result.memory = memory_bound(search, recommended, pool)
+        result.memory = memory_bound(WhatIf(usage, outcomes, unmeasured, slo), recommended, pool)
         isolation = {c: bool(k.isolation) for c, k in costing.items()}
         result.beyond_today = more_than_today(usage, recommended, pool, isolation)
         result.next_options = next_options(search, recommended)

@@ -98,13 +98,18 @@ def map_profile(src: GpuModel, name: str, pool: GpuModel) -> tuple[MigProfile | 
         return pool.profile(name), ""
     p = src.profile(name)
     share, mem = p.sms / src.sms, p.mem_gb / src.mem_gb
-    best = min(pool.profiles, key=lambda q: (abs(q.sms / pool.sms - share), abs(q.mem_gb / pool.mem_gb - mem)))
-    got = best.sms / pool.sms
-    if abs(got - share) > SHARE_TOLERANCE * share:
+
+    def gap(q: MigProfile) -> float:
+        return abs(q.sms / pool.sms - share)
+
+    near = [q for q in pool.profiles if gap(q) <= SHARE_TOLERANCE * share]
+    if not near:
+        best = min(pool.profiles, key=gap)
         return None, (
             f"{name} of the {src.key} ({p.sms}/{src.sms} SMs) has no {pool.key} profile within "
             f"{SHARE_TOLERANCE:.0%} of its compute share (nearest {best.name}, {best.sms}/{pool.sms}): left out"
         )
+    best = min(near, key=lambda q: (q.slices != p.slices, gap(q), abs(q.mem_gb / pool.mem_gb - mem)))
     return best, (
         f"{name} of the {src.key} mapped to {best.name} of the {pool.key} by compute share "
         f"({p.sms}/{src.sms} against {best.sms}/{pool.sms} SMs)"

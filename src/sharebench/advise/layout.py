@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from sharebench.advise.isolation import shares_without_isolation
 from sharebench.advise.pool import GB, Pool
-from sharebench.advise.replay import Member, Option, Outcome, pack, replay_members, upper_text
+from sharebench.advise.replay import Member, Outcome, pack, replay, replay_members, upper_text
 from sharebench.advise.usage import Usage
 from sharebench.gpus import gpu_model
 from sharebench.modes import BASELINE
@@ -278,7 +278,8 @@ def more_than_today(usage: Usage, lay: Layout, pool: Pool, isolation: dict[str, 
 
 @dataclass(frozen=True)
 class MemoryBound:
-    """A layout whose GPU count memory sets: what it would need without the limit and with the next size."""
+    """A layout whose GPU count memory sets: the memory floor, the GPUs it would need without the memory
+    limit, and with the next memory size (the options memory limited replayed again at that size)."""
 
     floor: int  # ceil(peak of the present pods' memory summed / a shared GPU's usable memory)
     unlimited: int
@@ -287,11 +288,11 @@ class MemoryBound:
 
     def line(self, gpus: int, pool: Pool) -> str:
         text = (
-            f"memory-bound: {gpus} GPUs, set by memory ({pool.shared_bytes / GB:.3g} GB usable a GPU; the memory "
-            f"floor is {self.floor}); without the memory limit the same modes need {self.unlimited}"
+            f"memory-bound: {gpus} GPUs, set by memory ({pool.shared_bytes / GB:.3g} GB usable where pods share a "
+            f"GPU; the memory floor is {self.floor}); without the memory limit it would be {self.unlimited}"
         )
         if self.next_model:
-            text += f"; on {self.next_model} GPUs it would be {self.next_gpus}"
+            text += f"; on {self.next_model} GPUs, {self.next_gpus}"
         return text
 
 
@@ -304,33 +305,53 @@ def memory_floor(usage: Usage, usable: float) -> int:
     return int(math.ceil(peak / usable)) if usable > 0 else 0
 
 
-def repacked(search: Search, lay: Layout, memory: float) -> int:
-    """The layout's GPUs with its shared-memory groups packed to ``memory`` bytes a GPU."""
-    total = 0
-    for g in lay.groups:
-        option: Option = lay.choice[g.classes[0]].option
-        if g.mode == BASELINE or not option.shared_memory:
-            total += g.gpus
-            continue
-        wider = Option(g.mode, option.slots, memory, True, option.source, option.surface)
-        pods = np.concatenate([search.usage.pods_of(c) for c in g.classes])
-        bins, why = pack(search.usage, pods, wider)
-        total += g.gpus if why else len(bins)
-    return total
+def limited(usage: Usage, o: Outcome) -> bool:
+    """An option of pods sharing a GPU's memory whose packing memory limits (fewer GPUs, or a packing at all,
+    without the limit)."""
+    if o.option.mode == BASELINE or not o.option.shared_memory:
+        return False
+    bins, why = pack(usage, usage.pods_of(o.cls), replace(o.option, memory_bytes=math.inf))
+    return not why and (not o.bins or len(bins) < o.gpus)
 
 
-def memory_bound(search: Search, lay: Layout, pool: Pool) -> MemoryBound | None:
+@dataclass(frozen=True)
+class WhatIf:
+    """What the memory what-ifs need: the usage, every class's outcomes, the classes kept whole, the target."""
+
+    usage: Usage
+    outcomes: dict[str, list[Outcome]]
+    unmeasured: frozenset[str]
+    slo: float
+
+
+def gpus_with_memory(w: WhatIf, memory: float) -> int | None:
+    """The recommended layout's GPUs were a shared GPU's memory ``memory`` bytes (the memory-limited options
+    replayed again at that size); None: no layout."""
+    outcomes = {
+        c: [
+            replay(w.usage, c, replace(o.option, memory_bytes=memory), w.slo) if limited(w.usage, o) else o
+            for o in outs
+        ]
+        for c, outs in w.outcomes.items()
+    }
+    lay, _, _ = choose(w.usage, outcomes, w.unmeasured, w.slo)
+    return lay.gpus if lay else None
+
+
+def memory_bound(w: WhatIf, lay: Layout, pool: Pool) -> MemoryBound | None:
     """Whether memory sets the layout's GPU count, and what the next memory size would give."""
-    unlimited = repacked(search, lay, math.inf)
-    if unlimited >= lay.gpus:
+    if not any(limited(w.usage, o) for outs in w.outcomes.values() for o in outs):
+        return None
+    unlimited = gpus_with_memory(w, math.inf)
+    if unlimited is None or unlimited >= lay.gpus:
         return None
     nxt = pool.next_memory()
-    bigger = Pool(nxt, pool.headroom) if nxt else None
+    at_next = gpus_with_memory(w, Pool(nxt, pool.headroom).shared_bytes) if nxt else None
     return MemoryBound(
-        memory_floor(search.usage, pool.shared_bytes),
+        memory_floor(w.usage, pool.shared_bytes),
         unlimited,
         f"{nxt.key} ({nxt.mem_gb:g} GB)" if nxt else "",
-        repacked(search, lay, bigger.shared_bytes) if bigger else lay.gpus,
+        at_next if at_next is not None else lay.gpus,
     )
 
 

@@ -170,7 +170,7 @@ def markdown(a: Advice, plot_name: str) -> str:
     lines += ["", "## Every option replayed (each class alone)", "", *options_table(a)]
     left = [f"{c}: {why}" for c, whys in a.left_out.items() for why in whys] + a.notes
     if left:
-        lines += ["", "## Left out", "", *(f"- {n}" for n in left)]
+        lines += ["", "## Left out, and notes", "", *(f"- {n}" for n in left)]
     if a.cells_left:
         lines += [
             "",

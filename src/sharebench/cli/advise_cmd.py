@@ -72,7 +72,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
         overrides = {n: c.pattern for n, c in choices.items() if c.pattern}
         got = check(usage, costs, overrides, slo, CheckOptions(args.check, args.allow_other_model, how))
     print(f"read: {result.read['usage']}")
-    print(f"costs: {result.read['costs']} ({costs.model.key}); pool: {result.pool.describe()}")
+    print(f"costs: {result.read['costs']}; pool: {result.pool.describe()}")
     for w in result.warnings:
         print(w)
     paths = write_advice(result, out, force=args.force)
