@@ -111,7 +111,9 @@ def bounded(key: tuple[str, tuple[int, int], tuple[int, int], float, float]) -> 
         rows = bursts[~bursts["warmup"].astype(bool)]
     if rows.empty:
         return {}
-    return decisions(burst_frame(rows), rule)
+    frame = burst_frame(rows)
+    frame["mode"] = frame["mode"].astype("category")  # the rule maps each mode label once, not each burst
+    return decisions(frame, rule)
 
 
 def number(row: Mapping[str, Any], key: str) -> float:

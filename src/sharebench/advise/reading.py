@@ -36,7 +36,7 @@ import pandas as pd
 from sharebench.advise.usage import MODEL_COLUMN, USAGE_COLUMNS, Usage, usage_model
 from sharebench.errors import UserError
 
-CHUNK_ROWS = 500_000
+CHUNK_ROWS = 200_000
 MAX_STEPS = 5_000_000  # a year at 10-s steps is 3.2 million
 MAX_CELLS = 400_000_000  # pods x steps of the busy frame (float32: 1.6 GB)
 # a numeric time's unit, told by the median time: (lowest median, divisor to seconds, name)
@@ -249,15 +249,16 @@ def finish(body: Body, step_s: float | None, gpu_model_name: str | None) -> Usag
     """The rows read, on the step grid of their window, as a :class:`Usage`."""
     if not body.rows:
         raise UserError(f"{body.what} has no samples; the window is empty")
-    times = np.concatenate(body.times)
     warnings = list(body.warnings)
-    times = to_seconds(times, np.concatenate(body.iso), body.what, warnings)
-    grid = Grid.of(times, step_s, body.what)
-    outside(times, grid, body.what)
-    pods = np.concatenate(body.pods)
-    busy = np.concatenate(body.busy)
-    memory = np.concatenate(body.memory)
-    frame = on_grid(Samples(pods, times, busy, memory), grid, len(body.class_of), (body.what, warnings))
+    times = to_seconds(np.concatenate(body.times), np.concatenate(body.iso), body.what, warnings)
+    body.times, body.iso = [], []
+    uniq = np.unique(times)
+    grid = Grid.of(uniq, step_s, body.what)
+    outside(times, uniq, grid, body.what)
+    del uniq
+    samples = Samples(np.concatenate(body.pods), times, np.concatenate(body.busy), np.concatenate(body.memory))
+    body.pods, body.busy, body.memory = [], [], []
+    frame = on_grid(samples, grid, len(body.class_of), (body.what, warnings))
     model, model_from = usage_model(sorted(body.models), body.what, gpu_model_name)
     usage = Usage(
         grid.start,
@@ -298,8 +299,8 @@ class Grid:
     step_s: float
 
     @classmethod
-    def of(cls, times: np.ndarray, step_s: float | None, what: str) -> Grid:
-        uniq = np.unique(times)
+    def of(cls, uniq: np.ndarray, step_s: float | None, what: str) -> Grid:
+        """The grid of the distinct times ``uniq`` (sorted): ``step_s``, or their median spacing."""
         if step_s is None:
             step_s = float(np.median(np.diff(uniq))) if len(uniq) > 1 else 60.0
         if not (math.isfinite(step_s) and step_s > 0):
@@ -317,11 +318,10 @@ def stamp(t: float) -> str:
         return f"{t:.6g} s"
 
 
-def outside(times: np.ndarray, grid: Grid, what: str) -> None:
+def outside(times: np.ndarray, uniq: np.ndarray, grid: Grid, what: str) -> None:
     """A sample far outside the window the others span (beyond twice the interquartile range of the distinct
-    times from their quartiles, and at least a day) is refused with its row; so is a window of more than
-    :data:`MAX_STEPS` steps."""
-    uniq = np.unique(times)
+    times ``uniq`` from their quartiles, and at least a day) is refused with its row; so is a window of more
+    than :data:`MAX_STEPS` steps."""
     q1, q3 = np.percentile(uniq, [25, 75])
     pad = max(2 * (q3 - q1), DAY_S, 10 * grid.step_s)
     lo, hi = q1 - pad, q3 + pad
@@ -357,7 +357,6 @@ def on_grid(
     """(busy frame, peak memory, first step, one past the last step) per pod, duplicates merged by the
     module's rules (each merge warned about in ``report``'s list)."""
     what, warnings = report
-    s = merge_same_time(s, what, warnings)
     col = grid.cols(s.times)
     steps = int(col.max()) + 1
     if n_pods * steps > MAX_CELLS:
@@ -366,15 +365,24 @@ def on_grid(
             f"{MAX_CELLS:,}; advise a shorter window or a coarser step"
         )
     key = s.pods.astype(np.int64) * steps + col
-    cells, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
-    if np.any(counts > 1):
-        warnings.append(
-            f"{what}: {int(np.sum(counts[counts > 1] - 1)):,} sample(s) fell into a step already holding one of "
-            "their pod (irregular sampling): busy averaged over the step, memory the larger kept"
-        )
-    mean_busy = np.bincount(inverse, weights=s.busy, minlength=cells.size) / counts
+    ordered = np.sort(key)
     busy = np.zeros((n_pods, steps), np.float32)
-    busy[cells // steps, cells % steps] = mean_busy
+    if not np.any(ordered[1:] == ordered[:-1]):  # one sample a pod and step: the common case, no merging
+        del ordered
+        busy[s.pods, col] = s.busy
+    else:
+        del ordered
+        s = merge_same_time(s, what, warnings)
+        col = grid.cols(s.times)
+        key = s.pods.astype(np.int64) * steps + col
+        cells, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+        if np.any(counts > 1):
+            warnings.append(
+                f"{what}: {int(np.sum(counts[counts > 1] - 1)):,} sample(s) fell into a step already holding one "
+                "of their pod (irregular sampling): busy averaged over the step, memory the larger kept"
+            )
+        busy[cells // steps, cells % steps] = np.bincount(inverse, weights=s.busy, minlength=cells.size) / counts
+    del key
     peak = np.zeros(n_pods)
     first = np.full(n_pods, steps, np.int64)
     last = np.zeros(n_pods, np.int64)

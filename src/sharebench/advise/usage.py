@@ -22,6 +22,7 @@ time). A usage class becomes a pattern kind through the kind's row (``PatternSpe
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -95,10 +96,14 @@ class Usage:
         """GPU-seconds of work per class: the busy fractions times the step."""
         return {c: float(self.busy[self.pods_of(c)].sum(dtype=np.float64) * self.step_s) for c in self.class_names()}
 
+    @functools.cached_property
+    def levels(self) -> np.ndarray:
+        """Every pod's mean busy over the steps it is present (computed once)."""
+        return self.busy.sum(axis=1, dtype=np.float64) / np.maximum(self.last - self.first, 1)
+
     def level(self, pods: np.ndarray | None = None) -> np.ndarray:
         """Each pod's mean busy over the steps it is present (its load while it exists)."""
-        r = self.rows(pods)
-        return self.busy[r].sum(axis=1, dtype=np.float64) / np.maximum(self.last[r] - self.first[r], 1)
+        return self.levels[self.rows(pods)]
 
     def counts(self, pods: np.ndarray | None = None, by_gpu: bool = False) -> np.ndarray:
         """Per step: pods present (``by_gpu``: distinct GPUs holding a present pod)."""
@@ -213,15 +218,37 @@ def memory_problems(usage: Usage) -> list[str]:
 def infer_usage(busy: np.ndarray, present: np.ndarray | None = None) -> str:
     """The usage class (:data:`USAGE_RULES`) of a class's busy samples (pods x steps), over the steps where a
     pod is present (``present``; all steps where not given): absence is not idle time."""
-    b = np.asarray(busy, float)
+    counts = usage_counts(np.asarray(busy), None if present is None else np.asarray(present, bool))
+    return usage_of_counts(*counts)
+
+
+def usage_counts(busy: np.ndarray, present: np.ndarray | None) -> tuple[int, int, float]:
+    """(samples present, samples with work, busy summed over those with work), without copying the frame."""
+    active = busy > ACTIVE
     if present is not None:
-        b = b[np.asarray(present, bool)]
-    if b.size == 0:
+        active &= present
+    n = int(present.sum()) if present is not None else int(busy.size)
+    return n, int(active.sum()), float(busy[active].sum(dtype=np.float64))
+
+
+def usage_of_counts(n: int, working: int, busy_sum: float) -> str:
+    if n == 0:
         return SATURATING
-    active = b > ACTIVE
-    duty = float(active.mean())
-    level = float(b[active].mean()) if active.any() else 0.0
+    duty = working / n
+    level = busy_sum / working if working else 0.0
     return next(name for name, rule in USAGE_RULES.items() if rule(duty, level))
+
+
+def class_usage(usage: Usage, cls: str, chunk: int = 64) -> str:
+    """The usage class of ``cls``'s pods over their presence, ``chunk`` pods at a time (bounded memory)."""
+    pods = usage.pods_of(cls)
+    n = working = 0
+    busy_sum = 0.0
+    for i in range(0, len(pods), chunk):
+        rows = pods[i : i + chunk]
+        got = usage_counts(usage.busy[rows], usage.present(rows))
+        n, working, busy_sum = n + got[0], working + got[1], busy_sum + got[2]
+    return usage_of_counts(n, working, busy_sum)
 
 
 def pattern_of_usage(usage: str) -> PatternSpec:
@@ -243,7 +270,4 @@ def class_patterns(usage: Usage, overrides: dict[str, PatternSpec]) -> dict[str,
     for name, spec in overrides.items():
         if name not in names:
             raise UserError(f"--class {name}={spec.name}: no pod of class {name!r}; classes: {', '.join(names)}")
-    return {
-        c: overrides.get(c) or infer_pattern(usage.busy[usage.pods_of(c)], usage.present(usage.pods_of(c)))
-        for c in names
-    }
+    return {c: overrides.get(c) or pattern_of_usage(class_usage(usage, c)) for c in names}
