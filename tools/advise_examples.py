@@ -89,7 +89,9 @@ class Example:
 
 EXAMPLES = [
     Example("pool16", pool16_usage, ["--results", "results/h200", "--check"], files=True),
-    Example("a100", pool16_large_usage, ["--results", "results/h200", "--gpu-model", "A100-80GB", "--allow-other-model"]),
+    Example(
+        "a100", pool16_large_usage, ["--results", "results/h200", "--gpu-model", "A100-80GB", "--allow-other-model"]
+    ),
     Example("day-and-night", day_and_night_usage, ["--results", "results/h200"]),
 ]
 

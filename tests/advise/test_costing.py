@@ -21,6 +21,7 @@ from sharebench.advise.isolation import ISOLATION, recommendable
 from sharebench.advise.synthetic import pool16, synthetic_trace, synthetic_usage
 from sharebench.cli import main
 from sharebench.gpus import gpu_model
+from sharebench.results import write_provenance
 from sharebench.results.folder import append_sweep
 from tests.advise.test_advise import ALONE_BUSY, results_folder, verdict_columns
 
@@ -134,6 +135,7 @@ def test_results_of_a_class_that_hold_none_of_its_pattern_are_refused(tmp_path, 
 
 
 @needs_h200
+@pytest.mark.slow
 def test_another_gpu_model_packs_to_its_memory_and_maps_mig_by_compute_share(tmp_path, capsys):
     """`--gpu-model A100-80GB --allow-other-model` on the committed H200 costs: notebooks of 50 GB pair up
     on 141-GB H200s but never on 80-GB A100s (72 GB with the 10 % headroom); the advice says it is memory-
@@ -159,6 +161,22 @@ def test_another_gpu_model_packs_to_its_memory_and_maps_mig_by_compute_share(tmp
     assert "on H100-NVL (94 GB) GPUs" in a100["memory_bound"] and a100["memory_bound"] in text
     assert any("1g.18gb of the H200 mapped to 1g.10gb of the A100-80GB by compute share" in n for n in a100["notes"])
     assert any("their slowdowns are another GPU's" in w for w in a100["warnings"])
+
+
+def test_results_of_the_cpu_or_another_model_name_what_to_pass(tmp_path, capsys):
+    cpu = tmp_path / "cpu"
+    (cpu / "tables").mkdir(parents=True)
+    write_provenance(cpu, {"device": {"name": "AMD EPYC 9454"}})
+    path = tmp_path / "u.csv"
+    synthetic_trace({"a": ("batch", 2)}, 30).assign(gpu_model="H200").to_csv(path, index=False)
+    rc = main(["advise", "--usage", str(path), "--results", str(cpu), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "'AMD EPYC 9454', not a GPU model advise knows (A100-40GB," in err
+    assert "give results measured on the pool's GPUs (`sharebench run --device cuda:0`" in err
+    a100 = results_folder(tmp_path / "a100", model="A100-80GB")
+    rc = main(["advise", "--usage", str(path), "--results", str(a100), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "give results of H200, or --allow-other-model" in err and err.count("\n") == 1
 
 
 def test_mig_profiles_map_by_compute_share_or_are_left_out():

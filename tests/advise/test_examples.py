@@ -24,6 +24,7 @@ needs_h200 = pytest.mark.skipif(not (ROOT / "results" / "h200" / "cuda").is_dir(
 
 
 @needs_h200
+@pytest.mark.slow
 def test_the_examples_regenerate_byte_identical(tmp_path):
     with advise_examples.at_root():
         got = advise_examples.generate(tmp_path)
@@ -49,6 +50,10 @@ def test_the_month_record_is_what_the_command_prints_today(tmp_path):
     synthetic_usage(month100(), record["days"], seed=100).to_csv(usage, index=False)
     buf = io.StringIO()
     with advise_examples.at_root(), contextlib.redirect_stdout(buf):
-        rc = main(["advise", "--usage", str(usage), "--results", "results/h200", "--out", str(tmp_path / "o"), "--check"])
-    printed = [line.replace(str(tmp_path), "/tmp") for line in buf.getvalue().splitlines() if not line.startswith("wrote ")]
+        rc = main(
+            ["advise", "--usage", str(usage), "--results", "results/h200", "--out", str(tmp_path / "o"), "--check"]
+        )
+    printed = [
+        line.replace(str(tmp_path), "/tmp") for line in buf.getvalue().splitlines() if not line.startswith("wrote ")
+    ]
     assert rc == record["rc"] and printed == record["printed"]

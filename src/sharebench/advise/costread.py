@@ -26,7 +26,7 @@ from sharebench.advise.decided import folder_decisions, latency_decisions
 from sharebench.analysis.reproduce import workload_of
 from sharebench.analysis.tail import Decision, TailRule
 from sharebench.errors import UserError
-from sharebench.gpus import GpuModel, MigProfile, emulated_layout, gpu_model, resolve_layout
+from sharebench.gpus import GPU_MODELS, GpuModel, MigProfile, emulated_layout, gpu_model, resolve_layout
 from sharebench.modes import KINDS, parse_mode
 from sharebench.patterns import BATCH, DEFAULT_SLO, parse_pattern, saturated
 from sharebench.results import read_provenance
@@ -57,8 +57,9 @@ def folder_model(folder: Path) -> tuple[GpuModel, str]:
         return gpu_model(str(name)), uuid[:12]
     except UserError:
         raise UserError(
-            f"--results {folder} was measured on {str(name) or 'no GPU'!r}, not a GPU model advise knows; "
-            "give results of a GPU (`sharebench run --device cuda:0`)"
+            f"--results {folder} was measured on {str(name) or 'no GPU'!r}, not a GPU model advise knows "
+            f"({', '.join(GPU_MODELS)}); give results measured on the pool's GPUs (`sharebench run --device cuda:0` "
+            "on one of them)"
         ) from None
 
 
