@@ -1,7 +1,7 @@
 """The worked examples of ``sharebench advise``, regenerated: docs/advise-example/ and the blocks of docs/readme/advise.md.
 
     python -m tools.advise_examples          # rewrite them
-    python -m tools.advise_examples --check  # exit 1 naming what differs (tests/advise/test_examples.py runs it)
+    python -m tools.advise_examples --check  # exit 1 naming what differs (tests/advise/test_pattern_costs.py runs it)
 
 Each example makes its synthetic usage (``sharebench.advise.synthetic``, seeded; no third-party trace),
 runs ``sharebench advise`` on the committed H200 results as a site would, and puts what the command printed
