@@ -34,7 +34,7 @@ class Isolation:
 
 
 ISOLATION: dict[str, Isolation] = {
-    "exclusive": Isolation("own (the whole GPU)", "own (the whole GPU)", "per pod (one pod a GPU)", "one pod a GPU"),
+    "exclusive": Isolation("own (the whole GPU)", "own (the whole GPU)", "per pod (one pod a GPU)", "no sharing"),
     "timeslice": Isolation(
         "shared: any pod can take the GPU's memory",
         "shared: no fault isolation between replicas",

@@ -144,7 +144,7 @@ def options_table(a: Advice) -> list[str]:
 def markdown(a: Advice, plot_name: str) -> str:
     lines = [f"# GPU pool advice ({a.model}, every pod's p95 slowdown within {a.slo:g}x)", ""]
     lines += [
-        f"Read: {a.read.get('usage', '')}; costs: {a.read.get('costs', '')} ({a.read.get('costs_gpu_model')}).",
+        f"Read: {a.read.get('usage', '')}; costs: {a.read.get('costs', '')}.",
         "",
     ]
     lines += [f"Pool: {a.pool.describe()}.", ""]
