@@ -30,7 +30,7 @@ import pytest
 from sharebench.components.image import IMAGE as COMPONENT_IMAGE
 from support.paths import ROOT
 
-pytestmark = [pytest.mark.container, pytest.mark.slow]
+pytestmark = [pytest.mark.container, pytest.mark.slow, pytest.mark.long]  # containers: CI's second step (make test-long)
 
 PODMAN = shutil.which("podman")
 IMAGE = os.environ.get("SHAREBENCH_TEST_IMAGE", "localhost/sharebench:ci")

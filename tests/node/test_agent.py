@@ -29,14 +29,14 @@ from sharebench.node.agent import (
 )
 from sharebench.node.lease import CLAIM
 from support.admission import AdmissionPolicy
-from support.k8s_sim import LABEL_DP, SimCluster
+from support.k8s_sim import LABEL_DP, SIM_WAIT_S, SimCluster
 from support.rbac import Rbac
 
 NODE, NODE2, CONTROL_PLANE = "gpu-node-1", "gpu-node-2", "control-plane-1"
 RUNS = names.RUN_NAMESPACE
 RUNNER = f"system:serviceaccount:{RUNS}:pipeline-runner"  # the account a run's pods run as
 IMAGE = "ghcr.io/sharebench/sharebench:1.0"
-OPTIONS = AgentOptions(timeout_s=10, poll_s=0.01)
+OPTIONS = AgentOptions(timeout_s=SIM_WAIT_S, poll_s=0.01)
 
 
 def site_objects() -> list[dict]:
@@ -93,7 +93,7 @@ def step(sim, action: str, node: str, run: str, **kw) -> dict:
     """A pipeline step: files a request with the run's own account and waits for the agent's answer."""
     runner = sim.api_client("runner-token")
     name = file_request(runner, request(action, node, run, **kw))
-    return wait_request(runner, RUNS, name, timeout_s=30, poll_s=0.02)
+    return wait_request(runner, RUNS, name, timeout_s=SIM_WAIT_S, poll_s=0.02)
 
 
 def lease_holder(sim, node: str) -> str:
@@ -231,7 +231,7 @@ def test_the_pipelines_node_steps_file_requests_and_wait_for_the_agent(sim, agen
     (tmp_path / "namespace").write_text(RUNS + "\n")
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "runner.kubeconfig"))
     monkeypatch.setattr(steps, "POD_NAMESPACE_FILE", tmp_path / "namespace")
-    common = {"gpu_model": "H200", "placement": "pods", "image": IMAGE, "timeout_s": 30}
+    common = {"gpu_model": "H200", "placement": "pods", "image": IMAGE, "timeout_s": SIM_WAIT_S}
 
     placed = steps.reconfigure(node_name=NODE, mode="timeslice:2", run_id="run-7", **common)
     assert (placed["resource"], placed["count"], placed["reconfigured"]) == ("nvidia.com/gpu", 1, True)
@@ -251,6 +251,6 @@ def test_the_pipelines_node_steps_file_requests_and_wait_for_the_agent(sim, agen
     with pytest.raises(UserError, match="force is never a request's to ask for"):
         steps.reconfigure(node_name=NODE, mode="mps:2", run_id="run-7", force=True, **common)
 
-    (restored,) = steps.restore(node_names=[NODE], run_id="run-7", timeout_s=30)
+    (restored,) = steps.restore(node_names=[NODE], run_id="run-7", timeout_s=SIM_WAIT_S)
     assert restored["restored"] is True and restored["resources"] == {"nvidia.com/gpu": 2}
     assert lease_holder(sim, NODE) == "" and LABEL_DP not in sim.node(NODE)["metadata"]["labels"]
