@@ -419,7 +419,18 @@ def configure_report(rep: argparse.ArgumentParser) -> None:
         default=None,
         help="refused: use `sharebench compare DIR DIR2`, which never overwrites DIR's report",
     )
-    rep.set_defaults(func=lazy("sharebench.cli.sweep_cmd:cmd_report"))
+    rep.set_defaults(func=lazy("sharebench.cli.sweep_cmd:cmd_report", check=report_options))
+
+
+def report_options(args: argparse.Namespace) -> None:
+    """``report``'s values, before the report's stack loads: the refused --compare, a folder that exists."""
+    if args.compare:
+        raise UserError(
+            f"report --compare is gone: run `sharebench compare {args.dir} {args.compare}` "
+            "(differences per cell, never overwriting a report)"
+        )
+    if not Path(args.dir).is_dir():
+        raise UserError(f"results folder {args.dir} does not exist")
 
 
 def configure_cleanup(cleanup: argparse.ArgumentParser) -> None:

@@ -249,12 +249,7 @@ def run_in_child(request: SweepRequest) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    if args.compare:
-        raise UserError(
-            f"report --compare is gone: run `sharebench compare {args.dir} {args.compare}` "
-            "(differences per cell, never overwriting a report)"
-        )
-    try:
+    try:  # its values checked before this module loaded (cli.sweep.report_options)
         paths = build_report(Path(args.dir))
     except OSError as exc:
         print(
