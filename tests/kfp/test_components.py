@@ -216,12 +216,20 @@ def test_each_cell_renews_the_runs_lease_and_another_run_is_refused(sim):
         UserError, match=r"this run \(run-b\) no longer holds Lease .*: run-a holds it now; the run stops"
     ):
         steps.schedule_start(plan=plan, cell=plan["cells"][0], placed=placed, run_id="run-b")
-    assert steps.restore(node_names=[NODE], timeout_s=SIM_WAIT_S, run_id="run-a", node_access="direct")[0]["restored"] is True
+    assert (
+        steps.restore(node_names=[NODE], timeout_s=SIM_WAIT_S, run_id="run-a", node_access="direct")[0]["restored"]
+        is True
+    )
 
 
 def test_reconfigure_step_on_the_simulated_cluster_then_restore(sim):
     r = steps.reconfigure(
-        node_name=NODE, mode="mig:1g.18gb", gpu_model="H200", placement="pods", timeout_s=SIM_WAIT_S, node_access="direct"
+        node_name=NODE,
+        mode="mig:1g.18gb",
+        gpu_model="H200",
+        placement="pods",
+        timeout_s=SIM_WAIT_S,
+        node_access="direct",
     )
     assert r["reconfigured"] is True
     assert (r["resource"], r["count"], r["pods"], r["processes"]) == ("nvidia.com/mig-1g.18gb", 1, list(range(7)), 1)

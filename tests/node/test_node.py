@@ -930,7 +930,18 @@ def test_cli_permission_denied(sim, capsys):
 
 def test_cli_refusal_then_force(sim, capsys):
     sim.add_pod("team-a", "job-1", NODE)
-    args = ["node", "apply", NODE, "mps:4", "--kubeconfig", str(sim.kubeconfig), "--poll", "0.1", "--timeout", f"{SIM_WAIT_S:g}"]
+    args = [
+        "node",
+        "apply",
+        NODE,
+        "mps:4",
+        "--kubeconfig",
+        str(sim.kubeconfig),
+        "--poll",
+        "0.1",
+        "--timeout",
+        f"{SIM_WAIT_S:g}",
+    ]
     code, _, err = run_cli(capsys, *args)
     assert code == 2 and "refusing: pods outside this run use this node's GPUs (team-a/job-1)" in err
     code, out, _ = run_cli(capsys, *args, "--force")

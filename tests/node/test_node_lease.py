@@ -46,7 +46,10 @@ def sim(tmp_path, request):
 
 def apply(sim, mode, holder, **kw):
     return reconfigure(
-        NODE, mode, ReconfigureOptions(timeout_s=SIM_WAIT_S, poll_s=0.01, holder=holder, **kw), api_client=sim.api_client()
+        NODE,
+        mode,
+        ReconfigureOptions(timeout_s=SIM_WAIT_S, poll_s=0.01, holder=holder, **kw),
+        api_client=sim.api_client(),
     )
 
 
@@ -192,7 +195,17 @@ def test_cli_restore_needs_force_for_a_live_run(sim, capsys):
     from sharebench.cli import main
 
     apply(sim, "timeslice:2", "run-a")
-    argv = ["node", "restore", NODE, "--kubeconfig", str(sim.kubeconfig), "--poll", "0.1", "--timeout", f"{SIM_WAIT_S:g}"]
+    argv = [
+        "node",
+        "restore",
+        NODE,
+        "--kubeconfig",
+        str(sim.kubeconfig),
+        "--poll",
+        "0.1",
+        "--timeout",
+        f"{SIM_WAIT_S:g}",
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "leased by the live run run-a" in err and "pass --force" in err
