@@ -75,6 +75,7 @@ from sharebench.analysis.latency import (
 from sharebench.analysis.prediction import predict_cell
 from sharebench.analysis.reproduce import Reproduce
 from sharebench.analysis.statistics import MIN_CI_REPEATS, ratio_ci
+from sharebench.analysis.suggest import sized_command
 from sharebench.analysis.tables import CV_WARN_PCT, WORK_KEYS, Tables
 from sharebench.analysis.timeslice_split import helpful_interval
 from sharebench.modes import BASELINE, is_baseline, kind_of, mode_sort_key, time_sliced
@@ -280,11 +281,11 @@ class Evidence:
         if not any(is_baseline(m) for m in modes):
             modes = [BASELINE, *modes]
         device = [] if "--device" in self.reproduce.options else (["--device cpu"] if self.cpu else [])
-        parts = ["sharebench run", *device, *self.reproduce.options, f"--pattern {pattern}"]
-        if neighbours:
-            parts.append(f"--neighbours {neighbours}")
-        run = " ".join([*parts, f"--modes {','.join(modes)}", f"--repeats {MIN_CI_REPEATS}"])
-        return f"`{run}`{self.reproduce.predicted(modes, MIN_CI_REPEATS, pattern, neighbours)}"
+        # sized to finish within the time asked, at the workload's own burst size (analysis.suggest)
+        prefix = ["sharebench run", *device]
+        return sized_command(
+            self.reproduce, prefix, modes, MIN_CI_REPEATS, pattern, neighbours, self.reproduce.suggest_s
+        )
 
 
 def evidence(

@@ -419,6 +419,13 @@ def configure_report(rep: argparse.ArgumentParser) -> None:
         default=None,
         help="refused: use `sharebench compare DIR DIR2`, which never overwrites DIR's report",
     )
+    rep.add_argument(
+        "--suggest-minutes",
+        default=None,
+        metavar="M",
+        help="size the Answer's 'Measure it' commands to finish within M minutes on the machine that measured DIR "
+        "(default 10)",
+    )
     rep.set_defaults(func=lazy("sharebench.cli.sweep_cmd:cmd_report", check=report_options))
 
 
@@ -431,6 +438,8 @@ def report_options(args: argparse.Namespace) -> None:
         )
     if not Path(args.dir).is_dir():
         raise UserError(f"results folder {args.dir} does not exist")
+    if args.suggest_minutes is not None:
+        seconds("--suggest-minutes", args.suggest_minutes, 0.1, 10**5)
 
 
 def configure_cleanup(cleanup: argparse.ArgumentParser) -> None:

@@ -250,7 +250,8 @@ def run_in_child(request: SweepRequest) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     try:  # its values checked before this module loaded (cli.sweep.report_options)
-        paths = build_report(Path(args.dir))
+        minutes = float(args.suggest_minutes) if args.suggest_minutes is not None else None
+        paths = build_report(Path(args.dir), suggest_s=60 * minutes) if minutes else build_report(Path(args.dir))
     except OSError as exc:
         print(
             f"sharebench: error: cannot write {exc.filename or args.dir}: {exc.strerror or exc}; results.csv is "
