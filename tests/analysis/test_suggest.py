@@ -45,7 +45,7 @@ def test_the_default_cpu_sweeps_answer_suggests_nothing_over_ten_minutes():
     for line in lines:
         assert seconds(line) <= 600, line
         assert f"--bursts {BURSTS} " in line and "--particles 1700 " in line, line  # it fits at its own size
-    assert "--pattern interactive:burst=1,think=0.05 " in lines[0] and "--pattern serve:rate=2.5,size=1 " in lines[1]
+    assert "--pattern interactive:burst=1,think=0.05 " in lines[0] and "--pattern serve:rate=1.5,size=1 " in lines[1]
 
 
 def test_a_size_that_does_not_fit_is_halved_until_the_cells_do():
@@ -68,7 +68,7 @@ def test_nothing_fits_says_so_and_a_measured_label_keeps_its_settings():
     assert line.endswith(", more than the 10 min asked)") and f"--particles {MIN_PARTICLES} " in line
     assert unit_pattern("interactive:burst=4,think=1", 0.1) == "interactive:burst=4,think=1"
     assert unit_pattern("interactive", 0.1) == "interactive:burst=1,think=0.05"
-    assert unit_pattern("serve", 0.1) == "serve:rate=5,size=1"  # half the 10 requests/s one replica serves alone
+    assert unit_pattern("serve", 0.1) == "serve:rate=3,size=1"  # 0.3 of the 10 requests/s one replica serves alone
     assert unit_pattern("interactive", float("nan")) == "interactive"  # no unit here to size by
 
 

@@ -129,6 +129,7 @@ REMEDIES = {
     "spread": "more repeats (`--repeats 10`) and longer cells (more particles or turns) to narrow the spread",
     "repeats": f"at least {MIN_CI_REPEATS} repeats (`--repeats {MIN_CI_REPEATS}`) for an interval",
     "excluded": "see Flags for why cells were left out (failed, incomplete, overlap, devices) and measure them again",
+    "beyond": "measure again on a quiet host: a gain beyond what the replicas can give comes from a slow baseline",
 }
 EXCLUDING_KINDS = ("failed", "incomplete", "overlap", "devices")
 
@@ -176,6 +177,10 @@ def trust_of(mode: str, work: dict[str, Any], repeats: int, flags: pd.DataFrame)
     if (f["kind"] == "spread").any():
         reasons.append(f"spread: CV > {CV_WARN_PCT:.0f}%")
         kinds.append("spread")
+    beyond = f[(f["mode"] == mode) & (f["kind"] == "beyond")]
+    if len(beyond):
+        reasons.append(f"beyond what its replicas can give: {beyond['detail'].iloc[0]}")
+        kinds.append("beyond")
     excluded = f[(f["mode"] == mode) & f["excluded"].astype(bool)]
     if excluded["cell_id"].nunique():
         why = ", ".join(k for k in EXCLUDING_KINDS if k in set(excluded["kind"]))

@@ -9,8 +9,8 @@ do, within ``budget_s`` (``sharebench report --suggest-minutes``, default :data:
 * the pattern at the workload's own burst size: a kind named without settings gets bursts of one unit of
   the folder's work (one turn of its particles, one call of a program's work function), a thinking kind
   its default think time scaled to that unit (the default pattern's duty cycle), a serving kind requests of
-  one unit at half the rate one replica serves alone (as measured here); a label the folder measured keeps
-  its own settings;
+  one unit at 0.3 of the rate one replica serves alone (as measured here; the campaigns' serve:load=0.3); a
+  label the folder measured keeps its own settings;
 * :data:`BURSTS` bursts a cell (the campaigns' 20), then fewer down to :data:`MIN_BURSTS`;
 * the tracker's size halved (two significant digits, not below :data:`MIN_PARTICLES`) until the cells fit:
   a unit's seconds scale with the particles; a program's work size is its own and is kept.
@@ -39,7 +39,7 @@ from sharebench.workloads.job import victim_bursts
 BURSTS = 20  # a cell's bursts first tried (the campaigns measure 20-30)
 MIN_BURSTS = 10
 MIN_PARTICLES = 100  # a tracker's size is not halved below this
-SERVE_LOAD = 0.5  # a serving kind named bare: requests at half the rate one replica serves alone
+SERVE_LOAD = 0.3  # a serving kind named bare: requests at 0.3 of the rate one replica serves alone (the campaigns')
 SIZE_OPTIONS = ("--particles", "--work")
 
 
@@ -106,7 +106,7 @@ def unit_pattern(text: str, unit_s: float) -> str:
         return text
     if p.think_s is not None:  # a burst of one unit, thinking as long per unit as the default pattern
         return dataclasses.replace(p, units=1, think_s=float(f"{DEFAULT_THINK_S / DEFAULT_BURST:.2g}")).label
-    if p.rate_per_s is not None or p.load is not None:  # requests of one unit at half the rate served alone
+    if p.rate_per_s is not None or p.load is not None:  # requests of one unit at 0.3 of the rate served alone
         rate = float(f"{SERVE_LOAD / unit_s:.2g}")
         return Pattern(p.kind, units=1, rate_per_s=rate).label
     return text
