@@ -13,7 +13,7 @@ import pytest
 
 from sharebench.analysis import analyse
 from sharebench.analysis.reproduce import Reproduce
-from sharebench.analysis.suggest import BURSTS, MIN_PARTICLES, sized, sized_command, unit_pattern
+from sharebench.analysis.suggest import BURSTS, MIN_PARTICLES, Ask, sized, sized_command, unit_pattern
 from sharebench.cli import main
 from sharebench.report.answer import Answer
 from support.paths import ROOT
@@ -24,6 +24,7 @@ H200 = Reproduce(
     ("--device", "cuda:0", "--turns", "1", "--particles", "15000000"), "particles", 30.0, unit_s=1.43, gap_s=0.8
 )
 MODES = ("exclusive", "timeslice:2", "timeslice:4", "mps:2")
+USERS = Ask(MODES, 3, "interactive")
 
 
 def seconds(line: str) -> float:
@@ -52,19 +53,19 @@ def test_a_size_that_does_not_fit_is_halved_until_the_cells_do():
     """The H200 folder's 15 M particles take 1.43 s a turn: an interactive command at that size runs for half
     an hour here (the committed report's, of 7 modes and 10-unit bursts, said 15.9 h); halved down to 3.8 M
     particles it fits 10 minutes, and a longer time asked keeps more of the size."""
-    ten = sized(H200, MODES, 3, "interactive", "", 600.0)
-    twenty = sized(H200, MODES, 3, "interactive", "", 1200.0)
+    ten = sized(H200, USERS, 600.0)
+    twenty = sized(H200, USERS, 1200.0)
     size = {s: int(dict(zip(s.options, s.options[1:]))["--particles"]) for s in (ten, twenty)}
-    assert ten.cells_s <= 600 < sized(H200, MODES, 3, "interactive", "", 1e9).cells_s
+    assert ten.cells_s <= 600 < sized(H200, USERS, 1e9).cells_s
     assert MIN_PARTICLES <= size[ten] < size[twenty] < 15_000_000 and twenty.cells_s <= 1200
-    line = sized_command(H200, ["sharebench run"], MODES, 3, "interactive")
+    line = sized_command(H200, ["sharebench run"], USERS)
     assert f"--particles {size[ten]} " in line and seconds(line) == pytest.approx(ten.cells_s, rel=0.1)
     assert "1.43 s per unit alone at 15,000,000 particles, " in line  # the basis, and how it was scaled
 
 
 def test_nothing_fits_says_so_and_a_measured_label_keeps_its_settings():
     slow = Reproduce(("--turns", "1", "--particles", "200"), "particles", unit_s=60.0)  # a minute a unit at 200
-    line = sized_command(slow, ["sharebench run"], MODES, 3, "interactive")
+    line = sized_command(slow, ["sharebench run"], USERS)
     assert line.endswith(", more than the 10 min asked)") and f"--particles {MIN_PARTICLES} " in line
     assert unit_pattern("interactive:burst=4,think=1", 0.1) == "interactive:burst=4,think=1"
     assert unit_pattern("interactive", 0.1) == "interactive:burst=1,think=0.05"

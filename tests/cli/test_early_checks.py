@@ -85,8 +85,9 @@ CASES = [
     (["report", "/nonexistent"], "results folder /nonexistent does not exist"),
     (["compare", RESULTS, RESULTS, "--ignore", "colour"], "bad --ignore 'colour'; allowed: engine, backend"),
     (["compare", RESULTS, "/nonexistent"], "results folder /nonexistent has no results.csv"),
-    (["node", "apply", "n1", "bogus"], "unknown sharing mode 'bogus'"),
-    (["node", "apply", "n1", "partition:2"], "partition:2 is a local mode; a node takes exclusive"),
+    (["node", "apply", "n1", "bogus"], "node n1, mode bogus, state pre-flight: unknown sharing mode 'bogus'"),
+    (["node", "apply", "n1", "partition:2"], "node n1, mode partition:2, state pre-flight: partition:2 is a CPU-only local "
+     "mode; a node takes exclusive, timeslice:N, mps:N, mig:LAYOUT"),
     (["node", "apply", "n1", "mps:2", "--gpu-model", "T4"], "unknown GPU model 'T4'; known: A100-40GB"),
     (["node", "restore", "n1", "--poll", "0.001"], "--poll must be at least 0.1 s (got 0.001)"),
     (["node", "status", "n1", "--kubeconfig", "/nonexistent"], "kubeconfig '/nonexistent' does not exist"),

@@ -75,7 +75,7 @@ from sharebench.analysis.latency import (
 from sharebench.analysis.prediction import predict_cell
 from sharebench.analysis.reproduce import Reproduce
 from sharebench.analysis.statistics import MIN_CI_REPEATS, ratio_ci
-from sharebench.analysis.suggest import sized_command
+from sharebench.analysis.suggest import Ask, sized_command
 from sharebench.analysis.tables import CV_WARN_PCT, WORK_KEYS, Tables
 from sharebench.analysis.timeslice_split import helpful_interval
 from sharebench.modes import BASELINE, is_baseline, kind_of, mode_sort_key, time_sliced
@@ -288,9 +288,8 @@ class Evidence:
         device = [] if "--device" in self.reproduce.options else (["--device cpu"] if self.cpu else [])
         # sized to finish within the time asked, at the workload's own burst size (analysis.suggest)
         prefix = ["sharebench run", *device]
-        return sized_command(
-            self.reproduce, prefix, modes, MIN_CI_REPEATS, pattern, neighbours, self.reproduce.suggest_s
-        )
+        ask = Ask(tuple(modes), MIN_CI_REPEATS, pattern, neighbours)
+        return sized_command(self.reproduce, prefix, ask, self.reproduce.suggest_s)
 
 
 def evidence(

@@ -112,17 +112,28 @@ def unit_pattern(text: str, unit_s: float) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class Ask:
+    """What a suggested command measures: the modes, their repeats, the pattern as asked (a kind, or a label
+    the folder measured) and the neighbours' pattern ('' the same)."""
+
+    modes: tuple[str, ...]
+    repeats: int
+    pattern: str
+    neighbours: str = ""
+
+
 def cells_seconds(
-    modes: Sequence[str], pattern: str, neighbours: str, bursts: int, unit_s: float, turns: int | None = None
+    modes: Sequence[str], patterns: tuple[str, str], bursts: int, unit_s: float, turns: int | None = None
 ) -> float:
-    """One cell of each of ``modes`` under ``pattern`` beside ``neighbours`` with ``bursts`` bursts a victim
-    (its alone cell: its kind's alone sample), the dry run's model at a mode factor of 1; a batch cell of N
-    replicas N x ``turns`` units (a tracker's run). NaN without ``unit_s``, for a batch cell without ``turns``
-    or for a label that does not parse."""
+    """One cell of each of ``modes`` under ``patterns`` (the victim's, the neighbours'; '' the victim's) with
+    ``bursts`` bursts a victim (its alone cell: its kind's alone sample), the dry run's model at a mode factor
+    of 1; a batch cell of N replicas N x ``turns`` units (a tracker's run). NaN without ``unit_s``, for a batch
+    cell without ``turns`` or for a label that does not parse."""
     if not (math.isfinite(unit_s) and unit_s > 0):
         return math.nan
     try:
-        victim, neighbour = parse_pattern(pattern), parse_pattern(neighbours or pattern)
+        victim, neighbour = parse_pattern(patterns[0]), parse_pattern(patterns[1] or patterns[0])
         replicas = [parse_mode(m).replicas or 1 for m in modes]
     except UserError:
         return math.nan
@@ -132,35 +143,27 @@ def cells_seconds(
     return sum(cell_seconds((victim, neighbour), n, victim_bursts(workload, n), unit_s).cell_s for n in replicas)
 
 
-def predict(
-    reproduce: Reproduce,
-    modes: Sequence[str],
-    repeats: int,
-    pattern: str,
-    neighbours: str,
-    size: int | None,
-    bursts: int,
-) -> Sized:
+def predict(reproduce: Reproduce, ask: Ask, size: int | None, bursts: int) -> Sized:
     """The command's cells at ``size`` (None: the folder's) with ``bursts`` bursts, and their seconds."""
-    rounds = repeats + DEFAULT_WARMUPS
-    cells = len(modes) * rounds
+    rounds = ask.repeats + DEFAULT_WARMUPS
+    cells = len(ask.modes) * rounds
     base = size_of(reproduce.options)
     scale = size / base[1] if base is not None and size is not None and reproduce.unit == "particles" else 1.0
     unit_s = reproduce.unit_s * scale
     options = with_size(reproduce.options, size) if size is not None else reproduce.options
-    shown = unit_pattern(pattern, unit_s)
+    shown = unit_pattern(ask.pattern, unit_s)
     turns = option_value(reproduce.options, "--turns")
-    model = cells_seconds(modes, shown, neighbours, bursts, unit_s, turns) if pattern else math.nan
+    model = cells_seconds(ask.modes, (shown, ask.neighbours), bursts, unit_s, turns) if ask.pattern else math.nan
     if math.isfinite(model):
         gap = reproduce.gap_s if math.isfinite(reproduce.gap_s) else 0.0
         basis = f", predicted as --dry-run does from this folder's {unit_text(reproduce.unit_s)} per unit alone"
         if scale != 1.0 and base is not None:
             basis += f" at {base[1]:,} {reproduce.unit}, {unit_text(unit_s)} at {size:,}"
-        return Sized(options, shown, neighbours, bursts, cells, rounds * (model + len(modes) * gap), basis)
+        return Sized(options, shown, ask.neighbours, bursts, cells, rounds * (model + len(ask.modes) * gap), basis)
     if math.isfinite(reproduce.cell_s) and reproduce.cell_s > 0:
         basis = f" at this folder's {reproduce.cell_s:.0f} s per cell"  # its bursts: the default's, as it measured
-        return Sized(reproduce.options, shown, neighbours, DEFAULT_BURSTS, cells, cells * reproduce.cell_s, basis)
-    return Sized(reproduce.options, shown, neighbours, DEFAULT_BURSTS, cells, math.nan, "")
+        return Sized(reproduce.options, shown, ask.neighbours, DEFAULT_BURSTS, cells, cells * reproduce.cell_s, basis)
+    return Sized(reproduce.options, shown, ask.neighbours, DEFAULT_BURSTS, cells, math.nan, "")
 
 
 def sizes_to_try(reproduce: Reproduce) -> list[int | None]:
@@ -177,37 +180,23 @@ def sizes_to_try(reproduce: Reproduce) -> list[int | None]:
     return out
 
 
-def sized(
-    reproduce: Reproduce, modes: Sequence[str], repeats: int, pattern: str, neighbours: str, budget_s: float
-) -> Sized:
+def sized(reproduce: Reproduce, ask: Ask, budget_s: float) -> Sized:
     """The largest size, and the most bursts of :data:`BURSTS` then :data:`MIN_BURSTS`, whose cells fit
     ``budget_s``; the smallest of them when none does (its line says so)."""
-    tries = [
-        predict(reproduce, modes, repeats, pattern, neighbours, s, b)
-        for b in (BURSTS, MIN_BURSTS)
-        for s in sizes_to_try(reproduce)
-    ]
+    tries = [predict(reproduce, ask, s, b) for b in (BURSTS, MIN_BURSTS) for s in sizes_to_try(reproduce)]
     return next((t for t in tries if t.fits(budget_s)), tries[-1])
 
 
-def sized_command(
-    reproduce: Reproduce,
-    prefix: Sequence[str],
-    modes: Sequence[str],
-    repeats: int,
-    pattern: str,
-    neighbours: str = "",
-    budget_s: float = DEFAULT_SUGGEST_S,
-) -> str:
-    """The suggested command, sized (:func:`sized`), and its predicted time: ``\\`sharebench run ...\\` (about
+def sized_command(reproduce: Reproduce, prefix: Sequence[str], ask: Ask, budget_s: float = DEFAULT_SUGGEST_S) -> str:
+    """The suggested command, sized (:func:`sized`), and its predicted time: ```sharebench run ...`` (about
     7 min: 16 cells, ...)``. ``prefix``: what comes before the folder's options (``sharebench run``, a device)."""
-    s = sized(reproduce, modes, repeats, pattern, neighbours, budget_s)
+    s = sized(reproduce, ask, budget_s)
     parts = [*prefix, *s.options, f"--pattern {s.pattern}"]
-    if neighbours:
-        parts.append(f"--neighbours {neighbours}")
+    if ask.neighbours:
+        parts.append(f"--neighbours {ask.neighbours}")
     if s.bursts != DEFAULT_BURSTS and not parse_pattern(s.pattern).spec.saturated:
         parts.append(f"--bursts {s.bursts}")
-    run = " ".join([*parts, f"--modes {','.join(modes)}", f"--repeats {repeats}"])
+    run = " ".join([*parts, f"--modes {','.join(ask.modes)}", f"--repeats {ask.repeats}"])
     if not math.isfinite(s.cells_s):
         return f"`{run}`"
     within = "" if s.fits(budget_s) else f", more than the {duration(budget_s)} asked"

@@ -91,9 +91,7 @@ def check_values(args: argparse.Namespace) -> None:
     """Every value of a node command checked before the Kubernetes client loads: the mode (one a node takes),
     the waits' seconds, the GPU model, the kubeconfig file."""
     if getattr(args, "mode", None) is not None:
-        mode = parse_mode(args.mode)
-        if mode.spec.local_only:
-            raise UserError(f"{mode.label} is a local mode; a node takes {grammar_list(cluster=True, bare=True)}")
+        check_node_mode(args.node, args.mode)
     if getattr(args, "timeout", None) is not None:
         check_times(args.timeout, args.poll, ("--timeout", "--poll"), min_poll_s=MIN_POLL_S)
     if getattr(args, "every", None) is not None:
@@ -103,6 +101,17 @@ def check_values(args: argparse.Namespace) -> None:
     if args.kubeconfig is not None and not Path(args.kubeconfig).expanduser().is_file():
         path = str(Path(args.kubeconfig).expanduser())
         raise UserError(f"kubeconfig {path!r} does not exist; pass an existing file to --kubeconfig")
+
+
+def check_node_mode(node: str, text: str) -> None:
+    """``node apply``'s MODE: one a node takes; refused as the node's pre-flight refuses it (its one line)."""
+    try:
+        mode = parse_mode(text)
+        if mode.spec.local_only:
+            cpu = "CPU-only " if mode.spec.device_class == "cpu" else ""
+            raise UserError(f"{mode.label} is a {cpu}local mode; a node takes {grammar_list(cluster=True, bare=True)}")
+    except UserError as exc:
+        raise UserError(f"node {node}, mode {text}, state pre-flight: {exc}") from None
 
 
 def _help(parser: argparse.ArgumentParser) -> int:
