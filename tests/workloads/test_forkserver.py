@@ -20,12 +20,17 @@ from sharebench import processes
 from sharebench.cli import main
 from sharebench.results import load_results
 from sharebench.workloads.forkserver import PROGRAMS, fork_program, module_of
-from sharebench.workloads.protocol import PRIMED, READY_FILE, RESULT_FILE, WORK, cell_line
+from sharebench.workloads.protocol import PRIMED, RESULT_FILE, WORK, cell_line
 
 torch = pytest.importorskip("torch", reason="the ml extra is not installed (make install-ml)")
 pytestmark = pytest.mark.slow  # the server imports PyTorch; the sweep runs ResNet-18 on the CPU
 
 INFER = [sys.executable, "-m", "sharebench.workloads.infer", "--image-size", "32", "--warmup", "0"]
+
+
+def clean_env(**given: str) -> dict[str, str]:
+    """This process's environment without the protocol's variables another test may have left, and ``given``."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("SHAREBENCH_")}, **given}
 
 
 @pytest.fixture(scope="module")
@@ -61,14 +66,13 @@ def test_the_server_imports_torch_once_and_initialises_no_device(server):
 def test_a_fork_serves_cells_with_its_replicas_environment_and_cpus(server, tmp_path):
     path, proc, _ = server
     ready, result = tmp_path / "ready", tmp_path / "result.json"
-    env = {
-        **os.environ,
-        READY_FILE: str(ready),
-        "SHAREBENCH_SERVE": "1",
-        "SHAREBENCH_DEVICE": "cpu",
-        "SHAREBENCH_WORK": "2",
-        "SHAREBENCH_REPLICA": "0",
-    }
+    env = clean_env(
+        SHAREBENCH_READY_FILE=str(ready),
+        SHAREBENCH_SERVE="1",
+        SHAREBENCH_DEVICE="cpu",
+        SHAREBENCH_WORK="2",
+        SHAREBENCH_REPLICA="0",
+    )
     cpus = sorted(os.sched_getaffinity(0))[:1]
     before = os.sched_getaffinity(0)
     os.sched_setaffinity(0, cpus)  # the replica's CPUs: the fork takes them, not the server's
@@ -98,7 +102,7 @@ def test_a_fork_serves_cells_with_its_replicas_environment_and_cpus(server, tmp_
 
 def test_a_fork_ends_with_its_replicas_connection_and_with_the_server(server, tmp_path):
     path, _, _ = server
-    env = {**os.environ, "SHAREBENCH_DEVICE": "cpu", "SHAREBENCH_SERVE": "1", READY_FILE: str(tmp_path / "r")}
+    env = clean_env(SHAREBENCH_DEVICE="cpu", SHAREBENCH_SERVE="1", SHAREBENCH_READY_FILE=str(tmp_path / "r"))
     fork = fork_program(path, INFER, tmp_path / "a.log", env)
     assert fork is not None
     child = psutil.Process(fork.pid)
