@@ -37,7 +37,10 @@ def configure(name: str, parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lattice", default=None, help="overrides the plan's lattice: a line file, or none")
     parser.add_argument("--budget", type=float, default=None, metavar="S", help="overrides the plan's budget_s")
     parser.add_argument(
-        "--dry-run", action="store_true", help="print the commands the plan runs and its total time, run nothing"
+        "--dry-run",
+        action="store_true",
+        help="print the commands the plan runs and its total time, run none of them (a sweep step without budget_s, "
+        "on a device here: its own dry run gives its seconds); exit 2 when no sweep of the plan runs on the device",
     )
     parser.set_defaults(func=lazy("sharebench.cli.campaign_cmd:cmd_campaign", check=check_values))
 

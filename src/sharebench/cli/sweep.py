@@ -258,8 +258,9 @@ def add_output_options(group: Options) -> None:
     group.add_argument(
         "--dry-run",
         action="store_true",
-        help="check everything and print what would run (cells, replicas, cost; with --budget the plan and its "
-        "predicted time), run nothing; the CPU default's calibration runs, to show the size the run picks",
+        help="check everything and print what would run (cells, replicas, cost) and its predicted seconds with their "
+        "basis (with --budget the plan), measure nothing: a short calibration on this machine gives the seconds (the "
+        "CPU default's own, which also shows the size the run picks; a program's: one exclusive cell per size)",
     )
     group.add_argument("--no-telemetry", action="store_true", help="do not sample GPU/CPU telemetry")
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
