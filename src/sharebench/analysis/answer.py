@@ -71,7 +71,6 @@ from typing import Any
 
 import pandas as pd
 
-from sharebench.analysis.flags import below_one_detail
 from sharebench.analysis.format import fmt_gain_pct, fmt_interval, fmt_times
 from sharebench.analysis.kinds import baseline_mask, emulation_mask, is_emulation, isolating_kinds
 from sharebench.analysis.latency import (
@@ -198,10 +197,6 @@ def trust_of(
     if (f["kind"] == "spread").any():
         reasons.append(f"spread: CV > {CV_WARN_PCT:.0f}%")
         kinds.append("spread")
-    below = below_one_detail(flags, mode, work["particles"])  # issue 45: the trust table agrees with the flags
-    if below:
-        reasons.append("p95 slowdown below 1: faster shared than alone, the baseline alone measured in another state")
-        kinds.append("below-one")
     beyond = f[(f["mode"] == mode) & (f["kind"] == "beyond")]
     if len(beyond):
         reasons.append(f"beyond what its replicas can give: {beyond['detail'].iloc[0]}")

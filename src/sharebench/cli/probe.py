@@ -153,7 +153,8 @@ class SplitOptions:
 
 
 def split_options(args: argparse.Namespace) -> SplitOptions:
-    probe_device(args)
+    if not getattr(args, "from_file", None):  # a recorded document is recomputed without a GPU
+        probe_device(args)
     work, particles, turns = 1, 0, 1
     if args.exec_command:
         work = whole_number("--work", args.work, 1)
