@@ -249,8 +249,22 @@ def mps_pct_for_sms(model: GpuModel | str, sms: int) -> int:
 
 EMULATED_LAYOUT_HELP = (
     "a profile (1g.18gb: one instance), COUNTxPROFILE (7x1g.18gb), PROFILE+PROFILE "
-    "(4g.71gb+3g.71gb), or all-PROFILE (as many as the GPU holds)"
+    "(4g.71gb+3g.71gb), all-PROFILE (as many as the GPU holds), or COUNTx (that many equal instances, "
+    "the largest profile the GPU holds that many times)"
 )
+
+
+def equal_profile(model: GpuModel, n: int, layout: str = "") -> MigProfile:
+    """The profile of ``n`` equal instances on ``model``: the one with the most SMs that the GPU holds ``n``
+    times within its 7 compute slices (H200: 1 -> 7g.141gb, 2 -> 3g.71gb, 3 -> 2g.35gb, 4 -> 1g.35gb,
+    5..7 -> 1g.18gb): what a capacity search of emulated MIG measures at N users."""
+    fits = [p for p in model.profiles if p.max_count >= n and n * p.slices <= 7]
+    if n < 1 or not fits:
+        most = max((p.max_count for p in model.profiles), default=0)
+        raise UserError(
+            f"emulated MIG layout {layout or f'{n}x'!r}: a {model.key} holds at most {most} equal instances"
+        )
+    return max(fits, key=lambda p: (p.sms, p.mem_gb))
 
 
 def emulated_layout(model: GpuModel | str, layout: str) -> list[MigProfile]:
@@ -265,6 +279,8 @@ def emulated_layout(model: GpuModel | str, layout: str) -> list[MigProfile]:
     s = layout.strip().lower()
     if s.startswith("all-") or re.fullmatch(r"\d+g", s):
         return layout_profiles(m, s)
+    if re.fullmatch(r"\d+x", s):
+        return [equal_profile(m, int(s[:-1]), layout)] * int(s[:-1])
     out: list[MigProfile] = []
     for part in s.split("+"):
         count_s, x, name = part.partition("x")

@@ -156,6 +156,9 @@ class KindSpec:
     takes_thread_pct: bool = False
     takes_interval: bool = False
     emulates: str = ""  # the kind this one is a stand-in for ('' none): measured, never a mode to choose
+    # the argument a capacity search at N users gives the kind ('' not searched): "{n}" (N replicas), "{n}x"
+    # (a layout of N equal instances, the largest profile the device holds N times: gpus.emulated_layout)
+    search_arg: str = ""
 
     @property
     def shared(self) -> bool:
@@ -189,6 +192,7 @@ KINDS: dict[str, KindSpec] = {
             _counted,
             plugin_sharing="time-slicing",
             takes_interval=True,
+            search_arg="{n}",
         ),
         KindSpec(
             "mps",
@@ -203,6 +207,7 @@ KINDS: dict[str, KindSpec] = {
             helper=MPS_DAEMON,
             plugin_sharing="mps",
             takes_thread_pct=True,
+            search_arg="{n}",
         ),
         KindSpec(
             "mig",
@@ -234,6 +239,7 @@ KINDS: dict[str, KindSpec] = {
             helper=MPS_DAEMON,
             local_only=True,
             emulates="mig",
+            search_arg="{n}x",
         ),
         KindSpec(
             "partition",
@@ -346,7 +352,8 @@ def help_text() -> str:
 
 
 # ----------------------------------------------------------------- capacity by search (sharebench.sweep.capacity)
-# a family is a shared kind without N (timeslice, mps, timeslice/long, mps@25): --capacity searches its N
+# a family is a searchable kind without N (timeslice, mps, timeslice/long, mps@25, mig-emulated): --capacity
+# searches its N; the kind's ``search_arg`` says what N becomes (N replicas, or a layout of N equal instances)
 DEFAULT_USERS = (2, 64)  # --users LO..HI: HI is the stated maximum
 
 
@@ -355,19 +362,21 @@ def family_kind(family: str) -> str:
 
 
 def family_mode(family: str, n: int) -> Mode:
-    """``timeslice/long`` at 4 -> ``timeslice:4/long``; ``mps@25`` at 4 -> ``mps:4@25``."""
+    """``timeslice/long`` at 4 -> ``timeslice:4/long``; ``mps@25`` at 4 -> ``mps:4@25``; ``mig-emulated`` at 4
+    -> ``mig-emulated:4x`` (4 equal instances, resolved on the device's model)."""
     kind, _, interval = family.partition("/")
     kind, _, pct = kind.partition("@")
-    return parse_mode(f"{kind}:{n}" + (f"@{pct}" if pct else "") + (f"/{interval}" if interval else ""))
+    arg = spec_of(kind).search_arg.format(n=n)
+    return parse_mode(f"{kind}:{arg}" + (f"@{pct}" if pct else "") + (f"/{interval}" if interval else ""))
 
 
 def parse_family(text: str) -> str | None:
-    """A mode string that names a family without N (``timeslice``, ``mps``, ``timeslice/long``, ``mps@25``):
-    its family; None for anything else (a mode with N, exclusive)."""
+    """A mode string that names a family without N (``timeslice``, ``mps``, ``timeslice/long``, ``mps@25``,
+    ``mig-emulated``): its family; None for anything else (a mode with N, exclusive, a kind not searched)."""
     s = text.strip().lower()
     base = s.split("/")[0].split("@")[0]
     spec = KINDS.get(base)
-    if spec is None or ":" in s or not spec.shared:
+    if spec is None or ":" in s or not spec.search_arg:
         return None
     family_mode(s, 2)  # a bad interval or percentage: the mode parser's one-line error
     return s

@@ -18,6 +18,8 @@ import pytest
 from sharebench.analysis.tail import TailRule
 from sharebench.cli import main
 from sharebench.errors import UserError
+from sharebench.gpus import emulated_layout
+from sharebench.modes import family_mode
 from sharebench.report.answer import capacity_blocks, end_screen
 from sharebench.results import ResultsWriter
 from sharebench.results.bursts import append_bursts
@@ -136,6 +138,19 @@ def test_families_and_users_parse():
         parse_users("0..4")
     with pytest.raises(UserError, match="bad time-slice interval"):
         parse_family("timeslice/huge")
+
+
+def test_emulated_mig_is_searched_as_equal_instances():
+    """mig-emulated at N users: N equal instances, the largest profile the GPU holds N times, at most 7."""
+    assert parse_family("mig-emulated") == "mig-emulated" and parse_family("mig") is None
+    assert family_mode("mig-emulated", 4).label == "mig-emulated:4x"
+    h200 = {n: [p.name for p in emulated_layout("H200", f"{n}x")] for n in range(1, 8)}
+    assert h200[1] == ["7g.141gb"] and h200[2] == ["3g.71gb"] * 2 and h200[3] == ["2g.35gb"] * 3
+    assert h200[4] == ["1g.35gb"] * 4 and h200[7] == ["1g.18gb"] * 7
+    with pytest.raises(UserError, match="holds at most 7 equal instances"):
+        emulated_layout("H200", "8x")
+    search = CapacitySearch("mig-emulated", SLO, 2, 64)
+    assert search.max_n == 7 and search.limit().why == "kind"
 
 
 # ----------------------------------------------------------------- every user counted, from the folder

@@ -34,7 +34,9 @@ from sharebench.patterns import parse_pattern
 ProbeVerdict = Literal["within", "above", "undecided", "failed"]
 Why = Literal["none", "budget", "interrupt", "undecided", "memory", "maximum", "kind", "failed"]
 Stopped = Literal["budget", "interrupt"]
-KIND_MAX = {"mps": 48}  # MPS: at most 48 clients per control daemon (Volta and later)
+# the kind's own limit on N: MPS at most 48 clients per control daemon (Volta and later); MIG at most 7 instances
+KIND_MAX = {"mps": 48, "mig-emulated": 7}
+KIND_UNITS = {"mig-emulated": "instances"}  # what the kind's limit counts (clients when not named)
 MARKS = {"within": "✓", "above": "✗", "undecided": "?"}
 STOPPED_TEXT = {
     "budget": "the budget stopped the search",
@@ -149,7 +151,11 @@ class CapacitySearch:
         if self.mem_max is not None and n == self.mem_max and n < self.hi:
             return Limit(n, "memory", f"GPU memory holds {n} replicas")
         if n == self.kind_max and n < self.hi:
-            return Limit(n, "kind", f"{family_kind(self.family)} takes at most {n} clients")
+            return Limit(
+                n,
+                "kind",
+                f"{family_kind(self.family)} takes at most {n} {KIND_UNITS.get(family_kind(self.family), 'clients')}",
+            )
         return Limit(n, "maximum", f"the stated maximum --users ..{self.hi}")
 
     def mode(self, n: int) -> Mode:
