@@ -31,12 +31,12 @@ from typing import Any
 import pandas as pd
 
 from sharebench.analysis.cost import cell_seconds
+from sharebench.analysis.samples import expected_bursts
 from sharebench.errors import UserError
 from sharebench.kernel import ENGINES
 from sharebench.modes import BASELINE, parse_mode
 from sharebench.patterns import parse_pattern
 from sharebench.workloads import Workload
-from sharebench.workloads.job import victim_bursts
 
 EXEC = "exec"
 DEFAULT_REPEATS = 3  # what a suggested command asks for
@@ -93,7 +93,7 @@ def pattern_seconds(modes: Sequence[str], pattern: str, neighbours: str, unit_s:
     if victim.saturated:
         return math.nan
     workload = Workload(pattern=victim.label, neighbours=neighbour.label)
-    return sum(cell_seconds((victim, neighbour), n, victim_bursts(workload, n), unit_s).cell_s for n in replicas)
+    return sum(cell_seconds((victim, neighbour), n, expected_bursts(workload, n), unit_s).cell_s for n in replicas)
 
 
 def work_unit(engine: object) -> str:

@@ -45,7 +45,7 @@ from sharebench.results.bursts import load_bursts
 from sharebench.sweep.load import MIN_REQUESTS, capacity_cell, needs_capacity
 from sharebench.sweep.plan import Cell, SweepPlan, plan_header
 from sharebench.sweep.schedule import Measured, Stop
-from sharebench.workloads.job import victim_bursts
+from sharebench.analysis.samples import expected_bursts
 
 Verdict = Literal["within", "above", "unsure"]
 LimitWhy = Literal["memory", "maximum", "kind", "budget"]
@@ -561,7 +561,7 @@ def cell_estimate(plan: SweepPlan, slo: float) -> Callable[[int], float]:
         rate = p.rate_per_s
         return lambda n: setup + w.bursts / rate
     think = float(p.think_s or 0.0)
-    return lambda n: setup + victim_bursts(w, n) * think * (1 + min(n, slo * ESTIMATE_FACTOR) / 10)
+    return lambda n: setup + expected_bursts(w, n) * think * (1 + min(n, slo * ESTIMATE_FACTOR) / 10)
 
 
 def capacity_dry_run(plan: SweepPlan, options: CapacityOptions) -> str:

@@ -1,9 +1,12 @@
 """The plan's cells, in run order (repeat -> particle count -> mode): a sweep with no budget and no search.
 
 :class:`FixedSchedule` is the simplest schedule (``sweep.schedule``): the cells are known before the first
-runs; a resumed folder's measured cells are left out before it starts (``sweep.compose``). Its dry run is
-the plan and its cost in exclusive runs (``sweep.plan.describe_plan``); a sweep of replica patterns adds
-its predicted seconds (``sweep.budget.predicted_line``: a short calibration on this machine).
+runs; a resumed folder's measured cells are left out before it starts (``sweep.compose``). Under a replica
+pattern the alone cell comes first, once per size (``sweep.plan.alone_cells``, the one place every schedule
+gets it from), and each cell runs until its users' p95 is decided, at most its cap (``analysis.samples``).
+Its dry run is the plan and its cost in exclusive runs (``sweep.plan.describe_plan``); a sweep of replica
+patterns adds each cell's sample rule and predicted seconds (:func:`patterned_lines`: a short calibration on
+this machine, then ``analysis.cost``).
 """
 
 from __future__ import annotations
@@ -11,9 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sharebench.sweep.budget import predicted_line
-from sharebench.sweep.plan import Cell, SweepPlan, describe_plan
+from sharebench.analysis.cost import patterned_cell
+from sharebench.sweep.budget import PROBE_TURNS, calibrate_sweep, sweep_overheads
+from sharebench.sweep.plan import Cell, SweepPlan, alone_cells, describe_plan, is_awake
 from sharebench.sweep.schedule import Measured, Stop
+
+__all__ = ["FixedSchedule", "alone_cells", "patterned_lines"]
 
 
 @dataclass
@@ -25,7 +31,8 @@ class FixedSchedule:
 
     @classmethod
     def of(cls, plan: SweepPlan, skip: Sequence[str] = ()) -> FixedSchedule:
-        """Every cell of ``plan`` but those whose ids are in ``skip`` (measured already)."""
+        """Every cell of ``plan`` but those whose ids are in ``skip`` (measured already: a resumed folder's
+        alone cell is reused, not measured again)."""
         done = set(skip)
         return cls(plan, [c for c in plan.cells() if c.id not in done])
 
@@ -49,7 +56,52 @@ class FixedSchedule:
 
     def describe(self) -> list[str]:
         patterned = self.plan.config.workload.patterned  # its seconds are not N exclusive runs (analysis.cost)
-        return [describe_plan(self.plan), *([predicted_line(self.plan)] if patterned else [])]
+        return [describe_plan(self.plan), *(patterned_lines(self.plan, self.cells) if patterned else [])]
 
     def report(self) -> list[str]:
         return []
+
+
+def patterned_lines(plan: SweepPlan, cells: Sequence[Cell] | None = None) -> list[str]:
+    """A patterned sweep's dry run: each mode's sample rule per size (the fewest samples per user, the cap)
+    and its predicted seconds (decided at the first look; at most, at the cap), then ``predicted: N s`` of
+    ``cells`` (default: the plan's), from one short exclusive run per size on this machine, the recorded gaps,
+    set-up and report."""
+    cells = list(plan.cells() if cells is None else cells)
+    calibration = calibrate_sweep(plan, plan.particles, probe_turns=PROBE_TURNS)
+    o = sweep_overheads(plan, calibration)
+    w = plan.config.workload
+    lines = [
+        f"samples:   each cell until every user's p{plan.rule.percentile} is decided against {plan.config.slo:g}x at "
+        f"{plan.rule.confidence:.0%} confidence (looks at n0, 2 n0, 4 n0 ... samples per user), at most its cap:"
+    ]
+    seconds: dict[Cell, tuple[float, float]] = {}
+    for c in cells:
+        n, unit_s = plan.replicas(c.mode), calibration.exclusive_s(c.particles) / max(1, calibration.turns)
+        factor = calibration.factors.get(c.mode.label, 1.0)
+        warm = c.warmup and not is_awake(c)
+        seconds[c] = (
+            patterned_cell(w, n, unit_s, factor, rule=plan.rule, warmup=warm).cell_s,
+            patterned_cell(w, n, unit_s, factor, rule=plan.rule, warmup=warm, at_cap=True).cell_s,
+        )
+    shown: dict[tuple[str, int, bool], list[Cell]] = {}
+    for c in cells:
+        if not c.warmup or is_awake(c):
+            shown.setdefault((c.mode.label, c.particles, is_awake(c)), []).append(c)
+    for (label, particles, awake), group in shown.items():
+        expected, most = seconds[group[0]]
+        what = f"{label} beside a keep-awake process" if awake else label
+        many = f", {len(group)} cells" if len(group) > 1 else ""
+        lines.append(
+            f"  {what} at {particles:,}: {plan.samples(group[0]).describe()}; about {expected:.0f} s a cell "
+            f"(at most {most:.0f} s){many}"
+        )
+    total = sum(e for e, _ in seconds.values()) + len(cells) * o.per_cell_s
+    most = sum(m for _, m in seconds.values()) + len(cells) * o.per_cell_s
+    fixed = calibration.spent_s + o.start_s + o.end_s
+    return [
+        *lines,
+        f"predicted: {fixed + total:.0f} s (cells {total:.0f} s, set-up {o.start_s:.0f} s, report {o.end_s:.0f} s; "
+        f"calibration {calibration.spent_s:.1f} s on this machine; every cell decided at its first look, at most "
+        f"{fixed + most:.0f} s if every cell runs to its cap)",
+    ]
