@@ -20,6 +20,11 @@ the cells while they run (``sharebench.sweep.watch``). The numbers of one cell (
 * a warm-up cell (discarded) runs :data:`WARMUP_BURSTS` bursts, unwatched; a cell whose victim is of a
   saturated kind (batch) is not watched and runs to its cap.
 
+The watcher stops a count-bound cell once its fewest user reaches the cap; the victim's own limit
+(:meth:`Samples.victim_count`) is then :data:`VICTIM_CAPS` caps, so that a user slower than the victim still
+gets its samples (the victim keeps running beside it: the sharing it measures stays the same), and only a
+program that writes no live record runs that far.
+
 What a cell is expected to take (``--dry-run``'s prediction, ``analysis.cost``) is its first look:
 a cell decided at once, the alone one precise at once (:attr:`Samples.expected`); its cap bounds it.
 """
@@ -37,6 +42,10 @@ DEFAULT_LOOKS = 3  # without --bursts a sharing cell's cap is its third look: n�
 ALONE_LOOKS = 4  # and the alone cell's its fourth, n₀ · 8: it runs once per sweep, and sets every slowdown
 ALONE_PRECISION = 1.15  # the alone cell stops once its p95 interval's hi / lo is at most this
 WARMUP_BURSTS = 20  # a warm-up cell's bursts (it is discarded: it only warms the replicas up)
+# a watched cell's victim's own limit, in caps: the watcher stops the cell once its *fewest* user reaches the
+# cap (a user beside the victim may be many times slower), so the victim's count only ends a cell whose program
+# writes no live record (and then at this many caps)
+VICTIM_CAPS = 4
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,11 @@ class Samples:
         if self.window_s is not None and self.rate_per_s:
             return min(self.cap, math.ceil(self.rate_per_s * max(self.first_look / self.rate_per_s, self.min_s)))
         return min(self.first_look, self.cap)
+
+    def victim_count(self, watched: bool) -> int:
+        """The victim's own limit (``SHAREBENCH_PATTERN_COUNT``): the cap; a watched count-bound cell's
+        :data:`VICTIM_CAPS` caps (the watcher ends it at its fewest user's cap)."""
+        return self.cap * VICTIM_CAPS if watched and self.watched and self.window_s is None else self.cap
 
     @property
     def decidable(self) -> bool:

@@ -45,7 +45,7 @@ from sharebench.results.bursts import load_bursts
 from sharebench.sweep.load import MIN_REQUESTS, capacity_cell, needs_capacity
 from sharebench.sweep.plan import Cell, SweepPlan, plan_header
 from sharebench.sweep.schedule import Measured, Stop
-from sharebench.analysis.samples import expected_bursts
+from sharebench.analysis.samples import cell_samples, expected_bursts
 
 Verdict = Literal["within", "above", "unsure"]
 LimitWhy = Literal["memory", "maximum", "kind", "budget"]
@@ -574,7 +574,7 @@ def capacity_dry_run(plan: SweepPlan, options: CapacityOptions) -> str:
     alone_s = sum(est(1) for _ in fixed)
     lines = [
         *plan_header(plan),
-        f"pattern:   {plan.config.workload.pattern} ({plan.config.workload.bursts} bursts per cell)",
+        f"pattern:   {plan.config.workload.pattern} ({cell_samples(plan.config.workload, 2).describe()})",
         f"fixed:     {len(fixed)} cell(s) first ({', '.join(c.id for c in fixed)}), about {alone_s:.0f} s",
         *load_lines(plan),
         *options.describe(slo, est),

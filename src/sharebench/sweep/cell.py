@@ -116,7 +116,7 @@ def measure_cell(
         with gpu_timeslice(plan.device, cell_plan.mode, allowed=plan.config.allow_gpu_settings, say=notes.append):
             run = cell_run(
                 cell.mode,
-                cell_job(plan, cell),
+                cell_job(plan, cell, watched=watch is not None),
                 cdir,
                 plan=cell_plan,
                 ready_timeout_s=plan.config.ready_timeout_s,
@@ -157,15 +157,17 @@ def measure_cell(
     return CellResult(rows, notes, cell_bursts(recs, rows))
 
 
-def cell_job(plan: SweepPlan, cell: Cell) -> ReplicaJob:
+def cell_job(plan: SweepPlan, cell: Cell, watched: bool = False) -> ReplicaJob:
     """The job every replica of ``cell`` starts from; under a pattern, its seed (think times and arrivals:
-    per cell, and per replica in the replica) and its sample rule's cap: the victim's most bursts, or an
+    per cell, and per replica in the replica) and its sample rule's limit: the victim's most bursts (its cap;
+    ``watched``: a few caps, the watcher ends the cell at its fewest user's, ``Samples.victim_count``), or an
     open loop's window in seconds (``SweepPlan.samples``)."""
     job = plan.replica_job(cell.particles)
     if not job.patterned:
         return job
     samples = plan.samples(cell)
-    return replace(job, pattern_seed=zlib.crc32(cell.id.encode()), count=samples.cap, window_s=samples.window_s)
+    count = samples.victim_count(watched)
+    return replace(job, pattern_seed=zlib.crc32(cell.id.encode()), count=count, window_s=samples.window_s)
 
 
 def replica_pattern(plan: SweepPlan, row: dict[str, Any]) -> str:

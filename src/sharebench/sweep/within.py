@@ -157,7 +157,7 @@ def patterned_s(plan: SweepPlan, samples: Samples) -> float:
     pattern = parse_pattern(plan.config.workload.pattern)
     if samples.window_s is not None:
         return 2 * samples.window_s
-    return 2 * samples.cap * float(pattern.think_s or 0.0)
+    return 2 * samples.victim_count(True) * float(pattern.think_s or 0.0)
 
 
 def keep_verdict(result: CellResult, watch: CellWatch, deadline: bool) -> None:
