@@ -61,7 +61,7 @@ def test_far_within_stops_at_the_first_look(tmp_path):
     c = cells(sweep(tmp_path / "r"))
     shared = c.loc["timeslice:2_p1_r1"]
     assert shared["verdict"] == "within" and shared["stopped_by"] == "decided" and shared["users"] == 2
-    assert 113 <= min(shared["bursts_0"], shared["bursts_1"]) and max(shared["bursts_0"], shared["bursts_1"]) < 452
+    assert min(shared["bursts_0"], shared["bursts_1"]) >= 113 and max(shared["bursts_0"], shared["bursts_1"]) < 452
     assert shared["samples"] >= 113 and shared["worst_p95_slowdown_hi"] <= 3.0 and not shared["below_one"]
     alone = c.loc["exclusive_p1_r1"]
     assert alone["users"] == 1 and alone["stopped_by"] in ("precise", "cap") and 99 <= alone["bursts_0"] <= 800
@@ -84,7 +84,7 @@ def test_an_undecided_cell_runs_to_its_cap_and_a_program_without_a_live_record_t
     assert shared["verdict"] == "undecided" and shared["stopped_by"] == "cap"
     # stopped once its fewest user had 60: the harness looks every 20 ms, a user every 10 ms and before each
     # 12 ms burst, and a burst under way ends and is kept
-    assert 60 <= min(shared["bursts_0"], shared["bursts_1"]) and max(shared["bursts_0"], shared["bursts_1"]) <= 70
+    assert min(shared["bursts_0"], shared["bursts_1"]) >= 60 and max(shared["bursts_0"], shared["bursts_1"]) <= 70
     assert 60 <= c.loc["exclusive_p1_r1", "bursts_0"] <= 70  # the cap is every cell's: the baseline is too short
     alone_n = int(c.loc["exclusive_p1_r1", "bursts_0"])
     assert shared["reason"] == f"the alone p95 has no interval ({alone_n} samples; 99 needed)"

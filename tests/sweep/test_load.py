@@ -19,7 +19,6 @@ from sharebench.sweep.capacity import Capacity
 from sharebench.sweep.load import folder_capacity, resolved_workload, resume_config, units_per_s
 from sharebench.workloads import Workload
 from sharebench.workloads.bursts import run_pattern
-from sharebench.workloads.job import ReplicaJob
 
 
 @pytest.mark.parametrize(

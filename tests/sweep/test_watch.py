@@ -83,7 +83,9 @@ def test_no_baseline_runs_to_the_cap():
     n, why = feed(watch, {0: draw(5.0), 1: draw(5.0)})
     assert at(n, samples.cap) and watch.stopped_by == "cap"
     columns = watch.columns([dict(replica=0, arrival=0.0, end=0.02), dict(replica=1, arrival=0.0, end=0.02)])
-    assert columns["verdict"] == "undecided" and columns["reason"] == "no alone cell of this pattern and size measured yet"
+    assert (
+        columns["verdict"] == "undecided" and columns["reason"] == "no alone cell of this pattern and size measured yet"
+    )
 
 
 def test_a_service_does_not_stop_before_its_floor_of_seconds():

@@ -23,6 +23,7 @@ from sharebench.advise import usage as advise_usage
 from sharebench.advise.synthetic import synthetic_trace
 from sharebench.analysis import cost, reproduce, tables
 from sharebench.analysis.answer import ISOLATION_LINE, NEIGHBOUR_LINE
+from sharebench.analysis.samples import cell_samples
 from sharebench.cli import main
 from sharebench.errors import UserError
 from sharebench.patterns import (
@@ -42,7 +43,6 @@ from sharebench.results import ResultsWriter, load_results
 from sharebench.sweep.capacity import Capacity, Probe
 from sharebench.workloads import Workload
 from sharebench.workloads.bursts import run_pattern
-from sharebench.analysis.samples import cell_samples
 from support.crafted import crafted_rows
 from tests.advise.test_advise import results_folder
 from tests.analysis.test_answer import folder_with_bursts

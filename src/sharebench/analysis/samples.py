@@ -73,8 +73,9 @@ class Samples:
 
     def victim_count(self, watched: bool) -> int:
         """The victim's own limit (``SHAREBENCH_PATTERN_COUNT``): the cap; a watched count-bound cell's
-        :data:`VICTIM_CAPS` caps (the watcher ends it at its fewest user's cap)."""
-        return self.cap * VICTIM_CAPS if watched and self.watched and self.window_s is None else self.cap
+        :data:`VICTIM_CAPS` caps when it has several users (the watcher ends it at its fewest user's cap)."""
+        several = self.users > 1  # one user: the victim is the fewest, its own cap ends the cell
+        return self.cap * VICTIM_CAPS if watched and several and self.watched and self.window_s is None else self.cap
 
     @property
     def decidable(self) -> bool:
@@ -102,9 +103,7 @@ def cell_users(workload: Workload, replicas: int) -> tuple[int, ...]:
     return tuple(r for r in range(max(1, int(replicas))) if workload.pattern_of(r) == workload.pattern)
 
 
-def cell_samples(
-    workload: Workload, replicas: int, rule: TailRule | None = None, *, warmup: bool = False
-) -> Samples:
+def cell_samples(workload: Workload, replicas: int, rule: TailRule | None = None, *, warmup: bool = False) -> Samples:
     """The sample rule of a cell of ``replicas`` replicas of ``workload`` (module docstring); ``rule``: the
     sweep's (its percentile and confidence set n₀; default p95 at 95%)."""
     rule = rule or TailRule(DEFAULT_SLO)
@@ -120,9 +119,7 @@ def cell_samples(
     rate = pattern.rate_per_s
     if spec.window == "duration" and rate:
         window = max(cap / rate, spec.min_window_s)
-        return Samples(
-            users, n0, math.ceil(window * rate), window, spec.min_window_s, not spec.saturated, alone, rate
-        )
+        return Samples(users, n0, math.ceil(window * rate), window, spec.min_window_s, not spec.saturated, alone, rate)
     return Samples(users, n0, cap, None, spec.min_window_s, not spec.saturated, alone)
 
 

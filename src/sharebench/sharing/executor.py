@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -196,7 +195,9 @@ class LiveCell:
     says why): what the replicas measure is never lost to it."""
 
     def __init__(self, run: CellRun, started: float) -> None:
-        self.records = {rp.replica: LiveRecord(run.folder / f"{PROGRESS_NAME}.{rp.replica}") for rp in run.plan.replicas}
+        self.records = {
+            rp.replica: LiveRecord(run.folder / f"{PROGRESS_NAME}.{rp.replica}") for rp in run.plan.replicas
+        }
         self.on_progress, self.watch, self.started = run.on_progress, run.watch, started
         self.stop_file = run.folder / STOP
         self.stopped = ""  # the watch's reason, once it gave one

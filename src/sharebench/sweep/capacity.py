@@ -29,6 +29,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from sharebench.analysis.latency import latency_table
+from sharebench.analysis.samples import cell_samples, expected_bursts
 from sharebench.errors import UserError
 
 # the families' and --users' grammar, kept light in modes (the CLI checks --modes and --users with it)
@@ -45,7 +46,6 @@ from sharebench.results.bursts import load_bursts
 from sharebench.sweep.load import MIN_REQUESTS, capacity_cell, needs_capacity
 from sharebench.sweep.plan import Cell, SweepPlan, plan_header
 from sharebench.sweep.schedule import Measured, Stop
-from sharebench.analysis.samples import cell_samples, expected_bursts
 
 Verdict = Literal["within", "above", "unsure"]
 LimitWhy = Literal["memory", "maximum", "kind", "budget"]

@@ -98,9 +98,11 @@ class CellWatch:
             b = alone_bounds(users[self.users[0]], self.rule)
             self.precision = b
             ratio = b.hi / b.lo if b.bounded and b.lo > 0 else math.inf
-            return f"alone p{self.rule.percentile} precise: hi/lo {ratio:.3f} <= {ALONE_PRECISION:g}" if (
-                ratio <= ALONE_PRECISION
-            ) else ""
+            return (
+                f"alone p{self.rule.percentile} precise: hi/lo {ratio:.3f} <= {ALONE_PRECISION:g}"
+                if (ratio <= ALONE_PRECISION)
+                else ""
+            )
         if self.alone is None or not self.alone.bounded:
             return ""
         self.decision = decide({str(u): v for u, v in users.items()}, self.alone, self.rule)
@@ -125,32 +127,36 @@ class CellWatch:
             return clean(self.alone_columns(users[self.users[0]], by))
         alone = self.alone or Bounds(math.nan, math.nan, math.nan, 0)
         d = decide({str(u): v for u, v in users.items()}, alone, self.rule)
-        return clean({
-            "verdict": d.verdict,
-            "users": d.users,
-            "samples": d.samples,
-            "worst_replica": d.worst,
-            "worst_p95_slowdown": d.worst_slowdown,
-            "worst_p95_slowdown_lo": d.worst_lo,
-            "worst_p95_slowdown_hi": d.worst_hi,
-            "pooled_p95_slowdown": d.pooled_slowdown,
-            "pooled_p95_slowdown_lo": d.pooled_lo,
-            "pooled_p95_slowdown_hi": d.pooled_hi,
-            "alone_p95_s": alone.point,
-            "alone_p95_lo_s": alone.lo,
-            "alone_p95_hi_s": alone.hi,
-            "below_one": d.below_one,
-            "reason": d.reason if self.alone is not None else "no alone cell of this pattern and size measured yet",
-            "stopped_by": by,
-        })
+        return clean(
+            {
+                "verdict": d.verdict,
+                "users": d.users,
+                "samples": d.samples,
+                "worst_replica": d.worst,
+                "worst_p95_slowdown": d.worst_slowdown,
+                "worst_p95_slowdown_lo": d.worst_lo,
+                "worst_p95_slowdown_hi": d.worst_hi,
+                "pooled_p95_slowdown": d.pooled_slowdown,
+                "pooled_p95_slowdown_lo": d.pooled_lo,
+                "pooled_p95_slowdown_hi": d.pooled_hi,
+                "alone_p95_s": alone.point,
+                "alone_p95_lo_s": alone.lo,
+                "alone_p95_hi_s": alone.hi,
+                "below_one": d.below_one,
+                "reason": d.reason if self.alone is not None else "no alone cell of this pattern and size measured yet",
+                "stopped_by": by,
+            }
+        )
 
     def alone_columns(self, latency: np.ndarray, by: str) -> dict[str, Any]:
         """The alone cell's: its p95 and interval, and whether it reached its precision."""
         b = alone_bounds(latency, self.rule)
         ratio = b.hi / b.lo if b.bounded and b.lo > 0 else math.nan
         met = math.isfinite(ratio) and ratio <= ALONE_PRECISION
-        why = f"hi/lo {ratio:.3f} {'<=' if met else '>'} {ALONE_PRECISION:g}" if math.isfinite(ratio) else (
-            f"{b.n} samples: no interval yet ({self.rule.alone_first_look()} needed)"
+        why = (
+            f"hi/lo {ratio:.3f} {'<=' if met else '>'} {ALONE_PRECISION:g}"
+            if math.isfinite(ratio)
+            else (f"{b.n} samples: no interval yet ({self.rule.alone_first_look()} needed)")
         )
         return {
             "users": 1,

@@ -75,7 +75,9 @@ PATTERN = "SHAREBENCH_PATTERN"  # the pattern a program follows (a sharebench.pa
 SEED = "SHAREBENCH_PATTERN_SEED"  # the seed of its think times or arrivals
 COUNT = "SHAREBENCH_PATTERN_COUNT"  # the victim's most bursts (or requests), a cap; unset for a neighbour
 SECONDS = "SHAREBENCH_PATTERN_SECONDS"  # an open loop's victim: seconds of arrivals (its window), in place of the count
-STOP_FILE = "SHAREBENCH_STOP_FILE"  # every replica stops once this file exists (the cell decided, at its limit, or done)
+STOP_FILE = (
+    "SHAREBENCH_STOP_FILE"  # every replica stops once this file exists (the cell decided, at its limit, or done)
+)
 PROGRESS = "SHAREBENCH_PROGRESS"  # a user appends a line per burst here as it ends (the live record the harness reads)
 STOP_POLL_S = 0.01  # how often a wait for an arrival looks for the stop file
 BURSTS_KIND = "bursts"

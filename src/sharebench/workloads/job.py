@@ -29,9 +29,17 @@ from sharebench.parse import whole_number
 from sharebench.workloads.workload import VICTIM, Workload, role
 
 OF_WORKLOAD = ("engine", "lattice", "seed")  # the kernel run's fields its workload sets
-CELL_KEYS = ("replicas", "pattern_seed", "stop_file", "count", "window_s")  # the job's own fields beside its workload and run
+CELL_KEYS = (
+    "replicas",
+    "pattern_seed",
+    "stop_file",
+    "count",
+    "window_s",
+)  # the job's own fields beside its workload and run
 KEYS = ("workload", "run", *CELL_KEYS, "barrier")
-PROGRESS_NAME = "progress"  # a patterned cell's users append their bursts to progress.<replica> (ReplicaJob.progress_file)
+PROGRESS_NAME = (
+    "progress"  # a patterned cell's users append their bursts to progress.<replica> (ReplicaJob.progress_file)
+)
 OPTIONS = tuple(sorted({*RUN_KEYS, *BARRIER_KEYS, *CELL_KEYS} - {*OF_WORKLOAD, "device"}))
 
 

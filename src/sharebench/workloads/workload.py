@@ -55,7 +55,9 @@ class Workload:
     seed: int = 1  # trackers: seed of the particle distribution
     pattern: str = BATCH.label  # how replica 0 (the victim) uses the device (sharebench.patterns; its label)
     neighbours: str | None = None  # how the other replicas of a sharing cell do (None: as ``pattern``)
-    bursts: int | None = None  # under a pattern: the most bursts or requests a user runs in a cell (None: the rule's cap)
+    bursts: int | None = (
+        None  # under a pattern: the most bursts or requests a user runs in a cell (None: the rule's cap)
+    )
 
     def __post_init__(self) -> None:
         def put(key: str, value: Any) -> None:
