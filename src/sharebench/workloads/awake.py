@@ -35,6 +35,7 @@ CPU_LOOK_S = 0.01  # the CPU spinner looks for its stop file this often (and spi
 MAX_S = 6 * 3600.0  # the longest it runs without a stop file
 READY_TIMEOUT_S = 120.0  # KeepAwake: its set-up (CuPy's or pyopencl's import, the kernel's build) at most
 AWAKE_MODULE = "sharebench.workloads.awake"
+KEPT: list[Any] = []  # a device's objects, kept to the process's end (PoCL aborts on a queue freed mid-process)
 
 
 def device_kernel(spec: str) -> Callable[[], None]:
@@ -49,6 +50,7 @@ def device_kernel(spec: str) -> Callable[[], None]:
         cupy.cuda.Device(int(where or 0)).use()
         x = cupy.zeros(1, dtype=cupy.float32)
         stream = cupy.cuda.get_current_stream()
+        KEPT.extend((x, stream))
 
         def launch_cuda() -> None:
             x.__iadd__(1)  # one elementwise kernel on one element
@@ -73,6 +75,7 @@ def opencl_kernel(spec: str, where: str) -> Callable[[], None]:
     buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, size=4)
     kernel = program.awake
     kernel.set_arg(0, buf)
+    KEPT.extend((ctx, queue, program, buf, kernel))
 
     def launch_opencl() -> None:
         cl.enqueue_nd_range_kernel(queue, kernel, (1,), None)
