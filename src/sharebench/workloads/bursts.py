@@ -34,7 +34,8 @@ The record (protocol extension): a program run by ``--engine exec`` finds a file
 :data:`BURSTS` (``SHAREBENCH_BURSTS``), its pattern in :data:`PATTERN`, its seed in :data:`SEED`, the
 cell's stop file in :data:`STOP_FILE` (every replica stops once it exists: the harness writes it when the
 cell is decided, at its limit, or when the victim is done) and, for the victim, the most bursts it runs in
-:data:`COUNT` (a cap: the cell usually stops earlier) and, under an open loop (``serve``), the seconds of
+:data:`COUNT` (its own limit: the sweep stops a watched cell earlier, once decided or once its fewest user has
+the cap, so a cell of several users gives its victim a few caps) and, under an open loop (``serve``), the seconds of
 arrivals in :data:`SECONDS` (its window, which a program that knows it uses in place of the count);
 :func:`limit_from_env` reads them. :func:`record_bursts` writes the JSON-lines record there (nothing
 outside a cell, and a program that ignores the variables keeps working). First line: ``{"kind":
