@@ -28,7 +28,7 @@ from sharebench.history import add_and_check
 from sharebench.manifests.names import OPERATOR_NAMESPACE, RUN_NAMESPACE
 from sharebench.modes import BASELINE, Mode, parse_mode
 from sharebench.node import ReconfigureOptions, renew_lease
-from sharebench.node.agent import Request, file_request, wait_request
+from sharebench.node.agent import Request, StepIdentity, file_request, wait_request
 from sharebench.node.claims import create_claims, delete_claims
 from sharebench.node.client import make_api_client
 from sharebench.node.images import IMAGE_ALLOW_ENV, check_image
@@ -103,18 +103,22 @@ def pod_namespace() -> str:
 
 def node_request(action: str, node_name: str, run_id: str, timeout_s: float = 900, **fields: str) -> dict[str, Any]:
     """Agent mode: file a sharing request for ``node_name`` in this pod's namespace with the pod's own
-    account (no node right) and wait for the node agent's answer; its result, or its one-line refusal.
+    account (no node right), proving the pod with its projected token for the agent
+    (:class:`~sharebench.node.agent.StepIdentity`), and wait for the node agent's answer; its result, or
+    its one-line refusal. ``run_id``: the run this step believes it is in (the agent takes the pod's).
     ``fields``: the request's ``image`` (default: this step's image), ``mode`` and ``gpu_model``."""
     if not run_id:
         raise UserError(f"node_access agent: {action} on {node_name} needs the run id (the Lease's holder)")
+    identity = StepIdentity.from_environment()
     api = make_api_client()
     namespace = pod_namespace()
     node = split_node(node_name)[0]
     mode = fields.get("mode") or None
     image, gpu_model = fields.get("image") or IMAGE, fields.get("gpu_model") or None
-    name = file_request(api, Request(namespace, "", action, node, run_id, image, mode=mode, gpu_model=gpu_model))
-    say(f"{action} {mode or ''} on {node}: request {namespace}/{name} filed; waiting for the node agent")
-    result = wait_request(api, namespace, name, timeout_s=float(timeout_s))
+    want = Request(namespace, "", action, node, image, mode=mode, gpu_model=gpu_model, run=run_id)
+    filed = file_request(api, want, identity)
+    say(f"{action} {mode or ''} on {node}: request filed (attempt {filed.attempt[:8]}); waiting for the node agent")
+    result = wait_request(api, filed, timeout_s=float(timeout_s))
     say(f"{action} on {node}: the node agent answered: done")
     return result
 

@@ -75,7 +75,7 @@ from sharebench.components.restore_node import restore_node
 from sharebench.components.run_simpletrack import run_simpletrack
 from sharebench.components.schedule_start import schedule_start
 from sharebench.components.write_report import write_report
-from sharebench.manifests.names import PART_OF_LABEL
+from sharebench.manifests.names import NODE_STEP_LABEL, PART_OF_LABEL, POD_NAME_ENV, POD_UID_ENV
 from sharebench.node.images import IMAGE_ALLOW_ENV, SITE_CONFIGMAP, SITE_IMAGE_ALLOW_KEY
 from sharebench.workloads import DEFAULT_WORKLOAD
 
@@ -114,14 +114,21 @@ def in_image(task: dsl.PipelineTask, image) -> dsl.PipelineTask:
     return task
 
 
-def node_step(task: dsl.PipelineTask, *, image_allow: bool = False) -> dsl.PipelineTask:
+def node_step(task: dsl.PipelineTask, *, image_allow: bool = False, action: str = "") -> dsl.PipelineTask:
     """A step that acts on the node (reconfigure, renew the Lease, claims, restore): always the image the
     pipeline was compiled with, never the run's ``image`` parameter. No task mounts a node credential:
     in agent mode (the default) the step files a request the node agent answers, with its pod's own
     account; in direct mode that account is the node account (a single-admin cluster);
     ``image_allow``: the site's image allow-list in its environment (ConfigMap sharebench-site, key
-    image-allow, when the site made it)."""
+    image-allow, when the site made it). ``action`` (apply or restore): the step files requests, so its
+    pod carries the label sharebench.io/node-step=ACTION (the one action the agent takes from it; the
+    site's PodDefault mounts the projected token that proves the pod to the agent) and its own name and
+    uid (the downward API: the request's owner)."""
     in_image(task, IMAGE)
+    if action:
+        kubernetes.add_pod_label(task, NODE_STEP_LABEL, action)
+        kubernetes.use_field_path_as_env(task, POD_NAME_ENV, "metadata.name")
+        kubernetes.use_field_path_as_env(task, POD_UID_ENV, "metadata.uid")
     if image_allow:
         kubernetes.use_config_map_as_env(task, SITE_CONFIGMAP, {SITE_IMAGE_ALLOW_KEY: IMAGE_ALLOW_ENV}, optional=True)
     return task
@@ -176,7 +183,9 @@ def run_cells(
     node_selector: dict,
 ) -> Dataset:
     with Loop(cells, name="cells", parallelism=1) as cell:
-        start = node_step(schedule_start(plan=plan, cell=cell, placed=placed, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER))
+        start = node_step(
+            schedule_start(plan=plan, cell=cell, placed=placed, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER), action="apply"
+        )
         one = run_cell(
             image=image,
             plan=plan,
@@ -197,6 +206,7 @@ def sweep_modes(image: str, plan: dict, modes: list[str]) -> list[Dataset]:
         node = node_step(
             reconfigure_node(plan=plan, mode=mode, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER, image=image),
             image_allow=True,
+            action="apply",
         )
         picked = in_image(pick_cells(plan=plan, mode=mode), image)
         cells_of_mode = run_cells(
@@ -337,7 +347,8 @@ def sweep_pipeline(
     restore = node_step(
         restore_node(
             node_name=node_name, placement=placement, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER, node_access=node_access
-        )
+        ),
+        action="restore",
     )
     with dsl.ExitHandler(restore, name="sweep"):
         checked = in_image(
@@ -445,7 +456,8 @@ def multi_node_pipeline(
     restore = node_step(
         restore_node(
             node_names=nodes, placement=placement, run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER, node_access=node_access
-        )
+        ),
+        action="restore",
     )
     with dsl.ExitHandler(restore, name="sweeps"):
         checked = in_image(

@@ -122,11 +122,21 @@ GPU_MODELS: dict[str, GpuModel] = {
 }
 
 
+# what a GPU model's name may hold: a key, a product label value or the driver's name ("NVIDIA H200")
+GPU_MODEL_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9 ._-]{0,61}[A-Za-z0-9])?")
+
+
 def gpu_model(name: str) -> GpuModel:
     """A model by its key ("A100-40GB") or by a product string ("NVIDIA-A100-SXM4-40GB",
-    "NVIDIA H200", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb")."""
+    "NVIDIA H200", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"). A name outside the grammar of those
+    (:data:`GPU_MODEL_NAME`: letters, digits, ' ', '.', '_', '-', at most 63) is refused in one line."""
     if name in GPU_MODELS:
         return GPU_MODELS[name]
+    if not isinstance(name, str) or not GPU_MODEL_NAME.fullmatch(name.strip()):
+        raise UserError(
+            f"GPU model {name!r} is not a GPU model name; allowed: at most 63 letters, digits, ' ', '.', '_' "
+            f"and '-' (a key: {', '.join(GPU_MODELS)}; or a product label such as NVIDIA-H200)"
+        )
     norm = re.sub(r"[\s_]+", "-", name.strip()).upper()
     norm = re.sub(r"-MIG-.*$", "", norm)
     for key, model in GPU_MODELS.items():

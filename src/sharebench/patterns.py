@@ -24,7 +24,11 @@ burst asks for is the same alone and beside neighbours, and its latency is what 
 Defaults: ``interactive`` = ``interactive:burst=10,think=0.5`` (the user of issue 23: ten matmuls,
 half a second of thought); ``serve`` = ``serve:rate=10,size=1``. Numbers: ``burst`` and ``size``
 whole numbers 1..10^9; ``think`` seconds and ``rate`` requests/s finite and > 0 (think <= 86400 s,
-rate <= 10^6 /s); ``load`` a fraction > 0 and <= 4 (above 1: overload on purpose).
+rate <= 10^6 /s); ``load`` a fraction > 0 and <= 4 (above 1: overload on purpose). A service must
+offer a handful of requests (:data:`MIN_REQUESTS`) within a cell's longest planned time
+(:data:`MAX_CELL_S`, the first cell's run timeout): ``rate`` at least 5 per hour, ``load`` at least
+:data:`MIN_LOAD`, and a load resolved to a rate below that is refused too (issue 46: ``load=1e-9`` was
+one request every 159 days).
 
 Every kind is one :class:`PatternSpec` row of :data:`PATTERNS`: its grammar and keys, its label, closed
 or open loop, the arrival schedule the per-burst driver runs, the Answer's noun and unit, the capacity
@@ -56,6 +60,12 @@ MAX_UNITS = 10**9
 MAX_THINK_S = 86_400.0
 MAX_RATE_PER_S = 1e6
 MAX_LOAD = 4.0  # serve:load=F: at most 4 x the capacity alone
+# a service offers at least a handful of requests in a cell's longest planned time (sweep.bound's first-run
+# timeout ceiling): a slower one would leave its cell waiting for hours for requests that never come
+MIN_REQUESTS = 5
+MAX_CELL_S = 3600.0
+MIN_RATE_PER_S = MIN_REQUESTS / MAX_CELL_S
+MIN_LOAD = 0.01  # serve:load=F: at least 1% of the capacity alone
 MAX_BURSTS = 10**6  # --bursts: the most bursts (or requests) a user runs in a cell (Workload.bursts), at most
 MIN_WINDOW_S = 5.0  # a service's cell lasts at least this many seconds of arrivals (PatternSpec.min_window_s)
 DEFAULT_SLO = 2.0  # the p95 slowdown target of users per GPU (sharebench.analysis.latency)
@@ -184,7 +194,7 @@ def requests(spec: PatternSpec, text: str, values: dict[str, str]) -> Pattern:
     the capacity alone: without ``rate=``, resolved by the sweep)."""
     load = values.get("load")
     rate = values.get("rate")
-    return Pattern(
+    pattern = Pattern(
         spec.name,
         units=units_value(text, "size", values.get("size"), DEFAULT_SIZE),
         rate_per_s=(
@@ -194,6 +204,24 @@ def requests(spec: PatternSpec, text: str, values: dict[str, str]) -> Pattern:
         ),
         load=None if load is None else positive_value(text, "load", load, 1.0, MAX_LOAD, "a fraction of capacity"),
     )
+    check_requests(text, pattern)
+    return pattern
+
+
+def check_requests(text: str, p: Pattern) -> None:
+    """A service offers :data:`MIN_REQUESTS` requests within :data:`MAX_CELL_S`: a one-line UserError for a
+    rate (or a load) that offers fewer."""
+    if p.rate_per_s is not None and p.rate_per_s < MIN_RATE_PER_S:
+        raise UserError(
+            f"bad rate {format_number(p.rate_per_s)} requests/s in pattern {text!r}: fewer than {MIN_REQUESTS} "
+            f"requests in a cell's {MAX_CELL_S:g} s; allowed: requests/s >= {MIN_RATE_PER_S:.3g} and <= "
+            f"{format_number(MAX_RATE_PER_S)}"
+        )
+    if p.load is not None and p.load < MIN_LOAD:
+        raise UserError(
+            f"bad load {format_number(p.load)} in pattern {text!r}: a service that idle offers too few requests "
+            f"to measure; allowed: a fraction of capacity >= {format_number(MIN_LOAD)} and <= {format_number(MAX_LOAD)}"
+        )
 
 
 def bare_label(p: Pattern) -> str:
@@ -357,6 +385,12 @@ def resolve_load(pattern: Pattern, units_per_s: float) -> Pattern:
     if not math.isfinite(units_per_s) or units_per_s <= 0:
         raise UserError(f"bad capacity {units_per_s!r} units/s for {pattern.label!r}; allowed: a number > 0")
     rate = float(f"{float(pattern.load or 0) * units_per_s / int(pattern.units or 1):.4g}")
+    if 0 < rate < MIN_RATE_PER_S:
+        raise UserError(
+            f"{pattern.label!r} at a capacity of {units_per_s:.4g} units/s is {rate:g} requests/s: fewer than "
+            f"{MIN_REQUESTS} requests in a cell's {MAX_CELL_S:g} s; allowed: >= {MIN_RATE_PER_S:.3g} requests/s "
+            "(a larger load= or a smaller size=)"
+        )
     if not 0 < rate <= MAX_RATE_PER_S:
         raise UserError(
             f"{pattern.label!r} at a capacity of {units_per_s:.4g} units/s is {rate:g} requests/s; "

@@ -13,6 +13,7 @@ a mode is ``sharebench.node.placement``'s; planning a pipeline's cells is ``shar
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,11 @@ PLACEMENTS = ("pods", "processes", "dra")  # dra: one pod per replica, the GPU f
 # how a pipeline's node steps reach the node: agent (a request the site's node agent answers; no node right
 # in the run) or direct (the library, with the node account's rights, on a single-admin cluster)
 NODE_ACCESS = ("agent", "direct")
+# Kubernetes' grammars (k8s.io/apimachinery validation): a node's name is a DNS-1123 subdomain, a label
+# value (a KFP run id as the label pipeline/runid holds it) at most 63 of [A-Za-z0-9-_.], alphanumeric ends
+DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_SUBDOMAIN = re.compile(rf"{DNS1123_LABEL}(\.{DNS1123_LABEL})*")
+LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -65,11 +71,36 @@ def check_pattern_placement(placement: str, pattern: str, neighbours: str) -> No
         )
 
 
+def check_node_name(name: str) -> str:
+    """``name`` when it is a Kubernetes node name (a DNS-1123 subdomain: lowercase letters, digits, '-'
+    and '.', at most 253 characters); else a one-line UserError naming it."""
+    if not isinstance(name, str) or len(name) > 253 or not DNS1123_SUBDOMAIN.fullmatch(name):
+        raise UserError(
+            f"node name {name!r} is not a Kubernetes node name; allowed: a DNS-1123 subdomain (lowercase "
+            "letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)"
+        )
+    return name
+
+
+def check_label_value(what: str, value: str) -> str:
+    """``value`` when it is a Kubernetes label value (at most 63 of letters, digits, '-', '_' and '.', a
+    letter or digit at each end); else a one-line UserError naming ``what`` and the value."""
+    if not isinstance(value, str) or len(value) > 63 or not LABEL_VALUE.fullmatch(value):
+        raise UserError(
+            f"{what} {value!r} is not a Kubernetes label value; allowed: at most 63 letters, digits, '-', '_' "
+            "and '.', starting and ending with a letter or digit"
+        )
+    return value
+
+
 def split_node(node: str, gpu_model: str = "") -> tuple[str, str]:
-    """``NAME=GPU_MODEL`` → (NAME, GPU_MODEL); ``NAME`` → (NAME, gpu_model)."""
+    """``NAME=GPU_MODEL`` → (NAME, GPU_MODEL); ``NAME`` → (NAME, gpu_model). NAME must be a node name
+    (:func:`check_node_name`); "" (no node) is ("", gpu_model)."""
     name, sep, model = (node or "").strip().partition("=")
     if sep and not (name.strip() and model.strip()):
         raise UserError(f"node {node!r}: write NAME or NAME=GPU_MODEL, e.g. gpu-node-a=A100-40GB")
+    if name.strip():
+        check_node_name(name.strip())
     return name.strip(), (model.strip() if sep else (gpu_model or "").strip())
 
 

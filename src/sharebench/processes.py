@@ -18,12 +18,21 @@ when its block ends, on a normal end and on any exception (a signal turned into 
 
 :func:`end_processes` ends processes that are not our children (an orphaned daemon found by its
 environment): SIGTERM, a grace period, SIGKILL.
+
+The parent-death signal is SIGTERM, so a replica ends cleanly (its ``finally`` stops its program); but a
+Python handler runs only between bytecodes, and a child may ignore SIGTERM, so a replica inside a long
+C call (a kernel, a ``sleep`` of its program) would outlive its sweep by the whole grace period and then
+write into the folder a resumed sweep reuses (issue 46). :func:`watch_parent` bounds that: a thread
+that wakes when the parent process ends (a pidfd; a 0.1 s poll where there is none) and, after
+:data:`ORPHAN_GRACE_S` for the clean path, kills every descendant and this process with SIGKILL;
+:func:`parent_gone` tells the replica not to write its record then.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -37,6 +46,9 @@ from typing import IO, Any
 import psutil
 
 GRACE_S = 5.0  # seconds between SIGTERM and SIGKILL
+ORPHAN_GRACE_S = 0.5  # a child whose parent died: this long for its clean end, then SIGKILL (watch_parent)
+WATCH_POLL_S = 0.1  # where the kernel has no pidfd: how often the parent is looked for
+_watched: list[int] = []  # the parent watch_parent watches (set once)
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
@@ -197,6 +209,62 @@ def end_processes(procs: list[psutil.Process], grace_s: float = 10.0) -> None:
         except psutil.Error:
             pass
     psutil.wait_procs(alive, timeout=1.0)  # reaps those that are our children (adopted as subreaper)
+
+
+def parent_gone() -> bool:
+    """True once the parent :func:`watch_parent` watches has ended (this process was re-parented)."""
+    return bool(_watched) and os.getppid() != _watched[0]
+
+
+def _wait_for_parent(ppid: int) -> None:
+    """Return once process ``ppid`` (this process's parent when called) has ended."""
+    try:
+        fd = os.pidfd_open(ppid)
+    except (AttributeError, OSError):  # no pidfd (not Linux >= 5.3): look every WATCH_POLL_S
+        while os.getppid() == ppid:
+            time.sleep(WATCH_POLL_S)
+        return
+    try:
+        if os.getppid() == ppid:  # the fd is the parent's (not a process that reused its pid)
+            select.select([fd], [], [])  # readable when the process ends; no GIL held while waiting
+    finally:
+        os.close(fd)
+
+
+def kill_tree_now(code: int = 128 + signal.SIGKILL) -> None:  # pragma: no cover - ends this process
+    """SIGKILL to every descendant and every other process of this process's group (when it leads
+    one), then end this process at once with ``code``: no clean-up, nothing written."""
+    me = os.getpid()
+    targets = {p.pid: p for p in descendants()}
+    if os.getpgid(0) == me:
+        for p in psutil.process_iter():
+            try:
+                if p.pid != me and os.getpgid(p.pid) == me:
+                    targets.setdefault(p.pid, p)
+            except (OSError, psutil.Error):
+                continue
+    _signal_each(targets.values(), signal.SIGKILL)
+    os._exit(code)
+
+
+def watch_parent(grace_s: float = ORPHAN_GRACE_S) -> threading.Thread | None:
+    """Bound this process's life by its parent's: a daemon thread that, once the parent ends, waits
+    ``grace_s`` for the clean path (the parent-death signal's handler) and then kills every descendant
+    and this process (:func:`kill_tree_now`), even while the main thread is inside a C call. None when
+    there is no parent to watch (started by init) or it is watched already."""
+    ppid = os.getppid()
+    if ppid <= 1 or _watched:
+        return None
+    _watched.append(ppid)
+
+    def watch() -> None:
+        _wait_for_parent(ppid)
+        time.sleep(grace_s)
+        kill_tree_now()
+
+    thread = threading.Thread(target=watch, name="sharebench-parent-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 @contextmanager

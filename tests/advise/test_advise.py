@@ -48,8 +48,31 @@ MEASURED = {
 ALONE_BUSY = {"interactive": 0.3, "serve:rate=10,size=1": 0.25, "batch": 1.0}  # the victims' busy alone
 
 
-def results_folder(path: Path, model: str = "H200") -> Path:
-    """A results folder as `sharebench report` leaves it: provenance and tables/latency.csv."""
+def verdict_columns(slowdown: float, users: int) -> dict:
+    """The verdict columns a report writes into tables/latency.csv (issue 42's convention), for a cell whose
+    worst user's p95 slowdown is ``slowdown`` with a +-5 % interval (advise decides it again at its target)."""
+    return dict(
+        users=users,
+        samples=400,
+        worst_replica="1",
+        worst_p95_slowdown=slowdown,
+        worst_p95_slowdown_lo=slowdown * 0.95,
+        worst_p95_slowdown_hi=slowdown * 1.05,
+        pooled_p95_slowdown=slowdown,
+        pooled_p95_slowdown_lo=slowdown * 0.95,
+        pooled_p95_slowdown_hi=slowdown * 1.05,
+        alone_p95_s=0.1,
+        alone_p95_lo_s=0.095,
+        alone_p95_hi_s=0.105,
+        below_one=slowdown * 1.05 < 1,
+        verdict="",
+        reason="",
+    )
+
+
+def results_folder(path: Path, model: str = "H200", measured: dict | None = None) -> Path:
+    """A results folder as `sharebench report` leaves it: provenance and tables/latency.csv with the verdict
+    columns (no bursts.csv: advise decides each cell from those columns)."""
     (path / "tables").mkdir(parents=True)
     write_provenance(path, {"gpu": {"model_key": model, "name": f"NVIDIA {model}"}})
     alone = [
@@ -67,8 +90,9 @@ def results_folder(path: Path, model: str = "H200") -> Path:
             slowdown_p95_lo=s * 0.95,
             slowdown_p95_hi=s * 1.05,
             busy_fraction=ALONE_BUSY[p],
+            **verdict_columns(s, int(m.split(":")[1])),
         )
-        for (m, p), s in MEASURED.items()
+        for (m, p), s in (MEASURED if measured is None else measured).items()
     ]
     pd.DataFrame(rows).to_csv(path / "tables" / "latency.csv", index=False)
     return path
@@ -186,14 +210,16 @@ def test_results_of_another_model_are_refused(tmp_path, capsys):
 
 def test_class_that_matches_no_pod_is_an_error(tmp_path, results, capsys):
     synthetic_trace({"a": ("batch", 2)}, 10).to_csv(tmp_path / "u.csv", index=False)
-    rc = main(["advise", "--usage", str(tmp_path / "u.csv"), "--results", str(results), "--class", "zzz=batch"])
+    argv = ["advise", "--usage", str(tmp_path / "u.csv"), "--results", str(results), "--gpu-model", "H200"]
+    rc = main([*argv, "--class", "zzz=batch"])
     assert rc == 2 and "'zzz'" in capsys.readouterr().err
 
 
 def test_cli_writes_the_advice(tmp_path, results):
     synthetic_trace(CLASSES, 240).to_csv(tmp_path / "u.csv", index=False)
     out = tmp_path / "out"
-    assert main(["advise", "--usage", str(tmp_path / "u.csv"), "--results", str(results), "--out", str(out)]) == 0
+    argv = ["advise", "--usage", str(tmp_path / "u.csv"), "--results", str(results), "--gpu-model", "H200"]
+    assert main([*argv, "--out", str(out)]) == 0
     md = (out / "advice.md").read_text()
     assert "Recommended" in md and "sharebench node apply NODE" in md
     assert (out / "advice.png").stat().st_size > 1000 and "data:image/png" in (out / "advice.html").read_text()

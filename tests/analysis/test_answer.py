@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -135,12 +137,17 @@ def test_one_worst_job_figure_for_the_answer_and_the_workloads_table(h200, tmp_p
 # ------------------------------------------------------------------ patterns other than batch
 
 
-def burst_rows(mode: str, repeat: int, patterns: list[str], scale: float, rng: np.random.Generator) -> list[dict]:
-    """30 bursts per replica of one crafted CPU cell (ids as support.crafted names them); replica 0 the victim."""
+def burst_rows(
+    mode: str, repeat: int, patterns: list[str], scale: float, rng: np.random.Generator, n: int = 30
+) -> list[dict]:
+    """``n`` bursts per replica of one crafted CPU cell (ids as support.crafted names them); replica 0 the victim;
+    ``scale`` one factor for every replica, or one per replica."""
     rows = []
+    scales = scale if isinstance(scale, list) else [scale] * len(patterns)
     for r, pattern in enumerate(patterns):
         t = 1000.0 * repeat
-        for i in range(30):
+        scale = scales[r]
+        for i in range(n):
             lat = 0.02 * scale * float(rng.lognormal(0, 0.2))
             rows.append(
                 dict(
@@ -163,24 +170,25 @@ def burst_rows(mode: str, repeat: int, patterns: list[str], scale: float, rng: n
     return rows
 
 
-def folder_with_bursts(path, cells: dict[str, tuple[list[str], float]], alone: str = INTERACTIVE):
+def folder_with_bursts(path, cells: dict[str, tuple[list[str], Any]], alone: str = INTERACTIVE, n: int = 100):
     """The crafted sweep with bursts: the exclusive cells' one user alone, and per mode its replicas'
-    patterns and how much longer their bursts take than alone; the mode's good repeats only."""
+    patterns and how much longer their bursts take than alone; the mode's good repeats only, ``n`` bursts a
+    replica and repeat (mps:2 keeps 2 repeats: 200 a user, above the 113 two users need for a verdict)."""
     ResultsWriter(path).append(crafted_rows())
     rng = np.random.default_rng(7)
     good = {"exclusive": (1, 2, 3), "timeslice:2": (1, 2, 3), "mps:2": (2, 3)}
     for rep in good["exclusive"]:
-        append_bursts(path, burst_rows("exclusive", rep, [alone], 1.0, rng))
+        append_bursts(path, burst_rows("exclusive", rep, [alone], 1.0, rng, n))
     for mode, (patterns, scale) in cells.items():
         for rep in good[mode]:
-            append_bursts(path, burst_rows(mode, rep, patterns, scale, rng))
+            append_bursts(path, burst_rows(mode, rep, patterns, scale, rng, n))
     tables = analysis.analyse(path)
     return tables, choices(answer_rows(tables), evidence(tables)).set_index("pattern")
 
 
 def test_interactive_users_per_gpu_come_from_the_interactive_cells(tmp_path):
-    """Two interactive users per GPU: 1.5× slower bursts under time-slicing (within the 2× target), 3×
-    under MPS (beyond it). The batch verdict is not measured here (the baseline ran interactive users)."""
+    """Two interactive users per GPU: 1.5× slower bursts under time-slicing (within the 2× target for every
+    user), 3× under MPS (above it). The batch verdict is not measured here (the baseline ran interactive users)."""
     tables, picks = folder_with_bursts(
         tmp_path, {"timeslice:2": ([INTERACTIVE] * 2, 1.5), "mps:2": ([INTERACTIVE] * 2, 3.0)}
     )
@@ -188,9 +196,14 @@ def test_interactive_users_per_gpu_come_from_the_interactive_cells(tmp_path):
     users = picks.loc[f"interactive ({INTERACTIVE})"]
     assert (users["mode"], users["basis"]) == ("timeslice:2", "measured")
     assert users["reason"].startswith(
-        "users per GPU whose p95 slowdown against alone stays within 2×: timeslice: 2 users "
+        "users per GPU at a p95 slowdown target of 2× against alone (every user counted: within when every "
     )
-    assert "mps: none (mps:2 already exceeds the target: p95 slowdown 3." in users["reason"]
+    assert re.search(
+        r": timeslice: ≥ 2 users \(timeslice:2 within: worst user 1\.\d\d× \[1\.\d\d, 1\.\d\d\], all users 1\.\d\d× "
+        r"\[\d\.\d\d, 1\.\d\d\]; within at every N measured up to 2; more users not measured\)",
+        users["reason"],
+    ), users["reason"]
+    assert "mps: no sharing (mps:2 above: worst user 3." in users["reason"]
     batch = picks.loc["batch throughput"]
     assert (batch["mode"], batch["basis"]) == ("not measured", "not measured")
     assert (
@@ -201,33 +214,78 @@ def test_interactive_users_per_gpu_come_from_the_interactive_cells(tmp_path):
         assert picks.loc[pattern, "basis"] == "not measured"
 
 
+def test_one_user_above_the_target_makes_the_cell_above_and_too_few_samples_undecided(tmp_path):
+    """Replica 0 within (1.2×), replica 1 at 3×: the cell is above and the answer "no sharing", though replica
+    0's own p95 slowdown is within; with 30 bursts a user the same cells are undecided and named so."""
+    cells = {"timeslice:2": ([INTERACTIVE] * 2, [1.2, 3.0])}
+    tables, picks = folder_with_bursts(tmp_path / "long", cells)
+    v = tables.latency[(tables.latency["mode"] == "timeslice:2") & (tables.latency["role"] == "victim")].iloc[0]
+    assert v["slowdown_p95_hi"] < 2 and (v["verdict"], v["worst_replica"]) == ("above", "1")
+    users = picks.loc[f"interactive ({INTERACTIVE})"]
+    assert users["mode"] == "exclusive" and "timeslice: no sharing (timeslice:2 above: worst user 3." in users["reason"]
+    _, picks = folder_with_bursts(tmp_path / "short", cells, n=30)
+    users = picks.loc[f"interactive ({INTERACTIVE})"]
+    assert users["mode"] == "undecided" and users["reason"].startswith("no family has an N decided within the target")
+    assert (
+        "timeslice: undecided (undecided at 2 (the alone p95 has no interval (90 samples; 99 needed)))"
+        in users["reason"]
+    )
+
+
 def test_serving_gives_requests_per_second_per_gpu(tmp_path):
     serve = "serve:rate=10,size=1"
     _, picks = folder_with_bursts(tmp_path, {"timeslice:2": ([serve] * 2, 1.3), "mps:2": ([serve] * 2, 1.1)}, serve)
     served = picks.loc[f"serving ({serve})"]
-    assert (served["mode"], served["basis"]) == ("mps:2", "measured")  # a tie at 2: the lower p95
-    assert "; ties at 2 services broken by the lower p95 (mps:2 1.1" in served["reason"]
-    assert "timeslice: 2 services = 20 requests/s (p95 slowdown 1." in served["reason"]
-    assert "mps: 2 services = 20 requests/s" in served["reason"]
+    assert (served["mode"], served["basis"]) == ("mps:2", "measured")  # a tie at 2: the lower upper bound
+    assert re.search(
+        r"; ties at 2 services broken by the lower upper bound of the worst user's p95 \(mps:2 1\.\d\d× against "
+        r"timeslice:2 1\.\d\d×\)",
+        served["reason"],
+    )
+    assert "timeslice: ≥ 2 services (≥ 20 requests/s) (timeslice:2 within: worst user 1." in served["reason"]
+    assert "mps: ≥ 2 services (≥ 20 requests/s)" in served["reason"]
     assert picks.loc["interactive", "basis"] == "not measured"
 
 
 def test_a_noisy_neighbour_is_measured_per_mode_and_users_are_not_inferred_from_it(tmp_path):
-    """An interactive user beside a batch job: its p95 slowdown per mode; users per GPU were not measured
-    (no cell of interactive users alone) and are not inferred from the mixed cells."""
+    """An interactive user beside a batch job: its verdict per mode (the batch aggressor is no user); users
+    per GPU were not measured (no cell of interactive users alone) and are not inferred from the mixed cells."""
     _, picks = folder_with_bursts(
         tmp_path, {"timeslice:2": ([INTERACTIVE, "batch"], 2.5), "mps:2": ([INTERACTIVE, "batch"], 1.2)}
     )
     noisy = picks.loc[f"noisy neighbour ({INTERACTIVE} beside batch)"]
     assert (noisy["mode"], noisy["basis"]) == ("mps:2", "measured")
-    assert noisy["reason"].startswith("p95 slowdown against alone per mode (the smallest chosen): timeslice:2 2.")
-    assert noisy["reason"].endswith(
-        "caution, not trusted as measured: 2 repeat(s) < 3: no interval; 1 cell(s) excluded (failed)"
+    assert noisy["reason"].startswith(
+        f"p95 slowdown of the {INTERACTIVE} users against alone per mode (every user counted"
     )
+    assert "the lowest upper bound chosen): timeslice:2 above: worst user 2." in noisy["reason"]
+    assert "mps:2 within: worst user 1." in noisy["reason"] and "(1 users)" in noisy["reason"]
+    # two repeats of mps:2 are no reason against a patterned mode (its intervals come from one run's samples)
+    assert noisy["reason"].endswith("caution, not trusted as measured: 1 cell(s) excluded (failed)")
     users = picks.loc[f"interactive ({INTERACTIVE})"]
     assert (users["mode"], users["basis"]) == ("not measured", "not measured")
     assert f"no sharing cell of {INTERACTIVE} replicas alone was measured" in users["reason"]
     assert f"`sharebench run --pattern {INTERACTIVE} --modes " in users["reason"]
+
+
+def test_a_cell_faster_than_alone_is_flagged_and_never_a_figure(tmp_path):
+    """timeslice:2 at half the alone latency for every user (the baseline measured in a slow state): left out
+    of the users per GPU with its numbers and why; mps:2 within gives the answer."""
+    tables, picks = folder_with_bursts(
+        tmp_path, {"timeslice:2": ([INTERACTIVE] * 2, 0.5), "mps:2": ([INTERACTIVE] * 2, 1.2)}
+    )
+    assert set(tables.flags.loc[tables.flags["kind"] == "below-one", "mode"]) == {"timeslice:2"}
+    trust = trust_table(evidence(tables)).set_index("mode")
+    assert trust.loc["timeslice:2", "flag_kinds"] == "excluded,below-one"
+    assert "every user faster shared than alone (below 1)" in trust.loc["timeslice:2", "trust"]
+    assert trust.loc["mps:2", "flag_kinds"] == "excluded"  # 2 repeats: no "repeats" kind for a patterned mode
+    users = picks.loc[f"interactive ({INTERACTIVE})"]
+    assert users["mode"] == "mps:2"
+    assert (
+        "timeslice: undecided (every cell measured is flagged; timeslice:2 left out (below 1: every user faster"
+        in (users["reason"])
+    )
+    assert "timeslice: ≥ 2" not in users["reason"]
 
 
 # ------------------------------------------------------------------ trust
@@ -317,20 +375,24 @@ def picked(ev: Evidence):
     return choices(pd.DataFrame(columns=ANSWER_COLUMNS), ev).set_index("pattern")
 
 
-def test_a_tie_on_users_goes_to_the_lower_p95_and_says_so():
-    """rn-users: 8 users within 2x under timeslice:8 (1.27x) and mps:8 (0.98x): mps:8, and the reason says why."""
+def test_a_folder_of_short_cells_is_undecided_and_says_why():
+    """rn-users: 30 bursts a user and repeat, 90 alone (the baseline's p95 needs 99 for an interval) and 90 a
+    user (two users need 113): every family undecided, no mode chosen, each N with its reason; replica 0's
+    point estimates (timeslice:8 1.27x, mps:8 0.98x: the old tie at 8 users) are no answer."""
     users = picked(pattern_evidence("rn-users")).loc[f"interactive ({RN_USERS})"]
-    assert (users["mode"], users["basis"]) == ("mps:8", "measured")
-    assert "; ties at 8 users broken by the lower p95 (mps:8 0.98× against timeslice:8 1.27×)" in users["reason"]
-    # mig-emulated's 7 users are listed, never chosen: an emulation is a measurement, not a mode
-    assert "mig-emulated: 7 users (p95 slowdown 0.89×" in users["reason"]
+    assert (users["mode"], users["basis"]) == ("undecided", "measured")
+    alone = "the alone p95 has no interval (90 samples; 99 needed)"
+    assert f"timeslice: undecided (undecided at 2 ({alone}), 4 ({alone}), 8 ({alone}))" in users["reason"]
+    assert f"mig-emulated: undecided (undecided at 3 ({alone}), 7 ({alone}))" in users["reason"]
+    assert "ties" not in users["reason"] and "8 users" not in users["reason"]
 
 
 def test_the_isolation_line_uses_the_measured_emulated_layout_and_predicts_only_without_one():
     iso = picked(pattern_evidence("rn-users")).loc["isolation required"]
     assert (iso["mode"], iso["basis"]) == ("mig 7x1g.18gb (emulated with MPS shares)", "measured")
     assert "measured here as mig-emulated:7x1g.18gb (emulated with MPS shares" in iso["reason"]
-    assert "p95 slowdown 0.89× [" in iso["reason"] and f"of {RN_USERS}, 7 instances (target 2×)" in iso["reason"]
+    assert "p95 slowdown mig-emulated:7x1g.18gb undecided: worst user 1.15× [?, ?], all users 1.03× [" in iso["reason"]
+    assert f"of {RN_USERS}, 7 instances (target 2×)" in iso["reason"]
     assert "8.25" not in iso["reason"] and "predicted" not in iso["reason"]
     ev = pattern_evidence("rn-users")
     no_mig = dataclasses.replace(ev, latency=ev.latency[~ev.latency["mode"].str.startswith("mig-emulated")])
@@ -339,26 +401,14 @@ def test_the_isolation_line_uses_the_measured_emulated_layout_and_predicts_only_
     assert "predicted for H200, no MIG or emulated MIG layout measured here: each job takes 8.25×" in iso["reason"]
 
 
-def test_slowdowns_below_one_are_flagged_in_the_answer():
-    """rn-users: timeslice:2 0.82x and 3x2g 0.81x, intervals below 1 (the baseline alone measured slower): the
-    interactive reason names them; where the N chosen is one of them its slowdown reads "≤ 1×"."""
-    ev = pattern_evidence("rn-users")
-    reason = picked(ev).loc[f"interactive ({RN_USERS})", "reason"]
-    assert "baseline flagged (below-one): timeslice:2 0.82× [0.5" in reason
-    assert "mig-emulated:3x2g.35gb 0.81× [" in reason and "read as no measurable slowdown" in reason
-    two = ev.latency[~ev.latency["mode"].isin(["timeslice:4", "timeslice:8", "mps:4", "mps:8"])]
-    reason = picked(dataclasses.replace(ev, latency=two)).loc[f"interactive ({RN_USERS})", "reason"]
-    assert "timeslice: 2 users (p95 slowdown ≤ 1× (no measurable slowdown; baseline flagged: 0.82× [0.5" in reason
-    assert "mps: 2 users (p95 slowdown 0.88×;" in reason  # [0.55, 1.11]: not below 1
-
-
 def test_the_noisy_neighbour_line_stays_with_its_trust_when_every_mode_is_flagged():
-    """rn-beside: every mode at 2 repeats (no answer trusted): the neighbour line is still there, untrusted."""
+    """rn-beside: every mode at 2 repeats (no answer trusted): the neighbour line is still there, untrusted;
+    60 bursts a user: undecided everywhere, so no mode is named."""
     picks = picked(pattern_evidence("rn-beside", trust="2 repeat(s) < 3: no interval"))
     assert picks.iloc[0]["mode"] == NO_ANSWER
     noisy = picks.loc[f"noisy neighbour ({RN_USERS} beside batch)"]
-    assert (noisy["mode"], noisy["basis"]) == ("mps:2", "untrusted")
-    assert noisy["reason"].startswith("p95 slowdown against alone per mode (the smallest chosen): timeslice:2 1.09×")
+    assert (noisy["mode"], noisy["basis"]) == ("undecided", "untrusted")
+    assert "the lowest upper bound chosen): timeslice:2 undecided: worst user 1.09× [" in noisy["reason"]
     assert noisy["reason"].endswith("; not trusted as measured: 2 repeat(s) < 3: no interval")
 
 
@@ -388,13 +438,12 @@ def test_the_count_line_reads_the_same_trust_table_as_the_answer(tmp_path):
 
 @pytest.mark.skipif(not (PLACED / "GPU-026cd61c" / "rn-users").is_dir(), reason="the H200 pattern folders are not here")
 def test_the_placed_h200_folder_reads_its_tables_right():
-    """The real rn-users folder (read, never written): the below-one flags in flags.csv's table, the tie to
-    mps:8, the isolation line from mig-emulated:7x1g.18gb."""
+    """The real rn-users folder (read, never written): replica 0's p95 slowdowns below 1 (timeslice:2 0.82x)
+    flag nothing now that every user is counted (too few samples for an upper bound: no claim either way);
+    the interactive line is undecided, the isolation line from mig-emulated:7x1g.18gb."""
     tables = analysis.analyse(PLACED / "GPU-026cd61c" / "rn-users")
-    below = tables.flags[tables.flags["kind"] == "below-one"]
-    assert set(below["mode"]) == {"timeslice:2", "mig-emulated:3x2g.35gb"}
-    assert "alone p95 per repeat 32.0, 21.0, 24.1 ms" in below["detail"].iloc[0]
-    assert set(tables.latency["ci_method"]) == {"hierarchical"}
+    assert tables.flags[tables.flags["kind"] == "below-one"].empty
+    assert set(tables.latency["ci_method"]) == {"order"}
     picks = choices(answer_rows(tables), evidence(tables, gpu="H200")).set_index("pattern")
-    assert picks.loc[f"interactive ({RN_USERS})", "mode"] == "mps:8"
+    assert picks.loc[f"interactive ({RN_USERS})", "mode"] == "undecided"
     assert picks.loc["isolation required", "mode"] == "mig 7x1g.18gb (emulated with MPS shares)"

@@ -150,3 +150,16 @@ def test_other_settings_are_named_when_nothing_compares(tmp_path, capsys):
     assert "No cell measured in both (same work: engine, backend, device class, lattice, particles, turns; see " in text
     assert f"lattice: {lattices} in a, other.json in b" in text
     assert "particles: " in text
+
+
+def test_disjoint_loss_intervals_of_two_machines_are_a_spread_never_agreement(tmp_path, capsys):
+    """The same cell on two H200s (copies of committed folders, GPU-0c614d80 and GPU-a162c5aa): time-slicing's loss
+    intervals do not overlap, and compare says so; MPS's overlap."""
+    a, b = (ROOT / "tests/data/results/h200" / f / "warm-10M-1turn" for f in ("warm", "warm-first"))
+    out = tmp_path / "cmp"
+    assert main(["compare", str(a), str(b), "--out", str(out)]) == 0
+    t = pd.read_csv(out / "compare.csv").set_index("mode")
+    assert t.loc["timeslice:2", "losses"] == "disjoint" and t.loc["timeslice:2", "machines"] == "two machines"
+    assert t.loc["mps:2", "losses"] == "overlap"
+    text = capsys.readouterr().out
+    assert "disjoint: a spread, not agreement (two machines)" in text

@@ -161,8 +161,16 @@ def test_yaml_parses_back_into_pipeline_and_platform_specs(name):
     assert k8s.node_selector.node_selector_json.component_input_parameter == "pipelinechannel--node_selector"
     assert [(t.key, t.operator, t.effect) for t in k8s.tolerations] == [("nvidia.com/gpu", "Exists", "NoSchedule")]
     # every pod carries the label the node step uses to tell sharebench's GPU pods from others
+    # issue 46: the steps that file sharing requests say the one action the agent takes from them, and know
+    # their own pod (the request's owner); the site's PodDefault mounts their token for the agent
+    steps_filing = {"exec-reconfigure-node": "apply", "exec-schedule-start": "apply", "exec-restore-node": "restore"}
     for label in spec.deployment_spec.fields["executors"].struct_value.fields:
-        assert dict(_k8s(platform, label).pod_metadata.labels) == {"app.kubernetes.io/part-of": "sharebench"}
+        k8s = _k8s(platform, label)
+        action = {"sharebench.io/node-step": steps_filing[label]} if label in steps_filing else {}
+        assert dict(k8s.pod_metadata.labels) == {"app.kubernetes.io/part-of": "sharebench", **action}, label
+        fields = {(e.name, e.field_path) for e in k8s.field_path_as_env}
+        want = {("SHAREBENCH_POD_NAME", "metadata.name"), ("SHAREBENCH_POD_UID", "metadata.uid")} if action else set()
+        assert fields == want, label
     # no container task is cached: a cached measurement (or start instant) would be a wrong one
     containers = [
         t

@@ -27,6 +27,8 @@ CRD_GROUPS = ("monitoring.coreos.com/",)
 # resource.k8s.io/v1 (DRA claim templates) is GA from 1.34: tests/manifests/test_dra_manifests.py checks them
 # against >= 1.34 schemas
 CRD_GROUPS += ("resource.k8s.io/",)
+# Kubeflow's PodDefault (issue 46): test_the_agent_token_poddefault checks its volume and mount as a Pod's
+CRD_GROUPS += ("kubeflow.org/",)
 OBJECTS = [(rel, obj) for rel, obj in render.kubernetes_objects(RENDER) if not obj["apiVersion"].startswith(CRD_GROUPS)]
 
 
@@ -347,6 +349,58 @@ def test_rbac_least_privilege():
     for _, obj in OBJECTS:
         for rule in obj.get("rules", []):
             assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
+
+
+def test_requests_rbac_status_is_the_agents_alone():
+    """Issue 46: the run's account files a SharingRequest and reads one by name (no list: another run's
+    token stays unseen; no update or delete); only the node account writes its status, and reviews tokens."""
+    rules = {o["metadata"]["name"]: o["rules"] for _, o in access.rbac_objects() if o["kind"].endswith("Role")}
+    group, plural = names.REQUEST_GROUP, names.REQUEST_PLURAL
+    assert rules[names.REQUESTER_ROLE] == [{"apiGroups": [group], "resources": [plural], "verbs": ["create", "get"]}]
+    assert rules[f"{names.SERVICE_ACCOUNT}-requests"] == [
+        {"apiGroups": [group], "resources": [plural], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [group], "resources": [f"{plural}/status"], "verbs": ["update", "patch"]},
+    ]
+    assert rules[f"{names.SERVICE_ACCOUNT}-token-reviews"] == [
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}
+    ]
+    granted = [r for _, o in access.rbac_objects() for r in o.get("rules", []) if f"{plural}/status" in r["resources"]]
+    assert len(granted) == 1
+    assert not [n for n, _ in access.rbac_objects(node_access="direct") if "token-reviews" in n]
+
+
+def test_the_request_crd_keeps_status_apart_and_spec_immutable():
+    crd = load(f"agent/0050_customresourcedefinition_{names.REQUEST_PLURAL}.{names.REQUEST_GROUP}.yaml")
+    (version,) = crd["spec"]["versions"]
+    assert version["name"] == names.REQUEST_VERSION and version["subresources"] == {"status": {}}
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["x-kubernetes-validations"] == [
+        {"rule": "self == oldSelf", "message": "a sharing request is immutable: file a new one"}
+    ]
+    assert set(spec["required"]) == {"action", "node", "image", "attempt", "token"}
+    assert crd["spec"]["names"]["kind"] == names.REQUEST_KIND and crd["spec"]["scope"] == "Namespaced"
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_the_agent_token_poddefault(version):
+    """Issue 46: the PodDefault mounts a projected token with the agent's audience into the node steps
+    (label sharebench.io/node-step); its volume and mount are a valid Pod's."""
+    pd = load(f"agent/0300_poddefault_{names.AGENT_TOKEN_PODDEFAULT}.yaml")
+    assert pd["apiVersion"] == "kubeflow.org/v1alpha1" and pd["metadata"]["namespace"] == names.RUN_NAMESPACE
+    assert pd["spec"]["selector"] == {"matchExpressions": [{"key": names.NODE_STEP_LABEL, "operator": "Exists"}]}
+    (volume,) = pd["spec"]["volumes"]
+    ((source,),) = [volume["projected"]["sources"]]
+    assert source["serviceAccountToken"]["audience"] == names.AGENT_AUDIENCE
+    assert 600 <= source["serviceAccountToken"]["expirationSeconds"] <= 86400  # the API server's bounds
+    container = {"name": "step", "image": "x", "volumeMounts": pd["spec"]["volumeMounts"]}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [container], "volumes": [volume]},
+    }
+    assert kubernetes_validate.validate(pod, version, strict=True) == version
+    assert pd["spec"]["volumeMounts"][0]["mountPath"] == names.AGENT_TOKEN_DIR
 
 
 def test_replica_account_has_no_token_and_no_rights():

@@ -299,30 +299,76 @@ def test_configmap_updates(vap, sim, what, fn, denied):
 
 CM_DENIAL = (
     f"sharebench may change only its own ConfigMap entries (sharebench-...) in {names.OPERATOR_NAMESPACE}, and "
-    f"elsewhere only the status of a sharing request ({names.REQUEST_LABEL[0]}={names.REQUEST_LABEL[1]})"
+    "no ConfigMap elsewhere"
 )
 
 
-def request_cm(**data) -> dict:
-    meta = {"name": "r1", "namespace": names.RUN_NAMESPACE, "labels": dict([names.REQUEST_LABEL])}
+def run_cm(**data) -> dict:
+    meta = {"name": "r1", "namespace": names.RUN_NAMESPACE, "labels": {"sharebench.io/node-request": "v1"}}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"node": NODE, **data}}
 
 
 @pytest.mark.parametrize(
-    "what, fn, denied",
+    "what, fn",
     [
-        ("its status", lambda o: o["data"].update({"status": "{}"}), False),
-        ("its node", lambda o: o["data"].update({"node": OTHER}), True),
-        ("its label", lambda o: o["metadata"]["labels"].clear(), True),
+        ("a status key", lambda o: o["data"].update({"status": "{}"})),
+        ("its node", lambda o: o["data"].update({"node": OTHER})),
+        ("its label", lambda o: o["metadata"]["labels"].clear()),
     ],
 )
-def test_request_updates(vap, sim, what, fn, denied):
-    old = request_cm()
-    got = judge(vap, sim, resource="configmaps", operation="UPDATE", obj=changed(old, fn), old=old)
-    assert got == ([CM_DENIAL] if denied else [])
-    other = changed(old, lambda o: o["metadata"]["labels"].clear())  # not a request: not the agent's
-    got = judge(vap, sim, resource="configmaps", operation="UPDATE", obj=changed(other, fn), old=other)
-    assert got == [CM_DENIAL]
+def test_no_configmap_outside_the_operators_namespace(vap, sim, what, fn):
+    """Issue 46: the agent answers in a SharingRequest's status subresource; the node account changes no
+    ConfigMap of a run namespace (the last round's request ConfigMaps included)."""
+    old = run_cm()
+    assert judge(vap, sim, resource="configmaps", operation="UPDATE", obj=changed(old, fn), old=old) == [CM_DENIAL]
+
+
+RUN_PODS_FILE = ROOT / f"manifests/rbac/0420_validatingadmissionpolicy_{policy.RUN_PODS_POLICY}.yaml"
+CREATE_DENIAL = (
+    "only the workflow controller (the offer's run-pod-creators) may create a pod labelled pipeline/runid in a "
+    "run namespace: a pod's run is KFP's to say"
+)
+UPDATE_DENIAL = (
+    "only the workflow controller may change a pod's pipeline/runid or sharebench.io/node-step label in a run namespace"
+)
+
+
+def run_pod(namespace: str = names.RUN_NAMESPACE, **labels: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": namespace, "labels": labels}}
+
+
+def relabel(**labels: str):
+    return lambda o: o["metadata"]["labels"].update(labels)
+
+
+@pytest.mark.parametrize(
+    "what, user, operation, old, fn, denied",
+    [
+        ("the controller makes a run's pod", names.WORKFLOW_CONTROLLER, "CREATE", None, None, []),
+        ("a user makes a run's pod", "alice", "CREATE", None, None, [CREATE_DENIAL]),
+        ("a user's pod of no run", "alice", "CREATE", run_pod(), None, []),
+        ("a run's pod elsewhere", "alice", "CREATE", run_pod("team-b", **{names.RUN_LABEL: "r"}), None, []),
+        ("a user relabels a pod into a run", "alice", "UPDATE", run_pod(), relabel(**{names.RUN_LABEL: "r"}),
+         [UPDATE_DENIAL]),
+        ("a user moves a pod to another run", "alice", "UPDATE", run_pod(**{names.RUN_LABEL: "r"}),
+         relabel(**{names.RUN_LABEL: "s"}), [UPDATE_DENIAL]),
+        ("a user gives a pod another action", "alice", "UPDATE", run_pod(**{names.NODE_STEP_LABEL: "apply"}),
+         relabel(**{names.NODE_STEP_LABEL: "restore"}), [UPDATE_DENIAL]),
+        ("a user's other label", "alice", "UPDATE", run_pod(**{names.RUN_LABEL: "r"}), relabel(team="a"), []),
+    ],
+)  # fmt: skip
+def test_run_pods_policy(sim, what, user, operation, old, fn, denied):
+    """Issue 46: a pod's run (KFP's label) is the workflow controller's to say, so the agent's proof of a
+    request's run holds: everyone's pods of a run namespace, evaluated with cel-python."""
+    doc = yaml.safe_load(RUN_PODS_FILE.read_text())
+    vap = AdmissionPolicy(doc)
+    new = run_pod(**{names.RUN_LABEL: "r"}) if old is None else changed(old, fn) if fn else old
+    params = sim.get("configmaps", names.SYSTEM_NAMESPACE, names.OFFER_CONFIGMAP)
+    got = vap.denials(resource="pods", operation=operation, user=user, obj=new, old=old if fn else None, params=params)
+    assert got == denied
+    if new["metadata"]["namespace"] == names.RUN_NAMESPACE:  # matched by its namespace selector
+        assert vap.matches("pods", operation, namespace=names.RUN_NAMESPACE)
+    assert not vap.matches("pods", "CREATE", namespace="kube-system")
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ def test_repository(image, repo):
     [
         ("ghcr.io/sharebench/sharebench:1.0", True),
         ("ghcr.io/sharebench:1.0", True),
-        ("ghcr.io/sharebench@sha256:0", True),
+        ("ghcr.io/sharebench@sha256:" + "0" * 64, True),
         ("ghcr.io/sharebench", True),
         ("ghcr.io/sharebench-evil/x:1", False),  # not at a boundary
         ("evil.io/ghcr.io/sharebench:1", False),
@@ -43,6 +43,30 @@ def test_repository(image, repo):
 )
 def test_prefixes_match_at_a_boundary(image, allowed):
     assert image_allowed(image, ("ghcr.io/sharebench", "registry.site/team/bench")) is allowed
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "ghcr.io/sharebench/../evil:1",  # issue 46: '..' passed the prefix
+        "ghcr.io/sharebench/x;id",
+        "ghcr.io/sharebench/x:1 --privileged",
+        "ghcr.io/sharebench/x:1\n",
+        "ghcr.io/sharebench/X:1",  # a path component is lowercase
+        "ghcr.io/sharebench//x",
+        "ghcr.io/sharebench/x@sha256:0",  # a digest of at least 32 hex digits
+        "ghcr.io/sharebench/x:" + "t" * 129,  # a tag of at most 128
+    ],
+)
+def test_a_reference_outside_the_oci_grammar_is_refused_before_any_prefix(image):
+    """Issue 46: image references follow the OCI distribution grammar (docker-image-py's port of
+    distribution/reference), checked before the allow-list, refused in one line."""
+    assert not image_allowed(image, ("ghcr.io/sharebench",))
+    with pytest.raises(UserError) as exc:
+        check_image(image, "ghcr.io/sharebench", IMAGE)
+    assert str(exc.value).startswith(f"image {image!r} is not an image reference (") and "\n" not in str(exc.value)
+    assert str(exc.value).endswith("allowed: [REGISTRY[:PORT]/]PATH[:TAG][@DIGEST], lowercase path components "
+                                   "joined by '/', e.g. ghcr.io/sharebench/sharebench:1.0")  # fmt: skip
 
 
 def test_default_is_the_compiled_images_repository():

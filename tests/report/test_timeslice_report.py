@@ -23,8 +23,16 @@ def test_the_section_states_the_split_in_one_sentence_with_one_plot(tmp_path) ->
     section = md.split(title, 1)[1].split("\n## ", 1)[0]
     sentence = next(line for line in section.splitlines() if line.startswith("simpletrack"))
     assert sentence.startswith(f"simpletrack (2k particles, 10 turns) under timeslice:2 loses {LOSS:.1f}% [")
-    assert "2.00 ms slices" in sentence and "idle 0.200 ms at every switch (9.1% of the time)" in sentence
+    assert (
+        "2.00 ms slices (9.1% of the time idle switching)" in sentence and "idle 0.200 ms at every switch" in sentence
+    )
     assert "progresses at 0.75×" in sentence and "refill of 0.50" in sentence
+    # the model named as what it is: the probe pair alone first, then the transfer from the run beside a probe
+    assert (
+        "Two probe processes alone (no workload)" in sentence
+        and "10.0% of loss from slice and switch alone" in sentence
+    )
+    assert "a transfer from that time-sliced run, not a prediction from independent probes" in sentence
     # what another interval would do: predicted rows, the measured slice among them, and what NVIDIA documents
     assert "| 4 | " in section and "2.000 (measured)" in section and section.count("| predicted |") >= 7
     assert "A 4 ms time slice would cut the loss to 20." in section and "(predicted, not measured;" in section
@@ -66,3 +74,19 @@ def test_the_section_names_the_evicted_term_and_what_stays_unexplained(tmp_path)
     assert "beside a heavy neighbour (heavy:128" in sentence
     assert re.search(r"evicts 0\.(099|10\d) ms \[", sentence), sentence
     assert "the light probe alone predicts" in sentence and "Unexplained: " in sentence and " points [" in sentence
+
+
+def test_a_rate_above_one_is_said_not_identified_never_a_negative_refill(tmp_path) -> None:
+    """A workload faster inside a shared slice than alone (refill below zero): the sentence and the table say
+    the refill is not identified; no negative time is printed."""
+    runs = gpu_folder(tmp_path)
+    faster = [dict(r, gaps_ms=[g * 0.7 for g in r["gaps_ms"]]) for r in runs]  # progress at more than 1x
+    append_runs(tmp_path, faster)
+    md = build_report(tmp_path)["markdown"].read_text()
+    section = md.split("## Why time-slicing costs", 1)[1].split("\n## ", 1)[0]
+    sentence = next(line for line in section.splitlines() if line.startswith("simpletrack"))
+    assert "(faster than alone: the refill is not identified)" in sentence
+    assert "| not identified |" in section and "refill of -" not in section
+    table = pd.read_csv(tmp_path / "tables" / "timeslice_split.csv")
+    assert table["refill_ms"].isna().all() and table["in_slice_rate"].iloc[0] > 1
+    assert table["not_identified"].iloc[0].startswith("refill (in-slice rate above 1")

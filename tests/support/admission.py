@@ -9,11 +9,14 @@ from celpy import celtypes
 
 
 class AdmissionPolicy:
-    def __init__(self, policy: dict):
+    def __init__(self, policy: dict, binding: dict | None = None):
+        """``binding``: the policy's binding (its ``parameterNotFoundAction``; none: Deny)."""
         self.name = policy["metadata"]["name"]
+        self.not_found = ((binding or {}).get("spec", {}).get("paramRef") or {}).get("parameterNotFoundAction", "Deny")
         spec = policy["spec"]
         self.env = celpy.Environment()
         self.rules = spec["matchConstraints"]["resourceRules"]
+        self.namespace_selector = spec["matchConstraints"].get("namespaceSelector")
         self.param_kind = (spec.get("paramKind") or {}).get("kind")
         self.param_ref = "sharebench-system/sharebench-offer"  # the binding's paramRef (rendered)
         self.conditions = [self._program(c["expression"]) for c in spec.get("matchConditions", [])]
@@ -23,8 +26,17 @@ class AdmissionPolicy:
     def _program(self, expr: str):
         return self.env.program(self.env.compile(expr))
 
-    def matches(self, resource: str, operation: str) -> bool:
-        return any(resource in r["resources"] and operation in r["operations"] for r in self.rules)
+    def matches(self, resource: str, operation: str, subresource: str = "", namespace: str = "") -> bool:
+        """The match constraints: a rule of the resource (``<resource>/<subresource>`` for one) and the
+        operation, and the namespace selector's ``kubernetes.io/metadata.name`` In (the only kind rendered)."""
+        name = f"{resource}/{subresource}" if subresource else resource
+        if not any(name in r["resources"] and operation in r["operations"] for r in self.rules):
+            return False
+        for expr in (self.namespace_selector or {}).get("matchExpressions", []):
+            assert expr["key"] == "kubernetes.io/metadata.name" and expr["operator"] == "In", expr
+            if namespace not in expr["values"]:
+                return False
+        return True
 
     def denials(
         self,
@@ -35,16 +47,20 @@ class AdmissionPolicy:
         obj: dict | None,
         old: dict | None,
         params: dict | None = None,
+        subresource: str = "",
     ) -> list[str]:
         """The messages of the validations that deny this request ([] when admitted or not matched);
         ``params``: the binding's parameter object (a policy with a ``paramKind`` and none denies, as
-        ``parameterNotFoundAction: Deny`` does)."""
-        if not self.matches(resource, operation):
+        ``parameterNotFoundAction: Deny`` does; a binding's ``Allow``: admitted)."""
+        namespace = ((obj or old or {}).get("metadata") or {}).get("namespace", "")
+        if not self.matches(resource, operation, subresource, namespace):
             return []
         act = {
             "request": celpy.json_to_cel(
                 {
                     "resource": {"group": "", "version": "v1", "resource": resource},
+                    "subResource": subresource,
+                    "namespace": namespace,
                     "operation": operation,
                     "userInfo": {"username": user},
                 }
@@ -56,6 +72,8 @@ class AdmissionPolicy:
         if not all(bool(c.evaluate(act)) for c in self.conditions):
             return []
         if self.param_kind and params is None:
+            if self.not_found == "Allow":
+                return []
             return [f"no params: {self.param_kind} {self.param_ref}, named by the binding, is missing"]
         variables = celtypes.MapType({})
         for name, prog in self.variables:

@@ -29,6 +29,14 @@ the official ``kubernetes`` client through a generated kubeconfig:
 * Identities (issue 37): each bearer token is a user (``add_user``; the default token is the node
   account's); with ``rbac`` set (``support.rbac.Rbac`` over the rendered roles) every request is
   authorised as the API server's RBAC does (403 otherwise).
+* Bound service-account tokens (issue 46): :meth:`SimCluster.pod_token` issues a pod's projected token
+  (an audience, an expiry, bound to the pod's name and uid; never a bearer token of this API server),
+  and ``POST /apis/authentication.k8s.io/v1/tokenreviews`` reviews one as the API server does: valid
+  while unexpired and while its pod exists with that uid, for an audience it was issued for, with the
+  pod in ``status.user.extra`` (``authentication.kubernetes.io/pod-name``, ``pod-uid``).
+* Status subresources: a create of a pod starts it ``Pending``, of a ``SharingRequest`` (the CRD
+  ``sharebench.io/v1alpha1``) with no status; a PUT or PATCH of the object keeps its status; only
+  ``.../status`` (RBAC resource ``<plural>/status``) changes a SharingRequest's status, and nothing else.
 """
 
 from __future__ import annotations
@@ -73,12 +81,17 @@ KINDS = {  # resource -> (kind, namespaced, api group prefix)
     "resourceclaimtemplates": ("ResourceClaimTemplate", True, "/apis/resource.k8s.io/v1"),
     "leases": ("Lease", True, "/apis/coordination.k8s.io/v1"),  # issue 14: one reconfiguration per node
     "secrets": ("Secret", True, "/api/v1"),  # issue 27: the prior-state signing key
+    "sharingrequests": ("SharingRequest", True, "/apis/sharebench.io/v1alpha1"),  # issue 46: the agent's requests
 }
+STATUS_SUBRESOURCE = ("nodes", "pods", "daemonsets", "resourceclaims", "sharingrequests")
+API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"  # the API server's own (a pod's default token)
+POD_NAME_EXTRA, POD_UID_EXTRA = "authentication.kubernetes.io/pod-name", "authentication.kubernetes.io/pod-uid"
 API_VERSIONS = {
     "/api/v1": "v1",
     "/apis/apps/v1": "apps/v1",
     "/apis/resource.k8s.io/v1": "resource.k8s.io/v1",
     "/apis/coordination.k8s.io/v1": "coordination.k8s.io/v1",
+    "/apis/sharebench.io/v1alpha1": "sharebench.io/v1alpha1",
 }
 PRODUCTS = {
     "A100-40GB": "NVIDIA-A100-SXM4-40GB",
@@ -274,6 +287,7 @@ class SimCluster:
         self.dra = None  # a support.dra_sim.SimDraDriver, when one is attached
         self.admission: list = []  # issue 14: support.admission.AdmissionPolicy, enforced
         self.users: dict[str, str] = {token: SERVICE_ACCOUNT_USER}  # bearer token -> user
+        self.pod_tokens: dict[str, dict] = {}  # issue 46: a pod's projected token -> its claims
         self.rbac = None  # a support.rbac.Rbac, enforced when set
         self.thawed = threading.Event()  # issue 14: freeze() holds every request until thaw()
         self.thawed.set()
@@ -357,6 +371,59 @@ class SimCluster:
     def add_user(self, token: str, user: str) -> None:
         """Requests with ``token`` are ``user``'s (``system:serviceaccount:NS:NAME`` for a pod's account)."""
         self.users[token] = user
+
+    def pod_token(
+        self, namespace: str, pod: str, audience: str = names.AGENT_AUDIENCE, expiration_s: float = 3600
+    ) -> str:
+        """The projected token the kubelet would mount in ``pod`` (its service account, ``audience``,
+        expiring in ``expiration_s``, bound to the pod's name and uid). Not a bearer token of this API."""
+        obj = self.get("pods", namespace, pod)
+        if obj is None:
+            raise KeyError(f"no pod {namespace}/{pod}")
+        account = obj["spec"].get("serviceAccountName") or "default"
+        token = f"sim-projected-{uuid.uuid4().hex}"
+        self.pod_tokens[token] = {
+            "user": f"system:serviceaccount:{namespace}:{account}",
+            "namespace": namespace,
+            "pod": pod,
+            "uid": obj["metadata"]["uid"],
+            "audiences": [audience],
+            "expires": time.monotonic() + expiration_s,
+        }
+        return token
+
+    def review(self, spec: dict) -> dict:
+        """A TokenReview's status, as the API server's service-account authenticator gives it."""
+        claims = self.pod_tokens.get(str(spec.get("token") or ""))
+        wanted = list(spec.get("audiences") or [API_AUDIENCE])
+        if claims is None:
+            return {
+                "authenticated": False,
+                "error": "[invalid bearer token, square/go-jose: error in cryptographic primitive]",
+            }
+        if time.monotonic() > claims["expires"]:
+            return {"authenticated": False, "error": "[invalid bearer token, service account token has expired]"}
+        audiences = [a for a in wanted if a in claims["audiences"]]
+        if not audiences:
+            return {
+                "authenticated": False,
+                "error": "[invalid bearer token, token audiences is invalid for the target audiences]",
+            }
+        pod = self.get("pods", claims["namespace"], claims["pod"])
+        if pod is None or pod["metadata"]["uid"] != claims["uid"]:
+            return {
+                "authenticated": False,
+                "error": "[invalid bearer token, service account token has been invalidated]",
+            }
+        extra = {POD_NAME_EXTRA: [claims["pod"]], POD_UID_EXTRA: [claims["uid"]]}
+        groups = ["system:serviceaccounts", f"system:serviceaccounts:{claims['namespace']}", "system:authenticated"]
+        user = {
+            "username": claims["user"],
+            "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, claims["user"])),
+            "groups": groups,
+            "extra": extra,
+        }
+        return {"authenticated": True, "user": user, "audiences": audiences}
 
     def offer(self, *nodes: str, image_allow: tuple[str, ...] = (), run_namespaces: tuple[str, ...] = ()) -> None:
         """The site's offer (the policy's params, the agent's configuration): these nodes too."""
@@ -475,17 +542,25 @@ class SimCluster:
         resource: str = "nvidia.com/gpu",
         labels: dict | None = None,
         phase: str = "Running",
+        image: str = "busybox",
+        service_account: str = "default",
     ) -> dict:
+        """A pod as the scheduler and kubelet left it (``phase``), put straight into the store."""
         res = {"limits": {resource: str(gpu)}} if gpu else {}
+        container = {"name": "main", "image": image, "resources": res}
         return self.put_object(
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {})},
-                "spec": {"nodeName": node, "containers": [{"name": "main", "image": "busybox", "resources": res}]},
+                "spec": {"nodeName": node, "serviceAccountName": service_account, "containers": [container]},
                 "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True"}]},
             }
         )
+
+    def set_pod_phase(self, namespace: str, name: str, phase: str) -> None:
+        """The kubelet's report: the pod's phase (Succeeded when its container ended)."""
+        self.edit("pods", namespace, name, lambda pod: pod["status"].update(phase=phase))
 
     def delete_pod(self, namespace: str, name: str) -> None:
         with self.lock:
@@ -757,14 +832,22 @@ class SimCluster:
             raise ApiError(401, "Unauthorized", "Unauthorized")
         if path == "/version":
             return 200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0-sim"}
-        groups = r"/api/v1|/apis/apps/v1|/apis/resource\.k8s\.io/v1|/apis/coordination\.k8s\.io/v1"
-        m = re.fullmatch(rf"({groups})(?:/namespaces/([^/]+))?/([a-z]+)(?:/([^/]+))?", path)
+        if path == "/apis/authentication.k8s.io/v1/tokenreviews" and method == "POST":
+            self._authorize("create", "tokenreviews", None, None, user)
+            spec = (json.loads(body or b"{}").get("spec")) or {}
+            status = self.review(spec)
+            doc = {"kind": "TokenReview", "apiVersion": "authentication.k8s.io/v1", "metadata": {}}
+            return 201, {**doc, "spec": {"audiences": spec.get("audiences") or []}, "status": status}
+        groups = r"/api/v1|/apis/apps/v1|/apis/resource\.k8s\.io/v1|/apis/coordination\.k8s\.io/v1|/apis/sharebench\.io/v1alpha1"
+        m = re.fullmatch(rf"({groups})(?:/namespaces/([^/]+))?/([a-z]+)(?:/([^/]+))?(?:/(status))?", path)
         if not m or m.group(3) not in KINDS or KINDS[m.group(3)][2] != m.group(1):
             raise ApiError(404, "NotFound", f"the server could not find the requested resource ({path})")
-        _, namespace, resource, name = m.groups()
+        _, namespace, resource, name, sub = m.groups()
         kind, namespaced, _prefix = KINDS[resource]
         if namespaced is False and namespace:
             raise ApiError(404, "NotFound", f"{resource} are not namespaced")
+        if sub and (not name or method not in ("GET", "PUT", "PATCH") or resource not in STATUS_SUBRESOURCE):
+            raise ApiError(404, "NotFound", f"the server could not find the requested resource ({path})")
         verb = {
             "GET": "get" if name else "list",
             "PATCH": "patch",
@@ -772,7 +855,7 @@ class SimCluster:
             "POST": "create",
             "DELETE": "delete",
         }[method]
-        self._authorize(verb, resource, namespace, name, user)
+        self._authorize(verb, f"{resource}/{sub}" if sub else resource, namespace, name, user)
         ns = namespace or ""
         with self.lock:
             if method == "GET" and not name:
@@ -792,6 +875,10 @@ class SimCluster:
                         obj["metadata"]["name"],
                         resource,
                     )
+                if resource == "pods":  # a new pod is Pending until the kubelet says more
+                    obj["status"] = {"phase": "Pending"}
+                elif resource == "sharingrequests":  # a status subresource: never set by a create
+                    obj.pop("status", None)
                 self.admit(resource, "CREATE", obj, None, user)
                 return 201, self.put_object(obj)
             cur = self.get(resource, ns, name)
@@ -842,18 +929,39 @@ class SimCluster:
             if namespaced:
                 new["metadata"]["namespace"] = ns
             new["kind"], new["apiVersion"] = cur["kind"], cur["apiVersion"]
-            if resource in ("nodes", "pods", "daemonsets", "resourceclaims"):
-                new["status"] = cur.get("status", {})  # status is a subresource
-            self.admit(resource, "UPDATE", new, cur, user)
+            if sub:  # .../status: the status alone changes
+                status = new.get("status")
+                new = copy.deepcopy(cur)
+                new["status"] = status
+            elif resource in STATUS_SUBRESOURCE:
+                if "status" in cur:
+                    new["status"] = cur["status"]  # status is a subresource
+                else:
+                    new.pop("status", None)
+            self.admit(resource, "UPDATE", new, cur, user, sub or "")
             return 200, self.put_object(new)
 
     def admit(
-        self, resource: str, operation: str, new: dict | None, old: dict | None, user: str = SERVICE_ACCOUNT_USER
+        self,
+        resource: str,
+        operation: str,
+        new: dict | None,
+        old: dict | None,
+        user: str = SERVICE_ACCOUNT_USER,
+        subresource: str = "",
     ) -> None:
         """The enforced admission policies, with the site's offer as params: 422 when one denies."""
         params = self.get("configmaps", names.SYSTEM_NAMESPACE, names.OFFER_CONFIGMAP)
         for vap in self.admission:
-            denied = vap.denials(resource=resource, operation=operation, user=user, obj=new, old=old, params=params)
+            denied = vap.denials(
+                resource=resource,
+                operation=operation,
+                user=user,
+                obj=new,
+                old=old,
+                params=params,
+                subresource=subresource,
+            )
             if denied:
                 raise ApiError(
                     422,

@@ -1,10 +1,13 @@
-"""Capacity by search (issue 33, item 2): the search on synthetic slowdown curves with intervals, the
-"≥ N" answer only at a stated limit, "between" at a budget stop, and a CPU run that finds a knee."""
+"""Capacity by search (issues 33, 42, 46): each N decided by the one rule on every user, answers that say
+what was measured ("N users" only with N within and N + 1 above, both measured), families side by side,
+a failing N that ends the search with a stated answer, the budget used, and the dry run's seconds."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -12,107 +15,117 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sharebench.analysis.tail import TailRule
 from sharebench.cli import main
 from sharebench.errors import UserError
-from sharebench.modes import parse_mode
 from sharebench.report.answer import capacity_blocks, end_screen
+from sharebench.results import ResultsWriter
+from sharebench.results.bursts import append_bursts
 from sharebench.sweep.capacity import (
     Capacity,
     CapacityOptions,
-    CapacitySchedule,
     CapacitySearch,
     Probe,
     answer,
+    folder_options,
     next_n,
     parse_family,
     parse_users,
     probe_bounds,
     read_capacity,
-    verdict,
-    write_capacity,
 )
-from sharebench.sweep.plan import Cell
+from sharebench.sweep.capacity_folder import capacity_lines, populate, read_folder, write_capacity
+from support.crafted import CPU, cell
+from support.lattices import tiny_lattice
+from support.schedules import FakeClock, replay_capacity
+
+SLO = 2.0
 
 
-def run_search(search: CapacitySearch, curve, *, noise: float = 0.0, seed: int = 0, stop_after: int | None = None):
-    """Drive ``next_n`` with a synthetic replica: slowdown(N) = curve(N), an interval that narrows with repeats."""
-    rng = np.random.default_rng(seed)
-    cells = 0
-    while (step := next_n(search)) is not None:
-        if stop_after is not None and cells >= stop_after:
-            return answer(search, budget_stop=True), cells
-        n, _ = step
-        reps = search.probes[n].repeats + 1 if n in search.probes else 1
-        s = curve(n) * (1 + noise * rng.standard_normal())
-        half = 0.15 * curve(n) / math.sqrt(reps)
-        search.probes[n] = Probe(
-            n, search.mode(n).label, s, s - half, s + half, verdict(s, s - half, s + half, search.slo), reps
-        )
-        cells += 1
-    return answer(search), cells
+def probe(n: int, verdict: str, worst: float = 1.0, cells: int = 1, error: str = "") -> Probe:
+    return Probe(n, f"timeslice:{n}", verdict, cells, 200, worst, worst * 0.9, worst * 1.1, error=error)  # type: ignore[arg-type]
 
 
-def knee(n: int) -> float:
-    return 1 + (n / 10.5) ** 3  # 10: 1.86x within 2x, 11: 2.15x above
+def run_search(search: CapacitySearch, verdict_of, stop_after: int | None = None) -> tuple[Capacity, list[int]]:
+    """Drive ``next_n`` with synthetic verdicts (N -> verdict, or (verdict, worst)); ``stop_after`` cells: the
+    budget stops it there."""
+    order: list[int] = []
+    while (n := next_n(search)) is not None:
+        if stop_after is not None and len(order) >= stop_after:
+            search.stopped = "budget"
+            break
+        v = verdict_of(n)
+        v, worst = v if isinstance(v, tuple) else (v, 1.0)
+        cells = search.probes[n].cells + 1 if n in search.probes else 1
+        search.probes[n] = probe(n, v, worst, cells)
+        order.append(n)
+    return answer(search), order
 
 
-def test_search_finds_the_knee_of_a_synthetic_curve_within_the_probe_bound():
-    search = CapacitySearch("timeslice", slo=2.0, lo=2, hi=64)
-    cap, cells = run_search(search, knee, noise=0.02, seed=3)
-    assert cap.bound == "exact" and cap.users == 10
-    assert "≥" not in cap.answer and cap.answer == "10 users"
-    distinct = len(search.probes)
-    assert distinct <= probe_bounds(2, 64)[1]
-    assert [p.n for p in cap.probes][:4] == [2, 4, 8, 16]  # doubling, then bisection
-    assert "10 ✓" in cap.line() and "11 ✗" in cap.line()
+def knee(at: int):
+    return lambda n: ("within", 1.2) if n < at else ("above", 3.0)
 
 
-def test_unsure_probe_repeats_then_the_point_estimate_decides():
-    search = CapacitySearch("mps", slo=2.0, lo=2, hi=8, max_repeats=3)
-    search.probes[4] = Probe(4, "mps:4", 1.95, 1.5, 2.4, "unsure", 1)
-    assert next_n(search) == (4, True)  # a further repeat of the unsure N
-    search.probes[4] = Probe(4, "mps:4", 1.95, 1.7, 2.2, "unsure", 3)
-    assert search.bracket() == (4, None)  # at max repeats: 1.95 <= 2 decides within
-    assert "within noise" in answer(search).note
+def test_n_users_only_with_n_within_and_n_plus_1_above_both_measured():
+    cap, order = run_search(CapacitySearch("timeslice", SLO, 2, 64), knee(11))
+    assert cap.answer == "10 users" and (cap.lo, cap.hi, cap.why) == (10, 11, "none")
+    assert order[:4] == [2, 4, 8, 16] and {10, 11} <= set(order)  # doubling, then bisection
+    assert len(order) <= probe_bounds(2, 64)[1]
+    assert "10 ✓ 1.20×" in cap.line() and "11 ✗ 3.00×" in cap.line()
 
 
-def test_at_least_only_at_the_stated_maximum():
-    search = CapacitySearch("timeslice", slo=2.0, lo=2, hi=16)
-    cap, _ = run_search(search, lambda n: 1.05)
-    assert cap.bound == "at_least" and cap.users == 16
-    assert cap.answer == "≥ 16 users (the stated maximum --users ..16)"
+def test_a_stopped_search_says_between_never_a_number_nor_no_sharing():
+    cap, order = run_search(CapacitySearch("timeslice", SLO, 2, 64), knee(11), stop_after=3)
+    assert order == [2, 4, 8]  # 16 not started
+    assert (cap.answer, cap.lo, cap.hi, cap.why) == ("between 8 and 64", 8, 64, "budget")
+    assert "the budget stopped the search" in cap.line() and cap.users is None
+    cap, _ = run_search(CapacitySearch("timeslice", SLO, 2, 64), knee(11), stop_after=5)  # 16 ✗, 12 ✗: 8..12
+    assert cap.answer == "between 8 and 12"
+    nothing = CapacitySearch("mps", SLO, 2, 16)
+    nothing.stopped = "interrupt"
+    cap = answer(nothing)
+    assert (cap.answer, cap.lo, cap.why) == ("not measured", None, "interrupt") and cap.users is None
+    assert "no sharing" not in cap.line() and " 0 " not in cap.line()
 
 
-def test_at_least_at_the_gpu_memory():
-    from sharebench.sweep.capacity import memory_max
-
-    mem = memory_max(141e9, 40e9)  # 40 GB per replica on a 141 GB H200
-    assert mem == 3
-    search = CapacitySearch("mps", slo=2.0, lo=2, hi=64, mem_max=mem)
-    cap, _ = run_search(search, lambda n: 1.1)
-    assert cap.users == 3 and cap.answer == "≥ 3 users (GPU memory holds 3 replicas)"
+def test_no_sharing_only_when_2_was_measured_above():
+    cap, order = run_search(CapacitySearch("timeslice", SLO, 8, 64), lambda n: ("above", 4.0))
+    assert order == [8, 4, 2] and (cap.answer, cap.lo, cap.hi) == ("no sharing", 1, 2)
+    cap, _ = run_search(CapacitySearch("timeslice", SLO, 8, 64), lambda n: ("above", 4.0), stop_after=2)
+    assert cap.answer == "between 1 and 4" and cap.why == "budget"  # 2 not measured: no "no sharing"
 
 
-def test_kind_limit_mps_clients():
-    search = CapacitySearch("mps", slo=2.0, lo=2, hi=64)
-    cap, _ = run_search(search, lambda n: 1.0)
-    assert cap.answer == "≥ 48 users (mps takes at most 48 clients)"
+def test_at_least_only_at_a_stated_limit():
+    cap, _ = run_search(CapacitySearch("timeslice", SLO, 2, 16), lambda n: "within")
+    assert (cap.answer, cap.why) == (">= 16", "maximum") and cap.words == "≥ 16 users"
+    assert "the stated maximum --users ..16" in cap.line()
+    cap, _ = run_search(CapacitySearch("mps", SLO, 2, 64), lambda n: "within")
+    assert (cap.answer, cap.why) == (">= 48", "kind") and "mps takes at most 48 clients" in cap.line()
+    cap, _ = run_search(CapacitySearch("mps", SLO, 2, 64, mem_max=3), lambda n: "within")
+    assert (cap.answer, cap.why) == (">= 3", "memory")
 
 
-def test_budget_stop_says_between_never_at_least():
-    search = CapacitySearch("timeslice", slo=2.0, lo=2, hi=64)
-    cap, cells = run_search(search, knee, stop_after=3)  # 2, 4, 8 within, 16 not measured
-    assert cells == 3 and cap.bound == "between" and "≥" not in cap.answer
-    assert cap.answer == "between 8 and 64 users (the budget stopped the search)"
-    search = CapacitySearch("timeslice", slo=2.0, lo=2, hi=64)
-    cap, _ = run_search(search, knee, stop_after=5)  # 16 above, 12 above: 8 .. 12
-    assert cap.answer == "between 8 and 12 users (the budget stopped the search)"
+def test_an_undecided_n_gets_more_cells_then_the_answer_says_undecided():
+    search = CapacitySearch("timeslice", SLO, 2, 16, max_cells=3)
+    search.probes = {2: probe(2, "within"), 4: probe(4, "undecided", 1.98)}
+    assert next_n(search) == 4  # another cell of 4, its users' samples pooled
+    search.probes[4] = probe(4, "undecided", 1.98, cells=3)
+    assert next_n(search) is None
+    cap = answer(search)
+    assert (cap.answer, cap.why) == ("between 2 and 16", "undecided")
+    assert "4 undecided after 3 cell(s)" in cap.line() and "4 ? 1.98×" in cap.line()
 
 
-def test_nothing_within_the_target():
-    search = CapacitySearch("timeslice", slo=2.0, lo=2, hi=64)
-    cap, _ = run_search(search, lambda n: 3.0 * n)
-    assert cap.users is None and cap.bound == "none" and "no sharing within 2×" in cap.answer
+def test_a_failed_n_is_never_measured_again():
+    """A replica that fails at N >= 4: the search goes below it and ends, "≥ 3" with the failure said."""
+    fails = lambda n: "failed" if n >= 4 else "within"  # noqa: E731
+    cap, order = run_search(CapacitySearch("timeslice", SLO, 2, 64), fails)
+    assert order == [2, 4, 3] and (cap.answer, cap.lo, cap.hi, cap.why) == (">= 3", 3, None, "failed")
+    assert "4 users failed" in cap.detail and "4 failed" in cap.line()
+    cap, order = run_search(CapacitySearch("timeslice", SLO, 2, 64), lambda n: "failed")
+    assert order == [2] and (cap.answer, cap.why) == ("failed at 2", "failed")
+    cap, order = run_search(CapacitySearch("timeslice", SLO, 2, 64), lambda n: "failed" if n >= 4 else "above")
+    assert cap.answer == "no sharing" and order == [2]
 
 
 def test_families_and_users_parse():
@@ -125,23 +138,142 @@ def test_families_and_users_parse():
         parse_family("timeslice/huge")
 
 
-CONTENDED = f"{sys.executable} -m support.contended"
+# ----------------------------------------------------------------- every user counted, from the folder
+
+
+def write_cell(out: Path, mode: str, repeat: int, latencies: list[np.ndarray], status: str = "ok") -> None:
+    """One cell kept as the runner keeps it: its rows (results.csv) and every replica's bursts."""
+    rows = cell(dict(CPU, particles=1), mode, repeat, [(0.0, 10.0)] * len(latencies), cores=2)
+    for r in rows:
+        r.update(cell_status=status, cell_error="" if status == "ok" else "replica 1: exit status 1")
+    ResultsWriter(out).append(rows)
+    bursts = []
+    for replica, lat in enumerate(latencies):
+        t = 100.0 * repeat
+        for i, x in enumerate(map(float, lat)):
+            bursts.append(dict(sweep_id="t", cell_id=rows[0]["cell_id"], mode=mode, repeat=repeat, warmup=False,
+                               replica=replica, role="victim" if replica == 0 else "neighbour",
+                               pattern="interactive", i=i, arrival=t, start=t, end=t + x, units=1))  # fmt: skip
+            t += x + 0.01
+    append_bursts(out, bursts)
+
+
+def test_replica_0_within_is_not_enough_when_another_user_is_above(tmp_path):
+    rng = np.random.default_rng(1)
+
+    def lat(scale):
+        return 0.01 * scale * np.exp(rng.normal(0, 0.05, 300))
+
+    write_cell(tmp_path, "exclusive", 1, [lat(1)])
+    write_cell(tmp_path, "timeslice:3", 1, [lat(1.1), lat(1.2), lat(3.5)])  # replica 0 at 1.1x, replica 2 at 3.5x
+    search = CapacitySearch("timeslice", SLO, 2, 8, pattern="interactive")
+    populate(search, read_folder(tmp_path, TailRule(SLO)))
+    p = search.probes[3]
+    assert p.verdict == "above" and p.worst_replica == "2" and p.lo > SLO and p.samples == 300
+    write_cell(tmp_path, "timeslice:2", 1, [lat(1.1), lat(1.2)[:40]])  # a user with too few samples
+    write_cell(tmp_path, "timeslice:4", 1, [lat(1.0)] * 4, status="failed")
+    populate(search, read_folder(tmp_path, TailRule(SLO)))
+    assert search.probes[2].verdict == "undecided" and "samples a user" in search.probes[2].reason
+    assert search.probes[4].verdict == "failed" and "exit status 1" in search.probes[4].error
+
+
+def test_capacity_json_has_the_design_shape_and_the_end_screen_its_lines(tmp_path):
+    search = CapacitySearch("mps", SLO, 2, 8, pattern="serve:rate=2.055,size=1,load=0.3")
+    search.probes = {2: probe(2, "within", 1.2), 4: probe(4, "above", 2.6), 3: probe(3, "within", 1.6)}
+    cap = answer(search)
+    write_capacity(tmp_path, [cap], CapacityOptions(("mps",), (2, 8)).record(TailRule(SLO)))
+    (entry,) = read_capacity(tmp_path)
+    assert {"family", "pattern", "slo", "answer", "lo", "hi", "why", "probes"} <= set(entry)
+    assert (entry["answer"], entry["lo"], entry["hi"], entry["why"]) == ("3 users", 3, 4, "none")
+    assert {"n", "mode", "verdict", "worst", "lo", "hi", "samples", "cells"} <= set(entry["probes"][0])
+    line = "mps: 3 users per GPU, 6.165 requests/s per GPU (3 × 2.055/s; load 0.3 of 6.85/s alone) at p95 ≤ 2×"
+    text, _ = end_screen(tmp_path)
+    assert f"  capacity: {line} (measured 2 ✓ 1.20×, 3 ✓ 1.60×, 4 ✗ 2.60×)" in text.splitlines()
+    blocks = capacity_blocks(tmp_path)
+    assert len(blocks) == 2 and blocks[1].items == [cap.line()]
+    assert capacity_blocks(tmp_path / "none") == [] and "capacity" not in end_screen(tmp_path / "none")[0]
+
+
+def test_a_search_of_before_this_round_is_answered_again_from_its_bursts(tmp_path):
+    """An old capacity.json said "exact" from replica 0's interval; its bursts say what was measured."""
+    rng = np.random.default_rng(2)
+    write_cell(tmp_path, "exclusive", 1, [0.01 * np.exp(rng.normal(0, 0.05, 300))])
+    write_cell(tmp_path, "timeslice:2", 1, [0.012 * np.exp(rng.normal(0, 0.05, 300))] * 2)
+    write_cell(tmp_path, "timeslice:4", 1, [0.011 * np.exp(rng.normal(0, 0.05, 300)), 0.05 * np.ones(300)] * 2)
+    old = {"family": "timeslice", "pattern": "interactive", "slo": 2.0, "users": 4, "bound": "exact", "limit": None,
+           "probes": [{"n": 2}, {"n": 4}], "line": "timeslice: 4 users per GPU at p95 ≤ 2×"}  # fmt: skip
+    (tmp_path / "capacity.json").write_text(json.dumps({"capacity": [old]}))
+    (line,) = capacity_lines(tmp_path)
+    assert line.startswith("timeslice: between 2 and 4 users per GPU") and "4 ✗" in line, line
+    assert folder_options(tmp_path) == CapacityOptions(("timeslice",), (2, 64))
+
+
+# ----------------------------------------------------------------- the schedule: families in turn, failure, budget
+
+
+@pytest.fixture(scope="module")
+def lattice(tmp_path_factory) -> str:
+    return str(tiny_lattice(tmp_path_factory.mktemp("lattice") / "fodo.json"))
+
+
+def test_families_take_turns_so_a_stopped_search_leaves_each_a_bracket(lattice, tmp_path):
+    order, notes, schedule = replay_capacity(
+        lattice, tmp_path, FakeClock(), CapacityOptions(("timeslice", "mps"), (2, 16), 1, 4), 300.0
+    )
+    probes = [c.split("_")[0] for c in order if not c.startswith("exclusive")]
+    assert probes[:4] == ["timeslice:2", "mps:2", "timeslice:4", "mps:4"]  # one of each in turn
+    caps = {c["family"]: c for c in read_capacity(tmp_path)}
+    for family in ("timeslice", "mps"):
+        c = caps[family]
+        assert c["why"] == "budget" and c["answer"].startswith("between ") and c["lo"] >= 4, c
+    assert any("its fewest samples take" in n for n in notes)
+
+
+def test_a_failing_n_ends_the_search_with_a_stated_answer(lattice, tmp_path):
+    order, _, schedule = replay_capacity(
+        lattice, tmp_path, FakeClock(), CapacityOptions(("timeslice",), (2, 64), 1, 4), None, fails_at={"timeslice": 4}
+    )
+    assert [c for c in order if c.startswith("timeslice:4")] == ["timeslice:4_p1000_r1"]  # never again
+    (cap,) = read_capacity(tmp_path)
+    assert (cap["answer"], cap["why"]) == (">= 3", "failed") and "4 users failed" in cap["line"]
+    assert pd.read_csv(tmp_path / "tables" / "capacity.csv")["answer"].tolist() == [">= 3"]
+
+
+@pytest.mark.parametrize("budget_s", [300.0, 450.0, 600.0, 900.0])
+def test_a_run_with_cells_left_uses_its_budget(lattice, tmp_path, budget_s):
+    """The deadline refuses a probe only when even its fewest samples do not fit, and tries the other
+    family's: stopped with cells left, the search has used 90% of the budget (up to 900 s, where one probe's
+    fewest samples at 12 users take over 10% of it, it has left less than its cheapest probe needs)."""
+    clock = FakeClock()
+    t0 = clock()
+    options = CapacityOptions(("timeslice", "mps"), (2, 64), 1, 4)
+    _, notes, schedule = replay_capacity(lattice, tmp_path, clock, options, budget_s)
+    assert schedule.left() and schedule.stopped() is not None
+    refusals = re.findall(r"not started: (\S+), its fewest samples take (\d+) s, (\d+) s left", " ".join(notes))
+    assert {cell.split("_")[0].split(":")[0] for cell, _, _ in refusals} == {"timeslice", "mps"}  # both tried
+    assert all(int(need) >= int(left) for _, need, left in refusals)  # rounded to the second
+    if budget_s <= 600:
+        assert clock() - t0 >= 0.9 * budget_s, (clock() - t0, budget_s)
+
+
+# ----------------------------------------------------------------- the command line
 
 
 def capacity_args(out, *more):
     return [
-        "run", "--device", "cpu", "--engine", "exec", "--exec", CONTENDED, "--work", "1",
-        "--pattern", "interactive:burst=2,think=0.1", "--bursts", "20", "--modes", "timeslice", "--capacity",
-        "--repeats", "1", "--max-repeats", "2", "--warmup-repeats", "0", "--no-progress", "--no-telemetry",
-        "--out", str(out), *more,
+        "run", "--device", "cpu", "--engine", "exec", "--exec", f"{sys.executable} -m support.knee", "--work", "1",
+        "--pattern", "interactive:burst=1,think=0.002", "--bursts", "150", "--modes", "timeslice", "--capacity",
+        "--warmup-repeats", "0", "--no-progress", "--no-telemetry", "--out", str(out), *more,
     ]  # fmt: skip
 
 
-def test_dry_run_prints_the_probe_range_and_minutes(tmp_path, capsys):
+def test_dry_run_prints_each_probes_samples_and_seconds_and_a_total(tmp_path, capsys):
     assert main(capacity_args(tmp_path / "r", "--users", "2..16", "--dry-run")) == 0
     out = capsys.readouterr().out
-    assert "capacity search: N from 2 doubling to at most 16" in out
-    assert "timeslice: 4–7 N probed (4–14 cells)" in out and " min" in out
+    assert "families side by side" in out and "p95 slowdown ≤ 2× decided at 95% confidence" in out
+    assert "timeslice: 4–7 N probed (4–28 cells)" in out
+    assert "N=2: 113 samples per user, ≥ " in out and "N=16: 153 samples per user" in out
+    assert "  total: " in out and " min of probes at their fewest samples" in out
     assert not (tmp_path / "r").exists()
 
 
@@ -151,39 +283,33 @@ def test_users_without_capacity_is_a_one_line_error(tmp_path, capsys):
     assert code == 2 and "--users LO..HI goes with --capacity" in err and len(err.splitlines()) == 1
 
 
-@pytest.mark.slow
-def test_a_cpu_capacity_run_finds_a_knee(tmp_path, monkeypatch):
-    """Bursts serialised on one file lock: latency grows with N, so the search stops at a number, not '≥'."""
-    monkeypatch.setenv("SHAREBENCH_CONTENDED_LOCK", str(tmp_path / "device.lock"))
+@pytest.fixture
+def knee_env(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", f"{Path(__file__).parents[1]}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    monkeypatch.setenv("SHAREBENCH_KNEE_FACTOR", "4")
+
+
+@pytest.mark.slow
+def test_a_cpu_capacity_run_finds_the_knee(tmp_path, knee_env):
+    """Bursts 4x slower from 4 replicas on: 2 and 3 within 2x, 4 above, every user counted: "3 users"."""
     out = tmp_path / "r"
-    assert main(capacity_args(out, "--users", "2..16")) == 0
+    assert main(capacity_args(out, "--users", "2..8")) == 0
     (cap,) = read_capacity(out)
-    assert cap["bound"] == "exact" and 2 <= cap["users"] < 16, cap["line"]
-    ns = [p["n"] for p in cap["probes"]]
-    assert ns[0] == 2 and len(ns) >= 2 and "≥" not in cap["answer"]
+    assert (cap["answer"], cap["lo"], cap["hi"], cap["why"]) == ("3 users", 3, 4, "none"), cap["line"]
+    assert {p["n"]: p["verdict"] for p in cap["probes"]} == {2: "within", 3: "within", 4: "above"}
     table = pd.read_csv(out / "tables" / "capacity.csv")
-    assert table["users"].tolist() == [cap["users"]] and table["bound"].tolist() == ["exact"]
+    assert table["answer"].tolist() == ["3 users"] and table["users"].tolist() == [3]
+    assert json.loads((out / "sweep.json").read_text())["sweeps"][-1]["capacity"]["families"] == ["timeslice"]
 
 
-def test_the_answer_and_the_end_screen_carry_the_capacity_lines(tmp_path):
-    probes = (Probe(2, "mps:2", 1.2, 1.1, 1.3, "within", 2), Probe(4, "mps:4", 2.6, 2.4, 2.8, "above", 2))
-    cap = Capacity("mps", "serve:rate=2.055,size=1,load=0.3", 2.0, 3, "exact", None, None, probes)
-    write_capacity(tmp_path, [cap])
-    text, _ = end_screen(tmp_path)
-    line = "mps: 3 users per GPU, 6.165 requests/s per GPU (3 × 2.055/s; load 0.3 of 6.85/s alone) at p95 ≤ 2×"
-    assert f"  capacity: {line} (measured 2 ✓ 1.20×, 4 ✗ 2.60×)" in text.splitlines()
-    blocks = capacity_blocks(tmp_path)
-    assert len(blocks) == 2 and blocks[1].items == [cap.line()]
-    assert capacity_blocks(tmp_path / "none") == [] and "capacity" not in end_screen(tmp_path / "none")[0]
-
-
-@pytest.mark.parametrize(
-    "pattern, expected", [("serve:rate=2,size=1,load=0.3", 1.1 * 10 * 1.5), ("interactive", 1.1 * 10 * 2 * 1.5)]
-)
-def test_a_probe_of_a_service_is_not_stretched_by_the_target(tmp_path, pattern, expected):
-    options = CapacityOptions(("timeslice",), (2, 8), 1, 2)
-    fixed = [Cell(parse_mode("exclusive"), 100, 1)]
-    sched = CapacitySchedule(tmp_path, options.searches(2.0, pattern), fixed, 100, options, lambda m: None)
-    sched.spans["exclusive"] = 10.0
-    assert sched.probe_s(parse_mode("timeslice:2")) == pytest.approx(expected)
+@pytest.mark.slow
+def test_a_replica_that_fails_from_4_ends_the_search_in_bounded_time(tmp_path, knee_env, monkeypatch):
+    monkeypatch.setenv("SHAREBENCH_KNEE_FAIL_AT", "4")
+    monkeypatch.setenv("SHAREBENCH_KNEE_AT", "64")  # no knee: only the failure bounds it
+    out = tmp_path / "r"
+    assert main(capacity_args(out, "--users", "2..16")) == 1  # a cell failed: the end screen's status
+    (cap,) = read_capacity(out)
+    assert (cap["answer"], cap["why"]) == (">= 3", "failed"), cap["line"]
+    rows = pd.read_csv(out / "results.csv")
+    assert rows.loc[rows["mode"] == "timeslice:4", "cell_id"].nunique() == 1  # measured once, never again
+    assert not math.isnan(rows["track_s"].max())

@@ -79,9 +79,11 @@ def test_capacity_is_units_over_the_victims_window():
 
 
 def test_a_serving_capacity_gives_requests_per_gpu():
-    c = Capacity("mps", "serve:rate=2.055,size=1,load=0.3", 2.0, 12, "exact", None, None, ())
+    c = Capacity("mps", "serve:rate=2.055,size=1,load=0.3", 2.0, "12 users", 12, 13, "none")
     assert "12 users per GPU, 24.66 requests/s per GPU (12 × 2.055/s; load 0.3 of 6.85/s alone)" in c.line()
-    assert "requests/s" not in Capacity("mps", "interactive:burst=1,think=0.2", 2.0, 12, "exact", None, None, ()).line()
+    assert "requests/s" not in Capacity("mps", "interactive:burst=1,think=0.2", 2.0, "12 users", 12, 13, "none").line()
+    between = Capacity("mps", "serve:rate=2,size=1", 2.0, "between 8 and 12", 8, 12, "budget").line()
+    assert "between 8 and 12 users per GPU, between 16 and 24 requests/s per GPU" in between
 
 
 def test_a_bad_load_on_the_command_line_is_one_line(tmp_path, capsys):

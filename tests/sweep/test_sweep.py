@@ -14,6 +14,7 @@ from sharebench.errors import UserError
 from sharebench.report import TABLE_TITLES, build_report
 from sharebench.results import load_results
 from sharebench.sweep import SweepConfig, parse_particles, run_sweep, validate
+from sharebench.telemetry.provenance import MACHINE_STATE_FIELDS
 from sharebench.workloads import Workload
 from sharebench.workloads.workload import KEYS
 from support.contexts import cpu_opencl_spec, device_of
@@ -148,6 +149,9 @@ def _check_consistent(out, modes, particles, repeats, warmups):
     assert "timeslice:2" in (out / "report.html").read_text()
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["command"] == ["test"] and prov["kind"] == "provenance"
+    state = prov["machine_state"]  # issue 45: every field of the machine's state, or the reason it is missing
+    assert all(state[f] is not None or state["unavailable"][f] for f in MACHINE_STATE_FIELDS)
+    assert prov["sharebench"]["source_sha256"]
     return df
 
 

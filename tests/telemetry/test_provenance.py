@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
 
 import pytest
 from kubernetes import client
@@ -250,3 +251,120 @@ def test_collect_with_the_kernels_real_device(spec):
             "icd_vendors": __import__("os").environ.get("OCL_ICD_VENDORS"),
         }
     json.dumps(prov)  # all of it is JSON
+
+
+# --- issue 45: the machine state that can move a loss, and the code that ran -------------------------------
+
+
+def test_every_machine_state_field_is_recorded_or_its_absence_explained():
+    """On the CPU: every field present; the GPU's None with why (no GPU used), the host's measured."""
+    prov = provenance.collect(DEVICES["cpu"], "sharebench run", {})
+    state = prov["machine_state"]
+    assert set(provenance.MACHINE_STATE_FIELDS) <= set(state)
+    for field in provenance.MACHINE_STATE_FIELDS:
+        assert state[field] is not None or state["unavailable"][field], field
+    assert state["unavailable"]["power_limit_w"] == "no NVIDIA GPU used: the device is cpu (cpu)"
+    assert state["cpu_model"] and state["cpu_logical"] >= 1 and state["host_mem_bytes"] > 0
+
+
+class RefusingNvml:
+    """NVML as a driver answers on a GPU that supports some fields and refuses others."""
+
+    NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2
+
+    class NVMLError(Exception):
+        pass
+
+    def nvmlDeviceGetPowerManagementLimit(self, h):  # noqa: N802 - NVML's names
+        return 700_000
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, h):  # noqa: N802
+        return 700_000
+
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, h):  # noqa: N802
+        return 700_000
+
+    def nvmlDeviceGetVbiosVersion(self, h):  # noqa: N802
+        return b"96.00.A5.00.01"
+
+    def nvmlDeviceGetApplicationsClock(self, h, clock):  # noqa: N802
+        raise self.NVMLError("Not Supported")
+
+    def nvmlDeviceGetMaxClockInfo(self, h, clock):  # noqa: N802
+        return 1980 if clock == self.NVML_CLOCK_SM else 3201
+
+    def nvmlDeviceGetMemoryInfo(self, h):  # noqa: N802
+        return type("M", (), {"total": 150_109_880_320})()
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, h):  # noqa: N802
+        return 5
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, h):  # noqa: N802
+        return 16
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, h):  # noqa: N802
+        return 5
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, h):  # noqa: N802
+        return 16
+
+    # nvmlDeviceGetPersistenceMode missing: an older nvidia-ml-py
+
+
+def test_a_field_nvml_refuses_is_none_with_its_reason():
+    from sharebench.devices import nvml
+
+    values, reasons = nvml.gpu_state(RefusingNvml(), object())
+    assert values["power_limit_w"] == 700.0 and values["vbios"] == "96.00.A5.00.01"
+    assert values["max_clock_sm_mhz"] == 1980 and values["pcie_max_gen"] == 5
+    assert values["app_clock_sm_mhz"] is None and reasons["app_clock_sm_mhz"] == "NVML: Not Supported"
+    assert values["persistence_mode"] is None and reasons["persistence_mode"].startswith("NVML: ")
+    assert set(values) == set(nvml.GPU_STATE_FIELDS) and set(reasons) == {
+        "app_clock_sm_mhz",
+        "app_clock_mem_mhz",
+        "persistence_mode",
+    }
+
+
+def test_the_source_hash_names_the_source_wherever_it_lies(tmp_path):
+    import shutil
+
+    copy = tmp_path / "sharebench"
+    shutil.copytree(provenance.PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert provenance.source_hash(copy) == provenance.source_hash()
+    (copy / "__pycache__").mkdir(exist_ok=True)
+    (copy / "__pycache__" / "x.py").write_text("# not source\n")
+    assert provenance.source_hash(copy) == provenance.source_hash()
+    target = copy / "kernel" / "engines" / "simpletrack.c"
+    target.write_text(target.read_text() + "\n")
+    assert provenance.source_hash(copy) != provenance.source_hash()
+
+
+@pytest.mark.parametrize(
+    ("sb", "named", "says"),
+    [
+        ({"git_commit": "a" * 40, "git_dirty": False}, True, "commit aaaaaaaaaaaa"),
+        (
+            {"git_commit": "b" * 40, "git_dirty": True, "source_sha256": "c" * 64, "diff_files": ["src/x.py"]},
+            True,
+            "commit bbbbbbbbbbbb with uncommitted changes in 1 file(s): src/x.py; source hash cccccccccccccccc",
+        ),
+        ({"git_commit": "4947242" + "0" * 33, "git_dirty": True}, False, "cannot be named: commit 494724200000 with"),
+        ({"git_commit": None, "git_dirty": None}, False, "cannot be named: no git commit recorded"),
+        ({"git_commit": "d" * 40, "git_dirty": None}, False, "cannot be named: commit dddddddddddd, but whether"),
+    ],
+)
+def test_the_report_says_when_the_code_that_ran_cannot_be_named(sb, named, says):
+    ok, line = provenance.code_line({"sharebench": sb})
+    assert ok is named and line.startswith(says)
+    text = markdown([provenance_section({"sharebench": {"version": "0.1.0", **sb}})], Path("."))
+    assert ("The code that ran cannot be named" in text) is not named
+
+
+def test_a_dirty_checkout_records_its_source_hash_and_changed_files():
+    prov = provenance.collect(DEVICES["cpu"], "sharebench run", {})
+    sb = prov["sharebench"]
+    assert sb["source_sha256"] == provenance.source_hash()
+    if sb["git_dirty"]:
+        assert isinstance(sb["diff_files"], list)
+    assert provenance.code_line(prov)[0] is bool(sb["git_commit"])

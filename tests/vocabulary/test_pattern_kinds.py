@@ -216,15 +216,15 @@ def test_a_toy_kinds_cells_go_to_the_latency_table_and_its_answer_line(tmp_path)
     _, picks = folder_with_bursts(tmp_path / "b", {"timeslice:2": ([TOY_LABEL] * 2, 1.3)}, TOY_LABEL)
     line = picks.loc[f"paced serving ({TOY_LABEL})"]
     assert (line["mode"], line["basis"]) == ("timeslice:2", "measured")
-    assert (
-        "services per GPU whose p95 slowdown against alone stays within 2×: timeslice: 2 services = 20 requests/s"
-        in (line["reason"])
-    )
+    assert line["reason"].startswith("services per GPU at a p95 slowdown target of 2× against alone (every user")
+    assert ": timeslice: ≥ 2 services (≥ 20 requests/s) (timeslice:2 within: worst user 1." in line["reason"]
     for other in ("interactive", "serving", "batch throughput"):
         assert picks.loc[other, "basis"] == "not measured"
     assert list(picks.index[:4]) == ["batch throughput", "interactive", "serving", f"paced serving ({TOY_LABEL})"]
 
-    cap = Capacity("mps", TOY_LABEL, 2.0, 3, "exact", None, None, (Probe(2, "mps:2", 1.2, 1.1, 1.3, "within", 2),))
+    cap = Capacity(
+        "mps", TOY_LABEL, 2.0, "3 users", 3, 4, "none", (Probe(2, "mps:2", "within", 1, 200, 1.2, 1.1, 1.3),)
+    )
     assert cap.line().startswith("mps: 3 users per GPU, 30 requests/s per GPU (3 × 10/s) at p95 ≤ 2×")
 
 

@@ -13,6 +13,7 @@ from sharebench.patterns import (
     BATCH,
     MAX_RATE_PER_S,
     MAX_THINK_S,
+    MIN_RATE_PER_S,
     PATTERNS,
     Pattern,
     format_number,
@@ -79,7 +80,7 @@ def test_bad_patterns_are_one_line(text, fragment):
 
 
 positive_think = st.floats(min_value=1e-6, max_value=MAX_THINK_S, allow_nan=False, allow_infinity=False)
-positive_rate = st.floats(min_value=1e-6, max_value=MAX_RATE_PER_S, allow_nan=False, allow_infinity=False)
+positive_rate = st.floats(min_value=MIN_RATE_PER_S, max_value=MAX_RATE_PER_S, allow_nan=False, allow_infinity=False)
 units = st.integers(min_value=1, max_value=10**9)
 patterns = st.one_of(
     st.just(BATCH),
@@ -108,7 +109,7 @@ def test_think_is_accepted_exactly_when_finite_and_in_range(think):
 @given(st.floats(allow_nan=True, allow_infinity=True))
 def test_rate_is_accepted_exactly_when_finite_and_in_range(rate):
     text = f"serve:rate={rate!r}"
-    if math.isfinite(rate) and 0 < rate <= MAX_RATE_PER_S:
+    if math.isfinite(rate) and MIN_RATE_PER_S <= rate <= MAX_RATE_PER_S:  # issue 46: a handful of requests a cell
         assert parse_pattern(text).rate_per_s == rate
     else:
         with pytest.raises(UserError, match="bad rate"):

@@ -1,72 +1,65 @@
-"""The advice: per class the option with the fewest GPUs within the SLO, the next-best layouts, and the files.
+"""The advice: the layout with the fewest GPUs that keeps every pod within the target, and what it says.
 
-A layout gives every class one option (:mod:`sharebench.advise.replay`); classes never share a GPU, so a
-layout's GPU count is the sum of its classes' and a class's p95 slowdown does not depend on the others'
-choice. The recommendation takes, per class, the feasible option with the fewest GPUs (ties: the lower
-p95, then measured before predicted); the next-best layouts are the other feasible combinations with
-the fewest GPUs. Today's pool is the GPUs the trace's pods ran on.
+Per class: the workload whose costs cost it (:mod:`sharebench.advise.classes`), its options replayed
+(:mod:`sharebench.advise.replay`: every pod's p95 with its interval), then the layout of the whole pool
+(:mod:`sharebench.advise.layout`: classes whose modes agree share GPUs). The advice says, beside the
+GPUs: the worst pod and the distribution of the pods' p95 per class; the next option where the chosen
+one's worst pod is within 10 % of the target; what each chosen mode does not isolate
+(:mod:`sharebench.advise.isolation`), a class that needs isolation getting only whole GPUs or MIG; the
+pool's GPU model and its memory headroom, and whether memory sets the count (with what the next memory
+size would give); which constraint makes it need more GPUs than today, where it does; how each class was
+costed, and the command that measures a borrowed class's own program.
+
+The pool's GPU model is the costs' (``read_costs`` is told it); the usage's model (the trace's, or
+``--usage-gpu-model``) must be the same unless the pool's was chosen on purpose (``--gpu-model``) or
+``--allow-other-model`` is given (then a warning in every output). Memory that cannot be bytes is an
+error unless ``force``.
 """
 
 from __future__ import annotations
 
-import base64
-import csv
-import html
-import io
-import itertools
-import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # before pyplot: figures are files, never windows
-import matplotlib.pyplot as plt
-
+from sharebench.advise.classes import ClassCost, Site, class_cost
 from sharebench.advise.costs import Costs
-from sharebench.advise.replay import Outcome, class_options, replay
-from sharebench.advise.usage import Usage, sanity
+from sharebench.advise.isolation import isolation_of, shares_without_isolation
+from sharebench.advise.layout import (
+    Layout,
+    MemoryBound,
+    WhatIf,
+    choose,
+    memory_bound,
+    more_than_today,
+    next_options,
+)
+from sharebench.advise.options import DEFAULT_HEADROOM, ClassChoice
+from sharebench.advise.pool import Pool
+from sharebench.advise.replay import Costing, Outcome, class_options, replay, upper_text
+from sharebench.advise.usage import Usage, memory_problems
 from sharebench.errors import UserError
-from sharebench.files import write_atomic
-from sharebench.modes import BASELINE
 from sharebench.patterns import PatternSpec
 
-NEXT_BEST = 3
-ASSIGNMENT_COLUMNS = ("pod", "class", "gpu", "mode", "instance", "present_from", "present_to")
-
 
 @dataclass(frozen=True)
-class Layout:
-    choice: dict[str, Outcome]  # class -> its outcome
-    unmeasured: frozenset[str] = frozenset()  # classes kept whole because their pattern has no measured cost
+class AdviseOptions:
+    """How to advise beyond the target: costs of another GPU model allowed, the pool's model chosen on
+    purpose (``--gpu-model``: a usage of another model is then the what-if, not a mistake), the memory
+    headroom, what ``--class`` says per class, and ``force`` (memory that cannot be bytes advised anyway)."""
 
-    @property
-    def gpus(self) -> int:
-        return sum(o.gpus for o in self.choice.values())
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "gpus": self.gpus,
-            "classes": {
-                c: {
-                    "mode": "not measured" if c in self.unmeasured else o.option.mode,
-                    "gpus": o.gpus,
-                    "p95_slowdown": round(o.p95, 4),
-                    "source": o.option.source,
-                    "predicted": o.option.predicted,
-                    "measured": c not in self.unmeasured,
-                }
-                for c, o in self.choice.items()
-            },
-        }
+    allow_other_model: bool = False
+    pool_chosen: bool = False
+    headroom: float = DEFAULT_HEADROOM
+    classes: dict[str, ClassChoice] = field(default_factory=dict)
+    force: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass
 class Advice:
     slo: float
     model: str
+    pool: Pool
     patterns: dict[str, PatternSpec]  # class -> its pattern kind
     today_gpus: dict[str, int]  # class -> peak GPUs holding its present pods today
     today_total: int
@@ -74,49 +67,62 @@ class Advice:
     left_out: dict[str, list[str]]
     recommended: Layout | None
     next_best: list[Layout]
-    work: dict[str, tuple[float, float]]  # class -> (work in, work replayed) under the recommendation
     notes: list[str]
     read: dict[str, Any] = field(default_factory=dict)  # what advise read: usage, costs, models
     warnings: list[str] = field(default_factory=list)
-    unmeasured: dict[str, str] = field(default_factory=dict)  # class -> the command that measures it
+    costing: dict[str, ClassCost] = field(default_factory=dict)
     assignment: list[dict[str, Any]] = field(default_factory=list)
+    memory: MemoryBound | None = None
+    beyond_today: str = ""  # the constraint that makes the layout need more GPUs than today ('' none)
+    next_options: list[str] = field(default_factory=list)
+    cells_left: list[str] = field(default_factory=list)  # measured cells that gave no cost, and why
+
+    @property
+    def unmeasured(self) -> dict[str, str]:
+        """Class -> the command that measures it, for the classes no workload measured."""
+        return {c: k.command for c, k in self.costing.items() if k.workload is None}
+
+    @property
+    def work(self) -> dict[str, tuple[float, float]]:
+        """Class -> (work in, work replayed) under the recommendation."""
+        rec = self.recommended
+        return {c: (o.work_in_s, o.work_replayed_s) for c, o in (rec.choice.items() if rec else [])}
 
 
-def rank(o: Outcome) -> tuple[int, float, int]:
-    return (o.gpus, o.p95, int(o.option.predicted))
-
-
-def pareto(outs: list[Outcome]) -> list[Outcome]:
-    """The feasible outcomes no other beats on both GPUs and p95 (ties: the first in rank order)."""
-    kept: list[Outcome] = []
-    for o in sorted((o for o in outs if o.feasible), key=rank):
-        if not any(k.gpus <= o.gpus and k.p95 <= o.p95 for k in kept):
-            kept.append(o)
-    return kept
-
-
-def check_models(usage: Usage, costs: Costs, allow_other_model: bool) -> list[str]:
-    """UserError when the usage's GPU model is not the costs' (unless allowed: then a warning)."""
+def model_warnings(usage: Usage, costs: Costs, options: AdviseOptions) -> list[str]:
+    """The usage's GPU model against the pool's (the costs'): a UserError unless allowed, else warnings."""
+    pool = costs.model.key
+    out = [f"warning: {n}" for n in costs.notes if "allow-other-model" in n]
     if usage.gpu_model is None:
-        return [f"the usage names no GPU model: the costs' {costs.model.key} assumed (--usage-gpu-model to say)"]
-    if usage.gpu_model == costs.model.key:
-        return []
-    text = f"the usage ran on {usage.gpu_model} ({usage.model_from}), the costs were measured on {costs.model.key}"
-    if not allow_other_model:
-        raise UserError(f"{text}; give results of {usage.gpu_model} or --allow-other-model")
-    return [f"warning: {text} (--allow-other-model): the slowdowns are another GPU's"]
+        how = "--gpu-model" if options.pool_chosen else "the costs'"
+        return [*out, f"the usage names no GPU model: its busy fractions read as {pool}'s ({how})"]
+    if usage.gpu_model == pool:
+        return out
+    text = f"the usage ran on {usage.gpu_model} ({usage.model_from}), the pool is {pool}"
+    if options.pool_chosen:
+        return [
+            *out,
+            f"{text} (--gpu-model): the usage's busy fractions are the {usage.gpu_model}'s, packed for a {pool} pool",
+        ]
+    if not options.allow_other_model:
+        raise UserError(
+            f"the usage ran on {usage.gpu_model} ({usage.model_from}), the costs were measured on {pool}; give "
+            f"results of {usage.gpu_model}, --gpu-model {pool} to advise a {pool} pool, or --allow-other-model"
+        )
+    return [
+        *out,
+        f"warning: {text}; the costs were measured on {pool} (--allow-other-model): the slowdowns are another GPU's",
+    ]
 
 
-def measure_command(pattern: PatternSpec, model: str, slo: float) -> str:
-    """The sweep that measures a pattern's sharing costs on the pool's GPU model."""
-    modes = "exclusive,timeslice:2,timeslice:4,timeslice:8,mps:2,mps:4,mps:8,mig-emulated:7x1g.18gb"
-    return (
-        f"sharebench run --device cuda:0 --pattern {pattern.name} --modes {modes} --slo {slo:g} "
-        f"--out results/{model.lower()}/{pattern.name}-users (on a {model}, then sharebench report)"
-    )
+def memory_warnings(usage: Usage, force: bool) -> list[str]:
+    problems = memory_problems(usage)
+    if problems and not force:
+        raise UserError(f"{problems[0]}; fix memory_bytes, or --force to advise with it")
+    return [f"warning: {p} (--force)" for p in problems]
 
 
-def read_summary(usage: Usage, costs: Costs, patterns: dict[str, PatternSpec]) -> dict[str, Any]:
+def read_summary(usage: Usage, costs: Costs, patterns: dict[str, PatternSpec], pool: Pool) -> dict[str, Any]:
     return {
         "usage": usage.describe(),
         "pods": len(usage.pods),
@@ -127,77 +133,77 @@ def read_summary(usage: Usage, costs: Costs, patterns: dict[str, PatternSpec]) -
         "window": [usage.time_at(0), usage.time_at(usage.steps)],
         "usage_gpu_model": usage.gpu_model,
         "costs_gpu_model": costs.model.key,
-        "costs": f"{len(costs.points)} measured points from {len(costs.folders)} results folder(s)",
+        "pool": pool.describe(),
+        "memory_headroom": pool.headroom,
+        "costs": (
+            f"{len(costs.points)} measured points from {len(costs.folders)} results folder(s) measured on "
+            f"{', '.join(sorted(set(costs.models_read.values())))}"
+        ),
+        "cells_left": len(costs.left),
         "results_folders": list(costs.folders),
     }
 
 
 def advise(
-    usage: Usage, costs: Costs, patterns: dict[str, PatternSpec], slo: float, allow_other_model: bool = False
+    usage: Usage, costs: Costs, patterns: dict[str, PatternSpec], slo: float, options: AdviseOptions | None = None
 ) -> Advice:
-    warnings = check_models(usage, costs, allow_other_model) + sanity(usage, costs.model)
-    warnings += [n for n in costs.notes if "allow-other-model" in n]
+    """The advice for ``usage`` with ``costs`` (read for the pool's GPU model) at the p95 target ``slo``."""
+    options = options or AdviseOptions()
+    pool = Pool(costs.model, options.headroom)
+    warnings = model_warnings(usage, costs, options) + list(usage.warnings) + memory_warnings(usage, options.force)
+    costs = costs.at(slo)
+    site = Site(costs, pool.model, slo)
+    notes = [n for n in costs.notes if "allow-other-model" not in n]
     outcomes: dict[str, list[Outcome]] = {}
     left_out: dict[str, list[str]] = {}
-    notes = [n for n in costs.notes if "allow-other-model" not in n]
-    measured = costs.kinds()
+    costing: dict[str, ClassCost] = {}
     for cls in usage.class_names():
-        co = class_options(costs, patterns[cls], usage.level(usage.pods_of(cls)))
-        if patterns[cls].name not in measured:  # kept whole: the batch costs are shown, never applied
-            co.notes = [n.removeprefix("warning: ") for n in co.notes]
+        level = usage.level(usage.pods_of(cls))
+        choice = options.classes.get(cls) or ClassChoice(cls)
+        costing[cls] = class_cost(site, patterns[cls], float(level.mean()) if level.size else 0.0, choice)
+        co = class_options(costs, patterns[cls], level, Costing(costing[cls].workload, choice.isolation), pool)
         left_out[cls] = co.left_out
         notes += [f"{cls}: {n}" for n in co.notes if not n.startswith("warning")]
         warnings += [f"warning: {cls}: {n.removeprefix('warning: ')}" for n in co.notes if n.startswith("warning")]
         outcomes[cls] = [replay(usage, cls, opt, slo) for opt in co.options]
-    unmeasured = {c: measure_command(p, costs.model.key, slo) for c, p in patterns.items() if p.name not in measured}
-    recommended, nxt = choose(outcomes, unmeasured)
-    work = {c: (o.work_in_s, o.work_replayed_s) for c, o in (recommended.choice.items() if recommended else [])}
-    today = {c: usage.gpus_present(usage.pods_of(c)) for c in usage.class_names()}
+    unmeasured = frozenset(c for c, k in costing.items() if k.workload is None)
+    recommended, nxt, search = choose(usage, outcomes, unmeasured, slo)
     result = Advice(
         slo,
-        costs.model.key,
+        pool.model.key,
+        pool,
         patterns,
-        today,
+        {c: usage.gpus_present(usage.pods_of(c)) for c in usage.class_names()},
         usage.gpus_present(),
         outcomes,
         left_out,
         recommended,
         nxt,
-        work,
         notes,
-        read_summary(usage, costs, patterns),
+        read_summary(usage, costs, patterns, pool),
         warnings,
-        unmeasured,
+        costing,
+        cells_left=list(costs.left),
     )
-    if recommended:
+    if recommended is not None and search is not None:
+        result.memory = memory_bound(WhatIf(usage, outcomes, unmeasured, slo), recommended, pool)
+        isolation = {c: bool(k.isolation) for c, k in costing.items()}
+        result.beyond_today = more_than_today(usage, recommended, pool, isolation)
+        result.next_options = next_options(search, recommended)
         result.assignment.extend(assignment(usage, recommended))
     return result
-
-
-def choose(outcomes: dict[str, list[Outcome]], unmeasured: dict[str, str]) -> tuple[Layout | None, list[Layout]]:
-    """The recommended layout (per class its feasible option with the fewest GPUs; a class not measured
-    kept whole) and the next-best combinations."""
-    feasible = {
-        c: [o for o in outs if o.option.mode == BASELINE and o.feasible][:1] if c in unmeasured else pareto(outs)
-        for c, outs in outcomes.items()
-    }
-    if not all(feasible.values()):
-        return None, []
-    keep = frozenset(unmeasured)
-    recommended = Layout({c: f[0] for c, f in feasible.items()}, keep)
-    combos = itertools.product(*(f[: NEXT_BEST + 1] for f in feasible.values()))
-    layouts = [Layout(dict(zip(feasible, combo)), keep) for combo in combos]
-    layouts.sort(key=lambda lay: (lay.gpus, max(o.p95 for o in lay.choice.values())))
-    return recommended, [lay for lay in layouts if lay.choice != recommended.choice][:NEXT_BEST]
 
 
 def assignment(usage: Usage, layout: Layout) -> list[dict[str, Any]]:
     """Pod to GPU (``pool-gpu-NNN``) and instance (or slot): pods of a GPU take, in order of arrival,
     the lowest instance free over their presence."""
     rows: list[dict[str, Any]] = []
+    class_of = {p: c for c in layout.choice for p in map(int, usage.pods_of(c))}
     gpu = 0
-    for cls, o in layout.choice.items():
-        for pods in o.bins:
+    for g in layout.groups:
+        for pods in g.bins:
+            if not pods:
+                continue
             free_at: list[int] = []  # per instance: the step it is free again
             for p in sorted(pods, key=lambda q: (int(usage.first[q]), usage.pods[q])):
                 inst = next((i for i, t in enumerate(free_at) if t <= usage.first[p]), len(free_at))
@@ -207,9 +213,9 @@ def assignment(usage: Usage, layout: Layout) -> list[dict[str, Any]]:
                 rows.append(
                     {
                         "pod": usage.pods[p],
-                        "class": cls,
+                        "class": class_of[p],
                         "gpu": f"pool-gpu-{gpu + 1:03d}",
-                        "mode": o.option.mode,
+                        "mode": g.mode,
                         "instance": inst,
                         "present_from": usage.time_at(int(usage.first[p])),
                         "present_to": usage.time_at(int(usage.last[p])),
@@ -219,159 +225,49 @@ def assignment(usage: Usage, layout: Layout) -> list[dict[str, Any]]:
     return rows
 
 
-def node_commands(layout: Layout) -> list[str]:
-    """The ``sharebench node apply`` commands that implement a layout (never run by advise)."""
-    out = []
-    for cls, o in layout.choice.items():
-        mode = o.option.mode
-        out.append(f"# {cls}: {o.gpus} GPU(s) in {mode}; repeat for each node that holds them")
-        out.append(f"sharebench node apply NODE {mode}")
-    return out
+def class_line(a: Advice, cls: str, o: Outcome) -> str:
+    """One class of the recommendation: its mode and GPUs, the worst pod, the pods' distribution, isolation."""
+    pattern = a.patterns[cls].name
+    if cls in a.unmeasured:
+        return f"{cls} ({pattern}): not measured, kept whole on {o.gpus} GPU(s); measure it: {a.unmeasured[cls]}"
+    rec = a.recommended
+    group = rec.group_of(cls) if rec else None
+    shared = f" (with {', '.join(c for c in group.classes if c != cls)})" if group and len(group.classes) > 1 else ""
+    q = o.pods.quantiles()
+    spread = f"; pods' p95: median {q['median']:.2f}x, p90 {q['p90']:.2f}x" if q else ""
+    lo = o.pods.lo[o.pods.worst()] if o.pods.worst() is not None else math.nan
+    interval = f" [{lo:.2f}x, {upper_text(o.p95_hi)}]" if math.isfinite(lo) else ""
+    iso = "shares without isolation" if shares_without_isolation(o.option.mode) else "isolated"
+    worst = f"worst pod {o.worst_pod} {o.p95:.2f}x{interval}" if o.worst_pod else "no pod had work"
+    return f"{cls} ({pattern}): {o.option.mode} on {o.gpus} GPU(s){shared}, {worst}{spread}; {iso}"
 
 
-def to_json(a: Advice) -> dict[str, Any]:
-    return {
-        "slo": a.slo,
-        "gpu_model": a.model,
-        "read": a.read,
-        "warnings": a.warnings,
-        "patterns": {c: p.name for c, p in a.patterns.items()},
-        "today": {"gpus": a.today_total, "classes": a.today_gpus},
-        "recommended": a.recommended.summary() if a.recommended else None,
-        "frees_gpus": a.today_total - a.recommended.gpus if a.recommended else None,
-        "not_measured": a.unmeasured,
-        "next_best": [lay.summary() for lay in a.next_best],
-        "options": {
-            c: [
-                {
-                    "mode": o.option.mode,
-                    "gpus": o.gpus,
-                    "p95_slowdown": None if math.isnan(o.p95) else round(o.p95, 4),
-                    "feasible": o.feasible,
-                    "reason": o.reason,
-                    "source": o.option.source,
-                    "neighbours_above_measured": round(o.clamped, 4),
-                }
-                for o in outs
-            ]
-            for c, outs in a.outcomes.items()
-        },
-        "left_out": a.left_out,
-        "assignment": a.assignment,
-        "node_commands": node_commands(a.recommended) if a.recommended else [],
-        "notes": a.notes,
-    }
-
-
-def markdown(a: Advice, plot_name: str) -> str:
-    lines = [f"# GPU pool advice ({a.model}, p95 slowdown target {a.slo:g}x)", ""]
-    lines += [
-        f"Read: {a.read.get('usage', '')}; costs: {a.read.get('costs', '')} ({a.read.get('costs_gpu_model')}).",
-        "",
-    ]
-    lines += [f"- {w}" for w in a.warnings] + ([""] if a.warnings else [])
+def headline(a: Advice) -> list[str]:
+    """What the advice says, in the order a reader needs it (the command's screen and advice.md's top)."""
     if a.recommended is None:
         stuck = [c for c, outs in a.outcomes.items() if not any(o.feasible for o in outs)]
-        lines += [f"No layout meets the target: class(es) {', '.join(stuck)} exceed it under every option.", ""]
-    else:
-        r = a.recommended
-        lines += [
-            f"**Recommended: {r.gpus} GPUs** (today {a.today_total}; frees {a.today_total - r.gpus}).",
-            "",
-            "| class | pattern | today GPUs | mode | GPUs | p95 slowdown | cost source |",
-            "|---|---|---|---|---|---|---|",
+        return [
+            f"no layout keeps every pod within {a.slo:g}x: class(es) {', '.join(stuck)} exceed it under every option"
         ]
-        for c, o in r.choice.items():
-            if c in a.unmeasured:
-                lines.append(
-                    f"| {c} | {a.patterns[c].name} | {a.today_gpus[c]} | not measured (kept whole) | {o.gpus} | - | "
-                    f"measure it: `{a.unmeasured[c]}` |"
-                )
-                continue
-            lines.append(
-                f"| {c} | {a.patterns[c].name} | {a.today_gpus[c]} | {o.option.mode} | {o.gpus} | {o.p95:.2f}x | {o.option.source} |"
-            )
-        lines += ["", "Pod-to-GPU assignment: assignment.csv (and `assignment` in advice.json)."]
-        lines += ["", f"![today against the recommendation]({plot_name})", "", "## Next-best layouts", ""]
-        for lay in a.next_best:
-            parts = ", ".join(f"{c} {o.option.mode} ({o.gpus} GPUs, {o.p95:.2f}x)" for c, o in lay.choice.items())
-            lines.append(f"- {lay.gpus} GPUs: {parts}")
-        lines += ["", "## Commands that implement it (not applied)", "", "```", *node_commands(r), "```"]
-    lines += [
-        "",
-        "## Every option replayed",
-        "",
-        "| class | mode | GPUs | p95 slowdown | verdict | source |",
-        "|---|---|---|---|---|---|",
+    r = a.recommended
+    out = [
+        f"recommended: {r.gpus} GPUs (today {a.today_total} at the peak of pods present; frees "
+        f"{a.today_total - r.gpus}); every pod's p95 slowdown within {a.slo:g}x by its upper end"
     ]
-    for c, outs in a.outcomes.items():
-        for o in outs:
-            p95 = "-" if math.isnan(o.p95) else f"{o.p95:.2f}x"
-            lines.append(f"| {c} | {o.option.mode} | {o.gpus or '-'} | {p95} | {o.reason} | {o.option.source} |")
-    notes = [f"{c}: {why}" for c, whys in a.left_out.items() for why in whys] + a.notes
-    if notes:
-        lines += ["", "## Left out", "", *(f"- {n}" for n in notes)]
-    return "\n".join(lines) + "\n"
-
-
-def plot_png(a: Advice) -> bytes:
-    classes = list(a.today_gpus)
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    x = range(len(classes))
-    ax.bar([i - 0.2 for i in x], [a.today_gpus[c] for c in classes], 0.4, label=f"today ({a.today_total} GPUs)")
-    if a.recommended:
-        rec = a.recommended.choice
-        ax.bar(
-            [i + 0.2 for i in x], [rec[c].gpus for c in classes], 0.4, label=f"recommended ({a.recommended.gpus} GPUs)"
+    if a.beyond_today:
+        out.append(f"  more GPUs than today: {a.beyond_today}")
+    out += [f"  {class_line(a, c, o)}" for c, o in r.choice.items()]
+    risky = [c for c, o in r.choice.items() if shares_without_isolation(o.option.mode) and c not in a.unmeasured]
+    if risky:
+        modes = sorted({r.choice[c].option.mode for c in risky})
+        said = "; ".join(f"{m}: {isolation_of(m).memory}; {isolation_of(m).faults}" for m in modes)
+        out.append(
+            f"  shares without isolation: {', '.join(f'{c} ({r.choice[c].option.mode})' for c in risky)}: {said}"
         )
-        for i, c in enumerate(classes):
-            ax.annotate(
-                f"{rec[c].option.mode}\np95 {rec[c].p95:.2f}x",
-                (i + 0.2, rec[c].gpus),
-                ha="center",
-                va="bottom",
-                fontsize=8,
-            )
-    ax.set_xticks(list(x), [f"{c}\n({a.patterns[c].name})" for c in classes])
-    ax.set_ylabel("GPUs")
-    ax.set_title(f"{a.model} pool: today against the recommendation (p95 target {a.slo:g}x)")
-    ax.legend(loc="upper right", fontsize=8)
-    ax.margins(y=0.25)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    return buf.getvalue()
-
-
-def write_advice(a: Advice, out: Path, force: bool = False) -> dict[str, Path]:
-    """advice.md/html/json/png and assignment.csv in ``out``; an existing advice there is a UserError
-    unless ``force``."""
-    if (out / "advice.json").exists() and not force:
-        raise UserError(f"--out {out} already holds an advice (advice.json); choose another folder or --force")
-    out.mkdir(parents=True, exist_ok=True)
-    png = plot_png(a)
-    paths = {
-        "json": out / "advice.json",
-        "md": out / "advice.md",
-        "html": out / "advice.html",
-        "png": out / "advice.png",
-        "csv": out / "assignment.csv",
-    }
-    write_atomic(paths["png"], png)
-    write_atomic(paths["json"], json.dumps(to_json(a), indent=2) + "\n")
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(ASSIGNMENT_COLUMNS), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(a.assignment)
-    write_atomic(paths["csv"], buf.getvalue())
-    md = markdown(a, "advice.png")
-    write_atomic(paths["md"], md)
-    uri = "data:image/png;base64," + base64.b64encode(png).decode()
-    body = html.escape(md).replace(html.escape("](advice.png)"), "](advice.png)")
-    page = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>sharebench advice</title></head><body>"
-        f"<img alt='today against the recommendation' src='{uri}'><pre>{body}</pre></body></html>\n"
-    )
-    write_atomic(paths["html"], page)
-    return paths
+    out += [f"  next option: {n}" for n in a.next_options]
+    if a.memory:
+        out.append(f"  {a.memory.line(r.gpus, a.pool)}")
+    for c, k in a.costing.items():
+        if k.workload is not None and not k.own:
+            out.append(f"  {c}: costs {k.why}; measure its own: {k.command}")
+    return out

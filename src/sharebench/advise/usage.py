@@ -1,22 +1,15 @@
-"""A site's GPU usage: a CSV or dcgm-exporter's per-pod series in Prometheus, as one fixed-step frame.
+"""A site's GPU usage as one fixed-step frame, each pod's presence, and each class's pattern kind.
 
 The frame (:class:`Usage`) is a matrix: one row per pod, one column per step of the window, each cell
 the pod's busy fraction of a whole GPU (0..1; 0 where the pod has no sample); per pod its peak memory
-in bytes.
-Each pod carries its class and the GPU it ran on today (one pod per GPU or several, as the trace says).
-A pod is *present* from its first to its last sample (zero busy included): today's pool is its peak of
-GPUs holding a present pod, not the distinct GPUs over the window, and a pod's absence is not idle time.
+in bytes. Each pod carries its class and the GPU it ran on today (one pod per GPU or several, as the
+trace says). A pod is *present* from its first to its last sample (zero busy included): today's pool is
+its peak of GPUs holding a present pod, not the distinct GPUs over the window, and a pod's absence is not
+idle time. Read from a CSV by :mod:`sharebench.advise.reading` (streamed), from Prometheus by
+:mod:`sharebench.advise.prometheus`.
 
-CSV (``--usage FILE``): columns ``time,gpu,pod,class,busy,memory_bytes`` (optional ``gpu_model``);
-``time`` epoch seconds or ISO 8601 (milliseconds are recognised, converted and warned about); samples
-are put on the step grid of the window (the median spacing of the times unless ``step_s`` is given),
-the last sample of a step winning.
-
-Prometheus (``--prometheus URL``): ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` per pod (falling back to
-``DCGM_FI_DEV_GPU_UTIL`` / 100 where a site's exporter has no profiling metrics) and ``DCGM_FI_DEV_FB_USED``
-(MiB), through ``query_range`` in chunks of :data:`MAX_POINTS` steps; a pod's class is the value of
-``class_label`` on its series; its GPU is ``Hostname``/``UUID`` (or ``gpu``); the GPU model its
-``modelName`` label.
+Memory that cannot be bytes (:func:`memory_problems`): a pod above the memory of the GPU it ran on, or a
+median pod under 1 MiB (MiB given as bytes); ``advise`` refuses it unless ``--force``.
 
 Pattern inference (:func:`infer_pattern`), from a class's busy samples over the steps its pods are
 present, in advise's own vocabulary of usage classes (:data:`USAGE_RULES`, tried in order):
@@ -24,24 +17,21 @@ present, in advise's own vocabulary of usage classes (:data:`USAGE_RULES`, tried
 :data:`BATCH_LEVEL` and active >= :data:`BATCH_DUTY` of the time); ``steady`` when they are active most
 of the time at a lower level (a steady request stream); ``bursty`` otherwise (bursts separated by idle
 time). A usage class becomes a pattern kind through the kind's row (``PatternSpec.usage``,
-``sharebench.patterns``: batch, serve and interactive today): advise names no pattern itself.
+``sharebench.patterns``): advise names no pattern itself.
 """
 
 from __future__ import annotations
 
-import math
+import functools
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from sharebench.errors import UserError
-from sharebench.gpus import GpuModel, gpu_model
-from sharebench.patterns import PATTERNS, PatternSpec, parse_pattern
-from sharebench.telemetry.prometheus import Prometheus
+from sharebench.gpus import GPU_MODELS, gpu_model
+from sharebench.patterns import PATTERNS, PatternSpec
 
 USAGE_COLUMNS = ("time", "gpu", "pod", "class", "busy", "memory_bytes")
 MODEL_COLUMN = "gpu_model"  # optional: the GPU model the pods ran on
@@ -49,12 +39,7 @@ ACTIVE = 0.05  # a pod with busy above this in a step has work on the device
 BATCH_LEVEL = 0.7
 BATCH_DUTY = 0.8
 SERVE_DUTY = 0.6
-MAX_POINTS = 10_000  # Prometheus answers at most 11,000 points per series per query
-BUSY_METRIC = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
-UTIL_METRIC = "DCGM_FI_DEV_GPU_UTIL"
-MEMORY_METRIC = "DCGM_FI_DEV_FB_USED"
 MIB = 1024 * 1024
-MS_EPOCH = 1e11  # epoch seconds stay below this until the year 5138: larger times are milliseconds
 GB = 1e9
 # how a class uses its GPUs (advise's vocabulary): each rule, tried in order, of (duty, level) -- the share
 # of present steps with work and the mean busy over them; a PatternSpec row's ``usage`` names one
@@ -111,10 +96,14 @@ class Usage:
         """GPU-seconds of work per class: the busy fractions times the step."""
         return {c: float(self.busy[self.pods_of(c)].sum(dtype=np.float64) * self.step_s) for c in self.class_names()}
 
+    @functools.cached_property
+    def levels(self) -> np.ndarray:
+        """Every pod's mean busy over the steps it is present (computed once)."""
+        return self.busy.sum(axis=1, dtype=np.float64) / np.maximum(self.last - self.first, 1)
+
     def level(self, pods: np.ndarray | None = None) -> np.ndarray:
         """Each pod's mean busy over the steps it is present (its load while it exists)."""
-        r = self.rows(pods)
-        return self.busy[r].sum(axis=1, dtype=np.float64) / np.maximum(self.last[r] - self.first[r], 1)
+        return self.levels[self.rows(pods)]
 
     def counts(self, pods: np.ndarray | None = None, by_gpu: bool = False) -> np.ndarray:
         """Per step: pods present (``by_gpu``: distinct GPUs holding a present pod)."""
@@ -186,121 +175,30 @@ def parse_time(value: str, what: str) -> float:
     return t.timestamp()
 
 
-def csv_times(col: pd.Series, path: Path) -> np.ndarray:
-    numeric = pd.to_numeric(col, errors="coerce")
-    if numeric.notna().all():
-        return numeric.to_numpy(float)
-    parsed = pd.to_datetime(col, errors="coerce", utc=True, format="ISO8601")
-    bad = col[parsed.isna()]
-    if len(bad):
-        raise UserError(f"{path}: bad time {str(bad.iloc[0])!r}; allowed: epoch seconds or ISO 8601 with a time zone")
-    return (parsed - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy(float)
-
-
-def read_usage_csv(path: Path | str, step_s: float | None = None, gpu_model_name: str | None = None) -> Usage:
-    """The usage CSV as a :class:`Usage`; one-line UserError for what a site can fix in it."""
-    p = Path(path)
-    try:
-        df = pd.read_csv(p, dtype={"gpu": str, "pod": str, "class": str, MODEL_COLUMN: str})
-    except FileNotFoundError:
-        raise UserError(f"--usage {p}: no such file") from None
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise UserError(f"--usage {p}: not a CSV ({str(exc).splitlines()[0]})") from None
-    return usage_from_rows(df, f"--usage {p}", step_s, gpu_model_name)
-
-
-def usage_from_rows(
-    df: pd.DataFrame, what: str, step_s: float | None = None, gpu_model_name: str | None = None
-) -> Usage:
-    """Rows of the usage CSV (a frame) as a :class:`Usage`; ``what`` names the source in errors."""
-    missing = [c for c in USAGE_COLUMNS if c not in df.columns]
-    if missing:
-        raise UserError(f"{what} lacks column(s) {', '.join(missing)}; required: {','.join(USAGE_COLUMNS)}")
-    if df.empty:
-        raise UserError(f"{what} has no samples; the window is empty")
-    busy = checked_busy(df["busy"], what)
-    memory = pd.to_numeric(df["memory_bytes"], errors="coerce")
-    if (memory.isna() | (memory < 0)).any():
-        value = df.loc[memory.isna() | (memory < 0), "memory_bytes"].iloc[0]
-        raise UserError(f"{what}: memory_bytes {str(value)!r}; allowed: a number of bytes >= 0")
-    times = csv_times(df["time"], Path(what))
-    warnings: list[str] = []
-    if float(np.nanmax(times)) > MS_EPOCH:
-        times = times / 1000.0
-        warnings.append(f"{what}: times above {MS_EPOCH:.0e} read as epoch milliseconds and converted to seconds")
-    model, model_from = usage_model(df, what, gpu_model_name)
-    usage = usage_frame(times, df["gpu"], df["pod"], df["class"], busy, memory.to_numpy(float), step_s)
-    return replace(usage, gpu_model=model, model_from=model_from, warnings=tuple(warnings))
-
-
-def checked_busy(col: pd.Series, what: str) -> np.ndarray:
-    """The busy column as fractions; a percent column (values up to 100) is a one-line error with the hint."""
-    busy = pd.to_numeric(col, errors="coerce")
-    bad = col[~busy.between(0, 1)]
-    if len(bad):
-        top = float(busy.max()) if busy.notna().all() else math.nan
-        hint = " (it looks like percent: divide the column by 100)" if 1 < top <= 100 and busy.min() >= 0 else ""
-        raise UserError(f"{what}: busy {str(bad.iloc[0])!r} outside 0-1 (a fraction of a whole GPU's time){hint}")
-    return busy.to_numpy(float)
-
-
-def usage_model(df: pd.DataFrame, what: str, given: str | None) -> tuple[str | None, str]:
-    """The usage's GPU model key: ``given`` (``--usage-gpu-model``) or the CSV's gpu_model column."""
+def usage_model(names: list[str], what: str, given: str | None) -> tuple[str | None, str]:
+    """The usage's GPU model key: ``given`` (``--usage-gpu-model``) or the model ``names`` the trace holds."""
     if given:
         return gpu_model(given).key, "--usage-gpu-model"
-    if MODEL_COLUMN not in df.columns:
-        return None, ""
-    names = sorted({str(v) for v in df[MODEL_COLUMN].dropna().unique()})
     keys = sorted({gpu_model(n).key for n in names})
     if len(keys) > 1:
         raise UserError(f"{what}: GPUs of several models ({', '.join(keys)}); advise one pool (one model) at a time")
     return (keys[0], f"column {MODEL_COLUMN}") if keys else (None, "")
 
 
-def usage_frame(
-    times: np.ndarray,
-    gpus: pd.Series,
-    pods: pd.Series,
-    classes: pd.Series,
-    busy: np.ndarray,
-    memory: np.ndarray,
-    step_s: float | None,
-) -> Usage:
-    """Samples on a fixed grid: ``step_s`` or the median spacing of the distinct times."""
-    uniq = np.unique(times)
-    if step_s is None:
-        step_s = float(np.median(np.diff(uniq))) if len(uniq) > 1 else 60.0
-    start = float(uniq[0])
-    col = np.rint((times - start) / step_s).astype(np.int64)
-    steps = int(col.max()) + 1
-    keys = pd.DataFrame({"pod": pods.astype(str).to_numpy(), "class": classes.astype(str), "gpu": gpus.astype(str)})
-    first = keys.drop_duplicates("pod")
-    names = tuple(first["pod"])
-    row_of = {p: i for i, p in enumerate(names)}
-    row = keys["pod"].map(row_of).to_numpy(np.int64)
-    b = np.zeros((len(names), steps), np.float32)
-    b[row, col] = busy
-    peak = np.zeros(len(names))
-    lo = np.full(len(names), steps, np.int64)
-    hi = np.zeros(len(names), np.int64)
-    np.maximum.at(peak, row, memory)
-    np.minimum.at(lo, row, col)
-    np.maximum.at(hi, row, col + 1)
-    return Usage(start, float(step_s), names, tuple(first["class"]), tuple(first["gpu"]), b, peak, lo, hi)
-
-
-def sanity(usage: Usage, model: GpuModel) -> list[str]:
-    """Warnings on implausible units against the GPU model: memory above the GPU's, or so small it
-    looks like MiB read as bytes (with the warnings reading found, e.g. milliseconds)."""
-    out = list(usage.warnings)
+def memory_problems(usage: Usage) -> list[str]:
+    """Memory that cannot be bytes: a pod above the memory of the GPU it ran on (the usage's model; the
+    largest known where the trace names none), or a median pod peak under 1 MiB (MiB given as bytes)."""
+    out: list[str] = []
     peak = usage.memory_peak
     if not peak.size:
         return out
     top = int(np.argmax(peak))
-    if float(peak[top]) > model.mem_gb * GB:
+    ran_on = gpu_model(usage.gpu_model) if usage.gpu_model else max(GPU_MODELS.values(), key=lambda m: m.mem_gb)
+    if float(peak[top]) > ran_on.mem_gb * GB:
         out.append(
-            f"memory: pod {usage.pods[top]} peaks at {float(peak[top]) / GB:.3g} GB, above the {model.key}'s "
-            f"{model.mem_gb:g} GB (memory_bytes in another unit, or the GPU model wrong?)"
+            f"memory: pod {usage.pods[top]} peaks at {float(peak[top]) / GB:.3g} GB, above the {ran_on.key}'s "
+            f"{ran_on.mem_gb:g} GB it {'ran on' if usage.gpu_model else 'could have run on'} (memory_bytes in "
+            "another unit, or the GPU model wrong?)"
         )
     used = peak[peak > 0]
     if used.size and float(np.median(used)) < MIB:
@@ -314,87 +212,43 @@ def sanity(usage: Usage, model: GpuModel) -> list[str]:
 # ---------------------------------------------------------------------------------- Prometheus
 
 
-@dataclass(frozen=True)
-class Window:
-    since: float
-    until: float
-    step_s: float
-
-    def chunks(self) -> list[tuple[float, float]]:
-        """(start, end) of each query_range call, MAX_POINTS steps at most each, end inclusive."""
-        out, t = [], self.since
-        while t <= self.until:
-            end = min(self.until, t + (MAX_POINTS - 1) * self.step_s)
-            out.append((t, end))
-            t = end + self.step_s
-        return out
-
-
-def series_gpu(labels: dict[str, str]) -> str:
-    host = labels.get("Hostname") or labels.get("node") or ""
-    dev = labels.get("UUID") or labels.get("gpu") or ""
-    return f"{host}/{dev}" if host else dev
-
-
-def query_samples(prom: Prometheus, promql: str, window: Window, class_label: str) -> pd.DataFrame:
-    rows: list[tuple[float, str, str, str, float, str]] = []
-    for start, end in window.chunks():
-        for s in prom.query_range(promql, start, end + 1e-3, window.step_s):
-            labels = s["metric"]
-            pod = labels.get("pod", "")
-            if not pod:
-                continue  # a GPU no pod uses: not a workload
-            gpu, cls, model = series_gpu(labels), labels.get(class_label, ""), labels.get("modelName", "")
-            rows.extend((t, gpu, pod, cls, v, model) for t, v in s["values"])
-    return pd.DataFrame(rows, columns=["time", "gpu", "pod", "class", "value", MODEL_COLUMN])
-
-
-def read_prometheus(url: str, window: Window, class_label: str, gpu_model_name: str | None = None) -> Usage:
-    """Per-pod busy and memory from dcgm-exporter's series in Prometheus over ``window``; the GPU model
-    from ``gpu_model_name`` or the series' ``modelName`` label."""
-    if not window.until > window.since:
-        raise UserError(f"empty window --since {window.since:g} --until {window.until:g}; --until must be later")
-    if not (math.isfinite(window.step_s) and window.step_s > 0):
-        raise UserError(f"bad --step {float(window.step_s)!r}; allowed: seconds > 0")
-    prom = Prometheus(url, timeout_s=30)
-    busy = query_samples(prom, BUSY_METRIC, window, class_label)
-    if busy.empty:
-        busy = query_samples(prom, UTIL_METRIC, window, class_label)
-        busy["value"] = busy["value"] / 100.0
-    if busy.empty:
-        raise UserError(
-            f"no {BUSY_METRIC} or {UTIL_METRIC} samples with a pod label at {url} in the window; "
-            "widen --since/--until or enable dcgm-exporter's pod labels"
-        )
-    unlabelled = sorted(set(busy.loc[busy["class"] == "", "pod"]))
-    if unlabelled:
-        raise UserError(f"pod {unlabelled[0]!r} has no label {class_label!r}; choose --class-label among its labels")
-    mem = query_samples(prom, MEMORY_METRIC, window, class_label)
-    merged = busy.merge(mem[["time", "pod", "value"]].rename(columns={"value": "mib"}), on=["time", "pod"], how="left")
-    memory = merged["mib"].fillna(0).to_numpy(float) * MIB
-    values = merged["value"].clip(0, 1).to_numpy(float)
-    times = merged["time"].to_numpy(float)
-    usage = usage_frame(times, merged["gpu"], merged["pod"], merged["class"], values, memory, window.step_s)
-    labelled = merged[merged[MODEL_COLUMN] != ""]
-    model, model_from = usage_model(labelled, f"--prometheus {url}", gpu_model_name)
-    return replace(usage, gpu_model=model, model_from=model_from.replace(f"column {MODEL_COLUMN}", "label modelName"))
-
-
 # ---------------------------------------------------------------------------------- patterns
 
 
 def infer_usage(busy: np.ndarray, present: np.ndarray | None = None) -> str:
     """The usage class (:data:`USAGE_RULES`) of a class's busy samples (pods x steps), over the steps where a
     pod is present (``present``; all steps where not given): absence is not idle time."""
-    b = np.asarray(busy, float)
+    counts = usage_counts(np.asarray(busy), None if present is None else np.asarray(present, bool))
+    return usage_of_counts(*counts)
+
+
+def usage_counts(busy: np.ndarray, present: np.ndarray | None) -> tuple[int, int, float]:
+    """(samples present, samples with work, busy summed over those with work), without copying the frame."""
+    active = busy > ACTIVE
     if present is not None:
-        b = b[np.asarray(present, bool)]
-    if b.size == 0:
+        active &= present
+    n = int(present.sum()) if present is not None else int(busy.size)
+    return n, int(active.sum()), float(busy[active].sum(dtype=np.float64))
+
+
+def usage_of_counts(n: int, working: int, busy_sum: float) -> str:
+    if n == 0:
         return SATURATING
-    active = b > ACTIVE
-    duty = float(active.mean())
-    level = float(b[active].mean()) if active.any() else 0.0
+    duty = working / n
+    level = busy_sum / working if working else 0.0
     return next(name for name, rule in USAGE_RULES.items() if rule(duty, level))
+
+
+def class_usage(usage: Usage, cls: str, chunk: int = 64) -> str:
+    """The usage class of ``cls``'s pods over their presence, ``chunk`` pods at a time (bounded memory)."""
+    pods = usage.pods_of(cls)
+    n = working = 0
+    busy_sum = 0.0
+    for i in range(0, len(pods), chunk):
+        rows = pods[i : i + chunk]
+        got = usage_counts(usage.busy[rows], usage.present(rows))
+        n, working, busy_sum = n + got[0], working + got[1], busy_sum + got[2]
+    return usage_of_counts(n, working, busy_sum)
 
 
 def pattern_of_usage(usage: str) -> PatternSpec:
@@ -416,18 +270,4 @@ def class_patterns(usage: Usage, overrides: dict[str, PatternSpec]) -> dict[str,
     for name, spec in overrides.items():
         if name not in names:
             raise UserError(f"--class {name}={spec.name}: no pod of class {name!r}; classes: {', '.join(names)}")
-    return {
-        c: overrides.get(c) or infer_pattern(usage.busy[usage.pods_of(c)], usage.present(usage.pods_of(c)))
-        for c in names
-    }
-
-
-def parse_class_overrides(items: list[str] | None) -> dict[str, PatternSpec]:
-    """``NAME=PATTERN`` options as a dict of pattern kinds; one-line UserError for a malformed one."""
-    out: dict[str, PatternSpec] = {}
-    for item in items or []:
-        name, eq, kind = item.partition("=")
-        if not eq or not name.strip() or not kind.strip():
-            raise UserError(f"bad --class {item!r}; allowed: NAME=PATTERN with PATTERN one of {', '.join(PATTERNS)}")
-        out[name.strip()] = parse_pattern(kind).spec
-    return out
+    return {c: overrides.get(c) or pattern_of_usage(class_usage(usage, c)) for c in names}

@@ -19,9 +19,10 @@ table (``sharebench.analysis.latency``) by the rules below, which the README sta
 * **interval** (time-slicing only): where the folder split the loss (``analysis.timeslice_split``), the
   slice length that would halve it, predicted from the switch and refill and labelled so (never measured);
   empty otherwise.
-* **trust**: ``ok`` or the reasons not to: fewer than :data:`MIN_CI_REPEATS` repeats (no interval),
-  a CV above :data:`CV_WARN_PCT`, a disturbed cell (a ``disturbed`` flag), excluded cells; the kinds
-  of those reasons in ``flag_kinds``.
+* **trust**: ``ok`` or the reasons not to: fewer than :data:`MIN_CI_REPEATS` repeats (no interval; a
+  mode of patterned cells excepted, whose verdict's intervals come from one run's samples), a CV above
+  :data:`CV_WARN_PCT`, a disturbed cell (a ``disturbed`` flag), excluded cells, a cell whose every user
+  was faster shared than alone (``below-one``); the kinds of those reasons in ``flag_kinds``.
 
 Per pattern kind (``sharebench.patterns.PATTERNS``, in its order: the saturated kind's line, then each
 other kind's, named by ``PatternSpec.answer``), then the noisy neighbour and isolation lines, one or more
@@ -32,17 +33,25 @@ a row rests on: ``measured``, ``predicted``, ``not measured`` or ``untrusted``):
   :data:`MIN_GAIN` (a gain under 2% is no gain in practice), the highest such; when none, exclusive,
   naming the modes whose gain is real but under 2% and those that cost nothing within noise.
 * **interactive** and **serving** (every kind not saturated): per mode family, the users (services: the
-  kind's ``noun``) per GPU whose p95 burst (request) slowdown against the same pattern alone stays within
-  the target (``--slo``, default 2), from the measured N only (``latency.users_at_target``); a kind with a
-  ``capacity_unit`` also in that unit per GPU (users x rate: requests/s). The mode chosen is the one with the most users at the target, emulations left out; a tie broken
-  by the lower p95 slowdown, and said. A p95 slowdown whose interval lies wholly below 1 (a ``below-one``
-  flag: the baseline alone was measured in a slower state) is printed as "≤ 1×", no measurable slowdown.
-* **noisy neighbour**: per mode, the measured replica's p95 slowdown beside replicas of another pattern
-  (the aggressor) and the aggressor's throughput cost; the mode chosen is the one with the smallest
-  slowdown. Shown whenever such a cell was measured, with its trust, even when no answer is trusted.
+  kind's ``noun``) per GPU at the p95 slowdown target (``--slo``, default 2) against the same pattern
+  alone, as the cells' verdicts decide them (``latency.users_at_target``; one rule, ``analysis.tail``):
+  **every user counted** (a cell is within when every user's p95 slowdown is within beyond doubt, above
+  when some user's is above beyond doubt, else undecided; distribution-free intervals), the largest N
+  within with every smaller N within and the smallest N above ("4 users", "between 4 and 8", "≥ 8",
+  "< 4", "no sharing", "undecided"), each end with the worst user's and all users' p95 slowdowns and
+  their intervals; never a point estimate alone, never extrapolated. A kind with a ``capacity_unit`` also
+  gives the total at the proven N (users x rate: requests/s). The mode chosen is the family with the most
+  users proven within (emulations left out), a tie broken by the lower upper bound of the worst user, and
+  said; :data:`UNDECIDED` where no family has an N within and one is undecided. A cell whose every user is
+  faster shared than alone beyond doubt (``below_one``: the baseline alone was measured in a slower state)
+  is no figure: left out of the bracket and named, with its numbers and why.
+* **noisy neighbour**: per mode, the verdict of the users of the pattern beside replicas of another pattern
+  (the aggressor, never counted as a user) and the aggressor's throughput cost; the mode chosen is the one
+  with the lowest upper bound of the worst user's p95 slowdown (a cell flagged below 1 is never chosen).
+  Shown whenever such a cell was measured, with its trust, even when no answer is trusted.
 * **isolation required**: the measured MIG mode with the highest gain; on the CPU the partition mode;
   else MIG's cost measured on an emulated layout (``mig-emulated``, labelled "emulated with MPS shares":
-  batch rows by gain, else the measured replica's p95 slowdown, the most instances within the target);
+  batch rows by gain, else the users' verdict, the most instances within the target);
   only where none was measured MIG as predicted (``predict_cell``, labelled so) or, without MIG, none.
 * A pattern that was not measured says so and gives the command that measures it: nothing is inferred
   from another pattern's cells.
@@ -62,6 +71,7 @@ from typing import Any
 
 import pandas as pd
 
+from sharebench.analysis.flags import below_one_detail
 from sharebench.analysis.format import fmt_gain_pct, fmt_interval, fmt_times
 from sharebench.analysis.kinds import baseline_mask, emulation_mask, is_emulation, isolating_kinds
 from sharebench.analysis.latency import (
@@ -69,8 +79,12 @@ from sharebench.analysis.latency import (
     LATENCY_COLUMNS,
     UsersAtTarget,
     below_one,
+    has_verdict,
     mode_family,
+    ratio_text,
     users_at_target,
+    verdict_at,
+    verdict_text,
 )
 from sharebench.analysis.prediction import predict_cell
 from sharebench.analysis.reproduce import Reproduce
@@ -121,6 +135,7 @@ ISOLATION_LINE = "isolation required"
 BASES = ("measured", "predicted", "not measured", "untrusted")
 MIN_GAIN = 0.02  # a throughput gain under 2% is no gain in practice
 NO_ANSWER = "no trustworthy answer"
+UNDECIDED = "undecided"  # the choice of a pattern whose every family is undecided (more samples would tell)
 CPU_NOTE = "a sweep on the CPU: a smoke test of the harness, not evidence about GPU sharing"
 # what to do about the reasons a mode is not trusted (the kinds in ``flag_kinds``)
 REMEDIES = {
@@ -128,6 +143,8 @@ REMEDIES = {
     "spread": "more repeats (`--repeats 10`) and longer cells (more particles or turns) to narrow the spread",
     "repeats": f"at least {MIN_CI_REPEATS} repeats (`--repeats {MIN_CI_REPEATS}`) for an interval",
     "excluded": "see Flags for why cells were left out (failed, incomplete, overlap, devices) and measure them again",
+    "below-one": "measure the pattern alone again with more samples (the baseline alone was slower than every user "
+    "shared: a slow state of the device or the host)",
 }
 EXCLUDING_KINDS = ("failed", "incomplete", "overlap", "devices")
 
@@ -160,10 +177,14 @@ def worst_job_slowdown(cells: pd.DataFrame, mode: str, work: dict[str, Any]) -> 
     return ratio_ci(mine["max_track_s"].to_numpy(float), alone["mean_track_s"].to_numpy(float))
 
 
-def trust_of(mode: str, work: dict[str, Any], repeats: int, flags: pd.DataFrame) -> tuple[str, list[str]]:
-    """``ok`` or the reasons not to trust ``mode`` as measured, and the kinds of those reasons."""
+def trust_of(
+    mode: str, work: dict[str, Any], repeats: int, flags: pd.DataFrame, patterned: bool = False
+) -> tuple[str, list[str]]:
+    """``ok`` or the reasons not to trust ``mode`` as measured, and the kinds of those reasons. A ``patterned``
+    mode (its users' latencies decided by ``analysis.tail``) needs no number of repeats: its intervals come
+    from the samples of one run, and too few samples make its verdict undecided, not untrusted."""
     reasons, kinds = [], []
-    if repeats < MIN_CI_REPEATS:
+    if repeats < MIN_CI_REPEATS and not patterned:
         reasons.append(f"{repeats} repeat(s) < {MIN_CI_REPEATS}: no interval")
         kinds.append("repeats")
     f = flags[(flags["mode"].isin([mode, BASELINE])) & (flags["particles"] == work["particles"])]
@@ -175,11 +196,18 @@ def trust_of(mode: str, work: dict[str, Any], repeats: int, flags: pd.DataFrame)
     if (f["kind"] == "spread").any():
         reasons.append(f"spread: CV > {CV_WARN_PCT:.0f}%")
         kinds.append("spread")
+    below = below_one_detail(flags, mode, work["particles"])  # issue 45: the trust table agrees with the flags
+    if below:
+        reasons.append("p95 slowdown below 1: faster shared than alone, the baseline alone measured in another state")
+        kinds.append("below-one")
     excluded = f[(f["mode"] == mode) & f["excluded"].astype(bool)]
     if excluded["cell_id"].nunique():
         why = ", ".join(k for k in EXCLUDING_KINDS if k in set(excluded["kind"]))
         reasons.append(f"{excluded['cell_id'].nunique()} cell(s) excluded" + (f" ({why})" if why else ""))
         kinds.append("excluded")
+    if ((f["mode"] == mode) & (f["kind"] == "below-one")).any():
+        reasons.append("every user faster shared than alone (below 1): the baseline alone is off")
+        kinds.append("below-one")
     return ("ok" if not reasons else "; ".join(reasons)), kinds
 
 
@@ -324,12 +352,14 @@ def mode_trust(tables: Tables) -> dict[str, tuple[str, tuple[str, ...]]]:
     is good), from the cells and flags tables (a patterned sweep has no throughput table)."""
     cells = tables.cells
     measured = cells[~cells["warmup"].astype(bool)] if len(cells) else cells
+    patterned = non_batch_modes(tables.latency)
     out = {}
     for mode, g in measured.groupby("mode", sort=False):
         good = g[~g["excluded"].astype(bool)]
         pick = (good if len(good) else g).sort_values("particles").iloc[-1]
         work = {k: pick[k] for k in WORK_KEYS}
-        text, kinds = trust_of(str(mode), work, int(same_work(good, work).sum()), tables.flags)
+        repeats = int(same_work(good, work).sum())
+        text, kinds = trust_of(str(mode), work, repeats, tables.flags, str(mode) in patterned)
         out[str(mode)] = (text, tuple(kinds))
     return out
 
@@ -418,72 +448,76 @@ def mode_of(latency: pd.DataFrame, pattern: str, family: str, users: int) -> str
     return f"{family} x{users}"
 
 
-def victim_row(latency: pd.DataFrame, pattern: str, mode: str) -> Any:
-    """The measured replica's latency row of ``mode`` among users of ``pattern`` alone; None when none."""
-    v = latency[(latency["role"] == "victim") & (latency["pattern"] == pattern) & (latency["mode"] == mode)]
-    v = v[(v["beside"].fillna("") == "") | (v["beside"] == pattern)]
-    return v.iloc[0] if len(v) else None
+def answer_words(u: UsersAtTarget, noun: str) -> str:
+    """A family's answer with the pattern kind's noun: ``4 users``, ``between 4 and 8 services``, ``≥ 8 users``,
+    ``< 4 users``, ``no sharing``, ``undecided``."""
+    if u.lo is not None and u.hi is not None:
+        return f"{u.lo} {noun}" if u.hi == u.lo + 1 else f"between {u.lo} and {u.hi} {noun}"
+    if u.lo is not None:
+        return f"≥ {u.lo} {noun}"
+    if u.hi is not None and u.answer.startswith("<"):
+        return f"< {u.hi} {noun}"
+    return u.answer
 
 
-def p95_text(value: float, row: Any) -> str:
-    """A p95 slowdown as the Answer prints it: "≤ 1×" with the numbers when its interval lies below 1."""
-    if row is not None and below_one(row):
-        return (
-            f"≤ 1× (no measurable slowdown; baseline flagged: {fmt_times(value)}"
-            f"{fmt_interval(row['slowdown_p95_lo'], row['slowdown_p95_hi'])} below 1)"
-        )
-    return fmt_times(value)
+def users_text(u: UsersAtTarget, spec: PatternSpec, rate: float | None) -> str:
+    """One family's users of a kind per GPU at the target, as the verdicts decide it (``spec.noun``; with a
+    rate, their total in ``spec.capacity_unit`` at the proven N): the cells at the bracket's ends with the
+    worst user's and all users' p95 slowdowns and their intervals, why it is no narrower, and the cells left
+    out (flagged below 1) with theirs."""
+    total = f" (≥ {u.lo * rate:g} {spec.capacity_unit})" if rate and spec.capacity_unit and u.lo else ""
+    ends = [
+        f"{p.mode} {side}: worst user {ratio_text(p.worst, p.worst_lo, p.worst_hi)}, all users "
+        f"{ratio_text(p.pooled, p.pooled_lo, p.pooled_hi)}"
+        for side, p in (("within", u.at(u.lo)), ("above", u.at(u.hi)))
+        if p is not None
+    ]
+    left = [
+        f"{p.mode} left out ({p.flag}; worst user {ratio_text(p.worst, p.worst_lo, p.worst_hi)})" for p in u.flagged
+    ]
+    return f"{u.family}: {answer_words(u, spec.noun)}{total} ({'; '.join([*ends, u.reason, *left])})"
 
 
-def users_text(u: UsersAtTarget, spec: PatternSpec, rate: float | None, latency: pd.DataFrame | None = None) -> str:
-    """One family's users of a kind per GPU at the target (``spec.noun``; with a rate, also their total in
-    ``spec.capacity_unit``)."""
-    if u.users is None:
-        return f"{u.family}: none ({u.reason})"
-    per_s = f" = {u.users * rate:g} {spec.capacity_unit}" if rate and spec.capacity_unit else ""
-    unit = spec.noun
-    row = (
-        victim_row(latency, u.pattern, mode_of(latency, u.pattern, u.family, u.users)) if latency is not None else None
-    )
-    return f"{u.family}: {u.users} {unit}{per_s} (p95 slowdown {p95_text(u.slowdown_p95, row)}; {u.reason})"
+def best_family(per_family: list[UsersAtTarget], unit: str) -> tuple[UsersAtTarget | None, str]:
+    """The family with the most users proven within the target (``lo``; emulations are measurements, never
+    chosen); a tie broken by the lower upper bound of the worst user's p95 at that N, and the sentence that
+    says so ("" without a tie); None when no family has an N within."""
+    pool = [u for u in per_family if u.lo is not None and not is_emulation(u.family)]
+    if not pool:
+        return None, ""
+    top = max(u.lo or 0 for u in pool)
+    tied = [u for u in pool if u.lo == top]
 
+    def bound(u: UsersAtTarget) -> float:
+        p = u.at(u.lo)
+        return p.worst_hi if p is not None and math.isfinite(p.worst_hi) else math.inf
 
-def below_one_note(latency: pd.DataFrame, pattern: str) -> str:
-    """The measured replicas of ``pattern`` whose p95 slowdown interval lies below 1 (``below-one`` flags), in a
-    sentence; "" when none."""
-    rows = [r for _, r in latency[latency["pattern"] == pattern].iterrows() if below_one(r)]
-    if not rows:
-        return ""
-    what = ", ".join(
-        f"{r['mode']} {fmt_times(r['slowdown_p95'])}{fmt_interval(r['slowdown_p95_lo'], r['slowdown_p95_hi'])}"
-        for r in rows
-    )
-    return (
-        f"baseline flagged (below-one): {what} lie below 1, faster shared than alone, so the alone cells were "
-        "measured in a slower state (see the Flags); slowdowns near 1 read as no measurable slowdown"
-    )
-
-
-def best_family(per_family: list[UsersAtTarget], latency: pd.DataFrame, unit: str) -> tuple[UsersAtTarget, str]:
-    """The family with the most users at the target (emulations are measurements, never chosen); a tie
-    broken by the lower p95 slowdown, and the sentence that says so ("" without a tie)."""
-    pool = [u for u in per_family if not is_emulation(u.family)] or per_family
-    top = max(u.users or 0 for u in pool)
-    tied = [u for u in pool if (u.users or 0) == top]
-    best = min(tied, key=lambda u: u.slowdown_p95 if math.isfinite(u.slowdown_p95) else math.inf)
-    if top == 0 or len(tied) < 2:
+    best = min(tied, key=bound)
+    if len(tied) < 2:
         return best, ""
 
     def named(u: UsersAtTarget) -> str:
-        return f"{mode_of(latency, u.pattern, u.family, top)} {fmt_times(u.slowdown_p95)}"
+        p = u.at(u.lo)
+        return f"{p.mode if p else u.family} {fmt_times(bound(u))}"
 
     others = ", ".join(named(u) for u in tied if u is not best)
-    return best, f"ties at {top} {unit} broken by the lower p95 ({named(best)} against {others})"
+    return (
+        best,
+        f"ties at {top} {unit} broken by the lower upper bound of the worst user's p95 ({named(best)} against {others})",
+    )
+
+
+DECISION_RULE = (
+    "every user counted: within when every user's p95 slowdown is within the target beyond doubt (the worst "
+    "user's upper bound), above when some user's is above it beyond doubt (a lower bound), else undecided; "
+    "distribution-free 95% intervals"
+)
 
 
 def users_choice(spec: PatternSpec, ev: Evidence) -> list[dict[str, str]]:
     """The line of a pattern kind not saturated (interactive, serving: ``spec.answer``): users
-    (``spec.noun``) per GPU at the target, per mode family."""
+    (``spec.noun``) per GPU at the target per mode family, as the verdicts decide them; the mode of the family
+    with the most users proven within, ``undecided`` where no family has one and some N is undecided."""
     name, unit = spec.answer, spec.noun
     lat = ev.latency
     victims = lat[lat["role"] == "victim"]
@@ -499,27 +533,41 @@ def users_choice(spec: PatternSpec, ev: Evidence) -> list[dict[str, str]]:
             out.append(not_measured(f"{name} ({label})", what, ev.command(label)))
             continue
         rate = parse_pattern(label).rate_per_s
-        lines = "; ".join(users_text(u, spec, rate, lat) for u in per_family)
-        best, tie = best_family(per_family, lat, unit)
-        target = f"{unit} per GPU whose p95 slowdown against alone stays within {ev.slo:g}×: {lines}"
-        if best.users is None:
-            mode, reason = BASELINE, f"no sharing mode keeps the target at the smallest N measured; {target}"
+        lines = "; ".join(users_text(u, spec, rate) for u in per_family)
+        best, tie = best_family(per_family, unit)
+        reason = f"{unit} per GPU at a p95 slowdown target of {ev.slo:g}× against alone ({DECISION_RULE}): {lines}"
+        if best is not None:
+            mode = mode_of(lat, label, best.family, best.lo or 0)
+            reason += f"; {tie}" if tie else ""
+        elif any(u.why in ("undecided", "flagged") for u in per_family):
+            mode, reason = UNDECIDED, f"no family has an N decided within the target; {reason}"
         else:
-            mode, reason = mode_of(lat, label, best.family, best.users), target + (f"; {tie}" if tie else "")
-        note = below_one_note(lat, label)
-        reason += f"; {note}" if note else ""
+            mode, reason = BASELINE, f"no sharing mode is within the target at any N measured; {reason}"
         out.append(dict(pattern=f"{name} ({label})", mode=mode, basis="measured", reason=reason))
     return out
 
 
 def slowdown_text(r: Any) -> str:
+    """A victim row's p95 slowdown as the Answer prints it: its verdict, every user counted; a cell flagged
+    below 1 is no figure."""
     if below_one(r):
-        return f"{r['mode']} {p95_text(float(r['slowdown_p95']), r)}"
-    return f"{r['mode']} {fmt_times(r['slowdown_p95'])}{fmt_interval(r['slowdown_p95_lo'], r['slowdown_p95_hi'])}"
+        return (
+            f"{r['mode']} flagged below 1, no figure (faster shared than alone: the baseline is off; {verdict_text(r)})"
+        )
+    if has_verdict(r):
+        return f"{r['mode']} {verdict_text(r)}"
+    return f"{r['mode']} no verdict (replica 0 alone {fmt_times(r['slowdown_p95'])})"
+
+
+def upper_bound(r: Any) -> float:
+    """The worst user's upper bound of a victim row (inf when none: too few samples, or a flagged cell)."""
+    hi = float(r.get("worst_p95_slowdown_hi", math.nan)) if has_verdict(r) and not below_one(r) else math.nan
+    return hi if math.isfinite(hi) else math.inf
 
 
 def neighbour_choice(ev: Evidence) -> list[dict[str, str]]:
-    """The measured replica's p95 slowdown beside another pattern, per mode, and the aggressor's cost."""
+    """The users' p95 slowdown beside another pattern per mode (every user of the pattern counted; the
+    aggressor stays out), and the aggressor's cost; the mode with the lowest upper bound is named."""
     lat = ev.latency
     v = lat[(lat["role"] == "victim") & ~baseline_mask(lat["mode"])]
     mixed = v[(v["beside"].fillna("") != "") & (v["beside"] != v["pattern"])]
@@ -540,13 +588,15 @@ def neighbour_choice(ev: Evidence) -> list[dict[str, str]]:
             slowdown_text(r) + (f" (the {beside} neighbour loses {cost[r['mode']]:.1%})" if r["mode"] in cost else "")
             for _, r in g.iterrows()
         )
-        best = g.loc[g["slowdown_p95"].astype(float).idxmin()] if g["slowdown_p95"].notna().any() else None
+        bounds = [upper_bound(r) for _, r in g.iterrows()]
+        best = str(g["mode"].iloc[bounds.index(min(bounds))]) if math.isfinite(min(bounds)) else UNDECIDED
         out.append(
             dict(
                 pattern=f"{NEIGHBOUR_LINE} ({pattern} beside {beside})",
-                mode=str(best["mode"]) if best is not None else BASELINE,
+                mode=best,
                 basis="measured",
-                reason=f"p95 slowdown against alone per mode (the smallest chosen): {per_mode}",
+                reason=f"p95 slowdown of the {pattern} users against alone per mode ({DECISION_RULE}; the lowest "
+                f"upper bound chosen): {per_mode}",
             )
         )
     return out
@@ -596,12 +646,9 @@ def emulated_isolation(rows: pd.DataFrame, ev: Evidence) -> dict[str, str] | Non
         if r is None:
             return None
         mode = str(r["mode"])
-        what = f"p95 slowdown {p95_text(float(r['slowdown_p95']), r)}"
-        if not below_one(r):
-            what += fmt_interval(r["slowdown_p95_lo"], r["slowdown_p95_hi"])
         other = r["beside"] if isinstance(r["beside"], str) and r["beside"] != r["pattern"] else ""
         beside = f" beside {other}" if other else ""
-        what += f" of {r['pattern']}{beside}, {int(r['replicas'])} instances (target {ev.slo:g}×)"
+        what = f"p95 slowdown {slowdown_text(r)} of {r['pattern']}{beside}, {int(r['replicas'])} instances (target {ev.slo:g}×)"
     layout = mode.split(":", 1)[1] if ":" in mode else mode
     return dict(
         pattern=ISOLATION_LINE,
@@ -613,17 +660,23 @@ def emulated_isolation(rows: pd.DataFrame, ev: Evidence) -> dict[str, str] | Non
 
 
 def emulated_latency_row(ev: Evidence) -> Any:
-    """The measured replica's latency row of an emulated MIG layout: users of one pattern first, else beside
-    another pattern; the most instances within the target, ties by the lower p95; None when none."""
+    """The victim row of an emulated MIG layout: users of one pattern first, else beside another pattern; of
+    those the cells within the target (by the verdict, every user counted) first, the most instances, ties by
+    the lower upper bound; a cell flagged below 1 last (it is no figure); None when none."""
     lat = ev.latency
     v = lat[(lat["role"] == "victim") & emulation_mask(lat["mode"])] if len(lat) else lat
-    v = v[v["slowdown_p95"].notna()] if len(v) else v
     if v.empty:
         return None
-    one = ((v["beside"].fillna("") == "") | (v["beside"] == v["pattern"])).astype(int)
-    within = (v["slowdown_p95"].astype(float) <= ev.slo).astype(int)
-    v = v.assign(one=one, within=within, n=v["replicas"].astype(int) * within, p95=v["slowdown_p95"].astype(float))
-    return v.sort_values(["one", "within", "n", "p95"], ascending=[False, False, False, True]).iloc[0]
+    records = list(v.iterrows())
+
+    def key(item: tuple[Any, Any]) -> tuple[int, int, int, float, int]:
+        r = item[1]
+        one = int(not isinstance(r["beside"], str) or r["beside"] in ("", r["pattern"]))
+        within = int(has_verdict(r) and verdict_at(r, ev.slo)[0] == "within" and not below_one(r))
+        n = int(r["replicas"])
+        return (-int(not below_one(r)), -one, -within * n, upper_bound(r), -n)
+
+    return min(records, key=key)[1]
 
 
 def predicted_isolation(gpu: str | None) -> dict[str, str]:
@@ -720,6 +773,9 @@ def trust_text(choice: dict[str, str], ev: Evidence) -> str:
     """The trust of the mode a choice rests on ("ok" when none is recorded); an emulated MIG choice rests
     on its emulated mode, named in the reason."""
     mode = choice["mode"]
+    if mode == UNDECIDED:  # no mode named: the trust of the sharing modes it was decided from
+        texts = sorted({t for m, (t, _) in ev.trust.items() if t != "ok" and not (is_baseline(m) or is_emulation(m))})
+        return "; ".join(texts) or "ok"
     if mode.endswith(f"({EMULATED_LABEL})"):
         mode = "mig-emulated:" + mode.split(" ")[1]
     return ev.trust.get(mode, ("ok", ()))[0]

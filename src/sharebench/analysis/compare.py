@@ -9,7 +9,11 @@ exclusive, T_N (the span) for time-slicing and MPS, the mean replica time for MI
   lies wholly below / above 0, *no interval* with fewer than 3 repeats on either side;
 * each folder's own loss (time-slicing, MPS, MIG) with its within-run interval, and the
   **between-run spread** of the loss, B − A in percentage points, beside them: two runs of the same
-  cell that differ by more than their intervals allow show it here.
+  cell that differ by more than their intervals allow show it here;
+* **losses**: whether the two losses' intervals overlap (``statistics.agreement``); disjoint intervals are a
+  spread between the runs, never agreement, and ``machines`` says whether the runs were on one GPU or two
+  (the cells' device UUIDs): the same cell on two machines with disjoint intervals is a between-machine
+  spread.
 
 ``ignore`` drops work keys from the match (``backend``: CUDA against OpenCL on the same GPU).
 
@@ -28,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from sharebench.analysis.kinds import shared_mask
-from sharebench.analysis.statistics import ratio_ci
+from sharebench.analysis.statistics import agreement, ratio_ci
 from sharebench.analysis.tables import WORK_KEYS, Tables, loss_frames
 from sharebench.errors import UserError
 from sharebench.modes import mode_sort_key
@@ -56,6 +60,8 @@ COMPARE_COLUMNS = [
     "loss_b_pct",
     "loss_b_ci",
     "loss_spread_pts",
+    "losses",
+    "machines",
     "particles_b",
     "turns_b",
     "per",
@@ -135,6 +141,7 @@ def compare_tables(a: Tables, b: Tables, ignore: tuple[str, ...] = (), *, per_un
         r, lo, hi = ratio_ci(xb, xa)
         loss_a = la.get(key, (math.nan,) * 3)
         loss_b = lb.get(key, (math.nan,) * 3)
+        both = agreement([loss_a[1:], loss_b[1:]]) if math.isfinite(loss_a[0]) and math.isfinite(loss_b[0]) else ""
         rows.append(
             dict(
                 particles=_one(ga["particles"]),
@@ -153,6 +160,8 @@ def compare_tables(a: Tables, b: Tables, ignore: tuple[str, ...] = (), *, per_un
                 loss_b_pct=loss_b[0],
                 loss_b_ci=_ci(*loss_b[1:]),
                 loss_spread_pts=loss_b[0] - loss_a[0],
+                losses=both,
+                machines=machines(ga, gb),
                 particles_b=_one(gb["particles"]),
                 turns_b=_one(gb["turns"]),
                 per="particle-turn" if per_unit else "cell",
@@ -161,6 +170,18 @@ def compare_tables(a: Tables, b: Tables, ignore: tuple[str, ...] = (), *, per_un
     out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
     order = sorted(range(len(out)), key=lambda i: (mode_sort_key(out["mode"].iloc[i]), out["particles"].iloc[i]))
     return out.iloc[order].reset_index(drop=True)
+
+
+def machines(a: pd.DataFrame, b: pd.DataFrame) -> str:
+    """``one machine`` when A's and B's cells ran on the same GPUs, ``two machines`` when on others, '' when
+    a side's devices are not recorded."""
+    da, db = ({d.strip() for v in g["devices"].dropna().astype(str) for d in v.split(",") if d.strip()} for g in (a, b))
+    if not da or not db:
+        return ""
+    return "one machine" if da == db else "two machines"
+
+
+LOSSES = {"overlap": "overlap", "disjoint": "disjoint: a spread, not agreement", "no interval": "no interval", "": ""}
 
 
 def _one(values: pd.Series) -> float:
@@ -195,6 +216,8 @@ def display_compare(t: pd.DataFrame, labels: tuple[str, str]) -> pd.DataFrame:
                 f"loss {a} %": " ".join(x for x in (pct(r.loss_a_pct), r.loss_a_ci) if x),
                 f"loss {b} %": " ".join(x for x in (pct(r.loss_b_pct), r.loss_b_ci) if x),
                 "loss spread [pts]": pct(r.loss_spread_pts),
+                "loss intervals": LOSSES.get(str(r.losses), str(r.losses))
+                + (f" ({r.machines})" if r.losses and r.machines else ""),
             }
             for _, r in t.iterrows()
         ]

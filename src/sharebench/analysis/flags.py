@@ -32,6 +32,10 @@ FLAG_KINDS = (
     "below-one",
 )
 FLAG_COLUMNS = ["scope", "mode", "particles", "cell_id", "flag", "excluded", "kind", "detail"]
+# the flags that bear on a mode's trust (``analysis.answer.trust_of``, ``tables/trust.csv``): a disturbed cell
+# of the mode or its baseline, a large spread, a p95 slowdown below 1, an excluded cell of the mode. A mode
+# with any of them at the work its trust is judged at is never "ok" (tests/results/test_companions.py).
+TRUST_KINDS = ("disturbed", "spread", "below-one")
 
 
 @dataclass(frozen=True)
@@ -55,3 +59,23 @@ class Flag:
 def flags_frame(flags: list[Flag]) -> pd.DataFrame:
     """The flags table, columns :data:`FLAG_COLUMNS` (empty when nothing was flagged)."""
     return pd.DataFrame([asdict(f) for f in flags], columns=FLAG_COLUMNS)
+
+
+def trust_flags(flags: pd.DataFrame, mode: str, particles: Any, baseline: str = "exclusive") -> pd.DataFrame:
+    """The flags that bear on ``mode``'s trust at ``particles`` (:data:`TRUST_KINDS` of the mode, a disturbed
+    cell of its ``baseline`` too, and the mode's excluded cells)."""
+    if flags.empty:
+        return flags
+    at = flags["particles"].astype(str) == str(particles)
+    own = (flags["mode"] == mode) & (flags["kind"].isin(TRUST_KINDS) | flags["excluded"].astype(bool))
+    base = (flags["mode"] == baseline) & (flags["kind"] == "disturbed")
+    return flags[at & (own | base)]
+
+
+def below_one_detail(flags: pd.DataFrame, mode: str, particles: Any) -> str:
+    """The detail of ``mode``'s ``below-one`` flag at ``particles`` ('' when none): its p95 slowdown lies
+    wholly below 1, so the baseline alone was measured in another state and the mode is not trusted as
+    measured."""
+    f = trust_flags(flags, mode, particles)
+    below = f[(f["mode"] == mode) & (f["kind"] == "below-one")] if len(f) else f
+    return str(below["detail"].iloc[0]) if len(below) else ""

@@ -37,7 +37,7 @@ import pandas as pd
 from sharebench.analysis.disturbance import disturbed_flags
 from sharebench.analysis.flags import FLAG_COLUMNS, Flag, flags_frame
 from sharebench.analysis.kinds import baseline_mask, table_of
-from sharebench.analysis.latency import LATENCY_COLUMNS, below_one_flags, latency_table
+from sharebench.analysis.latency import DEFAULT_SLO, LATENCY_COLUMNS, below_one_flags, latency_table, sweep_slo
 from sharebench.analysis.partitions import (
     EMULATED_COLUMNS,
     EMULATED_TABLE,
@@ -533,7 +533,8 @@ class Tables:
     throughput: pd.DataFrame  # THROUGHPUT_COLUMNS
     flags: pd.DataFrame  # FLAG_COLUMNS (sharebench.analysis.flags)
     # LATENCY_COLUMNS (sharebench.analysis.latency): per mode, pattern, role and beside, from the folder's
-    # bursts.csv (measured, good cells only); no rows when no pattern was measured
+    # bursts.csv (measured, good cells only), the victim rows of sharing modes with their cell's verdict
+    # (every user of the pattern counted); no rows when no pattern was measured
     latency: pd.DataFrame
     # SPLIT_COLUMNS (sharebench.analysis.timeslice_split): each time-slicing loss split into switch idle and
     # refill, from the folder's runs beside the time-slice probe; no rows when there are none
@@ -650,10 +651,12 @@ def build_tables(
     listed: set[str] | None = None,
     *,
     split_runs: list[dict] | None = None,
+    slo: float = DEFAULT_SLO,
 ) -> Tables:
     """All tables (:class:`Tables`) from a loaded results frame (``sharebench.results.load_results``) and,
-    for the latency table, its burst rows (``sharebench.results.bursts.load_bursts``; None: no patterns);
-    for the split table, the runs beside the time-slice probe (``timeslice_split.read_runs``; None: none)."""
+    for the latency table, its burst rows (``sharebench.results.bursts.load_bursts``; None: no patterns) and
+    the p95 slowdown target its verdicts are decided against; for the split table, the runs beside the
+    time-slice probe (``timeslice_split.read_runs``; None: none)."""
     cells, flags = summarise_cells(df, listed)
     measured = cells[~cells["warmup"].astype(bool)] if len(cells) else cells
     good = measured[~measured["excluded"].astype(bool)] if len(measured) else measured
@@ -669,7 +672,7 @@ def build_tables(
             flags += more
     unknown = kind_flags(work_groups(batch))
     shaped = measured_bursts(bursts, good)
-    latency = latency_table(shaped)
+    latency = latency_table(shaped, slo=slo)
     unknown += below_one_flags(latency, shaped, dict(zip(good["mode"], good["particles"])) if len(good) else {})
     loss = {name: pd.DataFrame(rows[name], columns=TABLE_COLUMNS[name]) for name in LOSS_ROWS}
     return Tables(
@@ -684,12 +687,17 @@ def build_tables(
 
 
 def analyse(results_dir: Path | str) -> Tables:
-    """The tables of a results folder (or results.csv), the latency table from its bursts.csv, the split
-    of the time-slicing losses from its timeslice_split.json."""
+    """The tables of a results folder (or results.csv), the latency table from its bursts.csv (its verdicts
+    against the target of the folder's last sweep), the split of the time-slicing losses from its
+    timeslice_split.json."""
     path = Path(results_dir)
     folder = path if path.is_dir() else path.parent
     return build_tables(
-        load_results(results_dir), load_bursts(results_dir), listed_sweeps(results_dir), split_runs=read_runs(folder)
+        load_results(results_dir),
+        load_bursts(results_dir),
+        listed_sweeps(results_dir),
+        split_runs=read_runs(folder),
+        slo=sweep_slo(read_sweeps(folder, torn_ok=True)),
     )
 
 

@@ -1,5 +1,12 @@
 """Why time-slicing costs a workload what it costs: the split of its loss into switch idle and refill.
 
+What the model is: a **transfer**. Two thirds of its prediction is the workload's in-slice rate, measured
+while the workload itself is time-sliced beside a probe process; the model carries that time-sliced run
+over to N time-sliced replicas of the workload. It does not predict the loss from independent probes. The
+part that is independent of the workload's own time-sliced run is set beside it: the loss the probe pair
+alone implies, slice and switch with no refill (``independent_pct``: switch / slice of two probe
+processes, no workload running).
+
 Inputs (pure numbers, so synthetic records test it): the workload's time alone ``alone_s``; one replica's
 timed window beside one time-slice probe (``beside_s``) and the probe's gaps inside that window (each gap
 is one slice of the workload plus two switches); the switch time ``switch_ms`` measured by probes alone
@@ -24,6 +31,16 @@ replica beside one probe process; its raw records (:func:`beside_record`) are ``
 measured loss: ``tables/timeslice_split.csv`` (:data:`SPLIT_COLUMNS`, 95% intervals over repeats), and
 :func:`helpful_interval` names the slice length that would halve the loss (predicted, never measured).
 
+What the data cannot identify is said, never printed as a time (:func:`identify`): a refill whose estimate
+is negative (an in-slice rate above 1: faster inside a shared slice than alone), an evicted term below
+zero (a heavy neighbour that saves time) and a negative implied refill are ``not identified`` (NaN, named
+in ``not_identified``); an interval of a term that cannot be negative stops at 0. The switch is one probe
+run's median, the same in every repeat: its interval is the order-statistic interval of that median
+(``statistics.quantile_ci_from_summary``, from the probe's recorded percentiles), never a zero-width
+interval over repeats that reused it, and every interval that depends on the switch (slice, rate, refill,
+switch idle, the prediction) is the envelope of the repeats' intervals with the switch at either end of
+its own (:func:`summarize`): the probe's spread is carried into the prediction's interval.
+
 Which lengths NVIDIA's settings give is not documented: the DRA driver's ``timeSlicingConfig.interval``
 (``Default | Short | Medium | Long``) is passed to ``nvidia-smi compute-policy --set-timeslice`` as 0..3
 and nothing more is said (:data:`DRA_INTERVALS_NOTE`).
@@ -33,14 +50,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from sharebench.analysis.statistics import mean_ci, positive_mean_ci
+from sharebench.analysis.statistics import mean_ci, positive_mean_ci, quantile_ci_from_summary, ratio_loss_ci
 from sharebench.probe_settings import DEFAULT_LENGTHS_MS
 from sharebench.results import read_json, write_json
 from sharebench.telemetry.timeslice_probe import BesideRun
@@ -122,18 +139,35 @@ def split(
     ``probe_slice_ms`` (the probes' own slice) stands in.
     """
     slices = workload_slices_ms(record.gaps_ms, switch_ms)
-    on_gpu_ms = float(sum(slices))
     slice_ms = float(np.median(slices)) if len(slices) >= MIN_SLICES else probe_slice_ms
-    rate = alone_s * 1e3 / on_gpu_ms if on_gpu_ms > 0 else math.nan
+    run = RunWindow(alone_s, beside_s, len(slices), float(sum(slices)), record.window_ms)
+    return compose(run, slice_ms, switch_ms, measured_loss_pct)
+
+
+@dataclass(frozen=True)
+class RunWindow:
+    """One run beside the probe: the workload's time alone and beside it (s), its switch-ins, and its
+    on-GPU time within its timed window (ms)."""
+
+    alone_s: float
+    beside_s: float
+    switch_ins: int
+    on_gpu_ms: float
+    window_ms: float
+
+
+def compose(run: RunWindow, slice_ms: float, switch_ms: float, measured_loss_pct: float = math.nan) -> Split:
+    """The :class:`Split` of a run whose workload had ``on_gpu_ms`` of its ``window_ms`` on the GPU."""
+    rate = run.alone_s * 1e3 / run.on_gpu_ms if run.on_gpu_ms > 0 else math.nan
     refill = fitted_refill_ms(slice_ms, rate)
     pred = predicted_loss_pct(slice_ms, switch_ms, refill)
     return Split(
-        alone_s=alone_s,
-        beside_s=beside_s,
-        switch_ins=len(slices),
+        alone_s=run.alone_s,
+        beside_s=run.beside_s,
+        switch_ins=run.switch_ins,
         slice_ms=slice_ms,
         switch_ms=switch_ms,
-        gpu_share=on_gpu_ms / record.window_ms if record.window_ms > 0 else math.nan,
+        gpu_share=run.on_gpu_ms / run.window_ms if run.window_ms > 0 else math.nan,
         in_slice_rate=rate,
         switch_idle_pct=switch_idle_pct(slice_ms, switch_ms),
         refill_ms=refill,
@@ -142,6 +176,54 @@ def split(
         measured_loss_pct=measured_loss_pct,
         error_pts=pred - measured_loss_pct,
     )
+
+
+def resplit(s: Split, switch_ms: float) -> Split:
+    """The same run's split had the switch been ``switch_ms``: every gap loses two switches, so the on-GPU
+    time moves by 2 x switch-ins x the difference and the median slice by twice it (the probe's slice, used
+    below :data:`MIN_SLICES`, stays). Exact unless a gap is shorter than two switches."""
+    if not math.isfinite(switch_ms) or switch_ms == s.switch_ms:
+        return s
+    if not (s.in_slice_rate > 0 and s.gpu_share > 0):
+        return replace(s, switch_ms=switch_ms)
+    on_gpu = s.alone_s * 1e3 / s.in_slice_rate
+    window = on_gpu / s.gpu_share
+    moved = 2.0 * (s.switch_ms - switch_ms)
+    slice_ms = s.slice_ms + moved if s.switch_ins >= MIN_SLICES else s.slice_ms
+    run = RunWindow(s.alone_s, s.beside_s, s.switch_ins, on_gpu + s.switch_ins * moved, window)
+    return compose(run, slice_ms, switch_ms, s.measured_loss_pct)
+
+
+@dataclass(frozen=True)
+class ProbePair:
+    """Two probe processes alone (no workload): their median slice and switch (ms), each with the
+    order-statistic interval of its median (NaN where the probe's percentiles were not recorded)."""
+
+    slice_ms: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+    switch_ms: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+
+    @classmethod
+    def of(cls, probe: dict[str, Any] | None) -> ProbePair:
+        """From a probe's record (``TimesliceProbe.to_dict``: ``slice_ms`` and ``switch_ms`` summaries)."""
+        if not probe:
+            return cls()
+        return cls(*(quantile_ci_from_summary(probe.get(k) or {}) for k in ("slice_ms", "switch_ms")))
+
+    @classmethod
+    def medians(cls, slice_ms: float, switch_ms: float) -> ProbePair:
+        """Only the medians (a sweep's record before the probe's percentiles were kept): no intervals."""
+        return cls((slice_ms, math.nan, math.nan), (switch_ms, math.nan, math.nan))
+
+    def independent(self) -> tuple[float, float, float]:
+        """The loss the pair alone implies, switch / slice (%: the switch idle of every slice, no refill),
+        with its interval from the two medians' intervals."""
+        (sl, sl_lo, sl_hi), (sw, sw_lo, sw_hi) = self.slice_ms, self.switch_ms
+        est = predicted_loss_pct(sl, sw, 0.0)
+        if not all(math.isfinite(x) and x > 0 for x in (sl_lo, sl_hi)) or not all(
+            math.isfinite(x) for x in (sw_lo, sw_hi)
+        ):
+            return (est, math.nan, math.nan)
+        return (est, predicted_loss_pct(sl_hi, sw_lo, 0.0), predicted_loss_pct(sl_lo, sw_hi, 0.0))
 
 
 def loss_from_rate(rate: float, idle_pct: float) -> float:
@@ -163,24 +245,59 @@ def half_width(lo: float, hi: float) -> float:
     return (hi - lo) / 2.0 if math.isfinite(lo) and math.isfinite(hi) else math.nan
 
 
+Bounds = tuple[float, float]
+NO_BOUNDS: Bounds = (math.nan, math.nan)
+
+
+def envelope(center: tuple[float, float, float], *others: tuple[float, float, float]) -> tuple[float, float, float]:
+    """``center``'s estimate with the union of its interval and ``others``' (the same figure with an input
+    at either end of its own interval); NaN interval when the center has none."""
+    est, lo, hi = center
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return center
+    for _, o_lo, o_hi in others:
+        if math.isfinite(o_lo) and math.isfinite(o_hi):
+            lo, hi = min(lo, o_lo), max(hi, o_hi)
+    return (est, lo, hi)
+
+
+def at_switches(splits: Sequence[Split], bounds: Bounds) -> list[list[Split]]:
+    """``splits`` as measured, then recomputed with the switch at each end of ``bounds`` (where known)."""
+    ends = [b for b in bounds if math.isfinite(b)]
+    return [list(splits), *([resplit(x, b) for x in splits] for b in ends)]
+
+
 def neighbour_terms(
-    primary: Sequence[Split], light: Sequence[Split], measured: tuple[float, float, float] | None
+    primary: Sequence[Split],
+    light: Sequence[Split],
+    measured: tuple[float, float, float] | None,
+    predicted: tuple[float, float, float] | None = None,
+    switches: tuple[Bounds, Bounds] = (NO_BOUNDS, NO_BOUNDS),
 ) -> dict[str, Any]:
     """Issue 34's terms of a workload measured beside a heavy neighbour (``primary``) and beside the light
     probe (``light``), each a list of splits over repeats:
 
     * ``evict_ms``: the progress each switch-in loses because a heavy neighbour ran before it, the heavy
-      refill less the light one, paired by repeat (95% interval);
+      refill less the light one, paired by repeat (95% interval, the envelope over both switches' ends);
     * ``predicted_light_pct``: the prediction from the light probe alone (the model before issue 34);
     * ``implied_refill_ms``: the refill per switch-in the measured loss implies at the primary slice and
-      switch, ``missing_ms`` what of it neither refill nor evict explains;
+      switch, ``missing_ms`` what of it the fitted refill does not explain (a signed difference);
     * ``unexplained_pts``: measured - predicted loss, its interval sqrt(hw_measured^2 + hw_predicted^2).
+
+    ``predicted``: the primary prediction with its interval (default: over ``primary``'s repeats);
+    ``switches``: the primary and light switches' intervals (the probes' medians').
     """
-    pm, plo, phi = mean_ci([s.predicted_loss_pct for s in primary])
+    pm, plo, phi = predicted or mean_ci([s.predicted_loss_pct for s in primary])
     lt = light or primary
-    rate_l = positive_mean_ci([s.in_slice_rate for s in lt])
-    pairs = [h.refill_ms - lo.refill_ms for h, lo in zip(primary, light)] if light else []
-    evict = mean_ci(pairs) if pairs else (math.nan, math.nan, math.nan)
+    light_switch = switches[1] if light else switches[0]
+    rate_l = envelope(*(positive_mean_ci([s.in_slice_rate for s in v]) for v in at_switches(lt, light_switch)))
+    evict = (
+        envelope(
+            *(paired_evict(h, lo) for h in at_switches(primary, switches[0]) for lo in at_switches(light, light_switch))
+        )
+        if light
+        else (math.nan,) * 3
+    )
     slice_ms = float(np.mean([s.slice_ms for s in primary]))
     switch = float(np.mean([s.switch_ms for s in primary]))
     refill = float(np.mean([s.refill_ms for s in primary]))
@@ -205,6 +322,42 @@ def neighbour_terms(
         unexplained_ci_low=un - half,
         unexplained_ci_high=un + half,
     )
+
+
+def paired_evict(heavy: Sequence[Split], light: Sequence[Split]) -> tuple[float, float, float]:
+    """The heavy refill less the light one, paired by repeat, with its Student-t interval."""
+    pairs = [h.refill_ms - lo.refill_ms for h, lo in zip(heavy, light)]
+    return mean_ci(pairs) if pairs else (math.nan, math.nan, math.nan)
+
+
+# what the data cannot identify: (term, its columns, why) -- a term whose estimate is below zero
+NOT_IDENTIFIED = (
+    ("refill", ("refill_ms", "refill_pct"), "in-slice rate above 1: faster inside a shared slice than alone"),
+    ("evict", ("evict_ms",), "the heavy neighbour's refill below the light one's"),
+    ("refill light", ("refill_light_ms",), "in-slice rate beside the light probe above 1"),
+    ("implied refill", ("implied_refill_ms", "missing_ms"), "the measured loss below the switch idle alone"),
+)
+
+
+def identify(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with the terms the data cannot identify (:data:`NOT_IDENTIFIED`: an estimate below zero, a
+    rate above 1 for the refill) set to NaN and named in ``not_identified``; the interval of a term that
+    can be identified stops at 0 (a time per switch-in is never negative)."""
+    out = dict(row)
+    said = []
+    for term, cols, why in NOT_IDENTIFIED:
+        value = float(out.get(cols[0], math.nan))
+        faster = term == "refill" and float(out.get("in_slice_rate", math.nan)) > 1.0
+        if value < 0 or faster:
+            said.append(f"{term} ({why})")
+            for c in cols:
+                for k in (c, f"{c}_ci_low", f"{c}_ci_high"):
+                    if k in out:
+                        out[k] = math.nan
+        elif float(out.get(f"{cols[0]}_ci_low", math.nan)) < 0:
+            out[f"{cols[0]}_ci_low"] = 0.0
+    out["not_identified"] = "; ".join(said)
+    return out
 
 
 def loss_at(s: Split, lengths_ms: Sequence[float] = DEFAULT_LENGTHS_MS) -> list[dict[str, Any]]:
@@ -243,14 +396,25 @@ SUMMARY_FIELDS = (
 POSITIVE_FIELDS = frozenset({"slice_ms", "switch_ms", "gpu_share", "in_slice_rate"})  # interval on the log scale
 
 
-def summarize(splits: Sequence[Split], measured: tuple[float, float, float] | None = None) -> dict[str, Any]:
+def summarize(
+    splits: Sequence[Split],
+    measured: tuple[float, float, float] | None = None,
+    switch: Bounds = NO_BOUNDS,
+) -> dict[str, Any]:
     """Mean and 95% interval over repeats of each part (``<field>``, ``<field>_ci_low/high``), the
-    measured loss with its interval (``measured``: mean, low, high) and the error of the prediction."""
+    measured loss with its interval (``measured``: mean, low, high) and the error of the prediction.
+
+    ``switch``: the interval of the probe's median switch that every repeat used; each part's interval is
+    then the envelope of the repeats' intervals with the switch as measured and at either end (the switch
+    reused in every repeat has no interval over them: its own is the probe's)."""
     out: dict[str, Any] = {"repeats": len(splits)}
+    variants = at_switches(splits, switch)
     for f in SUMMARY_FIELDS:
         interval = positive_mean_ci if f in POSITIVE_FIELDS else mean_ci
-        m, lo, hi = interval([getattr(s, f) for s in splits])
+        m, lo, hi = envelope(*(interval([getattr(s, f) for s in v]) for v in variants))
         out.update({f: m, f"{f}_ci_low": lo, f"{f}_ci_high": hi})
+    if splits and all(math.isfinite(b) for b in switch):
+        out.update(switch_ms_ci_low=switch[0], switch_ms_ci_high=switch[1])
     if measured is not None:
         out.update(loss_pct=measured[0], loss_ci_low=measured[1], loss_ci_high=measured[2])
         out["error_pts"] = out["predicted_loss_pct"] - measured[0]
@@ -293,6 +457,15 @@ NEIGHBOUR_COLUMNS = (
     "unexplained_ci_high",
 )
 SPLIT_FIELDS = ("slice_ms", "switch_ms", "switch_idle_pct", "in_slice_rate", "gpu_share", "refill_ms", "refill_pct")
+INDEPENDENT_COLUMNS = (  # the probe pair alone (no workload): its slice and the loss slice and switch imply
+    "probe_slice_ms",
+    "probe_slice_ms_ci_low",
+    "probe_slice_ms_ci_high",
+    "independent_pct",
+    "independent_ci_low",
+    "independent_ci_high",
+    "independent_light_pct",
+)
 SPLIT_COLUMNS = [
     "engine",  # the work keys of sharebench.analysis.tables.WORK_KEYS
     "backend",
@@ -308,20 +481,25 @@ SPLIT_COLUMNS = [
     "loss_pct",
     "loss_ci_low",
     "loss_ci_high",
-    "predicted_loss_pct",
+    "predicted_loss_pct",  # the transfer's prediction (the in-slice rate of a time-sliced run beside a probe)
     "predicted_ci_low",
     "predicted_ci_high",
     "error_pts",
     "neighbour",  # issue 34: what the primary columns were measured beside (light, stream:MB, heavy:MB)
     *NEIGHBOUR_COLUMNS,
+    *INDEPENDENT_COLUMNS,
+    "not_identified",  # the terms the data cannot identify, and why (''; :func:`identify`)
 ]
 RECORD_WORK = ("engine", "backend", "device_class", "lattice", "particles", "turns")
 
 
-def beside_record(run: BesideRun, work: dict[str, Any], switch_ms: float, slice_ms: float) -> dict[str, Any]:
+def beside_record(
+    run: BesideRun, work: dict[str, Any], switch_ms: float, slice_ms: float, probe: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The raw record of one run beside the probe, as ``timeslice_split.json`` keeps it: the work (the
     results' work keys), the replica's timed window, the probe's gaps inside it (ms) and the switch and
-    slice the sweep's probes measured alone."""
+    slice the sweep's probes measured alone (``probe``: that probe run's record, whose percentiles give the
+    medians' intervals; kept as ``probe_slice`` and ``probe_switch``)."""
     rec = SwitchOut.of(run)
     return {
         **work,
@@ -336,6 +514,8 @@ def beside_record(run: BesideRun, work: dict[str, Any], switch_ms: float, slice_
         "gaps_ms": [round(g, 6) for g in rec.gaps_ms],
         "probe_switch_ms": switch_ms,
         "probe_slice_ms": slice_ms,
+        "probe_switch": dict((probe or {}).get("switch_ms") or {}),
+        "probe_slice": dict((probe or {}).get("slice_ms") or {}),
         "offset_err_ns": run.trace.offset_err_ns,
         "overflowed": run.trace.overflowed,
         "neighbour": run.trace.neighbour,
@@ -381,6 +561,13 @@ def neighbour_of(rec: dict[str, Any]) -> str:
     return str(rec.get("neighbour") or "light")
 
 
+def record_pair(rec: dict[str, Any]) -> ProbePair:
+    """The probe pair a sweep's record was split with: the probe's summaries where kept, else its medians."""
+    if rec.get("probe_switch") and rec.get("probe_slice"):
+        return ProbePair.of({"slice_ms": rec["probe_slice"], "switch_ms": rec["probe_switch"]})
+    return ProbePair.medians(float(rec.get("probe_slice_ms", math.nan)), float(rec.get("probe_switch_ms", math.nan)))
+
+
 def split_row(
     work: Work,
     uuid: str,
@@ -396,29 +583,52 @@ def split_row(
     measured = (float(ts["loss_pct"]), float(ts["loss_ci_low"]), float(ts["loss_ci_high"])) if ts else None
     row: dict[str, Any] = dict(zip(RECORD_WORK, work), mode=ts["mode"] if ts else "", uuid=uuid)
     row.update(device_name=runs[0].get("device_name", ""))
-    return {**row, **model_row(run_splits(runs, alone), run_splits(light, alone), measured, neighbour_of(runs[0]))}
+    pairs = (record_pair(runs[0]), record_pair(light[0]) if light else None)
+    splits = (run_splits(runs, alone), run_splits(light, alone))
+    return {**row, **model_row(*splits, measured, neighbour_of(runs[0]), pairs)}
 
 
 def model_row(
-    splits: Sequence[Split], light: Sequence[Split], measured: tuple[float, float, float] | None, neighbour: str
+    splits: Sequence[Split],
+    light: Sequence[Split],
+    measured: tuple[float, float, float] | None,
+    neighbour: str,
+    pairs: tuple[ProbePair | None, ProbePair | None] = (None, None),
 ) -> dict[str, Any]:
     """The split table's columns after the work keys (:data:`SPLIT_COLUMNS`) from the splits beside one
-    neighbour and, when that is not the light probe, those beside the light probe."""
-    s = summarize(splits, measured)
+    neighbour and, when that is not the light probe, those beside the light probe; ``pairs``: the probe
+    pairs alone beside that neighbour and light (their slices and switches, with the medians' intervals),
+    whose switch intervals every interval carries and whose slice and switch give the independent part."""
+    pair = pairs[0] or ProbePair()
+    lp = pairs[1] or (pair if not light else ProbePair())
+    switch: Bounds = (pair.switch_ms[1], pair.switch_ms[2])
+    s = summarize(splits, measured, switch)
     row: dict[str, Any] = dict(repeats=s["repeats"])
     for f in SPLIT_FIELDS:
         row.update({f: s[f], f"{f}_ci_low": s[f"{f}_ci_low"], f"{f}_ci_high": s[f"{f}_ci_high"]})
+    predicted = (s["predicted_loss_pct"], s["predicted_loss_pct_ci_low"], s["predicted_loss_pct_ci_high"])
     row.update(
         loss_pct=s.get("loss_pct", math.nan),
         loss_ci_low=s.get("loss_ci_low", math.nan),
         loss_ci_high=s.get("loss_ci_high", math.nan),
-        predicted_loss_pct=s["predicted_loss_pct"],
-        predicted_ci_low=s["predicted_loss_pct_ci_low"],
-        predicted_ci_high=s["predicted_loss_pct_ci_high"],
+        predicted_loss_pct=predicted[0],
+        predicted_ci_low=predicted[1],
+        predicted_ci_high=predicted[2],
         error_pts=s.get("error_pts", math.nan),
         neighbour=neighbour,
     )
-    return {**row, **neighbour_terms(splits, light, measured)}
+    row.update(neighbour_terms(splits, light, measured, predicted, (switch, (lp.switch_ms[1], lp.switch_ms[2]))))
+    ind = pair.independent()
+    row.update(
+        probe_slice_ms=pair.slice_ms[0],
+        probe_slice_ms_ci_low=pair.slice_ms[1],
+        probe_slice_ms_ci_high=pair.slice_ms[2],
+        independent_pct=ind[0],
+        independent_ci_low=ind[1],
+        independent_ci_high=ind[2],
+        independent_light_pct=lp.independent()[0],
+    )
+    return identify(row)
 
 
 def split_table(runs: Sequence[dict[str, Any]], timeslice: pd.DataFrame) -> pd.DataFrame:
@@ -449,8 +659,11 @@ def helpful_interval(row: dict[str, Any] | pd.Series, lengths_ms: Sequence[float
     """The shortest of ``lengths_ms`` longer than the measured slice whose predicted loss is at most
     :data:`HELP_FRACTION` of the loss predicted at the measured slice (a :func:`loss_at_parts` row with
     ``now_pct``, the loss predicted at the measured slice); None when the loss is under
-    :data:`MIN_LOSS_PCT` already, or no length listed would halve it."""
+    :data:`MIN_LOSS_PCT` already, or no length listed would halve it. A refill not identified (an
+    in-slice rate above 1) counts as none: the prediction is the switch idle's alone."""
     slice_ms, switch, refill = (float(row[k]) for k in ("slice_ms", "switch_ms", "refill_ms"))
+    if math.isnan(refill) and "refill (" in str(row.get("not_identified") or ""):
+        refill = 0.0  # a refill the data cannot identify (a rate above 1): the switch idle alone
     now = predicted_loss_pct(slice_ms, switch, refill)
     if not all(math.isfinite(x) for x in (slice_ms, switch, refill, now)) or now < MIN_LOSS_PCT:
         return None
@@ -458,3 +671,40 @@ def helpful_interval(row: dict[str, Any] | pd.Series, lengths_ms: Sequence[float
         if r["predicted_loss_pct"] <= HELP_FRACTION * now:
             return {**r, "now_pct": now, "measured_slice_ms": slice_ms}
     return None
+
+
+# --- a `sharebench probe split` document (its --out JSON): the same rows from what it recorded --------------
+
+Doc = dict[str, Any]
+
+
+def doc_splits(doc: Doc) -> dict[str, list[Split]]:
+    """The splits per neighbour a ``probe split`` document recorded (older documents: one light list)."""
+    raw = doc.get("splits") or []
+    by = {"light": raw} if isinstance(raw, list) else dict(raw)
+    return {k: [Split(**{f: d[f] for f in Split.__dataclass_fields__}) for d in v] for k, v in by.items()}
+
+
+def doc_probes(doc: Doc) -> dict[str, dict[str, Any]]:
+    """The probe pairs alone a document recorded, per neighbour (older documents: the light one only)."""
+    return dict(doc.get("probes") or {"light": doc.get("probe") or {}})
+
+
+def doc_measured(doc: Doc) -> tuple[float, float, float]:
+    """The measured loss of a document's repeats: N time-sliced spans against N x T_1, with its interval."""
+    n = int(doc.get("replicas") or 2)
+    return ratio_loss_ci(doc.get("timeslice_span_s") or [], doc.get("alone_s") or [], factor=n)
+
+
+def doc_rows(doc: Doc) -> list[dict[str, Any]]:
+    """The split table's model columns (:func:`model_row`) of a ``probe split`` document: one row per
+    neighbour other than light, each against the light runs; only light runs: one light row."""
+    splits, probes, measured = doc_splits(doc), doc_probes(doc), doc_measured(doc)
+    light = splits.get("light") or []
+    light_pair = ProbePair.of(probes.get("light"))
+    rows = [
+        {"neighbour": k, **model_row(v, light, measured, k, (ProbePair.of(probes.get(k)), light_pair))}
+        for k, v in splits.items()
+        if k != "light"
+    ]
+    return rows or [model_row(light, [], measured, "light", (light_pair, None))]

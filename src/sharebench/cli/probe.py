@@ -3,13 +3,16 @@ what it costs.
 
     sharebench probe timeslice [--processes 2,4] [--seconds S] [--grid one|full] [--out FILE]
     sharebench probe split [--exec 'CMD' --work N | --lattice L --particles N --turns N] [--out FILE]
-                           [--neighbour light,heavy:128] [--table CSV] [--dry-run]
+                           [--neighbour light,heavy:128] [--table CSV] [--dry-run] [--from FILE]
 
 ``split`` runs, on one CUDA GPU: probes alone (slice and switch), the workload alone and as N time-sliced
 replicas (the measured loss, as the tables compute it), and one replica beside one probe (its GPU share
 and its progress rate inside its own slices, beside the light probe and beside each heavy neighbour: issue 34's
-evicted term); it prints the split and the loss predicted at other slice
-lengths, labelled predicted.
+evicted term). It prints the loss the probe pair alone implies (slice and switch, no workload) beside the
+transfer (the in-slice rate of the workload's own time-sliced run beside the probe carried over to N
+replicas), the terms the data cannot identify, and the loss predicted at other slice lengths, labelled
+predicted. ``--out`` keeps everything the table is made of (the raw records beside each neighbour, the probe
+pairs' percentiles, the provenance with the machine's state); ``--from`` recomputes from such a file.
 Options only, light (``--help`` imports no library stack); the work: ``sharebench.cli.probe_cmd``.
 """
 
@@ -65,6 +68,13 @@ def configure(name: str, parser: argparse.ArgumentParser) -> None:
         + f"; the workload runs beside each (default {DEFAULT_SPLIT_NEIGHBOURS}; light is always added)",
     )
     sp.add_argument("--table", help="append the split's rows to this CSV (tables/timeslice_split.csv columns)")
+    sp.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE",
+        help="recompute the split from a recorded --out document (no GPU); the work options as the original "
+        "command gave them name its work where the document does not",
+    )
     sp.add_argument("--dry-run", action="store_true", help="check the arguments and say what would run; run nothing")
     sp.set_defaults(func=lazy("sharebench.cli.probe_cmd:cmd_split"))
     parser.set_defaults(func=lambda _args: usage(parser))

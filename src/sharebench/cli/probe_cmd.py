@@ -7,6 +7,7 @@ import argparse
 import csv
 import json
 import math
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,13 @@ from typing import Any
 from sharebench.analysis.statistics import ratio_loss_ci
 from sharebench.analysis.timeslice_split import (
     SPLIT_COLUMNS,
+    ProbePair,
     Split,
-    SwitchOut,
+    beside_record,
+    doc_rows,
+    doc_splits,
     loss_at,
-    model_row,
-    split,
+    run_splits,
     summarize,
 )
 from sharebench.devices import resolve_device
@@ -27,6 +30,7 @@ from sharebench.files import write_atomic
 from sharebench.parse import counts, seconds, whole_number
 from sharebench.sharing import cell_run, run_cell
 from sharebench.sweep.beside import run_beside_probe
+from sharebench.telemetry.provenance import collect as collect_provenance
 from sharebench.telemetry.timeslice_probe import (
     BesideRun,
     Neighbour,
@@ -140,6 +144,8 @@ def measure(
 
 
 def cmd_split(args: argparse.Namespace) -> int:
+    if args.from_file:
+        return split_from(args)
     job, n, repeats, probe_s, lengths, neighbours = split_plan(args)
     labels = [k.label for k in neighbours]
     if args.dry_run:
@@ -152,56 +158,85 @@ def cmd_split(args: argparse.Namespace) -> int:
     for p in probes.values():
         print(p.summary(), flush=True)
     t1, tn, runs = measure(job, n, repeats, labels, args)
+    out = split_document(job, n, (t1, tn), probes, runs)
+    out["provenance"] = collect_provenance(resolve_device(args.device), list(sys.argv), {"work": out["work"]})
+    out["predicted_at"] = loss_at(splits_mean(doc_splits(out)[labels[-1]]), lengths)
+    finish_split(out, args)
+    return 0
+
+
+def split_document(
+    job: ReplicaJob,
+    n: int,
+    times: tuple[list[float], list[float]],
+    probes: dict[str, TimesliceProbe],
+    runs: dict[str, list[BesideRun]],
+) -> dict[str, Any]:
+    """Everything ``probe split --out`` keeps: the work, the measured times (``times``: alone, N
+    time-sliced), the probe pairs alone, the raw record of every run beside each neighbour (its gaps: the
+    table recomputes from them) and the splits."""
+    t1, tn = times
     measured = ratio_loss_ci(tn, t1, factor=n)
     alone = sum(t1) / len(t1)
-    splits = {
-        k: [
-            split(
-                alone,
-                r.record["track_s"],
-                SwitchOut.of(r),
-                probes[k].switch_ms.p50,
-                probes[k].slice_ms.p50,
-                measured[0],
-            )
-            for r in runs[k]
-        ]
-        for k in labels
+    work = work_keys(job)
+    light = probes["light"]
+    beside = {
+        k: [beside_record(r, work, probes[k].switch_ms.p50, probes[k].slice_ms.p50, probes[k].to_dict()) for r in v]
+        for k, v in runs.items()
     }
-    light = splits["light"]
-    rows = [{"neighbour": k, **model_row(splits[k], light, measured, k)} for k in labels[1:]]
-    rows = rows or [model_row(light, [], measured, "light")]
-    out: dict[str, Any] = dict(
+    splits = {k: [s.to_dict() for s in run_splits(v, alone)] for k, v in beside.items()}
+    for v in splits.values():
+        for s in v:
+            s.update(measured_loss_pct=measured[0], error_pts=s["predicted_loss_pct"] - measured[0])
+    return dict(
         workload=split_name(job),
-        uuid=probes["light"].uuid,
-        device_name=probes["light"].device_name,
+        work=work,
+        mode=f"timeslice:{n}",
+        uuid=light.uuid,
+        device_name=light.device_name,
         replicas=n,
         alone_s=t1,
         timeslice_span_s=tn,
-        probe=probes["light"].to_dict(),
+        probe=light.to_dict(),
         probes={k: p.to_dict() for k, p in probes.items()},
-        splits={k: [s.to_dict() for s in v] for k, v in splits.items()},
-        summary=summarize(light, measured),
-        model=rows,
+        beside=beside,
+        splits=splits,
+        summary=summarize(run_splits(beside["light"], alone), measured, switch_bounds(light.to_dict())),
     )
-    out["predicted_at"] = loss_at(splits_mean(splits[labels[-1]]), lengths)
+
+
+def switch_bounds(probe: dict[str, Any]) -> tuple[float, float]:
+    """The interval of a probe pair's median switch (NaN where not known)."""
+    _, lo, hi = ProbePair.of(probe).switch_ms
+    return (lo, hi)
+
+
+def finish_split(out: dict[str, Any], args: argparse.Namespace) -> None:
+    """The model rows of a split document printed, written (``--out``) and appended (``--table``)."""
+    out["model"] = doc_rows(out)
     print_split(out)
     if args.out:
         write_atomic(args.out, json.dumps(out, indent=1, default=str) + "\n")
     if args.table:
-        append_table(
-            Path(args.table),
-            [
-                {
-                    **work_keys(job),
-                    "mode": f"timeslice:{n}",
-                    "uuid": out["uuid"],
-                    "device_name": out["device_name"],
-                    **r,
-                }
-                for r in rows
-            ],
-        )
+        work = out.get("work") or {}
+        extra = {"mode": out.get("mode") or f"timeslice:{out['replicas']}", "uuid": out["uuid"]}
+        extra["device_name"] = out["device_name"]
+        append_table(Path(args.table), [{**work, **extra, **r} for r in out["model"]])
+
+
+def split_from(args: argparse.Namespace) -> int:
+    """``--from FILE``: the split recomputed from a recorded ``--out`` document, no GPU. Its work keys are
+    the document's, or (documents before they were kept) those of the options given, as the original
+    command gave them."""
+    try:
+        doc = json.loads(Path(args.from_file).read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"--from {args.from_file}: cannot read a probe split document ({exc})") from None
+    if not isinstance(doc, dict) or not {"alone_s", "timeslice_span_s", "splits"} <= set(doc):
+        raise UserError(f"--from {args.from_file}: not a `sharebench probe split --out` document")
+    if not doc.get("work"):
+        doc["work"] = work_keys(workload_job(args))
+    finish_split(doc, args)
     return 0
 
 
@@ -252,26 +287,49 @@ def print_split(out: dict[str, Any]) -> None:
         f"{s['loss_pct']:.2f}% [{s['loss_ci_low']:.2f}, {s['loss_ci_high']:.2f}]; T1 {s_mean(out['alone_s']):.3f} s, "
         f"T{out['replicas']} {s_mean(out['timeslice_span_s']):.3f} s ({len(out['alone_s'])} repeats)"
     )
-    for k, p in out["probes"].items():
+    for k, p in doc_probes_of(out).items():
         print(f"  {k} pair alone: slice {p['slice_ms']['p50']:.3f} ms, switch {p['switch_ms']['p50']:.3f} ms")
     for r in out["model"]:
-        print(
-            f"  beside {r['neighbour']}: slice {r['slice_ms']:.3f} ms, switch {r['switch_ms']:.3f} ms "
-            f"({r['switch_idle_pct']:.2f}% idle), in-slice rate {r['in_slice_rate']:.3f} "
-            f"(light {r['in_slice_rate_light']:.3f}), refill {r['refill_light_ms']:.3f} ms + evicted "
-            f"{r['evict_ms']:.3f} ms [{r['evict_ms_ci_low']:.3f}, {r['evict_ms_ci_high']:.3f}] per switch-in; "
-            f"predicted {r['predicted_loss_pct']:.2f}% (light probe alone {r['predicted_light_pct']:.2f}%), "
-            f"measured {r['loss_pct']:.2f}%: unexplained {r['unexplained_pts']:+.2f} points "
-            f"[{r['unexplained_ci_low']:+.2f}, {r['unexplained_ci_high']:+.2f}], "
-            f"{r['missing_ms']:+.3f} ms per switch-in"
-        )
-    for r in out["predicted_at"]:
+        print(model_line(r))
+    for r in out.get("predicted_at") or []:
         loss = r["predicted_loss_pct"]
         print(
             f"  predicted at a {r['slice_ms']:g} ms slice: loss {loss:.2f}%"
             if math.isfinite(loss)
             else f"  predicted at a {r['slice_ms']:g} ms slice: no progress"
         )
+
+
+def doc_probes_of(out: dict[str, Any]) -> dict[str, Any]:
+    return dict(out.get("probes") or {"light": out.get("probe") or {}})
+
+
+def model_line(r: dict[str, Any]) -> str:
+    """One model row: the independent part (the probe pair alone), the transfer from the run beside the
+    neighbour, its terms (or what is not identified) and what stays unexplained."""
+    text = (
+        f"  beside {r['neighbour']}: probe pair alone (slice and switch, no workload) {r['independent_pct']:.2f}% "
+        f"{ci_text(r, 'independent_ci')}; transfer from the time-sliced run beside it (in-slice rate "
+        f"{r['in_slice_rate']:.3f}, slice {r['slice_ms']:.3f} ms, switch {r['switch_ms']:.3f} ms) "
+        f"{r['predicted_loss_pct']:.2f}% {ci_text(r, 'predicted_ci')}, measured {r['loss_pct']:.2f}%: "
+        f"unexplained {r['unexplained_pts']:+.2f} points [{r['unexplained_ci_low']:+.2f}, "
+        f"{r['unexplained_ci_high']:+.2f}]"
+    )
+    terms = [
+        f"{name} {r[col]:.3f} ms"
+        for name, col in (("refill", "refill_ms"), ("evicted", "evict_ms"))
+        if math.isfinite(float(r[col]))
+    ]
+    if terms:
+        text += "; " + ", ".join(terms) + " per switch-in"
+    if r.get("not_identified"):
+        text += f"; not identified: {r['not_identified']}"
+    return text
+
+
+def ci_text(r: dict[str, Any], stem: str) -> str:
+    lo, hi = float(r[f"{stem}_low"]), float(r[f"{stem}_high"])
+    return f"[{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) and math.isfinite(hi) else "(no interval)"
 
 
 def s_mean(x: list[float]) -> float:

@@ -39,7 +39,7 @@ from sharebench.parse import (
 from sharebench.patterns import DEFAULT_SLO, MAX_BURSTS, MIN_WINDOW_S, PATTERNS, parse_pattern
 from sharebench.patterns import help_text as pattern_help
 
-CAPACITY_REPEATS = (2, 4)  # a capacity search's repeats of each N when --repeats / --max-repeats are not given
+CAPACITY_REPEATS = (1, 4)  # a capacity search's cells of each N (at least, at most while undecided) by default
 
 
 @dataclass(frozen=True)
@@ -198,16 +198,18 @@ def add_pattern_options(group: Options) -> None:
         "--capacity",
         action="store_true",
         help="find the users per GPU at the --slo target by search: each family in --modes given without N "
-        "(timeslice, mps, timeslice/long, mps@25) doubles N from --users LO until the p95 slowdown's interval "
-        "lies above the target, then bisects; --repeats (default 2) to --max-repeats (default 4) per N; "
-        "bounded by --budget; a pattern sweep whose --modes name a family without N implies it",
+        "(timeslice, mps, timeslice/long, mps@25) doubles N from --users LO while every user's p95 slowdown is "
+        "within the target (decided by its interval), then bisects; the families take turns; an N still "
+        "undecided gets another cell, --repeats (default 1) to --max-repeats (default 4) cells per N; a failed "
+        "N is not measured again; bounded by --budget; --resume continues it; a pattern sweep whose --modes "
+        "name a family without N implies it",
     )
     group.add_argument(
         "--users",
         default=None,
         metavar="LO..HI",
         help="with --capacity: the smallest N tried and the stated maximum (default 2..64); an answer at the "
-        "maximum reads '>= HI users'",
+        "maximum reads '>= HI'; one stopped short of its answer, 'between A and B' with why",
     )
 
 

@@ -30,8 +30,8 @@ from sharebench.sweep import (
     validate,
 )
 from sharebench.sweep.budget import RECORDED_ROOT, BudgetOptions, plan_recorded
-from sharebench.sweep.capacity import CapacityOptions
-from sharebench.sweep.compose import dry_run
+from sharebench.sweep.capacity import CapacityOptions, folder_options
+from sharebench.sweep.compose import dry_run, search_done
 from sharebench.sweep.request import SweepRequest, sweep_config
 from sharebench.sweep.resume import check_same_work, identity, measured_cells
 from sharebench.telemetry.disturbance import Disturbed, check_quiet, strict_guard
@@ -126,6 +126,32 @@ def nothing_to_do(cfg: SweepConfig, out: Path) -> bool:
     return True
 
 
+def search_of(request: SweepRequest) -> CapacityOptions | None:
+    """The capacity search the run continues or starts: ``--capacity``'s, else on ``--resume`` the one the
+    folder ran (its families, users and cells per N, from its ``sweep.json``)."""
+    if request.capacity is not None or not request.resume:
+        return request.capacity
+    return folder_options(request.out)
+
+
+def finished(cfg: SweepConfig, out: Path, search: CapacityOptions) -> bool:
+    """A resumed capacity search with every answer found: says so (nothing is run or written)."""
+    lines = search_done(cfg, out, search)
+    if lines is None:
+        return False
+    print(f"nothing to do: the capacity search in {out} is finished; report: {out}/report.html")
+    print("\n".join(f"  capacity: {line}" for line in lines))
+    return True
+
+
+def nothing_left(cfg: SweepConfig, out: Path, search: CapacityOptions | None, budget: BudgetOptions | None) -> bool:
+    """A resume with nothing to run (said on stdout): a capacity search with every answer, or (no budget)
+    a sweep whose every cell is measured."""
+    if search is not None:
+        return finished(cfg, out, search)
+    return budget is None and nothing_to_do(cfg, out)
+
+
 def request_of(args: argparse.Namespace, opts: RunOptions, out: Path) -> SweepRequest:
     """The sweep the run command asks for: its options as ``run_options`` parsed them, its flags, its folder."""
     return SweepRequest(
@@ -175,13 +201,13 @@ def run_request(request: SweepRequest, t_start: float | None = None) -> int:
     """Run (or with ``dry_run`` describe) the sweep ``request`` asks for, then its report and end screen;
     the exit status. The command line and a campaign's sweep steps both run here."""
     t_start = time.monotonic() if t_start is None else t_start
-    out, budget = request.out, request.budget
+    out, budget, search = request.out, request.budget, search_of(request)
     cfg = sweep_config(request)
     if request.dry_run:
-        print(dry_run(validate(cfg), out, budget, request.capacity))
+        print(dry_run(validate(cfg), out, budget, search))
         return 0
     program_found(cfg)
-    if request.resume and budget is None and nothing_to_do(cfg, out):
+    if request.resume and nothing_left(cfg, out, search, budget):
         return 0
     if request.strict:
         check_quiet()
@@ -193,7 +219,7 @@ def run_request(request: SweepRequest, t_start: float | None = None) -> int:
                 if request.strict:
                     strict_guard(rows)
 
-            run_sweep(cfg, out, on_cell=on_cell, budget=budget, t_start=t_start, capacity=request.capacity)
+            run_sweep(cfg, out, on_cell=on_cell, budget=budget, t_start=t_start, capacity=search)
             watch.check()
             if (out / RESULTS_CSV).exists():
                 build_report(out)

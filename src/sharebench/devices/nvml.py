@@ -190,3 +190,55 @@ def mig_devices(nv: Any, parent: Any) -> list[dict[str, Any]]:
                 inst[key] = None
         out.append(inst)
     return out
+
+
+# The GPU's state that can move a measured loss between machines of one model (issue 45), as NVML reports
+# it: the power limits (W), the VBIOS, the application clocks the GPU runs kernels at and the maximum
+# clocks (MHz), its memory, its PCIe link (the current generation and width drop at idle on some
+# machines: the maximum is the link's) and the persistence mode.
+GPU_STATE_FIELDS = (
+    "power_limit_w",
+    "enforced_power_limit_w",
+    "default_power_limit_w",
+    "vbios",
+    "app_clock_sm_mhz",
+    "app_clock_mem_mhz",
+    "max_clock_sm_mhz",
+    "max_clock_mem_mhz",
+    "memory_bytes",
+    "pcie_gen",
+    "pcie_width",
+    "pcie_max_gen",
+    "pcie_max_width",
+    "persistence_mode",
+)
+
+
+def gpu_state(nv: Any, handle: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """The :data:`GPU_STATE_FIELDS` of one GPU: (values, reasons): a field NVML refuses (not supported on
+    this GPU, no permission, a call this nvidia-ml-py lacks) is None in the values and its reason kept."""
+    readers: dict[str, Any] = {
+        "power_limit_w": lambda: nv.nvmlDeviceGetPowerManagementLimit(handle) / 1000.0,
+        "enforced_power_limit_w": lambda: nv.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0,
+        "default_power_limit_w": lambda: nv.nvmlDeviceGetPowerManagementDefaultLimit(handle) / 1000.0,
+        "vbios": lambda: text(nv.nvmlDeviceGetVbiosVersion(handle)),
+        "app_clock_sm_mhz": lambda: int(nv.nvmlDeviceGetApplicationsClock(handle, nv.NVML_CLOCK_SM)),
+        "app_clock_mem_mhz": lambda: int(nv.nvmlDeviceGetApplicationsClock(handle, nv.NVML_CLOCK_MEM)),
+        "max_clock_sm_mhz": lambda: int(nv.nvmlDeviceGetMaxClockInfo(handle, nv.NVML_CLOCK_SM)),
+        "max_clock_mem_mhz": lambda: int(nv.nvmlDeviceGetMaxClockInfo(handle, nv.NVML_CLOCK_MEM)),
+        "memory_bytes": lambda: int(nv.nvmlDeviceGetMemoryInfo(handle).total),
+        "pcie_gen": lambda: int(nv.nvmlDeviceGetCurrPcieLinkGeneration(handle)),
+        "pcie_width": lambda: int(nv.nvmlDeviceGetCurrPcieLinkWidth(handle)),
+        "pcie_max_gen": lambda: int(nv.nvmlDeviceGetMaxPcieLinkGeneration(handle)),
+        "pcie_max_width": lambda: int(nv.nvmlDeviceGetMaxPcieLinkWidth(handle)),
+        "persistence_mode": lambda: "enabled" if nv.nvmlDeviceGetPersistenceMode(handle) else "disabled",
+    }
+    values: dict[str, Any] = {}
+    reasons: dict[str, str] = {}
+    for name in GPU_STATE_FIELDS:
+        try:
+            values[name] = readers[name]()
+        except (nv.NVMLError, AttributeError, TypeError) as exc:  # refused, or not in this nvidia-ml-py
+            values[name] = None
+            reasons[name] = f"NVML: {one_line(exc) or type(exc).__name__}"
+    return values, reasons

@@ -8,6 +8,8 @@ from sharebench.manifests.names import (
     OFFER_CONFIGMAP,
     OPERATOR_NAMESPACE,
     REPLICA_SERVICE_ACCOUNT,
+    REQUEST_GROUP,
+    REQUEST_PLURAL,
     REQUESTER_ROLE,
     RUN_NAMESPACE,
     SERVICE_ACCOUNT,
@@ -90,10 +92,12 @@ def rbac_objects(
 
     ``node_access="agent"`` (the default): the account lives in sharebench's own namespace, where
     only the node agent's Deployment runs as it; no token of it exists in the run namespace. The
-    agent reads the site's offer (the ConfigMap :data:`OFFER_CONFIGMAP`, by name) and, in the run
-    namespace, the sharing requests and their status (ConfigMaps get/list/watch/update; the policy
-    lets it change only a request's status). The run's own account files requests with the Role
-    :data:`REQUESTER_ROLE` (the site binds it). ``node_access="direct"`` (a single-admin cluster):
+    agent reads the site's offer (the ConfigMap :data:`OFFER_CONFIGMAP`, by name), reviews the tokens
+    requests carry (``tokenreviews`` create, the one right of ``system:auth-delegator`` it needs) and, in
+    the run namespace, reads the sharing requests and writes their status subresource, which nobody else
+    may. The run's own account files requests with the Role :data:`REQUESTER_ROLE` (the site binds it):
+    create, and get by name; no list or watch (another run's request, and the token in it, stay
+    unseen), no update or delete (a request is answered once, and goes with its pod). ``node_access="direct"`` (a single-admin cluster):
     the account and its token Secret :data:`NODE_TOKEN_SECRET` live in the run namespace, mounted by
     the pipeline's node steps.
 
@@ -130,6 +134,7 @@ def rbac_objects(
         roles += [
             ("Role", f"{name}-offer", SYSTEM_NAMESPACE, OFFER_RULES),
             ("Role", f"{name}-requests", run_namespace, AGENT_REQUEST_RULES),
+            ("ClusterRole", f"{name}-token-reviews", None, TOKEN_REVIEW_RULES),
         ]
     for i, (kind, role_name, ns, rules) in enumerate(roles):
         objects.append((f"02{i}0_{kind.lower()}_{role_name}.yaml", role(kind, role_name, ns, rules)))
@@ -187,7 +192,9 @@ KEY_RULES = [
     {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
 ]
 OFFER_RULES = [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [OFFER_CONFIGMAP], "verbs": ["get"]}]
-AGENT_REQUEST_RULES = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "update"]}]
-REQUESTER_RULES = [
-    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "list", "watch", "delete"]}
+AGENT_REQUEST_RULES = [
+    {"apiGroups": [REQUEST_GROUP], "resources": [REQUEST_PLURAL], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [REQUEST_GROUP], "resources": [f"{REQUEST_PLURAL}/status"], "verbs": ["update", "patch"]},
 ]
+TOKEN_REVIEW_RULES = [{"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}]
+REQUESTER_RULES = [{"apiGroups": [REQUEST_GROUP], "resources": [REQUEST_PLURAL], "verbs": ["create", "get"]}]

@@ -15,11 +15,28 @@ OFFER_CONFIGMAP = "sharebench-offer"
 OFFER_NODE_PREFIX = "node."
 OFFER_IMAGE_ALLOW_KEY = "image-allow"
 OFFER_RUN_NAMESPACES_KEY = "run-namespaces"
-# a sharing request a pipeline step files in its run namespace: a ConfigMap with this label
-REQUEST_LABEL = ("sharebench.io/node-request", "v1")
-REQUEST_STATUS_KEY = "status"  # the one key of a request the agent writes
-# the role a site binds to its runs' account in the run namespace: file and read requests
+# where the agent takes requests: pods a run namespace holds that claim a run (KFP's label pipeline/runid)
+# may be created only by these users (the workflow controller; the run-pods admission policy's params)
+OFFER_POD_CREATORS_KEY = "run-pod-creators"
+WORKFLOW_CONTROLLER = "system:serviceaccount:kubeflow:argo"  # Kubeflow's Argo workflow controller
+RUN_LABEL = "pipeline/runid"  # KFP's label on every pod of a run
+# a sharing request a pipeline step files in its run namespace: a SharingRequest (a CRD whose status
+# subresource only the agent may write: the kubelet's and controllers' rule, status is the owner's)
+REQUEST_GROUP = "sharebench.io"
+REQUEST_VERSION = "v1alpha1"
+REQUEST_PLURAL = "sharingrequests"
+REQUEST_KIND = "SharingRequest"
+# the role a site binds to its runs' account in the run namespace: file requests, read one by name
 REQUESTER_ROLE = "sharebench-node-requester"
+# the proof a request carries: a projected service-account token of the filing pod, with this audience
+# (usable against the agent only), mounted by the PodDefault AGENT_TOKEN_PODDEFAULT into the pods that
+# carry the label NODE_STEP_LABEL (its value: the one action the pod may request, apply or restore)
+AGENT_AUDIENCE = "sharebench.io/node-agent"
+AGENT_TOKEN_PODDEFAULT = "sharebench-agent-token"
+AGENT_TOKEN_DIR = "/var/run/secrets/sharebench.io/agent"
+AGENT_TOKEN_EXPIRATION_S = 3600
+NODE_STEP_LABEL = "sharebench.io/node-step"
+POD_NAME_ENV, POD_UID_ENV = "SHAREBENCH_POD_NAME", "SHAREBENCH_POD_UID"  # the downward API, in node steps
 # on a node while a Lease holds it: the holder (the admission policy lets only such a node change)
 NODE_CLAIM_ANNOTATION = "sharebench.io/claimed-by"
 # the replica and analysis tasks' account: no API rights, no mounted token

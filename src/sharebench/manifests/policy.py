@@ -17,8 +17,8 @@ account, the API server admits:
   signed prior state (recorded by an earlier request, so a restore undoes it); never a taint, another
   ``spec`` field, ``ownerReferences`` or ``finalizers``;
 * on ConfigMaps: in the operator's namespace, changes to sharebench's own entries only (keys
-  ``sharebench-...``); elsewhere, only the ``status`` key of a sharing request (label
-  :data:`~sharebench.manifests.names.REQUEST_LABEL`), which is what the agent writes back;
+  ``sharebench-...``); no ConfigMap elsewhere (the agent answers a sharing request in its status
+  subresource, which RBAC gives it alone);
 * pod deletion of the device-plugin and GPU-feature-discovery pods of an offered node only;
 * on Leases (one reconfiguration per node): never a delete, and a change of ``holderIdentity`` only
   from empty (taking a released Lease) or to empty with the old holder named in the annotation
@@ -27,6 +27,13 @@ account, the API server admits:
   ever replaced in one step, and every takeover is a release that names whom it released;
 * Secrets: the creation of the prior-state signing key
   (:data:`~sharebench.manifests.names.STATE_KEY_SECRET` in sharebench's namespace) only.
+
+A second policy, :data:`RUN_PODS_POLICY`, judges everyone's pods in the run namespaces the offer names:
+a pod that claims a run (KFP's label :data:`~sharebench.manifests.names.RUN_LABEL`) is created only by
+the offer's ``run-pod-creators`` (the workflow controller), and nobody else changes that label or the
+label :data:`~sharebench.manifests.names.NODE_STEP_LABEL` of a pod afterwards. So the run a pod belongs
+to is what KFP said, and the node agent, which resolves a request's token to its pod and the pod to its
+run, learns a run no requester chose.
 
 The expressions are plain CEL over ``object``/``oldObject``/``params``; tests/manifests/test_policy.py
 evaluates them with cel-python on allowed and denied requests.
@@ -41,13 +48,15 @@ from sharebench.manifests.names import (
     LEASE_RELEASED_BY_ANNOTATION,
     MIG_STATE_LABEL,
     NODE_CLAIM_ANNOTATION,
+    NODE_STEP_LABEL,
     OFFER_CONFIGMAP,
     OFFER_NODE_PREFIX,
+    OFFER_POD_CREATORS_KEY,
+    OFFER_RUN_NAMESPACES_KEY,
     OPERATOR_NAMESPACE,
     PRIOR_STATE_ANNOTATION,
     PRIOR_STATE_SIGNATURE_ANNOTATION,
-    REQUEST_LABEL,
-    REQUEST_STATUS_KEY,
+    RUN_LABEL,
     SERVICE_ACCOUNT,
     SHARING_LABELS,
     STATE_KEY_SECRET,
@@ -56,6 +65,7 @@ from sharebench.manifests.names import (
 )
 
 POLICY = "sharebench-node"
+RUN_PODS_POLICY = "sharebench-run-pods"
 ANNOTATION_PREFIX = "sharebench.io/"
 # the node annotations sharebench writes: its signed prior state and the claim of the Lease's holder
 NODE_ANNOTATIONS = (PRIOR_STATE_ANNOTATION, PRIOR_STATE_SIGNATURE_ANNOTATION, NODE_CLAIM_ANNOTATION)
@@ -204,21 +214,14 @@ def node_validations() -> list[dict]:
 
 
 def validations(operator_namespace: str = OPERATOR_NAMESPACE) -> list[dict]:
-    key, value = REQUEST_LABEL
-    request = (
-        f"has(oldObject.metadata.labels) && '{key}' in oldObject.metadata.labels && "
-        f"oldObject.metadata.labels['{key}'] == '{value}' && "
-        "(has(object.metadata.labels) ? object.metadata.labels : {}) == oldObject.metadata.labels && "
-        + _only_keys_change("variables.newData", "variables.oldData", f"k == '{REQUEST_STATUS_KEY}'")
-    )
     entries = _only_keys_change("variables.newData", "variables.oldData", f"k.startsWith('{ENTRY_PREFIX}')")
     return [
         *node_validations(),
         {
             "expression": "request.resource.resource != 'configmaps' || "
-            f"(oldObject.metadata.namespace == '{operator_namespace}' ? ({entries}) : ({request}))",
+            f"(oldObject.metadata.namespace == '{operator_namespace}' && ({entries}))",
             "message": f"sharebench may change only its own ConfigMap entries ({ENTRY_PREFIX}...) in "
-            f"{operator_namespace}, and elsewhere only the {REQUEST_STATUS_KEY} of a sharing request ({key}={value})",
+            f"{operator_namespace}, and no ConfigMap elsewhere",
         },
         {
             "expression": "request.resource.resource != 'pods' || "
@@ -237,6 +240,36 @@ def validations(operator_namespace: str = OPERATOR_NAMESPACE) -> list[dict]:
     ]
 
 
+def _listed(key: str, item: str) -> str:
+    """CEL: ``item`` (an expression) is one of the comma-separated values of the offer's ``key``."""
+    listed = f"string(',' + params.data['{key}'] + ',')"  # string(): one type whatever the engine concatenates
+    return f"(has(params.data) && '{key}' in params.data && {listed}.contains(',' + {item} + ','))"
+
+
+def run_pod_validations() -> list[dict]:
+    """Everyone's pods in a run namespace: only the workflow controller makes a pod that claims a run,
+    and nobody changes a pod's run or node-step label afterwards."""
+    runs = _listed(OFFER_RUN_NAMESPACES_KEY, "request.namespace")
+    creator = _listed(OFFER_POD_CREATORS_KEY, "request.userInfo.username")
+    new, old = "variables.newLabels", "variables.oldLabels"
+    kept = " && ".join(
+        f"(('{k}' in {new}) == ('{k}' in {old}) && (!('{k}' in {new}) || {new}['{k}'] == {old}['{k}']))"
+        for k in (RUN_LABEL, NODE_STEP_LABEL)
+    )
+    return [
+        {
+            "expression": f"!{runs} || {creator} || request.operation != 'CREATE' || !('{RUN_LABEL}' in {new})",
+            "message": f"only the workflow controller (the offer's {OFFER_POD_CREATORS_KEY}) may create a pod "
+            f"labelled {RUN_LABEL} in a run namespace: a pod's run is KFP's to say",
+        },
+        {
+            "expression": f"!{runs} || {creator} || request.operation != 'UPDATE' || ({kept})",
+            "message": f"only the workflow controller may change a pod's {RUN_LABEL} or {NODE_STEP_LABEL} label "
+            "in a run namespace",
+        },
+    ]
+
+
 def service_account_user(namespace: str = SYSTEM_NAMESPACE) -> str:
     """The node account's user name; ``namespace``: where it lives (sharebench's own in agent mode, the
     run namespace in direct mode: ``access.node_account_namespace``)."""
@@ -244,9 +277,13 @@ def service_account_user(namespace: str = SYSTEM_NAMESPACE) -> str:
 
 
 def policy_objects(
-    operator_namespace: str = OPERATOR_NAMESPACE, account_namespace: str = SYSTEM_NAMESPACE
+    operator_namespace: str = OPERATOR_NAMESPACE,
+    account_namespace: str = SYSTEM_NAMESPACE,
+    run_namespaces: tuple[str, ...] = (),
 ) -> list[tuple[str, dict]]:
-    """The policy and its binding (``Deny``, the site's offer as its parameters), as (file name, object)."""
+    """The policies and their bindings (the site's offer as their parameters), as (file name, object): the
+    node account's (no offer: deny), and with ``run_namespaces`` (agent mode) everyone's pods there (no
+    offer: allow; the agent then serves no request either)."""
     rules = [
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["nodes"]},
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["configmaps"]},
@@ -259,44 +296,62 @@ def policy_objects(
         },
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["secrets"]},
     ]
+    # only sharebench's ServiceAccount: the site's own users and controllers are untouched
+    account = {
+        "name": "sharebench-service-account",
+        "expression": f"request.userInfo.username == '{service_account_user(account_namespace)}'",
+    }
+    spec = _spec({"resourceRules": rules}, variables(), validations(operator_namespace), [account])
+    out = _policy(POLICY, "0400", spec)
+    if run_namespaces:
+        match = {
+            "namespaceSelector": {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(run_namespaces)}
+                ]
+            },
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}
+            ],
+        }
+        labels = [v for v in variables() if v["name"] in ("newLabels", "oldLabels")]
+        out += _policy(RUN_PODS_POLICY, "0420", _spec(match, labels, run_pod_validations()), not_found="Allow")
+    return out
+
+
+def _spec(match: dict, names: list[dict], checks: list[dict], conditions: list[dict] | None = None) -> dict[str, Any]:
+    """A policy's spec: fail closed, the offer (a ConfigMap) as params, ``match`` (and ``conditions``),
+    variables, validations."""
+    spec: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "matchConstraints": match,
+    }
+    if conditions:
+        spec["matchConditions"] = conditions
+    return {**spec, "variables": names, "validations": checks}
+
+
+def _policy(name: str, number: str, spec: dict[str, Any], not_found: str = "Deny") -> list[tuple[str, dict]]:
+    """A ValidatingAdmissionPolicy and its binding (the offer as params; none: ``not_found``), as two files."""
+    binding = {
+        "policyName": name,
+        "validationActions": ["Deny"],
+        "paramRef": {"name": OFFER_CONFIGMAP, "namespace": SYSTEM_NAMESPACE, "parameterNotFoundAction": not_found},
+    }
+    kind = "admissionregistration.k8s.io/v1"
     return [
         (
-            f"0400_validatingadmissionpolicy_{POLICY}.yaml",
-            {
-                "apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": "ValidatingAdmissionPolicy",
-                "metadata": metadata(POLICY),
-                "spec": {
-                    "failurePolicy": "Fail",
-                    "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
-                    "matchConstraints": {"resourceRules": rules},
-                    # only sharebench's ServiceAccount: the site's own users and controllers are untouched
-                    "matchConditions": [
-                        {
-                            "name": "sharebench-service-account",
-                            "expression": f"request.userInfo.username == '{service_account_user(account_namespace)}'",
-                        }
-                    ],
-                    "variables": variables(),
-                    "validations": validations(operator_namespace),
-                },
-            },
+            f"{number}_validatingadmissionpolicy_{name}.yaml",
+            {"apiVersion": kind, "kind": "ValidatingAdmissionPolicy", "metadata": metadata(name), "spec": spec},
         ),
         (
-            f"0410_validatingadmissionpolicybinding_{POLICY}.yaml",
+            f"{int(number) + 10:04d}_validatingadmissionpolicybinding_{name}.yaml",
             {
-                "apiVersion": "admissionregistration.k8s.io/v1",
+                "apiVersion": kind,
                 "kind": "ValidatingAdmissionPolicyBinding",
-                "metadata": metadata(POLICY),
-                "spec": {
-                    "policyName": POLICY,
-                    "validationActions": ["Deny"],
-                    "paramRef": {
-                        "name": OFFER_CONFIGMAP,
-                        "namespace": SYSTEM_NAMESPACE,
-                        "parameterNotFoundAction": "Deny",
-                    },
-                },
+                "metadata": metadata(name),
+                "spec": binding,
             },
         ),
     ]

@@ -79,7 +79,10 @@ def render(options: RenderOptions = RenderOptions()) -> dict[str, str]:
     objects: list[tuple[str, object]] = [
         *((f"namespace/{name}", obj) for name, obj in access.namespace_objects(ops, runs)),
         *((f"rbac/{name}", obj) for name, obj in access.rbac_objects(ops, runs, options.node_access)),
-        *((f"rbac/{name}", obj) for name, obj in policy.policy_objects(ops, home)),
+        *(
+            (f"rbac/{name}", obj)
+            for name, obj in policy.policy_objects(ops, home, agent.served((runs,), options.node_access))
+        ),
         *((f"agent/{name}", obj) for name, obj in offer),
         (f"operator/0100_configmap_{DEVICE_PLUGIN_CONFIGMAP}.yaml", operator.device_plugin_configmap(ops)),
         (f"operator/0200_configmap_{MIG_PARTED_CONFIGMAP}.yaml", operator.mig_parted_configmap(models, ops)),

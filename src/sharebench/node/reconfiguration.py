@@ -59,6 +59,7 @@ from sharebench.node.operands import (
 )
 from sharebench.node.prior import read_prior, record_prior, remove_prior, save_prior
 from sharebench.node.targets import Target, advertised_check, check_node_mode, target_for
+from sharebench.placement import check_node_name
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ def reconfigure(
     entry and MIG layout used, and ``previous`` (the prior state :func:`restore` returns to).
     """
     try:
+        check_node_name(node)
         m = parse_mode(mode)
         check_times(options.timeout_s, options.poll_s)
     except UserError as exc:
@@ -128,6 +130,7 @@ def preview(
     """What :func:`reconfigure` would change, changing nothing (``node apply --dry-run``): the same
     pre-flight checks, then the ConfigMap entry and node labels it would write and the Lease's holder."""
     try:
+        check_node_name(node)
         m = parse_mode(mode)
     except UserError as exc:
         raise NodeError(node, str(mode), "pre-flight", str(exc)) from None
@@ -295,6 +298,7 @@ def restore(
     needs ``force`` (the refusal names the run, which stops at its next renewal).
     """
     try:
+        check_node_name(node)
         check_times(timeout_s, poll_s)
     except UserError as exc:
         raise NodeError(node, "restore", "pre-flight", str(exc)) from None
@@ -414,6 +418,7 @@ def status(
     node: str, *, namespace: str = OPERATOR_NAMESPACE, gpu_model: str | None = None, api_client: Any = None
 ) -> dict:
     """What the node advertises now, its GPU facts, GPU pods on it and any recorded prior state."""
+    check_node_name(node)
     sess = Session(node, "status", api_client, None, 0, POLL_S)
     n = sess.read_node()
     prior = read_prior(sess, n, verify=False)  # shown, never applied: status needs no key

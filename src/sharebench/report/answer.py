@@ -26,7 +26,7 @@ from sharebench.report.plots import save_figure
 from sharebench.report.render import Bullets, Heading, Image, Snippet, Text
 from sharebench.results import RESULTS_CSV, load_results, read_sweeps
 from sharebench.results.bursts import BURSTS_CSV, load_bursts
-from sharebench.sweep.capacity import capacity_lines
+from sharebench.sweep.capacity import capacity_lines, write_capacity_table
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -39,7 +39,8 @@ ANSWER_HELP = (
     "Derived from the tables below by the rules of *How the Answer is derived* (docs/readme/sweep.md), each pattern "
     "from its own cells: throughput against exclusive (1.00× = no gain; a gain under "
     f"{MIN_GAIN:.0%} counts as none), the worst job's time against running alone, 95% Student-t intervals "
-    "(times and ratios on the log scale; none below 3 repeats); interactive users and services per GPU at a p95 slowdown target."
+    "(times and ratios on the log scale; none below 3 repeats); interactive users and services per GPU at a p95 slowdown target, "
+    "decided by interval with every user counted (within, above or undecided; distribution-free intervals)."
 )
 
 
@@ -70,9 +71,11 @@ class Answer:
 
     def write(self) -> list[Path]:
         """tables/answer.csv, tables/choices.csv, tables/trust.csv (every measured mode's trust: what the end
-        screen counts) and plots/decision.png/svg."""
+        screen counts), tables/capacity.csv (a capacity search's answers, ``sweep.capacity``) and
+        plots/decision.png/svg."""
         tables = self.path / "tables"
         tables.mkdir(parents=True, exist_ok=True)
+        write_capacity_table(self.path)
         self.rows.to_csv(tables / "answer.csv", index=False)
         self.choices.to_csv(tables / "choices.csv", index=False)
         trust_table(self.evidence).to_csv(tables / TRUST_CSV, index=False)

@@ -2,9 +2,10 @@
 
 * ``latency_by_mode``: the distribution (empirical CDF) of the measured replica's burst or request
   latency per mode, one panel per pattern (and neighbour pattern), its p95 marked on each curve;
-* ``users_per_gpu``: the p95 slowdown against the same pattern alone (95% interval as bars) against the
-  number of users N, one line per mode family, the target as a dashed line and, per family, the users
-  per GPU at the target (``analysis.latency.users_at_target``) in the legend. One panel per pattern.
+* ``users_per_gpu``: the worst user's p95 slowdown against the same pattern alone (every user counted; its
+  distribution-free interval as bars, the marker its verdict) against the number of users N, one line per
+  mode family, the target as a dashed line and, per family, the users per GPU at the target as the
+  verdicts decide them (``analysis.latency.users_at_target``) in the legend. One panel per pattern.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ matplotlib.use("Agg")  # before pyplot: figures are files, never windows
 import matplotlib.pyplot as plt
 
 from sharebench.analysis.kinds import baseline_mask
-from sharebench.analysis.latency import DEFAULT_SLO, burst_frame, mode_family, users_at_target
+from sharebench.analysis.latency import DEFAULT_SLO, UsersAtTarget, burst_frame, users_at_target
 from sharebench.modes import mode_sort_key
 from sharebench.report.plots import save_figure
 
@@ -64,51 +65,55 @@ def plot_latency_distributions(bursts: pd.DataFrame | Iterable[Mapping[str, Any]
     return save_figure(fig, out_dir, LATENCY_PLOT)
 
 
+MARKERS = {"within": "o", "above": "s", "undecided": "x"}
+
+
 def plot_users_per_gpu(table: pd.DataFrame, out_dir: Path, slo: float = DEFAULT_SLO) -> list[Path]:
-    """``users_per_gpu``: p95 slowdown against N per mode family, the target and the users at it;
-    nothing (``[]``) when no sharing cell of one pattern alone was measured."""
+    """``users_per_gpu``: the worst user's p95 slowdown (every user counted, its interval as bars; an end with
+    no bound drawn to the panel's edge) against N per mode family, the marker the verdict (o within, s above,
+    x undecided; hollow: flagged below 1, left out), the target and the users at it (by the verdicts) in the
+    legend; nothing (``[]``) when no sharing cell of one pattern alone was measured."""
     if table is None or table.empty:
         return []
-    rows = table[
-        (table["role"] == "victim")
-        & ~baseline_mask(table["mode"])
-        & ((table["beside"].fillna("") == "") | (table["beside"] == table["pattern"]))
-    ]
-    if rows.empty:
-        return []
     answers = {(u.pattern, u.family): u for u in users_at_target(table, slo)}
-    patterns = sorted(set(rows["pattern"]))
+    patterns = sorted({p for p, f in answers if f})
+    if not patterns:
+        return []
     fig, axes = plt.subplots(1, len(patterns), figsize=(6.5 * len(patterns), 4.6), squeeze=False)
     for ax, pattern in zip(axes[0], patterns):
-        sel = rows[rows["pattern"] == pattern]
-        families = sorted({mode_family(m) for m in sel["mode"]}, key=mode_sort_key)
+        families = [answers[(p, f)] for p, f in answers if p == pattern and f]
         ns: set[int] = {1}
-        for k, family in enumerate(families):
-            fam = sel[[mode_family(m) == family for m in sel["mode"]]].sort_values("replicas")
-            n = np.concatenate([[1], fam["replicas"].to_numpy(float)])  # N = 1: alone, slowdown 1 by definition
-            y = np.concatenate([[1.0], fam["slowdown_p95"].to_numpy(float)])
-            lo = np.concatenate([[1.0], fam["slowdown_p95_lo"].to_numpy(float)])
-            hi = np.concatenate([[1.0], fam["slowdown_p95_hi"].to_numpy(float)])
-            lo, hi = np.where(np.isfinite(lo), lo, y), np.where(np.isfinite(hi), hi, y)
-            users = answers.get((pattern, family))
-            at = "none" if users is None or users.users is None else str(users.users)
-            ax.errorbar(
-                n + 0.04 * (k - (len(families) - 1) / 2),
-                y,
-                yerr=np.vstack([np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)]),
-                marker="o",
-                capsize=3,
-                color=f"C{k % 10}",
-                label=f"{family}: {at} users at {slo:g}x",
-            )
-            ns.update(int(v) for v in n)
+        top = max(
+            [slo * 1.5] + [v for u in families for p in u.points for v in (p.worst, p.worst_hi) if np.isfinite(v)]
+        )
+        for k, u in enumerate(families):
+            users_panel(ax, u, k, len(families), top)
+            ns.update(p.n for p in u.points)
         ax.axhline(slo, color="0.3", ls="--", lw=1, label=f"target {slo:g}x")
         ax.set_xticks(sorted(ns))  # measured N only: nothing between them was measured
-        ax.set(xlabel="users per GPU (N)", ylabel="p95 slowdown against alone", title=pattern)
-        ax.set_ylim(bottom=0.9)
-        ax.legend(fontsize=8, loc="upper left")
+        ax.set(xlabel="users per GPU (N)", ylabel="worst user's p95 slowdown against alone", title=pattern)
+        ax.set_ylim(0.9, top * 1.1)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
         ax.grid(True, alpha=0.3)
     return save_figure(fig, out_dir, USERS_PLOT)
+
+
+def users_panel(ax: Any, u: UsersAtTarget, k: int, count: int, top: float) -> None:
+    """One family's points on a panel: N = 1 (alone, 1 by definition) joined to each N measured."""
+    color = f"C{k % 10}"
+    shift = 0.04 * (k - (count - 1) / 2)
+    points = sorted(u.points, key=lambda p: p.n)
+    n = [1.0] + [p.n + shift for p in points]
+    y = [1.0] + [p.worst for p in points]
+    ax.plot(n, y, color=color, lw=1, label=f"{u.family}: {u.answer} at the target")
+    for p, x in zip(points, n[1:]):
+        if not np.isfinite(p.worst):
+            continue
+        lo = p.worst_lo if np.isfinite(p.worst_lo) else 0.9  # no bound: the bar reaches the panel's edge
+        hi = p.worst_hi if np.isfinite(p.worst_hi) else top * 1.1
+        ax.errorbar([x], [p.worst], yerr=[[max(p.worst - lo, 0)], [max(hi - p.worst, 0)]], color=color, capsize=3)
+        face = "none" if p.flag else color
+        ax.plot([x], [p.worst], MARKERS.get(p.verdict, "x"), color=color, mfc=face, ms=6)
 
 
 def make_latency_plots(

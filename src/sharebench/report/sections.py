@@ -21,8 +21,9 @@ from sharebench.analysis import (
     predicted_vs_measured_of,
     price_per_hour,
 )
-from sharebench.analysis.latency import USERS_CSV, sweep_slo, users_table
+from sharebench.analysis.latency import USERS_CSV, below_one, sweep_slo, users_table
 from sharebench.analysis.prediction import DRAM_BOUND_PCT, SM_BOUND_PCT, SM_IDLE_PCT
+from sharebench.analysis.tail import VERDICTS
 from sharebench.analysis.telemetry import PRICE_ENV
 from sharebench.parse import number_or_nan
 from sharebench.report.latency import make_latency_plots
@@ -31,7 +32,7 @@ from sharebench.report.render import Bullets, Image, Section, Table, Text
 from sharebench.results import PROVENANCE_JSON, read_sweeps
 from sharebench.results.bursts import load_bursts
 from sharebench.results.folder import PREDICTION_CSV, TELEMETRY_SUMMARY_CSV
-from sharebench.telemetry.provenance import probe_line
+from sharebench.telemetry.provenance import code_line, machine_state_text, probe_line
 
 
 def _v(x: Any) -> str:
@@ -124,15 +125,8 @@ def provenance_rows(prov: dict[str, Any]) -> list[tuple[str, str]]:
         )
     )
     sb = prov.get("sharebench") or {}
-    commit = sb.get("git_commit")
-    rows.append(
-        (
-            "sharebench",
-            f"{_v(sb.get('version'))}"
-            + (f", commit {commit[:12]}" if commit else "")
-            + (" (uncommitted changes)" if sb.get("git_dirty") else ""),
-        )
-    )
+    rows.append(("sharebench", f"{_v(sb.get('version'))}, {code_line(prov)[1]}"))
+    rows.append(("machine state", machine_state_text(prov)))
     host = prov.get("host") or {}
     rows.append(
         (
@@ -165,7 +159,9 @@ def provenance_section(prov: dict[str, Any] | None) -> Section:
     if prov is None:
         section.blocks.append(Text(f"No {PROVENANCE_JSON} in this results folder: the run's context was not recorded."))
         return section
+    named, line = code_line(prov)
     section.blocks += [
+        *([] if named else [Text(f"The code that ran {line}.")]),
         Table(pd.DataFrame(provenance_rows(prov), columns=["what", "value"])),
         Text(f"Full record: `{PROVENANCE_JSON}`."),
     ]
@@ -328,12 +324,23 @@ def telemetry_section(results_dir: Path, tables: Tables) -> Section:
 LATENCY_HELP = (
     "Replica 0 of each cell (the victim) follows the sweep's --pattern; the others (the neighbours) follow "
     "--neighbours. Latency = end - arrival of a burst or request (a request's includes its time queued). "
-    "Slowdown = the percentile against the same percentile of the same pattern alone (exclusive). Intervals: "
-    "95%, {method}. Busy = the share of the replica's window with work in flight; throughput cost = 1 - its "
-    "units/s against the same pattern alone. Users per GPU: the most users of one pattern whose p95 slowdown "
-    "stays within the target at every measured N up to it; never extrapolated past the measured N."
+    "Slowdown = the percentile against the same percentile of the same pattern alone (exclusive); the p50/p95/p99 "
+    "columns are the row's replicas (a victim row: replica 0). Intervals: 95%, {method}. **Every user counted**: a "
+    "sharing cell's verdict against the target reads every replica that follows the victim's pattern (a neighbour "
+    "of another pattern is the aggressor, not a user): *within* when every user's p95 slowdown is within it beyond "
+    "doubt (the worst user's upper bound), *above* when some user's is above it beyond doubt (a lower bound), else "
+    "*undecided* (too few samples for the percentile, or an interval across the target); *worst user* and *all "
+    "users* (the p95 over every user's bursts) with their intervals; *below 1*: every user faster shared than "
+    "alone beyond doubt, the baseline is off, no figure. The verdict's intervals are distribution-free (order "
+    "statistics, the binomial's ranks), valid for one run, and assume that a user's bursts are independent draws "
+    "(a queue near saturation makes them narrower than the truth). Busy = the share of the replica's window with "
+    "work in flight; throughput cost = 1 - its units/s against the same pattern alone. Users per GPU: by the "
+    "verdicts, the largest N within with every smaller N within and the smallest N above; never extrapolated past "
+    "the measured N, never a point estimate alone."
 )
 METHOD_TEXT = {
+    "order": "distribution-free, between order statistics (independent bursts assumed)",
+    "hierarchical": "two-level bootstrap over repeats, then bursts (none from one repeat)",
     "bursts": "percentile bootstrap over bursts within each repeat",
     "repeats": "Student-t between repeats",
 }
@@ -345,14 +352,31 @@ def fmt_ms(v: Any) -> str:
 
 
 def fmt_x(v: Any, lo: Any = math.nan, hi: Any = math.nan) -> str:
+    """A slowdown with its interval: ``1.57× [1.31, 1.89]``; a bound that does not exist (too few samples) is
+    ``?``; "" when there is no value."""
     x, a, b = number_or_nan(v), number_or_nan(lo), number_or_nan(hi)
     if not math.isfinite(x):
         return ""
-    return f"{x:.2f}×" + (f" [{a:.2f}, {b:.2f}]" if math.isfinite(a) and math.isfinite(b) else "")
+    if not (math.isfinite(a) or math.isfinite(b)):
+        return f"{x:.2f}×"
+
+    def bound(y: float) -> str:
+        return f"{y:.2f}" if math.isfinite(y) else "?"
+
+    return f"{x:.2f}× [{bound(a)}, {bound(b)}]"
+
+
+def verdict_cell(r: Any) -> str:
+    """A row's verdict as the latency table prints it: ``within (2 users)``, ``below 1`` for a flagged cell."""
+    if str(r.get("verdict", "")) not in VERDICTS:
+        return ""
+    users = number_or_nan(r.get("users"))
+    n = f" ({int(users)} users)" if math.isfinite(users) else ""
+    return ("below 1" if below_one(r) else str(r["verdict"])) + n
 
 
 def latency_display(table: pd.DataFrame) -> pd.DataFrame:
-    """tables/latency.csv as the report prints it (ms, slowdowns with their intervals)."""
+    """tables/latency.csv as the report prints it (ms, slowdowns with their intervals, the verdicts)."""
     rows = []
     for _, r in table.iterrows():
         cost = number_or_nan(r["throughput_cost"])
@@ -368,11 +392,29 @@ def latency_display(table: pd.DataFrame) -> pd.DataFrame:
                 "p95 ms": fmt_ms(r["latency_p95_s"]),
                 "p99 ms": fmt_ms(r["latency_p99_s"]),
                 "p95 slowdown": fmt_x(r["slowdown_p95"], r["slowdown_p95_lo"], r["slowdown_p95_hi"]),
+                "verdict": verdict_cell(r),
+                "worst user p95 slowdown": fmt_x(
+                    r.get("worst_p95_slowdown"), r.get("worst_p95_slowdown_lo"), r.get("worst_p95_slowdown_hi")
+                ),
+                "all users p95 slowdown": fmt_x(
+                    r.get("pooled_p95_slowdown"), r.get("pooled_p95_slowdown_lo"), r.get("pooled_p95_slowdown_hi")
+                ),
                 "busy": fmt_pct(100 * number_or_nan(r["busy_fraction"])),
                 "throughput cost": fmt_pct(100 * cost) if math.isfinite(cost) else "",
             }
         )
     return pd.DataFrame(rows)
+
+
+def side_text(r: Any, side: str) -> str:
+    """The cell at one end of a users bracket (``lo``: within, ``hi``: above): ``mps:4 worst user 1.57× [1.31,
+    1.89], all users 1.45× [1.30, 1.62]``; "" when that end was not measured."""
+    mode = r.get(f"{side}_mode")
+    if not isinstance(mode, str) or not mode:
+        return ""
+    worst = fmt_x(*(r.get(f"{side}_worst_p95_slowdown{k}") for k in ("", "_lo", "_hi")))
+    pooled = fmt_x(*(r.get(f"{side}_pooled_p95_slowdown{k}") for k in ("", "_lo", "_hi")))
+    return f"{mode}: worst user {worst}, all users {pooled}"
 
 
 def users_display(users: pd.DataFrame) -> pd.DataFrame:
@@ -381,10 +423,12 @@ def users_display(users: pd.DataFrame) -> pd.DataFrame:
             {
                 "pattern": r["pattern"],
                 "modes": r["family"],
-                "measured N": r["measured"],
-                f"users per GPU at {r['slo']:g}×": "none" if pd.isna(r["users"]) else str(int(r["users"])),
-                "p95 slowdown there": fmt_x(r["slowdown_p95"]),
-                "why": r["reason"],
+                f"users per GPU at {r['slo']:g}×": r["answer"],
+                "within at": side_text(r, "lo"),
+                "above at": side_text(r, "hi"),
+                "measured N": str(r["measured"]).replace(",", ", "),
+                "why": r["reason"]
+                + (f"; left out: {r['flagged']}" if isinstance(r["flagged"], str) and r["flagged"] else ""),
             }
             for _, r in users.iterrows()
         ]

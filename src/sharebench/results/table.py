@@ -159,7 +159,35 @@ def load_results(results: Path | str) -> pd.DataFrame:
         if c not in df.columns:
             df[c] = ""
     reasons = parse_columns(df)
-    return mark_unparsed(df, reasons.str.rstrip("; "))
+    return mark_duplicates(mark_unparsed(df, reasons.str.rstrip("; ")))
+
+
+ROW_KEY = ("sweep_id", "cell_id", "replica")  # one measured row per replica of a cell run
+
+
+def mark_duplicates(df: pd.DataFrame) -> pd.DataFrame:
+    """Measured rows that share their key (:data:`ROW_KEY`: a row copied by hand, records merged twice)
+    are failed, and so is their cell run, the reason in their errors: a row counted twice would change a
+    mean and a count in silence. The report flags the cell (``failed``) and leaves it out; the rows stay
+    in results.csv, for the copy to be removed (SQLite's discipline: a key is stored once)."""
+    ok = df["status"] == "ok"
+    if not ok.any():
+        return df
+    measured = df[ok]
+    dup = measured.duplicated(list(ROW_KEY), keep=False)
+    if not dup.any():
+        return df
+    for (sweep, cell, replica), rows in measured[dup].groupby(list(ROW_KEY), sort=False):
+        reason = (
+            f"duplicated row: replica {replica} of cell {cell} (sweep {sweep}) appears {len(rows)} times in "
+            f"{RESULTS_CSV}; a row is recorded once: remove the copy"
+        )
+        df.loc[rows.index, ["status", "error"]] = ["failed", reason]
+        run = (df["cell_id"] == cell) & (df["sweep_id"] == sweep)
+        fresh = run & (df["cell_error"].astype(str).str.len() == 0)
+        df.loc[run, "cell_status"] = "failed"
+        df.loc[fresh, "cell_error"] = reason
+    return df
 
 
 def parse_columns(df: pd.DataFrame) -> pd.Series:

@@ -13,12 +13,18 @@ the parent reads its users' live records (``progress.<replica>``, a line per bur
 ``sharebench.workloads.bursts.LiveRecord``) at each poll, tells ``on_progress`` the
 victim's bursts done and hands every replica's bursts so far to ``CellRun.watch`` (the
 sweep's early stop, :class:`LiveCell`); a reason it returns is written to the stop file.
+
+Each start of a cell is an *attempt* with an id of its own (:attr:`ReplicaJob.attempt`, new in every
+job file): a replica writes it into its record, and :func:`read_record` takes no record of another
+attempt, so a replica of a killed sweep that writes late into a folder ``--resume`` reuses is never
+read as a measurement of the new sweep.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -32,7 +38,7 @@ from sharebench.parse import format_cpu_set
 from sharebench.results.store import read_json
 from sharebench.sharing.launch import CellRun, FreshLauncher, Launcher, Replica, ReplicaFiles, replica_job
 from sharebench.sharing.layout import CellPlan, ReplicaPlan, plan_cell
-from sharebench.workloads import PROGRESS_NAME, VICTIM, ReplicaJob
+from sharebench.workloads import PROGRESS_NAME, VICTIM, ReplicaJob, attempt_of
 from sharebench.workloads.bursts import LiveRecord
 
 _STOPPED = "stopped: another replica of the cell failed first"
@@ -109,9 +115,10 @@ def _start(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> list[Re
         stale.unlink(missing_ok=True)
     files = []
     stop = str(run.folder / STOP) if run.job.patterned else None
+    attempt = uuid.uuid4().hex[:16]  # this start of the cell: in every record its replicas write
     for rp in run.plan.replicas:
         barrier = Barrier(str(run.folder / f"ready.{rp.replica}"), str(start_file), run.job.barrier.start_at)
-        job = replica_job(run.job, run.plan, rp, barrier, stop)
+        job = replace(replica_job(run.job, run.plan, rp, barrier, stop), attempt=attempt)
         f = ReplicaFiles(
             run.folder / f"config.{rp.replica}.json",
             run.folder / f"record.{rp.replica}.json",
@@ -223,18 +230,38 @@ class LiveCell:
                 write_atomic(self.stop_file, f"{why}\n")
 
 
-def _record(path: Path) -> dict[str, Any] | None:
-    """A replica's record (or its error record); None when it wrote none or a torn one."""
+def read_record(path: Path, attempt: str) -> dict[str, Any] | None:
+    """A replica's record (or its error record) of cell attempt ``attempt``, without the attempt; None
+    when it wrote none, a torn one, or one of another attempt (a replica of a killed sweep, late)."""
     try:
-        return read_json(path, "record")
+        data = read_json(path, "record")
     except UserError:
         return None
+    if data.pop("attempt", "") != attempt:
+        return None
+    return data
+
+
+def _record(files: ReplicaFiles) -> dict[str, Any] | None:
+    """The record of this attempt's replica: the attempt its job file (written by :func:`_start`) names."""
+    return read_record(files.out, attempt_of(files.config))
 
 
 def _replica_error(files: ReplicaFiles, rc: int | None, when: str = "") -> str:
-    data = _record(files.out)
+    data = _record(files)
     if data and data.get("error"):
         return one_line(data["error"], 400)
+    if data is None and files.out.exists():
+        expected = attempt_of(files.config)
+        try:
+            found = read_json(files.out, "record").get("attempt") or "none"
+        except UserError:
+            found = expected
+        if found != expected:
+            return (
+                f"its record is of another attempt ({found}, not {expected}): a replica of an earlier, killed "
+                "sweep wrote it; not read"
+            )
     tail = _log_tail(files.log)
     what = f"exited with status {rc}" + (f" {when}" if when else "")
     return one_line(f"{what}: {tail}" if tail else what, 400)
@@ -248,7 +275,7 @@ def _collect(
         row: dict[str, Any] = {}
         err = errors.get(rp.replica)
         if err is None:
-            data = _record(f.out)
+            data = _record(f)
             if data and not data.get("error") and p.returncode == 0:
                 row.update(data)
             elif (errors or cell_error) and p.returncode is not None and p.returncode < 0:

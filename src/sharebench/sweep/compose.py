@@ -7,7 +7,8 @@ schedule (:func:`choose`):
 
 * ``serve:load=F`` resolved to a rate first (``sweep.load``: the capacity alone measured in the folder);
 * the CPU default sized by a calibration (``sweep.calibrate``), unless a budget plan sized it;
-* ``--capacity``: the search (``sweep.capacity.CapacitySchedule``); a budget plan: its cells, then adaptive
+* ``--capacity``: the search (``sweep.capacity.CapacitySchedule``), continued from a resumed folder's probes
+  (its options recorded in ``sweep.json``); a budget plan: its cells, then adaptive
   repeats (``sweep.adaptive.AdaptiveSchedule``); else the plan's cells (``sweep.fixed.FixedSchedule``), a
   resumed folder's measured cells left out;
 * within ``--budget`` or ``--stop-after``: that schedule wrapped by the deadline (``sweep.deadline``).
@@ -25,22 +26,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sharebench.analysis.tail import TailRule
 from sharebench.errors import UserError
 from sharebench.parse import fmt_duration
 from sharebench.results import load_results
 from sharebench.sweep.adaptive import AdaptiveSchedule
 from sharebench.sweep.budget import REPORT_S, BudgetOptions, BudgetPlan, plan_budget
 from sharebench.sweep.calibrate import auto_sized, calibrate, folder_particles
-from sharebench.sweep.capacity import CapacityOptions, CapacitySchedule
+from sharebench.sweep.capacity import SETUP_S, CapacityOptions, CapacitySchedule
 from sharebench.sweep.deadline import Deadline, DeadlineSchedule
 from sharebench.sweep.fixed import FixedSchedule
 from sharebench.sweep.load import resolve_sweep_load, resume_config
-from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, mode_fits, validate
+from sharebench.sweep.plan import Cell, SweepConfig, SweepPlan, mode_fits, plan_mode, validate
 from sharebench.sweep.resume import resumed_cells
 from sharebench.sweep.runner import Folder, Sweep, check_fresh, open_folder, run_cells
 from sharebench.sweep.schedule import Schedule
-
-CAPACITY_END_S = 10.0  # a capacity search under a budget keeps this long for the report
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,8 @@ def run_sweep(
     with open_folder(out, plan, lambda: resume_config(config, out, plan.device.uuid)) as folder:
         notes = [*plan.notes, *folder.notes]
         plan, record = resolve_sweep_load(plan, out, notes, lambda p, c: alone_bursts(folder, p, c))
+        if capacity is not None:  # what --resume continues (sweep.capacity.folder_options)
+            record = {**record, "capacity": capacity.record(TailRule(plan.config.slo))}
         plan, schedule = choose(plan, out, notes, ways)
         predicted = ways.budget_plan.calibration if ways.budget_plan is not None else None
         return run_cells(folder, Sweep(plan, schedule, notes, record, predicted), on_cell)
@@ -172,30 +174,52 @@ def capacity_search(
     plan: SweepPlan, out: Path, notes: list[str], ways: Ways, dry_run: bool
 ) -> tuple[SweepPlan, CapacitySchedule]:
     """The schedule of a capacity search (``sweep.capacity``): the alone cells and any mode given with its N
-    first, then each family's probes; with a budget, bounded by it (its clock the command's)."""
+    first (those a resumed folder holds left out), then the families' probes in turn, continued from the
+    probes the folder holds; a budget bounds it through the deadline (:func:`within_limit`)."""
     options = ways.capacity
     assert options is not None
+    resumed = plan.config.resume and not dry_run
     if auto_sized(plan) and not dry_run:
-        plan, note = calibrate(plan, None)
+        plan, note = calibrate(plan, out if resumed else None)
         notes.append(note)
+    done = resumed_cells(out, plan, notes) if resumed else set()
     starts = {m.label for m in options.start_modes()}
-    fixed_cells = [c for c in plan.cells() if c.mode.label not in starts]
-    searches = options.searches(plan.config.slo, plan.config.workload.pattern)
-    notes += [f"capacity plan: {line.strip()}" for line in options.describe(plan.config.slo)]
+    fixed_cells = [c for c in plan.cells() if c.mode.label not in starts and c.id not in done]
+    rule = TailRule(plan.config.slo)
+    notes += [f"capacity plan: {line.strip()}" for line in options.describe(rule)]
+    if done:
+        notes.append(f"resumed: {len(done)} cell(s) already on disk were kept and the search continues from them")
     sized = plan
-    return plan, CapacitySchedule(
+    schedule = CapacitySchedule(
         out,
-        searches,
+        options.searches(rule.slo, plan.config.workload.pattern),
         fixed_cells,
         plan.particles[0],
         options,
         lambda m: mode_fits(sized, m),
-        budget_s=ways.budget_s,
-        t_start=ways.t_start,
-        end_s=CAPACITY_END_S,
-        clock=ways.clock,
+        rule,
         sweep=plan,
+        read=not dry_run,
+        setup_s=SETUP_S["exec" if plan.config.workload.is_program else "warm"],
     )
+    for cell in schedule.ahead():  # a resumed search's next probes: planned before the runner sets them up
+        plan = plan_mode(plan, cell.mode)
+    return plan, schedule
+
+
+def search_done(config: SweepConfig, out: Path, capacity: CapacityOptions) -> list[str] | None:
+    """A resumed capacity search that has its every answer already: the answers' lines (nothing is run);
+    None when it has cells left."""
+    plan = validate(config)
+    notes: list[str] = []
+    done = resumed_cells(out, plan, notes)
+    starts = {m.label for m in capacity.start_modes()}
+    if any(c.id not in done for c in plan.cells() if c.mode.label not in starts):
+        return None
+    rule = TailRule(plan.config.slo)
+    searches = capacity.searches(rule.slo, plan.config.workload.pattern)
+    schedule = CapacitySchedule(out, searches, [], plan.particles[0], capacity, lambda m: mode_fits(plan, m), rule)
+    return None if schedule.left() else [c.line() for c in schedule.answers()]
 
 
 def within_limit(schedule: Schedule, config: SweepConfig, ways: Ways) -> Schedule:

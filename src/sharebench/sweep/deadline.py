@@ -7,7 +7,9 @@ this sweep's measured cells of the same mode and size, else the plan's estimate,
 cell starts only while a quarter of the limit is left.
 
 :class:`DeadlineSchedule` is another schedule (``sweep.schedule``) within a deadline: it passes on the
-cells of the one it wraps while they fit and stops at the first that does not. The runner ends a cell
+cells of the one it wraps while they fit and stops at the first that does not. A ``Yielding`` schedule
+(the capacity search) is asked instead how short its cell can be, told which cell was refused, and asked
+for another: the deadline stops only when none fits, so the time left is used. The runner ends a cell
 running past the instant (``sweep.within``).
 """
 
@@ -19,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sharebench.sweep.plan import Cell
-from sharebench.sweep.schedule import Measured, Schedule, Stop
+from sharebench.sweep.schedule import Measured, Schedule, Stop, Yielding
 
 UNKNOWN_FRACTION = 0.25  # a cell with no prediction starts only while this fraction of the limit is left
 
@@ -48,20 +50,22 @@ class Deadline:
     def learn(self, cell: Cell, wall_s: float) -> None:
         self.walls.setdefault((cell.mode.label, cell.particles), []).append(wall_s)
 
-    def refuses(self, cell: Cell, now: float | None = None) -> str | None:
-        """Why ``cell`` may not start now (None: it may)."""
+    def refuses(self, cell: Cell, now: float | None = None, shortest_s: float | None = None) -> str | None:
+        """Why ``cell`` may not start now (None: it may); ``shortest_s``: the fewest seconds it can take and
+        be of use (a capacity probe's fewest samples), what is compared with the time left when given."""
         left = self.left_s(now)
         if left is None:
             return None
         if left <= 0:
             return f"not started: {cell.id}, no time left"
-        predicted = self.predicted_s(cell)
+        predicted = shortest_s if shortest_s is not None else self.predicted_s(cell)
         if predicted is None:
             if left < UNKNOWN_FRACTION * self.limit_s:
                 return f"not started: {cell.id}, length unknown and {left:.0f} s left (< {UNKNOWN_FRACTION:.0%})"
             return None
         if predicted > left:
-            return f"not started: {cell.id}, predicted {predicted:.0f} s, {left:.0f} s left"
+            said = "its fewest samples take" if shortest_s is not None else "predicted"
+            return f"not started: {cell.id}, {said} {predicted:.0f} s, {left:.0f} s left"
         return None
 
 
@@ -78,17 +82,27 @@ class DeadlineSchedule:
     clock: Callable[[], float] = time.monotonic
     from_first: bool = False
     refused: str | None = None
+    skipped: list[str] = field(default_factory=list)  # the cells a Yielding schedule was refused
 
     def next_cell(self) -> Cell | None:
         if self.refused is not None:
             return None
-        cell = self.inner.next_cell()
-        if cell is None:
-            return None
-        if self.from_first:  # --stop-after counts from the first cell
-            self.deadline.ends_at, self.from_first = self.clock() + self.deadline.limit_s, False
-        self.refused = self.deadline.refuses(cell, self.clock())
-        return None if self.refused is not None else cell
+        last = None
+        while (cell := self.inner.next_cell()) is not None:
+            if self.from_first:  # --stop-after counts from the first cell
+                self.deadline.ends_at, self.from_first = self.clock() + self.deadline.limit_s, False
+            # a Yielding schedule goes on with another cell; the same cell again: it has no other course
+            flexible = self.inner if isinstance(self.inner, Yielding) and cell != last else None
+            why = self.deadline.refuses(cell, self.clock(), flexible.shortest_s(cell) if flexible else None)
+            if why is None:
+                return cell
+            if flexible is None:
+                self.refused = why
+                return None
+            self.skipped.append(why)
+            flexible.refused(cell, why)
+            last = cell
+        return None
 
     def learn(self, measured: Measured) -> None:
         if measured.whole:
@@ -104,6 +118,8 @@ class DeadlineSchedule:
     def stopped(self) -> Stop | None:
         if self.refused is not None:
             return Stop(self.why, self.refused)
+        if self.skipped and self.inner.left():
+            return Stop(self.why, "; ".join(self.skipped))
         return self.inner.stopped()
 
     def ends_at(self) -> float | None:

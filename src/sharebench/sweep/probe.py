@@ -135,4 +135,5 @@ def beside_run(
         res = ProbeUnavailable(f"{type(exc).__name__}: {one_line(exc)[:300]}")
     if isinstance(res, ProbeUnavailable):
         return {**head, "status": "failed", "reason": res.reason}
-    return {**head, **beside_record(res, work, float(entry["switch_ms"]), float(entry["slice_ms"]))}
+    pair = (entry.get("runs") or [None])[0]  # the 2-process probe: its percentiles give the medians' intervals
+    return {**head, **beside_record(res, work, float(entry["switch_ms"]), float(entry["slice_ms"]), pair)}

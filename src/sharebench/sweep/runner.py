@@ -12,6 +12,7 @@ components run.
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
 import time
@@ -26,6 +27,7 @@ from tqdm import tqdm
 
 from sharebench.devices.host import load_average
 from sharebench.errors import UserError
+from sharebench.processes import deferred
 from sharebench.results import PROVENANCE_JSON, RESULTS_CSV, ResultsWriter, append_notes, append_sweep, write_provenance
 from sharebench.results.bursts import append_bursts
 from sharebench.results.guard import check_new_folder, check_out_path, claim_folder, set_aside_torn_tail
@@ -61,9 +63,11 @@ class Folder:
         self.writer = ResultsWriter(self.out)
 
     def keep(self, result: CellResult) -> None:
-        """A cell's rows and bursts, written (flushed) to the folder."""
-        self.writer.append(result.rows)
-        append_bursts(self.out, result.bursts)
+        """A cell's rows and bursts, written (flushed) to the folder together: a signal waits until both are
+        (rows without their bursts would be a cell measured with nothing in it, never measured again)."""
+        with deferred(signal.SIGINT), deferred(signal.SIGTERM), deferred(signal.SIGHUP):
+            self.writer.append(result.rows)
+            append_bursts(self.out, result.bursts)
 
     def measure(self, plan: SweepPlan, cell: Cell) -> CellResult:
         """One cell measured outside the sweep's schedule (fresh replicas, no time limit), not yet kept."""

@@ -11,6 +11,10 @@ the cells are chosen. The ways of choosing, each a schedule in its own module:
 * ``sweep.deadline.DeadlineSchedule``: another schedule within a time limit (``--budget``,
   ``--stop-after``): a cell that no longer fits is refused, and the cells end by its instant.
 
+A schedule whose cells can end early and whose next cell can be another (the capacity search) is also
+:class:`Yielding`: a deadline asks it how short a cell can be and tells it which cell it refused, and goes
+on with the next it gives.
+
 Which schedule runs for which options is ``sweep.compose``'s one decision. A new way of choosing cells is
 one new module that implements this protocol, and one line there.
 """
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from sharebench.sweep.plan import Cell
 
@@ -78,4 +82,20 @@ class Schedule(Protocol):
 
     def report(self) -> list[str]:
         """The lines it adds to the sweep's notes at the end."""
+        ...
+
+
+@runtime_checkable
+class Yielding(Protocol):
+    """A schedule that a deadline (``sweep.deadline``) may refuse a cell of and still go on: it says how
+    short a cell can be and still tell it something, and takes another course when one is refused."""
+
+    def shortest_s(self, cell: Cell) -> float | None:
+        """The fewest seconds ``cell`` can take and still be of use (None: not known; the deadline's own
+        prediction then)."""
+        ...
+
+    def refused(self, cell: Cell, why: str) -> None:
+        """The deadline refused ``cell`` (``why``: its note); :meth:`Schedule.next_cell` then gives another
+        cell, or None."""
         ...

@@ -14,6 +14,14 @@ learn is recorded as ``None``, with the reason where there is one):
   ``POD_NAME``, ``POD_NAMESPACE``), and when a Kubernetes API is reachable
   (in-cluster, or ``SHAREBENCH_KUBECONFIG``) the node's NVIDIA labels and the
   gpu-operator, device-plugin and dcgm-exporter image versions,
+* the machine state that can move a loss between machines of one model (``machine_state``,
+  :func:`machine_state`): the GPU's power limits, VBIOS, application and maximum clocks, memory, PCIe link
+  generation and width, persistence mode (``devices.nvml.gpu_state``), the driver, the host's CPU model,
+  cores, memory and load; every field present, a value or None, and for each None the reason
+  (``machine_state["unavailable"]``: no GPU, NVML unavailable, not supported),
+* the code that ran: the git commit and whether the tree was dirty, and always a SHA-256 over the
+  installed ``sharebench`` package's source files (:func:`source_hash`) with, for a dirty tree, the files
+  that differ from the commit (``diff_files``): :func:`code_line` says whether the code can be named,
 * the command and a stable hash of the sweep config (SHA-256 of its canonical JSON),
 * for a sweep with a ``timeslice:N`` mode, the GPU's time slices as probes see them (``timeslice_probe``,
   :func:`timeslice_probe_entry`: slice and switch of 2 and 4 probe processes, a few seconds), or one line
@@ -84,8 +92,33 @@ def config_hash(config: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+SOURCE_SUFFIXES = (".py", ".c", ".cl", ".cu", ".h")  # what the package runs: Python and the kernels' sources
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+
+def source_hash(package: Path = PACKAGE_DIR) -> str:
+    """SHA-256 over the package's source files (:data:`SOURCE_SUFFIXES`), each as its path relative to the
+    package and its bytes, in path order: the same source gives the same hash wherever it is installed (a
+    checkout, a wheel, a copy on a lent machine); from a checkout, ``python -c "from
+    sharebench.telemetry.provenance import source_hash; print(source_hash())"`` at a candidate commit."""
+    h = hashlib.sha256()
+    files = sorted(
+        p for p in package.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file() and "__pycache__" not in p.parts
+    )
+    for p in files:
+        h.update(p.relative_to(package).as_posix().encode() + b"\0")
+        h.update(p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _lines(root: Path, *args: str) -> list[str] | None:
+    """The output lines of ``git -C root ARGS`` (None when git fails)."""
+    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
+    return [x for x in done.stdout.splitlines() if x.strip()] if done.returncode == 0 else None
+
+
 def _git(root: Path) -> dict[str, Any]:
-    out: dict[str, Any] = {"commit": None, "dirty": None}
+    out: dict[str, Any] = {"commit": None, "dirty": None, "diff_files": None}
     try:
         top = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=10
@@ -106,9 +139,38 @@ def _git(root: Path) -> dict[str, Any]:
         )
         if st.returncode == 0:
             out["dirty"] = bool(st.stdout.strip())
+        if out["dirty"]:  # the files that differ from the commit, and the package's untracked sources
+            changed = _lines(root, "diff", "--name-only", "HEAD") or []
+            untracked = _lines(root, "ls-files", "--others", "--exclude-standard", "--", "src") or []
+            out["diff_files"] = sorted({*changed, *untracked})
     except (OSError, subprocess.TimeoutExpired):
         pass
     return out
+
+
+def code_line(prov: dict[str, Any] | None) -> tuple[bool, str]:
+    """(whether the code that ran can be named, one line saying what names it or why nothing does): a
+    commit of a clean tree names it; a dirty tree with its source hash is named by the commit, the files
+    that differed and the hash; no commit, or a dirty tree without a source hash, cannot be named."""
+    sb = (prov or {}).get("sharebench") or {}
+    commit, dirty, src = sb.get("git_commit"), sb.get("git_dirty"), sb.get("source_sha256")
+    files = sb.get("diff_files") or []
+    hashed = f"source hash {src[:16]}" if src else ""
+    if commit and dirty is False:
+        return True, f"commit {commit[:12]}" + (f", {hashed}" if hashed else "")
+    if commit and dirty and src:
+        changed = f" in {len(files)} file(s): {', '.join(files[:6])}{' …' if len(files) > 6 else ''}" if files else ""
+        return True, f"commit {commit[:12]} with uncommitted changes{changed}; {hashed}"
+    if commit and dirty:
+        return False, (
+            f"cannot be named: commit {commit[:12]} with uncommitted changes, and no source hash was recorded "
+            "(a sharebench before issue 45): the code that ran is that commit plus changes no record names"
+        )
+    if commit:
+        return False, f"cannot be named: commit {commit[:12]}, but whether the tree was clean was not recorded"
+    return False, "cannot be named: no git commit recorded (not run from a checkout)" + (
+        f"; {hashed}: check it against a checkout" if hashed else ""
+    )
 
 
 def _versions() -> dict[str, str | None]:
@@ -216,6 +278,7 @@ def gpu_info(device: DeviceInfo) -> dict[str, Any]:
             out["model_key"], out["sms"] = model.key, model.sms
         except UserError:
             out["model_key"] = out["sms"] = None
+        out["state"], out["state_unavailable"] = nvml.gpu_state(nv, parent)
         mode = get(nv.nvmlDeviceGetMigMode, parent)
         out["mig_mode"] = (
             None
@@ -233,6 +296,59 @@ def gpu_info(device: DeviceInfo) -> dict[str, Any]:
         return out
     finally:
         nvml.shutdown(nv)
+
+
+HOST_STATE_FIELDS = ("driver_version", "cpu_model", "cpu_logical", "host_mem_bytes", "load_avg_1m")
+MACHINE_STATE_FIELDS = (*nvml.GPU_STATE_FIELDS, *HOST_STATE_FIELDS)
+
+
+def machine_state(
+    info: DeviceInfo, gpu: dict[str, Any] | None, nvidia: dict[str, Any], host: dict[str, Any]
+) -> dict[str, Any]:
+    """Every field of :data:`MACHINE_STATE_FIELDS`, a value or None, and ``unavailable``: the reason of each
+    None (no GPU used, NVML unavailable or refusing the field, the OS not reporting it). The load is the
+    host's 1-minute load average when provenance is collected (while the sweep's replicas set up)."""
+    values: dict[str, Any] = {}
+    why: dict[str, str] = {}
+    state = (gpu or {}).get("state")
+    if state is not None:
+        values.update({f: state.get(f) for f in nvml.GPU_STATE_FIELDS})
+        why.update((gpu or {}).get("state_unavailable") or {})
+    else:
+        reason = (
+            f"no NVIDIA GPU used: the device is {info.spec or info.kind} ({info.backend})"
+            if gpu is None
+            else str(gpu.get("reason") or "NVML did not report the GPU")
+        )
+        values.update(dict.fromkeys(nvml.GPU_STATE_FIELDS))
+        why.update(dict.fromkeys(nvml.GPU_STATE_FIELDS, reason))
+    load = host.get("load_avg_1m_5m_15m")
+    host_values = {
+        "driver_version": nvidia.get("driver_version"),
+        "cpu_model": host.get("cpu_model"),
+        "cpu_logical": host.get("cpu_logical"),
+        "host_mem_bytes": host.get("mem_bytes"),
+        "load_avg_1m": float(load[0]) if load else None,
+    }
+    for k, v in host_values.items():
+        values[k] = v
+        if v is None:
+            why[k] = str(nvidia.get("reason") or "NVML reported none") if k == "driver_version" else "not reported"
+    return {**values, "unavailable": why}
+
+
+def machine_state_text(prov: dict[str, Any] | None) -> str:
+    """The recorded machine state in one line (``field value``, the unavailable ones counted), or that this
+    folder's provenance predates it (issue 45): nothing recorded, not known."""
+    state = (prov or {}).get("machine_state")
+    if not isinstance(state, dict):
+        return "not recorded (provenance before issue 45: power limit, VBIOS, clocks, PCIe link unknown)"
+    known = [f"{k} {state[k]}" for k in MACHINE_STATE_FIELDS if state.get(k) is not None]
+    missing = sorted((state.get("unavailable") or {}).items())
+    reasons = sorted({why for _, why in missing})
+    return "; ".join(known) + (
+        f"; unavailable: {', '.join(k for k, _ in missing)} ({'; '.join(reasons)})" if missing else ""
+    )
 
 
 def cuda_runtime(device: DeviceInfo) -> str | None:
@@ -371,7 +487,13 @@ def collect(
         "command": command if isinstance(command, (list, tuple, str)) or command is None else str(command),
         "config": json.loads(json.dumps(cfg, default=str)),
         "config_hash": config_hash(cfg),
-        "sharebench": {"version": __version__, "git_commit": git["commit"], "git_dirty": git["dirty"]},
+        "sharebench": {
+            "version": __version__,
+            "git_commit": git["commit"],
+            "git_dirty": git["dirty"],
+            "diff_files": git["diff_files"],
+            "source_sha256": source_hash(),
+        },
         "libraries": _versions(),
         "host": host_info(),
         "device": {
@@ -388,6 +510,7 @@ def collect(
         ),
         "cluster": cluster_from_env(),
     }
+    prov["machine_state"] = machine_state(info, prov["gpu"], prov["nvidia"], prov["host"])
     if timeslice_probe is not None:
         prov["timeslice_probe"] = timeslice_probe
     cl = prov["cluster"]

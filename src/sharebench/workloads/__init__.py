@@ -15,9 +15,18 @@ Modules:
 * ``train``, ``resnet``: the built-in ML workload (ResNet-18 training in plain PyTorch).
 """
 
-from sharebench.workloads.job import PROGRESS_NAME, ReplicaJob
+from sharebench.workloads.job import PROGRESS_NAME, ReplicaJob, attempt_of
 from sharebench.workloads.workload import DEFAULT_WORKLOAD, VICTIM, Workload, role
 
 REPLICA_MODULE = "sharebench.workloads.replica"  # python -m REPLICA_MODULE --config JOB.json --out REC.json
 
-__all__ = ["DEFAULT_WORKLOAD", "PROGRESS_NAME", "REPLICA_MODULE", "VICTIM", "ReplicaJob", "Workload", "role"]
+__all__ = [
+    "DEFAULT_WORKLOAD",
+    "PROGRESS_NAME",
+    "REPLICA_MODULE",
+    "VICTIM",
+    "ReplicaJob",
+    "Workload",
+    "attempt_of",
+    "role",
+]

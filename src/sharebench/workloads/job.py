@@ -3,9 +3,12 @@
 A job carries the :class:`~sharebench.workloads.workload.Workload` itself (what every replica of the
 sweep runs), the kernel's own run (:class:`~sharebench.kernel.RunConfig`: particles or work size,
 turns, beam, engine options, this replica's device, cores, memory limit and index), the cell's replica
-count, the start barrier (:class:`~sharebench.kernel.Barrier`) and the pattern's cell fields (the
+count, the start barrier (:class:`~sharebench.kernel.Barrier`), the pattern's cell fields (the
 cell's pattern seed, the stop file every replica stops at, the victim's cap: its most bursts, or an open
-loop's window in seconds, which the sweep sets from its sample rule, ``sharebench.sweep.samples``). The run's engine, lattice and seed are the
+loop's window in seconds, which the sweep sets from its sample rule, ``sharebench.analysis.samples``) and
+the cell attempt it belongs to (``attempt``: every record the replica writes carries it, and the executor
+reads no record of another attempt, so a replica of a killed sweep never passes for one of the sweep that
+resumes it). The run's engine, lattice and seed are the
 workload's: :meth:`ReplicaJob.of` sets them, and a job whose run says otherwise is refused.
 
 The replica process reads it as JSON (``python -m sharebench.workloads.replica --config JOB.json``):
@@ -18,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,18 +33,26 @@ from sharebench.parse import whole_number
 from sharebench.workloads.workload import VICTIM, Workload, role
 
 OF_WORKLOAD = ("engine", "lattice", "seed")  # the kernel run's fields its workload sets
-CELL_KEYS = (
-    "replicas",
-    "pattern_seed",
-    "stop_file",
-    "count",
-    "window_s",
-)  # the job's own fields beside its workload and run
+# the job's own fields beside its workload and run
+CELL_KEYS = ("replicas", "pattern_seed", "stop_file", "count", "window_s", "attempt")
+ATTEMPT = re.compile(r"[0-9a-f]{1,64}")  # a cell attempt's id (sharing.executor: new for every start of a cell)
 KEYS = ("workload", "run", *CELL_KEYS, "barrier")
 PROGRESS_NAME = (
     "progress"  # a patterned cell's users append their bursts to progress.<replica> (ReplicaJob.progress_file)
 )
 OPTIONS = tuple(sorted({*RUN_KEYS, *BARRIER_KEYS, *CELL_KEYS} - {*OF_WORKLOAD, "device"}))
+
+
+def attempt_of(path: str | os.PathLike[str]) -> str:
+    """The cell attempt the job file at ``path`` names ('' when none, or when the file cannot say): what
+    the replica's record carries even when the job itself is refused, and what its executor expects."""
+    try:
+        with open(path) as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return ""
+    attempt = doc.get("attempt") if isinstance(doc, dict) else None
+    return attempt if isinstance(attempt, str) else ""
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,7 @@ class ReplicaJob:
     barrier: Barrier = field(default_factory=Barrier)
     count: int | None = None  # the victim's most bursts: the sweep's cap (sweep.samples), a calibration's few
     window_s: float | None = None  # an open loop's victim: the seconds of arrivals (a serving cell's duration)
+    attempt: str = ""  # the cell attempt this job is of ('' outside a cell): in every record the replica writes
 
     def __post_init__(self) -> None:
         if not isinstance(self.workload, Workload) or not isinstance(self.run, RunConfig):
@@ -79,6 +92,8 @@ class ReplicaJob:
             object.__setattr__(self, "window_s", window)
         if not isinstance(self.barrier, Barrier):
             raise TypeError(f"ReplicaJob.barrier is a Barrier, not {self.barrier!r}")
+        if self.attempt and not (isinstance(self.attempt, str) and ATTEMPT.fullmatch(self.attempt)):
+            raise UserError(f"bad attempt {self.attempt!r}; allowed: 1..64 lowercase hex digits, or '' (none)")
 
     @classmethod
     def of(
@@ -176,6 +191,7 @@ class ReplicaJob:
             "stop_file": self.stop_file,
             **({"count": self.count} if self.count is not None else {}),
             **({"window_s": self.window_s} if self.window_s is not None else {}),
+            **({"attempt": self.attempt} if self.attempt else {}),
             "barrier": self.barrier.to_dict(),
         }
 

@@ -22,7 +22,13 @@ start instant to the last burst's end.
 
 Writes the RunRecord to REC.json as the document of kind ``"record"`` (``sharebench.results.store``;
 read it back with ``read_json(path, "record")``); on failure writes ``{"error": "<one line>"}``
-there, of the same kind, and exits 1.
+there, of the same kind, and exits 1. Either carries the job's cell ``attempt`` (:attr:`ReplicaJob.attempt`):
+the executor reads no record of another attempt.
+
+A replica lives no longer than its parent (issue 46): the parent-death signal (SIGTERM) ends it cleanly
+where it can, and :func:`sharebench.processes.watch_parent` kills it and everything it started half a
+second later, even inside a kernel or its program's C call. A replica whose parent is gone writes no
+record: no sweep waits for it, and the sweep that resumes the folder runs the cell again.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from sharebench.kernel.run import Prepared, Track, WarmRunner, pin_cpus, record,
 from sharebench.patterns import parse_pattern
 from sharebench.results.store import write_json
 from sharebench.workloads.bursts import Burst, epoch_clock, run_pattern, stop_when_file
-from sharebench.workloads.job import ReplicaJob
+from sharebench.workloads.job import ReplicaJob, attempt_of
 from sharebench.workloads.program import ProgramHost, run_exec, signal_stop
 
 # failures a user can act on from the one-line message alone: no traceback on stderr
@@ -116,9 +122,19 @@ def track_of(job: ReplicaJob) -> Track:
     return lambda run: track_and_record(job.run, run, job.barrier)
 
 
+def write_record(out: str, attempt: str, data: dict) -> bool:
+    """Write the record (or error record) ``data`` of ``attempt`` at ``out``; nothing when this replica's
+    parent is gone (a killed sweep's: nobody reads it, and the folder may be another sweep's by now)."""
+    if processes.parent_gone():
+        return False
+    write_json(out, "record", {**data, "attempt": attempt})
+    return True
+
+
 def run_one(config: str, out: str, warm: WarmRunner | None = None, host: ProgramHost | None = None) -> int:
     """Run one replica from its job file and write its record (or its error); the exit status. ``host``:
     a warm replica's kept program (a program's cell runs in it when it serves cells)."""
+    attempt = attempt_of(config)
     try:
         job = ReplicaJob.from_json(config)
         pin_cpus(job.run.cpus)  # before anything creates an OpenCL or OpenMP runtime
@@ -126,12 +142,12 @@ def run_one(config: str, out: str, warm: WarmRunner | None = None, host: Program
         rec = run_exec(job, host) if job.workload.is_program else runner.run(job.run, track_of(job))
     except BaseException as exc:  # noqa: BLE001 - any failure becomes the one-line error record
         msg = one_line_error(exc)
-        write_json(out, "record", {"error": msg})
+        write_record(out, attempt, {"error": msg})
         print(f"replica: error: {msg}", file=sys.stderr)
         if not isinstance(exc, EXPECTED_ERRORS):
             traceback.print_exc()
         return 1
-    write_json(out, "record", rec.to_dict())
+    write_record(out, attempt, rec.to_dict())
     return 0
 
 
@@ -210,4 +226,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    processes.watch_parent()  # a killed sweep's replica ends within a second, whatever it is doing
     sys.exit(main())

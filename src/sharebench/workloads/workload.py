@@ -82,7 +82,8 @@ class Workload:
         put("pattern", parse_pattern(self.pattern).label)
         if self.neighbours is not None:
             put("neighbours", parse_pattern(self.neighbours).label)
-        if self.bursts in (None, ""):  # a KFP struct holds no null: '' is none given
+        bursts: Any = self.bursts
+        if bursts is None or bursts == "":  # a KFP struct holds no null: '' is none given
             put("bursts", None)
         else:
             put("bursts", whole_number("workload bursts (--bursts)", self.bursts, 1, MAX_BURSTS))
