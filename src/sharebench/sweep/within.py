@@ -130,7 +130,7 @@ def measure_within(plan: SweepPlan, cell: Cell, out: Path, within: Within) -> tu
         note = mark_stopped(result.rows, result.bursts, plan.samples(cell).cap)
         if note is not None:
             result.notes.append(note)
-    if watch is not None:
+    if watch is not None and result.ok:  # a failed cell carries its error, no verdict
         keep_verdict(result, watch, stop.fired.is_set())
     if awake is not None:
         awake_note(result, awake)
@@ -162,8 +162,7 @@ def patterned_s(plan: SweepPlan, samples: Samples) -> float:
 
 def keep_verdict(result: CellResult, watch: CellWatch, deadline: bool) -> None:
     """The watched cell's verdict columns on each of its rows (over every burst it kept), and a note."""
-    columns = watch.columns([b for b in result.bursts if b.get("cell_id") == (result.rows or [{}])[0].get("cell_id")],
-                            deadline=deadline)  # fmt: skip
+    columns = watch.columns(result.bursts, deadline=deadline)
     for row in result.rows:
         row.update(columns)
     if result.rows and columns.get("below_one"):
