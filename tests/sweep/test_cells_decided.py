@@ -150,3 +150,10 @@ def test_the_dry_run_shows_the_fewest_samples_and_the_seconds(tmp_path, capsys):
     predicted = [ln for ln in out.splitlines() if ln.startswith("predicted: ")]
     assert len(predicted) == 1 and " s (cells " in predicted[0] and "if every cell runs to its cap" in predicted[0]
     assert not (tmp_path / "r").exists()
+
+
+def test_the_keep_awake_control_needs_a_pattern(tmp_path, capsys):
+    code = main(["run", "--dry-run", "--device", "cpu", "--awake-control", "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "--awake-control needs a replica pattern (--pattern): its control is a pattern's alone cell" in err
