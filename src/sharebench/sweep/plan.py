@@ -96,7 +96,9 @@ class SweepConfig:
         put(self, "warmup_repeats", whole_number("warm-up repeats", self.warmup_repeats, 0, MAX_REPEATS))
         put(self, "slo", check_slo(self.slo))
         if self.awake_control and not self.workload.patterned:
-            raise UserError("--awake-control needs a replica pattern (--pattern): its control is a pattern's alone cell")
+            raise UserError(
+                "--awake-control needs a replica pattern (--pattern): its control is a pattern's alone cell"
+            )
         doubled = sorted(set(self.run_options) & set(RUN_CONFIG_OF_WORKLOAD))
         if doubled:
             raise UserError(f"run option(s) {', '.join(doubled)} belong to the workload; give them there")
