@@ -15,21 +15,27 @@ from support.lattices import tiny_lattice
 from support.paths import LHC_LINE
 
 SLOW_TESTS = Path(__file__).with_name("slow_tests.txt")
+LONG_TESTS = Path(__file__).with_name("long_tests.txt")
 
 
 def measured_slow(path: Path = SLOW_TESTS) -> set[str]:
-    """The node ids tests/slow_tests.txt lists (made by ``python -m tools.slow_tests`` from a full run)."""
+    """The node ids tests/slow_tests.txt lists (made by ``python -m tools.slow_tests`` from a full run);
+    ``path`` LONG_TESTS: those tests/long_tests.txt lists."""
     if not path.exists():
         return set()
     return {line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tests a full run measured slow are marked ``slow`` (make check leaves them out); tests marked
-    ``gpu`` are skipped, with the reason, where no NVIDIA GPU answers."""
-    slow = measured_slow()
+    """The tests a full run measured slow are marked ``slow`` (make check leaves them out), those it
+    measured long ``long`` and ``slow`` (make test leaves them out, make test-long runs them); a test its
+    own file marks ``long`` is ``slow`` too. Tests marked ``gpu`` are skipped, with the reason, where no
+    NVIDIA GPU answers."""
+    slow, long = measured_slow(), measured_slow(LONG_TESTS)
     for item in items:
-        if item.nodeid in slow:
+        if item.nodeid in long:
+            item.add_marker(pytest.mark.long)
+        if item.nodeid in slow or "long" in item.keywords:
             item.add_marker(pytest.mark.slow)
     ok, reason = nvml.status()
     if ok:

@@ -30,7 +30,8 @@ import pytest
 from sharebench.components.image import IMAGE as COMPONENT_IMAGE
 from support.paths import ROOT
 
-pytestmark = [pytest.mark.container, pytest.mark.slow]
+# the image's tests run in CI's second step (make test-long)
+pytestmark = [pytest.mark.container, pytest.mark.slow, pytest.mark.long]
 
 PODMAN = shutil.which("podman")
 IMAGE = os.environ.get("SHAREBENCH_TEST_IMAGE", "localhost/sharebench:ci")

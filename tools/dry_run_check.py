@@ -1,16 +1,17 @@
-"""Does ``--dry-run`` know what a patterned sweep costs? Its estimate against the run, timed (issue 35).
+"""Does ``--dry-run`` know what a sweep costs? Its estimate against the run, timed (issues 35 and 43).
 
-For each case, ``sharebench run ARGS --dry-run`` prints ``predicted: N s`` (its own calibration on this
-machine, then every cell's bursts, think times, neighbours and queueing: ``sharebench.analysis.cost``,
-plus the set-up and the report); then ``sharebench run ARGS`` runs in a fresh folder, timed from the
+For each case, ``sharebench run ARGS --dry-run`` prints ``predicted: N s`` and its basis (the CPU default's own
+calibration, or a short calibration on this machine; then every cell: N x T_1, or a patterned cell's bursts,
+think times, neighbours and queueing: ``sharebench.analysis.cost``; plus the set-up and the report); then ``sharebench run ARGS`` runs in a fresh folder, timed from the
 process's start to its exit (what a site pays). The record (``dry_run_check.json``) keeps, per case, the
 command, the estimate line, the wall time, their ratio and whether it is within :data:`LIMIT` (the issue's
 30%), with the machine and its load average. A benchmark, not a test: its seconds are the machine's.
 
-    python -m tools.dry_run_check [--cases users,beside,exec] [--device cpu] [--json dry_run_check.json]
+    python -m tools.dry_run_check [--cases default,particles,users,beside,exec] [--device cpu] [--json FILE]
     python -m tools.dry_run_check --case NAME -- ARGS...     # one case of your own (sharebench run ARGS)
 
-The cases (on the CPU, a few minutes each on two cores): ``users`` (Simpletrack users alone, time-sliced),
+The cases (on the CPU, a few minutes each on two cores): ``default`` (``sharebench run`` with no options: the
+sweep its calibration sizes), ``particles`` (the default modes at a size given), ``users`` (Simpletrack users alone, time-sliced),
 ``beside`` (a user beside batch neighbours: the issue's example, smaller), ``exec`` (a program through the
 replica protocol whose bursts share a lock, ``tests/support/contended.py``, in warm replicas).
 Exit status 0 when every case ran and is within the limit, 1 otherwise, 2 for bad options.
@@ -36,6 +37,8 @@ LIMIT = 0.30  # the issue's "within 30% of the measured time"
 ROOT = Path(__file__).resolve().parents[1]
 ST = ["--particles", "2000", "--turns", "5", "--modes", "exclusive,timeslice:2", "--repeats", "3"]
 CASES: dict[str, list[str]] = {
+    "default": [],
+    "particles": ["--particles", "3000"],
     "users": [*ST, "--pattern", "interactive:burst=1,think=0.05", "--bursts", "20"],
     "beside": [*ST, "--pattern", "interactive:burst=1,think=0.05", "--neighbours", "batch", "--bursts", "10"],
     "exec": [

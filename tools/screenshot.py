@@ -1,13 +1,17 @@
 """Render a results folder's report.html to a PNG with headless Chromium (the getting-started page's picture).
 
-    python -m tools.screenshot RESULTS_DIR [--out docs/img/getting-started-report.png] [--width 1280 --height 1400]
+    python -m tools.screenshot RESULTS_DIR [--out docs/img/getting-started-report.png] [--width 820 --height 1150]
+                                           [--scale 2]
 
 Opens ``RESULTS_DIR/report.html`` in headless Chromium (``chromium``, ``chromium-browser``,
 ``google-chrome`` or ``google-chrome-stable`` on PATH, or ``--chromium PATH``; Debian/Ubuntu:
 ``apt-get install chromium``; CI does not install it) with a window of ``--width`` x ``--height`` CSS
-pixels: the top of the report, its title and Answer. The picture is cropped to exactly that size and
-reduced to a ``--colors`` palette (Pillow, which matplotlib brings), so that the committed PNG stays
-small (about 100 kB for the default window). Prints the PNG's path, size and bytes. Chromium runs with
+pixels: the top of the report, its title and Answer. The window is about as wide as the site's text column,
+so that the page shows the report's text at the size a browser would (a 1280-pixel window scaled down into
+the column left it too small to read), and rendered at ``--scale`` device pixels per CSS pixel (2: sharp on a
+high-density screen, and when zoomed). The picture is cropped to exactly that size and reduced to a
+``--colors`` palette (Pillow, which matplotlib brings), so that the committed PNG stays small. Prints the
+PNG's path, size and bytes. Chromium runs with
 ``--no-sandbox`` (the page is a local file the sweep wrote; the sandbox cannot start as root in a container)
 and a throw-away profile.
 """
@@ -27,6 +31,7 @@ from sharebench.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "docs" / "img" / "getting-started-report.png"
+WIDTH, HEIGHT, SCALE = 820, 1150, 2  # CSS pixels: about the site's text column; the report's title and Answer
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 INSTALL_HINT = "install Chromium (Debian/Ubuntu: apt-get install chromium) or pass --chromium PATH"
 RENDER_TIMEOUT_S = 120
@@ -46,8 +51,11 @@ def find_chromium(given: str | None = None) -> str:
     raise UserError(f"no Chromium on PATH (looked for {', '.join(CHROMIUM_NAMES)}); {INSTALL_HINT}")
 
 
-def chromium_command(chromium: str, page: Path, png: Path, width: int, height: int, profile: Path) -> list[str]:
-    """The headless Chromium command line that writes a ``width`` x ``height`` screenshot of ``page`` to ``png``."""
+def chromium_command(
+    chromium: str, page: Path, png: Path, width: int, height: int, profile: Path, scale: int = 1
+) -> list[str]:
+    """The headless Chromium command line that writes a ``width`` x ``height`` (CSS pixels) screenshot of
+    ``page`` to ``png``, ``scale`` device pixels per CSS pixel."""
     return [
         chromium,
         "--headless",
@@ -58,7 +66,7 @@ def chromium_command(chromium: str, page: Path, png: Path, width: int, height: i
         "--no-default-browser-check",
         "--disable-extensions",
         "--mute-audio",
-        "--force-device-scale-factor=1",
+        f"--force-device-scale-factor={scale}",
         f"--user-data-dir={profile}",
         f"--window-size={width},{height}",
         f"--screenshot={png}",
@@ -66,11 +74,13 @@ def chromium_command(chromium: str, page: Path, png: Path, width: int, height: i
     ]
 
 
-def render(chromium: str, page: Path, width: int, height: int) -> Image.Image:
-    """The top ``width`` x ``height`` pixels of ``page`` as Chromium renders it headless."""
+def render(chromium: str, page: Path, width: int, height: int, scale: int = 1) -> Image.Image:
+    """The top ``width`` x ``height`` CSS pixels of ``page`` as Chromium renders it headless (``scale`` device
+    pixels each)."""
+    width, height = width * scale, height * scale
     with tempfile.TemporaryDirectory(prefix="sharebench-screenshot-") as tmp:
         raw = Path(tmp) / "raw.png"
-        cmd = chromium_command(chromium, page, raw, width, height, Path(tmp) / "profile")
+        cmd = chromium_command(chromium, page, raw, width // scale, height // scale, Path(tmp) / "profile", scale)
         try:
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=RENDER_TIMEOUT_S, check=False)
         except subprocess.TimeoutExpired:
@@ -86,9 +96,16 @@ def render(chromium: str, page: Path, width: int, height: int) -> Image.Image:
 
 
 def screenshot(
-    results: Path, out: Path, width: int = 1280, height: int = 1400, colors: int = 64, chromium: str | None = None
+    results: Path,
+    out: Path,
+    width: int = WIDTH,
+    height: int = HEIGHT,
+    colors: int = 64,
+    chromium: str | None = None,
+    scale: int = SCALE,
 ) -> Path:
-    """Render ``results/report.html`` to ``out`` (a ``width`` x ``height`` PNG of ``colors`` colours)."""
+    """Render ``results/report.html`` to ``out`` (a PNG of ``width`` x ``height`` CSS pixels at ``scale``, of
+    ``colors`` colours)."""
     page = results / "report.html"
     if not page.is_file():
         raise UserError(
@@ -98,8 +115,10 @@ def screenshot(
         raise UserError(f"--width {width} --height {height}: each must be at least 200 pixels")
     if not 2 <= colors <= 256:
         raise UserError(f"--colors {colors}: must be from 2 to 256")
+    if not 1 <= scale <= 4:
+        raise UserError(f"--scale {scale}: must be from 1 to 4")
     exe = find_chromium(chromium)
-    image = render(exe, page, width, height)
+    image = render(exe, page, width, height, scale)
     out.parent.mkdir(parents=True, exist_ok=True)
     image.quantize(colors=colors, dither=Image.Dither.NONE).save(out, optimize=True)
     return out
@@ -109,19 +128,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", type=Path, help="a results folder holding report.html")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the PNG to write (default: %(default)s)")
-    ap.add_argument("--width", type=int, default=1280, help="window width in pixels (default: %(default)s)")
+    ap.add_argument("--width", type=int, default=WIDTH, help="window width in CSS pixels (default: %(default)s)")
     ap.add_argument(
-        "--height", type=int, default=1400, help="window height in pixels, the part kept (default: %(default)s)"
+        "--height", type=int, default=HEIGHT, help="window height in CSS pixels, the part kept (default: %(default)s)"
     )
+    ap.add_argument("--scale", type=int, default=SCALE, help="device pixels per CSS pixel (default: %(default)s)")
     ap.add_argument("--colors", type=int, default=64, help="palette size of the PNG (default: %(default)s)")
     ap.add_argument("--chromium", default=None, help="the Chromium executable (default: the first found on PATH)")
     args = ap.parse_args(argv)
     try:
-        png = screenshot(args.results, args.out, args.width, args.height, args.colors, args.chromium)
+        png = screenshot(args.results, args.out, args.width, args.height, args.colors, args.chromium, args.scale)
     except UserError as exc:
         print(f"screenshot: {exc}", file=sys.stderr)
         return 2
-    print(f"{png} ({args.width}x{args.height}, {png.stat().st_size / 1e3:.0f} kB)")
+    size = f"{args.width * args.scale}x{args.height * args.scale}"
+    print(f"{png} ({size} pixels: {args.width}x{args.height} CSS at {args.scale}x, {png.stat().st_size / 1e3:.0f} kB)")
     return 0
 
 

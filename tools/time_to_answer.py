@@ -9,7 +9,9 @@ seconds from process start to exit, report included), a ``dry_<step>.txt`` per s
 - per sweep step (a row of ``walls.csv`` with a folder or a prediction, in its order, then any of rn-users,
   adaptive, fixed with a folder): its wall time, the dry-run's ``predicted``/``cost`` line, and for a step
   whose cells were measured the share of the wall inside measured windows (each cell's first tracking
-  start to its last tracking end, summed) and its median ``warm_cells``;
+  start to its last tracking end, summed; issue 43 asks 85% of the nine-mode ResNet-18 step, the patterns
+  plan's ``rn-users``), its median ``warm_cells`` and its priming (from its ``notes.txt``: the warm replicas'
+  set-up before the first cell, and the fork server's import of PyTorch when its programs were forks);
 - adaptive (``--budget``, ``--precision``) against fixed repeats, for each pair of steps ``<x>adaptive`` and
   ``<x>fixed`` (``adaptive`` and ``fixed``, ``rn-adaptive`` and ``rn-fixed``): per cell (mode x size) the
   measured repeats and the 95% half-width of its loss (T_N against N x T_1, points; an exclusive cell: of
@@ -71,6 +73,18 @@ def windows(df: pd.DataFrame) -> tuple[float, float]:
     return float((spans["end"] - spans["start"]).sum()), float(warm.median()) if len(warm.dropna()) else math.nan
 
 
+PRIMED = re.compile(r"warm replicas: (\d+) of (\d+) set up at once in ([\d.]+) s")
+FORKED = re.compile(r"fork server: PyTorch imported once in ([\d.]+) s")
+
+
+def priming(folder: Path) -> str:
+    """The step's priming from its notes: replicas set up and seconds, and the fork server's import."""
+    notes = (folder / "notes.txt").read_text(errors="replace") if (folder / "notes.txt").exists() else ""
+    primed, forked = PRIMED.search(notes), FORKED.search(notes)
+    out = f"{primed[1]} of {primed[2]} in {primed[3]} s" if primed else "-"
+    return out + (f" (fork server: PyTorch {forked[1]} s)" if forked else "")
+
+
 def precision(df: pd.DataFrame) -> pd.DataFrame:
     """Per cell (mode, size): measured repeats and the 95% half-width of its loss (shared cells, points)
     or of its mean time (exclusive, % of it), one look at the repeats it has."""
@@ -101,8 +115,9 @@ def precision(df: pd.DataFrame) -> pd.DataFrame:
 
 def step_table(folder: Path) -> list[str]:
     out = [
-        "| step | wall s | node-min | status | in measured windows | median warm_cells | dry run predicted | dry run |",
-        "|---|---|---|---|---|---|---|---|",
+        "| step | wall s | node-min | status | in measured windows | median warm_cells | priming | dry run predicted "
+        "| dry run |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     w = walls(folder)
     for step in dict.fromkeys([*w, *STEPS]):
@@ -117,7 +132,8 @@ def step_table(folder: Path) -> list[str]:
         guess = dry_seconds(folder, step)
         said = "-" if math.isnan(guess) else f"{guess:.0f} s ({100 * (guess - wall) / wall:+.0f}% of the wall)"
         out.append(
-            f"| {step} | {wall:.0f} | {wall / 60:.2f} | {status} | {share} | {warm} | {said} | {dry_line(folder, step)} |"
+            f"| {step} | {wall:.0f} | {wall / 60:.2f} | {status} | {share} | {warm} | {priming(folder / step)} | "
+            f"{said} | {dry_line(folder, step)} |"
         )
     return out
 

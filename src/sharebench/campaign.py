@@ -61,6 +61,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -592,8 +593,11 @@ def report_reserve_s(ctx: Context) -> float:
     return ctx.report_s * (1 + pending)
 
 
-def describe(plan: Plan, out: Path, python: str = sys.executable) -> list[str]:
-    """``--dry-run``: the commands a plan runs, one a line (the budget as if no time were spent)."""
+def describe(
+    plan: Plan, out: Path, python: str = sys.executable, estimates: Mapping[str, float] | None = None
+) -> list[str]:
+    """``--dry-run``: the commands a plan runs, one a line (the budget as if no time were spent), then the
+    total; ``estimates``: the seconds a step without a limit is predicted to take (:func:`estimate_steps`)."""
     ctx = Context(out=out, plan=plan, python=python, dry_run=True)
     lines = [f"# campaign {plan.name}: {plan.description}".rstrip(": ")]
     if plan.budget_s is not None:
@@ -612,7 +616,7 @@ def describe(plan: Plan, out: Path, python: str = sys.executable) -> list[str]:
             redirect = f" {'>>' if step.append else '>'} {ctx.fill(step.stdout)}" if step.stdout else ""
             limit = f"   # at most {step.timeout_s:g} s" if step.timeout_s is not None else ""
             lines.append(shell_line([ctx.fill(a) for a in step.run]) + redirect + (skip or limit))
-    return [*lines, total_line(plan)]
+    return [*lines, total_line(plan, estimates)]
 
 
 def sweep_note(ctx: Context, step: Sweep) -> str:
@@ -623,19 +627,85 @@ def sweep_note(ctx: Context, step: Sweep) -> str:
     return note
 
 
-def total_line(plan: Plan) -> str:
+def total_line(plan: Plan, estimates: Mapping[str, float] | None = None) -> str:
     """The plan's total wall time by its steps' limits (a sweep's ``predict_s`` + ``budget_s``, a command's
-    ``timeout_s``) and its ``budget_s`` (after which no sweep starts a cell), or the steps without a limit."""
+    ``timeout_s``), the ``estimates`` of the steps without one (their own dry runs, :func:`estimate_steps`) and
+    its ``budget_s`` (after which no sweep starts a cell): ``at most N s`` when every step is bounded, ``about
+    N s`` when some are estimated, else ``at least N s`` from the rest and the steps with neither named."""
+    known = dict(estimates or {})
     limits = {s.name: s.limit_s() for s in plan.steps}
-    free = [s.name for s in plan.steps if limits[s.name] is None and (isinstance(s, Command) or plan.budget_s is None)]
-    budget = "" if plan.budget_s is None else f"; no new cell after the plan's budget_s {plan.budget_s:g} s"
-    if free:
-        return f"# total: not bounded: {', '.join(free)} without budget_s (a sweep) or timeout_s (a command){budget}"
-    total = sum(v for v in limits.values() if v is not None)
+    sweeps = [s for s in plan.steps if isinstance(s, Sweep)]
+    commands = [s for s in plan.steps if isinstance(s, Command)]
+    # a sweep without a limit of its own: the plan's budget bounds it, else its dry run's estimate
+    sweeps_s = sum(limits[s.name] or plan.budget_s or known.get(s.name, 0.0) for s in sweeps)
     if plan.budget_s is not None:  # the sweeps all stop within the plan's budget; the commands only by timeout_s
-        total = min(total, plan.budget_s + sum(s.timeout_s or 0.0 for s in plan.steps if isinstance(s, Command)))
+        sweeps_s = min(sweeps_s, plan.budget_s)
+    total = sweeps_s + sum(limits[s.name] or 0.0 for s in commands)
+    unbounded = [s.name for s in sweeps if limits[s.name] is None and plan.budget_s is None]
+    unbounded += [s.name for s in commands if limits[s.name] is None]
+    free = [n for n in unbounded if n not in known]
+    budget = "" if plan.budget_s is None else f"; no new cell after the plan's budget_s {plan.budget_s:g} s"
+    basis = "by the steps' limits (budget_s + predict_s of a sweep, timeout_s of a command)"
+    guessed = [n for n in unbounded if n in known]
+    if guessed:
+        basis += f" and the dry runs on this machine of {', '.join(f'{n} ({known[n]:.0f} s)' for n in guessed)}"
+    if free:
+        return (
+            f"# total: at least {total:.0f} s {basis}{budget}; not bounded: {', '.join(free)} without budget_s "
+            "(a sweep) or timeout_s (a command), not estimated here: give one, or dry-run on the device"
+        )
     warm = "the warm-up, " if plan.warm is not None else ""
-    return f"# total: at most {total:g} s by the steps' limits{budget} (and {warm}a cell started before a deadline)"
+    word = "about" if guessed else "at most"
+    return f"# total: {word} {total:.0f} s {basis}{budget} (and {warm}a cell started before a deadline)"
+
+
+PREDICTED = re.compile(r"^predicted: (\d+(?:\.\d+)?) s", re.MULTILINE)
+ESTIMATE_S = 300.0  # the longest a step's own dry run may take in a campaign's dry run (its predict_s if given)
+
+
+def estimate_steps(
+    plan: Plan,
+    out: Path,
+    predict: Callable[[SweepRequest, Path, float], int],
+    folder: Path,
+    python: str = sys.executable,
+) -> dict[str, float]:
+    """The seconds each sweep step without a limit (no ``budget_s``, and no plan budget) is predicted to take:
+    its own dry run (``sharebench run ... --dry-run``, through ``predict``, into ``folder``) and its
+    ``predicted: N s`` line. Only the steps whose modes run on the device here; one whose dry run says
+    nothing is left out (the total then names it)."""
+    if plan.budget_s is not None:
+        return {}
+    runnable = runnable_sweeps(plan)
+    ctx = Context(out=out, plan=plan, python=python, dry_run=True)
+    found: dict[str, float] = {}
+    for step in runnable or []:
+        if step.limit_s() is not None:
+            continue
+        request = replace(sweep_request(ctx, step, None), dry_run=True)
+        path = folder / f"dry_{step.name}.txt"
+        predict(request, path, step.predict_s or ESTIMATE_S)
+        said = PREDICTED.search(path.read_text(errors="replace")) if path.is_file() else None
+        if said:
+            found[step.name] = float(said.group(1))
+    return found
+
+
+def runnable_sweeps(plan: Plan) -> list[Sweep] | None:
+    """The sweep steps whose modes all run on the plan's device here; None when the device is not here."""
+    try:
+        device = resolve_device(plan.device)
+    except UserError:
+        return None
+    out = []
+    for step in (s for s in plan.steps if isinstance(s, Sweep)):
+        try:
+            for m in step.modes:
+                plan_cell(m, device)
+        except UserError:
+            continue
+        out.append(step)
+    return out
 
 
 def uses_lattice(plan: Plan) -> bool:
@@ -649,7 +719,8 @@ def check_plan(plan: Plan, *, here: bool = True) -> list[str]:
     """What a plan needs, checked before anything runs: its lattice file, and every sweep step's modes
     against its device (``sharing.plan_cell``: MPS and MIG need an NVIDIA GPU). ``here`` (a run): the first
     problem is a one-line UserError. A dry run (``here=False``) lists them as ``# `` notes instead, the
-    run's refusals to come, and notes a device this machine lacks (its modes unchecked)."""
+    run's refusals to come, and notes a device this machine lacks (its modes unchecked); it ends with a
+    :class:`NoStepRuns` when the device is here and none of the plan's sweeps can run on it."""
     problems = []
     if plan.lattice and uses_lattice(plan) and not Path(plan.lattice).is_file():
         problems.append(f"plan lattice {plan.lattice!r} not found; {LATTICE_HOWTO}")
@@ -660,16 +731,30 @@ def check_plan(plan: Plan, *, here: bool = True) -> list[str]:
             raise
         notes = [f"# not runnable as planned: {p}" for p in problems]
         return [*notes, f"# modes not checked against {plan.device} here: {exc}"]
-    for step in plan.steps:
-        for m in step.modes if isinstance(step, Sweep) else ():
+    sweeps = [s for s in plan.steps if isinstance(s, Sweep)]
+    refused = 0
+    for step in sweeps:
+        for m in step.modes:
             try:
                 plan_cell(m, device)
             except UserError as exc:
                 problems.append(f"step {step.name}: {exc}; leave the step out (--steps) or give another --device")
+                refused += 1
                 break
     if problems and here:
         raise UserError(problems[0])
-    return [f"# not runnable as planned: {p}" for p in problems]
+    notes = [f"# not runnable as planned: {p}" for p in problems]
+    if sweeps and refused == len(sweeps):
+        raise NoStepRuns(notes, f"no step of plan {plan.name} can run on {plan.device} ({device.name})")
+    return notes
+
+
+class NoStepRuns(Exception):
+    """A dry run's plan of which no sweep step can run on the device here: its notes, and why."""
+
+    def __init__(self, notes: list[str], why: str) -> None:
+        super().__init__(why)
+        self.notes, self.why = notes, why
 
 
 # ---------------------------------------------------------------- running a plan

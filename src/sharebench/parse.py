@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ DEFAULT_PRECISION = 1.0
 # what a replica runs (sharebench.kernel.engines: the trackers; sharebench.workloads.protocol: any program)
 ENGINES = ("simpletrack", "xtrack")
 RUN_ENGINES = (*ENGINES, "exec")
+# the work keys `sharebench compare --ignore` may leave out of the match (sharebench.analysis.compare)
+COMPARE_IGNORABLE = ("engine", "backend", "lattice", "device_class")
 EXEC_TIMINGS = ("protocol", "process")  # the exec engine's timed window: the program's report, or the process
 
 
@@ -195,3 +198,43 @@ def lattice_file(path: str) -> str:
     if not Path(path).is_file():
         raise UserError(f"lattice file {path!r} not found; give an Xsuite line JSON or JSON.gz")
     return path
+
+
+def check_http_url(what: str, url: str) -> str:
+    """An http(s) URL with a host (``what``: whose, for the error: "Prometheus URL", "Grafana URL")."""
+    p = urllib.parse.urlparse(url or "")
+    if p.scheme not in ("http", "https") or not p.netloc:
+        raise UserError(f"bad {what} {url!r}; allowed: http(s)://HOST[:PORT][/PATH]")
+    return url
+
+
+def check_ignore(text: str) -> tuple[str, ...]:
+    """``compare --ignore``: work keys of :data:`COMPARE_IGNORABLE`, comma-separated."""
+    keys = tuple(k.strip() for k in str(text).split(",") if k.strip())
+    bad = [k for k in keys if k not in COMPARE_IGNORABLE]
+    if bad:
+        raise UserError(f"bad --ignore {','.join(bad)!r}; allowed: {', '.join(COMPARE_IGNORABLE)}")
+    return keys
+
+
+MIN_POLL_S = 0.1  # the command line's floor on --poll: each look at the node is one or more API requests
+
+
+def check_times(
+    timeout_s: float,
+    poll_s: float | None,
+    names: tuple[str, str] = ("timeout_s", "poll_s"),
+    *,
+    min_poll_s: float = 0.0,
+) -> None:
+    """Raise a ``UserError`` unless ``timeout_s`` (and ``poll_s``, when given) are finite seconds > 0 (``inf``
+    would wait forever on a frozen API server) and ``poll_s`` is at least ``min_poll_s`` (the command line
+    passes :data:`MIN_POLL_S`: ``--poll 1e-9`` sent thousands of requests a second); ``names``: how the caller
+    calls them (the CLI: ``--timeout``, ``--poll``)."""
+    for name, value in ((names[0], timeout_s), (names[1], poll_s)):
+        if value is None and name == names[1]:
+            continue
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise UserError(f"{name} must be a finite number of seconds > 0 (got {value!r})")
+    if poll_s is not None and poll_s < min_poll_s:
+        raise UserError(f"{names[1]} must be at least {min_poll_s:g} s (got {poll_s!r}): each check is an API request")

@@ -26,6 +26,7 @@ from sharebench.campaign import (
 )
 from sharebench.cli import main
 from sharebench.cli.campaign_cmd import predict_in_child
+from sharebench.devices import resolve_device
 from sharebench.sweep.budget import REPORT_S
 from sharebench.sweep.capacity import CapacityOptions
 from sharebench.sweep.request import SweepRequest
@@ -196,18 +197,15 @@ def test_a_step_budget_and_the_plan_budget_bound_a_sweep_and_its_prediction(tmp_
     assert commands[0].endswith(f"--dry-run > {tmp_path}/dry_a.txt") and "--dry-run" not in commands[1]
 
 
+BASIS = "by the steps' limits (budget_s + predict_s of a sweep, timeout_s of a command)"
+
+
 @pytest.mark.parametrize(
     ("extra", "total"),
     [
-        ("", "# total: at most 190 s by the steps' limits (and a cell started before a deadline)"),
-        (
-            "budget_s = 100\n",
-            "# total: at most 160 s by the steps' limits; no new cell after the plan's budget_s 100 s",
-        ),
-        (
-            "budget_s = 500\n",
-            "# total: at most 190 s by the steps' limits; no new cell after the plan's budget_s 500 s",
-        ),
+        ("", f"# total: at most 190 s {BASIS} (and a cell started before a deadline)"),
+        ("budget_s = 100\n", f"# total: at most 160 s {BASIS}; no new cell after the plan's budget_s 100 s"),
+        ("budget_s = 500\n", f"# total: at most 190 s {BASIS}; no new cell after the plan's budget_s 500 s"),
     ],
 )
 def test_the_dry_run_ends_with_the_total(tmp_path, capsys, extra, total):
@@ -233,10 +231,44 @@ def test_a_step_without_a_limit_is_named_in_the_total(tmp_path):
                   {"name": "t", "run": ["true"]}]}
     )  # fmt: skip
     assert describe(plan, tmp_path)[-1] == (
-        "# total: not bounded: a, t without budget_s (a sweep) or timeout_s (a command)"
+        f"# total: at least 0 s {BASIS}; not bounded: a, t without budget_s (a sweep) or timeout_s (a command), "
+        "not estimated here: give one, or dry-run on the device"
     )
     bounded = replace(plan, budget_s=50.0)  # the plan's budget bounds the sweeps, not the command
-    assert describe(bounded, tmp_path)[-1].startswith("# total: not bounded: t without budget_s")
+    assert describe(bounded, tmp_path)[-1].startswith(f"# total: at least 50 s {BASIS}; no new cell after the plan's")
+    assert "; not bounded: t without budget_s" in describe(bounded, tmp_path)[-1]
+    estimated = describe(plan, tmp_path, estimates={"a": 41.6})[-1]  # a step's own dry run gave its seconds
+    assert estimated.startswith(f"# total: at least 42 s {BASIS} and the dry runs on this machine of a (42 s)")
+
+
+@pytest.mark.slow  # a real dry run of a tiny CPU sweep, in a process of its own
+def test_a_step_without_a_limit_is_estimated_by_its_own_dry_run(tmp_path, capsys):
+    plan = write(
+        tmp_path, "device = 'cpu'\n" + SWEEP + "repeats = 1\n[[step]]\nname = 't'\nrun = ['true']\ntimeout_s = 5\n"
+    )
+    assert main(["campaign", str(plan), "--out", str(tmp_path / "OUT"), "--dry-run"]) == 0
+    total = capsys.readouterr().out.splitlines()[-1]
+    found = re.match(
+        rf"# total: about (\d+) s {re.escape(BASIS)} and the dry runs on this machine of a \((\d+) s\) ", total
+    )
+    assert found and int(found[1]) == int(found[2]) + 5, total
+    assert not (tmp_path / "OUT").exists()  # a dry run writes nothing of the campaign
+
+
+def cpu_name() -> str:
+    return resolve_device("cpu").name
+
+
+def test_a_dry_run_where_no_step_runs_on_the_device_exits_2(tmp_path, capsys):
+    plan = write(tmp_path, "device = 'cpu'\n[[step]]\nname = 'm'\nmodes = ['exclusive', 'mps:2']\nparticles = [1000]\n"
+                 "turns = 1\nrepeats = 1\n")  # fmt: skip
+    assert main(["campaign", str(plan), "--dry-run"]) == 2
+    out, err = capsys.readouterr()
+    assert out.splitlines()[-1].startswith("# not runnable as planned: step m: mps:2 needs an NVIDIA GPU")
+    assert err == (
+        f"sharebench campaign: no step of plan {plan.stem} can run on cpu ({cpu_name()}); give another --device, "
+        "or --steps that run here\n"
+    )
 
 
 SWEEP = "[[step]]\nname = 'a'\nmodes = ['exclusive', 'timeslice:2']\nparticles = [1000]\nturns = 1\n"

@@ -97,6 +97,9 @@ def test_the_dry_run_of_the_cpu_default_shows_the_plan_that_runs(capsys, tmp_pat
     shown = int(re.search(r"^particles: ([\d,]+) per replica, 20 turns$", text, re.M)[1].replace(",", ""))
     assert re.search(r"^cells:     8 \(12 replica runs\)$", text, re.M), text
     assert "note: calibration: 1,000 particles x 20 turns tracked in " in text and not out.exists()
+    # its seconds and their basis: the calibration's own rate (issue 43)
+    basis = r"basis: the calibration's rate, [\d,]+ particle-turns/s: T_1 [\d,]+ particles [\d.]+ s; a cell of N"
+    assert re.search(rf"^predicted: \d+ s \(cells \d+ s, set-up \d+ s, report \d+ s; .*\); {basis}", text, re.M), text
     assert main([*base, "--no-progress", "--no-telemetry"]) == 0
     capsys.readouterr()
     df = load_results(out)
@@ -105,6 +108,18 @@ def test_the_dry_run_of_the_cpu_default_shows_the_plan_that_runs(capsys, tmp_pat
     sizes = set(df["particles"])
     assert len(sizes) == 1, sizes  # one size, the calibration's: the dry run's within the machine's noise
     assert 1 / 3 < sizes.pop() / shown < 3, (sizes, shown, (out / "notes.txt").read_text())
+
+
+def test_the_dry_run_of_a_size_given_predicts_its_seconds_from_a_short_calibration(capsys, tmp_path, lattice):
+    base = ["run", "--device", "cpu", "--lattice", lattice, *MODES, "--particles", "2000", "--turns", "5"]
+    assert main([*base, "--out", str(tmp_path / "out"), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    found = re.search(r"^predicted: (\d+) s \(cells (\d+) s, .*; basis: calibrated on this machine \(one exclusive run "
+                      r"per size: 2,000 particles ([\d.e-]+) s\)", text, re.M)  # fmt: skip
+    assert found, text
+    # 8 cells (2 modes x 4 repeats): exclusive 1 x T_1, timeslice:2 2 x T_1, each with the gap between cells
+    t1 = float(found[3])  # T_1 of the sweep's 5 turns, from the probe's one turn (its rate carries over)
+    assert int(found[2]) == pytest.approx(4 * 3 * t1 + 8 * 0.55, abs=1.0)
 
 
 def test_a_cpu_sweep_within_its_budget_reports_plan_time_and_precision(capsys, tmp_path, lattice):

@@ -4,7 +4,6 @@ rows; a recorded command names the work of its document (tools.split_tables)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 
@@ -13,7 +12,8 @@ import pandas as pd
 import pytest
 
 from sharebench.analysis.timeslice_split import SPLIT_COLUMNS
-from sharebench.cli import main
+from sharebench.cli import build_parser, main
+from sharebench.cli.probe import split_options
 from sharebench.cli.probe_cmd import split_document, workload_job
 from sharebench.telemetry.provenance import MACHINE_STATE_FIELDS, collect
 from sharebench.telemetry.timeslice_probe import BesideRun, ProbeTrace, analyse
@@ -61,8 +61,9 @@ def beside(slice_ms: float, switch_ms: float, rate: float, seed: int, neighbour:
 
 
 def test_a_document_recomputes_to_the_same_rows_with_from(tmp_path, capsys):
-    args = argparse.Namespace(exec_command=None, device="cpu", lattice=None, particles="1e6", turns="1")
-    job = workload_job(args)
+    argv = ["probe", "split", "--device", "cpu", "--particles", "1e6", "--turns", "1", "--from", "recorded.json"]
+    args = build_parser("probe").parse_args(argv)
+    job = workload_job(args, split_options(args))
     neighbours = {"light": (2.09, 0.151), "heavy:128": (2.04, 0.243)}
     probes = {k: analyse(alternating(sl, sw, 300, 1, k), seconds=2.0) for k, (sl, sw) in neighbours.items()}
     runs: dict[str, list[BesideRun]] = {k: [] for k in neighbours}

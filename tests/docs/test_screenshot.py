@@ -60,9 +60,10 @@ def test_a_folder_without_report_html_is_a_one_line_error(tmp_path: Path) -> Non
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (CI does not install it): apt-get install chromium")
 def test_renders_the_report_to_a_png_of_the_asked_size(tmp_path: Path) -> None:
     png = tmp_path / "report.png"
-    out = run_tool([str(REPORT), "--out", str(png), "--width", "900", "--height", "640"], os.environ["PATH"])
+    args = ["--width", "900", "--height", "640", "--scale", "1"]
+    out = run_tool([str(REPORT), "--out", str(png), *args], os.environ["PATH"])
     assert out.returncode == 0, out.stderr[-3000:]
-    assert f"{png} (900x640," in out.stdout
+    assert f"{png} (900x640 pixels:" in out.stdout
     assert png.stat().st_size > 0
     with Image.open(png) as image:
         assert image.size == (900, 640)
@@ -72,6 +73,11 @@ def test_renders_the_report_to_a_png_of_the_asked_size(tmp_path: Path) -> None:
     assert 0.005 < dark / (900 * 640) < 0.5
     top = gray.crop((0, 0, 900, 120))  # the title: "sharebench report: ..."
     assert min(top.getdata()) < 100
+    # at 2 device pixels per CSS pixel: twice the pixels of the same window
+    out = run_tool([str(REPORT), "--out", str(png), "--width", "450", "--height", "320"], os.environ["PATH"])
+    assert out.returncode == 0, out.stderr[-3000:]
+    with Image.open(png) as image:
+        assert image.size == (900, 640)
 
 
 def test_the_getting_started_picture_exists_and_is_small() -> None:
@@ -85,6 +91,9 @@ def test_the_getting_started_picture_exists_and_is_small() -> None:
     assert picture.resolve() == screenshot.DEFAULT_OUT
     with Image.open(picture) as image:
         assert image.format == "PNG"
-        assert image.width >= 800
+        # readable in the site's text column: a window about as wide as the column (the report's text at a
+        # browser's size), drawn at twice the pixels (sharp when zoomed); a 1280-pixel window was too small
+        assert image.size == (screenshot.WIDTH * screenshot.SCALE, screenshot.HEIGHT * screenshot.SCALE)
+        assert screenshot.WIDTH <= 900 and screenshot.SCALE >= 2
     # the caption names the command that made the picture
     assert "python -m tools.screenshot" in PAGE.read_text()

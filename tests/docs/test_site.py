@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,9 +33,30 @@ def test_the_site_builds_strict(tmp_path):
     assert "How the Answer is derived" in local
     cli = (tmp_path / "site" / "reference" / "cli" / "index.html").read_text()
     assert "--dry-run" in cli
-    # a link to a repository file the site does not carry shows as its path (docs/hooks.py)
-    workloads = (tmp_path / "site" / "guides" / "workloads" / "index.html").read_text()
-    assert "<code>examples/workloads/sum_sqrt.sh</code>" in workloads
+    # a link to a repository file the site does not carry shows as its path and opens the site's copy of it
+    # (docs/hooks.py): a script as it is, a results folder's README rendered beside its plots
+    site = tmp_path / "site"
+    workloads = (site / "guides" / "workloads" / "index.html").read_text()
+    assert '<a href="../../examples/workloads/sum_sqrt.sh"><code>examples/workloads/sum_sqrt.sh</code></a>' in workloads
+    assert (site / "examples" / "workloads" / "sum_sqrt.sh").read_bytes() == (
+        ROOT / "examples" / "workloads" / "sum_sqrt.sh"
+    ).read_bytes()
+    linked = re.findall(
+        r'href="([^"]+)"><code>results/[^<]*</code></a>', (site / "campaigns" / "index.html").read_text()
+    )
+    assert linked, "the Results page links no results folder"
+    for href in linked:
+        assert (site / "campaigns" / href).resolve().is_file(), href
+    # the Results page carries the users-per-GPU headline, included from the generated file (not a copy)
+    results = (site / "campaigns" / "index.html").read_text()
+    header = next(
+        ln
+        for ln in (ROOT / "results" / "h200" / "headline_patterns.md").read_text().splitlines()
+        if ln.startswith("| workload |")
+    )
+    assert all(f"<th>{cell.strip()}</th>" in results for cell in header.strip("|").split("|")), header
+    readme = (site / "results" / "h200" / "README.html").read_text()
+    assert "<table>" in readme and "a file of the repository" in readme
 
 
 def mini_site(tmp_path: Path, page: str) -> Path:

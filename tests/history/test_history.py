@@ -357,6 +357,20 @@ def test_show_writes_into_a_new_folder_or_says_why_not(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1
 
 
+def test_show_without_plot_writes_into_the_store_never_the_current_folder(tmp_path, capsys, monkeypatch):
+    store = tmp_path / "store"
+    assert history(capsys, "add", str(make_run(tmp_path, "a", 1, [1.0] * 3)), "--to", str(store))[0] == 0
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    code, out, _ = history(capsys, "show", str(store))
+    assert code == 0 and list(here.iterdir()) == []
+    png, svg = store / "plots" / "history.png", store / "plots" / "history.svg"
+    assert png.read_bytes().startswith(b"\x89PNG") and svg.read_text().lstrip().startswith("<?xml")
+    assert out.splitlines()[-1] == f"written: {png}  {svg}"
+    assert history(capsys, "check", str(store))[0] == 0  # the plot beside the runs: the store still reads
+
+
 def test_a_store_of_the_older_schema_still_reads(tmp_path):
     store = tmp_path / "store"
     (store / "runs").mkdir(parents=True)

@@ -140,7 +140,10 @@ def test_a_file_that_is_not_a_line(tmp_path, name, content, gz, fragment):
 
 def test_missing_lattice_file_via_cli(tmp_path, capsys):
     assert cli_main(["lattice", "--lattice", str(tmp_path / "nope.json")]) == 2
-    assert capsys.readouterr().err == f"sharebench: error: lattice file '{tmp_path / 'nope.json'}' not found\n"
+    assert (
+        capsys.readouterr().err
+        == f"sharebench: error: lattice file '{tmp_path / 'nope.json'}' not found; give an Xsuite line JSON or JSON.gz\n"
+    )
 
 
 def test_closed_orbit_is_found(ring):

@@ -16,7 +16,7 @@ from sharebench.components import COMPONENTS, load, steps
 from sharebench.components.image import IMAGE
 from sharebench.errors import UserError
 from sharebench.sweep.grid import GridPlan
-from support.k8s_sim import SimCluster
+from support.k8s_sim import SIM_WAIT_S, SimCluster
 
 NODE = "gpu-node-1"
 
@@ -196,7 +196,7 @@ def test_each_cell_renews_the_runs_lease_and_another_run_is_refused(sim):
         mode="timeslice:2",
         gpu_model="H200",
         placement="pods",
-        timeout_s=30,
+        timeout_s=SIM_WAIT_S,
         run_id="run-a",
         node_access="direct",
     )
@@ -216,22 +216,30 @@ def test_each_cell_renews_the_runs_lease_and_another_run_is_refused(sim):
         UserError, match=r"this run \(run-b\) no longer holds Lease .*: run-a holds it now; the run stops"
     ):
         steps.schedule_start(plan=plan, cell=plan["cells"][0], placed=placed, run_id="run-b")
-    assert steps.restore(node_names=[NODE], timeout_s=30, run_id="run-a", node_access="direct")[0]["restored"] is True
+    assert (
+        steps.restore(node_names=[NODE], timeout_s=SIM_WAIT_S, run_id="run-a", node_access="direct")[0]["restored"]
+        is True
+    )
 
 
 def test_reconfigure_step_on_the_simulated_cluster_then_restore(sim):
     r = steps.reconfigure(
-        node_name=NODE, mode="mig:1g.18gb", gpu_model="H200", placement="pods", timeout_s=30, node_access="direct"
+        node_name=NODE,
+        mode="mig:1g.18gb",
+        gpu_model="H200",
+        placement="pods",
+        timeout_s=SIM_WAIT_S,
+        node_access="direct",
     )
     assert r["reconfigured"] is True
     assert (r["resource"], r["count"], r["pods"], r["processes"]) == ("nvidia.com/mig-1g.18gb", 1, list(range(7)), 1)
     assert r["node_selector"] == {"kubernetes.io/hostname": NODE}
     assert r["advertised"]["resources"]["nvidia.com/mig-1g.18gb"] == 7
-    (restored,) = steps.restore(node_names=[f"{NODE}=H200"], timeout_s=30, node_access="direct")
+    (restored,) = steps.restore(node_names=[f"{NODE}=H200"], timeout_s=SIM_WAIT_S, node_access="direct")
     assert restored["restored"] is True
     assert {k: v for k, v in restored["resources"].items() if v} == {"nvidia.com/gpu": 1}
     # idempotent: a second restore changes nothing
-    assert steps.restore(node_names=[NODE], timeout_s=30, node_access="direct")[0]["restored"] is False
+    assert steps.restore(node_names=[NODE], timeout_s=SIM_WAIT_S, node_access="direct")[0]["restored"] is False
 
 
 def test_reconfigure_node_component_runs_as_a_kfp_local_task(sim, tmp_path):
@@ -241,7 +249,7 @@ def test_reconfigure_node_component_runs_as_a_kfp_local_task(sim, tmp_path):
 
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
     request = dict(modes=["timeslice:4"], gpu_model="H200", particle_counts=[100], repeats=1, turns=1,
-                   placement="pods", reconfigure_timeout_s=30.0, node_access="direct")  # fmt: skip
+                   placement="pods", reconfigure_timeout_s=SIM_WAIT_S, node_access="direct")  # fmt: skip
     plan = steps.plan_sweep(request=request, node_name=NODE)
     task = reconfigure_node(plan=plan, mode="timeslice:4")
     assert task.outputs["resource"] == "nvidia.com/gpu" and task.outputs["count"] == 1
@@ -250,4 +258,4 @@ def test_reconfigure_node_component_runs_as_a_kfp_local_task(sim, tmp_path):
     assert placed["replicas"] == 4 and placed["processes"] == 1 and placed["reconfigured"] is True
     assert task.outputs["node_selector"] == placed["node_selector"] == {"kubernetes.io/hostname": NODE}
     assert placed["advertised"]["resources"] == {"nvidia.com/gpu": 4}
-    steps.restore(node_names=[NODE], timeout_s=30, node_access="direct")
+    steps.restore(node_names=[NODE], timeout_s=SIM_WAIT_S, node_access="direct")

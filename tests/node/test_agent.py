@@ -37,7 +37,7 @@ from sharebench.node.agent import (
 )
 from sharebench.node.lease import CLAIM
 from support.admission import AdmissionPolicy
-from support.k8s_sim import API_AUDIENCE, LABEL_DP, SimCluster
+from support.k8s_sim import API_AUDIENCE, LABEL_DP, SIM_WAIT_S, SimCluster
 from support.rbac import Rbac
 
 NODE, NODE2, CONTROL_PLANE = "gpu-node-1", "gpu-node-2", "control-plane-1"
@@ -45,7 +45,7 @@ RUNS = names.RUN_NAMESPACE
 RUNNER = f"system:serviceaccount:{RUNS}:pipeline-runner"  # the account a run's pods run as
 EDITOR = "team-a-editor"  # a namespace editor (Kubeflow's kubeflow-edit): may create pods, file requests
 IMAGE = "ghcr.io/sharebench/sharebench:1.0"
-OPTIONS = AgentOptions(timeout_s=10, poll_s=0.01)
+OPTIONS = AgentOptions(timeout_s=SIM_WAIT_S, poll_s=0.01)
 GROUP, VERSION, PLURAL = names.REQUEST_GROUP, names.REQUEST_VERSION, names.REQUEST_PLURAL
 
 
@@ -125,7 +125,7 @@ def step(sim, identity: StepIdentity, action: str, node: str, run: str = "", **k
     """A pipeline step: files a request with the run's own account, proven by its pod, and waits."""
     runner = sim.api_client("runner-token")
     filed = file_request(runner, request(action, node, run, **kw), identity)
-    return wait_request(runner, filed, timeout_s=30, poll_s=0.02)
+    return wait_request(runner, filed, timeout_s=SIM_WAIT_S, poll_s=0.02)
 
 
 def refusal(sim, identity: StepIdentity, action: str, node: str, run: str = "", **kw) -> str:
@@ -253,7 +253,7 @@ def test_attack_4_a_finished_runs_request_replayed_is_refused(sim, agent):
     applier = step_pod(sim, "run-1", "apply")
     runner = sim.api_client("runner-token")
     filed = file_request(runner, request("apply", NODE, "run-1", mode="timeslice:2"), applier)
-    wait_request(runner, filed, timeout_s=30, poll_s=0.02)
+    wait_request(runner, filed, timeout_s=SIM_WAIT_S, poll_s=0.02)
     assert refusal(sim, applier, "apply", NODE, mode="timeslice:2").endswith(
         f"a replay: pod {applier.pod} already had its apply on {NODE} answered (request {filed.name}); "
         "a step files one request a node"
@@ -395,7 +395,7 @@ def test_a_genuine_run_applies_measures_and_restores_through_the_pipeline_steps(
     (tmp_path / "namespace").write_text(RUNS + "\n")
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "runner.kubeconfig"))
     monkeypatch.setattr(steps, "POD_NAMESPACE_FILE", tmp_path / "namespace")
-    common = {"gpu_model": "H200", "placement": "processes", "image": IMAGE, "timeout_s": 30}
+    common = {"gpu_model": "H200", "placement": "processes", "image": IMAGE, "timeout_s": SIM_WAIT_S}
 
     as_step(monkeypatch, sim, "run-7", "apply")
     placed = steps.reconfigure(node_name=NODE, mode="timeslice:2", run_id="run-7", **common)
@@ -424,6 +424,6 @@ def test_a_genuine_run_applies_measures_and_restores_through_the_pipeline_steps(
     with pytest.raises(UserError, match="force is never a request's to ask for"):
         steps.reconfigure(node_name=NODE, mode="mps:2", run_id="run-7", force=True, **common)
     as_step(monkeypatch, sim, "run-7", "restore")
-    (restored,) = steps.restore(node_names=[NODE], run_id="run-7", timeout_s=30)
+    (restored,) = steps.restore(node_names=[NODE], run_id="run-7", timeout_s=SIM_WAIT_S)
     assert restored["restored"] is True and restored["resources"] == {"nvidia.com/gpu": 2}
     assert lease_holder(sim, NODE) == "" and sharing(sim, NODE) is None

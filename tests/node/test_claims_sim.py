@@ -10,7 +10,7 @@ import pytest
 
 from sharebench.node.claims import ClaimError, cell_claims, claim_names, create_claims, delete_claims, read_claim
 from support.dra_sim import SimDraDriver
-from support.k8s_sim import SimCluster
+from support.k8s_sim import SIM_WAIT_S, SimCluster
 
 NS = "sharebench"
 
@@ -199,7 +199,9 @@ def test_device_plugin_path_refuses_an_interval_before_any_change(tmp_path):
         s.add_gpu_node("gpu-a", "H200", gpus=1)
         before = s.node("gpu-a")["metadata"]["resourceVersion"]
         with pytest.raises(NodeError) as err:
-            reconfigure("gpu-a", "timeslice:2/long", ReconfigureOptions(timeout_s=5), api_client=s.api_client())
+            reconfigure(
+                "gpu-a", "timeslice:2/long", ReconfigureOptions(timeout_s=SIM_WAIT_S), api_client=s.api_client()
+            )
         assert str(err.value) == (
             "node gpu-a, mode timeslice:2/long, state pre-flight: the device plugin cannot set "
             "the time-slice interval; use timeslice:N here, or the pipeline's placement dra "

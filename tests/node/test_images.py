@@ -10,7 +10,7 @@ from sharebench.components import steps
 from sharebench.components.image import IMAGE
 from sharebench.errors import UserError
 from sharebench.node.images import IMAGE_ALLOW_ENV, allowed_prefixes, check_image, image_allowed, repository
-from support.k8s_sim import SimCluster
+from support.k8s_sim import SIM_WAIT_S, SimCluster
 
 NODE = "gpu-node-1"
 
@@ -101,7 +101,7 @@ def test_node_step_refuses_before_it_touches_the_node(tmp_path, monkeypatch):
                 gpu_model="",
                 placement="pods",
                 image="evil.io/x:1",
-                timeout_s=5,
+                timeout_s=SIM_WAIT_S,
                 node_access="direct",  # agent mode: the agent checks the image (tests/node/test_agent.py)
             )
         assert len(sim.requests) == before  # not one request: the node was never looked at
@@ -111,7 +111,7 @@ def test_node_step_refuses_before_it_touches_the_node(tmp_path, monkeypatch):
             gpu_model="",
             placement="pods",
             image="registry.site/team/bench:2",
-            timeout_s=5,
+            timeout_s=SIM_WAIT_S,
             run_id="run-a",
             node_access="direct",
         )

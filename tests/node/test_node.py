@@ -37,10 +37,10 @@ from sharebench.node import (
     status,
 )
 from sharebench.node.prior import ANNOTATION
-from support.k8s_sim import GFD_DS, LABEL_DP, LABEL_MIG, LABEL_MIG_STATE, SimCluster
+from support.k8s_sim import GFD_DS, LABEL_DP, LABEL_MIG, LABEL_MIG_STATE, SIM_WAIT_S, SimCluster
 
 NODE = "gpu-node-1"
-SIM_TIMEOUT_S = 5.0
+SIM_TIMEOUT_S = SIM_WAIT_S  # a wait that must succeed: counted in the simulator's delays (support.k8s_sim)
 SIM_POLL_S = 0.01
 SIM_OPTIONS = ReconfigureOptions(timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
 
@@ -462,7 +462,7 @@ def test_restore_waits_for_the_prior_strategy_not_just_the_count(tmp_path):
         sim.add_gpu_node("n1", "H200", gpus=2)
         api = sim.api_client()
         sim.edit("nodes", "", "n1", lambda n: n["metadata"]["labels"].update({LABEL_DP: "sharebench-timeslice-2"}))
-        sim.wait_settled("n1", timeout_s=2)
+        sim.wait_settled("n1")
         reconfigure("n1", "mps:2", SIM_OPTIONS, api_client=api)
         res = restore("n1", api_client=api, timeout_s=SIM_TIMEOUT_S, poll_s=SIM_POLL_S)
         assert res["labels"]["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
@@ -851,7 +851,7 @@ def run_cli(capsys, *argv) -> tuple[int, str, str]:
 def test_cli_apply_status_restore(sim, capsys):
     k = str(sim.kubeconfig)
     code, out, err = run_cli(
-        capsys, "node", "apply", NODE, "timeslice:4", "--kubeconfig", k, "--timeout", "5", "--poll", "0.1"
+        capsys, "node", "apply", NODE, "timeslice:4", "--kubeconfig", k, "--timeout", f"{SIM_WAIT_S:g}", "--poll", "0.1"
     )
     assert code == 0, err
     assert "resources: nvidia.com/gpu=8" in out.splitlines()
@@ -930,7 +930,18 @@ def test_cli_permission_denied(sim, capsys):
 
 def test_cli_refusal_then_force(sim, capsys):
     sim.add_pod("team-a", "job-1", NODE)
-    args = ["node", "apply", NODE, "mps:4", "--kubeconfig", str(sim.kubeconfig), "--poll", "0.1", "--timeout", "5"]
+    args = [
+        "node",
+        "apply",
+        NODE,
+        "mps:4",
+        "--kubeconfig",
+        str(sim.kubeconfig),
+        "--poll",
+        "0.1",
+        "--timeout",
+        f"{SIM_WAIT_S:g}",
+    ]
     code, _, err = run_cli(capsys, *args)
     assert code == 2 and "refusing: pods outside this run use this node's GPUs (team-a/job-1)" in err
     code, out, _ = run_cli(capsys, *args, "--force")

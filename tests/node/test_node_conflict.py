@@ -9,7 +9,7 @@ from kubernetes import client
 from sharebench.manifests.names import DEVICE_PLUGIN_CONFIGMAP
 from sharebench.node import Conflict, NodeError, ReconfigureOptions, make_api_client, reconfigure
 from sharebench.node.client import Session
-from support.k8s_sim import SimCluster
+from support.k8s_sim import SIM_WAIT_S, SimCluster
 
 NODE = "gpu-node-1"
 
@@ -23,12 +23,12 @@ def sim(tmp_path):
 
 def apply(sim: SimCluster, mode: str) -> dict:
     return reconfigure(
-        NODE, mode, ReconfigureOptions(timeout_s=5.0, poll_s=0.01), api_client=make_api_client(sim.kubeconfig)
+        NODE, mode, ReconfigureOptions(timeout_s=SIM_WAIT_S, poll_s=0.01), api_client=make_api_client(sim.kubeconfig)
     )
 
 
 def test_a_stale_write_raises_conflict(sim):
-    sess = Session(NODE, "timeslice:2", make_api_client(sim.kubeconfig), None, timeout_s=5.0, poll_s=0.01)
+    sess = Session(NODE, "timeslice:2", make_api_client(sim.kubeconfig), None, timeout_s=SIM_WAIT_S, poll_s=0.01)
     cm = sess.core.read_namespaced_config_map(DEVICE_PLUGIN_CONFIGMAP, sim.ns)
     stale = cm.metadata.resource_version
     sess.core.replace_namespaced_config_map(DEVICE_PLUGIN_CONFIGMAP, sim.ns, cm)  # bumps the version
@@ -40,7 +40,7 @@ def test_a_stale_write_raises_conflict(sim):
 
 
 def test_a_create_of_an_existing_object_raises_conflict(sim):
-    sess = Session(NODE, "exclusive", make_api_client(sim.kubeconfig), None, timeout_s=5.0, poll_s=0.01)
+    sess = Session(NODE, "exclusive", make_api_client(sim.kubeconfig), None, timeout_s=SIM_WAIT_S, poll_s=0.01)
     body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="x"), data={"k": "v"})
     sess.call("create", "configmaps", sess.core.create_namespaced_config_map, "default", body)
     with pytest.raises(Conflict):

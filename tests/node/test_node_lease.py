@@ -27,7 +27,7 @@ from sharebench.manifests.names import LEASE_RELEASED_BY_ANNOTATION, SYSTEM_NAME
 from sharebench.node import NodeError, ReconfigureOptions, reconfigure, renew_lease, restore, status
 from sharebench.node.lease import LeaseLost, default_holder, holder_gone
 from support.admission import AdmissionPolicy
-from support.k8s_sim import LABEL_DP, SimCluster
+from support.k8s_sim import LABEL_DP, SIM_WAIT_S, SimCluster
 
 NODE = "gpu-node-1"
 LEASE = f"sharebench-node-{NODE}"
@@ -46,12 +46,15 @@ def sim(tmp_path, request):
 
 def apply(sim, mode, holder, **kw):
     return reconfigure(
-        NODE, mode, ReconfigureOptions(timeout_s=5, poll_s=0.01, holder=holder, **kw), api_client=sim.api_client()
+        NODE,
+        mode,
+        ReconfigureOptions(timeout_s=SIM_WAIT_S, poll_s=0.01, holder=holder, **kw),
+        api_client=sim.api_client(),
     )
 
 
 def person_restore(sim, **kw):
-    return restore(NODE, api_client=sim.api_client(), timeout_s=5, poll_s=0.01, **kw)
+    return restore(NODE, api_client=sim.api_client(), timeout_s=SIM_WAIT_S, poll_s=0.01, **kw)
 
 
 def lease(sim):
@@ -192,7 +195,17 @@ def test_cli_restore_needs_force_for_a_live_run(sim, capsys):
     from sharebench.cli import main
 
     apply(sim, "timeslice:2", "run-a")
-    argv = ["node", "restore", NODE, "--kubeconfig", str(sim.kubeconfig), "--poll", "0.1", "--timeout", "5"]
+    argv = [
+        "node",
+        "restore",
+        NODE,
+        "--kubeconfig",
+        str(sim.kubeconfig),
+        "--poll",
+        "0.1",
+        "--timeout",
+        f"{SIM_WAIT_S:g}",
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "leased by the live run run-a" in err and "pass --force" in err

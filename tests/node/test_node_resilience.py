@@ -10,7 +10,7 @@ import pytest
 
 from sharebench.node import NodeError, ReconfigureOptions, make_api_client, reconfigure, restore
 from sharebench.node import client as node_client
-from support.k8s_sim import SimCluster
+from support.k8s_sim import SIM_WAIT_S, SimCluster
 
 NODE = "gpu-node-1"
 
@@ -22,7 +22,7 @@ def sim(tmp_path):
         yield cluster
 
 
-def apply(sim, mode, timeout_s=5.0, progress=None):
+def apply(sim, mode, timeout_s=SIM_WAIT_S, progress=None):
     return reconfigure(
         NODE,
         mode,
@@ -53,7 +53,7 @@ def test_lasting_5xx_fails_with_the_restore_command(sim):
     assert "HTTP 502" in msg and "attempts" in msg and "\n" not in msg
     assert msg.endswith(f"run 'sharebench node restore {NODE}' to put it back as it was")
     sim.failures.clear()
-    assert restore(NODE, api_client=make_api_client(sim.kubeconfig), timeout_s=5, poll_s=0.01)["restored"]
+    assert restore(NODE, api_client=make_api_client(sim.kubeconfig), timeout_s=SIM_WAIT_S, poll_s=0.01)["restored"]
 
 
 def test_frozen_api_server_ends_near_the_deadline(sim, monkeypatch):

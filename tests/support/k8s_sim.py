@@ -257,6 +257,16 @@ class SimGpuNode:
         return self.starts[PLUGIN_DS]
 
 
+# How long a test waits for a change the simulated operator makes, counted in the simulator's own delays, not
+# in seconds of the clock: idle, a change settles within a few delays (0.1 s); a loaded machine slows the
+# simulator and the client alike (a 2-core machine at load 8-18 took over 5 s), so a wait that must succeed
+# is given PATIENCE_DELAYS delays and ends as soon as the simulator has settled. A test of a timeout pauses
+# or freezes the simulator (it then never answers) and keeps a short timeout of its own.
+PATIENCE_DELAYS = 4000
+DEFAULT_DELAY_S = 0.03
+SIM_WAIT_S = PATIENCE_DELAYS * DEFAULT_DELAY_S  # a wait of the default simulator: 120 s, at most
+
+
 class SimCluster:
     """Start with ``with SimCluster(tmp_path) as sim:``; ``sim.kubeconfig`` is the file to use."""
 
@@ -264,7 +274,7 @@ class SimCluster:
         self,
         workdir: Path,
         *,
-        delay_s: float = 0.03,
+        delay_s: float = DEFAULT_DELAY_S,
         mig_strategy: str = "mixed",
         operator_namespace: str = names.OPERATOR_NAMESPACE,
         token: str = "sim-token",
@@ -608,9 +618,15 @@ class SimCluster:
                 and o["metadata"].get("labels", {}).get("app") == ds
             ]
 
-    def wait_settled(self, node: str, timeout_s: float = 5.0) -> None:
-        """Until the simulated operator has nothing pending for the node."""
-        end = time.monotonic() + timeout_s
+    @property
+    def patience_s(self) -> float:
+        """How long a wait for this simulator's change may take (:data:`PATIENCE_DELAYS` of its delays)."""
+        return PATIENCE_DELAYS * self.delay_s
+
+    def wait_settled(self, node: str, timeout_s: float | None = None) -> None:
+        """Until the simulated operator has nothing pending for the node (at most ``timeout_s``, default
+        :attr:`patience_s`)."""
+        end = time.monotonic() + (self.patience_s if timeout_s is None else timeout_s)
         while time.monotonic() < end:
             with self.lock:
                 sn = self.gpu_nodes[node]

@@ -11,18 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sharebench.errors import UserError
+from sharebench.probe_settings import Neighbour, check_args, parse_neighbour, parse_neighbours
 from sharebench.sweep.beside import run_beside_probe
 from sharebench.telemetry.timeslice_probe import (
     BesideRun,
     Distribution,
-    Neighbour,
     ProbeTrace,
     ProbeUnavailable,
     TimesliceProbe,
     analyse,
-    check_args,
-    parse_neighbour,
-    parse_neighbours,
     probe_for_sweep,
     run_probe,
     unavailable_reason,

@@ -71,7 +71,6 @@ from typing import Any
 
 import pandas as pd
 
-from sharebench.analysis.flags import below_one_detail
 from sharebench.analysis.format import fmt_gain_pct, fmt_interval, fmt_times
 from sharebench.analysis.kinds import baseline_mask, emulation_mask, is_emulation, isolating_kinds
 from sharebench.analysis.latency import (
@@ -89,6 +88,7 @@ from sharebench.analysis.latency import (
 from sharebench.analysis.prediction import predict_cell
 from sharebench.analysis.reproduce import Reproduce
 from sharebench.analysis.statistics import MIN_CI_REPEATS, ratio_ci
+from sharebench.analysis.suggest import Ask, sized_command
 from sharebench.analysis.tables import CV_WARN_PCT, WORK_KEYS, Tables
 from sharebench.analysis.timeslice_split import helpful_interval
 from sharebench.modes import BASELINE, is_baseline, kind_of, mode_sort_key, time_sliced
@@ -145,6 +145,7 @@ REMEDIES = {
     "excluded": "see Flags for why cells were left out (failed, incomplete, overlap, devices) and measure them again",
     "below-one": "measure the pattern alone again with more samples (the baseline alone was slower than every user "
     "shared: a slow state of the device or the host)",
+    "beyond": "measure again on a quiet host: a gain beyond what the replicas can give comes from a slow baseline",
 }
 EXCLUDING_KINDS = ("failed", "incomplete", "overlap", "devices")
 
@@ -196,10 +197,10 @@ def trust_of(
     if (f["kind"] == "spread").any():
         reasons.append(f"spread: CV > {CV_WARN_PCT:.0f}%")
         kinds.append("spread")
-    below = below_one_detail(flags, mode, work["particles"])  # issue 45: the trust table agrees with the flags
-    if below:
-        reasons.append("p95 slowdown below 1: faster shared than alone, the baseline alone measured in another state")
-        kinds.append("below-one")
+    beyond = f[(f["mode"] == mode) & (f["kind"] == "beyond")]
+    if len(beyond):
+        reasons.append(f"beyond what its replicas can give: {beyond['detail'].iloc[0]}")
+        kinds.append("beyond")
     excluded = f[(f["mode"] == mode) & f["excluded"].astype(bool)]
     if excluded["cell_id"].nunique():
         why = ", ".join(k for k in EXCLUDING_KINDS if k in set(excluded["kind"]))
@@ -308,11 +309,10 @@ class Evidence:
         if not any(is_baseline(m) for m in modes):
             modes = [BASELINE, *modes]
         device = [] if "--device" in self.reproduce.options else (["--device cpu"] if self.cpu else [])
-        parts = ["sharebench run", *device, *self.reproduce.options, f"--pattern {pattern}"]
-        if neighbours:
-            parts.append(f"--neighbours {neighbours}")
-        run = " ".join([*parts, f"--modes {','.join(modes)}", f"--repeats {MIN_CI_REPEATS}"])
-        return f"`{run}`{self.reproduce.predicted(modes, MIN_CI_REPEATS, pattern, neighbours)}"
+        # sized to finish within the time asked, at the workload's own burst size (analysis.suggest)
+        prefix = ["sharebench run", *device]
+        ask = Ask(tuple(modes), MIN_CI_REPEATS, pattern, neighbours)
+        return sized_command(self.reproduce, prefix, ask, self.reproduce.suggest_s)
 
 
 def evidence(

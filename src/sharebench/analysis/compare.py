@@ -36,8 +36,9 @@ from sharebench.analysis.statistics import agreement, ratio_ci
 from sharebench.analysis.tables import WORK_KEYS, Tables, loss_frames
 from sharebench.errors import UserError
 from sharebench.modes import mode_sort_key
+from sharebench.parse import COMPARE_IGNORABLE
 
-IGNORABLE = ("engine", "backend", "lattice", "device_class")
+IGNORABLE = COMPARE_IGNORABLE  # sharebench.parse: `compare --ignore` is checked before this module loads
 UNIT_KEYS = ("particles", "turns")  # the work of a replica: compared per particle-turn when they differ
 PER_UNIT_NOTE = (
     "time per particle-turn: a cell's time / (particles x turns); the change also holds what the size itself "

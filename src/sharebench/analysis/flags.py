@@ -6,10 +6,13 @@ report prints. Readers filter on ``kind`` (the Answer: ``disturbed``, ``spread``
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import pandas as pd
+
+from sharebench.analysis.kinds import baseline_mask
 
 # cell flags: failed, incomplete, overlap, devices, unlisted and rerun exclude the cell; disturbed warns
 # group flags (one mode on one kind of work): warnings
@@ -30,6 +33,11 @@ FLAG_KINDS = (
     # a p95 slowdown whose whole interval lies below 1 (shared faster than alone): the baseline alone was
     # measured in another state; detail: the slowdown, its interval and the alone p95 per repeat
     "below-one",
+    # a throughput gain whose whole interval lies above what N replicas can give (N x exclusive; on the CPU at
+    # most its cores, as one replica alone uses one core or more): the exclusive baseline ran slower than the
+    # same work runs (another load, a replica alone using fewer cores than it was given); detail: the gain,
+    # its interval and the bound
+    "beyond",
 )
 FLAG_COLUMNS = ["scope", "mode", "particles", "cell_id", "flag", "excluded", "kind", "detail"]
 # the flags that bear on a mode's trust (``analysis.answer.trust_of``, ``tables/trust.csv``): a disturbed cell
@@ -79,3 +87,34 @@ def below_one_detail(flags: pd.DataFrame, mode: str, particles: Any) -> str:
     f = trust_flags(flags, mode, particles)
     below = f[(f["mode"] == mode) & (f["kind"] == "below-one")] if len(f) else f
     return str(below["detail"].iloc[0]) if len(below) else ""
+
+
+def gain_bound(replicas: int, device_class: str, cores: float) -> tuple[float, str]:
+    """The most throughput N replicas can give against one alone, and why: N (each does one replica's work in
+    the same time at best); on the CPU also its cores (a replica alone uses at least one of them)."""
+    if device_class == "cpu" and math.isfinite(cores) and 1 <= cores < replicas:
+        return float(cores), f"{replicas} replicas on {cores:g} cores"
+    return float(replicas), f"{replicas} replicas"
+
+
+def beyond_flags(throughput: pd.DataFrame, cells: pd.DataFrame) -> list[Flag]:
+    """A ``beyond`` group flag for each mode whose throughput gain interval lies wholly above the bound
+    (:func:`gain_bound`; the cores: those the exclusive cells of that work could run on): shared replicas cannot
+    do more than that, so the baseline alone was slower than the work is, and the gain is no gain."""
+    out: list[Flag] = []
+    for _, r in throughput.iterrows():
+        low = float(r["gain_ci_low"]) if pd.notna(r["gain_ci_low"]) else math.nan
+        if not math.isfinite(low) or int(r["replicas"]) <= 1:
+            continue
+        alone = cells[baseline_mask(cells["mode_kind"]) & (cells["particles"] == r["particles"])]
+        cores = float(alone["cores"].astype(float).max()) if len(alone) and "cores" in alone else math.nan
+        bound, why = gain_bound(int(r["replicas"]), str(r["device_class"]), cores)
+        if low <= bound:
+            continue
+        detail = f"throughput {r['gain']:.2f}x [{low:.2f}, {float(r['gain_ci_high']):.2f}] > {bound:g}x ({why})"
+        text = (
+            f"{detail}: more than {why} can do; the exclusive baseline ran slower than this work runs (another "
+            "load while it ran, or one replica alone using fewer cores than it had): not a gain"
+        )
+        out.append(Flag("group", str(r["mode"]), r["particles"], "", text, False, "beyond", detail))
+    return out

@@ -40,6 +40,7 @@ from sharebench.workloads import Workload
 EXEC = "exec"
 DEFAULT_REPEATS = 3  # what a suggested command asks for
 DEFAULT_WARMUPS = 1  # and the warm-up repeat `sharebench run` adds by default
+DEFAULT_SUGGEST_S = 600.0  # a suggested command is sized to finish within this (analysis.suggest; --suggest-minutes)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class Reproduce:
     cell_s: float = math.nan
     unit_s: float = math.nan
     gap_s: float = math.nan
+    suggest_s: float = DEFAULT_SUGGEST_S  # a suggested command is sized to finish within this (analysis.suggest)
 
     def predicted(
         self, modes: Sequence[str], repeats: int = DEFAULT_REPEATS, pattern: str = "", neighbours: str = ""
@@ -166,18 +168,22 @@ def pace(rows: pd.DataFrame) -> float:
 
 
 def reproduce_of(
-    sweeps: Sequence[Mapping[str, Any]], rows: pd.DataFrame | None = None, bursts: pd.DataFrame | None = None
+    sweeps: Sequence[Mapping[str, Any]],
+    rows: pd.DataFrame | None = None,
+    bursts: pd.DataFrame | None = None,
+    suggest_s: float = DEFAULT_SUGGEST_S,
 ) -> Reproduce:
     """The :class:`Reproduce` of a folder: its last sweep's options, unit, the pace of its rows, the unit's
-    seconds alone (its bursts; else its rows) and the gap between its cells."""
+    seconds alone (its bursts; else its rows) and the gap between its cells; ``suggest_s``: the time a
+    suggested command is sized to (``sharebench report --suggest-minutes``)."""
     paced = pace(rows) if rows is not None else math.nan
     unit_s, gap_s = unit_seconds(rows, bursts), gap_seconds(rows, paced)
     if not sweeps:
-        return Reproduce(cell_s=paced, unit_s=unit_s, gap_s=gap_s)
+        return Reproduce(cell_s=paced, unit_s=unit_s, gap_s=gap_s, suggest_s=suggest_s)
     opts, unit = options_of(sweeps[-1])
     if unit != "particles" and (bursts is None or bursts.empty):
         unit_s = math.nan  # a program's whole run is not its unit of work
-    return Reproduce(opts, unit, paced, unit_s, gap_s)
+    return Reproduce(opts, unit, paced, unit_s, gap_s, suggest_s)
 
 
 def unit_seconds(rows: pd.DataFrame | None, bursts: pd.DataFrame | None) -> float:

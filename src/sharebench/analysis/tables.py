@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from sharebench.analysis.disturbance import disturbed_flags
-from sharebench.analysis.flags import FLAG_COLUMNS, Flag, flags_frame
+from sharebench.analysis.flags import FLAG_COLUMNS, Flag, beyond_flags, flags_frame
 from sharebench.analysis.kinds import baseline_mask, table_of
 from sharebench.analysis.latency import DEFAULT_SLO, LATENCY_COLUMNS, below_one_flags, latency_table, sweep_slo
 from sharebench.analysis.partitions import (
@@ -671,6 +671,7 @@ def build_tables(
             rows[table].append(row)
             flags += more
     unknown = kind_flags(work_groups(batch))
+    unknown += beyond_flags(pd.DataFrame(rows["throughput"], columns=THROUGHPUT_COLUMNS), batch)
     shaped = measured_bursts(bursts, good)
     latency = latency_table(shaped, slo=slo)
     unknown += below_one_flags(latency, shaped, dict(zip(good["mode"], good["particles"])) if len(good) else {})

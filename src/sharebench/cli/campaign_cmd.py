@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import tempfile
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,9 +17,11 @@ from sharebench.campaign import (
     PREDICTION_STOPPED,
     SMOKE_FAILED,
     CampaignStopped,
+    NoStepRuns,
     Runner,
     check_plan,
     describe,
+    estimate_steps,
     load_plan,
     run_campaign,
     select,
@@ -114,9 +117,16 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         out = Path("campaign-results") / f"{plan.name}-{stamp}"
     else:
         out = Path(args.out)
-    notes = check_plan(plan, here=not args.dry_run)  # the lattice, the modes on the device: before anything runs
+    try:
+        notes = check_plan(plan, here=not args.dry_run)  # the lattice, the modes on the device: before anything runs
+    except NoStepRuns as exc:  # a dry run on a device that runs none of its sweeps: the plan, then exit 2
+        print("\n".join([*describe(plan, out), *exc.notes]))
+        print(f"sharebench campaign: {exc.why}; give another --device, or --steps that run here", file=sys.stderr)
+        return 2
     if args.dry_run:
-        print("\n".join([*describe(plan, out), *notes]))
+        with tempfile.TemporaryDirectory(prefix="sharebench-campaign-dry-") as tmp:
+            estimates = estimate_steps(plan, out, predict_in_child, Path(tmp))
+        print("\n".join([*describe(plan, out, estimates=estimates), *notes]))
         return 0
     try:
         return run_campaign(plan, out, RUNNER)

@@ -17,24 +17,18 @@ from sharebench.analysis.compare import (
     display_compare,
 )
 from sharebench.analysis.tables import Tables
+from sharebench.cli.compare import check_compare
 from sharebench.errors import UserError
+from sharebench.parse import check_ignore
 from sharebench.report import markdown_table
 from sharebench.results import sweeps_warning
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    if len(args.dirs) < 2:
-        raise UserError(f"compare needs at least two results folders, got {len(args.dirs)}: {args.dirs[0]}")
+    check_compare(args)  # as cli.lazy ran it before this module loaded; again for a direct call
     dirs = [Path(d) for d in args.dirs]
-    for d in dirs:
-        if not (d / "results.csv").is_file():
-            raise UserError(f"results folder {d} has no results.csv; give folders written by `sharebench run`")
     out = Path(args.out) if args.out else None
-    if out is not None and any(out.resolve() == d.resolve() for d in dirs):
-        raise UserError(f"--out {out} is one of the compared folders; give a folder of its own")
-    if out is not None and out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is a file, not a folder; give a folder (it is created if missing)")
-    ignore = tuple(k for k in args.ignore.split(",") if k)
+    ignore = check_ignore(args.ignore)
     base = analyse(dirs[0])
     parts, frames = [], []
     for other in dirs[1:]:

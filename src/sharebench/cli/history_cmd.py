@@ -8,9 +8,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from sharebench.cli.history import check_options
 from sharebench.errors import UserError
 from sharebench.history import (
-    CheckOptions,
     accept,
     add,
     check,
@@ -20,16 +20,9 @@ from sharebench.history import (
 )
 from sharebench.history.check import RATE_BASIS
 from sharebench.history.push import push
-from sharebench.history.show import ShowFilter, plot, provenance_changes, select, table, write_csv
+from sharebench.history.show import ShowFilter, plot, plot_into, provenance_changes, select, table, write_csv
 from sharebench.modes import parse_mode
 from sharebench.parse import whole_number
-
-
-def options(args: argparse.Namespace) -> CheckOptions:
-    baseline = whole_number("--baseline", args.baseline, 1)
-    return CheckOptions(
-        threshold_pts=float(args.threshold), alpha=float(args.alpha), baseline_runs=baseline
-    ).validated()
 
 
 def _report(verdicts: list[Any]) -> int:
@@ -44,9 +37,7 @@ def _report(verdicts: list[Any]) -> int:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    opts = options(args)
-    if not Path(args.results).is_dir():
-        raise UserError(f"results folder {args.results} does not exist; give a folder written by `sharebench run`")
+    opts = check_options(args)  # every value checked before this module loaded (cli.history.check_values)
     store = open_store(args.to, endpoint=args.s3_endpoint, create=True)
     run, added = add(args.results, store)
     print(
@@ -73,13 +64,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.csv:
         write_csv(t, Path(args.csv))
         print(f"written: {args.csv}")
-    paths = plot(runs, Path(args.plot))
-    print("written: " + "  ".join(str(p) for p in paths))
+    where = [str(p) for p in plot(runs, Path(args.plot))] if args.plot else plot_into(runs, store)
+    print("written: " + "  ".join(where))
     return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    opts = options(args)
+    opts = check_options(args)
     store = open_store(args.store, endpoint=args.s3_endpoint)
     verdicts = check(store, opts, node=args.node)
     if not verdicts:

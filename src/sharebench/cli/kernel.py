@@ -1,15 +1,18 @@
 """``sharebench devices``, ``lattice``, ``track``, ``bench``: the workload on this machine.
 
-Options only, light (``--help`` imports no library stack); the work: ``sharebench.cli.kernel_cmd``.
+Options only, light (``--help`` imports no library stack); every value is checked here (``cli.lazy``'s
+``check``) before the work, ``sharebench.cli.kernel_cmd``, loads the trackers.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 
 from sharebench.cli import lazy
+from sharebench.devices.discovery import check_spec
 from sharebench.errors import UserError
-from sharebench.parse import cpu_set
+from sharebench.parse import ENGINES, check_engine, counts, cpu_set, lattice_file, whole_number
 
 
 def cpus_option(text: str) -> list[int]:
@@ -58,7 +61,7 @@ def configure_lattice(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-twiss", action="store_true", help="skip xtrack's twiss (tunes, chromaticities)")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=lazy("sharebench.cli.kernel_cmd:cmd_lattice"))
+    p.set_defaults(func=lazy("sharebench.cli.kernel_cmd:cmd_lattice", check=check_lattice))
 
 
 def configure_track(p: argparse.ArgumentParser) -> None:
@@ -67,7 +70,7 @@ def configure_track(p: argparse.ArgumentParser) -> None:
     p.add_argument("--turns", type=int, default=10)
     p.add_argument("--json", action="store_true", help="print the record as JSON")
     p.add_argument("--out", default=None, metavar="FILE", help="also write the record as JSON")
-    p.set_defaults(func=lazy("sharebench.cli.kernel_cmd:cmd_track"))
+    p.set_defaults(func=lazy("sharebench.cli.kernel_cmd:cmd_track", check=check_track))
 
 
 def configure_bench(p: argparse.ArgumentParser) -> None:
@@ -78,4 +81,46 @@ def configure_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--turns", type=int, default=10)
     p.add_argument("--repeats", default="3", help="runs per cell (default 3)")
     p.add_argument("--out", default="sharebench-results/bench", help="folder for bench.json and bench.md")
-    p.set_defaults(func=lazy("sharebench.cli.kernel_cmd:cmd_bench"))
+    p.set_defaults(func=lazy("sharebench.cli.kernel_cmd:cmd_bench", check=check_bench))
+
+
+# ----------------------------------------------------------------- the values, checked before the trackers load
+def check_lattice(args: argparse.Namespace) -> None:
+    if args.lattice is not None:
+        lattice_file(args.lattice)
+
+
+def check_run_values(args: argparse.Namespace) -> None:
+    """What ``track`` and ``bench`` share: the lattice, the warm-up, the beam, the block size, the memory limit."""
+    check_lattice(args)
+    whole_number("--warmup-turns", args.warmup_turns, 0)
+    whole_number("--block-size", args.block_size, 1)
+    for name in ("nemitt_x", "nemitt_y", "sigma_z", "sigma_delta"):
+        value = getattr(args, name)
+        if not (math.isfinite(value) and value >= 0):
+            raise UserError(f"bad --{name.replace('_', '-')} {value:g}; allowed: a number >= 0")
+    if args.mem_limit_bytes is not None:
+        whole_number("--mem-limit-bytes", args.mem_limit_bytes, 1)
+
+
+def check_track(args: argparse.Namespace) -> None:
+    check_engine(args.engine, ENGINES)  # a tracker: the exec engine runs under `sharebench run`
+    check_spec(args.device)
+    check_run_values(args)
+    whole_number("--particles", args.particles, 1)
+    whole_number("--turns", args.turns, 1)
+
+
+def check_bench(args: argparse.Namespace) -> None:
+    engines = [e for e in str(args.engines).split(",") if e.strip()]
+    if not engines:
+        raise UserError(f"no engines given; allowed: a comma-separated list of {', '.join(ENGINES)}")
+    for engine in engines:
+        check_engine(engine, ENGINES)
+    for spec in str(args.devices or args.device).split(","):
+        if spec.strip():
+            check_spec(spec.strip())
+    check_run_values(args)
+    counts("particle counts", args.particles, "100000,1000000")
+    whole_number("--turns", args.turns, 1)
+    whole_number("--repeats", args.repeats, 1)

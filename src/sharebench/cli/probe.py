@@ -13,21 +13,29 @@ transfer (the in-slice rate of the workload's own time-sliced run beside the pro
 replicas), the terms the data cannot identify, and the loss predicted at other slice lengths, labelled
 predicted. ``--out`` keeps everything the table is made of (the raw records beside each neighbour, the probe
 pairs' percentiles, the provenance with the machine's state); ``--from`` recomputes from such a file.
-Options only, light (``--help`` imports no library stack); the work: ``sharebench.cli.probe_cmd``.
+Options only, light (``--help`` imports no library stack); every value is checked here (:func:`timeslice_options`,
+:func:`split_options`) before the work, ``sharebench.cli.probe_cmd``, loads the probe and the workload.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 
 from sharebench.cli import lazy
+from sharebench.devices.discovery import check_spec
+from sharebench.errors import UserError
+from sharebench.parse import counts, lattice_file, seconds, whole_number
 from sharebench.probe_settings import (
     DEFAULT_LENGTHS_MS,
     DEFAULT_NEIGHBOUR_MB,
     DEFAULT_SPLIT_NEIGHBOURS,
     DEFAULT_THRESHOLD_US,
     GRIDS,
+    Neighbour,
+    check_args,
+    parse_neighbours,
 )
 
 NEIGHBOUR_HELP = (
@@ -45,7 +53,7 @@ def configure(name: str, parser: argparse.ArgumentParser) -> None:
     common(ts)
     ts.add_argument("--seconds", default="3", help="how long the probes spin (s)")
     ts.add_argument("--neighbour", default="light", help=NEIGHBOUR_HELP + " (default light)")
-    ts.set_defaults(func=lazy("sharebench.cli.probe_cmd:cmd_timeslice"))
+    ts.set_defaults(func=lazy("sharebench.cli.probe_cmd:cmd_timeslice", check=timeslice_options))
 
     sp = sub.add_parser("split", help="one workload: its time-slicing loss split into switch idle and refill")
     common(sp)
@@ -76,7 +84,7 @@ def configure(name: str, parser: argparse.ArgumentParser) -> None:
         "command gave them name its work where the document does not",
     )
     sp.add_argument("--dry-run", action="store_true", help="check the arguments and say what would run; run nothing")
-    sp.set_defaults(func=lazy("sharebench.cli.probe_cmd:cmd_split"))
+    sp.set_defaults(func=lazy("sharebench.cli.probe_cmd:cmd_split", check=split_options))
     parser.set_defaults(func=lambda _args: usage(parser))
 
 
@@ -90,3 +98,85 @@ def common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grid", choices=GRIDS, default="one", help="probe on one block or one block per SM")
     p.add_argument("--threshold-us", type=float, default=DEFAULT_THRESHOLD_US, help="switch-out threshold (us)")
     p.add_argument("--out", help="write the result as JSON here")
+
+
+# ----------------------------------------------------------------- the values, checked before the probe loads
+MAX_PROBE_S = 600.0  # as the probe's own check_args
+
+
+def probe_device(args: argparse.Namespace) -> str:
+    """``--device``: a CUDA GPU (the probe reads the GPU's %globaltimer)."""
+    spec = check_spec(args.device)
+    if not spec.startswith("cuda"):
+        raise UserError(
+            f"bad --device {args.device!r}: the time-slice probe needs an NVIDIA GPU through CUDA (cuda[:N])"
+        )
+    return spec
+
+
+def checked(processes: int, probe_s: float, args: argparse.Namespace) -> None:
+    bad = check_args(processes, probe_s, args.grid, args.threshold_us)
+    if bad:
+        raise UserError(bad)
+
+
+@dataclass(frozen=True)
+class TimesliceOptions:
+    processes: tuple[int, ...]
+    seconds: float
+    neighbours: tuple[Neighbour, ...]
+
+
+def timeslice_options(args: argparse.Namespace) -> TimesliceOptions:
+    """``probe timeslice``'s values: the process counts, the seconds, the neighbours, the device."""
+    probe_device(args)
+    secs = seconds("--seconds", args.seconds, 0.05, MAX_PROBE_S)
+    processes = tuple(counts("process count", args.processes, "2,4"))
+    for n in processes:
+        checked(n, secs, args)
+    return TimesliceOptions(processes, secs, tuple(parse_neighbours(args.neighbour)))
+
+
+@dataclass(frozen=True)
+class SplitOptions:
+    """``probe split``'s values: the workload's size (``work`` of a program; ``particles`` and ``turns`` of
+    Simpletrack), the replicas, repeats, probe seconds, slice lengths and neighbours (light first)."""
+
+    work: int
+    particles: int
+    turns: int
+    replicas: int
+    repeats: int
+    probe_s: float
+    lengths: tuple[float, ...]
+    neighbours: tuple[Neighbour, ...]
+
+
+def split_options(args: argparse.Namespace) -> SplitOptions:
+    if not getattr(args, "from_file", None):  # a recorded document is recomputed without a GPU
+        probe_device(args)
+    work, particles, turns = 1, 0, 1
+    if args.exec_command:
+        work = whole_number("--work", args.work, 1)
+    else:
+        sizes = counts("particle count", args.particles, "1e7")
+        if len(sizes) != 1:
+            raise UserError(f"bad --particles {args.particles!r}: one particle count is allowed")
+        particles, turns = sizes[0], whole_number("--turns", args.turns, 1)
+        if args.lattice is not None:
+            lattice_file(args.lattice)
+    probe_s = seconds("--probe-seconds", args.probe_seconds, 0.05, MAX_PROBE_S)
+    checked(2, probe_s, args)
+    neighbours = parse_neighbours(args.neighbour)
+    if neighbours[0].kind != "light":
+        neighbours.insert(0, Neighbour())  # every heavy term is against the light probe
+    return SplitOptions(
+        work,
+        particles,
+        turns,
+        whole_number("--replicas", args.replicas, 2, 64),
+        whole_number("--repeats", args.repeats, 1, 100),
+        probe_s,
+        tuple(seconds("--lengths", x, 0.01, 1000) for x in str(args.lengths).split(",") if x.strip()),
+        tuple(neighbours),
+    )

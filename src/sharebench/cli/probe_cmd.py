@@ -24,20 +24,18 @@ from sharebench.analysis.timeslice_split import (
     run_splits,
     summarize,
 )
+from sharebench.cli.probe import SplitOptions, checked, split_options, timeslice_options
 from sharebench.devices import resolve_device
 from sharebench.errors import UserError
 from sharebench.files import write_atomic
-from sharebench.parse import counts, seconds, whole_number
+from sharebench.probe_settings import Neighbour
 from sharebench.sharing import cell_run, run_cell
 from sharebench.sweep.beside import run_beside_probe
 from sharebench.telemetry.provenance import collect as collect_provenance
 from sharebench.telemetry.timeslice_probe import (
     BesideRun,
-    Neighbour,
     ProbeUnavailable,
     TimesliceProbe,
-    check_args,
-    parse_neighbours,
     run_probe,
 )
 from sharebench.workloads import ReplicaJob, Workload
@@ -47,9 +45,7 @@ BESIDE_MARGIN_S = 2.0
 
 
 def probe_or_fail(n: int, secs: float, args: argparse.Namespace, neighbour: str = "light") -> TimesliceProbe:
-    bad = check_args(n, secs, args.grid, args.threshold_us)
-    if bad:
-        raise UserError(bad)
+    checked(n, secs, args)
     r = run_probe(n, secs, device=args.device, grid=args.grid, threshold_us=args.threshold_us, neighbour=neighbour)
     if isinstance(r, ProbeUnavailable):
         raise UserError(f"time-slice probe ({neighbour}): {r.reason}")
@@ -57,11 +53,11 @@ def probe_or_fail(n: int, secs: float, args: argparse.Namespace, neighbour: str 
 
 
 def cmd_timeslice(args: argparse.Namespace) -> int:
-    secs = seconds("--seconds", args.seconds, 0.05, 600)
+    opts = timeslice_options(args)  # as cli.lazy checked them before this module loaded
     results = []
-    for neighbour in parse_neighbours(args.neighbour):
-        for n in counts("process count", args.processes, "2,4"):
-            r = probe_or_fail(n, secs, args, neighbour.label)
+    for neighbour in opts.neighbours:
+        for n in opts.processes:
+            r = probe_or_fail(n, opts.seconds, args, neighbour.label)
             print(r.summary(), flush=True)
             results.append(r.to_dict(traces=True))
     if args.out:
@@ -69,16 +65,13 @@ def cmd_timeslice(args: argparse.Namespace) -> int:
     return 0
 
 
-def workload_job(args: argparse.Namespace) -> ReplicaJob:
+def workload_job(args: argparse.Namespace, opts: SplitOptions) -> ReplicaJob:
     """The job of the workload the split measures: a program (``--exec``) or Simpletrack."""
     if args.exec_command:
         program = Workload(engine="exec", device=args.device, command=args.exec_command, name=args.exec_name)
-        return ReplicaJob.of(program, particles=whole_number("--work", args.work, 1), turns=1)
-    particles = counts("particle count", args.particles, "1e7")
-    if len(particles) != 1:
-        raise UserError(f"bad --particles {args.particles!r}: one particle count is allowed")
+        return ReplicaJob.of(program, particles=opts.work, turns=1)
     tracker = Workload(engine="simpletrack", device=args.device, lattice=args.lattice)
-    return ReplicaJob.of(tracker, particles=particles[0], turns=whole_number("--turns", args.turns, 1))
+    return ReplicaJob.of(tracker, particles=opts.particles, turns=opts.turns)
 
 
 def cell_times(mode: str, job: ReplicaJob, folder: Path) -> tuple[float, float]:
@@ -109,19 +102,17 @@ def beside(job: ReplicaJob, folder: Path, t1: float, args: argparse.Namespace, n
 
 
 def split_plan(args: argparse.Namespace) -> tuple[ReplicaJob, int, int, float, list[float], list[Neighbour]]:
-    """The split's arguments, checked: job, replicas, repeats, probe seconds, lengths, neighbours."""
-    job = workload_job(args)
-    n = whole_number("--replicas", args.replicas, 2, 64)
-    repeats = whole_number("--repeats", args.repeats, 1, 100)
-    probe_s = seconds("--probe-seconds", args.probe_seconds, 0.05, 600)
-    lengths = [seconds("--lengths", x, 0.01, 1000) for x in str(args.lengths).split(",") if x.strip()]
-    neighbours = parse_neighbours(args.neighbour)
-    if neighbours[0].kind != "light":
-        neighbours.insert(0, Neighbour())  # every heavy term is against the light probe
-    bad = check_args(2, probe_s, args.grid, args.threshold_us)
-    if bad:
-        raise UserError(bad)
-    return job, n, repeats, probe_s, lengths, neighbours
+    """The split's arguments (checked by ``cli.probe.split_options``): job, replicas, repeats, probe seconds,
+    lengths, neighbours."""
+    opts = split_options(args)
+    return (
+        workload_job(args, opts),
+        opts.replicas,
+        opts.repeats,
+        opts.probe_s,
+        list(opts.lengths),
+        list(opts.neighbours),
+    )
 
 
 def measure(
@@ -235,7 +226,7 @@ def split_from(args: argparse.Namespace) -> int:
     if not isinstance(doc, dict) or not {"alone_s", "timeslice_span_s", "splits"} <= set(doc):
         raise UserError(f"--from {args.from_file}: not a `sharebench probe split --out` document")
     if not doc.get("work"):
-        doc["work"] = work_keys(workload_job(args))
+        doc["work"] = work_keys(workload_job(args, split_options(args)))
     finish_split(doc, args)
     return 0
 

@@ -270,8 +270,9 @@ def add_output_options(group: Options) -> None:
     group.add_argument(
         "--dry-run",
         action="store_true",
-        help="check everything and print what would run (cells, replicas, cost; with --budget the plan and its "
-        "predicted time), run nothing; the CPU default's calibration runs, to show the size the run picks",
+        help="check everything and print what would run (cells, replicas, cost) and its predicted seconds with their "
+        "basis (with --budget the plan), measure nothing: a short calibration on this machine gives the seconds (the "
+        "CPU default's own, which also shows the size the run picks; a program's: one exclusive cell per size)",
     )
     group.add_argument("--no-telemetry", action="store_true", help="do not sample GPU/CPU telemetry")
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -431,7 +432,27 @@ def configure_report(rep: argparse.ArgumentParser) -> None:
         default=None,
         help="refused: use `sharebench compare DIR DIR2`, which never overwrites DIR's report",
     )
-    rep.set_defaults(func=lazy("sharebench.cli.sweep_cmd:cmd_report"))
+    rep.add_argument(
+        "--suggest-minutes",
+        default=None,
+        metavar="M",
+        help="size the Answer's 'Measure it' commands to finish within M minutes on the machine that measured DIR "
+        "(default 10)",
+    )
+    rep.set_defaults(func=lazy("sharebench.cli.sweep_cmd:cmd_report", check=report_options))
+
+
+def report_options(args: argparse.Namespace) -> None:
+    """``report``'s values, before the report's stack loads: the refused --compare, a folder that exists."""
+    if args.compare:
+        raise UserError(
+            f"report --compare is gone: run `sharebench compare {args.dir} {args.compare}` "
+            "(differences per cell, never overwriting a report)"
+        )
+    if not Path(args.dir).is_dir():
+        raise UserError(f"results folder {args.dir} does not exist")
+    if args.suggest_minutes is not None:
+        seconds("--suggest-minutes", args.suggest_minutes, 0.1, 10**5)
 
 
 def configure_cleanup(cleanup: argparse.ArgumentParser) -> None:

@@ -276,13 +276,9 @@ def run_in_child(request: SweepRequest) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    if args.compare:
-        raise UserError(
-            f"report --compare is gone: run `sharebench compare {args.dir} {args.compare}` "
-            "(differences per cell, never overwriting a report)"
-        )
-    try:
-        paths = build_report(Path(args.dir))
+    try:  # its values checked before this module loaded (cli.sweep.report_options)
+        minutes = float(args.suggest_minutes) if args.suggest_minutes is not None else None
+        paths = build_report(Path(args.dir), suggest_s=60 * minutes) if minutes else build_report(Path(args.dir))
     except OSError as exc:
         print(
             f"sharebench: error: cannot write {exc.filename or args.dir}: {exc.strerror or exc}; results.csv is "

@@ -8,8 +8,8 @@ import json
 import os
 import time
 
+from sharebench.cli.telemetry import sample_kind
 from sharebench.devices import DeviceInfo
-from sharebench.errors import UserError
 from sharebench.results import DCGM_CSV
 from sharebench.telemetry import make_sampler
 from sharebench.telemetry.grafana import post_annotations
@@ -19,13 +19,12 @@ from sharebench.telemetry.prometheus import attach_to_results, cell_windows
 def sample_device(text: str) -> DeviceInfo:
     """What ``--device`` names for the sampler: the CPU, a CUDA index or a GPU/MIG UUID."""
     dev = text.strip()
-    if dev == "cpu":
+    kind = sample_kind(dev)
+    if kind == "cpu":
         return DeviceInfo.from_dict({"kind": "cpu", "backend": "cpu", "spec": "cpu"})
-    if dev.startswith("cuda"):
+    if kind == "cuda":
         return DeviceInfo.from_dict({"kind": "gpu", "backend": "cuda", "spec": dev})
-    if dev.upper().startswith(("GPU-", "MIG-")):
-        return DeviceInfo.from_dict({"kind": "gpu", "backend": "cuda", "uuid": dev})
-    raise UserError(f"unknown device {dev!r}; allowed: cpu, cuda[:N], GPU-…/MIG-… UUID")
+    return DeviceInfo.from_dict({"kind": "gpu", "backend": "cuda", "uuid": dev})
 
 
 def cmd_sample(args: argparse.Namespace) -> int:

@@ -13,10 +13,6 @@ that says when it changed.
 
 from sharebench.history.api import AddCheckResult, accept, add, add_and_check, check, newest_rows
 from sharebench.history.check import (
-    DEFAULT_ALPHA,
-    DEFAULT_BASELINE_RUNS,
-    DEFAULT_THRESHOLD_PTS,
-    CheckOptions,
     Verdict,
     check_history,
     compare_rates,
@@ -25,6 +21,8 @@ from sharebench.history.check import (
 )
 from sharebench.history.records import CELL_KEYS, HISTORY_COLUMNS, RunRows, run_rows
 from sharebench.history.store import LocalStore, S3Store, Store, load_accepts, load_runs, open_store
+from sharebench.history_settings import CheckOptions
+from sharebench.parse import DEFAULT_ALPHA, DEFAULT_BASELINE_RUNS, DEFAULT_THRESHOLD_PTS
 
 __all__ = [
     "CELL_KEYS",

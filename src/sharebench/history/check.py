@@ -37,33 +37,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from sharebench.errors import UserError
 from sharebench.history.rates import parse_numbers
 from sharebench.history.records import CELL_KEYS
-from sharebench.parse import DEFAULT_ALPHA, DEFAULT_BASELINE_RUNS, DEFAULT_THRESHOLD_PTS
+from sharebench.history_settings import CheckOptions
 
 MIN_REPEATS = 2
 SIZE_KEYS = ("particles", "turns")
 SERIES_KEYS = [k for k in CELL_KEYS if k not in SIZE_KEYS]  # a cell at any size: compared by rate
 LOSS_BASIS, RATE_BASIS = "loss", "rate"
-
-
-@dataclass(frozen=True)
-class CheckOptions:
-    threshold_pts: float = DEFAULT_THRESHOLD_PTS
-    alpha: float = DEFAULT_ALPHA
-    baseline_runs: int = DEFAULT_BASELINE_RUNS
-
-    def validated(self) -> CheckOptions:
-        if not (math.isfinite(self.threshold_pts) and self.threshold_pts > 0):
-            raise UserError(f"bad --threshold {self.threshold_pts:g}; allowed: percentage points > 0, e.g. 2")
-        if not (0 < self.alpha < 1):
-            raise UserError(f"bad --alpha {self.alpha:g}; allowed: a probability in (0, 1), e.g. 0.01")
-        if self.baseline_runs < 1:
-            raise UserError(f"bad --baseline {self.baseline_runs}; allowed: a whole number of runs >= 1")
-        return self
 
 
 @dataclass(frozen=True)
@@ -118,6 +100,8 @@ def compare_repeats(new: np.ndarray, base: np.ndarray, opts: CheckOptions) -> tu
     if len(new) < MIN_REPEATS or len(base) < MIN_REPEATS:
         return "too few repeats", float(np.mean(new) - np.mean(base)) if len(new) else math.nan, math.nan
     delta = float(np.mean(new) - np.mean(base))
+    from scipy import stats  # noqa: PLC0415 - only when a cell has repeats on both sides (history startup)
+
     p = float(stats.ttest_ind(new, base, equal_var=False).pvalue)
     if not math.isfinite(p):  # no spread on either side: equal means are the same, others differ
         p = 1.0 if delta == 0 else 0.0

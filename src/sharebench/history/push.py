@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
 
 from sharebench.errors import UserError
 from sharebench.history.check import Verdict
+from sharebench.history_settings import check_url
 from sharebench.manifests.monitoring import (
     HISTORY_CHANGES_METRIC,
     HISTORY_CHECK_TIME_METRIC,
@@ -60,8 +61,7 @@ def node_registry(rows: pd.DataFrame, verdicts: list[Verdict] | None, node: str)
 
 def push(url: str, rows: pd.DataFrame, verdicts: list[Verdict] | None = None) -> list[str]:
     """Push every node of ``rows``; returns the nodes pushed. UserError when the gateway cannot be reached."""
-    if not url.startswith(("http://", "https://")):
-        raise UserError(f"bad --pushgateway {url!r}; allowed: an http(s) URL, e.g. http://pushgateway:9091")
+    check_url(url)
     nodes = sorted({str(n) for n in rows["node"]})
     for node in nodes:
         try:

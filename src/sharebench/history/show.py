@@ -8,20 +8,18 @@ vertical line, labelled with what changed.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-import matplotlib
 import pandas as pd
 
 from sharebench.errors import UserError
 from sharebench.history.records import PROVENANCE_KEYS
+from sharebench.history.store import Store
+from sharebench.history_settings import parse_since
 from sharebench.modes import mode_sort_key
-
-matplotlib.use("Agg")  # before pyplot: figures are files, never windows
-import matplotlib.dates as mdates
-import matplotlib.pyplot as plt
 
 TABLE_COLUMNS = [
     "time_utc",
@@ -50,19 +48,6 @@ class ShowFilter:
     node: str | None = None
     mode: str | None = None
     since: str | None = None  # ISO date or time, UTC
-
-
-def parse_since(text: str | None) -> str | None:
-    """--since as the store's time format (UserError if it is no ISO date/time)."""
-    if not text:
-        return None
-    try:
-        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise UserError(
-            f"bad --since {text!r}; allowed: an ISO date or time, e.g. 2026-12-01 or 2026-12-01T12:00"
-        ) from None
-    return t.strftime("%Y-%m-%dT%H:%M:%S+0000")
 
 
 def select(runs: pd.DataFrame, f: ShowFilter) -> pd.DataFrame:
@@ -105,8 +90,18 @@ def _time(s: pd.Series) -> pd.Series:
     return pd.to_datetime(s, format="%Y-%m-%dT%H:%M:%S%z", utc=True)
 
 
-def plot(runs: pd.DataFrame, out: Path) -> list[Path]:
-    """Write the plot as out.png and out.svg; returns the paths."""
+PLOTS = "plots"  # the store's folder of ``history show``'s plot (with no --plot)
+PLOT_NAME = "history"
+
+
+def figure(runs: pd.DataFrame) -> Any:
+    """The plot of ``runs``: a panel per node x mode (matplotlib imported here: the other verbs never need it)."""
+    import matplotlib  # noqa: PLC0415 - only ``history show`` draws
+
+    matplotlib.use("Agg")  # before pyplot: figures are files, never windows
+    import matplotlib.dates as mdates  # noqa: PLC0415
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
     if runs.empty:
         raise UserError("nothing to plot: no run in the store matches the filters")
     panels = sorted(
@@ -149,18 +144,51 @@ def plot(runs: pd.DataFrame, out: Path) -> list[Path]:
         ax.set_visible(False)
     fig.suptitle("sharebench history: loss per node and mode (95% intervals; dashed: the machine changed)", fontsize=10)
     fig.tight_layout()
-    paths = [out.with_suffix(".png"), out.with_suffix(".svg")]
+    return fig
+
+
+def rendered(runs: pd.DataFrame) -> dict[str, bytes]:
+    """The plot as PNG and SVG bytes (``{".png": ..., ".svg": ...}``): no dates, fixed ids, so that the same
+    store gives the same files (as ``sharebench.report.plots`` writes them)."""
+    import matplotlib  # noqa: PLC0415
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fig = figure(runs)
+    out: dict[str, bytes] = {}
     try:
-        output_folder(out, "--plot")
-        # no dates, fixed ids: the same store gives the same files (as sharebench.report.plots writes them)
         with matplotlib.rc_context({"svg.hashsalt": "sharebench"}):
-            fig.savefig(paths[0], dpi=110, bbox_inches="tight", metadata={"Software": None})
-            fig.savefig(paths[1], bbox_inches="tight", metadata={"Date": None})
-    except OSError as exc:
-        raise UserError(f"cannot write --plot {out} ({exc.strerror or exc}); give a writable path") from None
+            for suffix, kw in (
+                (".png", {"dpi": 110, "metadata": {"Software": None}}),
+                (".svg", {"metadata": {"Date": None}}),
+            ):
+                buf = io.BytesIO()
+                fig.savefig(buf, format=suffix[1:], bbox_inches="tight", **kw)
+                out[suffix] = buf.getvalue()
     finally:
         plt.close(fig)
+    return out
+
+
+def plot(runs: pd.DataFrame, out: Path) -> list[Path]:
+    """``--plot PATH``: write the plot as PATH.png and PATH.svg; returns the paths."""
+    images = rendered(runs)
+    paths = [out.with_suffix(suffix) for suffix in images]
+    output_folder(out, "--plot")
+    try:
+        for path, data in zip(paths, images.values()):
+            path.write_bytes(data)
+    except OSError as exc:
+        raise UserError(f"cannot write --plot {out} ({exc.strerror or exc}); give a writable path") from None
     return paths
+
+
+def plot_into(runs: pd.DataFrame, store: Store) -> list[str]:
+    """With no ``--plot``: the plot into the store itself (``plots/history.png`` and ``.svg``), never the current
+    folder; returns where it went."""
+    images = rendered(runs)
+    for suffix, data in images.items():
+        store.put(PLOTS, PLOT_NAME + suffix, data)
+    return [f"{store.url}/{PLOTS}/{PLOT_NAME}{suffix}" for suffix in images]
 
 
 def output_folder(path: Path, option: str) -> None:

@@ -26,10 +26,10 @@ import pandas as pd
 from sharebench.errors import UserError
 from sharebench.files import write_atomic
 from sharebench.history.records import HISTORY_COLUMNS, HISTORY_SCHEMA_VERSION, RunRows
+from sharebench.history_settings import store_location
 
 RUNS = "runs"
 ACCEPTED = "accepted"
-ALLOWED_STORES = "a local folder or s3://bucket/prefix"
 
 
 class Store(Protocol):
@@ -135,21 +135,12 @@ def s3_errors(store: S3Store) -> Iterator[None]:
 
 
 def open_store(text: str, *, endpoint: str | None = None, create: bool = False) -> Store:
-    """A store from what the user typed; UserError for anything that is neither a folder nor s3://."""
-    text = str(text).strip()
-    if text.startswith("s3://"):
-        bucket, _, prefix = text[len("s3://") :].partition("/")
-        if not bucket:
-            raise UserError(f"history store {text!r} names no bucket; allowed: {ALLOWED_STORES}")
-        return S3Store(bucket=bucket, prefix=prefix.strip("/"), endpoint=endpoint or None)
-    if not text or "://" in text:
-        raise UserError(f"history store {text!r} is not a folder or an s3 URL; allowed: {ALLOWED_STORES}")
-    root = Path(text)
-    if root.exists() and not root.is_dir():
-        raise UserError(f"history store {text} is a file, not a folder; allowed: {ALLOWED_STORES}")
-    if not create and not root.is_dir():
-        raise UserError(f"no history store at {text}: add a run first (sharebench history add DIR --to {text})")
-    return LocalStore(root)
+    """A store from what the user typed (``history.options.store_location``); UserError for anything that is
+    neither a folder nor s3://."""
+    where = store_location(text, create=create)
+    if where.root is None:
+        return S3Store(bucket=where.bucket, prefix=where.prefix, endpoint=endpoint or None)
+    return LocalStore(where.root)
 
 
 def add_run(store: Store, run: RunRows) -> bool:

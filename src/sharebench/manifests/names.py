@@ -1,5 +1,11 @@
 """The names sharebench gives its Kubernetes objects, and the label that marks its pods."""
 
+import re
+
+from sharebench.errors import UserError
+
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a namespace's name (RFC 1123 label)
+
 OPERATOR_NAMESPACE = "gpu-operator"  # the NVIDIA gpu-operator's namespace
 RUN_NAMESPACE = "sharebench"  # where the pipeline's pods and the service account live
 SYSTEM_NAMESPACE = "sharebench-system"  # sharebench's own: the per-node Leases (one reconfiguration per node)
@@ -74,3 +80,13 @@ def metadata(name: str, namespace: str | None = None, **labels: str) -> dict:
         meta["namespace"] = namespace
     meta["labels"] = {PART_OF_LABEL[0]: PART_OF_LABEL[1], **labels}
     return meta
+
+
+def check_namespace(ns: str) -> str:
+    """A namespace's name: a one-line UserError unless it is an RFC 1123 label."""
+    if not DNS_LABEL.fullmatch(ns):
+        raise UserError(
+            f"namespace {ns!r} is not a valid Kubernetes name; allowed: lowercase letters, "
+            "digits and '-', at most 63 characters"
+        )
+    return ns

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import time
 from collections.abc import Callable
@@ -27,6 +26,8 @@ from kubernetes.config import incluster_config as k8s_incluster
 
 from sharebench.errors import UserError
 from sharebench.manifests.names import NODE_TOKEN_DIR
+from sharebench.parse import MIN_POLL_S as MIN_POLL_S  # re-exported: checked in parse, light
+from sharebench.parse import check_times as check_times
 
 log = logging.getLogger("sharebench.node")
 
@@ -79,27 +80,8 @@ class NotFound(Exception):
     """The API server answered 404; the caller turns it into a :class:`NodeError` naming the object."""
 
 
-MIN_POLL_S = 0.1  # the command line's floor on --poll: each look at the node is one or more API requests
-
-
-def check_times(
-    timeout_s: float,
-    poll_s: float | None,
-    names: tuple[str, str] = ("timeout_s", "poll_s"),
-    *,
-    min_poll_s: float = 0.0,
-) -> None:
-    """Raise a ``UserError`` unless ``timeout_s`` (and ``poll_s``, when given) are finite seconds > 0 (``inf``
-    would wait forever on a frozen API server) and ``poll_s`` is at least ``min_poll_s`` (the command line
-    passes :data:`MIN_POLL_S`: ``--poll 1e-9`` sent thousands of requests a second); ``names``: how the caller
-    calls them (the CLI: ``--timeout``, ``--poll``)."""
-    for name, value in ((names[0], timeout_s), (names[1], poll_s)):
-        if value is None and name == names[1]:
-            continue
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-            raise UserError(f"{name} must be a finite number of seconds > 0 (got {value!r})")
-    if poll_s is not None and poll_s < min_poll_s:
-        raise UserError(f"{names[1]} must be at least {min_poll_s:g} s (got {poll_s!r}): each check is an API request")
+# the floor on --poll and the check of a wait's seconds (MIN_POLL_S, check_times) are sharebench.parse's: the
+# command line checks them before this module, and the Kubernetes client, load
 
 
 # ---------------------------------------------------------------- client

@@ -20,7 +20,7 @@ from sharebench.analysis import Tables, fmt_interval, fmt_times
 from sharebench.analysis.answer import CPU_NOTE, MIN_GAIN, NO_ANSWER, answer_rows, choices, evidence, trust_table
 from sharebench.analysis.latency import sweep_slo
 from sharebench.analysis.prediction import gpu_of
-from sharebench.analysis.reproduce import reproduce_of, work_text
+from sharebench.analysis.reproduce import DEFAULT_SUGGEST_S, reproduce_of, work_text
 from sharebench.modes import is_baseline
 from sharebench.report.plots import save_figure
 from sharebench.report.render import Bullets, Heading, Image, Snippet, Text
@@ -51,13 +51,15 @@ def choice_line(c: Any) -> str:
 class Answer:
     """The Answer of one results folder."""
 
-    def __init__(self, results_dir: Path | str, tables: Tables, machine: str = ""):
+    def __init__(
+        self, results_dir: Path | str, tables: Tables, machine: str = "", suggest_s: float = DEFAULT_SUGGEST_S
+    ):
         self.path = Path(results_dir)
         self.rows = answer_rows(tables)
         sweeps = read_sweeps(self.path, torn_ok=True)
         rows = load_results(self.path) if (self.path / RESULTS_CSV).exists() else None
         bursts = load_bursts(self.path) if (self.path / BURSTS_CSV).exists() else None
-        reproduce = reproduce_of(sweeps, rows, bursts)
+        reproduce = reproduce_of(sweeps, rows, bursts, suggest_s)
         self.evidence = evidence(tables, sweep_slo(sweeps), gpu_of(self.path, tables), reproduce)
         self.choices = choices(self.rows, self.evidence)
         self.machine = machine

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sharebench.analysis import Tables, analyse, display_table, summary_table
+from sharebench.analysis.reproduce import DEFAULT_SUGGEST_S
 from sharebench.errors import UserError
 from sharebench.report.answer import Answer
 from sharebench.report.plots import make_plots
@@ -210,8 +211,11 @@ def report_blocks(
     return blocks
 
 
-def report_page(results_dir: Path | str, compare: Path | str | None = None) -> tuple[str, list]:
-    """The report's title and blocks (tables/ and plots/ written into the results folder on the way)."""
+def report_page(
+    results_dir: Path | str, compare: Path | str | None = None, suggest_s: float = DEFAULT_SUGGEST_S
+) -> tuple[str, list]:
+    """The report's title and blocks (tables/ and plots/ written into the results folder on the way);
+    ``suggest_s``: the time the Answer's suggested commands are sized to."""
     this = Folder(results_dir)
     write_tables(this.tables, this.path)
     other = None
@@ -225,7 +229,7 @@ def report_page(results_dir: Path | str, compare: Path | str | None = None) -> t
         this.tables, this.path / "plots", other.tables if other else None, (this.label, other.label if other else "")
     )
     sections, section_notes = _sections(this)
-    answer = Answer(this.path, this.tables, device_label(this.provenance))
+    answer = Answer(this.path, this.tables, device_label(this.provenance), suggest_s)
     # what the sweep noted (added modes, resumed cells, absent telemetry ...), then the report's own
     blocks = answer.blocks(answer.write()) + report_blocks(
         this, other, plots, sections, read_notes(this.path) + section_notes
@@ -233,9 +237,12 @@ def report_page(results_dir: Path | str, compare: Path | str | None = None) -> t
     return f"sharebench report: {this.label}", blocks
 
 
-def build_report(results_dir: Path | str, compare: Path | str | None = None) -> dict[str, Path]:
-    """Rebuild tables, plots, report.md and report.html; returns their paths."""
-    title, blocks = report_page(results_dir, compare)
+def build_report(
+    results_dir: Path | str, compare: Path | str | None = None, *, suggest_s: float = DEFAULT_SUGGEST_S
+) -> dict[str, Path]:
+    """Rebuild tables, plots, report.md and report.html; returns their paths. ``suggest_s``: the time the
+    Answer's "Measure it" commands are sized to finish in (``--suggest-minutes``)."""
+    title, blocks = report_page(results_dir, compare, suggest_s)
     path = Path(results_dir)
     (path / "report.md").write_text(f"{GENERATED}\n# {title}\n\n" + markdown(blocks, path))
     (path / "report.html").write_text(html_page(title, blocks))

@@ -16,15 +16,22 @@ daemon for all the MPS cells of the sweep, started when the first MPS replica is
 (``WarmLauncher.prime`` sets every replica up before the first cell); the idle
 MPS server then stays up while other cells run. A replica whose cell failed is stopped and not reused. ``close``
 ends the replicas (end of input, then SIGTERM) and then the daemon.
+
+A sweep whose program is one of the built-in PyTorch programs (``workloads.forkserver.PROGRAMS``) gets a fork
+server before its replicas are primed (:meth:`ReplicaPool.start_fork_server`): it imports PyTorch once, and
+each replica's program is a fork of it (CUDA initialised in the fork, never in the server) instead of an
+interpreter that imports PyTorch again; its socket reaches the replicas in their environment.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -33,8 +40,11 @@ from typing import Any
 import psutil
 
 from sharebench import processes
+from sharebench.errors import UserError
 from sharebench.sharing.mps import MpsDaemon
 from sharebench.workloads import REPLICA_MODULE, ReplicaJob
+from sharebench.workloads.forkserver import READY_TIMEOUT_S, SOCKET_ENV, module_of
+from sharebench.workloads.protocol import split_command
 
 # process states in which an idle replica cannot take a cell (checked before it is handed one)
 FROZEN = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
@@ -136,6 +146,8 @@ class ReplicaPool:
         self.mps: MpsDaemon | None = None
         self.started = 0  # replica processes started (a cell reused the others)
         self.replaced: list[str] = []  # idle replicas found unable to take a cell (stopped, ended), why
+        self.forkserver: processes.Child | None = None  # imports PyTorch once for the replicas' programs
+        self.forkserver_env: dict[str, str] = {}
 
     def __enter__(self) -> ReplicaPool:
         return self
@@ -172,7 +184,7 @@ class ReplicaPool:
                 self.replaced.append(f"warm replica {pid} {why} while idle: ended and replaced")
         proc = processes.spawn(
             [self.python, "-m", REPLICA_MODULE, "--serve"],
-            env=dict(os.environ, **env, PYTHONUNBUFFERED="1"),
+            env=dict(os.environ, **env, **self.forkserver_env, PYTHONUNBUFFERED="1"),
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -200,6 +212,7 @@ class ReplicaPool:
         folder.mkdir(parents=True, exist_ok=True)
         started = []
         t0 = time.monotonic()
+        server = self.start_fork_server([job for *_, job in jobs])
         for i, (device, cpus, env, job) in enumerate(jobs[: self.max_idle]):
             cfg_path, out, log = folder / f"config.{i}.json", folder / f"primed.{i}.txt", folder / f"replica.{i}.log"
             out.unlink(missing_ok=True)
@@ -225,9 +238,30 @@ class ReplicaPool:
         left = len(jobs) - len(started)
         return [
             *failed,
+            *server,
             f"warm replicas: {len(good)} of {len(started)} set up at once in {time.monotonic() - t0:.1f} s, "
             "before the first cell" + (f"; {left} more than the pool keeps, started by their cells" if left else ""),
         ]
+
+    def start_fork_server(self, jobs: list[ReplicaJob], timeout_s: float = READY_TIMEOUT_S) -> list[str]:
+        """The fork server (``workloads.forkserver``), once, when a job's program is one of its programs:
+        started and waited for (its imports) before any replica, its socket then in every replica's
+        environment. A line saying what it did; none when no job needs it, or it is running."""
+        if self.forkserver is not None or not any(forkable(job) for job in jobs):
+            return []
+        home = Path(tempfile.mkdtemp(prefix="sbfork-"))  # a socket's path is short (108 bytes): not the folder
+        path, log = home / "s", self.folder / "forkserver.log"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        t0 = time.monotonic()
+        server = processes.spawn([self.python, "-m", "sharebench.workloads.forkserver", str(path)], log=log)
+        while not path.exists() and server.poll() is None and time.monotonic() - t0 < timeout_s:
+            time.sleep(0.02)
+        if not path.exists():
+            processes.stop([server])
+            shutil.rmtree(home, ignore_errors=True)
+            return [f"fork server: not ready ({log}); each program imports PyTorch itself"]
+        self.forkserver, self.forkserver_env = server, {SOCKET_ENV: str(path)}
+        return [f"fork server: PyTorch imported once in {time.monotonic() - t0:.1f} s; the programs are its forks"]
 
     def release(self, workers: list[Worker], ok: bool) -> None:
         """Take back a cell's replicas: kept idle when the cell went well, else ended."""
@@ -256,6 +290,21 @@ class ReplicaPool:
             except subprocess.TimeoutExpired:
                 pass
         processes.stop([w.proc for w in workers])  # SIGTERM, SIGKILL: to what is left of each group
+        if self.forkserver is not None:  # after the replicas: it kills what it forked and exits
+            processes.stop([self.forkserver])
+            shutil.rmtree(Path(self.forkserver_env[SOCKET_ENV]).parent, ignore_errors=True)
+            self.forkserver, self.forkserver_env = None, {}
         if self.mps is not None:
             self.mps.stop()
             self.mps = None
+
+
+def forkable(job: ReplicaJob) -> bool:
+    """Whether ``job`` runs a program the fork server forks (a built-in PyTorch program, protocol timing)."""
+    w = job.workload
+    if not w.is_program or w.timing != "protocol" or not w.command:
+        return False
+    try:
+        return module_of(split_command(w.command)) is not None
+    except UserError:  # a command that does not parse is the cell's to report
+        return False

@@ -55,7 +55,7 @@ from sharebench.results import load_results, read_sweeps
 from sharebench.sharing import cell_run, run_cell
 from sharebench.sweep.calibrate import MAX_PARTICLES, PROBE_PARTICLES, auto_sized
 from sharebench.sweep.grid import CellGrid
-from sharebench.sweep.plan import MAX_REPEATS, Cell, SweepConfig, SweepPlan, validate
+from sharebench.sweep.plan import MAX_REPEATS, Cell, SweepConfig, SweepPlan, is_awake, validate
 from sharebench.workloads import Workload
 from sharebench.workloads.job import ReplicaJob
 
@@ -794,6 +794,41 @@ def budget_notes(summary: Mapping[str, Any], measured_cells: int, now_unix: floa
         "chosen to fit (a static task graph cannot repeat an unsettled cell)",
         *(f"budget plan: {line.strip()}" for line in summary.get("plan") or []),
     ]
+
+
+def predicted_line(sweep: SweepPlan, calibration: Calibration | None = None) -> str:
+    """A dry run's ``predicted: N s`` of a sweep without a budget, and its basis: ``calibration`` (the CPU
+    default's own: :func:`rate_calibration`) or one short exclusive run per size on this machine, then every
+    cell's seconds (N x T_1; a patterned cell: its users' expected bursts, think times, neighbours and
+    queueing, ``analysis.cost.patterned_cell``; a warm-up's few), the recorded gaps, set-up and report."""
+    if calibration is None:
+        calibration = calibrate_sweep(sweep, sweep.particles, probe_turns=PROBE_TURNS)
+    o = sweep_overheads(sweep, calibration)
+    cells = sum(
+        calibration.cell_s(c.mode, sweep.replicas(c.mode), c.particles, warmup=c.warmup and not is_awake(c))
+        + o.per_cell_s
+        for c in sweep.cells()
+    )
+    total = calibration.spent_s + o.start_s + cells + o.end_s
+    return (
+        f"predicted: {total:.0f} s (cells {cells:.0f} s, set-up {o.start_s:.0f} s, report {o.end_s:.0f} s; "
+        f"calibration {calibration.spent_s:.1f} s on this machine); basis: {calibration.source}; "
+        f"{o.per_cell_s:.2f} s between cells ({o.source})"
+    )
+
+
+def rate_calibration(sweep: SweepPlan, rate_pt_per_s: float, spent_s: float) -> Calibration:
+    """The CPU default's calibration (``sweep.calibrate``: one exclusive run of its probe size) as the dry
+    run's basis: T_1 at the sweep's size from that rate."""
+    shown = ", ".join(f"{p:,} particles {p * sweep.turns / rate_pt_per_s:.3g} s" for p in sweep.particles)
+    return Calibration(
+        sweep.turns,
+        1,
+        {PROBE_PARTICLES: rate_pt_per_s},
+        f"the calibration's rate, {rate_pt_per_s:,.0f} particle-turns/s: T_1 {shown}; a cell of N replicas N x T_1",
+        spent_s=spent_s,
+        workload=sweep.config.workload,
+    )
 
 
 def sweep_overheads(sweep: SweepPlan, calibration: Calibration) -> Overheads:

@@ -20,6 +20,7 @@ implements ``sweep.schedule.Schedule`` and a branch of :func:`choose`.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from sharebench.parse import fmt_duration
 from sharebench.results import load_results
 from sharebench.sweep.adaptive import AdaptiveSchedule
 from sharebench.sweep.budget import REPORT_S, BudgetOptions, BudgetPlan, plan_budget
-from sharebench.sweep.calibrate import auto_sized, calibrate, folder_particles
+from sharebench.sweep.calibrate import Sized, auto_sized, calibrate, calibrated_size, folder_particles
 from sharebench.sweep.capacity import SETUP_S, CapacityOptions, CapacitySchedule
 from sharebench.sweep.deadline import Deadline, DeadlineSchedule
 from sharebench.sweep.fixed import FixedSchedule
@@ -128,29 +129,31 @@ def choose(
     return plan, within_limit(schedule, plan.config, ways)
 
 
-def calibrated(plan: SweepPlan, out: Path, notes: list[str], dry_run: bool) -> SweepPlan:
-    """The CPU default at its calibrated size (``sweep.calibrate``); ``plan`` when its sizes are given."""
+def calibrated(plan: SweepPlan, out: Path, notes: list[str], dry_run: bool) -> Sized:
+    """The CPU default at its calibrated size, with the calibration's rate (``sweep.calibrate``); ``plan``
+    itself when its sizes are given."""
     if not auto_sized(plan):
-        return plan
+        return Sized(plan, "")
     resumed = out if plan.config.resume else None
-    plan, note = calibrate(plan, resumed)
+    sized = calibrated_size(plan, resumed)
     if not dry_run:
-        notes.append(note)
-        return plan
-    plan = plan.with_notes(note)
+        notes.append(sized.note)
+        return sized
+    plan = sized.plan.with_notes(sized.note)
     if resumed is None or not folder_particles(resumed):
         plan = plan.with_notes(
             "the run calibrates again at its start, the same way (the machine's noise may move the size)"
         )
-    return plan
+    return dataclasses.replace(sized, plan=plan)
 
 
 def fixed(plan: SweepPlan, out: Path, notes: list[str], dry_run: bool) -> tuple[SweepPlan, FixedSchedule]:
-    plan = calibrated(plan, out, notes, dry_run)
+    sized = calibrated(plan, out, notes, dry_run)
+    plan = sized.plan
     done = resumed_cells(out, plan, notes) if plan.config.resume and not dry_run else set()
     if done:
         notes.append(f"resumed: {len(done)} cell(s) already on disk were kept and not re-run")
-    return plan, FixedSchedule.of(plan, sorted(done))
+    return plan, FixedSchedule.of(plan, sorted(done), rate_pt_per_s=sized.rate_pt_per_s, calibration_s=sized.spent_s)
 
 
 def budgeted(

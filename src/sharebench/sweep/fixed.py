@@ -4,9 +4,10 @@
 runs; a resumed folder's measured cells are left out before it starts (``sweep.compose``). Under a replica
 pattern the alone cell comes first, once per size (``sweep.plan.alone_cells``, the one place every schedule
 gets it from), and each cell runs until its users' p95 is decided, at most its cap (``analysis.samples``).
-Its dry run is the plan and its cost in exclusive runs (``sweep.plan.describe_plan``); a sweep of replica
-patterns adds each cell's sample rule and predicted seconds (:func:`patterned_lines`: a short calibration on
-this machine, then ``analysis.cost``).
+Its dry run is the plan and its cost in exclusive runs (``sweep.plan.describe_plan``), then its predicted
+seconds with their basis (``sweep.budget.predicted_line``): the CPU default's own calibration (its rate, kept
+by ``sweep.calibrate``), else a short calibration on this machine; a sweep of replica patterns adds each
+cell's sample rule and seconds, and the most it takes, every cell at its cap (:func:`patterned_lines`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sharebench.analysis.cost import patterned_cell
-from sharebench.sweep.budget import PROBE_TURNS, calibrate_sweep, sweep_overheads
+from sharebench.sweep.budget import PROBE_TURNS, calibrate_sweep, predicted_line, rate_calibration, sweep_overheads
 from sharebench.sweep.plan import Cell, SweepPlan, alone_cells, describe_plan, is_awake
 from sharebench.sweep.schedule import Measured, Stop
 
@@ -28,13 +29,23 @@ class FixedSchedule:
 
     plan: SweepPlan
     cells: list[Cell] = field(default_factory=list)
+    rate_pt_per_s: float | None = None  # the CPU default's calibration (particle-turns/s): the dry run's basis
+    calibration_s: float = 0.0
 
     @classmethod
-    def of(cls, plan: SweepPlan, skip: Sequence[str] = ()) -> FixedSchedule:
+    def of(
+        cls,
+        plan: SweepPlan,
+        skip: Sequence[str] = (),
+        *,
+        rate_pt_per_s: float | None = None,
+        calibration_s: float = 0.0,
+    ) -> FixedSchedule:
         """Every cell of ``plan`` but those whose ids are in ``skip`` (measured already: a resumed folder's
-        alone cell is reused, not measured again)."""
+        alone cell is reused, not measured again); ``rate_pt_per_s``: the CPU default's calibration, which its
+        dry run predicts from."""
         done = set(skip)
-        return cls(plan, [c for c in plan.cells() if c.id not in done])
+        return cls(plan, [c for c in plan.cells() if c.id not in done], rate_pt_per_s, calibration_s)
 
     def next_cell(self) -> Cell | None:
         return self.cells[0] if self.cells else None
@@ -55,19 +66,22 @@ class FixedSchedule:
         return None
 
     def describe(self) -> list[str]:
-        patterned = self.plan.config.workload.patterned  # its seconds are not N exclusive runs (analysis.cost)
-        return [describe_plan(self.plan), *(patterned_lines(self.plan, self.cells) if patterned else [])]
+        if self.plan.config.workload.patterned:  # its seconds are not N exclusive runs (analysis.cost)
+            return [describe_plan(self.plan), *patterned_lines(self.plan)]
+        calibration = None
+        if self.rate_pt_per_s is not None:
+            calibration = rate_calibration(self.plan, self.rate_pt_per_s, self.calibration_s)
+        return [describe_plan(self.plan), predicted_line(self.plan, calibration)]
 
     def report(self) -> list[str]:
         return []
 
 
-def patterned_lines(plan: SweepPlan, cells: Sequence[Cell] | None = None) -> list[str]:
+def patterned_lines(plan: SweepPlan) -> list[str]:
     """A patterned sweep's dry run: each mode's sample rule per size (the fewest samples per user, the cap)
-    and its predicted seconds (decided at the first look; at most, at the cap), then ``predicted: N s`` of
-    ``cells`` (default: the plan's), from one short exclusive run per size on this machine, the recorded gaps,
-    set-up and report."""
-    cells = list(plan.cells() if cells is None else cells)
+    and its seconds (decided at its first look; at most, at its cap), then ``predicted: N s`` of the plan's
+    cells (``sweep.budget.predicted_line``) and the most they take, every cell at its cap; from one short
+    exclusive run per size on this machine, the recorded gaps, set-up and report."""
     calibration = calibrate_sweep(plan, plan.particles, probe_turns=PROBE_TURNS)
     o = sweep_overheads(plan, calibration)
     w = plan.config.workload
@@ -75,6 +89,7 @@ def patterned_lines(plan: SweepPlan, cells: Sequence[Cell] | None = None) -> lis
         f"samples:   each cell until every user's p{plan.rule.percentile} is decided against {plan.config.slo:g}x at "
         f"{plan.rule.confidence:.0%} confidence (looks at n0, 2 n0, 4 n0 ... samples per user), at most its cap:"
     ]
+    cells = plan.cells()
     seconds: dict[Cell, tuple[float, float]] = {}
     for c in cells:
         n, unit_s = plan.replicas(c.mode), calibration.exclusive_s(c.particles) / max(1, calibration.turns)
@@ -96,12 +111,11 @@ def patterned_lines(plan: SweepPlan, cells: Sequence[Cell] | None = None) -> lis
             f"  {what} at {particles:,}: {plan.samples(group[0]).describe()}; about {expected:.0f} s a cell "
             f"(at most {most:.0f} s){many}"
         )
-    total = sum(e for e, _ in seconds.values()) + len(cells) * o.per_cell_s
     most = sum(m for _, m in seconds.values()) + len(cells) * o.per_cell_s
     fixed = calibration.spent_s + o.start_s + o.end_s
     return [
         *lines,
-        f"predicted: {fixed + total:.0f} s (cells {total:.0f} s, set-up {o.start_s:.0f} s, report {o.end_s:.0f} s; "
-        f"calibration {calibration.spent_s:.1f} s on this machine; every cell decided at its first look, at most "
-        f"{fixed + most:.0f} s if every cell runs to its cap)",
+        predicted_line(plan, calibration),
+        f"at most:   {fixed + most:.0f} s if every cell runs to its cap (undecided at every look); the prediction "
+        "has every cell decided at its first look",
     ]

@@ -30,7 +30,10 @@ import pandas as pd
 
 from sharebench.errors import UserError, one_line
 from sharebench.modes import KINDS, kind_of
-from sharebench.parse import DEFAULT_NODE_LABEL  # added by the ServiceMonitor from __meta_kubernetes_pod_node_name
+from sharebench.parse import (  # added by the ServiceMonitor from __meta_kubernetes_pod_node_name
+    DEFAULT_NODE_LABEL,
+    check_http_url,
+)
 from sharebench.results import DCGM_CSV, load_results
 
 
@@ -94,9 +97,7 @@ class Prometheus:
     """A small client for Prometheus' HTTP API (urllib, no extra dependency)."""
 
     def __init__(self, url: str, timeout_s: float = 10.0):
-        p = urllib.parse.urlparse(url or "")
-        if p.scheme not in ("http", "https") or not p.netloc:
-            raise UserError(f"bad Prometheus URL {url!r}; allowed: http(s)://HOST[:PORT][/PATH]")
+        check_http_url("Prometheus URL", url)
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
 

@@ -45,12 +45,13 @@ import numpy as np
 from sharebench.devices.discovery import cuda_uuid, driver_uuid_bytes
 from sharebench.errors import UserError
 from sharebench.files import write_atomic
-from sharebench.probe_settings import (
-    DEFAULT_NEIGHBOUR_MB,
+from sharebench.probe_settings import (  # the arguments' checks: light, for the command line's options
     DEFAULT_THRESHOLD_US,
     GRIDS,
-    MAX_NEIGHBOUR_MB,
-    NEIGHBOURS,
+    NEIGHBOUR_HELP,
+    Neighbour,
+    check_args,
+    parse_neighbour,
 )
 
 PROBE_MODULE = "sharebench.telemetry.timeslice_probe"
@@ -170,48 +171,6 @@ timeslice_heavy(const unsigned long long duration_ns, const unsigned long long t
     if (rec) { info[0] = first; info[1] = now; info[2] = g; }
 }
 """
-
-
-@dataclass(frozen=True)
-class Neighbour:
-    """What the probe process runs: ``light`` (clock reads on one block or one per SM), ``stream`` (every
-    SM streams over ``mb`` MiB) or ``heavy`` (the stream plus a full register file and shared memory)."""
-
-    kind: str = "light"
-    mb: int = 0
-
-    @property
-    def label(self) -> str:
-        return self.kind if self.kind == "light" else f"{self.kind}:{self.mb}"
-
-
-NEIGHBOUR_HELP = f"light, stream[:MB] or heavy[:MB] with MB 1..{MAX_NEIGHBOUR_MB} is allowed"
-
-
-def parse_neighbour(text: str) -> Neighbour:
-    """``light``, ``stream[:MB]`` or ``heavy[:MB]`` (MB default :data:`DEFAULT_NEIGHBOUR_MB`); a UserError
-    naming the bad value otherwise."""
-    kind, _, mb = str(text).strip().lower().partition(":")
-    bad = UserError(f"bad --neighbour {text!r}: {NEIGHBOUR_HELP}")
-    if kind not in NEIGHBOURS or (kind == "light" and mb):
-        raise bad
-    if kind == "light":
-        return Neighbour()
-    if not mb:
-        return Neighbour(kind, DEFAULT_NEIGHBOUR_MB)
-    if not mb.isdigit() or not 1 <= int(mb) <= MAX_NEIGHBOUR_MB:
-        raise bad
-    return Neighbour(kind, int(mb))
-
-
-def parse_neighbours(text: str) -> list[Neighbour]:
-    """A comma list of neighbours, without repeats, in the order given."""
-    out: list[Neighbour] = []
-    for part in str(text).split(","):
-        n = parse_neighbour(part)
-        if n not in out:
-            out.append(n)
-    return out
 
 
 @dataclass(frozen=True)
@@ -692,19 +651,6 @@ def start_probes(
         readies.append(ready)
         runnings.append(running)
     return ProbeProcesses(folder, procs, outs, readies, runnings, start)
-
-
-def check_args(processes: int, seconds: float, grid: str, threshold_us: float) -> str | None:
-    """One line naming a bad argument and what is allowed, or None."""
-    if not isinstance(processes, int) or isinstance(processes, bool) or not 1 <= processes <= 64:
-        return f"bad probe process count {processes!r}: a whole number from 1 to 64 is allowed"
-    if not (isinstance(seconds, (int, float)) and 0.05 <= seconds <= 600):
-        return f"bad probe duration {seconds!r} s: a number of seconds from 0.05 to 600 is allowed"
-    if grid not in GRIDS:
-        return f"bad probe grid {grid!r}: one of {', '.join(GRIDS)} is allowed"
-    if not (isinstance(threshold_us, (int, float)) and 0.1 <= threshold_us <= 10_000):
-        return f"bad switch-out threshold {threshold_us!r} us: a number from 0.1 to 10000 is allowed"
-    return None
 
 
 def run_probe(

@@ -22,7 +22,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -43,6 +43,7 @@ from sharebench.workloads.bursts import (
     STOP_FILE,
     read_bursts,
 )
+from sharebench.workloads.forkserver import SOCKET_ENV, ForkedProgram, fork_program
 from sharebench.workloads.job import ReplicaJob
 from sharebench.workloads.protocol import (
     DEVICE,
@@ -150,6 +151,9 @@ def run_fresh(job: ReplicaJob, argv: list[str], log_file: Path, env: dict[str, s
     return exec_record(job, doc, timing, setup_s)
 
 
+Kept = subprocess.Popen | ForkedProgram  # the program a warm replica keeps: a child, or a fork of the fork server
+
+
 class ProgramHost:
     """The program a warm replica keeps between cells (the protocol's serving cells): started with
     ``SHAREBENCH_SERVE=1`` and a pipe on stdin, in the replica's process group (what ends the replica
@@ -159,7 +163,7 @@ class ProgramHost:
     SETTLE_S = 2.0  # a result file seen while the program runs: how long it may take to be written whole
 
     def __init__(self) -> None:
-        self.proc: subprocess.Popen | None = None
+        self.proc: Kept | None = None
         self.key: tuple = ()
         self.log: Path | None = None
         self.served = 0  # cells the kept program has served
@@ -168,15 +172,19 @@ class ProgramHost:
     def key_of(job: ReplicaJob, argv: list[str]) -> tuple:
         return (tuple(argv), job.run.device, tuple(job.run.cpus or ()))
 
-    def spawn(self, argv: list[str], log_file: Path, env: dict[str, str], key: tuple) -> subprocess.Popen:
+    def spawn(self, argv: list[str], log_file: Path, env: dict[str, str], key: tuple) -> Kept:
+        """The program for cells of ``key``: a fork of the sweep's fork server when it runs one of its
+        programs (``workloads.forkserver``: PyTorch imported once for all replicas), else a new process in
+        the replica's group."""
         self.drop()
-        proc = processes.spawn(
-            argv, log=log_file, env={**env, SERVE: "1"}, stdin=subprocess.PIPE, text=True, own_group=False
-        )
+        served = {**env, SERVE: "1"}
+        proc: Kept | None = fork_program(env.get(SOCKET_ENV, ""), argv, log_file, served)
+        if proc is None:
+            proc = processes.spawn(argv, log=log_file, env=served, stdin=subprocess.PIPE, text=True, own_group=False)
         self.proc, self.key, self.log, self.served = proc, key, log_file, 0
         return proc
 
-    def hand(self, key: tuple, env: dict[str, str]) -> subprocess.Popen | None:
+    def hand(self, key: tuple, env: dict[str, str]) -> Kept | None:
         """The kept program, handed the cell of ``env``; None when there is none for ``key`` (or it is gone)."""
         proc = self.proc
         if proc is None or proc.poll() is not None or key != self.key or proc.stdin is None:
@@ -203,7 +211,7 @@ class ProgramHost:
                     proc.stdin.close()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=0.5)
-            processes.stop([proc])
+            processes.stop([cast(subprocess.Popen, proc)])  # a fork too: it answers as a Popen does
             self.proc = None
 
     def prime(self, job: ReplicaJob, folder: Path, timeout_s: float = 900.0) -> None:
@@ -266,7 +274,7 @@ class ProgramHost:
         return doc, max(0.0, doc["start"] - start), served
 
 
-def settle(result_file: Path, proc: subprocess.Popen, limit_s: float) -> None:
+def settle(result_file: Path, proc: Kept, limit_s: float) -> None:
     """Wait until a result file that exists reads as a result, the program ends, or ``limit_s`` passes: a
     program that writes it in place (``echo ... > $SHAREBENCH_RESULT_FILE``) makes it before it fills it."""
     deadline = time.monotonic() + limit_s
