@@ -136,7 +136,9 @@ def test_a_patterned_command_is_predicted_from_the_unit_alone_as_the_dry_run_doe
     assert pattern_seconds(["exclusive", "timeslice:2"], "interactive:burst=5,think=0.1", "", 0.01) == pytest.approx(
         alone + shared, rel=1e-3
     )
-    assert cmd.endswith("(about 2 min: 8 cells, predicted as --dry-run does from this folder's 10 ms per unit alone)")
+    # the command itself is sized to its 10 minutes (analysis.suggest): --bursts 20, every cell's cap, alone too
+    assert "--bursts 20 " in cmd
+    assert cmd.endswith("(about 28 s: 8 cells, predicted as --dry-run does from this folder's 10 ms per unit alone)")
     # batch: the pace; a program's size is its own, so nothing shrinks it within the 10 minutes asked (issue 43)
     assert ev.command("batch").endswith(
         "(about 13 min: 8 cells at this folder's 100 s per cell, more than the 10 min asked)"
