@@ -32,7 +32,7 @@ one request every 159 days).
 
 Every kind is one :class:`PatternSpec` row of :data:`PATTERNS`: its grammar and keys, its label, closed
 or open loop, the arrival schedule the per-burst driver runs, the Answer's noun and unit, the capacity
-unit, the usage class ``advise`` maps to it, the alone cell's sample and the help text. Every layer
+unit, the usage class ``advise`` maps to it, its sample rule's window and the help text. Every layer
 routes on those traits (``pattern.spec.saturated``), never on the kind's name; a layer with behaviour
 of its own per kind (the dry run's cost models, ``sharebench.analysis.cost.COST_MODELS``) keeps a
 table keyed by :attr:`PatternSpec.name`, and ``tests/vocabulary/test_pattern_kinds.py`` fails, naming
@@ -66,11 +66,12 @@ MIN_REQUESTS = 5
 MAX_CELL_S = 3600.0
 MIN_RATE_PER_S = MIN_REQUESTS / MAX_CELL_S
 MIN_LOAD = 0.01  # serve:load=F: at least 1% of the capacity alone
-DEFAULT_BURSTS = 30  # the victim's bursts (or requests) per cell under a pattern (Workload.bursts)
-MAX_BURSTS = 10**6
+MAX_BURSTS = 10**6  # --bursts: the most bursts (or requests) a user runs in a cell (Workload.bursts), at most
+MIN_WINDOW_S = 5.0  # a service's cell lasts at least this many seconds of arrivals (PatternSpec.min_window_s)
 DEFAULT_SLO = 2.0  # the p95 slowdown target of users per GPU (sharebench.analysis.latency)
 
 Loop = Literal["closed", "open"]
+Window = Literal["count", "duration"]
 Wait = Callable[["np.random.Generator"], float]  # one wait drawn from the pattern's seeded generator
 
 
@@ -139,8 +140,14 @@ class PatternSpec:
     of its line in the Answer; ``noun``: what N replicas of it are per GPU (users, services);
     ``capacity_unit``: the unit of their total where it has a rate (users x rate: requests/s; ''
     none). ``usage``: the usage class of ``sharebench.advise.usage`` (``USAGE_RULES``) a site's pods
-    are mapped to this kind by ('' none: only ``--class NAME=KIND`` names it). ``alone_factor``,
-    ``alone_min``: the alone cell's sample, max(factor x bursts, min) bursts (:meth:`alone_bursts`).
+    are mapped to this kind by ('' none: only ``--class NAME=KIND`` names it).
+
+    The sample rule (``sharebench.analysis.samples``, issue 42): a cell of a kind that is not saturated runs
+    until every user's p95 is decided against the target (or the alone cell's p95 is precise), at most a
+    cap; ``window`` says what bounds a cell of it: ``count`` (bursts a user) or ``duration`` (seconds of
+    arrivals at the pattern's rate, every request that arrived served: a service's cell lasts a duration,
+    never a count that fits in under a second); ``min_window_s``: no cell of it stops before this many
+    seconds (the floor of a duration).
     """
 
     name: str
@@ -155,13 +162,8 @@ class PatternSpec:
     saturated: bool = False
     capacity_unit: str = ""
     usage: str = ""
-    alone_factor: int = 1
-    alone_min: int = 0
-
-    def alone_bursts(self, bursts: int) -> int:
-        """The bursts a victim of this kind runs alone (a cell of one replica, every slowdown's denominator)
-        when a sharing cell's runs ``bursts``."""
-        return max(self.alone_factor * int(bursts), self.alone_min)
+    window: Window = "count"
+    min_window_s: float = 0.0
 
     @property
     def allowed(self) -> str:
@@ -291,10 +293,6 @@ PATTERNS: dict[str, PatternSpec] = {
             answer="interactive",
             noun="users",
             usage="bursty",
-            # alone cells are the cheapest, and a larger alone sample keeps one slow process or moment from
-            # setting every slowdown's denominator (issue 33)
-            alone_factor=5,
-            alone_min=150,
         ),
         PatternSpec(
             "serve",
@@ -314,7 +312,9 @@ PATTERNS: dict[str, PatternSpec] = {
             noun="services",
             capacity_unit="requests/s",
             usage="steady",
-            # a service's alone cell keeps its requests: its time is requests / rate, not cheap at a low load
+            # seconds of arrivals, not a count: 120 requests at 200/s were 0.6 s of a service (issue 42)
+            window="duration",
+            min_window_s=MIN_WINDOW_S,
         ),
     )
 }

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from sharebench.analysis.answer import NO_ANSWER, Evidence
+from sharebench.analysis.cost import slowest_of
 from sharebench.analysis.reproduce import Reproduce, pace, pattern_seconds, reproduce_of, work_text
 from sharebench.analysis.workloads import WORKLOAD_COLUMNS, workload_answers
 
@@ -104,7 +105,8 @@ def test_work_is_named_from_the_workload():
 
 def test_a_patterned_command_is_predicted_from_the_unit_alone_as_the_dry_run_does():
     """A folder with alone bursts (5 units of 10 ms): the suggested interactive command's cells come from
-    analysis.cost (150 bursts alone, 30 beside a neighbour slowed by its busy share), not the folder's pace."""
+    analysis.cost at the sample rule's first look (99 bursts alone, 113 a user beside a neighbour slowed by
+    its busy share, and the wait for the slower of the two), not the folder's pace."""
     rows = pd.DataFrame(
         {
             "sweep_id": ["s"] * 2,
@@ -127,11 +129,16 @@ def test_a_patterned_command_is_predicted_from_the_unit_alone_as_the_dry_run_doe
     assert rep.unit_s == pytest.approx(0.01) and rep.gap_s == pytest.approx(0.25)
     ev = Evidence(modes=("exclusive", "timeslice:2"), reproduce=rep)
     cmd = ev.command("interactive:burst=5,think=0.1")
-    # alone 0.1 + 150 x 0.15 = 22.6 s; beside one: s = sqrt(2), 0.1 + 30 x (0.1 + 0.05 s) = 5.22 s; x 4 + gaps
+    # alone 0.1 + 99 x 0.15 s; beside one: s = sqrt(2) (the neighbour busy s x 50 ms of each 100 ms think),
+    # 0.1 + 113 x (0.1 + 0.05 s x s), and the slower of the two users' think times (sqrt(113) x 0.1 s late); x 4
+    alone = 0.1 + 99 * 0.15
+    shared = 0.1 + 113 * (0.1 + 0.05 * 2**0.5) + 0.1 * 113**0.5 * slowest_of(2)
     assert pattern_seconds(["exclusive", "timeslice:2"], "interactive:burst=5,think=0.1", "", 0.01) == pytest.approx(
-        22.6 + 0.1 + 30 * (0.1 + 0.05 * 2**0.5), rel=1e-3
-    )  # alone 0.1 + 150 x 0.15 s; beside one: s = sqrt(2) (the neighbour busy s x 50 ms of each 100 ms think)
-    assert cmd.endswith("(about 2 min: 8 cells, predicted as --dry-run does from this folder's 10 ms per unit alone)")
+        alone + shared, rel=1e-3
+    )
+    # the command itself is sized to its 10 minutes (analysis.suggest): --bursts 20, every cell's cap, alone too
+    assert "--bursts 20 " in cmd
+    assert cmd.endswith("(about 28 s: 8 cells, predicted as --dry-run does from this folder's 10 ms per unit alone)")
     # batch: the pace; a program's size is its own, so nothing shrinks it within the 10 minutes asked (issue 43)
     assert ev.command("batch").endswith(
         "(about 13 min: 8 cells at this folder's 100 s per cell, more than the 10 min asked)"

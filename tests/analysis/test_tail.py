@@ -230,3 +230,19 @@ def test_a_folder_is_decided_per_mode_with_every_user_and_no_aggressor():
     assert mps.per_user["0"][2] < 2
     beside = got[("timeslice:2", user, "batch")]
     assert (beside.verdict, beside.users) == ("within", 1)
+
+
+def test_a_user_without_bounds_never_makes_the_cell_below_one_nor_hides_another_users_bound():
+    """Regression (issue 42, the cells' watcher): a slow user with fewer samples than its interval needs has no
+    bounds; the worst upper bound is then unknown (not the fast users' < 1), and another user's lower bound
+    still counts whichever order the users come in."""
+    rule = TailRule(2.0)
+    rng = np.random.default_rng(7)
+    alone = alone_bounds(0.010 + rng.exponential(0.002, 2000), rule)
+    fast, slow = 0.5 * (0.010 + rng.exponential(0.002, 400)), 8 * (0.010 + rng.exponential(0.002, 30))
+    for users in ({"0": fast, "1": slow}, {"1": slow, "0": fast}):
+        d = decide(users, alone, rule)
+        assert math.isnan(d.worst_hi) and not d.below_one and d.verdict == "undecided"
+    above = 8 * (0.010 + rng.exponential(0.002, 400))
+    for users in ({"0": slow, "1": above}, {"1": above, "0": slow}):
+        assert decide(users, alone, rule).worst_lo > 2

@@ -19,7 +19,6 @@ from sharebench.sweep.capacity import Capacity
 from sharebench.sweep.load import folder_capacity, resolved_workload, resume_config, units_per_s
 from sharebench.workloads import Workload
 from sharebench.workloads.bursts import run_pattern
-from sharebench.workloads.job import ReplicaJob, victim_bursts
 
 
 @pytest.mark.parametrize(
@@ -123,7 +122,11 @@ def test_a_cpu_sweep_measures_capacity_first_and_runs_the_resolved_rate(lattice,
     assert set(measured["pattern"]) == {resolved.label} and (rows["cell_status"] == "ok").all()
     bursts = load_bursts(out)
     victim = bursts[(bursts["role"] == "victim") & ~bursts["warmup"].astype(bool)]
-    assert victim.groupby("cell_id").size().eq(10).all()
+    # a service's cell lasts a duration, never a count that fits in under a second (issue 42): at least 5 s
+    # (--bursts 10 at the resolved rate is less), its requests all that arrived in it (an overloaded queue:
+    # those it served)
+    assert (measured["track_s"] >= 4.9).all() and (victim.groupby("cell_id").size() > 10).all()
+    assert (victim.groupby("cell_id")["arrival"].agg(lambda a: a.max() - a.min()) <= 5.0).all()
     assert set(analyse(out).latency["pattern"]) == {resolved.label}  # tables grouped by the resolved pattern
 
     # --resume reuses the folder's capacity: the same resolved pattern, nothing measured again
@@ -135,15 +138,3 @@ def test_a_cpu_sweep_measures_capacity_first_and_runs_the_resolved_rate(lattice,
     rows = load_results(out)
     assert (rows["cell_id"] == "capacity_p200_r0").sum() == 1 and set(rows["repeat"]) == {0, 1, 2}
     assert set(rows.loc[~rows["warmup"].astype(bool), "pattern"]) == {resolved.label}
-
-
-def test_an_interactive_victim_alone_runs_the_larger_baseline():
-    user = Workload(pattern="interactive:burst=5,think=0.1", bursts=30)
-    assert victim_bursts(user, 1) == 150 and victim_bursts(user, 2) == 30
-    assert victim_bursts(Workload(pattern="interactive", bursts=40), 1) == 200  # 5 x bursts above 150
-    assert victim_bursts(Workload(pattern="serve:rate=2", bursts=30), 1) == 30  # a service alone: its requests
-    job = ReplicaJob.of(user, particles=10, turns=1, replicas=1)
-    assert (
-        job.victim_count == 150
-        and ReplicaJob.of(user, particles=10, turns=1, replicas=2, replica=1).victim_count is None
-    )

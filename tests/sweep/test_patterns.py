@@ -18,6 +18,7 @@ from sharebench.results.bursts import BURSTS_CSV, load_bursts
 from sharebench.sharing import cell_run, run_cell
 from sharebench.sweep import SweepConfig, run_sweep
 from sharebench.workloads import ReplicaJob, Workload
+from sharebench.workloads.bursts import LiveRecord
 from support.contexts import cpu_opencl_spec, device_of
 
 FAST_USER = "interactive:burst=3,think=0.02"
@@ -79,8 +80,8 @@ def test_an_interactive_victim_beside_a_batch_neighbour(lattice, tmp_path, conte
     bursts = load_bursts(out)
     victim = bursts[bursts["role"] == "victim"]
     alone = victim["mode"] == "exclusive"
-    assert victim[~alone].groupby("cell_id").size().eq(8).all()  # --bursts per shared cell
-    assert victim[alone].groupby("cell_id").size().eq(150).all()  # alone: max(5 x 8, 150) (job.victim_bursts)
+    assert victim[~alone].groupby("cell_id").size().eq(8).all()  # --bursts: the cap, below any verdict's minimum
+    assert victim[alone].groupby("cell_id").size().eq(8).all()  # the alone cell's too, and it runs once
     assert (victim["units"] == 3).all() and (victim["start"] >= victim["arrival"]).all()
     assert (victim["end"] > victim["start"]).all()
     neighbour = bursts[bursts["role"] == "neighbour"]
@@ -98,6 +99,7 @@ def test_an_interactive_victim_beside_a_batch_neighbour(lattice, tmp_path, conte
     table = analyse(out).latency
     shared = table[(table["mode"] == "timeslice:2") & (table["role"] == "victim")].iloc[0]
     assert shared["beside"] == "batch" and shared["repeats"] == 3 and shared["bursts"] == 24
+    assert victim[alone]["cell_id"].nunique() == 1
     p95 = np.percentile(victim[victim["mode"] == "timeslice:2"].eval("end - arrival"), 95)
     assert shared["latency_p95_s"] == pytest.approx(p95)
     assert np.isfinite(shared["slowdown_p95"]) and shared["slowdown_p95"] > 0
@@ -110,7 +112,7 @@ def test_serving_users_alone_and_together(lattice, tmp_path):
     bursts = load_bursts(out)
     assert set(bursts["pattern"]) == {"serve:rate=40,size=2"} and set(bursts["units"]) == {2}
     v = bursts[bursts["role"] == "victim"]
-    assert v.groupby("cell_id").size().eq(10).all()
+    assert (v.groupby("cell_id").size() > 100).all()  # a duration, at least 5 s of arrivals at 40/s (issue 42)
     assert (v["start"] >= v["arrival"] - 1e-6).all()  # a request never starts before it arrives
     # arrivals are the seeded Poisson process: distinct per replica, the same for the same cell and replica
     shared = bursts[bursts["mode"] == "timeslice:2"]
@@ -155,7 +157,7 @@ def test_an_exec_program_writes_its_burst_record(tmp_path):
     bursts = load_bursts(out)
     victim, neighbour = bursts[bursts["role"] == "victim"], bursts[bursts["role"] == "neighbour"]
     counts = victim.groupby("mode")["cell_id"].value_counts()  # SHAREBENCH_PATTERN_COUNT, not the program's 5
-    assert counts["timeslice:2"].eq(6).all() and counts["exclusive"].eq(150).all()  # alone: max(5 x 6, 150)
+    assert counts["timeslice:2"].eq(6).all() and counts["exclusive"].eq(6).all()  # the cap: it writes no live record
     assert set(victim["pattern"]) == {"interactive:burst=2,think=0.01"}
     assert set(neighbour["pattern"]) == {"serve:rate=100,size=1"} and len(neighbour) > 0  # it stopped at the file
     rows = load_results(out)
@@ -164,11 +166,14 @@ def test_an_exec_program_writes_its_burst_record(tmp_path):
 
 
 def test_a_patterned_cell_tells_its_progress_per_burst(lattice, tmp_path):
-    """The victim ticks each burst into its progress file; the executor tells the sweep's bar (issue 35)."""
+    """Every user appends each burst to its live record; the executor tells the sweep's bar the victim's (issue 35,
+    issue 42)."""
     workload = Workload(device="cpu", lattice=str(lattice), pattern="interactive:burst=1,think=0.01", bursts=6)
     job = ReplicaJob.of(workload, particles=200, turns=2)
     seen: list[int] = []
     rows = run_cell(cell_run("timeslice:2", job, tmp_path / "c", device=device_of("cpu"), on_progress=seen.append))
     assert [r["status"] for r in rows] == ["ok", "ok"]
     assert seen == sorted(set(seen)) and seen[-1] == 6  # growing, ending at the victim's count
-    assert (tmp_path / "c" / "progress.0").stat().st_size == 6 and not (tmp_path / "c" / "progress.1").exists()
+    victim, neighbour = (LiveRecord(tmp_path / "c" / f"progress.{r}") for r in (0, 1))
+    assert victim.read() == 6 and neighbour.read() >= 1  # a neighbour of the same pattern is a user: it streams too
+    assert [b.i for b in victim.bursts] == list(range(6))

@@ -23,6 +23,7 @@ from sharebench.advise import usage as advise_usage
 from sharebench.advise.synthetic import synthetic_trace
 from sharebench.analysis import cost, reproduce, tables
 from sharebench.analysis.answer import ISOLATION_LINE, NEIGHBOUR_LINE
+from sharebench.analysis.samples import cell_samples
 from sharebench.cli import main
 from sharebench.errors import UserError
 from sharebench.patterns import (
@@ -32,6 +33,7 @@ from sharebench.patterns import (
     Pattern,
     PatternSpec,
     Wait,
+    Window,
     parse_pattern,
     requests,
     requests_label,
@@ -41,7 +43,6 @@ from sharebench.results import ResultsWriter, load_results
 from sharebench.sweep.capacity import Capacity, Probe
 from sharebench.workloads import Workload
 from sharebench.workloads.bursts import run_pattern
-from sharebench.workloads.job import victim_bursts
 from support.crafted import crafted_rows
 from tests.advise.test_advise import results_folder
 from tests.analysis.test_answer import folder_with_bursts
@@ -82,7 +83,11 @@ def missing_places(patterns: dict[str, PatternSpec]) -> list[str]:
                 f"usage class {spec.usage!r}",
                 "sharebench.advise.usage.USAGE_RULES",
             ),
-            (spec.alone_bursts(1) >= 1, "alone sample", "PatternSpec.alone_factor, .alone_min"),
+            (
+                spec.window in get_args(Window) and spec.min_window_s >= 0,
+                f"sample window ({spec.window!r})",
+                "PatternSpec.window: count or duration, .min_window_s",
+            ),
         ]
         out += [f"pattern {name!r}: no {what} ({where})" for ok, what, where in places if not ok]
     return out
@@ -104,9 +109,13 @@ def test_the_rows_fit_together():
 
 
 def test_the_rows_keep_todays_numbers():
-    """The alone sample (issue 33) and the nouns the Answer prints, as before the rows."""
-    assert [PATTERNS[k].alone_bursts(30) for k in ("batch", "interactive", "serve")] == [30, 150, 30]
-    assert PATTERNS["interactive"].alone_bursts(40) == 200
+    """The sample windows (issue 42: a service's cell lasts seconds of arrivals, at least 5 s) and the nouns
+    the Answer prints, as before the rows."""
+    assert [(PATTERNS[k].window, PATTERNS[k].min_window_s) for k in ("batch", "interactive", "serve")] == [
+        ("count", 0.0),
+        ("count", 0.0),
+        ("duration", 5.0),
+    ]
     assert [
         (PATTERNS[k].answer, PATTERNS[k].noun, PATTERNS[k].capacity_unit) for k in ("batch", "interactive", "serve")
     ] == [
@@ -136,7 +145,8 @@ TOY = PatternSpec(
     answer="paced serving",
     noun="services",
     capacity_unit="requests/s",
-    alone_factor=2,
+    window="duration",
+    min_window_s=1.0,
 )
 TOY_LABEL = "paced:rate=10,size=1"
 
@@ -180,9 +190,11 @@ def test_a_toy_kind_parses_paces_and_costs():
     out = run_pattern(p, work, count=4, clock=now, sleep=sleep)
     assert [b.units for b in out] == [2] * 4
     np.testing.assert_allclose([b.arrival - out[0].arrival for b in out], [0, 0.25, 0.5, 0.75], atol=1e-4)
-    # the alone cell's sample is the row's (2 x bursts), a sharing cell's the workload's
+    # its cells last a duration (the row's window): --bursts 30 at 10/s is 3 s of arrivals, at least the row's 1 s
     w = Workload(pattern=TOY_LABEL, bursts=30)
-    assert (victim_bursts(w, 1), victim_bursts(w, 2), w.patterned) == (60, 30, True)
+    alone, shared = cell_samples(w, 1), cell_samples(w, 2)
+    assert (alone.window_s, alone.cap, shared.window_s, shared.min_s, w.patterned) == (3.0, 30, 3.0, 1.0, True)
+    assert cell_samples(Workload(pattern=TOY_LABEL, bursts=5), 2).window_s == 1.0  # the floor
     # the dry run costs it by its model (a queue of requests at the rate), not as saturated work
     c = cost.cell_seconds((p, parse_pattern("batch")), 1, 10, unit_s=0.01)
     assert c.cell_s == pytest.approx(10 / 4 + 0.02 + (4 * 0.02) * 0.02 / (2 * (1 - 4 * 0.02)))

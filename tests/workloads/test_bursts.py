@@ -18,10 +18,16 @@ from sharebench.errors import UserError
 from sharebench.patterns import BATCH, Pattern, parse_pattern
 from sharebench.workloads.bursts import (
     BURSTS,
+    COUNT,
     PATTERN,
+    SECONDS,
     SEED,
+    STOP_FILE,
     Burst,
+    LiveRecord,
+    burst_line,
     epoch_clock,
+    limit_from_env,
     pattern_from_env,
     read_bursts,
     record_bursts,
@@ -267,10 +273,40 @@ def test_a_missing_record_is_one_line(tmp_path):
         read_bursts(tmp_path / "absent.jsonl")
 
 
-def test_progress_gets_a_tick_per_burst_and_a_bad_file_costs_nothing(tmp_path):
-    ticks = tmp_path / "progress.0"
-    out = run_pattern(parse_pattern("interactive:burst=1,think=0.001"), lambda n: None, count=7, progress=ticks)
-    assert len(out) == 7 and ticks.read_bytes() == b"." * 7
-    served = run_pattern(parse_pattern("serve:rate=500"), lambda n: None, count=4, progress=ticks)
-    assert len(served) == 4 and ticks.stat().st_size == 7 + 4  # appended: the harness removes it between cells
-    assert len(run_pattern(BATCH, lambda n: None, count=3, progress=tmp_path)) == 3  # a folder: ticks dropped
+def test_the_live_record_holds_each_burst_as_it_ends_and_a_bad_file_costs_nothing(tmp_path):
+    live = tmp_path / "progress.0"
+    out = run_pattern(parse_pattern("interactive:burst=1,think=0.001"), lambda n: None, count=7, progress=live)
+    reader = LiveRecord(live)
+    assert reader.read() == 7 and reader.bursts == out  # the same bursts, to the last digit
+    served = run_pattern(parse_pattern("serve:rate=500"), lambda n: None, count=4, progress=live)
+    assert reader.read() == 4 and reader.bursts[7:] == served and reader.done == 11  # appended: read on from there
+    assert len(run_pattern(BATCH, lambda n: None, count=3, progress=tmp_path)) == 3  # a folder: lines dropped
+
+
+def test_the_live_record_reader_waits_for_a_torn_line_and_counts_the_earlier_ticks(tmp_path):
+    live = tmp_path / "progress.1"
+    reader = LiveRecord(live)
+    assert reader.read() == 0 and reader.done == 0  # not there yet
+    b = Burst(0, 10.0, 10.5, 11.0, 2)
+    line = burst_line(b).encode()
+    live.write_bytes(b".." + line[:20])  # the earlier form's ticks, then a line still being written
+    assert reader.read() == 2 and reader.bursts == [] and reader.done == 2
+    with live.open("ab") as fh:
+        fh.write(line[20:] + b"not json\n" + b'{"i": 1}\n' + burst_line(Burst(1, 11.0, 11.0, 11.2, 2)).encode())
+    assert reader.read() == 2 and reader.bursts == [b, Burst(1, 11.0, 11.0, 11.2, 2)]  # the bad lines skipped
+    assert [x.latency_s for x in reader.bursts] == pytest.approx([1.0, 0.2])
+
+
+def test_a_program_reads_its_window_or_its_cap_and_the_stop_file(tmp_path, monkeypatch):
+    stop = tmp_path / "stop"
+    monkeypatch.setenv(STOP_FILE, str(stop))
+    monkeypatch.setenv(COUNT, "40")
+    limit, stopped = limit_from_env({"count": 5})
+    assert limit == {"count": 40} and stopped is not None and not stopped()
+    monkeypatch.setenv(SECONDS, "6.5")  # an open loop's victim: its window wins over the count
+    limit, stopped = limit_from_env({"count": 5})
+    stop.write_text("decided\n")
+    assert limit == {"duration_s": 6.5} and stopped()
+    monkeypatch.setenv(SECONDS, "-1")
+    with pytest.raises(UserError, match="bad SHAREBENCH_PATTERN_SECONDS '-1'; allowed: seconds > 0"):
+        limit_from_env({})

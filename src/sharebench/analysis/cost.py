@@ -18,14 +18,26 @@ Each pattern kind has its model in :data:`COST_MODELS` (keyed by ``PatternSpec.n
   below 1 the requests' arrival span plus the M/D/1 wait ``B / rate + S + rho * S / (2 (1 - rho))``; at 1
   or above the requests queue and the cell lasts ``1 / rate + B * S`` (and the estimate says it is
   overloaded); with no rate yet, the saturated model.
+
+How many bursts a cell runs is the sample rule's (``analysis.samples``, issue 42): :func:`patterned_cell`
+predicts a cell of a workload at its expected samples (the first look: decided at once) and, for a closed
+loop of several users, the wait for the slowest of them (a cell stops once its *fewest* user reaches the
+look: B exponential think times sum to B·think ± √B·think, and the last of N users is E[max of N normals]
+≈ Φ⁻¹((N − 0.375) / (N + 0.25)) standard deviations late, Blom's approximation); :func:`cell_range` adds
+the cap (every look undecided).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from statistics import NormalDist
 
-from sharebench.patterns import Pattern
+from sharebench.analysis.samples import Samples, cell_samples
+from sharebench.analysis.tail import TailRule
+from sharebench.patterns import Pattern, parse_pattern
+from sharebench.workloads import Workload
 
 FIXED_POINT_ROUNDS = 20
 
@@ -110,3 +122,46 @@ def cell_seconds(
     s = slowdown(victim, neighbour, replicas, factor, unit_s)
     burst_s = (victim.units or 1) * unit_s * s
     return COST_MODELS[victim.kind].cell(victim, bursts, burst_s, s)
+
+
+def slowest_of(users: int) -> float:
+    """E[max of ``users`` standard normals] (Blom's approximation; 0 for one user)."""
+    if users <= 1:
+        return 0.0
+    return NormalDist().inv_cdf((users - 0.375) / (users + 0.25))
+
+
+def patterned_cell(
+    workload: Workload,
+    replicas: int,
+    unit_s: float,
+    factor: float = 1.0,
+    *,
+    rule: TailRule | None = None,
+    warmup: bool = False,
+    at_cap: bool = False,
+) -> CellCost:
+    """The predicted seconds of one cell of ``replicas`` replicas of ``workload`` under the sample rule
+    (module docstring): its expected samples (``at_cap``: its cap), and for a closed loop of several users
+    the wait for the slowest; ``unit_s``: one unit alone, ``factor`` the mode's recorded loss."""
+    samples = cell_samples(workload, replicas, rule, warmup=warmup)
+    bursts = samples.cap if at_cap else samples.expected
+    victim, neighbour = parse_pattern(workload.pattern), parse_pattern(workload.pattern_of(1))
+    cost = cell_seconds((victim, neighbour), replicas, bursts, unit_s, factor)
+    return replace(cost, cell_s=cost.cell_s + straggler_s(victim, samples, bursts))
+
+
+def straggler_s(victim: Pattern, samples: Samples, bursts: int) -> float:
+    """How much later than the mean user the slowest of a closed loop's users reaches ``bursts`` (think
+    times exponential: a sum of B has a standard deviation of √B·think)."""
+    if victim.spec.loop != "closed" or not victim.think_s or samples.users <= 1:
+        return 0.0
+    return float(victim.think_s) * math.sqrt(bursts) * slowest_of(samples.users)
+
+
+def cell_range(workload: Workload, replicas: int, unit_s: float, factor: float = 1.0) -> tuple[float, float]:
+    """(expected, at most) seconds of one cell: decided at its first look, or run to its cap."""
+    return (
+        patterned_cell(workload, replicas, unit_s, factor).cell_s,
+        patterned_cell(workload, replicas, unit_s, factor, at_cap=True).cell_s,
+    )

@@ -30,13 +30,12 @@ from typing import Any
 
 import pandas as pd
 
-from sharebench.analysis.cost import cell_seconds
+from sharebench.analysis.cost import patterned_cell
 from sharebench.errors import UserError
 from sharebench.kernel import ENGINES
 from sharebench.modes import BASELINE, parse_mode
 from sharebench.patterns import parse_pattern
 from sharebench.workloads import Workload
-from sharebench.workloads.job import victim_bursts
 
 EXEC = "exec"
 DEFAULT_REPEATS = 3  # what a suggested command asks for
@@ -81,9 +80,9 @@ def unit_text(seconds: float) -> str:
 
 
 def pattern_seconds(modes: Sequence[str], pattern: str, neighbours: str, unit_s: float) -> float:
-    """The seconds of one cell of each of ``modes`` under ``pattern`` beside ``neighbours`` (the default
-    bursts; a cell of N replicas: its victim beside N - 1 neighbours, ``analysis.cost.cell_seconds`` at a
-    mode factor of 1), summed; NaN for batch (a program's whole run is not a number of units) or without
+    """The seconds of one cell of each of ``modes`` under ``pattern`` beside ``neighbours`` (the sample rule's
+    expected bursts; a cell of N replicas: its users beside N - 1 neighbours, ``analysis.cost.patterned_cell``
+    at a mode factor of 1), summed; NaN for batch (a program's whole run is not a number of units) or without
     ``unit_s``. A label that is not a mode or pattern: NaN (the command itself says what is wrong)."""
     if not (math.isfinite(unit_s) and unit_s > 0):
         return math.nan
@@ -95,7 +94,7 @@ def pattern_seconds(modes: Sequence[str], pattern: str, neighbours: str, unit_s:
     if victim.saturated:
         return math.nan
     workload = Workload(pattern=victim.label, neighbours=neighbour.label)
-    return sum(cell_seconds((victim, neighbour), n, victim_bursts(workload, n), unit_s).cell_s for n in replicas)
+    return sum(patterned_cell(workload, n, unit_s).cell_s for n in replicas)
 
 
 def work_unit(engine: object) -> str:

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 
 from sharebench.analysis.cost import cell_seconds
 from sharebench.analysis.reproduce import DEFAULT_SUGGEST_S, DEFAULT_WARMUPS, Reproduce, duration, unit_text
+from sharebench.analysis.samples import victim_bursts
 from sharebench.errors import UserError
 from sharebench.modes import parse_mode
-from sharebench.patterns import DEFAULT_BURST, DEFAULT_BURSTS, DEFAULT_THINK_S, Pattern, parse_pattern
+from sharebench.patterns import DEFAULT_BURST, DEFAULT_THINK_S, Pattern, parse_pattern
 from sharebench.workloads import Workload
-from sharebench.workloads.job import victim_bursts
 
 BURSTS = 20  # a cell's bursts first tried (the campaigns measure 20-30)
 MIN_BURSTS = 10
@@ -51,7 +51,7 @@ class Sized:
     options: tuple[str, ...]
     pattern: str
     neighbours: str
-    bursts: int
+    bursts: int | None  # --bursts (a cap); None: the sweep's own sample rule
     cells: int
     cells_s: float
     basis: str
@@ -162,8 +162,8 @@ def predict(reproduce: Reproduce, ask: Ask, size: int | None, bursts: int) -> Si
         return Sized(options, shown, ask.neighbours, bursts, cells, rounds * (model + len(ask.modes) * gap), basis)
     if math.isfinite(reproduce.cell_s) and reproduce.cell_s > 0:
         basis = f" at this folder's {reproduce.cell_s:.0f} s per cell"  # its bursts: the default's, as it measured
-        return Sized(reproduce.options, shown, ask.neighbours, DEFAULT_BURSTS, cells, cells * reproduce.cell_s, basis)
-    return Sized(reproduce.options, shown, ask.neighbours, DEFAULT_BURSTS, cells, math.nan, "")
+        return Sized(reproduce.options, shown, ask.neighbours, None, cells, cells * reproduce.cell_s, basis)
+    return Sized(reproduce.options, shown, ask.neighbours, None, cells, math.nan, "")
 
 
 def sizes_to_try(reproduce: Reproduce) -> list[int | None]:
@@ -194,7 +194,7 @@ def sized_command(reproduce: Reproduce, prefix: Sequence[str], ask: Ask, budget_
     parts = [*prefix, *s.options, f"--pattern {s.pattern}"]
     if ask.neighbours:
         parts.append(f"--neighbours {ask.neighbours}")
-    if s.bursts != DEFAULT_BURSTS and not parse_pattern(s.pattern).spec.saturated:
+    if s.bursts is not None and not parse_pattern(s.pattern).spec.saturated:
         parts.append(f"--bursts {s.bursts}")
     run = " ".join([*parts, f"--modes {','.join(ask.modes)}", f"--repeats {ask.repeats}"])
     if not math.isfinite(s.cells_s):

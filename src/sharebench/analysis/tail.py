@@ -212,8 +212,11 @@ def decide(users: Mapping[str, Sequence[float] | np.ndarray], alone: Bounds, rul
     slow = {k: (b.point / base, b.lo / alone.hi, b.hi / alone.lo) for k, b in per.items()}
     pooled = percentile_bounds(np.concatenate(list(arrays.values())) if arrays else [], rule.q, rule.alpha / 2)
     worst = max(slow, key=lambda k: slow[k][0] if math.isfinite(slow[k][0]) else -math.inf, default="")
-    worst_hi = max((s[2] for s in slow.values()), default=math.nan)
-    top_lo = max((s[1] for s in slow.values()), default=math.nan)
+    his = [s[2] for s in slow.values()]
+    # a user with no upper bound leaves the worst one unknown (never below 1 by default); one with no lower
+    # bound does not lower the largest lower bound of the others
+    worst_hi = max(his) if his and all(math.isfinite(h) for h in his) else math.nan
+    top_lo = max((s[1] for s in slow.values() if math.isfinite(s[1])), default=math.nan)
     verdict, reason = verdict_of(rule, n_users, fewest, look, alone, worst_hi, top_lo)
     w = slow.get(worst, (math.nan,) * 3)
     return Decision(

@@ -36,7 +36,7 @@ from sharebench.parse import (
     size_name,
     whole_number,
 )
-from sharebench.patterns import DEFAULT_BURSTS, DEFAULT_SLO, MAX_BURSTS, PATTERNS, parse_pattern
+from sharebench.patterns import DEFAULT_SLO, MAX_BURSTS, MIN_WINDOW_S, PATTERNS, parse_pattern
 from sharebench.patterns import help_text as pattern_help
 
 CAPACITY_REPEATS = (1, 4)  # a capacity search's cells of each N (at least, at most while undecided) by default
@@ -174,8 +174,18 @@ def add_pattern_options(group: Options) -> None:
         "--bursts",
         default=None,
         metavar="N",
-        help=f"bursts (or requests) replica 0 runs per cell under a pattern (default {DEFAULT_BURSTS}); "
-        "the neighbours work until it is done",
+        help="a cap: the most bursts (or requests) each user runs per cell under a pattern (default: until "
+        "decided, at most 4 x the minimum); a cell stops as soon as every user's p95 is decided against "
+        "--slo (the alone cell: once its p95 interval is precise), and the minimum per user follows from the "
+        "p95, its 95%% confidence and the users (--dry-run shows it; 113 for 2 users); a service's cell lasts "
+        f"the cap's seconds of arrivals at its rate, at least {MIN_WINDOW_S:g} s",
+    )
+    group.add_argument(
+        "--awake-control",
+        action="store_true",
+        help="under a pattern: also run each alone cell beside a keep-awake process (a one-element kernel "
+        "every 2 ms on the GPU, a spinning core on the CPU), recorded as a control (cell id ..._awake, a "
+        "warm-up row: in no statistic), to tell whether an idle device waking slowly sets the baseline",
     )
     group.add_argument(
         "--slo",

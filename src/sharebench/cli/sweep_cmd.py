@@ -173,6 +173,7 @@ def request_of(args: argparse.Namespace, opts: RunOptions, out: Path) -> SweepRe
         allow_gpu_settings=args.allow_gpu_settings,
         fresh_replicas=args.fresh_replicas,
         timeslice_probe=not args.no_probe,
+        awake_control=args.awake_control,
         strict=args.strict,
         dry_run=args.dry_run,
         command=tuple(sys.argv),

@@ -120,6 +120,29 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
         "the replica pattern this replica followed (sharebench.patterns label, e.g. "
         "`interactive:burst=10,think=0.5`; its bursts in bursts.csv); empty: batch, the saturated replica",
     ),
+    # a patterned cell's verdict as the sweep decided it while the cell ran (issue 42, sharebench.sweep.watch),
+    # over every burst the cell kept; the same on each replica's row; empty where the cell was not watched
+    Column("verdict", "str", "", "the cell's verdict: within, above or undecided (every user of the pattern counted)"),
+    Column("users", "int", "", "users counted: the replicas of the victim's pattern (1: the alone cell)"),
+    Column("samples", "int", "bursts", "the fewest bursts of any user"),
+    Column("worst_replica", "str", "", "the user with the largest p95 slowdown"),
+    Column("worst_p95_slowdown", "float", "x", "that user's p95 over the alone p95"),
+    Column("worst_p95_slowdown_lo", "float", "x", "the largest lower bound of a user's p95 slowdown"),
+    Column("worst_p95_slowdown_hi", "float", "x", "the largest upper bound of a user's p95 slowdown"),
+    Column("pooled_p95_slowdown", "float", "x", "the p95 of every user's bursts pooled over the alone p95"),
+    Column("pooled_p95_slowdown_lo", "float", "x", "its lower bound"),
+    Column("pooled_p95_slowdown_hi", "float", "x", "its upper bound"),
+    Column("alone_p95_s", "float", "s", "the alone baseline's p95 (the alone cell: its own)"),
+    Column("alone_p95_lo_s", "float", "s", "its lower bound"),
+    Column("alone_p95_hi_s", "float", "s", "its upper bound"),
+    Column("below_one", "bool", "", "every user faster shared than alone beyond doubt (worst upper bound < 1)"),
+    Column("reason", "str", "", "why the verdict is what it is (the alone cell: its interval's precision)"),
+    Column(
+        "stopped_by",
+        "str",
+        "",
+        "why the cell ended: decided, precise (the alone cell), cap (its most bursts or its window), deadline",
+    ),
 )
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
 OPTIONAL_NAMES: tuple[str, ...] = tuple(c.name for c in OPTIONAL_COLUMNS)

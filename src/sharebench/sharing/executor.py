@@ -6,9 +6,13 @@ then touches its ready file and waits for the start file. The parent waits for
 all ready files (failing fast when a replica dies first, with a timeout), then
 writes the start file atomically, holding an epoch instant slightly in the
 future, so all N begin tracking at the same moment. Under a replica pattern
-(``Workload.patterned``) the victim (replica ``VICTIM``) runs its bursts and the
-others run until the cell's stop file exists: the victim creates it when done,
-and the parent does when the victim ends.
+(``Workload.patterned``) every replica runs until the cell's stop file exists: the
+victim (replica ``VICTIM``) creates it when it reaches its limit, the parent when the
+victim ends, and the parent when the cell's watcher says so: while the cell runs,
+the parent reads its users' live records (``progress.<replica>``, a line per burst:
+``sharebench.workloads.bursts.LiveRecord``) at each poll, tells ``on_progress`` the
+victim's bursts done and hands every replica's bursts so far to ``CellRun.watch`` (the
+sweep's early stop, :class:`LiveCell`); a reason it returns is written to the stop file.
 
 Each start of a cell is an *attempt* with an id of its own (:attr:`ReplicaJob.attempt`, new in every
 job file): a replica writes it into its record, and :func:`read_record` takes no record of another
@@ -21,7 +25,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,7 @@ from sharebench.results.store import read_json
 from sharebench.sharing.launch import CellRun, FreshLauncher, Launcher, Replica, ReplicaFiles, replica_job
 from sharebench.sharing.layout import CellPlan, ReplicaPlan, plan_cell
 from sharebench.workloads import PROGRESS_NAME, VICTIM, ReplicaJob, attempt_of
+from sharebench.workloads.bursts import LiveRecord
 
 _STOPPED = "stopped: another replica of the cell failed first"
 STOP = "stop"  # a patterned cell's stop file: the victim is done, the neighbours stop
@@ -164,17 +168,18 @@ def _run_replicas(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> 
 
 
 def _track(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> dict[int, str]:
-    """Write the start file, then wait for the replicas to end (stopping them after ``run_timeout_s``);
-    the replicas stopped, with why."""
+    """Write the start file, then wait for the replicas to end (stopping them after ``run_timeout_s``), a
+    patterned cell's live records read at each poll (:class:`LiveCell`); the replicas stopped, with why."""
     delay = run.start_delay_s or 0.0
-    write_atomic(run.folder / "start", repr(time.time() + delay))
+    started = time.time() + delay
+    write_atomic(run.folder / "start", repr(started))
     run_deadline = None if run.run_timeout_s is None else time.monotonic() + delay + run.run_timeout_s
     errors: dict[int, str] = {}
     stop = run.folder / STOP if run.job.patterned else None
-    progress = Progress(run.folder / f"{PROGRESS_NAME}.{VICTIM}", run.on_progress) if stop is not None else None
+    live = LiveCell(run, started) if stop is not None else None
     while any(p.poll() is None for p in replicas):
-        if progress is not None:
-            progress.look()
+        if live is not None:
+            live.look()
         if stop is not None and replicas[VICTIM].poll() is not None and not stop.exists():
             write_atomic(stop, "victim ended\n")  # the victim ended (a failure too): the neighbours stop
         if run_deadline is not None and time.monotonic() > run_deadline:
@@ -184,28 +189,45 @@ def _track(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> dict[in
             launcher.stop(replicas)
             break
         time.sleep(run.poll_s)
-    if progress is not None:
-        progress.look()  # the last bursts, done after the last look
+    if live is not None:
+        live.look(watch=False)  # the last bursts, done after the last look: the progress bar's
     return errors
 
 
-class Progress:
-    """The victim's bursts done, read from the size of its progress file, told to ``on_progress`` when
-    they grow (nothing without a callback)."""
+class LiveCell:
+    """A patterned cell's live records, read at each poll (``progress.<replica>``, one per user): the
+    victim's bursts done told to ``run.on_progress`` when they grow; every replica's bursts so far handed to
+    ``run.watch`` (with the seconds since the ``started`` instant) when any grew, and the stop file written
+    once with the reason it returns. A watch that fails is dropped (the cell runs to its limit; ``error``
+    says why): what the replicas measure is never lost to it."""
 
-    def __init__(self, path: Path, on_progress: Callable[[int], None] | None) -> None:
-        self.path, self.on_progress, self.done = path, on_progress, 0
+    def __init__(self, run: CellRun, started: float) -> None:
+        self.records = {
+            rp.replica: LiveRecord(run.folder / f"{PROGRESS_NAME}.{rp.replica}") for rp in run.plan.replicas
+        }
+        self.on_progress, self.watch, self.started = run.on_progress, run.watch, started
+        self.stop_file = run.folder / STOP
+        self.stopped = ""  # the watch's reason, once it gave one
+        self.error = ""
+        self.done = 0
 
-    def look(self) -> None:
-        if self.on_progress is None:
+    def look(self, watch: bool = True) -> None:
+        grew = sum(record.read() for record in self.records.values())
+        victim = self.records.get(VICTIM)
+        if self.on_progress is not None and victim is not None and victim.done > self.done:
+            self.done = victim.done
+            self.on_progress(victim.done)
+        if not (watch and grew and self.watch is not None and not self.stopped):
             return
         try:
-            done = self.path.stat().st_size
-        except OSError:
+            why = self.watch({i: r.bursts for i, r in self.records.items()}, time.time() - self.started)
+        except Exception as exc:  # noqa: BLE001 - the measurement goes on without its early stop
+            self.error, self.watch = one_line(f"{type(exc).__name__}: {exc}", 200), None
             return
-        if done > self.done:
-            self.done = done
-            self.on_progress(done)
+        if why:
+            self.stopped = why
+            if not self.stop_file.exists():
+                write_atomic(self.stop_file, f"{why}\n")
 
 
 def read_record(path: Path, attempt: str) -> dict[str, Any] | None:

@@ -25,7 +25,7 @@ import os
 import subprocess
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -37,6 +37,11 @@ from sharebench.sharing.layout import CellPlan, ReplicaPlan
 from sharebench.sharing.mps import MpsDaemon, exec_client_check
 from sharebench.sharing.pool import ReplicaPool, Worker
 from sharebench.workloads import REPLICA_MODULE, ReplicaJob, Workload
+from sharebench.workloads.bursts import Burst
+
+# a patterned cell's watcher (CellRun.watch): replica -> its bursts so far (its live record), seconds since the
+# cell's start instant -> why to stop the cell now, or '' / None to go on
+Watch = Callable[[Mapping[int, Sequence[Burst]], float], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +50,10 @@ class CellRun:
     instant and pattern seed); ``env``: environment every replica gets beside its own;
     ``start_delay_s`` None: the launcher's; ``check_ready``: called with the replicas' pids once all
     are at the barrier, '' or why the cell must not start; ``on_progress``: called while a patterned cell
-    runs, with the bursts its victim has done (``ReplicaJob.progress_file``), each time that grows."""
+    runs, with the bursts its victim has done (``ReplicaJob.progress_file``), each time that grows;
+    ``watch``: called while a patterned cell runs, each time its users' live records grow, with every
+    replica's bursts so far and the seconds since the start instant; a reason it returns stops the cell
+    (``sharebench.sharing.executor``: the stop file, which every replica watches)."""
 
     plan: CellPlan
     job: ReplicaJob
@@ -57,6 +65,7 @@ class CellRun:
     poll_s: float = 0.02
     check_ready: Callable[[list[int]], str] | None = None
     on_progress: Callable[[int], None] | None = None  # a patterned cell: called with the victim's bursts done
+    watch: Watch | None = None  # a patterned cell: its users' bursts so far -> why to stop it now ('' or None: go on)
 
     @property
     def workload(self) -> Workload:

@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sharebench.analysis.cost import cell_seconds
+from sharebench.analysis.cost import patterned_cell
+from sharebench.analysis.samples import cell_samples
 from sharebench.analysis.sequential import DEFAULT_MAX_REPEATS, DEFAULT_PRECISION, GAIN_THRESHOLD_LOSS_PCT, MIN_REPEATS
 from sharebench.errors import UserError
 from sharebench.gpus import emulated_layout, layout_profiles
@@ -54,9 +55,9 @@ from sharebench.results import load_results, read_sweeps
 from sharebench.sharing import cell_run, run_cell
 from sharebench.sweep.calibrate import MAX_PARTICLES, PROBE_PARTICLES, auto_sized
 from sharebench.sweep.grid import CellGrid
-from sharebench.sweep.plan import MAX_REPEATS, Cell, SweepConfig, SweepPlan, validate
+from sharebench.sweep.plan import MAX_REPEATS, Cell, SweepConfig, SweepPlan, is_awake, validate
 from sharebench.workloads import Workload
-from sharebench.workloads.job import ReplicaJob, victim_bursts
+from sharebench.workloads.job import ReplicaJob
 
 HEADLINE_MODES = (BASELINE, "timeslice:2", "mps:2")
 # the smallest size a budget picks by itself (the CPU default without a budget stops at the probe's 1,000): a
@@ -130,18 +131,18 @@ class Calibration:
         w = self.workload
         if w is None or not w.patterned:
             return f"{replicas} x"
-        return f"{victim_bursts(w, replicas)} bursts beside {replicas - 1} neighbour(s),"
+        return f"{cell_samples(w, replicas).expected} bursts beside {replicas - 1} neighbour(s),"
 
-    def cell_s(self, mode: Mode, replicas: int, particles: int) -> float:
-        """The predicted span of a cell: N·T_1·f_mode; under a pattern its victim's bursts, think times,
-        neighbours and queueing (:func:`sharebench.analysis.cost.cell_seconds`, a unit = T_1 / turns)."""
+    def cell_s(self, mode: Mode, replicas: int, particles: int, *, warmup: bool = False) -> float:
+        """The predicted span of a cell: N·T_1·f_mode; under a pattern its users' expected bursts (the
+        sample rule's first look, ``analysis.samples``; a warm-up's few), think times, neighbours and
+        queueing (:func:`sharebench.analysis.cost.patterned_cell`, a unit = T_1 / turns)."""
         factor = self.factors.get(mode.label, 1.0)
         w = self.workload
         if w is None or not w.patterned:
             return replicas * self.exclusive_s(particles) * factor
-        victim, neighbour = parse_pattern(w.pattern), parse_pattern(w.pattern_of(1))
         unit_s = self.exclusive_s(particles) / max(1, self.turns)
-        return cell_seconds((victim, neighbour), replicas, victim_bursts(w, replicas), unit_s, factor).cell_s
+        return patterned_cell(w, replicas, unit_s, factor, warmup=warmup).cell_s
 
 
 MIN_PROBE_S = 0.3  # a calibration run shorter than this is run again with more turns
@@ -798,12 +799,16 @@ def budget_notes(summary: Mapping[str, Any], measured_cells: int, now_unix: floa
 def predicted_line(sweep: SweepPlan, calibration: Calibration | None = None) -> str:
     """A dry run's ``predicted: N s`` of a sweep without a budget, and its basis: ``calibration`` (the CPU
     default's own: :func:`rate_calibration`) or one short exclusive run per size on this machine, then every
-    cell's seconds (N x T_1; a patterned cell: its bursts, think times, neighbours and queueing,
-    ``analysis.cost``), the recorded gaps, set-up and report."""
+    cell's seconds (N x T_1; a patterned cell: its users' expected bursts, think times, neighbours and
+    queueing, ``analysis.cost.patterned_cell``; a warm-up's few), the recorded gaps, set-up and report."""
     if calibration is None:
         calibration = calibrate_sweep(sweep, sweep.particles, probe_turns=PROBE_TURNS)
     o = sweep_overheads(sweep, calibration)
-    cells = sum(calibration.cell_s(c.mode, sweep.replicas(c.mode), c.particles) + o.per_cell_s for c in sweep.cells())
+    cells = sum(
+        calibration.cell_s(c.mode, sweep.replicas(c.mode), c.particles, warmup=c.warmup and not is_awake(c))
+        + o.per_cell_s
+        for c in sweep.cells()
+    )
     total = calibration.spent_s + o.start_s + cells + o.end_s
     return (
         f"predicted: {total:.0f} s (cells {cells:.0f} s, set-up {o.start_s:.0f} s, report {o.end_s:.0f} s; "

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sharebench.analysis.cost import cell_seconds
+from sharebench.analysis.samples import cell_samples
 from sharebench.analysis.tail import TailRule
 from sharebench.errors import UserError
 from sharebench.modes import BASELINE, MAX_REPLICAS, Mode, parse_mode
@@ -424,7 +425,7 @@ def capacity_dry_run(plan: SweepPlan, options: CapacityOptions, rule: TailRule) 
     alone_s = sum(est(1) for _ in fixed)
     lines = [
         *plan_header(plan),
-        f"pattern:   {w.pattern} ({w.bursts} bursts per cell)",
+        f"pattern:   {w.pattern} ({cell_samples(w, 2, rule).describe()})",
         f"fixed:     {len(fixed)} cell(s) first ({', '.join(c.id for c in fixed)}), at least {alone_s:.0f} s "
         f"({rule.alone_first_look()} samples alone)",
         *load_lines(plan),

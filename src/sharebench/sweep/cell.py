@@ -15,13 +15,14 @@ from typing import Any
 from sharebench.modes import BASELINE, parse_mode
 from sharebench.results import CELLS_DIR, COLUMN_NAMES, EXTRA_PREFIX
 from sharebench.sharing import FreshLauncher, Launcher, cell_run, run_cell
+from sharebench.sharing.launch import Watch
 from sharebench.sharing.timeslice import gpu_timeslice
 from sharebench.sweep.bound import RunBound
 from sharebench.sweep.plan import Cell, SweepPlan
 from sharebench.sweep.resume import identity, work_key
 from sharebench.telemetry import make_sampler
 from sharebench.telemetry.disturbance import Probe
-from sharebench.workloads import role
+from sharebench.workloads import ReplicaJob, role
 
 
 @dataclass
@@ -93,6 +94,7 @@ def measure_cell(
     kept: Kept | None = None,
     run_timeout_s: float | None = None,
     on_progress: Callable[[int], None] | None = None,
+    watch: Watch | None = None,
 ) -> CellResult:
     """Run one cell (its replicas behind one start barrier, telemetry around them) under
     ``out_dir/cells/<cell>/``; returns its rows in the results schema. A failed replica never
@@ -100,7 +102,8 @@ def measure_cell(
     sweep's launcher (warm ones kept from earlier cells, ``sharebench.sharing.launch``) and the sampler
     is the sweep's; without, fresh processes. ``run_timeout_s``: how long it may track (default: the
     config's ``run_timeout_s``, else :data:`FIRST_RUN_TIMEOUT_S`; a sweep passes its :class:`RunBound`'s);
-    ``on_progress``: a patterned cell's victim's bursts done, while it runs (its progress bar)."""
+    ``on_progress``: a patterned cell's victim's bursts done, while it runs (its progress bar); ``watch``: a
+    patterned cell's watcher (``sweep.watch.CellWatch``: its early stop); without one it runs to its cap."""
     if run_timeout_s is None:
         run_timeout_s = RunBound(plan.config.run_timeout_s).timeout_s(cell.particles)
     cell_plan = plan.plans[cell.mode.label]
@@ -111,17 +114,15 @@ def measure_cell(
     probe = Probe(plan.device)  # what else kept the host/GPU busy (sharebench.telemetry.disturbance)
     try:
         with gpu_timeslice(plan.device, cell_plan.mode, allowed=plan.config.allow_gpu_settings, say=notes.append):
-            job = plan.replica_job(cell.particles)
-            if job.patterned:  # think times and arrivals: seeded per cell (and per replica, in the replica)
-                job = replace(job, pattern_seed=zlib.crc32(cell.id.encode()))
             run = cell_run(
                 cell.mode,
-                job,
+                cell_job(plan, cell, watched=watch is not None),
                 cdir,
                 plan=cell_plan,
                 ready_timeout_s=plan.config.ready_timeout_s,
                 run_timeout_s=run_timeout_s,
                 on_progress=on_progress,
+                watch=watch,
             )
             recs = run_cell(run, kept.launcher if kept is not None else None)
     finally:
@@ -154,6 +155,19 @@ def measure_cell(
             row["pattern"] = (rec.get("extra") or {}).get("pattern") or replica_pattern(plan, row)
         rows.append(row)
     return CellResult(rows, notes, cell_bursts(recs, rows))
+
+
+def cell_job(plan: SweepPlan, cell: Cell, watched: bool = False) -> ReplicaJob:
+    """The job every replica of ``cell`` starts from; under a pattern, its seed (think times and arrivals:
+    per cell, and per replica in the replica) and its sample rule's limit: the victim's most bursts (its cap;
+    ``watched``: a few caps, the watcher ends the cell at its fewest user's, ``Samples.victim_count``), or an
+    open loop's window in seconds (``SweepPlan.samples``)."""
+    job = plan.replica_job(cell.particles)
+    if not job.patterned:
+        return job
+    samples = plan.samples(cell)
+    count = samples.victim_count(watched)
+    return replace(job, pattern_seed=zlib.crc32(cell.id.encode()), count=count, window_s=samples.window_s)
 
 
 def replica_pattern(plan: SweepPlan, row: dict[str, Any]) -> str:

@@ -59,7 +59,7 @@ def capacity_plan(plan: SweepPlan) -> SweepPlan:
     w = plan.config.workload
     size = int(load_patterns(w)[0].units or 1)
     pattern = f"serve:rate={format_number(MAX_RATE_PER_S)},size={size}"
-    full = dataclasses.replace(w, pattern=pattern, neighbours=None, bursts=max(w.bursts, MIN_REQUESTS))
+    full = dataclasses.replace(w, pattern=pattern, neighbours=None, bursts=max(w.bursts or 0, MIN_REQUESTS))
     config = dataclasses.replace(plan.config, workload=full)
     return plan_mode(dataclasses.replace(plan, config=config), parse_mode(BASELINE))
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sharebench.analysis.latency import DEFAULT_SLO, check_slo
+from sharebench.analysis.samples import Samples, cell_samples
+from sharebench.analysis.tail import TailRule
 from sharebench.devices import DeviceInfo, resolve_device
 from sharebench.errors import UserError
 from sharebench.kernel import RunConfig, check_fits, check_xtrack_device
@@ -76,6 +78,7 @@ class SweepConfig:
     fresh_replicas: bool = False  # a new process per replica per cell (default: warm ones, kept)
     timeslice_probe: bool = True  # a timeslice sweep on an NVIDIA GPU probes its time slices (--no-probe: False)
     slo: float = DEFAULT_SLO  # the p95 slowdown target of users per GPU (sharebench.analysis.latency)
+    awake_control: bool = False  # under a pattern: each alone cell also beside a keep-awake process (a control)
 
     def __post_init__(self) -> None:
         if not isinstance(self.workload, Workload):
@@ -92,6 +95,10 @@ class SweepConfig:
         put(self, "repeats", whole_number("repeats", self.repeats, 1, MAX_REPEATS))
         put(self, "warmup_repeats", whole_number("warm-up repeats", self.warmup_repeats, 0, MAX_REPEATS))
         put(self, "slo", check_slo(self.slo))
+        if self.awake_control and not self.workload.patterned:
+            raise UserError(
+                "--awake-control needs a replica pattern (--pattern): its control is a pattern's alone cell"
+            )
         doubled = sorted(set(self.run_options) & set(RUN_CONFIG_OF_WORKLOAD))
         if doubled:
             raise UserError(f"run option(s) {', '.join(doubled)} belong to the workload; give them there")
@@ -142,6 +149,34 @@ def cell_id(mode: Mode, particles: int, repeat: int) -> str:
     return f"{mode.label}_p{particles}_r{repeat}"
 
 
+AWAKE = "awake"  # the keep-awake control's cell id ends in _awake (sharebench.workloads.awake)
+
+
+def alone_cells(plan: SweepPlan) -> list[Cell]:
+    """The alone cells of a patterned sweep (issue 42): per size, one measurement of the victim's pattern
+    alone (repeat 1; after a warm-up when the sweep has warm-ups), the baseline every slowdown of the sweep
+    divides by, run until its p95 is precise (``analysis.samples``); with ``awake_control`` also the same
+    alone beside a keep-awake process (:func:`is_awake`: recorded as a warm-up, never in a statistic).
+    Every schedule gets them here: the fixed one, the capacity search. A sweep without a pattern, or
+    without the baseline mode: none (its baseline cells are repeated as every mode's are)."""
+    base = next((m for m in plan.modes if m.is_baseline), None)
+    if base is None or not plan.config.workload.patterned:
+        return []
+    warm = plan.config.warmup_repeats > 0
+    out: list[Cell] = []
+    for p in plan.particles:
+        out += [Cell(base, p, 0)] if warm else []
+        out.append(Cell(base, p, 1))
+        if plan.config.awake_control:
+            out.append(Cell(base, p, 0, id=f"{cell_id(base, p, 1)}_{AWAKE}"))
+    return out
+
+
+def is_awake(cell: Cell) -> bool:
+    """Whether ``cell`` is the keep-awake control of an alone cell (:func:`alone_cells`)."""
+    return cell.mode.is_baseline and cell.id.endswith(f"_{AWAKE}")
+
+
 @dataclass(frozen=True)
 class SweepPlan:
     """A validated sweep (:func:`validate`), frozen: a calibration or a budget that picks the sizes makes
@@ -164,10 +199,17 @@ class SweepPlan:
         return dataclasses.replace(self, notes=(*self.notes, *notes))
 
     def cells(self) -> list[Cell]:
-        """Every cell in run order: repeat -> particle count -> mode; repeats <= 0 are warm-ups."""
+        """Every cell in run order: repeat -> particle count -> mode; repeats <= 0 are warm-ups. Under a
+        replica pattern the alone cells come first, once per size (:func:`alone_cells`), then the other
+        modes' repeats."""
         first = 1 - self.config.warmup_repeats
-        return [
-            Cell(m, p, r) for r in range(first, self.config.repeats + 1) for p in self.particles for m in self.modes
+        patterned = self.config.workload.patterned
+        return [*alone_cells(self)] + [
+            Cell(m, p, r)
+            for r in range(first, self.config.repeats + 1)
+            for p in self.particles
+            for m in self.modes
+            if not (patterned and m.is_baseline)
         ]
 
     def replica_job(self, particles: int) -> ReplicaJob:
@@ -176,6 +218,17 @@ class SweepPlan:
         return ReplicaJob.of(
             c.workload, device=self.device.spec, particles=particles, turns=self.turns, **dict(c.run_options)
         )
+
+    @property
+    def rule(self) -> TailRule:
+        """The rule the sweep's cells are decided by: the p95 slowdown target ``--slo`` (analysis.tail)."""
+        return TailRule(self.config.slo)
+
+    def samples(self, cell: Cell) -> Samples:
+        """The sample rule of a patterned ``cell`` (``analysis.samples``): its users' fewest and most
+        samples, its window; a warm-up's few (the keep-awake control runs as its alone cell does)."""
+        n = self.plans[cell.mode.label].n if cell.mode.label in self.plans else int(cell.mode.replicas or 1)
+        return cell_samples(self.config.workload, n, self.rule, warmup=cell.warmup and not is_awake(cell))
 
     def run_config(self, particles: int) -> RunConfig:
         """The kernel's run of a replica of a cell of ``particles`` (a calibration runs it in this process)."""
@@ -213,10 +266,12 @@ def describe_plan(plan: SweepPlan) -> str:
     per = sum(plan.replicas(m) for m in plan.modes)
     reps = c.repeats + c.warmup_repeats
     cells = plan.cells()
+    alone = alone_cells(plan)
     lines = [
         *plan_header(plan),
         f"particles: {', '.join(f'{p:,}' for p in plan.particles)} per replica, {plan.turns} turns",
-        f"repeats:   {c.repeats} measured + {c.warmup_repeats} warm-up",
+        f"repeats:   {c.repeats} measured + {c.warmup_repeats} warm-up"
+        + (f"; the alone cell once per size ({', '.join(x.id for x in alone)})" if alone else ""),
         f"cells:     {len(cells)} ({sum(plan.replicas(cell.mode) for cell in cells)} replica runs)",
         f"cost:      about {per} exclusive runs per particle count and repeat; {per * reps} per particle count "
         f"in all ({', '.join(f'{per * reps} x {p:,}' for p in plan.particles)})",

@@ -48,6 +48,7 @@ class SweepRequest:
     allow_gpu_settings: bool = False
     fresh_replicas: bool = False
     timeslice_probe: bool = True
+    awake_control: bool = False  # under a pattern: each alone cell also beside a keep-awake process
     strict: bool = False
     dry_run: bool = False
     command: tuple[str, ...] | None = None  # what provenance.json records (default: sys.argv)
@@ -82,6 +83,7 @@ def sweep_config(request: SweepRequest) -> SweepConfig:
         allow_gpu_settings=request.allow_gpu_settings,
         fresh_replicas=request.fresh_replicas,
         timeslice_probe=request.timeslice_probe,
+        awake_control=request.awake_control,
     )
 
 
@@ -118,6 +120,7 @@ def command_line(request: SweepRequest, python: str = sys.executable) -> list[st
     ]  # fmt: skip
     words += [a for opt, v in pairs if v is not None for a in (opt, _number(v) if not isinstance(v, str) else v)]
     words += ["--fresh-replicas"] if request.fresh_replicas else []
+    words += ["--awake-control"] if request.awake_control else []
     words += ["--resume"] if request.resume else []
     words += ["--stop-after", f"{int(request.stop_after_s)}"] if request.stop_after_s is not None else []
     return words

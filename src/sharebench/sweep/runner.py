@@ -40,7 +40,6 @@ from sharebench.sweep.resume import check_same_work, identity
 from sharebench.sweep.schedule import Schedule, Stop
 from sharebench.sweep.within import Within, measure_within
 from sharebench.telemetry import collect_provenance
-from sharebench.workloads.job import victim_bursts
 
 WARM_DIR = "warm"  # the warm replicas' set-up files and their MPS daemon's logs
 
@@ -169,10 +168,10 @@ def _prime(kept: Kept, plan: SweepPlan, cells: list[Cell]) -> list[str]:
 
 
 def _weight(plan: SweepPlan, cell: Cell) -> float:
-    """A cell's work as the progress bar counts it: its victim's bursts under a pattern (the bar moves
-    per burst, :class:`CellProgress`), else millions of particle-turns (it moves per cell)."""
+    """A cell's work as the progress bar counts it: its victim's expected bursts under a pattern (the bar
+    moves per burst, :class:`CellProgress`), else millions of particle-turns (it moves per cell)."""
     if plan.config.workload.patterned:
-        return victim_bursts(plan.config.workload, plan.replicas(cell.mode))
+        return plan.samples(cell).expected
     return plan.replicas(cell.mode) * cell.particles * plan.turns / 1e6
 
 

@@ -1,15 +1,21 @@
-"""A cell measured within the sweep's time limit (issue 35): the instant its schedule's cells must end by
-(``Schedule.ends_at``), whatever set it (``--budget``, ``--stop-after``).
+"""A cell measured within the sweep's time limit (issue 35) and, under a pattern, watched until it is decided
+(issue 42): the instant its schedule's cells must end by (``Schedule.ends_at``), whatever set it
+(``--budget``, ``--stop-after``), and the cell's own sample rule.
 
 An unpatterned cell's run timeout is cut to the time left plus :data:`STOP_GRACE_S`
-(:func:`cut_run_timeout`). A patterned cell started in time but running past the instant is stopped there by
-:class:`StopAt`: the cell's stop file (``sharing.executor.STOP``, which the neighbours and the victim watch)
-is written at that instant; the victim ends its burst and keeps the bursts measured so far, and
-:func:`mark_stopped` says so in the rows (``cell_error``, status kept ok).
+(:func:`cut_run_timeout`). A patterned cell is watched while it runs (``sweep.watch.CellWatch``, against
+the folder's alone baseline of its pattern and size, :func:`sharebench.sweep.watch.sweep_alone`): it stops
+once every user's p95 is decided (the alone cell: once its p95 is precise), or at its cap; its rows carry
+the verdict (``sweep.watch.VERDICT_COLUMNS``). One started in time but running past the instant is
+stopped there by :class:`StopAt`: the cell's stop file (``sharing.executor.STOP``, which every replica
+watches) is written at that instant; the replicas end their burst and keep the bursts measured so far,
+and :func:`mark_stopped` says so in the rows (``cell_error``, status kept ok). The keep-awake control of
+an alone cell (``sweep.plan.is_awake``) runs beside a keep-awake process (``workloads.awake.KeepAwake``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -17,14 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sharebench.analysis.samples import Samples, cell_users
+from sharebench.analysis.tail import alone_bounds
 from sharebench.files import write_atomic
+from sharebench.patterns import parse_pattern
 from sharebench.results import CELLS_DIR
 from sharebench.sharing.executor import STOP
 from sharebench.sweep.bound import RunBound
 from sharebench.sweep.cell import CellResult, Kept, measure_cell
-from sharebench.sweep.plan import Cell, SweepPlan
+from sharebench.sweep.plan import Cell, SweepPlan, is_awake
 from sharebench.sweep.schedule import Measured
-from sharebench.workloads.job import victim_bursts
+from sharebench.sweep.watch import CellWatch, sweep_alone
+from sharebench.workloads.awake import KeepAwake
 
 STOP_GRACE_S = 5.0  # an unpatterned cell may track this long past the deadline before it is stopped
 
@@ -92,15 +102,20 @@ class Within:
 
 def measure_within(plan: SweepPlan, cell: Cell, out: Path, within: Within) -> tuple[CellResult, Measured]:
     """One cell of the sweep within its time limit: an unpatterned cell's run timeout cut to the time left
-    (plus a grace), a patterned cell stopped at the limit with its bursts kept and marked. Its result, and
-    what its schedule learns (a cell stopped at the limit, or failed, did not run whole)."""
+    (plus a grace), a patterned cell watched until decided (its rows carry the verdict) and stopped at the
+    limit with its bursts kept and marked. Its result, and what its schedule learns (a cell stopped at the
+    limit, or failed, did not run whole)."""
     t0 = time.monotonic()
     job = plan.replica_job(cell.particles)
     timeout_s = within.bound.timeout_s(cell.particles)
+    watch = cell_watch(plan, cell, out) if job.patterned else None
     if not job.patterned:
         timeout_s = cut_run_timeout(timeout_s, within.ends_at)
+    else:
+        timeout_s += patterned_s(plan, plan.samples(cell))
     stop_file = out / CELLS_DIR / cell.folder / STOP
-    with StopAt(stop_file, within.ends_at if job.patterned else None) as stop:
+    awake = KeepAwake(plan.device.spec, out / CELLS_DIR / cell.folder) if is_awake(cell) else None
+    with StopAt(stop_file, within.ends_at if job.patterned else None) as stop, awake or contextlib.nullcontext():
         result = measure_cell(
             plan,
             cell,
@@ -109,11 +124,63 @@ def measure_within(plan: SweepPlan, cell: Cell, out: Path, within: Within) -> tu
             kept=within.kept,
             run_timeout_s=timeout_s,
             on_progress=within.on_progress,
+            watch=watch if awake is None or not awake.error else None,
         )
     if stop.fired.is_set():
-        asked = victim_bursts(plan.config.workload, plan.plans[cell.mode.label].n)
-        note = mark_stopped(result.rows, result.bursts, asked)
+        note = mark_stopped(result.rows, result.bursts, plan.samples(cell).cap)
         if note is not None:
             result.notes.append(note)
+    if watch is not None and result.ok:  # a failed cell carries its error, no verdict
+        keep_verdict(result, watch, stop.fired.is_set())
+    if awake is not None:
+        awake_note(result, awake)
     whole = result.ok and not stop.fired.is_set()
     return result, Measured(cell, result.rows, time.monotonic() - t0, whole)
+
+
+def cell_watch(plan: SweepPlan, cell: Cell, out: Path) -> CellWatch:
+    """The watcher of a patterned cell: its sample rule, its users, the sweep's rule and (a sharing cell)
+    the folder's alone baseline of its pattern and size."""
+    samples = plan.samples(cell)
+    workload = plan.config.workload
+    users = cell_users(workload, plan.plans[cell.mode.label].n)
+    alone = None
+    if not samples.alone:
+        baseline = sweep_alone(out, plan.workload, workload.pattern, cell.particles)
+        alone = alone_bounds(baseline, plan.rule) if baseline.size else None
+    return CellWatch(samples, users, plan.rule, alone)
+
+
+def patterned_s(plan: SweepPlan, samples: Samples) -> float:
+    """The seconds a patterned cell may take beyond its bursts' work: its window, or its cap's think times
+    (what a run timeout of the exclusive run's multiple does not see), twice."""
+    pattern = parse_pattern(plan.config.workload.pattern)
+    if samples.window_s is not None:
+        return 2 * samples.window_s
+    return 2 * samples.victim_count(True) * float(pattern.think_s or 0.0)
+
+
+def keep_verdict(result: CellResult, watch: CellWatch, deadline: bool) -> None:
+    """The watched cell's verdict columns on each of its rows (over every burst it kept), and a note."""
+    columns = watch.columns(result.bursts, deadline=deadline)
+    for row in result.rows:
+        row.update(columns)
+    if result.rows and columns.get("below_one"):
+        result.notes.append(
+            f"{result.rows[0]['cell_id']}: below 1: every user's p95 faster shared than alone beyond doubt "
+            f"(worst upper bound {columns['worst_p95_slowdown_hi']:.2f}x): the baseline, not the sharing, is off"
+        )
+
+
+def awake_note(result: CellResult, awake: KeepAwake) -> None:
+    """The keep-awake control's line in the notes; a control that could not keep the device awake fails its
+    cell (its rows would otherwise read as a plain alone cell)."""
+    cell = result.rows[0]["cell_id"] if result.rows else "?"
+    if awake.error:
+        why = f"keep-awake control: the keep-awake process did not run ({awake.error})"
+        for r in result.rows:
+            r["cell_status"] = "failed"
+            r["cell_error"] = "; ".join(x for x in (str(r.get("cell_error") or ""), why) if x)
+        result.notes.append(f"{cell}: {why}")
+    else:
+        result.notes.append(f"{cell}: the alone cell beside a keep-awake process ({awake.line or 'no account'})")

@@ -31,12 +31,26 @@ neighbour: "is the victim done?", :func:`stop_when_file`) is asked before each b
 with ``stop`` the count and duration may both be left out (serve's arrivals are then drawn one by one).
 
 The record (protocol extension): a program run by ``--engine exec`` finds a file name in
-:data:`BURSTS` (``SHAREBENCH_BURSTS``), its pattern in :data:`PATTERN`, its seed in :data:`SEED`, and
-either its count in :data:`COUNT` (the victim) or a file in :data:`STOP_FILE` to stop at (a neighbour);
-:func:`record_bursts` writes the JSON-lines record there (nothing outside a cell, and a program that
-ignores the variables keeps working). First line: ``{"kind": "bursts", "schema_version": 1, "pattern":
-label, "seed": ..., "unit": ..., ...}``; then one ``{"i", "arrival", "start", "end", "units"}`` line per
-burst. :func:`read_bursts` reads it back.
+:data:`BURSTS` (``SHAREBENCH_BURSTS``), its pattern in :data:`PATTERN`, its seed in :data:`SEED`, the
+cell's stop file in :data:`STOP_FILE` (every replica stops once it exists: the harness writes it when the
+cell is decided, at its limit, or when the victim is done) and, for the victim, the most bursts it runs in
+:data:`COUNT` (its own limit: the sweep stops a watched cell earlier, once decided or once its fewest user has
+the cap, so a cell of several users gives its victim a few caps) and, under an open loop (``serve``), the seconds of
+arrivals in :data:`SECONDS` (its window, which a program that knows it uses in place of the count);
+:func:`limit_from_env` reads them. :func:`record_bursts` writes the JSON-lines record there (nothing
+outside a cell, and a program that ignores the variables keeps working). First line: ``{"kind":
+"bursts", "schema_version": 1, "pattern": label, "seed": ..., "unit": ..., ...}``; then one ``{"i",
+"arrival", "start", "end", "units"}`` line per burst. :func:`read_bursts` reads it back.
+
+The live record (protocol extension, issue 42): every user of a patterned cell (a replica of the victim's
+pattern) finds a file in :data:`PROGRESS` and appends one line to it per burst, as the burst ends: the
+same JSON object as the record's burst lines (``{"i", "arrival", "start", "end", "units"}``, one
+``write`` of a whole line ending in a newline). The harness reads it while the cell runs
+(:class:`LiveRecord`): its progress bar, and the sweep's early stop, which writes the stop file once every
+user's p95 is decided. ``run_pattern(progress=...)`` writes it (:func:`progress_from_env` names the file).
+The earlier form, a byte ``.`` per burst, still counts a burst done (with no latency). A program that
+writes no live record still runs: its cell runs to its limit (the victim's count or window) and is
+decided afterwards from the final record.
 """
 
 from __future__ import annotations
@@ -60,9 +74,12 @@ from sharebench.patterns import BATCH, Pattern, Wait, parse_pattern
 BURSTS = "SHAREBENCH_BURSTS"  # where a program writes its per-burst record (JSON lines)
 PATTERN = "SHAREBENCH_PATTERN"  # the pattern a program follows (a sharebench.patterns label)
 SEED = "SHAREBENCH_PATTERN_SEED"  # the seed of its think times or arrivals
-COUNT = "SHAREBENCH_PATTERN_COUNT"  # the victim's bursts (or requests); unset for a neighbour
-STOP_FILE = "SHAREBENCH_STOP_FILE"  # a neighbour stops once this file exists (the victim is done)
-PROGRESS = "SHAREBENCH_PROGRESS"  # the victim appends a byte here per burst done (the harness's progress bar)
+COUNT = "SHAREBENCH_PATTERN_COUNT"  # the victim's most bursts (or requests), a cap; unset for a neighbour
+SECONDS = "SHAREBENCH_PATTERN_SECONDS"  # an open loop's victim: seconds of arrivals (its window), in place of the count
+STOP_FILE = (
+    "SHAREBENCH_STOP_FILE"  # every replica stops once this file exists (the cell decided, at its limit, or done)
+)
+PROGRESS = "SHAREBENCH_PROGRESS"  # a user appends a line per burst here as it ends (the live record the harness reads)
 STOP_POLL_S = 0.01  # how often a wait for an arrival looks for the stop file
 BURSTS_KIND = "bursts"
 # 1: a header line {kind, schema_version, pattern, seed, ...}, then {i, arrival, start, end, units} a burst
@@ -129,10 +146,11 @@ def run_pattern(
 ) -> list[Burst]:
     """Run ``pattern`` over ``do_work`` for ``count`` bursts or ``duration_s`` seconds (exactly one, unless
     ``stop`` is given: then at most one), or until ``stop()``; one :class:`Burst` per call of ``do_work``.
-    ``batch_units`` is the work of one call under ``batch``; ``progress``: a file that gets one byte
-    appended per burst done (:func:`progress_from_env`; the harness's progress bar reads its size)."""
+    ``batch_units`` is the work of one call under ``batch``; ``progress``: the live record, a file that gets
+    one line appended per burst as it ends (:func:`progress_from_env`; the harness reads it while the cell
+    runs, :class:`LiveRecord`)."""
     check_limit(pattern, count, duration_s, stop)
-    tick = progress_ticker(progress)
+    tick = live_writer(progress)
     now = clock or epoch_clock()
     t0 = now()
     until = math.inf if duration_s is None else t0 + duration_s
@@ -155,7 +173,7 @@ def run_pattern(
             if next_burst is None:
                 break
             out.append(next_burst)
-            tick()
+            tick(next_burst)
             arrival = next_burst.end + (wait(rng) if wait is not None else 0.0)
     idle_until(until, now, sleep, stop)
     return out
@@ -174,7 +192,7 @@ class OpenLoop:
 
 
 def open_loop(
-    arrivals: OpenLoop, burst: Callable[[int, float], Burst | None], tick: Callable[[], None], lazy: bool
+    arrivals: OpenLoop, burst: Callable[[int, float], Burst | None], tick: Callable[[Burst], None], lazy: bool
 ) -> list[Burst]:
     """Requests arriving on their own schedule (all drawn before the first runs, or one by one when ``lazy``:
     a stop may end the window early); one that arrives while the last is running waits for it."""
@@ -185,7 +203,7 @@ def open_loop(
         if done is None:
             break
         out.append(done)
-        tick()
+        tick(done)
     return out
 
 
@@ -202,24 +220,89 @@ def check_limit(pattern: Pattern, count: int | None, duration_s: float | None, s
         raise UserError(f"pattern {pattern.label!r} has no rate yet: a sweep measures the capacity alone first")
 
 
-def progress_ticker(path: str | os.PathLike[str] | None) -> Callable[[], None]:
-    """A tick per burst done: one byte appended to ``path`` (opened and closed each time, after the
-    burst's end is read: nothing of it falls in a burst); a no-op without a path, and a file that cannot
-    be written costs the bursts nothing."""
+def burst_line(b: Burst) -> str:
+    """A burst as one line of the record (and of the live record): its JSON object and a newline."""
+    return json.dumps(asdict(b)) + "\n"
+
+
+def live_writer(path: str | os.PathLike[str] | None) -> Callable[[Burst], None]:
+    """The live record's writer: each burst appended to ``path`` as one line (:func:`burst_line`, one
+    ``write`` of an append-only file, opened and closed each time after the burst's end is read: nothing of
+    it falls in a burst); a no-op without a path, and a file that cannot be written costs the bursts
+    nothing."""
     if not path:
-        return lambda: None
+        return lambda _b: None
     target = os.fspath(path)
 
-    def tick() -> None:
+    def tick(b: Burst) -> None:
         with contextlib.suppress(OSError), open(target, "ab") as fh:
-            fh.write(b".")
+            fh.write(burst_line(b).encode())
 
     return tick
 
 
 def progress_from_env() -> str | None:
-    """The progress file the harness gives a cell's victim (:data:`PROGRESS`); None outside a sweep."""
+    """The live record the harness gives a user of a patterned cell (:data:`PROGRESS`); None outside a sweep."""
     return os.environ.get(PROGRESS, "").strip() or None
+
+
+LIVE_CHUNK_BYTES = 1 << 20  # the most of a live record read at one look
+
+
+class LiveRecord:
+    """A replica's live record (:data:`PROGRESS`), read as it grows: :meth:`read` takes what was appended
+    since the last read; ``bursts`` holds every complete, well-formed burst line so far (in order) and
+    ``done`` counts them with the earlier form's bytes (``.`` a burst). A torn last line waits for its
+    end; a malformed line is skipped; past :data:`MAX_BURST_LINES` lines nothing more is kept. A file not
+    there yet is no burst."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.offset = 0
+        self.pending = b""
+        self.bursts: list[Burst] = []
+        self.ticks = 0
+
+    @property
+    def done(self) -> int:
+        return len(self.bursts) + self.ticks
+
+    def read(self) -> int:
+        """Take in what was appended since the last read; the number of bursts it added."""
+        try:
+            with self.path.open("rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read(LIVE_CHUNK_BYTES)
+        except OSError:
+            return 0
+        self.offset += len(data)
+        before = self.done
+        buffer = self.pending + data
+        while buffer:
+            dots = len(buffer) - len(buffer.lstrip(b"."))
+            if dots:
+                self.ticks += dots
+                buffer = buffer[dots:]
+                continue
+            line, newline, rest = buffer.partition(b"\n")
+            if not newline:
+                break
+            buffer = rest
+            self.take(line)
+        self.pending = buffer if len(buffer) <= MAX_BURST_LINE_BYTES else b""  # a line too long: dropped
+        return self.done - before
+
+    def take(self, line: bytes) -> None:
+        """One complete line: a burst kept when well formed (and below the line limit), else skipped."""
+        if not line.strip() or len(line) > MAX_BURST_LINE_BYTES or self.done >= MAX_BURST_LINES:
+            return
+        try:
+            doc = json.loads(line)
+            if not isinstance(doc, dict):
+                return
+            self.bursts.append(burst_of(self.path, self.done + 1, doc))
+        except (ValueError, UserError):
+            return
 
 
 def idle_until(until: float, now: Clock, sleep: Sleep, stop: Callable[[], bool] | None) -> None:
@@ -280,10 +363,20 @@ def stop_when_file(path: str | os.PathLike[str] | None) -> Callable[[], bool] | 
 
 
 def limit_from_env(default: dict[str, Any]) -> tuple[dict[str, Any], Callable[[], bool] | None]:
-    """A program's ``run_pattern`` limit and stop under a sweep: ``{"count": N}`` from :data:`COUNT` (the
-    victim), or no limit and a stop at :data:`STOP_FILE` (a neighbour); ``default`` (and no stop) outside
-    a patterned cell. UserError naming a bad count."""
+    """A program's ``run_pattern`` limit and stop under a sweep: ``{"duration_s": S}`` from :data:`SECONDS`
+    (an open loop's victim: its window) or ``{"count": N}`` from :data:`COUNT` (the victim's cap), or no limit
+    (a neighbour), each with a stop at :data:`STOP_FILE`; ``default`` (and no stop) outside a patterned cell.
+    UserError naming a bad count or window."""
     stop = stop_when_file(os.environ.get(STOP_FILE, "").strip())
+    seconds = os.environ.get(SECONDS, "").strip()
+    if seconds:
+        try:
+            window = float(seconds)
+        except ValueError:
+            window = math.nan
+        if not math.isfinite(window) or window <= 0:
+            raise UserError(f"bad {SECONDS} {seconds!r}; allowed: seconds > 0")
+        return {"duration_s": window}, stop
     text = os.environ.get(COUNT, "").strip()
     if text:
         if not text.isdigit() or int(text) < 1:
@@ -313,8 +406,7 @@ def seed_from_env(default: int = 0) -> int:
 
 def bursts_text(bursts: Sequence[Burst], header: dict[str, Any]) -> str:
     head = {"kind": BURSTS_KIND, "schema_version": BURSTS_SCHEMA_VERSION, **header}
-    lines = [json.dumps(head)] + [json.dumps(asdict(b)) for b in bursts]
-    return "\n".join(lines) + "\n"
+    return json.dumps(head) + "\n" + "".join(burst_line(b) for b in bursts)
 
 
 def write_bursts(path: Path, bursts: Sequence[Burst], pattern: Pattern, seed: object, **header: Any) -> None:

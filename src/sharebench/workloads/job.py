@@ -4,9 +4,11 @@ A job carries the :class:`~sharebench.workloads.workload.Workload` itself (what 
 sweep runs), the kernel's own run (:class:`~sharebench.kernel.RunConfig`: particles or work size,
 turns, beam, engine options, this replica's device, cores, memory limit and index), the cell's replica
 count, the start barrier (:class:`~sharebench.kernel.Barrier`), the pattern's cell fields (the
-cell's pattern seed, the stop file the victim creates) and the cell attempt it belongs to (``attempt``:
-every record the replica writes carries it, and the executor reads no record of another attempt, so a
-replica of a killed sweep never passes for one of the sweep that resumes it). The run's engine, lattice and seed are the
+cell's pattern seed, the stop file every replica stops at, the victim's cap: its most bursts, or an open
+loop's window in seconds, which the sweep sets from its sample rule, ``sharebench.analysis.samples``) and
+the cell attempt it belongs to (``attempt``: every record the replica writes carries it, and the executor
+reads no record of another attempt, so a replica of a killed sweep never passes for one of the sweep that
+resumes it). The run's engine, lattice and seed are the
 workload's: :meth:`ReplicaJob.of` sets them, and a job whose run says otherwise is refused.
 
 The replica process reads it as JSON (``python -m sharebench.workloads.replica --config JOB.json``):
@@ -17,6 +19,7 @@ value once (the run's workload fields are not repeated).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -27,16 +30,15 @@ from sharebench.errors import UserError
 from sharebench.kernel import Barrier, RunConfig
 from sharebench.kernel.config import BARRIER_KEYS, RUN_KEYS
 from sharebench.parse import whole_number
-from sharebench.patterns import parse_pattern
 from sharebench.workloads.workload import VICTIM, Workload, role
 
 OF_WORKLOAD = ("engine", "lattice", "seed")  # the kernel run's fields its workload sets
 # the job's own fields beside its workload and run
-CELL_KEYS = ("replicas", "pattern_seed", "stop_file", "count", "attempt")
+CELL_KEYS = ("replicas", "pattern_seed", "stop_file", "count", "window_s", "attempt")
 ATTEMPT = re.compile(r"[0-9a-f]{1,64}")  # a cell attempt's id (sharing.executor: new for every start of a cell)
 KEYS = ("workload", "run", *CELL_KEYS, "barrier")
 PROGRESS_NAME = (
-    "progress"  # a patterned cell's victim ticks its bursts into progress.<replica> (ReplicaJob.progress_file)
+    "progress"  # a patterned cell's users append their bursts to progress.<replica> (ReplicaJob.progress_file)
 )
 OPTIONS = tuple(sorted({*RUN_KEYS, *BARRIER_KEYS, *CELL_KEYS} - {*OF_WORKLOAD, "device"}))
 
@@ -53,16 +55,6 @@ def attempt_of(path: str | os.PathLike[str]) -> str:
     return attempt if isinstance(attempt, str) else ""
 
 
-def victim_bursts(workload: Workload, replicas: int) -> int:
-    """The bursts a cell's victim runs: the workload's ``bursts``; alone (a cell of one replica: the
-    baseline every slowdown divides by), its pattern kind's alone sample
-    (:meth:`sharebench.patterns.PatternSpec.alone_bursts`: an interactive victim max(5 x bursts, 150),
-    a service its ``bursts`` requests)."""
-    if int(replicas) == 1:
-        return parse_pattern(workload.pattern).spec.alone_bursts(workload.bursts)
-    return workload.bursts
-
-
 @dataclass(frozen=True)
 class ReplicaJob:
     """One replica's job: its workload, its kernel run, the cell's replica count, the barrier and the
@@ -72,9 +64,10 @@ class ReplicaJob:
     run: RunConfig
     replicas: int = 1  # replicas in the cell (SHAREBENCH_REPLICAS of a program)
     pattern_seed: int = 0  # the cell's: think times and arrivals seeded by (seed, pattern_seed, replica)
-    stop_file: str | None = None  # under a pattern: the victim creates it when done, the neighbours stop at it
+    stop_file: str | None = None  # under a pattern: every replica stops once it exists (the cell decided or done)
     barrier: Barrier = field(default_factory=Barrier)
-    count: int | None = None  # the victim's bursts when given (a calibration's few); else victim_bursts
+    count: int | None = None  # the victim's most bursts: the sweep's cap (sweep.samples), a calibration's few
+    window_s: float | None = None  # an open loop's victim: the seconds of arrivals (a serving cell's duration)
     attempt: str = ""  # the cell attempt this job is of ('' outside a cell): in every record the replica writes
 
     def __post_init__(self) -> None:
@@ -92,6 +85,11 @@ class ReplicaJob:
             object.__setattr__(self, "stop_file", os.fspath(self.stop_file) or None)
         if self.count is not None:
             object.__setattr__(self, "count", whole_number("count", self.count, 1))
+        if self.window_s is not None:
+            window = float(self.window_s)
+            if not (math.isfinite(window) and window > 0):
+                raise UserError(f"bad replica job window_s {self.window_s!r}; allowed: seconds > 0")
+            object.__setattr__(self, "window_s", window)
         if not isinstance(self.barrier, Barrier):
             raise TypeError(f"ReplicaJob.barrier is a Barrier, not {self.barrier!r}")
         if self.attempt and not (isinstance(self.attempt, str) and ATTEMPT.fullmatch(self.attempt)):
@@ -104,7 +102,8 @@ class ReplicaJob:
         """The job of one replica of ``workload`` (on ``device`` when given, e.g. the sweep's resolved
         device; else the workload's); ``options``: the kernel run's other fields (beam, warm-up turns,
         engine options, cores, memory limit, replica), the barrier's (``start_at`` ...) and the job's own
-        (``replicas``, ``pattern_seed``, ``stop_file``). UserError naming an unknown option."""
+        (``replicas``, ``pattern_seed``, ``stop_file``, ``count``, ``window_s``). UserError naming an unknown
+        option."""
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
             raise UserError(f"unknown run option(s) {', '.join(unknown)}; allowed: {', '.join(OPTIONS)}")
@@ -142,18 +141,31 @@ class ReplicaJob:
         return self.replica == VICTIM
 
     @property
+    def user(self) -> bool:
+        """Whether this replica is a user of its cell: one of the victim's pattern, whose bursts the cell's
+        verdict counts (a neighbour of another pattern is the aggressor)."""
+        return self.own_pattern == self.workload.pattern
+
+    @property
     def victim_count(self) -> int | None:
-        """The bursts this replica runs: None for a neighbour (it runs until the victim's stop file); the
-        victim's ``count`` when given, else :func:`victim_bursts` of the workload in a cell of ``replicas``."""
+        """The most bursts this replica runs: None for a neighbour (it runs until the cell's stop file); the
+        victim's ``count`` (the sweep's cap, ``sharebench.sweep.samples``), else the workload's ``bursts``
+        (None: none given, the victim too runs until the stop file)."""
         if not self.victim:
             return None
-        return self.count if self.count is not None else victim_bursts(self.workload, self.replicas)
+        return self.count if self.count is not None else self.workload.bursts
+
+    @property
+    def victim_window_s(self) -> float | None:
+        """The victim's window in seconds under an open loop (``window_s``); None for the others."""
+        return self.window_s if self.victim else None
 
     @property
     def progress_file(self) -> Path | None:
-        """Where the victim of a patterned cell ticks each burst done (``progress.<replica>`` beside its
-        ready file; :data:`sharebench.workloads.bursts.PROGRESS`): None for the others and outside a cell."""
-        if not (self.patterned and self.victim and self.barrier.ready_file):
+        """The live record of a user of a patterned cell (``progress.<replica>`` beside its ready file, a line
+        per burst as it ends; :data:`sharebench.workloads.bursts.PROGRESS`): None for a neighbour of another
+        pattern and outside a cell."""
+        if not (self.patterned and self.user and self.barrier.ready_file):
             return None
         return Path(self.barrier.ready_file).parent / f"{PROGRESS_NAME}.{self.replica}"
 
@@ -178,6 +190,7 @@ class ReplicaJob:
             "pattern_seed": self.pattern_seed,
             "stop_file": self.stop_file,
             **({"count": self.count} if self.count is not None else {}),
+            **({"window_s": self.window_s} if self.window_s is not None else {}),
             **({"attempt": self.attempt} if self.attempt else {}),
             "barrier": self.barrier.to_dict(),
         }

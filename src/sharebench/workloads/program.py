@@ -38,6 +38,7 @@ from sharebench.workloads.bursts import (
     MAX_BURSTS_BYTES,
     PATTERN,
     PROGRESS,
+    SECONDS,
     SEED,
     STOP_FILE,
     read_bursts,
@@ -159,6 +160,7 @@ class ProgramHost:
     ends it); handed the next cell of the same command, device and CPUs as a line."""
 
     POLL_S = 0.005
+    SETTLE_S = 2.0  # a result file seen while the program runs: how long it may take to be written whole
 
     def __init__(self) -> None:
         self.proc: Kept | None = None
@@ -251,6 +253,7 @@ class ProgramHost:
             served = self.served
             while not result_file.exists() and proc.poll() is None:
                 time.sleep(self.POLL_S)
+            settle(result_file, proc, self.SETTLE_S)
             serving = False
             if result_file.exists():
                 doc = read_oversized_away(result_file, read_result, MAX_RESULT_BYTES)
@@ -269,6 +272,18 @@ class ProgramHost:
                 self.drop()
             signal_stop(job)
         return doc, max(0.0, doc["start"] - start), served
+
+
+def settle(result_file: Path, proc: Kept, limit_s: float) -> None:
+    """Wait until a result file that exists reads as a result, the program ends, or ``limit_s`` passes: a
+    program that writes it in place (``echo ... > $SHAREBENCH_RESULT_FILE``) makes it before it fills it."""
+    deadline = time.monotonic() + limit_s
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            read_result(result_file)
+            return
+        except UserError:
+            time.sleep(ProgramHost.POLL_S)
 
 
 def run_program(job: ReplicaJob, argv: list[str], log_file: Path, env: dict[str, str]) -> tuple[float, float, int]:
@@ -299,17 +314,20 @@ def signal_stop(job: ReplicaJob) -> None:
 
 def pattern_env(job: ReplicaJob, bursts_file: Path) -> dict[str, str]:
     """The pattern's variables of a patterned cell's program (``sharebench.workloads.bursts``): where to
-    write its bursts, its pattern and seed, and the victim's count or a neighbour's stop file."""
+    write its bursts, its pattern and seed, the cell's stop file, the victim's cap (a count and, under an
+    open loop, its window in seconds) and a user's live record."""
     env = {
         BURSTS: str(bursts_file),
         PATTERN: job.own_pattern,
         SEED: str(int(np.random.SeedSequence(job.replica_seed).generate_state(1)[0])),
     }
-    if job.victim:
+    if job.victim_count is not None:
         env[COUNT] = str(job.victim_count)
+    if job.victim_window_s is not None:
+        env[SECONDS] = repr(job.victim_window_s)
     if job.progress_file is not None:
         env[PROGRESS] = str(job.progress_file)
-    if job.stop_file:  # the victim too: a sweep's deadline writes it (sweep.deadline)
+    if job.stop_file:  # every replica: the sweep writes it once the cell is decided, the victim when done
         env[STOP_FILE] = job.stop_file
     return env
 

@@ -13,8 +13,11 @@ MIG, the MPS client settings, the core set under ``partition:N``):
 * ``SHAREBENCH_DEVICE``: the device spec the sweep runs on (cpu, cuda:0, opencl:0.0);
 * under a replica pattern only (``--pattern``/``--neighbours``, ``sharebench.workloads.bursts``):
   ``SHAREBENCH_PATTERN`` (this replica's pattern), ``SHAREBENCH_PATTERN_SEED``, ``SHAREBENCH_BURSTS`` (write
-  the per-burst record there), and ``SHAREBENCH_PATTERN_COUNT`` (the victim's bursts) or
-  ``SHAREBENCH_STOP_FILE`` (a neighbour: stop once it exists). A program that ignores them keeps working.
+  the per-burst record there), ``SHAREBENCH_STOP_FILE`` (every replica: stop once it exists),
+  ``SHAREBENCH_PATTERN_COUNT`` (the victim: its most bursts) and ``SHAREBENCH_PATTERN_SECONDS`` (an open
+  loop's victim: its window in seconds, in place of the count), and ``SHAREBENCH_PROGRESS`` (a user: append
+  each burst there as it ends, the live record the sweep decides the cell by while it runs). A program that
+  ignores them keeps working; one that writes no live record runs its cell to its limit.
 
 Serving cells (optional; a warm replica keeps the program from one cell to the next): the harness offers
 it with ``SHAREBENCH_SERVE=1`` in the environment and a pipe on the program's stdin. The first cell
@@ -75,7 +78,7 @@ SERVE = "SHAREBENCH_SERVE"  # "1": the harness offers to send the next cells on 
 CELL_VARS = (
     READY_FILE, START_FILE, RESULT_FILE, REPLICA, REPLICAS, WORK, DEVICE,
     "SHAREBENCH_PATTERN", "SHAREBENCH_PATTERN_SEED", "SHAREBENCH_BURSTS", "SHAREBENCH_PATTERN_COUNT",
-    "SHAREBENCH_STOP_FILE", "SHAREBENCH_PROGRESS",
+    "SHAREBENCH_PATTERN_SECONDS", "SHAREBENCH_STOP_FILE", "SHAREBENCH_PROGRESS",
 )  # fmt: skip
 MAX_CELL_LINE_BYTES = 64 * 1024
 PRIMED = "serving"  # the word a primed program writes in its ready file: it will take its cells as lines

@@ -13,9 +13,10 @@ from one cell to the next (:class:`~sharebench.workloads.program.ProgramHost`; a
 it set up); one that does not is started fresh for every cell.
 
 Under a replica pattern (``Workload.patterned``, sharebench.patterns) the timed window is the pattern's
-bursts on the warm particle set (:func:`pattern_track`): a burst of ``units`` is that many turns, replica 0
-(the victim) runs ``bursts`` of them and then creates the cell's stop file, the others (neighbours) run
-until it exists. The record keeps every burst under ``extra["bursts"]`` (``[i, arrival, start, end,
+bursts on the warm particle set (:func:`pattern_track`): a burst of ``units`` is that many turns; every
+replica runs until the cell's stop file exists (the sweep writes it once the cell is decided), replica 0
+(the victim) at most its cap (``ReplicaJob.count``, or an open loop's window in seconds) and then creates
+it; every user appends each burst to its live record as it ends (``ReplicaJob.progress_file``). The record keeps every burst under ``extra["bursts"]`` (``[i, arrival, start, end,
 units]``) with the pattern, role and seed; ``turns`` is the turns run and ``track_s`` the window from the
 start instant to the last burst's end.
 
@@ -78,22 +79,24 @@ def burst_extra(job: ReplicaJob, bursts: list[Burst]) -> dict:
 
 def pattern_track(job: ReplicaJob, run: Prepared) -> RunRecord:
     """From the barrier: the replica's pattern over the warm particle set (a unit = a turn; batch calls of
-    the run's turns), the victim for the workload's bursts, a neighbour until the stop file; its record."""
+    the run's turns) until the stop file, the victim at most its cap or window; its record."""
     cfg = job.run
     pattern = parse_pattern(job.own_pattern)
     wait_at_barrier(job.barrier)
     clock = epoch_clock()
     t0 = clock()
+    window = job.victim_window_s
+    limit = {"duration_s": window} if window is not None else {"count": job.victim_count}
     try:
         bursts = run_pattern(
             pattern,
             run.engine.track,
-            count=job.victim_count,
-            stop=stop_when_file(job.stop_file),  # the victim too: a sweep's deadline writes it (sweep.deadline)
+            stop=stop_when_file(job.stop_file),  # every replica: the cell decided, at its limit, or the deadline
             seed=job.replica_seed,
             batch_units=cfg.turns,
             clock=clock,
             progress=job.progress_file,
+            **limit,
         )
     finally:
         signal_stop(job)

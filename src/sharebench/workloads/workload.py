@@ -26,12 +26,12 @@ from sharebench.devices import check_spec
 from sharebench.errors import UserError
 from sharebench.kernel import RUN_ENGINES, check_engine
 from sharebench.parse import size_name, whole_number
-from sharebench.patterns import BATCH, DEFAULT_BURSTS, MAX_BURSTS, parse_pattern, saturated
+from sharebench.patterns import BATCH, MAX_BURSTS, parse_pattern, saturated
 from sharebench.workloads.protocol import check_exec_timing, workload_name
 
 EXEC = "exec"  # the engine that runs any program through the replica protocol (sharebench.workloads.protocol)
 EXEC_KEYS = ("command", "timing", "name")  # the exec engine's own keys
-VICTIM = 0  # under a pattern: the replica measured (it runs ``bursts`` bursts); the others are its neighbours
+VICTIM = 0  # under a pattern: replica 0, which follows ``pattern``; the others are its neighbours
 ROLES = ("victim", "neighbour")
 
 
@@ -55,7 +55,9 @@ class Workload:
     seed: int = 1  # trackers: seed of the particle distribution
     pattern: str = BATCH.label  # how replica 0 (the victim) uses the device (sharebench.patterns; its label)
     neighbours: str | None = None  # how the other replicas of a sharing cell do (None: as ``pattern``)
-    bursts: int = DEFAULT_BURSTS  # bursts or requests the victim runs in a cell under a pattern
+    bursts: int | None = (
+        None  # under a pattern: the most bursts or requests a user runs in a cell (None: the rule's cap)
+    )
 
     def __post_init__(self) -> None:
         def put(key: str, value: Any) -> None:
@@ -80,7 +82,11 @@ class Workload:
         put("pattern", parse_pattern(self.pattern).label)
         if self.neighbours is not None:
             put("neighbours", parse_pattern(self.neighbours).label)
-        put("bursts", whole_number("workload bursts (--bursts)", self.bursts, 1, MAX_BURSTS))
+        bursts: Any = self.bursts
+        if bursts is None or bursts == "":  # a KFP struct holds no null: '' is none given
+            put("bursts", None)
+        else:
+            put("bursts", whole_number("workload bursts (--bursts)", self.bursts, 1, MAX_BURSTS))
         if self.is_program:
             if self.command is None:
                 raise UserError("workload engine 'exec' needs a command: the program each replica runs")
@@ -172,7 +178,8 @@ class Workload:
             text = f"{self.engine}, lattice {self.lattice or 'generated LHC-like ring'}"
         if not self.patterned:
             return text
-        text += f", pattern {self.pattern} ({self.bursts} bursts)"
+        cap = "until decided" if self.bursts is None else f"at most {self.bursts} bursts a user"
+        text += f", pattern {self.pattern} ({cap})"
         return text + (f", neighbours {self.neighbour_pattern}" if self.neighbour_pattern != self.pattern else "")
 
 
