@@ -170,7 +170,8 @@ TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20
 )
 def test_results_round_trip_and_any_truncation_keeps_whole_rows(tmp_path_factory, rows, cut):
     d = tmp_path_factory.mktemp("rt")
-    full = [dict(r, replica=0, status="ok", cell_status="ok") for r in rows]
+    # one replica a row: the same (sweep, cell, replica) twice is a duplicate, flagged (tests/faults/test_grammars.py)
+    full = [dict(r, replica=i, status="ok", cell_status="ok") for i, r in enumerate(rows)]
     ResultsWriter(d).append(full)
     df = load_results(d)
     assert df["particles"].tolist() == [r["particles"] for r in full]
