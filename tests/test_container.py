@@ -293,18 +293,24 @@ def test_every_executor_of_the_committed_yaml_runs_in_the_image(docker_sweep, im
 
 def test_a_failing_component_is_reported_failed(docker_local):
     """A component that exits non-zero in its container is a FAILURE (kubeflow/pipelines#13332)."""
-    from sharebench.components.plan_sweep import plan_sweep
+    from sharebench.components.check_sweep import check_sweep
 
     with pytest.raises(RuntimeError, match=r"FAILURE"):
-        plan_sweep(
+        check_sweep(
             modes=["no-such-mode"],
             gpu_model="",
             particle_counts=[300],
             repeats=1,
+            warmup_repeats=0,
             turns=2,
             placement="processes",
-            node_name="",
-            warmup_repeats=0,
+            workload={},
+            start_delay_s=1.0,
+            operator_namespace="gpu-operator",
+            reconfigure_timeout_s=60.0,
+            force=False,
+            node_access="agent",
+            budget="",
         )
 
 
@@ -312,26 +318,28 @@ def test_pods_placement_cell_runs_replicas_in_two_containers(docker_local, conta
     """(After the sweep, whose executors the test above counts; this one adds none.)"""
     """Placement 'pods': two replica containers on one CPU are one device, so the cell passes."""
     from sharebench.components import steps
+    from sharebench.modes import parse_mode
     from sharebench.pipelines.sweep_pipeline import run_cell
+    from sharebench.sweep import Cell
+    from sharebench.sweep.grid import GridPlan, GridSettings, cell_value
     from sharebench.workloads import Workload
 
     lattice = container_lattice(docker_local)
+    cell = Cell(parse_mode("timeslice:2"), 300, 1)
+    workload = Workload(device=container_opencl_spec, lattice=lattice, seed=1)
+    # the plan of a node's sweep as plan_sweep hands it on (built here: no node to put in the mode)
+    plan = GridPlan("", "", "pods", (cell,), GridSettings(turns=2, workload=workload)).to_dict()
+    placed = {"resource": "nvidia.com/gpu", "count": 1, "pods": [0, 1], "processes": 1, "replicas": 2}
     start_at = time.time() + 40.0  # both containers start, build and warm up before it
     task = run_cell(
         image=IMAGE,
-        mode="timeslice:2",
-        particles=300,
-        turns=2,
-        repeat=1,
-        start_at=start_at,
+        plan=plan,
+        cell={**cell_value(cell), "start_at": start_at},
+        placed={**placed, "node_selector": {}},
         pods=[0, 1],
-        processes=1,
-        replicas=2,
         resource="nvidia.com/gpu",
         resource_count=1,
         node_selector={},
-        node_name="",
-        workload=Workload(device=container_opencl_spec, lattice=lattice, seed=1).to_dict(),
     )
     rows = steps.read_rows([task.output.path])
     assert [r["replica"] for r in rows] == [0, 1]

@@ -86,6 +86,11 @@ def test_a_document_recomputes_to_the_same_rows_with_from(tmp_path, capsys):
     assert main(["probe", "split", "--from", str(path), "--table", str(table)]) == 0
     again = tmp_path / "again.csv"
     assert main(["probe", "split", "--from", str(path), "--table", str(again)]) == 0
+    # the measuring machine's --lattice only names the work: a recomputation elsewhere needs no such file
+    gone = tmp_path / "elsewhere" / "lhc.json.gz"
+    assert (
+        main(["probe", "split", "--from", str(path), "--table", str(tmp_path / "l.csv"), "--lattice", str(gone)]) == 0
+    )
     out = capsys.readouterr().out
     assert "probe pair alone (slice and switch, no workload)" in out and "transfer from the time-sliced run" in out
     t = pd.read_csv(table)

@@ -331,9 +331,10 @@ def test_replica_failure_writes_one_line_error(tmp_path):
     p = _replica({"device": "cpu", "particles": 10, "lattice": str(tmp_path / "missing.json")}, tmp_path / "rec.json")
     _out, err = p.communicate(timeout=120)
     assert p.returncode == 1
-    assert list(json.loads((tmp_path / "rec.json").read_text())) == ["kind", "schema_version", "error"]
+    assert list(json.loads((tmp_path / "rec.json").read_text())) == ["kind", "schema_version", "error", "attempt"]
     rec = read_json(tmp_path / "rec.json", "record")
-    assert rec == {"error": f"lattice file '{tmp_path / 'missing.json'}' not found"}
+    assert rec == {"error": f"lattice file '{tmp_path / 'missing.json'}' not found", "attempt": rec["attempt"]}
+    assert isinstance(rec["attempt"], str)
     assert "Traceback" not in err
 
 

@@ -84,7 +84,7 @@ def test_submit_uploads_the_compiled_sweep_with_typed_parameters(kfp_server, cap
             "seed": 1,
             "pattern": "batch",
             "neighbours": "",
-            "bursts": 30,
+            "bursts": "",  # the sample rule's cap for each cell
         },
     }
 

@@ -153,7 +153,8 @@ class SplitOptions:
 
 
 def split_options(args: argparse.Namespace) -> SplitOptions:
-    if not getattr(args, "from_file", None):  # a recorded document is recomputed without a GPU
+    recorded = bool(getattr(args, "from_file", None))  # a recorded document is recomputed without a GPU,
+    if not recorded:  # and its --lattice only names the work (the file may be on the measuring machine only)
         probe_device(args)
     work, particles, turns = 1, 0, 1
     if args.exec_command:
@@ -163,7 +164,7 @@ def split_options(args: argparse.Namespace) -> SplitOptions:
         if len(sizes) != 1:
             raise UserError(f"bad --particles {args.particles!r}: one particle count is allowed")
         particles, turns = sizes[0], whole_number("--turns", args.turns, 1)
-        if args.lattice is not None:
+        if args.lattice is not None and not recorded:
             lattice_file(args.lattice)
     probe_s = seconds("--probe-seconds", args.probe_seconds, 0.05, MAX_PROBE_S)
     checked(2, probe_s, args)
