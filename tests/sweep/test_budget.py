@@ -147,7 +147,8 @@ def test_no_sizes_given_picks_the_largest_that_fits():
     assert plan.predicted_s <= 90
     # the room left for adaptive repeats is a quarter of what set-up and report leave; one step more
     # (two significant digits) would not fit the other three quarters
-    room = 0.75 * (90 - 5.3 - 10)
+    o = DEFAULT_OVERHEADS["cpu"]
+    room = 0.75 * (90 - o.start_s - o.end_s)
     step = 10 ** (int(math.log10(size)) - 1)
     bigger = plan_within(1e9, CAL, DEFAULT_OVERHEADS["cpu"], modes, [size + step], 3, 3)
     assert bigger.cells_s > room >= plan.cells_s

@@ -25,6 +25,15 @@ loop of several users, the wait for the slowest of them (a cell stops once its *
 look: B exponential think times sum to B·think ± √B·think, and the last of N users is E[max of N normals]
 ≈ Φ⁻¹((N − 0.375) / (N + 0.25)) standard deviations late, Blom's approximation); :func:`cell_range` adds
 the cap (every look undecided).
+
+Around the cells (:class:`Overheads`): the recorded gap between cells and set-up before the first
+(:data:`DEFAULT_OVERHEADS`), and the report after the last, from its work (:func:`report_seconds`).
+
+A capacity search (``sweep.capacity``) is predicted the same way (:func:`search_cost`): the N it measures
+are those it would if each N's verdict were the model's, within while ``s(N) <= target`` (:func:`search_path`:
+N doubling from the first, then bisection, as ``sweep.capacity_answer.next_n`` goes on decided probes), each
+probe one cell decided at its first look. Its dry run and the Answer's suggested searches
+(``analysis.suggest``) both say this.
 """
 
 from __future__ import annotations
@@ -36,10 +45,47 @@ from statistics import NormalDist
 
 from sharebench.analysis.samples import Samples, cell_samples
 from sharebench.analysis.tail import TailRule
-from sharebench.patterns import Pattern, parse_pattern
+from sharebench.errors import UserError
+from sharebench.patterns import Pattern, parse_pattern, resolve_load
 from sharebench.workloads import Workload
 
 FIXED_POINT_ROUNDS = 20
+
+
+@dataclass(frozen=True)
+class Overheads:
+    """Seconds a sweep spends not tracking: between two cells, from the start to the first cell
+    (validation, provenance, the warm replicas' set-up), and after the last (the report)."""
+
+    per_cell_s: float
+    start_s: float
+    end_s: float
+    source: str
+
+
+# The report after the last cell (``sharebench.report.build_report``, its modules already imported by the run):
+# timed on the 2-core dev machine (2026-12-04, load about 2): 1.5 s for a capacity search's 5 cells, 2.1 s for
+# the CPU default's 16 (results/cpu-default), 5.3 s for the 27 cells of an H200 users folder whose per-cell
+# records are packed; a fixed part and a part per cell, both rounded up
+REPORT_BASE_S = 1.5
+REPORT_PER_CELL_S = 0.15
+# The medians of the committed warm-replica sweeps (``sweep.budget.measured_overheads``; python -m
+# tools.cell_overhead shows each sweep): results/cpu-default (gap 0.55 s, start 5.3 s) and the warm sweeps under
+# results/h200 (45 gaps, median 0.82 s; start 5.26 s); the report of a sweep of 16 cells
+DEFAULT_OVERHEADS = {
+    "cpu": Overheads(
+        0.55, 5.3, REPORT_BASE_S + 16 * REPORT_PER_CELL_S, "recorded: results/cpu-default (warm replicas)"
+    ),
+    "gpu": Overheads(
+        0.82, 5.26, REPORT_BASE_S + 16 * REPORT_PER_CELL_S, "recorded: results/h200 (warm-replica sweeps)"
+    ),
+}
+
+
+def report_seconds(cells: int) -> float:
+    """The report's seconds after a run of ``cells`` cells: :data:`REPORT_BASE_S` and :data:`REPORT_PER_CELL_S`
+    a cell (its tables, plots and per-cell records)."""
+    return REPORT_BASE_S + REPORT_PER_CELL_S * max(0, cells)
 
 
 @dataclass(frozen=True)
@@ -165,3 +211,99 @@ def cell_range(workload: Workload, replicas: int, unit_s: float, factor: float =
         patterned_cell(workload, replicas, unit_s, factor).cell_s,
         patterned_cell(workload, replicas, unit_s, factor, at_cap=True).cell_s,
     )
+
+
+# ----------------------------------------------------------------- a capacity search
+
+
+def search_path(lo: int, max_n: int, within: Callable[[int], bool]) -> list[tuple[int, bool]]:
+    """The N a capacity search measures, in order, when the verdict of each N is ``within(n)`` and every
+    probe is decided by its cell: N from ``lo`` doubling while within (at most ``max_n``), then bisection
+    between the largest N within and the smallest above (``sweep.capacity_answer.next_n`` on decided
+    probes; ``tests/analysis/test_cost.py`` checks the two agree)."""
+    out: list[tuple[int, bool]] = []
+    low, top = 1, None
+    n: int | None = min(lo, max_n) if max_n >= 2 else None
+    while n is not None:
+        ok = within(n)
+        out.append((n, ok))
+        if ok:
+            low = max(low, n)
+        else:
+            top = n if top is None else min(top, n)
+        if top is None:
+            n = None if low >= max_n else min(2 * low, max_n)
+        else:
+            n = None if top - low <= 1 else (low + top) // 2
+    return out
+
+
+# a probe's set-up before its first sample (``sweep.capacity``): a program started fresh, a warm replica primed
+PROBE_SETUP_S = {"exec": 8.0, "warm": 0.5}
+
+
+@dataclass(frozen=True)
+class SearchAsk:
+    """What a capacity search measures, for its cost: each family with its largest N, the first N, the rule
+    (its target and sample rule), the cells an N (the search's ``--repeats``, its fewest), the gap before
+    each cell and each probe's set-up (its new replicas)."""
+
+    families: tuple[tuple[str, int], ...]
+    lo: int
+    rule: TailRule
+    repeats: int = 1
+    gap_s: float = 0.0
+    probe_setup_s: float = PROBE_SETUP_S["warm"]
+
+
+@dataclass(frozen=True)
+class SearchCost:
+    """A capacity search's probes as the model predicts them: per family its path (N, the model's
+    slowdown, within), the probes' cells and their seconds (each with its gap and set-up)."""
+
+    paths: tuple[tuple[str, tuple[tuple[int, float, bool], ...]], ...]
+    cells: int
+    cells_s: float
+
+    def describe(self) -> str:
+        """``timeslice N=2 ✓ 1.35×, 4 ✗ 2.49×, 3 ✓ 1.84×; mps ...``."""
+        return "; ".join(
+            f"{family} N=" + ", ".join(f"{n} {'✓' if ok else '✗'} {s:.2f}×" for n, s, ok in path)
+            for family, path in self.paths
+        )
+
+
+def at_rate(workload: Workload, unit_s: float) -> Workload:
+    """``workload`` with a service of a load (``serve:load=F``: no rate before its capacity alone is
+    measured, ``sweep.load``) at the rate that load is of one replica's capacity, ``1 / unit_s`` units a
+    second (``patterns.resolve_load``); any other as it is."""
+    victim = parse_pattern(workload.pattern)
+    if not victim.needs_capacity or not unit_s > 0:
+        return workload
+    try:
+        label = resolve_load(victim, 1.0 / unit_s).label
+    except UserError:
+        return workload  # a rate out of bounds: the run says so once the capacity is measured
+    same = workload.neighbour_pattern == workload.pattern
+    return replace(workload, pattern=label, neighbours=None if same else workload.neighbours)
+
+
+def search_cost(workload: Workload, ask: SearchAsk, unit_s: float) -> SearchCost:
+    """The probes of a capacity search of ``workload`` (:func:`search_path` per family of ``ask``), one unit
+    ``unit_s`` alone, within while the model's slowdown (:func:`slowdown`, a mode factor of 1) is at most
+    the target: ``ask.repeats`` cells a probe at their expected samples, each with ``ask.gap_s`` before it,
+    and ``ask.probe_setup_s`` a probe. A service of a load runs at the rate the load is of one replica's
+    capacity (:func:`at_rate`)."""
+    workload = at_rate(workload, unit_s)
+    victim, neighbour = parse_pattern(workload.pattern), parse_pattern(workload.pattern_of(1))
+    total, cells, paths = 0.0, 0, []
+    for family, max_n in ask.families:
+        speed = {n: slowdown(victim, neighbour, n, 1.0, unit_s) for n in range(1, max(2, max_n) + 1)}
+        within = {n: s <= ask.rule.slo for n, s in speed.items()}
+        path = search_path(ask.lo, max_n, within.__getitem__)
+        paths.append((family, tuple((n, speed[n], ok) for n, ok in path)))
+        for n, _ in path:
+            cell_s = patterned_cell(workload, n, unit_s, rule=ask.rule).cell_s
+            total += (cell_s + ask.gap_s) * ask.repeats + ask.probe_setup_s
+        cells += len(path) * ask.repeats
+    return SearchCost(tuple(paths), cells, total)

@@ -41,7 +41,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sharebench.analysis.cost import patterned_cell
+from sharebench.analysis.cost import DEFAULT_OVERHEADS as DEFAULT_OVERHEADS
+from sharebench.analysis.cost import Overheads as Overheads
+from sharebench.analysis.cost import patterned_cell, report_seconds
 from sharebench.analysis.samples import cell_samples
 from sharebench.analysis.sequential import DEFAULT_MAX_REPEATS, DEFAULT_PRECISION, GAIN_THRESHOLD_LOSS_PCT, MIN_REPEATS
 from sharebench.errors import UserError
@@ -247,26 +249,10 @@ def calibrate_particles(
     )
 
 
-@dataclass(frozen=True)
-class Overheads:
-    """Seconds a sweep spends not tracking: between two cells, from the start to the first cell
-    (validation, provenance, the warm replicas' set-up), and after the last (the report)."""
-
-    per_cell_s: float
-    start_s: float
-    end_s: float
-    source: str
-
-
-# The medians of the committed warm-replica sweeps (measured_overheads; python -m tools.cell_overhead shows
-# each sweep): results/cpu-default (gap 0.55 s, start 5.3 s) and the warm sweeps under results/h200
-# (45 gaps, median 0.82 s; start 5.26 s). The report: build_report of results/cpu-default
-# took 4.9 s after 4.7 s of imports on the 2-core dev machine (2026-12-03), so 10 s.
+# The report's time kept aside at the end of a budget whose cells are not planned (a capacity search) and a
+# campaign's least report time: build_report of results/cpu-default took 4.9 s after 4.7 s of imports on the
+# 2-core dev machine (2026-12-03). A plan's own report is predicted from its cells (analysis.cost.report_seconds).
 REPORT_S = 10.0
-DEFAULT_OVERHEADS = {
-    "cpu": Overheads(0.55, 5.3, REPORT_S, "recorded: results/cpu-default (warm replicas)"),
-    "gpu": Overheads(0.82, 5.26, REPORT_S, "recorded: results/h200 (warm-replica sweeps)"),
-}
 
 
 # A KFP pipeline's own time around the cells: each task is a pod (kfp.local: a new Python process that
@@ -312,7 +298,7 @@ def sweep_gaps(folder: Path) -> tuple[list[float], list[float]]:
     return gaps, starts
 
 
-def measured_overheads(folders: Sequence[Path | str], end_s: float = REPORT_S) -> Overheads:
+def measured_overheads(folders: Sequence[Path | str], end_s: float = DEFAULT_OVERHEADS["gpu"].end_s) -> Overheads:
     """The medians of the warm-replica sweeps of ``folders``; a UserError when none has one."""
     gaps: list[float] = []
     starts: list[float] = []
@@ -834,8 +820,10 @@ def rate_calibration(sweep: SweepPlan, rate_pt_per_s: float, spent_s: float) -> 
 def sweep_overheads(sweep: SweepPlan, calibration: Calibration) -> Overheads:
     """The recorded overheads of the sweep's device class, with a program's own set-up
     (``calibration.setup_s``): once before the first cell when its warm replicas are primed (all at once),
-    in every cell when they start fresh (``--fresh-replicas``, process timing)."""
+    in every cell when they start fresh (``--fresh-replicas``, process timing); the report from the sweep's
+    cells (``analysis.cost.report_seconds``)."""
     o = DEFAULT_OVERHEADS["gpu" if sweep.device.kind == "gpu" else "cpu"]
+    o = dataclasses.replace(o, end_s=report_seconds(len(sweep.cells())))
     if not calibration.setup_s:
         return o
     if sweep.config.fresh_replicas or sweep.config.workload.starts_fresh:
