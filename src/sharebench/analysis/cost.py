@@ -19,21 +19,28 @@ Each pattern kind has its model in :data:`COST_MODELS` (keyed by ``PatternSpec.n
   or above the requests queue and the cell lasts ``1 / rate + B * S`` (and the estimate says it is
   overloaded); with no rate yet, the saturated model.
 
-How many bursts a cell runs is the sample rule's (``analysis.samples``, issue 42): :func:`patterned_cell`
-predicts a cell of a workload at its expected samples (the first look: decided at once) and, for a closed
-loop of several users, the wait for the slowest of them (a cell stops once its *fewest* user reaches the
-look: B exponential think times sum to B·think ± √B·think, and the last of N users is E[max of N normals]
-≈ Φ⁻¹((N − 0.375) / (N + 0.25)) standard deviations late, Blom's approximation); :func:`cell_range` adds
-the cap (every look undecided).
+How many bursts a cell runs is the sample rule's (``analysis.samples``, issue 42): a watched cell stops at
+the first look (n₀ · 2^j samples a user) that decides it, else at its cap. :func:`patterned_cell` predicts
+that look from the expected order statistics the rule reads (:func:`expected_samples`): each user's
+latencies a lognormal of the kind's recorded spread (:data:`SPREAD`) scaled by the model's slowdown ``s``, the
+bounds at the look's ranks (``tail.rank_bounds``) against the alone cell's interval; the alone cell runs
+until its interval is precise (:func:`alone_looks`), a sharing cell until ``s`` times its bound is clear of
+the target (:func:`users_looks`). For a closed loop of several users it adds the wait for the slowest of
+them (a cell stops once its *fewest* user reaches the look: B exponential think times sum to B·think ±
+√B·think, and the last of N users is E[max of N normals] ≈ Φ⁻¹((N − 0.375) / (N + 0.25)) standard
+deviations late, Blom's approximation); :func:`cell_range` adds the cap (every look undecided). A slowdown
+near the target takes more looks than one far from it: on the 2-core CPU the alone cell of a small
+Simpletrack user ran to its cap (792 samples) and a time-sliced pair at 1.6× against 2× to its (452), as
+predicted.
 
 Around the cells (:class:`Overheads`): the recorded gap between cells and set-up before the first
 (:data:`DEFAULT_OVERHEADS`), and the report after the last, from its work (:func:`report_seconds`).
 
 A capacity search (``sweep.capacity``) is predicted the same way (:func:`search_cost`): the N it measures
-are those it would if each N's verdict were the model's, within while ``s(N) <= target`` (:func:`search_path`:
-N doubling from the first, then bisection, as ``sweep.capacity_answer.next_n`` goes on decided probes), each
-probe one cell decided at its first look. Its dry run and the Answer's suggested searches
-(``analysis.suggest``) both say this.
+are those it would if each N's verdict were the model's (:func:`search_path`: N doubling from the first,
+then bisection, as ``sweep.capacity_answer.next_n`` goes; an N left undecided ends it), each probe's cells
+until decided (:func:`probe_cost`: another cell while undecided, its samples pooled, at most the search's
+``--max-repeats``). Its dry run and the Answer's suggested searches (``analysis.suggest``) both say this.
 """
 
 from __future__ import annotations
@@ -43,10 +50,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from statistics import NormalDist
 
-from sharebench.analysis.samples import Samples, cell_samples
-from sharebench.analysis.tail import TailRule
+from sharebench.analysis.samples import ALONE_PRECISION, Samples, cell_samples
+from sharebench.analysis.tail import TailRule, look_of, rank_bounds
 from sharebench.errors import UserError
-from sharebench.patterns import Pattern, parse_pattern, resolve_load
+from sharebench.patterns import DEFAULT_SLO, Pattern, parse_pattern, resolve_load
 from sharebench.workloads import Workload
 
 FIXED_POINT_ROUNDS = 20
@@ -177,6 +184,102 @@ def slowest_of(users: int) -> float:
     return NormalDist().inv_cdf((users - 0.375) / (users + 0.25))
 
 
+# The spread of one user's latency alone (the standard deviation of its log: a lognormal) that sets the look a
+# cell is decided at: p95 / median = exp(1.645 spread) over the committed alone cells' bursts: ResNet-18 inference
+# on H200s 0.19-0.27 (400-600 bursts each, results/h200/time-to-answer-2026-12-04), Simpletrack on the 2-core CPU
+# 0.24 (792 bursts at 500 particles, 2026-12-05); a service's latency, its queueing included, 0.36-0.45
+# (results/h200/patterns-*/st-serve*, rn-serve-0.3). Simpletrack on an H200 is steadier (p95 = median): there
+# a cell decides sooner than predicted.
+SPREAD = {"closed": 0.25, "open": 0.4}
+
+
+def spread_of(victim: Pattern) -> float:
+    """The latency spread of ``victim``'s kind (:data:`SPREAD` by its loop)."""
+    return SPREAD.get(victim.spec.loop, SPREAD["closed"])
+
+
+def quantile_of(rank: int | None, n: int, spread: float) -> float:
+    """The expected ``rank``-th smallest of ``n`` latencies, over their median (a lognormal of ``spread``,
+    Blom's position); NaN for no rank."""
+    if rank is None or n < 1:
+        return math.nan
+    return math.exp(spread * NormalDist().inv_cdf((rank - 0.375) / (n + 0.25)))
+
+
+def alone_looks(samples: Samples, rule: TailRule, spread: float) -> tuple[int, float, float]:
+    """The alone cell as the model runs it: its samples (looks at n0 · 2^j until its p95 interval's hi / lo
+    is at most ``ALONE_PRECISION``, at most its cap) and that interval over the median (lo, hi)."""
+    n = min(samples.first_look, samples.cap)
+    while True:
+        look = look_of(n, samples.first_look)
+        low, high = rank_bounds(n, rule.q, rule.alone_alpha(look or 0)) if look is not None else (None, None)
+        lo, hi = quantile_of(low, n, spread), quantile_of(high, n, spread)
+        if n >= samples.cap or hi / lo <= ALONE_PRECISION:
+            return n, lo, hi
+        n = min(2 * n, samples.cap)
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What decides a sharing cell in the model: its users' slowdown, their latency spread, and the alone
+    baseline's p95 interval over its median (``lo``, ``hi``: :func:`alone_interval`)."""
+
+    slowdown: float
+    spread: float
+    alone_lo: float
+    alone_hi: float
+
+
+def user_verdict(n: int, samples: Samples, shared: Shared, rule: TailRule) -> str:
+    """The verdict at ``n`` samples a user (:func:`sharebench.analysis.tail.decide` on the expected order
+    statistics of the users' latencies)."""
+    look = look_of(n, samples.first_look)
+    if look is None:
+        return "undecided"
+    low, high = rank_bounds(n, rule.q, rule.user_alpha(samples.users, look))
+    s = shared.slowdown
+    if s * quantile_of(low, n, shared.spread) / shared.alone_hi > rule.slo:
+        return "above"
+    if s * quantile_of(high, n, shared.spread) / shared.alone_lo <= rule.slo:
+        return "within"
+    return "undecided"
+
+
+def users_looks(samples: Samples, shared: Shared, rule: TailRule) -> tuple[int, str]:
+    """A sharing cell as the model runs it: the samples a user runs (the first look at which
+    :func:`user_verdict` decides, else its cap) and the verdict then."""
+    n = samples.first_look
+    while n < samples.cap:
+        verdict = user_verdict(n, samples, shared, rule)
+        if verdict != "undecided":
+            return n, verdict
+        n *= 2
+    return samples.cap, user_verdict(samples.cap, samples, shared, rule)
+
+
+def shared_of(workload: Workload, s: float, rule: TailRule) -> Shared:
+    """The users of ``workload`` slowed ``s`` times against the alone cell as the model runs it
+    (:func:`alone_looks`)."""
+    spread = spread_of(parse_pattern(workload.pattern))
+    _, lo, hi = alone_looks(cell_samples(workload, 1, rule), rule, spread)
+    return Shared(s, spread, lo, hi)
+
+
+def expected_samples(workload: Workload, samples: Samples, s: float, rule: TailRule) -> int:
+    """The samples a user of a cell is expected to run: a watched cell's decided look (:func:`alone_looks`,
+    :func:`users_looks`; a service at least its floor of seconds), an unwatched one's cap (a warm-up's few)."""
+    if not samples.watched:
+        return samples.expected
+    victim = parse_pattern(workload.pattern)
+    if samples.alone:
+        n = alone_looks(samples, rule, spread_of(victim))[0]
+    else:
+        n = users_looks(samples, shared_of(workload, s, rule), rule)[0]
+    if samples.window_s is not None and samples.rate_per_s:
+        n = max(n, math.ceil(samples.rate_per_s * samples.min_s))
+    return min(n, samples.cap)
+
+
 def patterned_cell(
     workload: Workload,
     replicas: int,
@@ -188,11 +291,14 @@ def patterned_cell(
     at_cap: bool = False,
 ) -> CellCost:
     """The predicted seconds of one cell of ``replicas`` replicas of ``workload`` under the sample rule
-    (module docstring): its expected samples (``at_cap``: its cap), and for a closed loop of several users
-    the wait for the slowest; ``unit_s``: one unit alone, ``factor`` the mode's recorded loss."""
+    (module docstring): the samples it is expected to run (:func:`expected_samples`; ``at_cap``: its cap),
+    and for a closed loop of several users the wait for the slowest; ``unit_s``: one unit alone, ``factor``
+    the mode's recorded loss."""
+    rule = rule or TailRule(DEFAULT_SLO)
     samples = cell_samples(workload, replicas, rule, warmup=warmup)
-    bursts = samples.cap if at_cap else samples.expected
     victim, neighbour = parse_pattern(workload.pattern), parse_pattern(workload.pattern_of(1))
+    s = slowdown(victim, neighbour, replicas, factor, unit_s)
+    bursts = samples.cap if at_cap else expected_samples(workload, samples, s, rule)
     cost = cell_seconds((victim, neighbour), replicas, bursts, unit_s, factor)
     return replace(cost, cell_s=cost.cell_s + straggler_s(victim, samples, bursts))
 
@@ -216,18 +322,20 @@ def cell_range(workload: Workload, replicas: int, unit_s: float, factor: float =
 # ----------------------------------------------------------------- a capacity search
 
 
-def search_path(lo: int, max_n: int, within: Callable[[int], bool]) -> list[tuple[int, bool]]:
-    """The N a capacity search measures, in order, when the verdict of each N is ``within(n)`` and every
-    probe is decided by its cell: N from ``lo`` doubling while within (at most ``max_n``), then bisection
-    between the largest N within and the smallest above (``sweep.capacity_answer.next_n`` on decided
-    probes; ``tests/analysis/test_cost.py`` checks the two agree)."""
-    out: list[tuple[int, bool]] = []
+def search_path(lo: int, max_n: int, verdict: Callable[[int], str]) -> list[tuple[int, str]]:
+    """The N a capacity search measures, in order, when the verdict of each N is ``verdict(n)`` (within,
+    above, or undecided after its most cells): N from ``lo`` doubling while within (at most ``max_n``), then
+    bisection between the largest N within and the smallest above; an undecided N ends it, a bracket
+    (``sweep.capacity_answer.next_n``; ``tests/analysis/test_cost.py`` checks the two agree)."""
+    out: list[tuple[int, str]] = []
     low, top = 1, None
     n: int | None = min(lo, max_n) if max_n >= 2 else None
     while n is not None:
-        ok = within(n)
-        out.append((n, ok))
-        if ok:
+        v = verdict(n)
+        out.append((n, v))
+        if v == "undecided":
+            break
+        if v == "within":
             low = max(low, n)
         else:
             top = n if top is None else min(top, n)
@@ -245,8 +353,9 @@ PROBE_SETUP_S = {"exec": 8.0, "warm": 0.5}
 @dataclass(frozen=True)
 class SearchAsk:
     """What a capacity search measures, for its cost: each family with its largest N, the first N, the rule
-    (its target and sample rule), the cells an N (the search's ``--repeats``, its fewest), the gap before
-    each cell and each probe's set-up (its new replicas)."""
+    (its target and sample rule), the cells an N takes at least and at most (the search's ``--repeats`` and
+    ``--max-repeats``: another while undecided, its users' samples pooled), the gap before each cell and
+    each probe's set-up (its new replicas)."""
 
     families: tuple[tuple[str, int], ...]
     lo: int
@@ -254,21 +363,63 @@ class SearchAsk:
     repeats: int = 1
     gap_s: float = 0.0
     probe_setup_s: float = PROBE_SETUP_S["warm"]
+    max_cells: int = 4
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One N of a search as the model measures it: the slowdown, the verdict, its cells and their seconds."""
+
+    n: int
+    slowdown: float
+    verdict: str
+    cells: int
+    seconds: float
+
+
+def probe_cost(workload: Workload, n: int, unit_s: float, ask: SearchAsk) -> Probe:
+    """A probe of ``n`` replicas of ``workload``: its first cell until decided (:func:`users_looks`), then,
+    while undecided, another cell to its cap (the samples pooled), at most ``ask.max_cells``; a probe within
+    at least ``ask.repeats`` cells. Each cell with its gap, and the probe's set-up."""
+    samples = cell_samples(workload, n, ask.rule)
+    victim, neighbour = parse_pattern(workload.pattern), parse_pattern(workload.pattern_of(1))
+    s = slowdown(victim, neighbour, n, 1.0, unit_s)
+    shared = shared_of(workload, s, ask.rule)
+
+    def cell_s(bursts: int) -> float:
+        cost = cell_seconds((victim, neighbour), n, bursts, unit_s)
+        return cost.cell_s + straggler_s(victim, samples, bursts) + ask.gap_s
+
+    first, verdict = users_looks(samples, shared, ask.rule)
+    cells, seconds = 1, ask.probe_setup_s + cell_s(first)
+    while verdict == "undecided" and cells < ask.max_cells:
+        cells += 1
+        seconds += cell_s(samples.cap)
+        verdict = user_verdict(cells * samples.cap, samples, shared, ask.rule)
+    if verdict == "within" and cells < ask.repeats:
+        seconds += (ask.repeats - cells) * cell_s(first)
+        cells = ask.repeats
+    return Probe(n, s, verdict, cells, seconds)
 
 
 @dataclass(frozen=True)
 class SearchCost:
-    """A capacity search's probes as the model predicts them: per family its path (N, the model's
-    slowdown, within), the probes' cells and their seconds (each with its gap and set-up)."""
+    """A capacity search's probes as the model predicts them: per family its path (its probes in order),
+    the probes' cells and their seconds (each with its gap and set-up)."""
 
-    paths: tuple[tuple[str, tuple[tuple[int, float, bool], ...]], ...]
+    paths: tuple[tuple[str, tuple[Probe, ...]], ...]
     cells: int
     cells_s: float
 
     def describe(self) -> str:
-        """``timeslice N=2 ✓ 1.35×, 4 ✗ 2.49×, 3 ✓ 1.84×; mps ...``."""
+        """``timeslice N=2 ✓ 1.35×, 4 ✗ 2.49×, 3 ? 1.98× (4 cells); mps ...``."""
+        marks = {"within": "✓", "above": "✗", "undecided": "?"}
         return "; ".join(
-            f"{family} N=" + ", ".join(f"{n} {'✓' if ok else '✗'} {s:.2f}×" for n, s, ok in path)
+            f"{family} N="
+            + ", ".join(
+                f"{p.n} {marks[p.verdict]} {p.slowdown:.2f}×" + (f" ({p.cells} cells)" if p.cells > 1 else "")
+                for p in path
+            )
             for family, path in self.paths
         )
 
@@ -289,21 +440,20 @@ def at_rate(workload: Workload, unit_s: float) -> Workload:
 
 
 def search_cost(workload: Workload, ask: SearchAsk, unit_s: float) -> SearchCost:
-    """The probes of a capacity search of ``workload`` (:func:`search_path` per family of ``ask``), one unit
-    ``unit_s`` alone, within while the model's slowdown (:func:`slowdown`, a mode factor of 1) is at most
-    the target: ``ask.repeats`` cells a probe at their expected samples, each with ``ask.gap_s`` before it,
-    and ``ask.probe_setup_s`` a probe. A service of a load runs at the rate the load is of one replica's
-    capacity (:func:`at_rate`)."""
+    """The probes of a capacity search of ``workload`` (:func:`search_path` per family of ``ask``, each N's
+    verdict and cells :func:`probe_cost`'s: the model's slowdown, a mode factor of 1, against the target), one
+    unit ``unit_s`` alone. A service of a load runs at the rate the load is of one replica's capacity
+    (:func:`at_rate`)."""
     workload = at_rate(workload, unit_s)
-    victim, neighbour = parse_pattern(workload.pattern), parse_pattern(workload.pattern_of(1))
-    total, cells, paths = 0.0, 0, []
+    probes: dict[int, Probe] = {}
+
+    def verdict(n: int) -> str:
+        if n not in probes:
+            probes[n] = probe_cost(workload, n, unit_s, ask)
+        return probes[n].verdict
+
+    paths = []
     for family, max_n in ask.families:
-        speed = {n: slowdown(victim, neighbour, n, 1.0, unit_s) for n in range(1, max(2, max_n) + 1)}
-        within = {n: s <= ask.rule.slo for n, s in speed.items()}
-        path = search_path(ask.lo, max_n, within.__getitem__)
-        paths.append((family, tuple((n, speed[n], ok) for n, ok in path)))
-        for n, _ in path:
-            cell_s = patterned_cell(workload, n, unit_s, rule=ask.rule).cell_s
-            total += (cell_s + ask.gap_s) * ask.repeats + ask.probe_setup_s
-        cells += len(path) * ask.repeats
-    return SearchCost(tuple(paths), cells, total)
+        paths.append((family, tuple(probes[n] for n, _ in search_path(ask.lo, max_n, verdict))))
+    chosen = [p for _, path in paths for p in path]
+    return SearchCost(tuple(paths), sum(p.cells for p in chosen), sum(p.seconds for p in chosen))

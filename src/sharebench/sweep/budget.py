@@ -137,7 +137,7 @@ class Calibration:
 
     def cell_s(self, mode: Mode, replicas: int, particles: int, *, warmup: bool = False) -> float:
         """The predicted span of a cell: N·T_1·f_mode; under a pattern its users' expected bursts (the
-        sample rule's first look, ``analysis.samples``; a warm-up's few), think times, neighbours and
+        look the cost model decides it at, ``analysis.cost``; a warm-up's few), think times, neighbours and
         queueing (:func:`sharebench.analysis.cost.patterned_cell`, a unit = T_1 / turns)."""
         factor = self.factors.get(mode.label, 1.0)
         w = self.workload
@@ -148,6 +148,7 @@ class Calibration:
 
 
 MIN_PROBE_S = 0.3  # a calibration run shorter than this is run again with more turns
+MAX_PROBE_TURNS = 50  # a patterned tracker's calibration tracks at most this many turns (its unit: one turn)
 CALIBRATION_BURSTS = 5  # a patterned program's calibration: this many bursts of the victim's pattern, alone
 
 
@@ -157,7 +158,9 @@ def calibrate_sweep(sweep: SweepPlan, sizes: Sequence[int], *, probe_turns: int 
     if sweep.config.workload.is_program:
         calibration = calibrate_exec(sweep, sizes)
     else:
-        calibration = calibrate_particles(sweep.run_config, sizes, probe_turns=probe_turns)
+        # a patterned tracker's unit is one turn: its probe may track more turns than the sweep's (rate per turn)
+        most = MAX_PROBE_TURNS if sweep.config.workload.patterned else None
+        calibration = calibrate_particles(sweep.run_config, sizes, probe_turns=probe_turns, most_turns=most)
     return dataclasses.replace(calibration, workload=sweep.config.workload)
 
 
@@ -216,13 +219,18 @@ def burst_unit_s(row: Mapping[str, Any]) -> float:
 
 
 def calibrate_particles(
-    run_config: Callable[[int], RunConfig], sizes: Sequence[int], *, probe_turns: int | None = None
+    run_config: Callable[[int], RunConfig],
+    sizes: Sequence[int],
+    *,
+    probe_turns: int | None = None,
+    most_turns: int | None = None,
 ) -> Calibration:
     """One exclusive run per size in this process (which also builds the kernel into the cache the
     replicas reuse): their rates. ``run_config`` is ``SweepPlan.run_config``; ``probe_turns``: track at
     most that many turns (a short run; the rate per element-pass carries over to the sweep's turns). A
-    probe shorter than :data:`MIN_PROBE_S` is run again with more turns (up to the sweep's): a run of
-    milliseconds is mostly fixed costs (the CPU's thread start-up) and would predict far too slow a rate."""
+    probe shorter than :data:`MIN_PROBE_S` is run again with more turns (up to the sweep's, or up to
+    ``most_turns`` when given: a patterned sweep's unit is one turn, and a probe of one turn of a few hundred
+    particles is mostly fixed costs, the CPU's thread start-up, that would predict far too slow a unit)."""
     t0 = time.monotonic()
     rates: dict[int, float] = {}
     turns, elements = 1, 1
@@ -233,9 +241,10 @@ def calibrate_particles(
             cfg = dataclasses.replace(cfg, turns=probe_turns)
         with contextlib.redirect_stdout(sys.stderr):
             rec = run_replica(cfg)
-            if rec.track_s < MIN_PROBE_S and cfg.turns < turns:
+            limit = max(turns, most_turns or 0)
+            if rec.track_s < MIN_PROBE_S and cfg.turns < limit:
                 more = math.ceil(cfg.turns * MIN_PROBE_S / max(rec.track_s, 1e-6))
-                cfg = dataclasses.replace(cfg, turns=min(turns, more))
+                cfg = dataclasses.replace(cfg, turns=min(limit, more))
                 rec = run_replica(cfg)
         elements = max(1, int(rec.elements or 1))
         rates[int(p)] = p * cfg.turns * elements / rec.track_s if rec.track_s > 0 else math.inf

@@ -28,7 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sharebench.analysis.cost import PROBE_SETUP_S, SearchAsk, at_rate, patterned_cell, report_seconds, search_cost
+from sharebench.analysis.cost import (
+    PROBE_SETUP_S,
+    SearchAsk,
+    at_rate,
+    cell_seconds,
+    patterned_cell,
+    report_seconds,
+    search_cost,
+)
 from sharebench.analysis.samples import cell_samples
 from sharebench.analysis.tail import TailRule
 from sharebench.errors import UserError
@@ -405,38 +413,40 @@ class CapacitySchedule:
 # ----------------------------------------------------------------- the dry run
 
 
-def cell_estimate(
-    plan: SweepPlan, rule: TailRule, unit_s: float = 0.0, setup_s: float | None = None
-) -> Callable[[int], float]:
-    """N -> the seconds a probe of N replicas is expected to take: its set-up and its users' fewest samples
-    (``rule.first_look``) at the pattern's own pace with one unit of work ``unit_s`` alone, slowed by the
-    model's sharing (``analysis.cost.patterned_cell``); the run predicts each probe from the bursts measured."""
-    w = at_rate(plan.config.workload, unit_s)
-    setup = SETUP_S["exec" if w.is_program else "warm"] if setup_s is None else setup_s
+def cell_estimate(plan: SweepPlan, rule: TailRule) -> Callable[[int], float]:
+    """N -> the fewest seconds a probe of N replicas takes before anything is measured: its set-up and the
+    fewest samples per user (``rule.first_look``) at the pattern's own pace (``analysis.cost.cell_seconds``
+    with no work counted: think times, arrivals); the run predicts each probe from the bursts measured."""
+    w = plan.config.workload
+    setup = SETUP_S["exec" if w.is_program else "warm"]
+    victim, neighbour = parse_pattern(w.pattern), parse_pattern(w.pattern_of(1))
 
     def seconds(n: int) -> float:
-        return setup + patterned_cell(w, n, unit_s, rule=rule).cell_s
+        samples = rule.first_look(users_of(w.pattern, w.neighbour_pattern, n))
+        return setup + cell_seconds((victim, neighbour), n, samples, 0.0).cell_s
 
     return seconds
 
 
 def capacity_dry_run(plan: SweepPlan, options: CapacityOptions, rule: TailRule, budget_s: float | None = None) -> str:
     """``--capacity --dry-run``: the device, the pattern, the alone cells and each family's search with its
-    probes, their fewest samples per user and seconds, the range of the total, and ``predicted: N s``: one
-    unit of work calibrated on this machine, the search as the cost model predicts it
-    (``analysis.cost.search_cost``), the set-up and the report; ``budget_s`` bounds it."""
+    probes, their fewest samples per user and seconds before anything is measured (the range of the total),
+    then ``predicted: N s``: one unit of work calibrated on this machine, the search as the cost model predicts
+    it (``analysis.cost.search_cost``), the set-up and the report; ``budget_s`` bounds it."""
     fixed = fixed_cells(plan, options)
-    calibration = calibrate_sweep(plan, plan.particles[:1], probe_turns=PROBE_TURNS)
-    unit_s = calibration.exclusive_s(plan.particles[0]) / max(1, calibration.turns)
+    est = cell_estimate(plan, rule)
     w = plan.config.workload
-    est = cell_estimate(plan, rule, unit_s, probe_setup_s(plan, calibration))
+    alone_s = sum(est(1) for _ in fixed)
+    calibration = calibrate_sweep(plan, plan.particles[:1], probe_turns=PROBE_TURNS)
     lines = [
         *plan_header(plan),
         f"pattern:   {w.pattern} ({cell_samples(w, 2, rule).describe()})",
-        f"fixed:     {len(fixed)} cell(s) first ({', '.join(c.id for c in fixed)}), about "
-        f"{sum(est(1) for c in fixed if not c.warmup):.0f} s ({rule.alone_first_look()} samples alone)",
+        f"fixed:     {len(fixed)} cell(s) first ({', '.join(c.id for c in fixed)}), at least {alone_s:.0f} s "
+        f"({rule.alone_first_look()} samples alone)",
         *load_lines(plan),
         *options.describe(rule, est, lambda n: users_of(w.pattern, w.neighbour_pattern, n)),
+        "estimate:  set-up, think times and arrivals at the fewest samples, before any burst is measured; the "
+        "run predicts each probe from the bursts measured",
         predicted_search(plan, options, rule, calibration, budget_s),
     ]
     return "\n".join([*lines, *(f"note: {n}" for n in plan.notes)])
@@ -464,7 +474,8 @@ def predicted_search(
     o = sweep_overheads(plan, calibration)
     lo, hi = options.users
     families = tuple((f, family_max(f, hi)) for f in options.families)
-    ask = SearchAsk(families, lo, rule, options.min_repeats, o.per_cell_s, probe_setup_s(plan, calibration))
+    setup = probe_setup_s(plan, calibration)
+    ask = SearchAsk(families, lo, rule, options.min_repeats, o.per_cell_s, setup, options.max_repeats)
     search = search_cost(w, ask, unit_s)
     fixed = fixed_cells(plan, options)
     fixed_s = sum(
@@ -483,8 +494,9 @@ def predicted_search(
     return (
         f"predicted: {total:.0f} s (cells {cells_s:.0f} s, set-up {o.start_s:.0f} s, report {report_s:.0f} s; "
         f"calibration {calibration.spent_s:.1f} s on this machine); basis: {calibration.source}; the search as the "
-        f"model predicts it (within while 1 + (N - 1) x busy <= {rule.slo:g}x), a cell per probe decided at its first "
-        f"look: {search.describe()}; {o.per_cell_s:.2f} s between cells ({o.source}){bound}"
+        f"model predicts it (slowdown 1 + (N - 1) x busy against {rule.slo:g}x, each probe's cells until its "
+        f"verdict is decided: analysis.cost): {search.describe()}; {o.per_cell_s:.2f} s between cells "
+        f"({o.source}){bound}"
     )
 
 
