@@ -12,8 +12,8 @@ command, the estimate line, the wall time, their ratio and whether it is within 
 
 The cases (on the CPU, a few minutes each on two cores; the first three by default, issue 43's): ``default``
 (``sharebench run`` with no options: the sweep its calibration sizes), ``patterned`` (a small Simpletrack user,
-``--particles 500``, alone and time-sliced by two, its cells decided by the sample rule), ``capacity`` (the same
-user's capacity search on the CPU), ``particles`` (the default modes at a size given), ``users`` and ``beside``
+``--particles 500``, alone and time-sliced by two, each cell until decided, at most 130 samples), ``capacity``
+(the same user's capacity search on the CPU; both also ``-uncapped``), ``particles`` (the default modes at a size given), ``users`` and ``beside``
 (users capped with ``--bursts``, alone and beside batch neighbours), ``exec`` (a program through the replica
 protocol whose bursts share a lock, ``tests/support/contended.py``, in warm replicas).
 Exit status 0 when every case ran and is within the limit, 1 otherwise, 2 for bad options.
@@ -38,15 +38,23 @@ from sharebench.devices import host
 LIMIT = 0.30  # the issue's "within 30% of the measured time"
 ROOT = Path(__file__).resolve().parents[1]
 ST = ["--particles", "2000", "--turns", "5", "--modes", "exclusive,timeslice:2", "--repeats", "3"]
-# a small Simpletrack user: one turn of 500 particles a burst (about 0.1 s on the 2-core CPU), its cells decided
-# by the sample rule (no cap): the alone cell until its p95 is precise, each sharing cell until decided
+# a small Simpletrack user: one turn of 500 particles a burst (about 0.05 s on the 2-core CPU). The look a cell
+# stops at follows the spread of its latencies, which on this CPU moved between runs minutes apart (the alone cell
+# precise at 99, 199 or never before its cap of 792 samples), so the issue's cases cap every cell at 130 samples,
+# above each first look (99 alone, 113 for 2 users, 121 for 3): each cell decided at its first look or at 130, and
+# what is checked is the seconds the model gives those samples, the set-up and the report; the *-uncapped cases
+# run the sample rule's own caps
 SMALL = ["--particles", "500", "--turns", "1", "--pattern", "interactive:burst=1,think=0.05"]
+PATTERNED = [*SMALL, "--modes", "exclusive,timeslice:2", "--repeats", "1"]
+# N = 2 and 3 time-sliced on two cores, each clearly within 4x (the model's slowdown of a pair on the CPU, 1.6x,
+# is off by as much as the CPU's noise: 1.4x and 2.1x measured an hour apart)
+CAPACITY = [*SMALL, "--capacity", "--modes", "timeslice", "--users", "2..3", "--slo", "4", "--budget", "10m"]
 CASES: dict[str, list[str]] = {
     "default": [],
-    "patterned": [*SMALL, "--modes", "exclusive,timeslice:2", "--repeats", "1"],
-    # N = 2 and 3 time-sliced on two cores, each clearly within 4x (the model's slowdown of N >= 3 on a CPU whose
-    # one replica already uses both cores is pessimistic: 2.7x against about 2x measured)
-    "capacity": [*SMALL, "--capacity", "--modes", "timeslice", "--users", "2..3", "--slo", "4", "--budget", "10m"],
+    "patterned": [*PATTERNED, "--bursts", "130"],
+    "capacity": [*CAPACITY, "--bursts", "130"],
+    "patterned-uncapped": PATTERNED,
+    "capacity-uncapped": CAPACITY,
     "particles": ["--particles", "3000"],
     "users": [*ST, "--pattern", "interactive:burst=1,think=0.05", "--bursts", "20"],
     "beside": [*ST, "--pattern", "interactive:burst=1,think=0.05", "--neighbours", "batch", "--bursts", "10"],
