@@ -57,7 +57,7 @@ from sharebench.results import load_results, read_sweeps
 from sharebench.sharing import cell_run, run_cell
 from sharebench.sweep.calibrate import MAX_PARTICLES, PROBE_PARTICLES, auto_sized
 from sharebench.sweep.grid import CellGrid
-from sharebench.sweep.plan import MAX_REPEATS, Cell, SweepConfig, SweepPlan, is_awake, validate
+from sharebench.sweep.plan import MAX_REPEATS, Cell, SweepConfig, SweepPlan, alone_cells, is_awake, validate
 from sharebench.workloads import Workload
 from sharebench.workloads.job import ReplicaJob
 
@@ -422,6 +422,8 @@ class BudgetPlan:
     min_repeats: int
     max_repeats: int
     left_out: tuple[str, ...] = ()  # "mode at P particles" not planned for want of time
+    # a patterned sweep's alone cells (``sweep.plan.alone_cells``): its baseline once per size, never repeated
+    alone: tuple[Cell, ...] = ()
 
     def block(self, label: str, particles: int) -> Block | None:
         return next((b for b in self.blocks if b.mode.label == label and b.particles == particles), None)
@@ -430,9 +432,19 @@ class BudgetPlan:
         """One cell of ``block`` with the gap before it."""
         return block.cell_s + self.overheads.per_cell_s
 
+    def once(self, block: Block) -> bool:
+        """Whether ``block`` is a patterned sweep's baseline, measured once (its alone cells), never repeated."""
+        return bool(self.alone) and block.mode.is_baseline
+
+    def rounds(self, block: Block) -> int:
+        """The planned cells of ``block``: its alone cells, else the repeats and warm-ups."""
+        if self.once(block):
+            return sum(1 for c in self.alone if c.particles == block.particles)
+        return self.repeats + self.warmup_repeats
+
     @property
     def cells_s(self) -> float:
-        return sum(self.cost_s(b) for b in self.blocks) * (self.repeats + self.warmup_repeats)
+        return sum(self.cost_s(b) * self.rounds(b) for b in self.blocks)
 
     @property
     def predicted_s(self) -> float:
@@ -446,21 +458,22 @@ class BudgetPlan:
         return max(0.0, self.budget_s - self.predicted_s)
 
     def cells(self) -> list[Cell]:
-        """The planned cells in run order: repeat -> particle count -> mode; repeats <= 0 are warm-ups."""
+        """The planned cells in run order: a patterned sweep's alone cells first (once per size), then repeat ->
+        particle count -> mode; repeats <= 0 are warm-ups."""
         have = {(b.mode.label, b.particles) for b in self.blocks}
         first = 1 - self.warmup_repeats
-        return [
+        once = {(b.mode.label, b.particles) for b in self.blocks if self.once(b)}
+        return [c for c in self.alone if (c.mode.label, c.particles) in have] + [
             Cell(m, p, r)
             for r in range(first, self.repeats + 1)
             for p in self.particles
             for m in self.modes
-            if (m.label, p) in have
+            if (m.label, p) in have and (m.label, p) not in once
         ]
 
     def describe(self) -> str:
         """The plan as ``--dry-run`` prints it."""
         o, c = self.overheads, self.calibration
-        reps = self.repeats + self.warmup_repeats
         lines = [
             f"budget:    {fmt_duration(self.budget_s)} ({self.budget_s:g} s); {c.source}",
             f"overheads: {o.per_cell_s:.2f} s between cells, {o.start_s:.1f} s before the first, {o.end_s:.0f} s "
@@ -470,7 +483,8 @@ class BudgetPlan:
         ]
         lines += [
             f"  {b.mode.label:<14} at {b.particles:>12,} particles: {c.work(b.replicas)} T_1 {c.exclusive_s(b.particles):.3g} s"
-            f" -> {b.cell_s:.3g} s a cell (+{o.per_cell_s:.2f} s) x {reps} = {self.cost_s(b) * reps:.1f} s"
+            f" -> {b.cell_s:.3g} s a cell (+{o.per_cell_s:.2f} s) x {self.rounds(b)} = {self.cost_s(b) * self.rounds(b):.1f} s"
+            + (" (the alone cell, once)" if self.once(b) else "")
             for b in self.blocks
         ]
         lines.append(
@@ -640,7 +654,7 @@ def plan_budget(sweep: SweepPlan, options: BudgetOptions, sizes: Sequence[int] =
     auto = not sizes and auto_sized(sweep)
     run_sizes = list(sizes) or sweep.particles
     calibration = calibrate_sweep(sweep, [PROBE_PARTICLES] if auto else run_sizes, probe_turns=PROBE_TURNS)
-    return plan_within(
+    plan = plan_within(
         options.budget_s,
         calibration,
         sweep_overheads(sweep, calibration),
@@ -651,6 +665,8 @@ def plan_budget(sweep: SweepPlan, options: BudgetOptions, sizes: Sequence[int] =
         replicas={m.label: sweep.replicas(m) for m in sweep.modes},
         warmup_repeats=sweep.config.warmup_repeats,
     )
+    # a patterned sweep's baseline: the alone cells, once per size and pattern (issue 42), never a block's repeats
+    return dataclasses.replace(plan, alone=tuple(alone_cells(sweep.with_particles(plan.particles))))
 
 
 def model_replicas(model: str, mode: Mode) -> int:
