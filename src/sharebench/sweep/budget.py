@@ -665,8 +665,11 @@ def plan_budget(sweep: SweepPlan, options: BudgetOptions, sizes: Sequence[int] =
         replicas={m.label: sweep.replicas(m) for m in sweep.modes},
         warmup_repeats=sweep.config.warmup_repeats,
     )
-    # a patterned sweep's baseline: the alone cells, once per size and pattern (issue 42), never a block's repeats
-    return dataclasses.replace(plan, alone=tuple(alone_cells(sweep.with_particles(plan.particles))))
+    # a patterned sweep's baseline: the alone cells, once per size and pattern (issue 42), never a block's repeats;
+    # a warm-up before them only when the plan keeps warm-ups
+    config = dataclasses.replace(sweep.config, warmup_repeats=plan.warmup_repeats)
+    planned = dataclasses.replace(sweep, config=config).with_particles(plan.particles)
+    return dataclasses.replace(plan, alone=tuple(alone_cells(planned)))
 
 
 def model_replicas(model: str, mode: Mode) -> int:
