@@ -39,11 +39,10 @@ LIMIT = 0.30  # the issue's "within 30% of the measured time"
 ROOT = Path(__file__).resolve().parents[1]
 ST = ["--particles", "2000", "--turns", "5", "--modes", "exclusive,timeslice:2", "--repeats", "3"]
 # a small Simpletrack user: one turn of 500 particles a burst (about 0.05 s on the 2-core CPU). The look a cell
-# stops at follows the spread of its latencies, which on this CPU moved between runs minutes apart (the alone cell
-# precise at 99, 199 or never before its cap of 792 samples), so the cases cap every cell at 130 samples,
-# above each first look (99 alone, 113 for 2 users, 121 for 3): each cell decided at its first look or at 130, and
-# what is checked is the seconds the model gives those samples, the set-up and the report; the *-uncapped cases
-# run the sample rule's own caps
+# stops at follows the spread of its latencies, which on this CPU moved between runs an hour apart (the alone cell
+# precise at 99 samples, or never before its cap of 792 while other jobs ran), so the cases cap every cell
+# at 130 samples, above each first look (99 alone, 113 for 2 users, 121 for 3): each cell decided at its first
+# look or at 130, which a busy machine moves less; the *-uncapped cases run the sample rule's own caps
 SMALL = ["--particles", "500", "--turns", "1", "--pattern", "interactive:burst=1,think=0.05"]
 PATTERNED = [*SMALL, "--modes", "exclusive,timeslice:2", "--repeats", "1"]
 # N = 2 and 3 time-sliced on two cores, each clearly within 4x (the model's slowdown of a pair on the CPU, 1.6x,

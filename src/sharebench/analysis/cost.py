@@ -22,16 +22,17 @@ Each pattern kind has its model in :data:`COST_MODELS` (keyed by ``PatternSpec.n
 How many bursts a cell runs is the sample rule's (``analysis.samples``, issue 42): a watched cell stops at
 the first look (n₀ · 2^j samples a user) that decides it, else at its cap. :func:`patterned_cell` predicts
 that look from the expected order statistics the rule reads (:func:`expected_samples`): each user's
-latencies a lognormal of the kind's recorded spread (:data:`SPREAD`) scaled by the model's slowdown ``s``, the
-bounds at the look's ranks (``tail.rank_bounds``) against the alone cell's interval; the alone cell runs
-until its interval is precise (:func:`alone_looks`), a sharing cell until ``s`` times its bound is clear of
-the target (:func:`users_looks`). For a closed loop of several users it adds the wait for the slowest of
-them (a cell stops once its *fewest* user reaches the look: B exponential think times sum to B·think ±
-√B·think, and the last of N users is E[max of N normals] ≈ Φ⁻¹((N − 0.375) / (N + 0.25)) standard
-deviations late, Blom's approximation); :func:`cell_range` adds the cap (every look undecided). A slowdown
-near the target takes more looks than one far from it: on the 2-core CPU the alone cell of a small
-Simpletrack user ran to its cap (792 samples) and a time-sliced pair at 1.6× against 2× to its (452), as
-predicted.
+latencies a lognormal of the workload's recorded spread (:data:`SPREAD`: a tracker's, a program's, a
+service's) scaled by the model's slowdown ``s``, the bounds at the look's ranks (``tail.rank_bounds``)
+against the alone cell's interval; the alone cell runs until its interval is precise (:func:`alone_looks`),
+a sharing cell until ``s`` times its bound is clear of the target (:func:`users_looks`), averaged over the
+model's slowdown and one :data:`SLOWDOWN_SPREAD` either side of it (near the target the look jumps: the mean
+lies between). A slowdown near the target takes more looks than one far from it: on the 2-core CPU a
+time-sliced pair of a small Simpletrack user at about 1.8x against 2x ran to its cap (452 samples). For a
+closed loop of several users it adds the wait for the slowest of them (a cell stops once its *fewest* user
+reaches the look: B exponential think times sum to B·think ± √B·think, and the last of N users is E[max of
+N normals] ≈ Φ⁻¹((N − 0.375) / (N + 0.25)) standard deviations late, Blom's approximation); :func:`cell_range`
+adds the cap (every look undecided).
 
 Around the cells (:class:`Overheads`): the recorded gap between cells and set-up before the first
 (:data:`DEFAULT_OVERHEADS`), and the report after the last, from its work (:func:`report_seconds`).
@@ -185,17 +186,21 @@ def slowest_of(users: int) -> float:
 
 
 # The spread of one user's latency alone (the standard deviation of its log: a lognormal) that sets the look a
-# cell is decided at: p95 / median = exp(1.645 spread) over the committed alone cells' bursts: ResNet-18 inference
-# on H200s 0.19-0.27 (400-600 bursts each, results/h200/time-to-answer-2026-12-04), Simpletrack on the 2-core CPU
-# 0.24 (792 bursts at 500 particles, 2026-12-05); a service's latency, its queueing included, 0.36-0.45
-# (results/h200/patterns-*/st-serve*, rn-serve-0.3). Simpletrack on an H200 is steadier (p95 = median): there
-# a cell decides sooner than predicted.
-SPREAD = {"closed": 0.25, "open": 0.4}
+# cell is decided at, from p95 / median = exp(1.645 spread) of committed and measured alone cells' bursts:
+# * a tracker's burst (one compiled kernel a turn, in a warm replica): Simpletrack on H200s p95 = median (7 alone
+#   cells, results/h200/patterns-*); on the quiet 2-core CPU 0.03-0.05 (500 particles, 2026-12-05), 0.24-0.33
+#   when the machine was busy: 0.1 (the alone cell precise at its first look, 99 samples, up to 0.1);
+# * a program's (Python around its kernels): ResNet-18 inference on H200s 0.19-0.27 (400-600 bursts each,
+#   results/h200/time-to-answer-2026-12-04): 0.25 (the alone cell to its cap, 792);
+# * a service's latency, its queueing included: 0.36-0.45 (results/h200/patterns-*/st-serve*, rn-serve-0.3).
+SPREAD = {"tracker": 0.1, "program": 0.25, "service": 0.4}
 
 
-def spread_of(victim: Pattern) -> float:
-    """The latency spread of ``victim``'s kind (:data:`SPREAD` by its loop)."""
-    return SPREAD.get(victim.spec.loop, SPREAD["closed"])
+def spread_of(workload: Workload) -> float:
+    """The latency spread of ``workload``'s victim (:data:`SPREAD`): a service's, else a program's or a tracker's."""
+    if parse_pattern(workload.pattern).spec.loop == "open":
+        return SPREAD["service"]
+    return SPREAD["program" if workload.is_program else "tracker"]
 
 
 def quantile_of(rank: int | None, n: int, spread: float) -> float:
@@ -260,9 +265,22 @@ def users_looks(samples: Samples, shared: Shared, rule: TailRule) -> tuple[int, 
 def shared_of(workload: Workload, s: float, rule: TailRule) -> Shared:
     """The users of ``workload`` slowed ``s`` times against the alone cell as the model runs it
     (:func:`alone_looks`)."""
-    spread = spread_of(parse_pattern(workload.pattern))
+    spread = spread_of(workload)
     _, lo, hi = alone_looks(cell_samples(workload, 1, rule), rule, spread)
     return Shared(s, spread, lo, hi)
+
+
+# The model's slowdown is uncertain by about this factor: one unit measured two ways differs by 10-20% (a warm
+# replica's burst, a calibration's turns), and a CPU's sharing of one pair moved from 1.4x to 2.1x within an hour.
+# Near the target the look that decides a cell jumps (at its first look, or undecided to its cap), so a cell's
+# samples and a probe's cells are their mean over the slowdown and one this factor either side of it: a slowdown
+# near the target predicts a time between, not one side of the jump
+SLOWDOWN_SPREAD = 1.15
+
+
+def near(s: float) -> tuple[float, ...]:
+    """The model's slowdown ``s`` and one :data:`SLOWDOWN_SPREAD` either side of it (none alone, at 1)."""
+    return (s,) if s <= 1 else (max(1.0, s / SLOWDOWN_SPREAD), s, s * SLOWDOWN_SPREAD)
 
 
 def expected_samples(workload: Workload, samples: Samples, s: float, rule: TailRule) -> int:
@@ -270,11 +288,11 @@ def expected_samples(workload: Workload, samples: Samples, s: float, rule: TailR
     :func:`users_looks`; a service at least its floor of seconds), an unwatched one's cap (a warm-up's few)."""
     if not samples.watched:
         return samples.expected
-    victim = parse_pattern(workload.pattern)
     if samples.alone:
-        n = alone_looks(samples, rule, spread_of(victim))[0]
+        n = alone_looks(samples, rule, spread_of(workload))[0]
     else:
-        n = users_looks(samples, shared_of(workload, s, rule), rule)[0]
+        looks = [users_looks(samples, shared_of(workload, x, rule), rule)[0] for x in near(s)]
+        n = round(sum(looks) / len(looks))
     if samples.window_s is not None and samples.rate_per_s:
         n = max(n, math.ceil(samples.rate_per_s * samples.min_s))
     return min(n, samples.cap)
@@ -377,14 +395,15 @@ class Probe:
     seconds: float
 
 
-def probe_cost(workload: Workload, n: int, unit_s: float, ask: SearchAsk) -> Probe:
+def probe_cost(workload: Workload, n: int, unit_s: float, ask: SearchAsk, scale: float = 1.0) -> Probe:
     """A probe of ``n`` replicas of ``workload``: its first cell until decided (:func:`users_looks`), then,
     while undecided, another cell to its cap (the samples pooled), at most ``ask.max_cells``; a probe within
-    at least ``ask.repeats`` cells. Each cell with its gap, and the probe's set-up."""
+    at least ``ask.repeats`` cells. Each cell with its gap, and the probe's set-up. ``scale``: the model's
+    slowdown times this (at least 1), what decides its looks (:data:`SLOWDOWN_SPREAD`)."""
     samples = cell_samples(workload, n, ask.rule)
     victim, neighbour = parse_pattern(workload.pattern), parse_pattern(workload.pattern_of(1))
     s = slowdown(victim, neighbour, n, 1.0, unit_s)
-    shared = shared_of(workload, s, ask.rule)
+    shared = shared_of(workload, max(1.0, s * scale), ask.rule)
 
     def cell_s(bursts: int) -> float:
         cost = cell_seconds((victim, neighbour), n, bursts, unit_s)
@@ -399,7 +418,7 @@ def probe_cost(workload: Workload, n: int, unit_s: float, ask: SearchAsk) -> Pro
     if verdict == "within" and cells < ask.repeats:
         seconds += (ask.repeats - cells) * cell_s(first)
         cells = ask.repeats
-    return Probe(n, s, verdict, cells, seconds)
+    return Probe(n, shared.slowdown, verdict, cells, seconds)
 
 
 @dataclass(frozen=True)
@@ -443,13 +462,22 @@ def search_cost(workload: Workload, ask: SearchAsk, unit_s: float) -> SearchCost
     """The probes of a capacity search of ``workload`` (:func:`search_path` per family of ``ask``, each N's
     verdict and cells :func:`probe_cost`'s: the model's slowdown, a mode factor of 1, against the target), one
     unit ``unit_s`` alone. A service of a load runs at the rate the load is of one replica's capacity
-    (:func:`at_rate`)."""
+    (:func:`at_rate`). The paths and cells shown are the model's slowdown's; the seconds the mean of the
+    searches at it and at :data:`SLOWDOWN_SPREAD` either side (near the target a verdict, and the path after
+    it, jumps: the mean lies between)."""
     workload = at_rate(workload, unit_s)
+    walks = [walk(workload, ask, unit_s, k) for k in (1 / SLOWDOWN_SPREAD, 1.0, SLOWDOWN_SPREAD)]
+    central = walks[1]
+    return replace(central, cells_s=sum(w.cells_s for w in walks) / len(walks))
+
+
+def walk(workload: Workload, ask: SearchAsk, unit_s: float, scale: float) -> SearchCost:
+    """The search with every probe's slowdown times ``scale`` (:func:`probe_cost`)."""
     probes: dict[int, Probe] = {}
 
     def verdict(n: int) -> str:
         if n not in probes:
-            probes[n] = probe_cost(workload, n, unit_s, ask)
+            probes[n] = probe_cost(workload, n, unit_s, ask, scale)
         return probes[n].verdict
 
     paths = []

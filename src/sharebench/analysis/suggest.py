@@ -205,6 +205,15 @@ def basis_at(reproduce: Reproduce, prefix: Sequence[str], size: int | None) -> B
     return Basis(tuple(options), unit_s, gap, start, text, setup)
 
 
+def workload_of(reproduce: Reproduce, pattern: str, neighbours: str = "") -> Workload:
+    """The workload a suggested command runs, for its cost: a program's (``--exec``: its latencies spread as a
+    program's, ``analysis.cost.SPREAD``) or a tracker's, under ``pattern`` beside ``neighbours``."""
+    words = list(reproduce.options)
+    command = words[words.index("--exec") + 1] if "--exec" in words[:-1] else None
+    engine = "exec" if command else "simpletrack"
+    return Workload(engine=engine, command=command, pattern=pattern, neighbours=neighbours or None)
+
+
 def replicas_of(modes: Sequence[str]) -> list[int] | None:
     try:
         return [parse_mode(m).replicas or 1 for m in modes]
@@ -215,7 +224,7 @@ def replicas_of(modes: Sequence[str]) -> list[int] | None:
 def fixed_patterned(b: Basis, ask: Ask, pattern: str, reproduce: Reproduce) -> Sized:
     """The fixed modes under a pattern, one repeat and its warm-up (``sweep.plan``'s cells: the alone cell
     once after its warm-up, then every other mode's warm-up and repeat), as the fixed dry run predicts."""
-    workload = Workload(pattern=pattern, neighbours=ask.neighbours or None)
+    workload = workload_of(reproduce, pattern, ask.neighbours)
     replicas = replicas_of([m for m in ask.modes if not is_baseline(m)])
     if replicas is None:
         return Sized((), 0, math.nan, "")
@@ -240,9 +249,9 @@ def paced(args: tuple[str, ...], cells: int, reproduce: Reproduce) -> Sized:
     return Sized(args, cells, math.nan, "")
 
 
-def search(b: Basis, ask: Ask, pattern: str, budget_s: float) -> Sized:
+def search(b: Basis, ask: Ask, pattern: str, budget_s: float, reproduce: Reproduce) -> Sized:
     """A capacity search of the modes' families (``--capacity --budget``), as its dry run predicts it."""
-    workload = Workload(pattern=pattern)
+    workload = workload_of(reproduce, pattern)
     lo, hi = DEFAULT_USERS
     families = ask.families()
     search_ask = SearchAsk(
@@ -291,7 +300,7 @@ def predict(reproduce: Reproduce, prefix: Sequence[str], ask: Ask, size: int | N
         return batch(b, dataclasses.replace(ask, pattern=pattern), reproduce)
     same = not ask.neighbours or ask.neighbours == ask.pattern
     if same and ask.families():
-        return search(b, ask, pattern, budget_s)
+        return search(b, ask, pattern, budget_s, reproduce)
     return fixed_patterned(b, ask, pattern, reproduce)
 
 
