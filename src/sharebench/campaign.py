@@ -28,7 +28,8 @@ A plan (``benchmarks/plans/*.toml`` are the committed campaigns)::
     # bursts = 30, slo = 2; within a budget (issue 24, no repeats then): budget = "10m", precision = 0.5,
     # max_repeats = 10; users per GPU by search (issue 33): modes naming families without N
     # (["timeslice", "mps"]) with capacity = true, users = "2..32", repeats (per N, default 2) and
-    # max_repeats (default 4), a budget too; timeslice_probe = false (--no-probe)
+    # max_repeats (default 4), a budget too; timeslice_probe = false (--no-probe); awake_control = true
+    # (--awake-control: each alone cell also beside a keep-awake process, with a pattern)
     budget_s = 330                    # optional: the step's own wall time: no new cell after it (its report
                                       # included), never past the plan's budget
     predict_s = 60                    # optional: first the step's dry run (at most this long), its output
@@ -104,7 +105,7 @@ SWEEP_KEYS = (
     "name", "tags", "modes", "particles", "turns", "repeats", "warmup_repeats", "smoke", "margin_s",
     "min_left_s", "engine", "exec", "exec_name", "exec_timing", "ready_timeout_s", "fresh_replicas",
     "use_lattice", "pattern", "neighbours", "bursts", "slo", "budget", "precision", "max_repeats",
-    "capacity", "users", "timeslice_probe", "budget_s", "predict_s",
+    "capacity", "users", "timeslice_probe", "budget_s", "predict_s", "awake_control",
 )  # fmt: skip
 COMMAND_KEYS = ("name", "tags", "run", "stdout", "append", "timeout_s", "optional", "needs", "min_left_s")
 ENGINES = ("simpletrack", "xtrack", "exec")
@@ -155,6 +156,7 @@ class Sweep:
     budget_options: BudgetOptions | None = None  # the three above, parsed
     capacity: CapacityOptions | None = None  # --capacity --users: the search (modes: its families' start)
     timeslice_probe: bool = True
+    awake_control: bool = False  # --awake-control: each alone cell also beside a keep-awake process
     budget_s: float | None = None  # the step's own wall time (--stop-after, its report included)
     predict_s: float | None = None  # its dry run first, at most this long, into dry_<name>.txt
 
@@ -308,11 +310,27 @@ def parse_sweep(raw: Mapping[str, Any], name: str, tags: tuple[str, ...], where:
         use_lattice=flag(raw, "use_lattice", where, True),
         capacity=capacity,
         timeslice_probe=flag(raw, "timeslice_probe", where, True),
+        awake_control=awake_of(raw, where),
         budget_s=positive_seconds(raw, "budget_s", where),
         predict_s=positive_seconds(raw, "predict_s", where),
         **pattern_keys(raw, where, modes),
         **budget_keys(raw, where, search=capacity is not None),
     )
+
+
+def awake_of(raw: Mapping[str, Any], where: str) -> bool:
+    """``awake_control`` (``run --awake-control``): it needs a replica pattern (the alone cells it controls)."""
+    awake = flag(raw, "awake_control", where)
+    pattern = raw.get("pattern")
+    try:
+        patterned = isinstance(pattern, str) and not parse_pattern(pattern).saturated
+    except UserError:
+        return awake  # a bad pattern: pattern_keys names it
+    if awake and not patterned:
+        raise UserError(
+            f"{where}: awake_control needs a replica pattern (pattern): its control is a pattern's alone cell"
+        )
+    return awake
 
 
 def capacity_of(raw: Mapping[str, Any], raw_modes: list[str], where: str) -> CapacityOptions | None:
@@ -558,6 +576,7 @@ def sweep_request(ctx: Context, step: Sweep, stop_after_s: float | None) -> Swee
         fresh_replicas=step.fresh_replicas,
         timeslice_probe=step.timeslice_probe,
         capacity=step.capacity,
+        awake_control=step.awake_control,
     )
     return replace(request, command=tuple(recorded_command(request, step, ctx.python)))
 

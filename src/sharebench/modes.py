@@ -355,6 +355,13 @@ def help_text() -> str:
 # a family is a searchable kind without N (timeslice, mps, timeslice/long, mps@25, mig-emulated): --capacity
 # searches its N; the kind's ``search_arg`` says what N becomes (N replicas, or a layout of N equal instances)
 DEFAULT_USERS = (2, 64)  # --users LO..HI: HI is the stated maximum
+# the kind's own limit on N: MPS at most 48 clients per control daemon (Volta and later); MIG at most 7 instances
+KIND_MAX = {"mps": 48, "mig-emulated": 7}
+
+
+def family_max(family: str, hi: int = MAX_REPLICAS) -> int:
+    """The largest N a search of ``family`` may try: ``hi`` (``--users LO..HI``), at most its kind's limit."""
+    return min(hi, KIND_MAX.get(family_kind(family), MAX_REPLICAS), MAX_REPLICAS)
 
 
 def family_kind(family: str) -> str:

@@ -79,10 +79,11 @@ def test_an_unmeasured_pattern_is_never_inferred(h200):
     command that measures it; no mode of the folder is named for them, no number of it is quoted."""
     tables, rows, picks = h200
     modes = ",".join(["exclusive", "timeslice:2", "timeslice:4", "timeslice:8", "mps:2", "mps:4", "mps:8"])
-    commands = {
-        "interactive": f"`sharebench run --pattern interactive --modes {modes} --repeats 3`",
-        "serving": f"`sharebench run --pattern serve --modes {modes} --repeats 3`",
-        "noisy neighbour": f"`sharebench run --pattern interactive --neighbours batch --modes {modes} --repeats 3`",
+    bounded = " (at most 10 min: its --budget; no unit of work alone here to predict its path by)"
+    commands = {  # users and services: a search of the folder's families; a user beside batch: each mode once
+        "interactive": f"`sharebench run --pattern interactive --capacity --modes timeslice,mps --budget 10m`{bounded}",
+        "serving": f"`sharebench run --pattern serve --capacity --modes timeslice,mps --budget 10m`{bounded}",
+        "noisy neighbour": f"`sharebench run --pattern interactive --neighbours batch --modes {modes} --repeats 1`",
     }
     for pattern, command in commands.items():
         c = picks.set_index("pattern").loc[pattern]
@@ -265,7 +266,7 @@ def test_a_noisy_neighbour_is_measured_per_mode_and_users_are_not_inferred_from_
     users = picks.loc[f"interactive ({INTERACTIVE})"]
     assert (users["mode"], users["basis"]) == ("not measured", "not measured")
     assert f"no sharing cell of {INTERACTIVE} replicas alone was measured" in users["reason"]
-    assert f"`sharebench run --pattern {INTERACTIVE} --modes " in users["reason"]
+    assert f"`sharebench run --pattern {INTERACTIVE} --capacity --modes timeslice,mps --budget 10m`" in users["reason"]
 
 
 def test_a_cell_faster_than_alone_is_flagged_and_never_a_figure(tmp_path):

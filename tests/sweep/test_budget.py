@@ -147,7 +147,8 @@ def test_no_sizes_given_picks_the_largest_that_fits():
     assert plan.predicted_s <= 90
     # the room left for adaptive repeats is a quarter of what set-up and report leave; one step more
     # (two significant digits) would not fit the other three quarters
-    room = 0.75 * (90 - 5.3 - 10)
+    o = DEFAULT_OVERHEADS["cpu"]
+    room = 0.75 * (90 - o.start_s - o.end_s)
     step = 10 ** (int(math.log10(size)) - 1)
     bigger = plan_within(1e9, CAL, DEFAULT_OVERHEADS["cpu"], modes, [size + step], 3, 3)
     assert bigger.cells_s > room >= plan.cells_s
@@ -357,3 +358,36 @@ def test_a_further_t1_repeat_goes_only_with_its_shared_repeat():
     assert ids(next_cells(plan, rows, opts, elapsed_s=80.0)) == ["exclusive_p1000_r4", "mps:2_p1000_r4"]
     # 100 - 3 - 95 = 2 s: exclusive's repeat (1.5 s) would fit, mps:2's (2.5 s) not: neither runs
     assert next_cells(plan, rows, opts, elapsed_s=95.0) == []
+
+
+def test_a_patterned_budget_measures_the_alone_cell_once_and_first(tmp_path):
+    """Issue 42: a patterned sweep within a budget measures its baseline once per size (its warm-up and the
+    alone cell, ``sweep.plan.alone_cells``), first, as the fixed schedule does; the sharing modes repeat while
+    unsettled, never the alone cell with them; the report says so."""
+    lattice = tiny_lattice(tmp_path / "fodo.json")
+    workload = Workload(device="cpu", lattice=str(lattice), pattern="interactive:burst=1,think=0.05")
+    sweep = validate(
+        SweepConfig(modes=("exclusive", "timeslice:2", "timeslice:4"), particles=(1000,), turns=1, workload=workload)
+    )
+    plan = plan_budget(sweep, budget_options("10m"))
+    assert [c.id for c in plan.alone] == ["exclusive_p1000_r0", "exclusive_p1000_r1"]
+    planned = ids(plan.cells())
+    assert planned[:2] == ["exclusive_p1000_r0", "exclusive_p1000_r1"]
+    assert [c for c in planned[2:] if c.startswith("exclusive")] == []  # never a repeat of the alone cell
+    assert len(planned) == 2 + 2 * (plan.repeats + plan.warmup_repeats)
+    baseline = plan.block("exclusive", 1000)
+    assert baseline is not None and plan.once(baseline) and plan.rounds(baseline) == 2
+    assert "x 2 = " in plan.describe() and "(the alone cell, once)" in plan.describe()
+    opts = BudgetOptions(None, precision=1.0, max_repeats=6)
+    # the alone cell and the planned sharing repeats measured, timeslice:4 scattering: only it goes on
+    spans = {"timeslice:2": [2.2, 2.2, 2.2002], "timeslice:4": [4.0, 5.0, 3.5]}
+    warmups = [
+        cell(CPU, m, 0, [(0.0, 1.0)] * n, cores=2)
+        for m, n in (("exclusive", 1), ("timeslice:2", 2), ("timeslice:4", 4))
+    ]
+    rows = [r for w in warmups for r in w] + cell(CPU, "exclusive", 1, [(1.0, 2.0)], cores=2) + measured(spans, 3.0)
+    assert ids(next_cells(plan, rows, opts)) == ["timeslice:4_p1000_r4"]
+    # in a queue the alone cell comes first, whatever its repeat number
+    assert ids(next_cells(plan, [], opts))[:2] == ["exclusive_p1000_r0", "exclusive_p1000_r1"]
+    report = budget_report(plan, rows, BudgetOptions(600.0, precision=1.0, max_repeats=6), elapsed_s=30.0)
+    assert "  exclusive at 1,000: the alone cell, once (its p95 until precise)" in report

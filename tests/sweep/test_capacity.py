@@ -282,13 +282,19 @@ def capacity_args(out, *more):
     ]  # fmt: skip
 
 
-def test_dry_run_prints_each_probes_samples_and_seconds_and_a_total(tmp_path, capsys):
-    assert main(capacity_args(tmp_path / "r", "--users", "2..16", "--dry-run")) == 0
+def test_dry_run_prints_each_probes_samples_and_seconds_and_a_total(tmp_path, capsys, knee_env):
+    """The probes' fewest samples, the range of the total, and the one prediction: one unit calibrated here
+    (the program's cell of a few bursts), the search the model predicts, within its --budget."""
+    assert main(capacity_args(tmp_path / "r", "--users", "2..16", "--budget", "1m", "--dry-run")) == 0
     out = capsys.readouterr().out
     assert "families side by side" in out and "p95 slowdown ≤ 2× decided at 95% confidence" in out
     assert "timeslice: 4–7 N probed (4–28 cells)" in out
     assert "N=2: 113 samples per user, ≥ " in out and "N=16: 153 samples per user" in out
     assert "  total: " in out and " min of probes at their fewest samples" in out
+    predicted = re.search(
+        r"^predicted: (\d+) s \(cells \d+ s, .*the search as the model predicts it .*: timeslice N=2 ", out, re.M
+    )
+    assert predicted and 0 < int(predicted[1]) <= 60, out  # the --budget bounds it
     assert not (tmp_path / "r").exists()
 
 

@@ -311,7 +311,7 @@ class Evidence:
         device = [] if "--device" in self.reproduce.options else (["--device cpu"] if self.cpu else [])
         # sized to finish within the time asked, at the workload's own burst size (analysis.suggest)
         prefix = ["sharebench run", *device]
-        ask = Ask(tuple(modes), MIN_CI_REPEATS, pattern, neighbours)
+        ask = Ask(tuple(modes), MIN_CI_REPEATS, pattern, neighbours, self.slo)
         return sized_command(self.reproduce, prefix, ask, self.reproduce.suggest_s)
 
 

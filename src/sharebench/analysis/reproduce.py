@@ -38,7 +38,6 @@ from sharebench.patterns import parse_pattern
 from sharebench.workloads import Workload
 
 EXEC = "exec"
-DEFAULT_REPEATS = 3  # what a suggested command asks for
 DEFAULT_WARMUPS = 1  # and the warm-up repeat `sharebench run` adds by default
 DEFAULT_SUGGEST_S = 600.0  # a suggested command is sized to finish within this (analysis.suggest; --suggest-minutes)
 
@@ -53,25 +52,6 @@ class Reproduce:
     unit_s: float = math.nan
     gap_s: float = math.nan
     suggest_s: float = DEFAULT_SUGGEST_S  # a suggested command is sized to finish within this (analysis.suggest)
-
-    def predicted(
-        self, modes: Sequence[str], repeats: int = DEFAULT_REPEATS, pattern: str = "", neighbours: str = ""
-    ) -> str:
-        """`` (about 4 min: 16 cells ...)`` for ``modes`` of ``repeats`` repeats (and the warm-up) under
-        ``pattern`` beside ``neighbours``: from the unit's seconds when the folder has them and the pattern is
-        not batch (:func:`pattern_seconds`), else at the folder's pace; '' with neither."""
-        cells = len(modes) * (repeats + DEFAULT_WARMUPS)
-        model = pattern_seconds(modes, pattern, neighbours, self.unit_s) if pattern else math.nan
-        if math.isfinite(model):
-            gap = self.gap_s if math.isfinite(self.gap_s) else 0.0
-            total = (repeats + DEFAULT_WARMUPS) * (model + len(modes) * gap)
-            return (
-                f" (about {duration(total)}: {cells} cells, predicted as --dry-run does from this folder's "
-                f"{unit_text(self.unit_s)} per unit alone)"
-            )
-        if not (math.isfinite(self.cell_s) and self.cell_s > 0):
-            return ""
-        return f" (about {duration(cells * self.cell_s)}: {cells} cells at this folder's {self.cell_s:.0f} s per cell)"
 
 
 def unit_text(seconds: float) -> str:

@@ -25,8 +25,9 @@ The watcher stops a count-bound cell once its fewest user reaches the cap; the v
 gets its samples (the victim keeps running beside it: the sharing it measures stays the same), and only a
 program that writes no live record runs that far.
 
-What a cell is expected to take (``--dry-run``'s prediction, ``analysis.cost``) is its first look:
-a cell decided at once, the alone one precise at once (:attr:`Samples.expected`); its cap bounds it.
+What a cell is expected to take (``--dry-run``'s prediction) is ``analysis.cost``'s: the look at which the
+expected order statistics of its users' latencies decide it (the alone cell: make its interval precise), its
+cap bounding it; :attr:`Samples.expected` is the fewest, the first look.
 """
 
 from __future__ import annotations

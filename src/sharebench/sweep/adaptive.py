@@ -16,6 +16,10 @@ The runner runs ``BudgetPlan.cells()`` and, after each cell, asks :func:`next_ce
   measured blocks compared with theirs) plus the measured median gap between cells; planned cells
   before further repeats, each in the plan's priority order, the rest left out.
 
+A patterned sweep's baseline is its alone cells (``sweep.plan.alone_cells``, ``BudgetPlan.alone``): once per
+size and pattern, first, never repeated (each sharing cell runs until its users' p95 is decided against it);
+its sharing blocks then repeat while their own mean track time is imprecise, as a block without T_1 does.
+
 The queue is in the sweep's run order (repeat -> particle count -> mode). :func:`budget_report` gives
 the report's lines: budget, plan, time used, the precision each block reached and why it stopped.
 :class:`AdaptiveSchedule` is this queue as a schedule (``sweep.schedule``): what the runner asks for
@@ -105,7 +109,7 @@ def block_decision(
     n = m.repeats
     lo, hi = options.min_repeats, options.max_repeats
     exclusive = next((b for b in plan.blocks if b.mode.is_baseline and b.particles == block.particles), None)
-    if not block.mode.spec.shared or exclusive is None:
+    if not is_loss(plan, block) or exclusive is None:
         samples = m.upto(m.mean_track_s, n)
         return should_continue(samples, precision=options.precision, relative=True, min_repeats=lo, max_repeats=hi)
     t1 = measured[(exclusive.mode.label, exclusive.particles)]
@@ -145,22 +149,28 @@ def further_repeats(
     for b in plan.blocks:
         key = (b.mode.label, b.particles)
         n = measured[key].repeats
-        if key in decisions and n >= plan.repeats and not decisions[key].stop and n < options.max_repeats:
+        go_on = key in decisions and not decisions[key].stop and not plan.once(b)  # an alone cell runs once
+        if go_on and plan.repeats <= n < options.max_repeats:
             wants[key] = n + 1
     for b in plan.blocks:  # exclusive goes on while a shared block of its size at the same count does
         key = (b.mode.label, b.particles)
         n = measured[key].repeats
         shared_on = any(k[1] == b.particles and r == n + 1 for k, r in wants.items())
-        if b.mode.is_baseline and key not in wants and plan.repeats <= n < options.max_repeats and shared_on:
+        baseline = b.mode.is_baseline and not plan.once(b)
+        if baseline and key not in wants and plan.repeats <= n < options.max_repeats and shared_on:
             wants[key] = n + 1
     by_label = {m.label: m for m in plan.modes}
     return [Cell(by_label[label], p, r) for (label, p), r in wants.items()], decisions
 
 
 def run_order(plan: BudgetPlan, cells: Sequence[Cell]) -> list[Cell]:
-    """repeat -> particle count -> mode, as ``SweepPlan.cells``."""
+    """As ``SweepPlan.cells``: a patterned sweep's alone cells first (every slowdown's baseline, measured before
+    the cells decided against it), then repeat -> particle count -> mode."""
     labels = [m.label for m in plan.modes]
-    return sorted(cells, key=lambda c: (c.repeat, plan.particles.index(c.particles), labels.index(c.mode.label)))
+    alone = {c.id: i for i, c in enumerate(plan.alone)}
+    first = sorted((c for c in cells if c.id in alone), key=lambda c: alone[c.id])
+    rest = [c for c in cells if c.id not in alone]
+    return first + sorted(rest, key=lambda c: (c.repeat, plan.particles.index(c.particles), labels.index(c.mode.label)))
 
 
 def cell_costs(plan: BudgetPlan, cells: pd.DataFrame, gaps: Sequence[float]) -> dict[tuple[str, int], float]:
@@ -237,8 +247,11 @@ def next_cells(
 
 
 def is_loss(plan: BudgetPlan, block: Block) -> bool:
-    """Whether the block is judged on its loss (time-slicing and MPS with an exclusive block of its size)."""
-    return block.mode.spec.shared and any(b.mode.is_baseline and b.particles == block.particles for b in plan.blocks)
+    """Whether the block is judged on its loss (time-slicing and MPS with an exclusive block of its size); a
+    patterned sweep's blocks are judged on the precision of their own mean (their verdicts are each cell's,
+    against the alone cell measured once)."""
+    same = any(b.mode.is_baseline and b.particles == block.particles for b in plan.blocks)
+    return block.mode.spec.shared and same and not plan.alone
 
 
 def quantity(plan: BudgetPlan, block: Block, decision: Decision) -> str:
@@ -280,6 +293,9 @@ def budget_report(
         d = decisions.get((b.mode.label, b.particles))
         if d is None:
             lines.append(f"  {b.mode.label} at {b.particles:,}: not run (budget)")
+            continue
+        if plan.once(b):
+            lines.append(f"  {b.mode.label} at {b.particles:,}: the alone cell, once (its p95 until precise)")
             continue
         why = d.reason if d.stop else f"budget (would go on: {d.reason})"
         lines.append(

@@ -41,7 +41,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sharebench.analysis.cost import patterned_cell
+from sharebench.analysis.cost import DEFAULT_OVERHEADS as DEFAULT_OVERHEADS
+from sharebench.analysis.cost import Overheads as Overheads
+from sharebench.analysis.cost import patterned_cell, report_seconds
 from sharebench.analysis.samples import cell_samples
 from sharebench.analysis.sequential import DEFAULT_MAX_REPEATS, DEFAULT_PRECISION, GAIN_THRESHOLD_LOSS_PCT, MIN_REPEATS
 from sharebench.errors import UserError
@@ -55,7 +57,7 @@ from sharebench.results import load_results, read_sweeps
 from sharebench.sharing import cell_run, run_cell
 from sharebench.sweep.calibrate import MAX_PARTICLES, PROBE_PARTICLES, auto_sized
 from sharebench.sweep.grid import CellGrid
-from sharebench.sweep.plan import MAX_REPEATS, Cell, SweepConfig, SweepPlan, is_awake, validate
+from sharebench.sweep.plan import MAX_REPEATS, Cell, SweepConfig, SweepPlan, alone_cells, is_awake, validate
 from sharebench.workloads import Workload
 from sharebench.workloads.job import ReplicaJob
 
@@ -135,7 +137,7 @@ class Calibration:
 
     def cell_s(self, mode: Mode, replicas: int, particles: int, *, warmup: bool = False) -> float:
         """The predicted span of a cell: N·T_1·f_mode; under a pattern its users' expected bursts (the
-        sample rule's first look, ``analysis.samples``; a warm-up's few), think times, neighbours and
+        look the cost model decides it at, ``analysis.cost``; a warm-up's few), think times, neighbours and
         queueing (:func:`sharebench.analysis.cost.patterned_cell`, a unit = T_1 / turns)."""
         factor = self.factors.get(mode.label, 1.0)
         w = self.workload
@@ -146,6 +148,7 @@ class Calibration:
 
 
 MIN_PROBE_S = 0.3  # a calibration run shorter than this is run again with more turns
+MAX_PROBE_TURNS = 50  # a patterned tracker's calibration tracks at most this many turns (its unit: one turn)
 CALIBRATION_BURSTS = 5  # a patterned program's calibration: this many bursts of the victim's pattern, alone
 
 
@@ -155,7 +158,9 @@ def calibrate_sweep(sweep: SweepPlan, sizes: Sequence[int], *, probe_turns: int 
     if sweep.config.workload.is_program:
         calibration = calibrate_exec(sweep, sizes)
     else:
-        calibration = calibrate_particles(sweep.run_config, sizes, probe_turns=probe_turns)
+        # a patterned tracker's unit is one turn: its probe may track more turns than the sweep's (rate per turn)
+        most = MAX_PROBE_TURNS if sweep.config.workload.patterned else None
+        calibration = calibrate_particles(sweep.run_config, sizes, probe_turns=probe_turns, most_turns=most)
     return dataclasses.replace(calibration, workload=sweep.config.workload)
 
 
@@ -214,13 +219,18 @@ def burst_unit_s(row: Mapping[str, Any]) -> float:
 
 
 def calibrate_particles(
-    run_config: Callable[[int], RunConfig], sizes: Sequence[int], *, probe_turns: int | None = None
+    run_config: Callable[[int], RunConfig],
+    sizes: Sequence[int],
+    *,
+    probe_turns: int | None = None,
+    most_turns: int | None = None,
 ) -> Calibration:
     """One exclusive run per size in this process (which also builds the kernel into the cache the
     replicas reuse): their rates. ``run_config`` is ``SweepPlan.run_config``; ``probe_turns``: track at
     most that many turns (a short run; the rate per element-pass carries over to the sweep's turns). A
-    probe shorter than :data:`MIN_PROBE_S` is run again with more turns (up to the sweep's): a run of
-    milliseconds is mostly fixed costs (the CPU's thread start-up) and would predict far too slow a rate."""
+    probe shorter than :data:`MIN_PROBE_S` is run again with more turns (up to the sweep's, or up to
+    ``most_turns`` when given: a patterned sweep's unit is one turn, and a probe of one turn of a few hundred
+    particles is mostly fixed costs, the CPU's thread start-up, that would predict far too slow a unit)."""
     t0 = time.monotonic()
     rates: dict[int, float] = {}
     turns, elements = 1, 1
@@ -231,9 +241,10 @@ def calibrate_particles(
             cfg = dataclasses.replace(cfg, turns=probe_turns)
         with contextlib.redirect_stdout(sys.stderr):
             rec = run_replica(cfg)
-            if rec.track_s < MIN_PROBE_S and cfg.turns < turns:
+            limit = max(turns, most_turns or 0)
+            if rec.track_s < MIN_PROBE_S and cfg.turns < limit:
                 more = math.ceil(cfg.turns * MIN_PROBE_S / max(rec.track_s, 1e-6))
-                cfg = dataclasses.replace(cfg, turns=min(turns, more))
+                cfg = dataclasses.replace(cfg, turns=min(limit, more))
                 rec = run_replica(cfg)
         elements = max(1, int(rec.elements or 1))
         rates[int(p)] = p * cfg.turns * elements / rec.track_s if rec.track_s > 0 else math.inf
@@ -247,26 +258,10 @@ def calibrate_particles(
     )
 
 
-@dataclass(frozen=True)
-class Overheads:
-    """Seconds a sweep spends not tracking: between two cells, from the start to the first cell
-    (validation, provenance, the warm replicas' set-up), and after the last (the report)."""
-
-    per_cell_s: float
-    start_s: float
-    end_s: float
-    source: str
-
-
-# The medians of the committed warm-replica sweeps (measured_overheads; python -m tools.cell_overhead shows
-# each sweep): results/cpu-default (gap 0.55 s, start 5.3 s) and the warm sweeps under results/h200
-# (45 gaps, median 0.82 s; start 5.26 s). The report: build_report of results/cpu-default
-# took 4.9 s after 4.7 s of imports on the 2-core dev machine (2026-12-03), so 10 s.
+# The report's time kept aside at the end of a budget whose cells are not planned (a capacity search) and a
+# campaign's least report time: build_report of results/cpu-default took 4.9 s after 4.7 s of imports on the
+# 2-core dev machine (2026-12-03). A plan's own report is predicted from its cells (analysis.cost.report_seconds).
 REPORT_S = 10.0
-DEFAULT_OVERHEADS = {
-    "cpu": Overheads(0.55, 5.3, REPORT_S, "recorded: results/cpu-default (warm replicas)"),
-    "gpu": Overheads(0.82, 5.26, REPORT_S, "recorded: results/h200 (warm-replica sweeps)"),
-}
 
 
 # A KFP pipeline's own time around the cells: each task is a pod (kfp.local: a new Python process that
@@ -312,7 +307,7 @@ def sweep_gaps(folder: Path) -> tuple[list[float], list[float]]:
     return gaps, starts
 
 
-def measured_overheads(folders: Sequence[Path | str], end_s: float = REPORT_S) -> Overheads:
+def measured_overheads(folders: Sequence[Path | str], end_s: float = DEFAULT_OVERHEADS["gpu"].end_s) -> Overheads:
     """The medians of the warm-replica sweeps of ``folders``; a UserError when none has one."""
     gaps: list[float] = []
     starts: list[float] = []
@@ -427,6 +422,8 @@ class BudgetPlan:
     min_repeats: int
     max_repeats: int
     left_out: tuple[str, ...] = ()  # "mode at P particles" not planned for want of time
+    # a patterned sweep's alone cells (``sweep.plan.alone_cells``): its baseline once per size, never repeated
+    alone: tuple[Cell, ...] = ()
 
     def block(self, label: str, particles: int) -> Block | None:
         return next((b for b in self.blocks if b.mode.label == label and b.particles == particles), None)
@@ -435,9 +432,19 @@ class BudgetPlan:
         """One cell of ``block`` with the gap before it."""
         return block.cell_s + self.overheads.per_cell_s
 
+    def once(self, block: Block) -> bool:
+        """Whether ``block`` is a patterned sweep's baseline, measured once (its alone cells), never repeated."""
+        return bool(self.alone) and block.mode.is_baseline
+
+    def rounds(self, block: Block) -> int:
+        """The planned cells of ``block``: its alone cells, else the repeats and warm-ups."""
+        if self.once(block):
+            return sum(1 for c in self.alone if c.particles == block.particles)
+        return self.repeats + self.warmup_repeats
+
     @property
     def cells_s(self) -> float:
-        return sum(self.cost_s(b) for b in self.blocks) * (self.repeats + self.warmup_repeats)
+        return sum(self.cost_s(b) * self.rounds(b) for b in self.blocks)
 
     @property
     def predicted_s(self) -> float:
@@ -451,21 +458,22 @@ class BudgetPlan:
         return max(0.0, self.budget_s - self.predicted_s)
 
     def cells(self) -> list[Cell]:
-        """The planned cells in run order: repeat -> particle count -> mode; repeats <= 0 are warm-ups."""
+        """The planned cells in run order: a patterned sweep's alone cells first (once per size), then repeat ->
+        particle count -> mode; repeats <= 0 are warm-ups."""
         have = {(b.mode.label, b.particles) for b in self.blocks}
         first = 1 - self.warmup_repeats
-        return [
+        once = {(b.mode.label, b.particles) for b in self.blocks if self.once(b)}
+        return [c for c in self.alone if (c.mode.label, c.particles) in have] + [
             Cell(m, p, r)
             for r in range(first, self.repeats + 1)
             for p in self.particles
             for m in self.modes
-            if (m.label, p) in have
+            if (m.label, p) in have and (m.label, p) not in once
         ]
 
     def describe(self) -> str:
         """The plan as ``--dry-run`` prints it."""
         o, c = self.overheads, self.calibration
-        reps = self.repeats + self.warmup_repeats
         lines = [
             f"budget:    {fmt_duration(self.budget_s)} ({self.budget_s:g} s); {c.source}",
             f"overheads: {o.per_cell_s:.2f} s between cells, {o.start_s:.1f} s before the first, {o.end_s:.0f} s "
@@ -475,7 +483,8 @@ class BudgetPlan:
         ]
         lines += [
             f"  {b.mode.label:<14} at {b.particles:>12,} particles: {c.work(b.replicas)} T_1 {c.exclusive_s(b.particles):.3g} s"
-            f" -> {b.cell_s:.3g} s a cell (+{o.per_cell_s:.2f} s) x {reps} = {self.cost_s(b) * reps:.1f} s"
+            f" -> {b.cell_s:.3g} s a cell (+{o.per_cell_s:.2f} s) x {self.rounds(b)} = {self.cost_s(b) * self.rounds(b):.1f} s"
+            + (" (the alone cell, once)" if self.once(b) else "")
             for b in self.blocks
         ]
         lines.append(
@@ -645,7 +654,7 @@ def plan_budget(sweep: SweepPlan, options: BudgetOptions, sizes: Sequence[int] =
     auto = not sizes and auto_sized(sweep)
     run_sizes = list(sizes) or sweep.particles
     calibration = calibrate_sweep(sweep, [PROBE_PARTICLES] if auto else run_sizes, probe_turns=PROBE_TURNS)
-    return plan_within(
+    plan = plan_within(
         options.budget_s,
         calibration,
         sweep_overheads(sweep, calibration),
@@ -656,6 +665,11 @@ def plan_budget(sweep: SweepPlan, options: BudgetOptions, sizes: Sequence[int] =
         replicas={m.label: sweep.replicas(m) for m in sweep.modes},
         warmup_repeats=sweep.config.warmup_repeats,
     )
+    # a patterned sweep's baseline: the alone cells, once per size and pattern (issue 42), never a block's repeats;
+    # a warm-up before them only when the plan keeps warm-ups
+    config = dataclasses.replace(sweep.config, warmup_repeats=plan.warmup_repeats)
+    planned = dataclasses.replace(sweep, config=config).with_particles(plan.particles)
+    return dataclasses.replace(plan, alone=tuple(alone_cells(planned)))
 
 
 def model_replicas(model: str, mode: Mode) -> int:
@@ -834,8 +848,10 @@ def rate_calibration(sweep: SweepPlan, rate_pt_per_s: float, spent_s: float) -> 
 def sweep_overheads(sweep: SweepPlan, calibration: Calibration) -> Overheads:
     """The recorded overheads of the sweep's device class, with a program's own set-up
     (``calibration.setup_s``): once before the first cell when its warm replicas are primed (all at once),
-    in every cell when they start fresh (``--fresh-replicas``, process timing)."""
+    in every cell when they start fresh (``--fresh-replicas``, process timing); the report from the sweep's
+    cells (``analysis.cost.report_seconds``)."""
     o = DEFAULT_OVERHEADS["gpu" if sweep.device.kind == "gpu" else "cpu"]
+    o = dataclasses.replace(o, end_s=report_seconds(len(sweep.cells())))
     if not calibration.setup_s:
         return o
     if sweep.config.fresh_replicas or sweep.config.workload.starts_fresh:

@@ -28,11 +28,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sharebench.analysis.cost import cell_seconds
+from sharebench.analysis.cost import (
+    PROBE_SETUP_S,
+    SearchAsk,
+    at_rate,
+    cell_seconds,
+    patterned_cell,
+    report_seconds,
+    search_cost,
+)
 from sharebench.analysis.samples import cell_samples
 from sharebench.analysis.tail import TailRule
 from sharebench.errors import UserError
-from sharebench.modes import BASELINE, MAX_REPLICAS, Mode, parse_mode
+from sharebench.modes import BASELINE, Mode, family_max, parse_mode
 
 # the families' and --users' grammar, kept light in modes (the CLI checks --modes and --users with it)
 from sharebench.modes import DEFAULT_USERS as DEFAULT_USERS
@@ -41,10 +49,12 @@ from sharebench.modes import family_kind as family_kind
 from sharebench.modes import family_mode as family_mode
 from sharebench.modes import parse_family as parse_family
 from sharebench.modes import parse_users as parse_users
+from sharebench.parse import fmt_duration
 from sharebench.patterns import parse_pattern
 from sharebench.results import read_sweeps
-from sharebench.sweep.capacity_answer import KIND_MAX, CapacitySearch, answer, next_n
+from sharebench.sweep.budget import PROBE_TURNS, Calibration, calibrate_sweep, sweep_overheads
 from sharebench.sweep.capacity_answer import Capacity as Capacity
+from sharebench.sweep.capacity_answer import CapacitySearch, answer, next_n
 from sharebench.sweep.capacity_answer import Probe as Probe
 from sharebench.sweep.capacity_folder import CAPACITY_CSV as CAPACITY_CSV
 from sharebench.sweep.capacity_folder import CAPACITY_JSON as CAPACITY_JSON
@@ -53,13 +63,13 @@ from sharebench.sweep.capacity_folder import capacity_lines as capacity_lines
 from sharebench.sweep.capacity_folder import read_capacity as read_capacity
 from sharebench.sweep.capacity_folder import write_capacity_table as write_capacity_table
 from sharebench.sweep.load import MIN_REQUESTS, capacity_cell, needs_capacity
-from sharebench.sweep.plan import Cell, SweepPlan, plan_header
+from sharebench.sweep.plan import Cell, SweepPlan, is_awake, plan_header
 from sharebench.sweep.schedule import Measured, Stop
 
 DEFAULT_MIN_REPEATS = 1  # cells of each N at least: a cell runs until decided (or its cap)
 DEFAULT_MAX_REPEATS = 4  # cells of an N at most, while it stays undecided (its users' samples pooled)
 MEMORY_HEADROOM = 0.95  # of the GPU's memory the replicas may hold together
-SETUP_S = {"exec": 8.0, "warm": 0.5}  # a cell's set-up before one is measured: a fresh program, a warm replica
+SETUP_S = PROBE_SETUP_S  # a cell's set-up before one is measured: a fresh program, a warm replica (analysis.cost)
 SHORTEST_MARGIN = 1.1  # a probe's shortest length, predicted, times this
 ALONE_MORE = 3  # alone cells a run adds at most while the baseline has too few samples
 
@@ -153,7 +163,7 @@ class CapacityOptions:
         ]
         total = [0.0, 0.0]
         for f in self.families:
-            max_n = min(hi, KIND_MAX.get(family_kind(f), MAX_REPLICAS))
+            max_n = family_max(f, hi)
             best, worst = probe_bounds(lo, max_n)
             text = f"  {f}: {best}–{worst} N probed ({best * self.min_repeats}–{worst * self.max_repeats} cells)"
             if cell_s is not None:
@@ -222,6 +232,7 @@ class CapacitySchedule:
     state: FolderState = field(default_factory=FolderState)
     setups: list[float] = field(default_factory=list)
     alone_more: int = 0  # alone cells added by this run (:meth:`alone_cell`)
+    budget_s: float | None = None  # --budget: what bounds the dry run's prediction
 
     def __post_init__(self) -> None:
         self.refresh()
@@ -267,7 +278,9 @@ class CapacitySchedule:
         return None  # the deadline wraps it (sweep.deadline)
 
     def describe(self) -> list[str]:
-        return [capacity_dry_run(self.sweep, self.options, self.rule)] if self.sweep is not None else []
+        if self.sweep is None:
+            return []
+        return [capacity_dry_run(self.sweep, self.options, self.rule, self.budget_s)]
 
     def report(self) -> list[str]:
         """The notes' lines: each family's answer. Called before its cells ended (an interrupt): the
@@ -415,14 +428,16 @@ def cell_estimate(plan: SweepPlan, rule: TailRule) -> Callable[[int], float]:
     return seconds
 
 
-def capacity_dry_run(plan: SweepPlan, options: CapacityOptions, rule: TailRule) -> str:
+def capacity_dry_run(plan: SweepPlan, options: CapacityOptions, rule: TailRule, budget_s: float | None = None) -> str:
     """``--capacity --dry-run``: the device, the pattern, the alone cells and each family's search with its
-    probes, their fewest samples per user and seconds, and the total."""
-    starts = {m.label for m in options.start_modes()}
-    fixed = [c for c in plan.cells() if c.mode.label not in starts]
+    probes, their fewest samples per user and seconds before anything is measured (the range of the total),
+    then ``predicted: N s``: one unit of work calibrated on this machine, the search as the cost model predicts
+    it (``analysis.cost.search_cost``), the set-up and the report; ``budget_s`` bounds it."""
+    fixed = fixed_cells(plan, options)
     est = cell_estimate(plan, rule)
     w = plan.config.workload
     alone_s = sum(est(1) for _ in fixed)
+    calibration = calibrate_sweep(plan, plan.particles[:1], probe_turns=PROBE_TURNS)
     lines = [
         *plan_header(plan),
         f"pattern:   {w.pattern} ({cell_samples(w, 2, rule).describe()})",
@@ -432,8 +447,57 @@ def capacity_dry_run(plan: SweepPlan, options: CapacityOptions, rule: TailRule) 
         *options.describe(rule, est, lambda n: users_of(w.pattern, w.neighbour_pattern, n)),
         "estimate:  set-up, think times and arrivals at the fewest samples, before any burst is measured; the "
         "run predicts each probe from the bursts measured",
+        predicted_search(plan, options, rule, calibration, budget_s),
     ]
     return "\n".join([*lines, *(f"note: {n}" for n in plan.notes)])
+
+
+def fixed_cells(plan: SweepPlan, options: CapacityOptions) -> list[Cell]:
+    """The cells a search runs before its probes: the alone cells (``sweep.plan.alone_cells``) and any mode
+    given with its N."""
+    starts = {m.label for m in options.start_modes()}
+    return [c for c in plan.cells() if c.mode.label not in starts]
+
+
+def probe_setup_s(plan: SweepPlan, calibration: Calibration) -> float:
+    """A probe's set-up: a program's own, as calibrated (its new replicas start it), else a warm replica's."""
+    return calibration.setup_s if plan.config.workload.is_program else PROBE_SETUP_S["warm"]
+
+
+def predicted_search(
+    plan: SweepPlan, options: CapacityOptions, rule: TailRule, calibration: Calibration, budget_s: float | None
+) -> str:
+    """The dry run's ``predicted: N s`` of a search (:func:`capacity_dry_run`), with its basis."""
+    w = plan.config.workload
+    unit_s = calibration.exclusive_s(plan.particles[0]) / max(1, calibration.turns)
+    served = at_rate(w, unit_s)
+    o = sweep_overheads(plan, calibration)
+    lo, hi = options.users
+    families = tuple((f, family_max(f, hi)) for f in options.families)
+    setup = probe_setup_s(plan, calibration)
+    ask = SearchAsk(families, lo, rule, options.min_repeats, o.per_cell_s, setup, options.max_repeats)
+    search = search_cost(w, ask, unit_s)
+    fixed = fixed_cells(plan, options)
+    fixed_s = sum(
+        patterned_cell(served, plan.replicas(c.mode), unit_s, rule=rule, warmup=c.warmup and not is_awake(c)).cell_s
+        + o.per_cell_s
+        for c in fixed
+    )
+    if needs_capacity(w):  # the capacity alone first: requests back to back
+        fixed_s += MIN_REQUESTS * unit_s + o.per_cell_s
+    cells_s = fixed_s + search.cells_s
+    report_s = report_seconds(len(fixed) + search.cells)
+    total = calibration.spent_s + o.start_s + cells_s + report_s
+    bound = ""
+    if budget_s is not None and total > budget_s:
+        total, bound = budget_s, f"; the --budget {fmt_duration(budget_s)} stops it before that"
+    return (
+        f"predicted: {total:.0f} s (cells {cells_s:.0f} s, set-up {o.start_s:.0f} s, report {report_s:.0f} s; "
+        f"calibration {calibration.spent_s:.1f} s on this machine); basis: {calibration.source}; the search as the "
+        f"model predicts it (slowdown 1 + (N - 1) x busy against {rule.slo:g}x, each probe's cells until its "
+        f"verdict is decided: analysis.cost): {search.describe()}; {o.per_cell_s:.2f} s between cells "
+        f"({o.source}){bound}"
+    )
 
 
 def load_lines(plan: SweepPlan) -> list[str]:

@@ -28,14 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sharebench.analysis.tail import Decision
-from sharebench.modes import DEFAULT_USERS, MAX_REPLICAS, Mode, family_kind, family_mode
+from sharebench.modes import DEFAULT_USERS, Mode, family_kind, family_max, family_mode
+from sharebench.modes import KIND_MAX as KIND_MAX
 from sharebench.patterns import parse_pattern
 
 ProbeVerdict = Literal["within", "above", "undecided", "failed"]
 Why = Literal["none", "budget", "interrupt", "undecided", "memory", "maximum", "kind", "failed"]
 Stopped = Literal["budget", "interrupt"]
-# the kind's own limit on N: MPS at most 48 clients per control daemon (Volta and later); MIG at most 7 instances
-KIND_MAX = {"mps": 48, "mig-emulated": 7}
 KIND_UNITS = {"mig-emulated": "instances"}  # what the kind's limit counts (clients when not named)
 MARKS = {"within": "✓", "above": "✗", "undecided": "?"}
 STOPPED_TEXT = {
@@ -139,7 +138,7 @@ class CapacitySearch:
 
     @property
     def kind_max(self) -> int:
-        return min(KIND_MAX.get(family_kind(self.family), MAX_REPLICAS), MAX_REPLICAS)
+        return family_max(self.family)
 
     @property
     def max_n(self) -> int:

@@ -204,6 +204,7 @@ def capacity_search(
         sweep=plan,
         read=not dry_run,
         setup_s=SETUP_S["exec" if plan.config.workload.is_program else "warm"],
+        budget_s=ways.budget_s,
     )
     for cell in schedule.ahead():  # a resumed search's next probes: planned before the runner sets them up
         plan = plan_mode(plan, cell.mode)

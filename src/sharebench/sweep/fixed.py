@@ -79,7 +79,7 @@ class FixedSchedule:
 
 def patterned_lines(plan: SweepPlan) -> list[str]:
     """A patterned sweep's dry run: each mode's sample rule per size (the fewest samples per user, the cap)
-    and its seconds (decided at its first look; at most, at its cap), then ``predicted: N s`` of the plan's
+    and its seconds (at the look the cost model decides it, ``analysis.cost``; at most, at its cap), then ``predicted: N s`` of the plan's
     cells (``sweep.budget.predicted_line``) and the most they take, every cell at its cap; from one short
     exclusive run per size on this machine, the recorded gaps, set-up and report."""
     calibration = calibrate_sweep(plan, plan.particles, probe_turns=PROBE_TURNS)
@@ -117,5 +117,5 @@ def patterned_lines(plan: SweepPlan) -> list[str]:
         *lines,
         predicted_line(plan, calibration),
         f"at most:   {fixed + most:.0f} s if every cell runs to its cap (undecided at every look); the prediction "
-        "has every cell decided at its first look",
+        "has each cell decided at the look its expected order statistics decide it (analysis.cost)",
     ]
