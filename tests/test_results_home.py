@@ -24,9 +24,9 @@ def committed(*paths: str) -> list[str]:
 def test_campaigns_commit_documents_and_one_archive_per_results_folder():
     files = committed("results", "docs")
     # a results folder commits about 40 files (its tables, each plot as PNG and SVG, its report, one
-    # archive); 1,500 leaves room for the campaigns committed so far (1,448 with the time-to-answer folders
-    # of 2026-12-04) and stops scratch or copies creeping in
-    assert len(files) <= 1500, len(files)
+    # archive); 1,700 leaves room for the campaigns committed so far (1,556 with the headline-capacity
+    # folders of 2026-12-05) and stops scratch or copies creeping in
+    assert len(files) <= 1700, len(files)
     assert not [f for f in files if SCRATCH.search(f)]
     folders = {f.rsplit("/", 1)[0] for f in files if f.startswith("results/") and f.endswith("/results.csv")}
     assert folders and all(f"{d}/cells.tar.xz" in files for d in folders)
