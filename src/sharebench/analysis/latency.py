@@ -113,9 +113,9 @@ LATENCY_COLUMNS = [
     "throughput_cost_hi",
     "ci_method",
 ]
-# a cell's verdict (sharebench.analysis.tail.Decision) on the victim rows of sharing modes: the columns every
-# writer of a verdict uses (capacity.json's probes, the headline), then the target it was decided against
-VERDICT_COLUMNS = [
+# a cell's decision (sharebench.analysis.tail.Decision) on the victim rows of sharing modes: the columns every
+# writer of a verdict uses (capacity.json's probes, the headline, a cell's watch)
+DECISION_COLUMNS = (
     "verdict",
     "users",
     "samples",
@@ -131,8 +131,8 @@ VERDICT_COLUMNS = [
     "alone_p95_hi_s",
     "below_one",
     "reason",
-    "slo",
-]
+)
+VERDICT_COLUMNS = [*DECISION_COLUMNS, "slo"]  # then the target it was decided against
 LATENCY_COLUMNS += VERDICT_COLUMNS
 
 

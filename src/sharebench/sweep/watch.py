@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sharebench.analysis.latency import DECISION_COLUMNS
 from sharebench.analysis.samples import ALONE_PRECISION, Samples
 from sharebench.analysis.tail import Bounds, Decision, TailRule, alone_bounds, decide, look_of
 from sharebench.modes import is_baseline
@@ -36,24 +37,7 @@ from sharebench.results import RESULTS_CSV, load_results
 from sharebench.results.bursts import BURSTS_CSV, load_bursts
 from sharebench.workloads.bursts import Burst
 
-VERDICT_COLUMNS = (
-    "verdict",
-    "users",
-    "samples",
-    "worst_replica",
-    "worst_p95_slowdown",
-    "worst_p95_slowdown_lo",
-    "worst_p95_slowdown_hi",
-    "pooled_p95_slowdown",
-    "pooled_p95_slowdown_lo",
-    "pooled_p95_slowdown_hi",
-    "alone_p95_s",
-    "alone_p95_lo_s",
-    "alone_p95_hi_s",
-    "below_one",
-    "reason",
-    "stopped_by",
-)
+VERDICT_COLUMNS = (*DECISION_COLUMNS, "stopped_by")
 # why a watched cell ended (the rows' stopped_by): its verdict decided, the alone p95 precise, its cap or
 # window reached (the victim done), or the sweep's deadline (sweep.within)
 STOPPED_BY = ("decided", "precise", "cap", "deadline")
