@@ -191,7 +191,7 @@ def test_a_tiny_cpu_sweep_gives_a_folder_of_the_same_structure(lattice, tmp_path
                 t.pop("rows", None)
     if none_trusted(out):  # every sharing mode flagged by the noise: the Answer's choices are withheld
         for both in (found, expected):
-            both["tables"]["choices.csv"].pop("rows")
+            both["tables"]["choices.csv"].pop("rows", None)  # excluded cells may have dropped them already
     assert found == expected
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -144,3 +145,40 @@ def test_a_warm_sweep_of_the_inference_program_runs_its_programs_as_forks(tmp_pa
     assert all("sharebench.workloads.infer forked as " in log.read_text() for log in logs)
     left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
     assert left == [], left
+
+
+def test_the_mps_check_finds_a_replicas_forked_program_by_its_ready_file(server, tmp_path):
+    """A forked program is the server's child, not its replica's: the MPS check of exec replicas finds it by
+    the pid it wrote into the replica's ready file (an H200's ResNet-18 mps:2 cells failed the check on
+    2026-12-05: "no process started by replica process 796 ([]) is an MPS client")."""
+    from sharebench.sharing.mps import exec_client_check
+
+    path, _, _ = server
+    ready = tmp_path / "ready.0"
+    env = clean_env(SHAREBENCH_DEVICE="cpu", SHAREBENCH_SERVE="1", SHAREBENCH_READY_FILE=str(ready))
+    fork = fork_program(path, INFER, tmp_path / "program.log", env)
+    assert fork is not None
+    child = psutil.Process(fork.pid)
+    replica = subprocess.Popen(["sleep", "120"])  # the replica's process, the server's sibling as in a sweep
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists() and fork.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert int(ready.read_text().split()[0]) == fork.pid
+
+        def check(pids):  # what MpsDaemon.check_clients answers: the server knows the forked program only
+            return "" if all(p == fork.pid for p in pids) else f"{pids} are not clients"
+
+        assert exec_client_check(check, "protocol", [ready])([replica.pid]) == ""
+        assert exec_client_check(check, "protocol", [tmp_path / "absent"])([replica.pid]) == (
+            f"no process started by replica process {replica.pid} ([]) is an MPS client: they did not run under MPS"
+        )
+        assert exec_client_check(lambda pids: "not a client", "protocol", [ready])([replica.pid]) == (
+            f"no process started by replica process {replica.pid} ([{fork.pid}]) is an MPS client: "
+            "they did not run under MPS"
+        )
+    finally:
+        replica.kill()
+        replica.wait()
+        fork.sock.close()  # the replica went away: the server ends its program
+        assert psutil.wait_procs([child], timeout=10)[1] == []

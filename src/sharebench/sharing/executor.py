@@ -36,7 +36,15 @@ from sharebench.kernel import Barrier
 from sharebench.modes import Mode
 from sharebench.parse import format_cpu_set
 from sharebench.results.store import read_json
-from sharebench.sharing.launch import CellRun, FreshLauncher, Launcher, Replica, ReplicaFiles, replica_job
+from sharebench.sharing.launch import (
+    CellRun,
+    FreshLauncher,
+    Launcher,
+    Replica,
+    ReplicaFiles,
+    ready_file,
+    replica_job,
+)
 from sharebench.sharing.layout import CellPlan, ReplicaPlan, plan_cell
 from sharebench.workloads import PROGRESS_NAME, VICTIM, ReplicaJob, attempt_of
 from sharebench.workloads.bursts import LiveRecord
@@ -117,7 +125,7 @@ def _start(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> list[Re
     stop = str(run.folder / STOP) if run.job.patterned else None
     attempt = uuid.uuid4().hex[:16]  # this start of the cell: in every record its replicas write
     for rp in run.plan.replicas:
-        barrier = Barrier(str(run.folder / f"ready.{rp.replica}"), str(start_file), run.job.barrier.start_at)
+        barrier = Barrier(str(ready_file(run.folder, rp.replica)), str(start_file), run.job.barrier.start_at)
         job = replace(replica_job(run.job, run.plan, rp, barrier, stop), attempt=attempt)
         f = ReplicaFiles(
             run.folder / f"config.{rp.replica}.json",
@@ -134,7 +142,7 @@ def _run_replicas(run: CellRun, launcher: Launcher, replicas: list[Replica]) -> 
     errors: dict[int, str] = {}
     try:
         files = _start(run, launcher, replicas)
-        readies = [run.folder / f"ready.{rp.replica}" for rp in run.plan.replicas]
+        readies = [ready_file(run.folder, rp.replica) for rp in run.plan.replicas]
         # barrier: all ready, or fail fast
         deadline = time.monotonic() + run.ready_timeout_s
         while not all(r.exists() for r in readies):

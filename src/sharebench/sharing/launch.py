@@ -94,6 +94,11 @@ class Replica(Protocol):
         """None while its cell runs; its exit status (0: its record is written) once done."""
 
 
+def ready_file(folder: Path, replica: int) -> Path:
+    """Replica ``replica``'s ready file in its cell's ``folder`` (the barrier's; a program writes its pid in it)."""
+    return folder / f"ready.{replica}"
+
+
 def replica_job(
     job: ReplicaJob, plan: CellPlan, rp: ReplicaPlan, barrier: Barrier | None = None, stop_file: str | None = None
 ) -> ReplicaJob:
@@ -141,7 +146,8 @@ class MpsClients:
         if os.environ.get("SHAREBENCH_MPS_CHECK", "1") == "0":
             check = None
         if run.workload.is_program:
-            check = exec_client_check(check, run.workload.timing)
+            readies = [ready_file(run.folder, rp.replica) for rp in run.plan.replicas]
+            check = exec_client_check(check, run.workload.timing, readies)
         return replace(run, env={**self.env(run.plan), **run.env}, check_ready=check)
 
 

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,26 +64,41 @@ def mps_client_problem(servers: dict[int, list[int]], pids: list[int]) -> str:
 
 
 def exec_client_check(
-    check: Callable[[list[int]], str] | None, timing: str | None
+    check: Callable[[list[int]], str] | None, timing: str | None, ready_files: Sequence[Path] = ()
 ) -> Callable[[list[int]], str] | None:
-    """The MPS check for exec replicas: each replica's program (one of its descendants) must be a client.
-    None under process timing, where the program starts only at the barrier instant."""
+    """The MPS check for exec replicas: each replica's program must be a client. A replica's programs are
+    its descendants and the process that wrote its ready file (``ready_files[i]``, the protocol's ready file
+    of replica ``i``: ``PID TIME``): a program forked by the fork server (``workloads.forkserver``) is the
+    server's child, not the replica's. None under process timing, where the program starts only at the
+    barrier instant."""
     if check is None or timing == "process":
         return None
 
-    def check_descendants(pids: list[int]) -> str:
+    def check_programs(pids: list[int]) -> str:
         problems = []
-        for pid in pids:
+        for i, pid in enumerate(pids):
             try:
                 kids = [c.pid for c in psutil.Process(pid).children(recursive=True)]
             except psutil.Error:
                 kids = []
+            writer = ready_pid(ready_files[i]) if i < len(ready_files) else None
+            programs = [*kids, *([writer] if writer is not None and writer not in kids else [])]
             # a replica passes when one of its programs' processes is a client
-            if not kids or all(check([k]) for k in kids):
-                problems.append(f"no process started by replica process {pid} ({kids}) is an MPS client")
+            if not programs or all(check([k]) for k in programs):
+                problems.append(f"no process started by replica process {pid} ({programs}) is an MPS client")
         return "; ".join(problems) + (": they did not run under MPS" if problems else "")
 
-    return check_descendants
+    return check_programs
+
+
+def ready_pid(path: Path) -> int | None:
+    """The pid a program wrote into its ready file (``PID TIME``, ``sharebench.workloads.protocol.ready``);
+    None when the file is absent or names none (a program that only touched it)."""
+    try:
+        first = path.read_text(errors="replace").split()[:1]
+    except OSError:
+        return None
+    return int(first[0]) if first and first[0].isdigit() else None
 
 
 def check_mps_available(
