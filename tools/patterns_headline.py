@@ -14,16 +14,20 @@ One answer per cell, by the rule every layer uses (``sharebench.analysis.tail``,
 
 * **per folder**, the points (N, verdict, the worst user's p95 slowdown and its interval): a search's
   ``capacity.json`` where the folder has one of this round's shape (``answer``, ``lo``, ``hi``, ``why``,
-  ``probes`` with ``worst``), else the folder's own verdicts (``tables/latency.csv`` when it carries them,
+  ``probes`` with ``worst``; its answers decided again from the folder's cells, as its report's are), else the
+  folder's own verdicts (``tables/latency.csv`` when it carries them,
   else recomputed from its bursts; nothing is written into a folder). A cell flagged below 1 (every user
-  faster shared than alone: the baseline is off) is left out, and named with the reason.
+  faster shared than alone: the baseline is off), or a probe that failed (no verdict), is left out, and
+  named with the reason.
 * **per machine** (a GPU UUID, from the folder's results.csv), the points of all its folders together make
   one bracket (``analysis.latency.bracket``: the largest N within with every smaller N within, the
   smallest N above; N where the folders disagree is undecided); a search's answer and why (budget,
   interrupt, memory, ...) where its bracket is the machine's.
-* **per cell**, the figure is *general* only where two or more machines decided something and their
-  brackets overlap (the overlap is the figure); else the machines differ, or one machine decided, and the
-  per-machine figures are what there is. Each machine's line gives its bracket, the cells at its ends (✓
+* **per cell**, the figure is *general* only where two or more machines decided something, their brackets
+  overlap, and every machine proves it: N within on each (the smallest such N), N above on each (the
+  largest): a figure promised on every machine, never one machine's lower bound joined to another's upper
+  bound (that is "no common answer"); disjoint brackets: the machines differ; one machine: its figure.
+  The per-machine figures follow. Each machine's line gives its bracket, the cells at its ends (✓
   within, ✗ above, ? undecided; the worst user's p95 slowdown and its interval) and its folders as links.
 
 Links are relative and written for a page two levels below the repository root (``../../results/…``): they
@@ -59,6 +63,7 @@ from sharebench.analysis.latency import (
 from sharebench.errors import UserError
 from sharebench.patterns import parse_pattern
 from sharebench.results import read_sweeps
+from sharebench.sweep.capacity_folder import capacity_answers
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ("Simpletrack", "ResNet-18 inference")  # always rows: "not measured" where no folder has them
@@ -174,8 +179,11 @@ def search_entries(folder: Path, slo: float) -> dict[tuple[str, str], dict[str, 
     except (OSError, json.JSONDecodeError):
         return {}
     entries = data.get("capacity", []) if isinstance(data, dict) else data
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "why" in e for e in entries):
+        return {}
+    entries = capacity_answers(folder)  # decided again from the folder's cells, as its report is
     out = {}
-    for e in entries if isinstance(entries, list) else []:
+    for e in entries:
         if not (isinstance(e, dict) and {"answer", "lo", "hi", "why", "probes"} <= set(e)):
             continue
         if all(isinstance(p, dict) and "worst" in p for p in e["probes"]) and float(e.get("slo", slo)) == slo:
@@ -194,6 +202,8 @@ def probe_point(p: dict[str, Any], source: str) -> Point:
     """A search's probe as a :class:`Point` (a probe whose every user is faster than alone is flagged)."""
     hi = number(p.get("hi"))
     below = "below 1: every user faster shared than alone, so the baseline is off" if hi < 1 else ""
+    if p.get("verdict") == "failed":  # no verdict: left out as not measured, its error said
+        below = f"the cell failed: {str(p.get('error') or 'no error recorded').split('; ')[0]}"
     return Point(
         int(p["n"]),
         str(p.get("mode", "")),
@@ -203,6 +213,7 @@ def probe_point(p: dict[str, Any], source: str) -> Point:
         worst_hi=hi,
         flag=below,
         source=source,
+        reason=str(p.get("reason") or ""),
     )
 
 
@@ -279,6 +290,17 @@ def overlap(answers: Sequence[MachineAnswer]) -> tuple[int | None, int | None] |
     return lo, hi
 
 
+def shared(answers: Sequence[MachineAnswer]) -> tuple[int | None, int | None]:
+    """What every machine's bracket proves (lo: each has N within, the smallest such N; hi: each has an N
+    above, the largest): the figure promised on every machine, never one machine's lower bound joined to
+    another's upper bound. (None, None): they decided different sides."""
+    los = [a.bracket.lo for a in answers]
+    his = [a.bracket.hi for a in answers]
+    lo = min(v for v in los if v is not None) if all(v is not None for v in los) else None
+    hi = max(v for v in his if v is not None) if all(v is not None for v in his) else None
+    return lo, hi
+
+
 def words(lo: int | None, hi: int | None, kind: str, rate: float | None, answer: str = "") -> str:
     """A bracket in words with the kind's noun, and requests/s at the proven N for a service."""
     noun = NOUNS.get(kind, "users")
@@ -341,8 +363,9 @@ def machine_line(a: MachineAnswer, kind: str, root: Path = ROOT) -> str:
 def left_out(answers: Sequence[MachineAnswer], root: Path = ROOT) -> list[str]:
     """The flagged cells, each with the reason and its folder."""
     return [
-        f"left out: {p.mode} on {a.machine} ({p.flag}; worst user {ratio_text(p.worst, p.worst_lo, p.worst_hi)}) in "
-        f"{link(p.source, root) if p.source else 'its folder'}"
+        f"left out: {p.mode} on {a.machine} ({p.flag}"
+        + (f"; worst user {ratio_text(p.worst, p.worst_lo, p.worst_hi)}" if math.isfinite(p.worst) else "")
+        + f") in {link(p.source, root) if p.source else 'its folder'}"
         for a in answers
         for p in a.points
         if p.flag
@@ -358,12 +381,14 @@ def cell_text(found: Sequence[Found], root: Path = ROOT) -> str:
     answers = machine_answers(found)
     decided = [a for a in answers if a.decided]
     if len(decided) >= 2:
-        both = overlap(decided)
+        common = shared(decided)
         names = ", ".join(a.machine for a in decided)
-        if both is None:
+        if overlap(decided) is None:
             head = f"**machines differ** ({names}): per machine below"
+        elif common == (None, None):
+            head = f"**no common answer** ({names}): each decided another side; per machine below"
         else:
-            head = f"**{words(*both, kind, None)}**: general, {len(decided)} machines agree ({names})"
+            head = f"**{words(*common, kind, None)}**: general, {len(decided)} machines agree ({names})"
     elif decided:
         a = decided[0]
         head = f"**{words(a.bracket.lo, a.bracket.hi, kind, None, a.bracket.answer)}** on one machine ({a.machine})"

@@ -156,7 +156,9 @@ def test_emulated_mig_is_searched_as_equal_instances():
 # ----------------------------------------------------------------- every user counted, from the folder
 
 
-def write_cell(out: Path, mode: str, repeat: int, latencies: list[np.ndarray], status: str = "ok") -> None:
+def write_cell(
+    out: Path, mode: str, repeat: int, latencies: list[np.ndarray], status: str = "ok", pattern: str = "interactive"
+) -> None:
     """One cell kept as the runner keeps it: its rows (results.csv) and every replica's bursts."""
     rows = cell(dict(CPU, particles=1), mode, repeat, [(0.0, 10.0)] * len(latencies), cores=2)
     for r in rows:
@@ -168,7 +170,7 @@ def write_cell(out: Path, mode: str, repeat: int, latencies: list[np.ndarray], s
         for i, x in enumerate(map(float, lat)):
             bursts.append(dict(sweep_id="t", cell_id=rows[0]["cell_id"], mode=mode, repeat=repeat, warmup=False,
                                replica=replica, role="victim" if replica == 0 else "neighbour",
-                               pattern="interactive", i=i, arrival=t, start=t, end=t + x, units=1))  # fmt: skip
+                               pattern=pattern, i=i, arrival=t, start=t, end=t + x, units=1))  # fmt: skip
             t += x + 0.01
     append_bursts(out, bursts)
 
@@ -192,9 +194,36 @@ def test_replica_0_within_is_not_enough_when_another_user_is_above(tmp_path):
     assert search.probes[4].verdict == "failed" and "exit status 1" in search.probes[4].error
 
 
+def test_an_emulated_mig_layouts_cells_are_its_probes(tmp_path):
+    """mig-emulated:Nx has no replica count (its layout names N instances): its cells are still the search's
+    probes at N, decided or failed (an H200's step A measured mig-emulated:2x twice and answered "not
+    measured"; its failed cells on another were measured again until the budget ended the search)."""
+    rng = np.random.default_rng(2)
+
+    def lat(scale):
+        return 0.01 * scale * np.exp(rng.normal(0, 0.05, 300))
+
+    write_cell(tmp_path, "exclusive", 1, [lat(1)])
+    write_cell(tmp_path, "mig-emulated:2x", 1, [lat(1.2), lat(1.3)])
+    write_cell(tmp_path, "mig-emulated:4x", 1, [lat(1.0)] * 4, status="failed")
+    search = CapacitySearch("mig-emulated", SLO, 2, 8, pattern="interactive")
+    populate(search, read_folder(tmp_path, TailRule(SLO)))
+    assert search.probes[2].verdict == "within" and search.probes[2].mode == "mig-emulated:2x"
+    assert search.probes[4].verdict == "failed" and "exit status 1" in search.probes[4].error
+    assert next_n(search) == 3  # between 2 within and 4 failed, never 4 again
+    assert search.n_of("mig-emulated:3x") == 3 and search.n_of("mps:3") is None and search.n_of("exclusive") is None
+    assert CapacitySearch("timeslice/long", SLO).n_of("timeslice:4/long") == 4
+
+
 def test_capacity_json_has_the_design_shape_and_the_end_screen_its_lines(tmp_path):
-    search = CapacitySearch("mps", SLO, 2, 8, pattern="serve:rate=2.055,size=1,load=0.3")
-    search.probes = {2: probe(2, "within", 1.2), 4: probe(4, "above", 2.6), 3: probe(3, "within", 1.6)}
+    """The run's capacity.json, and the end screen and report deciding again from the folder's cells."""
+    serve = "serve:rate=2.055,size=1,load=0.3"
+    rng = np.random.default_rng(3)
+    write_cell(tmp_path, "exclusive", 1, [0.01 * np.exp(rng.normal(0, 0.02, 300))], pattern=serve)
+    for n, scale in ((2, 1.2), (3, 1.6), (4, 2.6)):
+        write_cell(tmp_path, f"mps:{n}", 1, [0.01 * scale * np.exp(rng.normal(0, 0.02, 300))] * n, pattern=serve)
+    search = CapacitySearch("mps", SLO, 2, 8, pattern=serve)
+    populate(search, read_folder(tmp_path, TailRule(SLO)))
     cap = answer(search)
     write_capacity(tmp_path, [cap], CapacityOptions(("mps",), (2, 8)).record(TailRule(SLO)))
     (entry,) = read_capacity(tmp_path)
@@ -203,7 +232,8 @@ def test_capacity_json_has_the_design_shape_and_the_end_screen_its_lines(tmp_pat
     assert {"n", "mode", "verdict", "worst", "lo", "hi", "samples", "cells"} <= set(entry["probes"][0])
     line = "mps: 3 users per GPU, 6.165 requests/s per GPU (3 × 2.055/s; load 0.3 of 6.85/s alone) at p95 ≤ 2×"
     text, _ = end_screen(tmp_path)
-    assert f"  capacity: {line} (measured 2 ✓ 1.20×, 3 ✓ 1.60×, 4 ✗ 2.60×)" in text.splitlines()
+    assert f"  capacity: {line} (measured {cap.measured})" in text.splitlines()
+    assert re.fullmatch(r"2 ✓ 1\.\d\d×, 3 ✓ 1\.\d\d×, 4 ✗ 2\.\d\d×", cap.measured)
     blocks = capacity_blocks(tmp_path)
     assert len(blocks) == 2 and blocks[1].items == [cap.line()]
     assert capacity_blocks(tmp_path / "none") == [] and "capacity" not in end_screen(tmp_path / "none")[0]

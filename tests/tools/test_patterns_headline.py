@@ -96,8 +96,8 @@ def links_resolve(text: str, root: Path) -> None:
 
 
 def test_two_machines_that_agree_give_a_general_figure(tmp_path):
-    """GPU-aaaa: 2 within, 4 above (between 2 and 4); GPU-bbbb: 2 within, 3 above (2 users): the brackets
-    overlap at 2, the one figure said to be general, each machine's bracket and folder beside it."""
+    """GPU-aaaa: 2 within, 4 above (between 2 and 4); GPU-bbbb: 2 within, 3 above (2 users): what both prove
+    (2 within on each, 4 above on each) is the general figure, each machine's bracket and folder beside it."""
     a = write_folder(
         place(tmp_path, "GPU-aaaa0001", "st-users"), "GPU-aaaa0001-0000", {"mps:2": [1.2] * 2, "mps:4": [3.0] * 4}, 1
     )
@@ -106,7 +106,7 @@ def test_two_machines_that_agree_give_a_general_figure(tmp_path):
     )
     lines = table([a, b], root=tmp_path)
     interactive, serving = rows_of(lines)[("Simpletrack", "MPS")]
-    assert interactive.startswith("**2 users**: general, 2 machines agree (GPU-aaaa0001, GPU-bbbb0002)")
+    assert interactive.startswith("**between 2 and 4 users**: general, 2 machines agree (GPU-aaaa0001, GPU-bbbb0002)")
     assert "<br>GPU-aaaa0001: between 2 and 4 users: 2 ✓ 1." in interactive and ", 4 ✗ 3." in interactive
     assert "<br>GPU-bbbb0002: 2 users: 2 ✓ 1." in interactive
     assert "[st-users](../../results/h200/patterns-x/GPU-aaaa0001/st-users/)" in interactive
@@ -128,6 +128,40 @@ def test_two_machines_that_disagree_are_shown_per_machine(tmp_path):
     assert interactive.startswith("**machines differ** (GPU-aaaa0001, GPU-bbbb0002): per machine below")
     assert "<br>GPU-aaaa0001: 2 users: " in interactive and "<br>GPU-bbbb0002: ≥ 4 users: 4 ✓ 1." in interactive
     assert "general" not in interactive
+
+
+def test_one_machines_lower_bound_and_anothers_upper_bound_make_no_general_figure(tmp_path):
+    """GPU-aaaa: within at 2 only (≥ 2); GPU-bbbb: above at 4 only (< 4): the brackets overlap, but neither
+    machine proves "between 2 and 4": no general figure."""
+    a = write_folder(place(tmp_path, "GPU-aaaa0001", "st-users"), "GPU-aaaa0001-0000", {"mps:2": [1.2] * 2}, 1)
+    b = write_folder(place(tmp_path, "GPU-bbbb0002", "st-users"), "GPU-bbbb0002-0000", {"mps:4": [3.0] * 4}, 2)
+    interactive = rows_of(table([a, b], root=tmp_path))[("Simpletrack", "MPS")][0]
+    assert interactive.startswith("**no common answer** (GPU-aaaa0001, GPU-bbbb0002): each decided another side")
+    assert "<br>GPU-aaaa0001: ≥ 2 users: 2 ✓ 1." in interactive and "<br>GPU-bbbb0002: < 4 users: 4 ✗ 3." in interactive
+    assert "general" not in interactive and "between 2 and 4" not in interactive
+
+
+def test_a_failed_probe_is_left_out_with_its_error(tmp_path):
+    """A search whose mps:2 cell failed (its replicas were not MPS clients): no verdict, no "? nan×", left out
+    with the error; an undecided probe (timeslice:2, both users near 2×) says why."""
+    a = write_folder(place(tmp_path, "GPU-aaaa0001", "st-users"), "GPU-aaaa0001-0000", {"timeslice:2": [2.0] * 2}, 4)
+    error = "no process started by replica process 796 ([]) is an MPS client"
+    failed = cell(gpu("GPU-aaaa0001-0000", USERS), "mps:2", 1, [(0, 10)] * 2)
+    for r in failed:
+        r.update(status="failed", cell_status="failed", cell_error=f"{error}; and replica 797's")
+    ResultsWriter(a).append(failed)
+    search = dict(users=[2, 8], min_cells=1, max_cells=1, slo=2.0)
+    entries = [
+        dict(family=f, pattern=USERS, slo=2.0, answer="", lo=None, hi=None, why="budget", probes=[])
+        for f in ("timeslice", "mps")
+    ]
+    (a / "capacity.json").write_text(json.dumps({"capacity": entries, "search": search}))
+    rows = rows_of(table([a], root=tmp_path))
+    mps, timeslice = rows[("Simpletrack", "MPS")][0], rows[("Simpletrack", "time-slicing")][0]
+    assert "nan" not in mps and f"left out: mps:2 on GPU-aaaa0001 (the cell failed: {error}) in [st-users]" in mps
+    assert re.search(
+        r"GPU-aaaa0001: [^<]*2 \? 2\.\d\d× \[1\.\d\d, 2\.\d\d\] \(\? = an interval across the target\)", timeslice
+    )
 
 
 def test_a_cell_below_one_is_left_out_with_the_reason(tmp_path):
@@ -152,25 +186,26 @@ def test_a_cell_below_one_is_left_out_with_the_reason(tmp_path):
 
 def test_a_search_gives_its_bracket_from_its_capacity_json(tmp_path):
     """A folder with a capacity.json of this round (answer, lo, hi, why, probes with the worst user): its
-    probes are the points and its why (the budget) is said; an older capacity.json is left for the verdicts."""
-    a = write_folder(place(tmp_path, "GPU-aaaa0001", "st-search"), "GPU-aaaa0001-0000", {"mps:4": [1.2] * 4}, 4)
-    probes = [
-        dict(n=4, mode="mps:4", verdict="within", worst=1.31, lo=1.12, hi=1.58, samples=200, cells=1),
-        dict(n=8, mode="mps:8", verdict="above", worst=3.2, lo=2.6, hi=3.9, samples=180, cells=1),
-    ]
-    entry = dict(
-        family="mps", pattern=USERS, slo=2.0, answer="between 4 and 8", lo=4, hi=8, why="budget", probes=probes
+    probes, decided again from the folder's cells, are the points and its why (the budget) is said; an older
+    capacity.json is left for the verdicts."""
+    a = write_folder(
+        place(tmp_path, "GPU-aaaa0001", "st-search"), "GPU-aaaa0001-0000", {"mps:4": [1.2] * 4, "mps:8": [3.2] * 8}, 4
+    )
+    probes = [dict(n=4, mode="mps:4", verdict="within", worst=1.31, lo=1.12, hi=1.58, samples=200, cells=1)]
+    entry = dict(  # as the run wrote it before its last cell was read: the report and the table read both
+        family="mps", pattern=USERS, slo=2.0, answer=">= 4", lo=4, hi=None, why="budget", probes=probes
     )
     (a / "capacity.json").write_text(json.dumps({"capacity": [entry]}))
     interactive = rows_of(table([a], root=tmp_path))[("Simpletrack", "MPS")][0]
     assert interactive.startswith("**between 4 and 8 users** on one machine (GPU-aaaa0001)")
-    assert "<br>GPU-aaaa0001: between 4 and 8 users (budget): 4 ✓ 1.31× [1.12, 1.58], 8 ✗ 3.20× [2.60, 3.90];" in (
-        interactive
+    assert re.search(
+        r"<br>GPU-aaaa0001: between 4 and 8 users \(budget\): 4 ✓ 1\.\d\d× \[1\.\d\d, 1\.\d\d\], 8 ✗ 3\.\d\d× \[",
+        interactive,
     )
     old = dict(family="mps", pattern=USERS, slo=2.0, users=32, bound="between", upper=48, probes=[])
     (a / "capacity.json").write_text(json.dumps({"capacity": [old]}))
     interactive = rows_of(table([a], root=tmp_path))[("Simpletrack", "MPS")][0]
-    assert interactive.startswith("**≥ 4 users** on one machine") and "8 ✗" not in interactive
+    assert interactive.startswith("**between 4 and 8 users** on one machine") and "(budget)" not in interactive
 
 
 @pytest.mark.parametrize("load", ["0.3", "0.5"])

@@ -299,9 +299,9 @@ class CapacitySchedule:
         """The shortest a probe can be and still decide: its set-up and the samples per user its next look
         needs, at the pace of the bursts measured so far (None: a fixed cell, or nothing measured yet)."""
         search = self.family_of(cell)
-        n = cell.mode.replicas or 1
-        cycle = self.cycle_s(search, n) if search is not None else None
-        if search is None or cycle is None:
+        n = search.n_of(cell.mode.label) if search is not None else None
+        cycle = self.cycle_s(search, n) if search is not None and n is not None else None
+        if search is None or n is None or cycle is None:
             return None
         setup = statistics.median(self.setups) if self.setups else self.setup_s
         return SHORTEST_MARGIN * (setup + self.samples_needed(search, n) * cycle)
@@ -328,8 +328,7 @@ class CapacitySchedule:
             populate(s, self.state)
 
     def family_of(self, cell: Cell) -> CapacitySearch | None:
-        n = cell.mode.replicas
-        return next((s for s in self.searches if n and s.mode(n).label == cell.mode.label), None)
+        return next((s for s in self.searches if s.n_of(cell.mode.label) is not None), None)
 
     def probe_cell(self, search: CapacitySearch) -> Cell | None:
         """The search's next cell, or None (done: its answer says why). An N the planner refuses (memory)

@@ -160,6 +160,14 @@ class CapacitySearch:
     def mode(self, n: int) -> Mode:
         return family_mode(self.family, n)
 
+    def n_of(self, label: str) -> int | None:
+        """The N whose mode in this family is ``label`` (``timeslice:4`` -> 4, ``mig-emulated:3x`` -> 3:
+        a layout's label names its instances, not a replica count); None when it is none of its modes."""
+        kind = label.split(":", 1)[0]
+        if kind != family_kind(self.family):
+            return None
+        return next((n for n in range(1, self.max_n + 1) if self.mode(n).label == label), None)
+
     def of(self, verdict: ProbeVerdict) -> list[int]:
         return sorted(n for n, p in self.probes.items() if p.verdict == verdict)
 

@@ -11,7 +11,8 @@ answered again by the rule from its bursts (:func:`capacity_answers`), so its re
 
 ``capacity.json`` is rewritten after each cell: a family still searching reads ``interrupt`` until its
 next cell (what it would say were the run to die there); the end of the run (or its interrupt) writes the
-last word. Its shape: ``{"capacity": [{family, pattern, slo, answer, lo, hi, why, detail, note, users, line,
+last word: what the run decided as it went. The report and ``tables/capacity.csv`` decide again from the
+folder's cells (:func:`capacity_answers`), so a cell the run did not count is counted there. Its shape: ``{"capacity": [{family, pattern, slo, answer, lo, hi, why, detail, note, users, line,
 probes: [{n, mode, verdict, worst, lo, hi, samples, cells, pooled, worst_replica, below_one, reason,
 error}]}], "search": {families, users, min_cells, max_cells, slo, q, confidence}}``.
 """
@@ -30,9 +31,8 @@ import pandas as pd
 
 from sharebench.analysis.kinds import baseline_mask
 from sharebench.analysis.latency import burst_frame
-from sharebench.analysis.tail import Decision, TailRule, decisions
-from sharebench.errors import UserError
-from sharebench.modes import DEFAULT_USERS, parse_mode
+from sharebench.analysis.tail import DEFAULT_CONFIDENCE, DEFAULT_QUANTILE, Decision, TailRule, decisions
+from sharebench.modes import DEFAULT_USERS
 from sharebench.results import NOTES_TXT, RESULTS_CSV, load_results
 from sharebench.results.bursts import load_bursts
 from sharebench.sweep.capacity_answer import Capacity, CapacitySearch, Probe, answer, next_n
@@ -132,18 +132,15 @@ def populate(search: CapacitySearch, state: FolderState) -> None:
     """``search``'s probes from the folder: every mode of its family measured, decided or failed."""
     search.probes = {}
     for label, cells in state.cells.items():
-        try:
-            m = parse_mode(label)
-        except UserError:
-            continue
-        if not m.spec.shared or not m.replicas or search.mode(m.replicas).label != label:
+        n = search.n_of(label)  # an emulated MIG layout's N is its instances (its mode has no replica count)
+        if n is None:
             continue
         if cells.failed:
-            search.probes[m.replicas] = Probe(m.replicas, label, "failed", cells.cells, error=cells.failed)
+            search.probes[n] = Probe(n, label, "failed", cells.cells, error=cells.failed)
             continue
         d = state.decision(label, search.pattern)
         if d is not None:
-            search.probes[m.replicas] = Probe.decided(m.replicas, label, d, cells.cells)
+            search.probes[n] = Probe.decided(n, label, d, cells.cells)
 
 
 # ----------------------------------------------------------------- capacity.json and tables/capacity.csv
@@ -168,13 +165,58 @@ def read_capacity(out: Path) -> list[dict[str, Any]]:
         return []
 
 
+def read_search(out: Path) -> dict[str, Any]:
+    """``capacity.json``'s ``search`` record (users, min_cells, max_cells, slo, q, confidence); {} if none."""
+    try:
+        doc = json.loads((Path(out) / CAPACITY_JSON).read_text())
+    except (OSError, ValueError):
+        return {}
+    found = doc.get("search") if isinstance(doc, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
 def capacity_answers(out: Path) -> list[dict[str, Any]]:
-    """The folder's answers: ``capacity.json``'s; a folder of before this round answered again by the rule
-    from its bursts (:func:`legacy_answers`)."""
+    """The folder's answers, decided from its cells: a search of this round again from its rows and bursts
+    (:func:`folder_answers`: ``capacity.json`` is what the run decided as it went, and a run's reading of its
+    cells can miss one); a folder of before this round answered again by the rule (:func:`legacy_answers`)."""
     entries = read_capacity(out)
-    if not entries or all("why" in e for e in entries):
+    if not entries:
         return entries
+    if all("why" in e for e in entries):
+        return [c.to_dict() for c in folder_answers(Path(out), entries, read_search(out))]
     return [c.to_dict() for c in legacy_answers(Path(out), entries)]
+
+
+def folder_answers(out: Path, entries: Sequence[Mapping[str, Any]], search: Mapping[str, Any]) -> list[Capacity]:
+    """This round's answers decided again from the folder: each family's probes from its measured cells
+    (:func:`populate`), its range and cells per N from the ``search`` record, and what stopped it (``budget``,
+    ``interrupt``) or the memory limit it found from its entry: what the run would have said had it read
+    every cell it measured (an H200's emulated-MIG cells, missed by the run's reading before 2026-12-05)."""
+    lo, hi = search.get("users") or DEFAULT_USERS
+    states: dict[tuple[float, float, float], FolderState] = {}
+    caps = []
+    for e in entries:
+        rule = TailRule(
+            float(e.get("slo") or search.get("slo") or 2.0),
+            float(search.get("q") or DEFAULT_QUANTILE),
+            float(search.get("confidence") or DEFAULT_CONFIDENCE),
+        )
+        s = CapacitySearch(
+            str(e["family"]),
+            rule.slo,
+            int(lo),
+            int(hi),
+            max_cells=int(search.get("max_cells") or 4),
+            min_cells=int(search.get("min_cells") or 1),
+            pattern=str(e["pattern"]),
+        )
+        if e.get("why") == "memory" and isinstance(e.get("lo"), int):
+            s.mem_max = int(e["lo"])
+        populate(s, states.setdefault((rule.slo, rule.q, rule.confidence), read_folder(out, rule)))
+        if next_n(s) is not None:
+            s.stopped = "budget" if e.get("why") == "budget" else "interrupt"
+        caps.append(answer(s))
+    return caps
 
 
 def capacity_lines(out: Path) -> list[str]:
