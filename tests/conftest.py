@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -13,6 +14,12 @@ from sharebench.devices import DeviceInfo, nvml
 from support.contexts import CONTEXTS, device_of
 from support.lattices import tiny_lattice
 from support.paths import LHC_LINE
+
+# A shell without job control starts a background command with SIGINT ignored, and an ignored signal stays
+# ignored through exec: Python then installs no KeyboardInterrupt, and the tests of Ctrl-C (here and in the
+# programs they start) would test nothing. Ctrl-C is what they are about: give it back.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 SLOW_TESTS = Path(__file__).with_name("slow_tests.txt")
 LONG_TESTS = Path(__file__).with_name("long_tests.txt")
