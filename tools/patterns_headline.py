@@ -199,9 +199,10 @@ def number(value: Any) -> float:
 
 
 def probe_point(p: dict[str, Any], source: str) -> Point:
-    """A search's probe as a :class:`Point` (a probe whose every user is faster than alone is flagged)."""
+    """A search's probe as a :class:`Point` (a probe with a user faster than alone beyond doubt is flagged)."""
     hi = number(p.get("hi"))
-    below = "below 1: every user faster shared than alone, so the baseline is off" if hi < 1 else ""
+    fast = p.get("below_one") is True or hi < 1
+    below = "below 1: a user faster shared than alone, so the baseline is off" if fast else ""
     if p.get("verdict") == "failed":  # no verdict: left out as not measured, its error said
         below = f"the cell failed: {str(p.get('error') or 'no error recorded').split('; ')[0]}"
     return Point(
@@ -437,7 +438,7 @@ LEGEND = (
     "the N between not decided), *≥ N* (nothing above measured), *< N* (above at N, nothing smaller measured), "
     "*no sharing* (2 already above), *undecided*. *General* only where two or more machines decided and their "
     "brackets overlap; else each machine's bracket, with the cells at its ends (✓ within, ✗ above, ? undecided: "
-    "the worst user's p95 slowdown and its interval) and its folders. A cell flagged below 1 (every user faster "
+    "the worst user's p95 slowdown and its interval) and its folders. A cell flagged below 1 (a user faster "
     "shared than alone: the baseline, not the sharing, is off) is left out and named."
 )
 

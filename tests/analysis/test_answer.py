@@ -278,12 +278,12 @@ def test_a_cell_faster_than_alone_is_flagged_and_never_a_figure(tmp_path):
     assert set(tables.flags.loc[tables.flags["kind"] == "below-one", "mode"]) == {"timeslice:2"}
     trust = trust_table(evidence(tables)).set_index("mode")
     assert trust.loc["timeslice:2", "flag_kinds"] == "excluded,below-one"
-    assert "every user faster shared than alone (below 1)" in trust.loc["timeslice:2", "trust"]
+    assert "a user faster shared than alone (below 1)" in trust.loc["timeslice:2", "trust"]
     assert trust.loc["mps:2", "flag_kinds"] == "excluded"  # 2 repeats: no "repeats" kind for a patterned mode
     users = picks.loc[f"interactive ({INTERACTIVE})"]
     assert users["mode"] == "mps:2"
     assert (
-        "timeslice: undecided (every cell measured is flagged; timeslice:2 left out (below 1: every user faster"
+        "timeslice: undecided (every cell measured is flagged; timeslice:2 left out (below 1: a user faster"
         in (users["reason"])
     )
     assert "timeslice: ≥ 2" not in users["reason"]

@@ -185,6 +185,19 @@ def test_below_one_is_seen():
     assert d.verdict == "within" and d.below_one
 
 
+def test_one_user_faster_than_alone_beyond_doubt_makes_the_cell_below_one():
+    """Two users, one at 1.2x, one at 0.6x its time alone beyond doubt: the worst user is within, but sharing
+    does not make a user faster, so the baseline is off and the cell is below 1 (an H200's ResNet-18 serving
+    cell read 0.89x for the worst user and 0.67x [0.54, 0.87] for the other, 2026-12-05)."""
+    rng = np.random.default_rng(8)
+    alone = alone_of(rng)
+    users = {"0": rng.lognormal(math.log(0.012), 0.2, 800), "1": rng.lognormal(math.log(0.006), 0.2, 800)}
+    d = decide(users, alone, TailRule(2.0))
+    assert d.verdict == "within" and d.worst_hi > 1 > d.fastest_hi and d.below_one
+    both = decide({"0": users["0"], "1": rng.lognormal(math.log(0.011), 0.2, 800)}, alone, TailRule(2.0))
+    assert both.fastest_hi > 1 and not both.below_one
+
+
 def burst_rows(cell: str, mode: str, latencies: dict[int, np.ndarray], patterns: dict[int, str]) -> list[dict]:
     rows = []
     for replica, lat in latencies.items():
@@ -235,14 +248,16 @@ def test_a_folder_is_decided_per_mode_with_every_user_and_no_aggressor():
 def test_a_user_without_bounds_never_makes_the_cell_below_one_nor_hides_another_users_bound():
     """Regression (issue 42, the cells' watcher): a slow user with fewer samples than its interval needs has no
     bounds; the worst upper bound is then unknown (not the fast users' < 1), and another user's lower bound
-    still counts whichever order the users come in."""
+    still counts whichever order the users come in. The fast user, at half its time alone beyond doubt, makes
+    the cell below 1 by its own bound (sharing does not make a user faster: the baseline is off)."""
     rule = TailRule(2.0)
     rng = np.random.default_rng(7)
     alone = alone_bounds(0.010 + rng.exponential(0.002, 2000), rule)
     fast, slow = 0.5 * (0.010 + rng.exponential(0.002, 400)), 8 * (0.010 + rng.exponential(0.002, 30))
     for users in ({"0": fast, "1": slow}, {"1": slow, "0": fast}):
         d = decide(users, alone, rule)
-        assert math.isnan(d.worst_hi) and not d.below_one and d.verdict == "undecided"
+        assert math.isnan(d.worst_hi) and d.verdict == "undecided"
+        assert d.below_one and d.fastest_hi < 1
     above = 8 * (0.010 + rng.exponential(0.002, 400))
     for users in ({"0": slow, "1": above}, {"1": above, "0": slow}):
         assert decide(users, alone, rule).worst_lo > 2

@@ -177,7 +177,7 @@ def test_a_cell_below_one_is_left_out_with_the_reason(tmp_path):
     assert interactive.startswith("**between 4 and 8 users** on one machine (GPU-aaaa0001)")
     assert "<br>GPU-aaaa0001: between 4 and 8 users: 4 ✓ 1." in interactive
     assert re.search(
-        r"<br>left out: mps:2 on GPU-aaaa0001 \(below 1: every user faster shared than alone, so the baseline is off; "
+        r"<br>left out: mps:2 on GPU-aaaa0001 \(below 1: a user faster shared than alone, so the baseline is off; "
         r"worst user 0\.\d\d× \[0\.\d\d, 0\.\d\d\]\) in \[st-users\]\(\.\./\.\./results/h200/patterns-x/GPU-aaaa0001/st-users/\)",
         interactive,
     ), interactive

@@ -8,7 +8,7 @@ advise (:func:`cell_cost`):
 
 * ``within`` or ``above``: the worst user's slowdown, with its interval;
 * ``undecided``: its upper bound only (the slowdown is taken at the bound), or nothing where it has none;
-* below 1 (every user faster shared than alone, beyond doubt: the baseline, not the sharing, is off):
+* below 1 (a user faster shared than alone, beyond doubt: the baseline, not the sharing, is off):
   nothing, with that reason.
 
 A cell with no decision at all (neither bursts nor verdict columns) gives nothing, with the reason.
@@ -59,7 +59,7 @@ def cell_cost(d: Decision) -> CellCost:
             d.worst_lo,
             d.worst_hi,
             "",
-            f"below 1 (every user faster shared than alone, worst upper bound {d.worst_hi:.2f}x): the baseline, "
+            f"below 1 (a user faster shared than alone, upper bound {d.fastest_hi:.2f}x): the baseline, "
             "not the sharing, is off; not a cost",
         )
     if d.verdict in ("within", "above"):

@@ -42,7 +42,7 @@ a row rests on: ``measured``, ``predicted``, ``not measured`` or ``untrusted``):
   their intervals; never a point estimate alone, never extrapolated. A kind with a ``capacity_unit`` also
   gives the total at the proven N (users x rate: requests/s). The mode chosen is the family with the most
   users proven within (emulations left out), a tie broken by the lower upper bound of the worst user, and
-  said; :data:`UNDECIDED` where no family has an N within and one is undecided. A cell whose every user is
+  said; :data:`UNDECIDED` where no family has an N within and one is undecided. A cell with a user
   faster shared than alone beyond doubt (``below_one``: the baseline alone was measured in a slower state)
   is no figure: left out of the bracket and named, with its numbers and why.
 * **noisy neighbour**: per mode, the verdict of the users of the pattern beside replicas of another pattern
@@ -143,8 +143,8 @@ REMEDIES = {
     "spread": "more repeats (`--repeats 10`) and longer cells (more particles or turns) to narrow the spread",
     "repeats": f"at least {MIN_CI_REPEATS} repeats (`--repeats {MIN_CI_REPEATS}`) for an interval",
     "excluded": "see Flags for why cells were left out (failed, incomplete, overlap, devices) and measure them again",
-    "below-one": "measure the pattern alone again with more samples (the baseline alone was slower than every user "
-    "shared: a slow state of the device or the host)",
+    "below-one": "measure the pattern alone again with more samples (the baseline alone was slower than a user "
+    "shared: a slow state of the device or the host; `--awake-control` tests an idle GPU's wake-up)",
     "beyond": "measure again on a quiet host: a gain beyond what the replicas can give comes from a slow baseline",
 }
 EXCLUDING_KINDS = ("failed", "incomplete", "overlap", "devices")
@@ -207,7 +207,7 @@ def trust_of(
         reasons.append(f"{excluded['cell_id'].nunique()} cell(s) excluded" + (f" ({why})" if why else ""))
         kinds.append("excluded")
     if ((f["mode"] == mode) & (f["kind"] == "below-one")).any():
-        reasons.append("every user faster shared than alone (below 1): the baseline alone is off")
+        reasons.append("a user faster shared than alone (below 1): the baseline alone is off")
         kinds.append("below-one")
     return ("ok" if not reasons else "; ".join(reasons)), kinds
 

@@ -24,7 +24,7 @@ the cell's replicas of the other role ("" alone); :data:`LATENCY_COLUMNS`:
   users are all the replicas that follow the victim's pattern (a neighbour of another pattern is the
   aggressor and stays out), each pooled over the repeats; ``worst_p95_slowdown`` the worst user's p95
   slowdown with its interval, ``pooled_p95_slowdown`` the p95 over every user's bursts with its interval,
-  ``verdict`` within / above / undecided, ``below_one`` every user faster shared than alone beyond doubt
+  ``verdict`` within / above / undecided, ``below_one`` a user faster shared than alone beyond doubt
   (the baseline, not the sharing, is off), ``reason`` why, in words; ``slo`` the target decided against.
 
 Percentiles are numpy's (linear interpolation between order statistics). Intervals (95%), by
@@ -50,7 +50,7 @@ Percentiles are numpy's (linear interpolation between order statistics). Interva
 
 The bootstrap methods give no interval below :data:`MIN_CI_BURSTS` bursts on a side.
 
-:func:`below_one_flags`: a ``below-one`` flag for each cell whose every user's p95 slowdown interval lies
+:func:`below_one_flags`: a ``below-one`` flag for each cell in which a user's p95 slowdown interval lies
 wholly below 1, naming the alone p95 of each repeat.
 
 :func:`users_at_target`: per pattern and mode family, the users per GPU decided by the verdicts of the
@@ -429,8 +429,8 @@ def truthy(value: Any) -> bool:
 
 
 def below_one(row: Mapping[str, Any]) -> bool:
-    """A sharing cell every user of which was faster shared than alone beyond doubt (the verdict's
-    ``below_one``: the worst user's upper bound below 1); for a row of before the verdict columns, the
+    """A sharing cell with a user faster shared than alone beyond doubt (the verdict's ``below_one``: a
+    user's upper bound below 1); for a row of before the verdict columns, the
     measured replica's p95 slowdown interval wholly below 1."""
     if row.get("role") != "victim" or is_baseline(str(row.get("mode"))):
         return False
@@ -484,7 +484,7 @@ def below_one_flags(
         other = r["beside"] if isinstance(r["beside"], str) and r["beside"] != r["pattern"] else ""
         beside = f" beside {other}" if other else ""
         what = (
-            f"every user's p95 slowdown below 1 ({verdict_text(r)})"
+            f"a user's p95 slowdown below 1 ({verdict_text(r)})"
             if has_verdict(r)
             else f"p95 slowdown {ratio_text(r['slowdown_p95'], r['slowdown_p95_lo'], r['slowdown_p95_hi'])} below 1"
         )
@@ -681,7 +681,7 @@ def point_of(row: Mapping[str, Any], slo: float) -> Point:
         v = row.get(key, math.nan)
         return float(v) if v is not None and v == v and v != "" else math.nan
 
-    flag = "below 1: every user faster shared than alone, so the baseline is off" if below_one(row) else ""
+    flag = "below 1: a user faster shared than alone, so the baseline is off" if below_one(row) else ""
     if not has_verdict(row):
         flag = flag or "no verdict in this table (written before every user was counted): rebuild the report"
     verdict, reason = verdict_at(row, slo)

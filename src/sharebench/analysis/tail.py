@@ -184,9 +184,16 @@ class Decision:
     reason: str = ""
 
     @property
+    def fastest_hi(self) -> float:
+        """The smallest upper bound of a user's slowdown (nan: no user has one)."""
+        his = [s[2] for s in self.per_user.values() if math.isfinite(s[2])]
+        return min(his) if his else (self.worst_hi if math.isfinite(self.worst_hi) else math.nan)
+
+    @property
     def below_one(self) -> bool:
-        """Every user faster shared than alone, beyond doubt: the baseline, not the sharing, is off."""
-        return math.isfinite(self.worst_hi) and self.worst_hi < 1
+        """A user faster shared than alone, beyond doubt (its upper bound below 1): sharing does not make a
+        user faster, so the baseline, not the sharing, is off, and every slowdown of the cell reads low."""
+        return math.isfinite(self.fastest_hi) and self.fastest_hi < 1
 
 
 def alone_bounds(alone: Sequence[float] | np.ndarray, rule: TailRule) -> Bounds:

@@ -330,7 +330,7 @@ LATENCY_HELP = (
     "of another pattern is the aggressor, not a user): *within* when every user's p95 slowdown is within it beyond "
     "doubt (the worst user's upper bound), *above* when some user's is above it beyond doubt (a lower bound), else "
     "*undecided* (too few samples for the percentile, or an interval across the target); *worst user* and *all "
-    "users* (the p95 over every user's bursts) with their intervals; *below 1*: every user faster shared than "
+    "users* (the p95 over every user's bursts) with their intervals; *below 1*: a user faster shared than "
     "alone beyond doubt, the baseline is off, no figure. The verdict's intervals are distribution-free (order "
     "statistics, the binomial's ranks), valid for one run, and assume that a user's bursts are independent draws "
     "(a queue near saturation makes them narrower than the truth). Busy = the share of the replica's window with "

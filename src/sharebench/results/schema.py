@@ -135,7 +135,7 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
     Column("alone_p95_s", "float", "s", "the alone baseline's p95 (the alone cell: its own)"),
     Column("alone_p95_lo_s", "float", "s", "its lower bound"),
     Column("alone_p95_hi_s", "float", "s", "its upper bound"),
-    Column("below_one", "bool", "", "every user faster shared than alone beyond doubt (worst upper bound < 1)"),
+    Column("below_one", "bool", "", "a user faster shared than alone beyond doubt (a user's upper bound < 1)"),
     Column("reason", "str", "", "why the verdict is what it is (the alone cell: its interval's precision)"),
     Column(
         "stopped_by",

@@ -342,5 +342,5 @@ def notes(search: CapacitySearch) -> str:
         out.append("not monotone: an N above one over the target was within it (noise near the target)")
     fast = [str(n) for n, p in sorted(search.probes.items()) if p.below_one]
     if fast:
-        out.append(f"below 1× at {', '.join(fast)}: every user faster than alone (the alone baseline is suspect)")
+        out.append(f"below 1× at {', '.join(fast)}: a user faster than alone (the alone baseline is suspect)")
     return "; ".join(out)
