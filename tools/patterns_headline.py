@@ -38,7 +38,6 @@ docs/campaigns/ (the documentation site, which includes this file).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import subprocess
 import sys
@@ -63,7 +62,7 @@ from sharebench.analysis.latency import (
 from sharebench.errors import UserError
 from sharebench.patterns import parse_pattern
 from sharebench.results import read_sweeps
-from sharebench.sweep.capacity_folder import capacity_answers
+from sharebench.sweep.capacity_folder import capacity_answers, read_capacity
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ("Simpletrack", "ResNet-18 inference")  # always rows: "not measured" where no folder has them
@@ -75,7 +74,6 @@ SERVE_LOAD = 0.3  # the serving column: this load of what one replica serves alo
 NOUNS = {"interactive": "users", "serve": "services"}
 NOT_MEASURED = "not measured"
 UP = "../../"  # links from a page two levels below the root: results/h200/, docs/readme/, docs/campaigns/
-CAPACITY_JSON = "capacity.json"
 
 
 @dataclass(frozen=True)
@@ -173,13 +171,8 @@ def latency_of(folder: Path) -> pd.DataFrame:
 def search_entries(folder: Path, slo: float) -> dict[tuple[str, str], dict[str, Any]]:
     """(pattern, family) -> the capacity.json entries of this round's shape searched at ``slo`` (an older
     search, decided by replica 0, is left for the folder's verdicts to answer)."""
-    path = folder / CAPACITY_JSON
-    try:
-        data = json.loads(path.read_text()) if path.is_file() else []
-    except (OSError, json.JSONDecodeError):
-        return {}
-    entries = data.get("capacity", []) if isinstance(data, dict) else data
-    if not isinstance(entries, list) or not all(isinstance(e, dict) and "why" in e for e in entries):
+    written = read_capacity(folder)
+    if not all(isinstance(e, dict) and "why" in e for e in written):
         return {}
     entries = capacity_answers(folder)  # decided again from the folder's cells, as its report is
     out = {}
